@@ -1,0 +1,208 @@
+package graph
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// persister moves a run's writes and checkpoints to the Saver from one
+// background goroutine, committing whatever has queued up as one batch (group
+// commit). When a task's writes and the checkpoint they lead to land in the
+// same batch, the writes are stored inline in the checkpoint's delta instead
+// of as separate pending writes, so nothing is stored twice.
+type persister struct {
+	saver  Saver
+	thread string
+	ns     string
+	emit   func(Event)
+
+	ratio, every int
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []pItem
+	busy   bool
+	closed bool
+	err    error
+
+	// owned by the writer goroutine
+	expectHead int64
+	sinceSnap  int
+	lastSnap   int
+	sinceCount int
+}
+
+type pItem struct {
+	// one of:
+	writes *pWrites
+	cp     *pCheckpoint
+}
+
+type pWrites struct {
+	cp   int64
+	task int
+	node string
+	step int
+	ws   []rawWrite
+}
+
+type pCheckpoint struct {
+	sc       *StoredCheckpoint
+	inline   []rawWrite // input or update writes
+	loop     bool       // the parent's task writes make up the delta
+	snapshot func() ([]byte, error)
+	finished bool
+	extra    []PendingWrite // records attached to this checkpoint (after-interrupts)
+}
+
+func newPersister(s Saver, thread, ns string, head int64, ratio, every int, emit func(Event)) *persister {
+	p := &persister{saver: s, thread: thread, ns: ns, emit: emit, expectHead: head, ratio: ratio, every: every}
+	p.cond = sync.NewCond(&p.mu)
+	go p.loop()
+	return p
+}
+
+func (p *persister) add(it pItem) {
+	p.mu.Lock()
+	p.queue = append(p.queue, it)
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+func (p *persister) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// flush waits until everything queued is stored, or the writer failed.
+func (p *persister) flush() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for (len(p.queue) > 0 || p.busy) && p.err == nil {
+		p.cond.Wait()
+	}
+	return p.err
+}
+
+func (p *persister) close() error {
+	err := p.flush()
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	return err
+}
+
+func (p *persister) loop() {
+	for {
+		p.mu.Lock()
+		for len(p.queue) == 0 && !p.closed {
+			p.cond.Wait()
+		}
+		if p.closed || p.err != nil {
+			p.queue = nil
+			p.busy = false
+			p.cond.Broadcast()
+			p.mu.Unlock()
+			return
+		}
+		items := p.queue
+		p.queue = nil
+		p.busy = true
+		p.mu.Unlock()
+
+		err := p.commit(items)
+
+		p.mu.Lock()
+		p.busy = false
+		if err != nil && p.err == nil {
+			p.err = err
+		}
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
+}
+
+func sortWrites(ws []rawWrite) {
+	slices.SortStableFunc(ws, func(a, b rawWrite) int {
+		if a.Task != b.Task {
+			return a.Task - b.Task
+		}
+		return a.Idx - b.Idx
+	})
+}
+
+func (p *persister) commit(items []pItem) error {
+	b := &Batch{ThreadID: p.thread, NS: p.ns, ExpectHead: p.expectHead}
+	pending := map[int64][]rawWrite{}
+	var saved []*pWrites
+	var order []int64
+	for _, it := range items {
+		if w := it.writes; w != nil {
+			if _, ok := pending[w.cp]; !ok {
+				order = append(order, w.cp)
+			}
+			pending[w.cp] = append(pending[w.cp], w.ws...)
+			saved = append(saved, w)
+			continue
+		}
+		c := it.cp
+		delta := slices.Clone(c.inline)
+		if c.loop {
+			if ws, ok := pending[c.sc.ParentID]; ok {
+				delta = append(delta, ws...)
+				delete(pending, c.sc.ParentID)
+			}
+		}
+		sortWrites(delta)
+		c.sc.Delta = encodeWrites(delta)
+		if c.sc.ParentID == 0 || c.sc.Snapshot != nil {
+			// a chain's root is its own base: the zero state plus its delta
+			p.lastSnap, p.sinceSnap, p.sinceCount = len(c.sc.Delta)+len(c.sc.Snapshot), 0, 0
+		} else {
+			p.sinceSnap += len(c.sc.Delta)
+			p.sinceCount++
+		}
+		if c.snapshot != nil && c.sc.ParentID != 0 && c.sc.Snapshot == nil &&
+			((p.sinceSnap > p.ratio*p.lastSnap && p.sinceSnap > 4096) || p.sinceCount >= p.every) {
+			snap, err := c.snapshot()
+			if err != nil {
+				return err
+			}
+			c.sc.Snapshot = snap
+			p.lastSnap, p.sinceSnap, p.sinceCount = len(snap), 0, 0
+		}
+		b.Checkpoints = append(b.Checkpoints, c.sc)
+		b.Writes = append(b.Writes, c.extra...)
+		b.Finished = c.finished
+	}
+	for _, cp := range order {
+		for _, w := range pending[cp] {
+			b.Writes = append(b.Writes, PendingWrite{CheckpointID: cp, Task: w.Task, Idx: w.Idx, Channel: w.Channel, Value: w.Value})
+			p.sinceSnap += len(w.Value) + len(w.Channel) + 8
+		}
+	}
+	if len(b.Checkpoints) == 0 && len(b.Writes) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.saver.Commit(ctx, b); err != nil {
+		return err
+	}
+	if n := len(b.Checkpoints); n > 0 {
+		p.expectHead = b.Checkpoints[n-1].ID
+	}
+	if p.emit != nil {
+		for _, w := range saved {
+			p.emit(Event{Kind: EventWritesSaved, ThreadID: p.thread, NS: p.ns, CheckpointID: w.cp, Node: w.node, Task: w.task, Step: w.step})
+		}
+		for _, c := range b.Checkpoints {
+			p.emit(Event{Kind: EventCheckpoint, ThreadID: p.thread, NS: p.ns, CheckpointID: c.ID, Step: c.Step})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,847 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Config is one Invoke.
+type Config struct {
+	ThreadID string
+	// CheckpointID runs from this checkpoint instead of the head: the new
+	// checkpoints branch off it (a fork); the head moves to the new branch.
+	CheckpointID int64
+	// Input starts a new turn: its writes are applied to the state and the
+	// graph runs from Start. Without Input, the run continues from where the
+	// thread is (after a crash, or after answering interrupts).
+	Input []Write
+	// Resume answers pending interrupts by ID. The key "" answers the only
+	// pending interrupt. Each interrupt is answered once, across processes.
+	Resume map[string]any
+	// Events receives progress; nil discards it.
+	Events func(Event)
+	// MaxTasks bounds the tasks this Invoke may run (0: no bound).
+	MaxTasks int
+	// Meta is stored with every checkpoint of this Invoke (JSON object).
+	Meta map[string]string
+
+	ns string // subgraph namespace
+}
+
+// Result is where an Invoke stopped.
+type Result[S any] struct {
+	State        S
+	CheckpointID int64
+	Step         int
+	// Interrupts lists the pauses waiting for answers; empty when the run
+	// finished.
+	Interrupts []Interrupt
+	// Next names the nodes that would run next (empty when finished).
+	Next []string
+}
+
+// Interrupted reports whether the run paused for an answer.
+func (r *Result[S]) Interrupted() bool { return len(r.Interrupts) > 0 }
+
+type task[S any] struct {
+	idx     int
+	node    *node[S]
+	spec    taskSpec
+	arg     any
+	writes  []Write
+	raw     []rawWrite // restored from storage
+	done    bool
+	intr    *interruptErr
+	err     error
+	resumes map[int]json.RawMessage
+}
+
+// cursor is the checkpoint a run stands at.
+type cursor[S any] struct {
+	id    int64
+	step  int
+	tasks []*task[S]
+	// step-level interrupts: 0 none, else waiting/resolved
+	beforeResolved bool
+	afterPending   bool
+	afterResolved  bool
+	afterNodes     []string
+	// a task's interrupt records restored from storage: task → index → payload
+	taskIntr map[int]map[int]json.RawMessage
+}
+
+type run[S any] struct {
+	g        *Graph[S]
+	cfg      Config
+	ns       string
+	st       S
+	cur      cursor[S]
+	lastID   int64
+	p        *persister
+	emit     func(Event)
+	started  int
+	tasksRun int
+	meta     []byte
+}
+
+// special write indexes
+const (
+	idxStaticIntr   = -9
+	idxStaticResume = -999
+	taskBefore      = -3
+	taskAfter       = -2
+	taskInput       = -1
+)
+
+func idxIntr(n int) int   { return -10 - n }
+func idxResume(n int) int { return -1000 - n }
+
+// Invoke runs the graph on a thread until it finishes, pauses at an
+// interrupt, or fails. With a Saver, everything it did is stored when it
+// returns, and a failed or killed run continues from where it stopped when
+// invoked again without Input.
+func (g *Graph[S]) Invoke(ctx context.Context, cfg Config) (*Result[S], error) {
+	r := &run[S]{g: g, cfg: cfg, ns: cfg.ns, emit: cfg.Events}
+	if len(cfg.Meta) > 0 {
+		m, err := json.Marshal(cfg.Meta)
+		if err != nil {
+			return nil, err
+		}
+		r.meta = m
+	}
+	res, err := r.invoke(ctx)
+	if r.p != nil {
+		if cerr := r.p.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("graph: store the run: %w", cerr)
+			res = nil
+		}
+	}
+	return res, err
+}
+
+func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
+	g := r.g
+	fresh := true
+	var head int64
+	if g.opts.Saver != nil {
+		if r.cfg.ThreadID == "" {
+			return nil, ErrNoThread
+		}
+		chain, err := g.opts.Saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
+		switch {
+		case errors.Is(err, ErrNotFound) && r.cfg.CheckpointID == 0:
+		case err != nil:
+			return nil, fmt.Errorf("graph: load thread %q: %w", r.cfg.ThreadID, err)
+		default:
+			if err := r.restore(chain); err != nil {
+				return nil, err
+			}
+			fresh = false
+			head = chain.Head
+		}
+		r.p = newPersister(g.opts.Saver, r.cfg.ThreadID, r.ns, head, g.opts.SnapshotRatio, g.opts.SnapshotEvery, r.emit)
+		if !fresh {
+			r.p.lastSnap, r.p.sinceSnap, r.p.sinceCount = chainCost(chain)
+		}
+	}
+	if fresh {
+		r.cur = cursor[S]{id: 0, step: -2}
+	}
+	r.started = r.cur.step
+
+	if len(r.cfg.Input) > 0 {
+		if err := r.startTurn(r.cfg.Input); err != nil {
+			return nil, err
+		}
+	} else if len(r.cfg.Resume) > 0 {
+		if err := r.resume(ctx); err != nil {
+			return nil, err
+		}
+	} else if fresh {
+		return nil, errors.New("graph: nothing to run: the thread is new and there is no input")
+	}
+	return r.loop(ctx)
+}
+
+func chainCost(c *Chain) (last, since, count int) {
+	first := c.Checkpoints[0]
+	last = len(first.Snapshot) + len(first.Delta)
+	for i, cp := range c.Checkpoints {
+		if i > 0 {
+			since += len(cp.Delta)
+			count++
+		}
+		for _, w := range cp.Writes {
+			since += len(w.Value) + len(w.Channel) + 8
+		}
+	}
+	return last, since, count
+}
+
+// restore rebuilds the state and the cursor from a loaded chain.
+func (r *run[S]) restore(c *Chain) error {
+	cps := c.Checkpoints
+	if len(cps) == 0 {
+		return ErrNotFound
+	}
+	first := cps[0]
+	if first.Snapshot != nil {
+		if err := decodeSnapshot(first.Snapshot, &r.st); err != nil {
+			return err
+		}
+	} else if err := r.applyRaw(nil, first.Delta); err != nil {
+		return err
+	}
+	for i := 1; i < len(cps); i++ {
+		var parentWrites []PendingWrite
+		if cps[i].Source == "loop" {
+			parentWrites = cps[i-1].Writes
+		}
+		if err := r.applyRaw(parentWrites, cps[i].Delta); err != nil {
+			return fmt.Errorf("graph: replay checkpoint %d: %w", cps[i].ID, err)
+		}
+	}
+	last := cps[len(cps)-1]
+	r.lastID = c.Head
+	if last.ID > r.lastID {
+		r.lastID = last.ID
+	}
+	specs, err := decodeNext(last.Next)
+	if err != nil {
+		return err
+	}
+	cur := cursor[S]{id: last.ID, step: last.Step, taskIntr: map[int]map[int]json.RawMessage{}}
+	for i, sp := range specs {
+		t, err := r.newTask(i, sp.Node, nil, sp.Arg)
+		if err != nil {
+			return err
+		}
+		cur.tasks = append(cur.tasks, t)
+	}
+	for _, w := range last.Writes {
+		switch {
+		case w.Task == taskBefore && w.Idx == idxStaticResume:
+			cur.beforeResolved = true
+		case w.Task == taskAfter && w.Idx == idxStaticIntr:
+			cur.afterPending = true
+			_ = json.Unmarshal(w.Value, &cur.afterNodes)
+		case w.Task == taskAfter && w.Idx == idxStaticResume:
+			cur.afterResolved = true
+		case w.Task >= 0 && w.Task < len(cur.tasks):
+			t := cur.tasks[w.Task]
+			switch {
+			case w.Idx >= 0:
+				t.done = true
+				t.raw = append(t.raw, rawWrite{Task: w.Task, Idx: w.Idx, Channel: w.Channel, Value: w.Value})
+			case w.Channel == interruptChannel:
+				n := -10 - w.Idx
+				if cur.taskIntr[w.Task] == nil {
+					cur.taskIntr[w.Task] = map[int]json.RawMessage{}
+				}
+				cur.taskIntr[w.Task][n] = w.Value
+			case w.Channel == resumeChannel:
+				if t.resumes == nil {
+					t.resumes = map[int]json.RawMessage{}
+				}
+				t.resumes[-1000-w.Idx] = w.Value
+			}
+		}
+	}
+	r.cur = cur
+	return nil
+}
+
+// applyRaw applies stored writes (a parent's pending writes and a delta) in
+// (task, idx) order.
+func (r *run[S]) applyRaw(pending []PendingWrite, delta []byte) error {
+	ws, err := decodeWrites(delta)
+	if err != nil {
+		return err
+	}
+	for _, w := range pending {
+		ws = append(ws, rawWrite{Task: w.Task, Idx: w.Idx, Channel: w.Channel, Value: w.Value})
+	}
+	sortWrites(ws)
+	for i, w := range ws {
+		if w.Idx < 0 || w.Channel == gotoChannel || w.Channel == doneChannel {
+			continue
+		}
+		if i > 0 && ws[i-1].Task == w.Task && ws[i-1].Idx == w.Idx {
+			continue
+		}
+		ch, ok := r.g.schema.channels[w.Channel]
+		if !ok {
+			return fmt.Errorf("graph: stored write to unknown channel %q", w.Channel)
+		}
+		v, err := ch.decode(w.Value)
+		if err != nil {
+			return err
+		}
+		if err := ch.apply(&r.st, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run[S]) newTask(idx int, name string, arg any, rawArg []byte) (*task[S], error) {
+	n := r.g.nodes[name]
+	if n == nil {
+		return nil, fmt.Errorf("graph: route to unknown node %q", name)
+	}
+	t := &task[S]{idx: idx, node: n, spec: taskSpec{Node: name, Arg: rawArg}, arg: arg}
+	if rawArg != nil && arg == nil {
+		if n.decodeArg == nil {
+			return nil, fmt.Errorf("graph: node %q takes no argument", name)
+		}
+		a, err := n.decodeArg(rawArg)
+		if err != nil {
+			return nil, err
+		}
+		t.arg = a
+	}
+	return t, nil
+}
+
+// startTurn applies input and makes the input checkpoint.
+func (r *run[S]) startTurn(input []Write) error {
+	for _, w := range input {
+		if err := r.g.schema.apply(&r.st, w); err != nil {
+			return fmt.Errorf("graph: input: %w", err)
+		}
+	}
+	next, err := r.successors([]string{Start}, nil)
+	if err != nil {
+		return err
+	}
+	var inline []rawWrite
+	if r.p != nil {
+		for i, w := range input {
+			raw, err := json.Marshal(w.Value)
+			if err != nil {
+				return fmt.Errorf("graph: input %q is not serialisable: %w", w.Channel, err)
+			}
+			inline = append(inline, rawWrite{Task: taskInput, Idx: i, Channel: w.Channel, Value: raw})
+		}
+	}
+	r.newCheckpoint("input", next, inline, false, nil)
+	return nil
+}
+
+// successors computes the next tasks after the given nodes ran (in order),
+// from their static edges, routers (on the current state) and gotos.
+func (r *run[S]) successors(ran []string, gotos [][]Route) ([]*task[S], error) {
+	var next []*task[S]
+	seen := map[string]bool{}
+	add := func(rt Route) error {
+		if rt.Node == End {
+			return nil
+		}
+		if !rt.send {
+			if seen[rt.Node] {
+				return nil
+			}
+			seen[rt.Node] = true
+		}
+		var arg any
+		if rt.send {
+			arg = rt.Arg
+		}
+		t, err := r.newTask(len(next), rt.Node, arg, nil)
+		if err != nil {
+			return err
+		}
+		if rt.send {
+			if t.node.decodeArg == nil {
+				return fmt.Errorf("graph: Send to %q, which reads the state (use AddWorker)", rt.Node)
+			}
+			if r.p != nil {
+				raw, err := json.Marshal(rt.Arg)
+				if err != nil {
+					return fmt.Errorf("graph: Send argument for %q is not serialisable: %w", rt.Node, err)
+				}
+				t.spec.Arg = raw
+			}
+		} else if t.node.decodeArg != nil {
+			return fmt.Errorf("graph: node %q is a worker and needs Send", rt.Node)
+		}
+		next = append(next, t)
+		return nil
+	}
+	for i, name := range ran {
+		for _, to := range r.g.edges[name] {
+			if err := add(To(to)); err != nil {
+				return nil, err
+			}
+		}
+		for _, rt := range r.g.routers[name] {
+			for _, route := range rt(r.st) {
+				if err := add(route); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if i < len(gotos) {
+			for _, route := range gotos[i] {
+				if err := add(route); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return next, nil
+}
+
+func (r *run[S]) newCheckpoint(source string, next []*task[S], inline []rawWrite, finished bool, extra []PendingWrite) {
+	r.lastID++
+	parent := r.cur.id
+	step := r.cur.step + 1
+	r.cur = cursor[S]{id: r.lastID, step: step, tasks: next}
+	if r.p != nil {
+		specs := make([]taskSpec, len(next))
+		for i, t := range next {
+			specs[i] = t.spec
+		}
+		st := r.st
+		sc := &StoredCheckpoint{ID: r.lastID, ParentID: parent, Step: step, Source: source, Next: encodeNext(specs), Meta: r.meta}
+		r.p.add(pItem{cp: &pCheckpoint{
+			sc: sc, inline: inline, loop: source == "loop", finished: finished, extra: extra,
+			snapshot: func() ([]byte, error) { return encodeSnapshot(&st) },
+		}})
+		if r.g.opts.Durability == DurabilitySync {
+			// the error, if any, is sticky and stops the loop
+			_ = r.p.flush()
+		}
+	}
+	if r.emit != nil && r.p == nil {
+		r.emit(Event{Kind: EventCheckpoint, ThreadID: r.cfg.ThreadID, NS: r.ns, CheckpointID: r.lastID, Step: step})
+	}
+}
+
+func (r *run[S]) interruptID(task string) string {
+	id := "c" + strconv.FormatInt(r.cur.id, 10) + "-" + task
+	if r.ns != "" {
+		return r.ns + "/" + id
+	}
+	return id
+}
+
+// pending lists the cursor's unanswered interrupts.
+func (r *run[S]) pending() []Interrupt {
+	c := &r.cur
+	if c.afterPending && !c.afterResolved {
+		return []Interrupt{{ID: r.interruptID("a"), Kind: "after", Nodes: c.afterNodes, CheckpointID: c.id}}
+	}
+	var out []Interrupt
+	if !c.beforeResolved && len(r.g.before) > 0 {
+		var names []string
+		for _, t := range c.tasks {
+			if !t.done && r.g.before[t.node.name] && !slices.Contains(names, t.node.name) {
+				names = append(names, t.node.name)
+			}
+		}
+		if len(names) > 0 {
+			out = append(out, Interrupt{ID: r.interruptID("b"), Kind: "before", Nodes: names, CheckpointID: c.id})
+		}
+	}
+	for _, t := range c.tasks {
+		for n, payload := range c.taskIntr[t.idx] {
+			if _, answered := t.resumes[n]; answered || t.done {
+				continue
+			}
+			out = append(out, Interrupt{
+				ID: r.interruptID("t" + strconv.Itoa(t.idx) + "-" + strconv.Itoa(n)), Kind: "node",
+				Nodes: []string{t.node.name}, Payload: payload, CheckpointID: c.id,
+			})
+		}
+	}
+	return out
+}
+
+// resume stores the answers (each exactly once) and marks them on the cursor.
+func (r *run[S]) resume(ctx context.Context) error {
+	if r.p == nil {
+		return errors.New("graph: resuming needs a Saver")
+	}
+	pend := r.pending()
+	for key, val := range r.cfg.Resume {
+		var in *Interrupt
+		for i := range pend {
+			if pend[i].ID == key || (key == "" && len(pend) == 1) {
+				in = &pend[i]
+			}
+		}
+		if in == nil {
+			if key == "" && len(pend) > 1 {
+				return fmt.Errorf("graph: %d interrupts are pending; answer each by id", len(pend))
+			}
+			return fmt.Errorf("%w: %q (already answered, or never asked)", ErrNoInterrupt, key)
+		}
+		raw, err := json.Marshal(val)
+		if err != nil {
+			return fmt.Errorf("graph: resume value: %w", err)
+		}
+		w := PendingWrite{CheckpointID: r.cur.id, Channel: resumeChannel, Value: raw}
+		var mark func()
+		switch in.Kind {
+		case "before":
+			w.Task, w.Idx = taskBefore, idxStaticResume
+			mark = func() { r.cur.beforeResolved = true }
+		case "after":
+			w.Task, w.Idx = taskAfter, idxStaticResume
+			mark = func() { r.cur.afterResolved = true }
+		default:
+			var ti, n int
+			if _, err := fmt.Sscanf(in.ID[len(r.interruptID("")):], "t%d-%d", &ti, &n); err != nil {
+				return fmt.Errorf("graph: bad interrupt id %q", in.ID)
+			}
+			w.Task, w.Idx = ti, idxResume(n)
+			mark = func() {
+				t := r.cur.tasks[ti]
+				if t.resumes == nil {
+					t.resumes = map[int]json.RawMessage{}
+				}
+				t.resumes[n] = raw
+			}
+		}
+		if err := r.g.opts.Saver.PutResume(ctx, r.cfg.ThreadID, r.ns, r.cur.id, w); err != nil {
+			if errors.Is(err, ErrAlreadyResumed) || errors.Is(err, ErrConflict) {
+				return fmt.Errorf("graph: interrupt %s: %w", in.ID, ErrAlreadyResumed)
+			}
+			return fmt.Errorf("graph: store answer to %s: %w", in.ID, err)
+		}
+		mark()
+	}
+	return nil
+}
+
+func (r *run[S]) result(intr []Interrupt) *Result[S] {
+	res := &Result[S]{State: r.st, CheckpointID: r.cur.id, Step: r.cur.step, Interrupts: intr}
+	for _, t := range r.cur.tasks {
+		if !t.done && !slices.Contains(res.Next, t.node.name) {
+			res.Next = append(res.Next, t.node.name)
+		}
+	}
+	return res
+}
+
+func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
+	for {
+		if p := r.pending(); len(p) > 0 {
+			return r.interrupted(p)
+		}
+		if len(r.cur.tasks) == 0 {
+			return r.result(nil), nil
+		}
+		if r.cur.step-r.started >= r.g.opts.StepLimit {
+			return nil, fmt.Errorf("%w: %d supersteps without reaching the end (raise Options.StepLimit if the loop is meant to run longer)", ErrStepLimit, r.g.opts.StepLimit)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if r.p != nil {
+			if err := r.p.failed(); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.runStep(ctx); err != nil {
+			return nil, err
+		}
+		var intr []Interrupt
+		for _, t := range r.cur.tasks {
+			if t.intr != nil {
+				if r.cur.taskIntr == nil {
+					r.cur.taskIntr = map[int]map[int]json.RawMessage{}
+				}
+				if r.cur.taskIntr[t.idx] == nil {
+					r.cur.taskIntr[t.idx] = map[int]json.RawMessage{}
+				}
+				r.cur.taskIntr[t.idx][t.intr.index] = t.intr.payload
+			}
+		}
+		var errs []error
+		for _, t := range r.cur.tasks {
+			if t.err != nil {
+				errs = append(errs, t.err)
+			}
+		}
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		if intr = r.pending(); len(intr) > 0 {
+			return r.interrupted(intr)
+		}
+		if err := r.advance(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (r *run[S]) interrupted(p []Interrupt) (*Result[S], error) {
+	if r.p == nil {
+		return nil, errors.New("graph: a node interrupted but the graph has no Saver to wait with")
+	}
+	if r.emit != nil {
+		r.emit(Event{Kind: EventInterrupt, ThreadID: r.cfg.ThreadID, NS: r.ns, CheckpointID: r.cur.id, Step: r.cur.step, Interrupts: p})
+	}
+	return r.result(p), nil
+}
+
+// advance applies the step's writes in task order and moves to the next
+// checkpoint.
+func (r *run[S]) advance() error {
+	tasks := r.cur.tasks
+	ran := make([]string, len(tasks))
+	gotos := make([][]Route, len(tasks))
+	after := []string{}
+	for i, t := range tasks {
+		ran[i] = t.node.name
+		if r.g.after[t.node.name] && !slices.Contains(after, t.node.name) {
+			after = append(after, t.node.name)
+		}
+		if t.writes == nil && t.raw != nil {
+			for _, w := range t.raw {
+				if w.Channel == gotoChannel {
+					rs, err := r.decodeRoutes(w.Value)
+					if err != nil {
+						return err
+					}
+					gotos[i] = append(gotos[i], rs...)
+					continue
+				}
+				if w.Channel == doneChannel {
+					continue
+				}
+				ch, ok := r.g.schema.channels[w.Channel]
+				if !ok {
+					return fmt.Errorf("graph: stored write to unknown channel %q", w.Channel)
+				}
+				v, err := ch.decode(w.Value)
+				if err != nil {
+					return err
+				}
+				if err := ch.apply(&r.st, v); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		for _, w := range t.writes {
+			if w.Channel == gotoChannel {
+				rs, _ := w.Value.([]Route)
+				gotos[i] = append(gotos[i], rs...)
+				continue
+			}
+			if err := r.g.schema.apply(&r.st, w); err != nil {
+				return fmt.Errorf("graph: node %q: %w", t.node.name, err)
+			}
+		}
+	}
+	next, err := r.successors(ran, gotos)
+	if err != nil {
+		return err
+	}
+	var extra []PendingWrite
+	if len(after) > 0 && r.p != nil {
+		raw, _ := json.Marshal(after)
+		extra = []PendingWrite{{CheckpointID: r.lastID + 1, Task: taskAfter, Idx: idxStaticIntr, Channel: interruptChannel, Value: raw}}
+	}
+	r.newCheckpoint("loop", next, nil, len(next) == 0 && len(extra) == 0, extra)
+	if len(extra) > 0 {
+		r.cur.afterPending = true
+		r.cur.afterNodes = after
+	}
+	return nil
+}
+
+type routeJSON struct {
+	Node string          `json:"node"`
+	Arg  json.RawMessage `json:"arg,omitempty"`
+	Send bool            `json:"send,omitempty"`
+}
+
+func (r *run[S]) encodeRoutes(rs []Route) ([]byte, error) {
+	out := make([]routeJSON, len(rs))
+	for i, rt := range rs {
+		out[i] = routeJSON{Node: rt.Node, Send: rt.send}
+		if rt.send {
+			raw, err := json.Marshal(rt.Arg)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Arg = raw
+		}
+	}
+	return json.Marshal(out)
+}
+
+func (r *run[S]) decodeRoutes(raw []byte) ([]Route, error) {
+	var in []routeJSON
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("graph: decode goto: %w", err)
+	}
+	out := make([]Route, len(in))
+	for i, rj := range in {
+		out[i] = Route{Node: rj.Node, send: rj.Send}
+		if rj.Send {
+			n := r.g.nodes[rj.Node]
+			if n == nil || n.decodeArg == nil {
+				return nil, fmt.Errorf("graph: goto Send to %q, not a worker", rj.Node)
+			}
+			a, err := n.decodeArg(rj.Arg)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Arg = a
+		}
+	}
+	return out, nil
+}
+
+// runStep runs every unfinished task of the cursor.
+func (r *run[S]) runStep(ctx context.Context) error {
+	var todo []*task[S]
+	for _, t := range r.cur.tasks {
+		if t.done {
+			if r.emit != nil {
+				r.emit(Event{Kind: EventTaskRestored, ThreadID: r.cfg.ThreadID, NS: r.ns, CheckpointID: r.cur.id, Step: r.cur.step, Node: t.node.name, Task: t.idx})
+			}
+			continue
+		}
+		t.intr, t.err = nil, nil
+		todo = append(todo, t)
+	}
+	if r.cfg.MaxTasks > 0 && r.tasksRun+len(todo) > r.cfg.MaxTasks {
+		return fmt.Errorf("%w: %d tasks allowed, %d run, %d more needed", ErrTaskLimit, r.cfg.MaxTasks, r.tasksRun, len(todo))
+	}
+	r.tasksRun += len(todo)
+	st := r.st // the frozen state every task of the step sees
+	if len(todo) == 1 {
+		r.runTask(ctx, todo[0], &st)
+		return nil
+	}
+	var wg sync.WaitGroup
+	var sem chan struct{}
+	if m := r.g.opts.MaxConcurrency; m > 0 && m < len(todo) {
+		sem = make(chan struct{}, m)
+	}
+	for _, t := range todo {
+		if sem != nil {
+			sem <- struct{}{}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if sem != nil {
+				defer func() { <-sem }()
+			}
+			r.runTask(ctx, t, &st)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (r *run[S]) callNode(ctx context.Context, t *task[S], st *S) (ws []Write, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("graph: node %q panicked: %v\n%s", t.node.name, p, debug.Stack())
+		}
+	}()
+	return t.node.run(ctx, st, t.arg)
+}
+
+func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
+	base := Event{ThreadID: r.cfg.ThreadID, NS: r.ns, CheckpointID: r.cur.id, Step: r.cur.step, Node: t.node.name, Task: t.idx}
+	tc := &taskCtx{emit: r.emit, base: base, resumes: t.resumes}
+	tctx := context.WithValue(ctx, taskCtxKey{}, tc)
+	pol := t.node.opts.retry
+	for attempt := 1; ; attempt++ {
+		tc.calls = 0
+		var start time.Time
+		if r.emit != nil {
+			e := base
+			e.Kind, e.Attempt = EventNodeStart, attempt
+			r.emit(e)
+			start = time.Now()
+		}
+		ws, err := r.callNode(tctx, t, st)
+		if r.emit != nil {
+			e := base
+			e.Kind, e.Attempt, e.Duration, e.Err = EventNodeEnd, attempt, time.Since(start), err
+			r.emit(e)
+		}
+		if err == nil {
+			t.writes = ws
+			t.done = true
+			r.saveWrites(t, ws)
+			return
+		}
+		var ie *interruptErr
+		if errors.As(err, &ie) {
+			t.intr = ie
+			if r.p != nil {
+				r.p.add(pItem{writes: &pWrites{cp: r.cur.id, task: t.idx, node: t.node.name, step: r.cur.step,
+					ws: []rawWrite{{Task: t.idx, Idx: idxIntr(ie.index), Channel: interruptChannel, Value: ie.payload}}}})
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.err = ctx.Err()
+			return
+		}
+		if attempt >= pol.MaxAttempts || (pol.RetryIf != nil && !pol.RetryIf(err)) {
+			t.err = &NodeError{Node: t.node.name, Task: t.idx, Attempts: attempt, Err: err}
+			return
+		}
+		r.g.log.Warn("node failed; retrying", "node", t.node.name, "attempt", attempt, "err", err)
+		if serr := r.g.opts.Sleep(ctx, pol.backoff(attempt, r.g.opts.Rand)); serr != nil {
+			t.err = serr
+			return
+		}
+	}
+}
+
+func (r *run[S]) saveWrites(t *task[S], ws []Write) {
+	if r.p == nil {
+		return
+	}
+	raw := make([]rawWrite, 0, len(ws))
+	var err error
+	for i, w := range ws {
+		var v []byte
+		if w.Channel == gotoChannel {
+			rs, _ := w.Value.([]Route)
+			v, err = r.encodeRoutes(rs)
+		} else {
+			if _, ok := r.g.schema.channels[w.Channel]; !ok {
+				err = fmt.Errorf("graph: node %q wrote to undeclared channel %q", t.node.name, w.Channel)
+			} else {
+				v, err = json.Marshal(w.Value)
+			}
+		}
+		if err != nil {
+			t.err = fmt.Errorf("graph: node %q: write %q is not serialisable: %w", t.node.name, w.Channel, err)
+			t.done = false
+			return
+		}
+		raw = append(raw, rawWrite{Task: t.idx, Idx: i, Channel: w.Channel, Value: v})
+	}
+	if len(raw) == 0 {
+		raw = append(raw, rawWrite{Task: t.idx, Idx: 0, Channel: doneChannel})
+	}
+	r.p.add(pItem{writes: &pWrites{cp: r.cur.id, task: t.idx, node: t.node.name, step: r.cur.step, ws: raw}})
+	if r.g.opts.Durability == DurabilitySync {
+		if err := r.p.flush(); err != nil {
+			t.err = err
+			t.done = false
+		}
+	}
+}
