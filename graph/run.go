@@ -89,6 +89,7 @@ type run[S any] struct {
 	started  int
 	tasksRun int
 	meta     []byte
+	ranBuf   []string
 }
 
 // special write indexes
@@ -339,16 +340,32 @@ func (r *run[S]) startTurn(input []Write) error {
 // from their static edges, routers (on the current state) and gotos.
 func (r *run[S]) successors(ran []string, gotos [][]Route) ([]*task[S], error) {
 	var next []*task[S]
-	seen := map[string]bool{}
+	var seen map[string]bool // only for wide steps; small ones scan next
 	add := func(rt Route) error {
 		if rt.Node == End {
 			return nil
 		}
 		if !rt.send {
-			if seen[rt.Node] {
-				return nil
+			if seen == nil && len(next) > 16 {
+				seen = make(map[string]bool, len(next))
+				for _, t := range next {
+					if t.spec.Arg == nil && t.arg == nil {
+						seen[t.node.name] = true
+					}
+				}
 			}
-			seen[rt.Node] = true
+			if seen != nil {
+				if seen[rt.Node] {
+					return nil
+				}
+				seen[rt.Node] = true
+			} else {
+				for _, t := range next {
+					if t.node.name == rt.Node && t.spec.Arg == nil && t.arg == nil && t.node.decodeArg == nil {
+						return nil
+					}
+				}
+			}
 		}
 		var arg any
 		if rt.send {
@@ -598,11 +615,14 @@ func (r *run[S]) interrupted(p []Interrupt) (*Result[S], error) {
 // checkpoint.
 func (r *run[S]) advance() error {
 	tasks := r.cur.tasks
-	ran := make([]string, len(tasks))
-	gotos := make([][]Route, len(tasks))
-	after := []string{}
+	ran := r.ranBuf[:0]
+	for _, t := range tasks {
+		ran = append(ran, t.node.name)
+	}
+	r.ranBuf = ran
+	var gotos [][]Route
+	var after []string
 	for i, t := range tasks {
-		ran[i] = t.node.name
 		if r.g.after[t.node.name] && !slices.Contains(after, t.node.name) {
 			after = append(after, t.node.name)
 		}
@@ -612,6 +632,9 @@ func (r *run[S]) advance() error {
 					rs, err := r.decodeRoutes(w.Value)
 					if err != nil {
 						return err
+					}
+					if gotos == nil {
+						gotos = make([][]Route, len(tasks))
 					}
 					gotos[i] = append(gotos[i], rs...)
 					continue
@@ -636,6 +659,9 @@ func (r *run[S]) advance() error {
 		for _, w := range t.writes {
 			if w.Channel == gotoChannel {
 				rs, _ := w.Value.([]Route)
+				if gotos == nil {
+					gotos = make([][]Route, len(tasks))
+				}
 				gotos[i] = append(gotos[i], rs...)
 				continue
 			}

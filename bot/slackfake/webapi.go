@@ -1,0 +1,938 @@
+package slackfake
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Slack's limits that the fake enforces.
+const (
+	maxTextChars        = 40000 // chat.postMessage text; longer → msg_too_long
+	maxBlocks           = 50    // per message; more → invalid_blocks
+	maxSectionTextChars = 3000
+	maxHeaderTextChars  = 150
+	maxMarkdownChars    = 12000
+)
+
+func (s *Server) authTest(*apiRequest) apiResult {
+	return ok(map[string]any{
+		"url":                   "https://" + s.cfg.teamDomain + ".slack.com/",
+		"team":                  "Fake Workspace",
+		"user":                  s.cfg.botName,
+		"team_id":               s.cfg.teamID,
+		"user_id":               s.cfg.botUserID,
+		"bot_id":                s.cfg.botID,
+		"is_enterprise_install": false,
+	})
+}
+
+// rawJSON returns a parameter holding JSON, or nil when absent.
+func rawJSON(v string) json.RawMessage {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	return json.RawMessage(v)
+}
+
+// validateBlocks applies Slack's main block limits.
+func validateBlocks(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	var blocks []map[string]any
+	if err := json.Unmarshal([]byte(raw), &blocks); err != nil {
+		return "invalid_blocks_format"
+	}
+	if len(blocks) > maxBlocks {
+		return "invalid_blocks"
+	}
+	for _, b := range blocks {
+		typ, _ := b["type"].(string)
+		if typ == "" {
+			return "invalid_blocks"
+		}
+		textOf := func(k string) string {
+			if t, ok := b[k].(map[string]any); ok {
+				s, _ := t["text"].(string)
+				return s
+			}
+			s, _ := b[k].(string)
+			return s
+		}
+		switch typ {
+		case "section":
+			if utf8.RuneCountInString(textOf("text")) > maxSectionTextChars {
+				return "invalid_blocks"
+			}
+		case "header":
+			if utf8.RuneCountInString(textOf("text")) > maxHeaderTextChars {
+				return "invalid_blocks"
+			}
+		case "markdown":
+			if utf8.RuneCountInString(textOf("text")) > maxMarkdownChars {
+				return "invalid_blocks"
+			}
+		}
+	}
+	return ""
+}
+
+// resolveChannel maps a user id to the bot's DM with that user, as Slack does.
+func (s *Server) resolveChannelLocked(ch string) string {
+	if strings.HasPrefix(ch, "U") || strings.HasPrefix(ch, "W") {
+		d := "D" + ch[1:]
+		cs := s.channelLocked(d)
+		cs.info.IsIM, cs.info.User = true, ch
+		return d
+	}
+	return ch
+}
+
+var postParams = []string{"mrkdwn", "unfurl_links", "unfurl_media", "link_names", "parse", "username", "icon_url", "icon_emoji", "as_user"}
+
+func (s *Server) chatPostMessage(r *apiRequest) apiResult {
+	channel := r.get("channel")
+	if channel == "" {
+		return fail("channel_not_found")
+	}
+	text, blocks, atts := r.get("text"), r.get("blocks"), r.get("attachments")
+	if text == "" && blocks == "" && atts == "" {
+		return fail("no_text")
+	}
+	if utf8.RuneCountInString(text) > maxTextChars {
+		return fail("msg_too_long")
+	}
+	if e := validateBlocks(blocks); e != "" {
+		return fail(e)
+	}
+	s.mu.Lock()
+	channel = s.resolveChannelLocked(channel)
+	m := &Message{
+		Channel:        channel,
+		TS:             s.nextTSLocked(),
+		ThreadTS:       r.get("thread_ts"),
+		User:           s.cfg.botUserID,
+		BotID:          s.cfg.botID,
+		Text:           text,
+		Blocks:         rawJSON(blocks),
+		Attachments:    rawJSON(atts),
+		Metadata:       rawJSON(r.get("metadata")),
+		ReplyBroadcast: r.get("reply_broadcast") == "true",
+		PostedAt:       time.Now(),
+		Params:         map[string]string{},
+	}
+	for _, k := range postParams {
+		if v := r.get(k); v != "" {
+			m.Params[k] = v
+		}
+	}
+	if ids := r.get("file_ids"); ids != "" {
+		var list []string
+		if json.Unmarshal([]byte(ids), &list) != nil {
+			list = strings.Split(ids, ",")
+		}
+		m.Files = list
+	}
+	s.addMessageLocked(m)
+	body := s.messageJSONLocked(m)
+	echo := s.cfg.echoBot
+	s.mu.Unlock()
+
+	if echo {
+		s.echo(m.clone())
+	}
+	return ok(map[string]any{"channel": channel, "ts": m.TS, "message": body})
+}
+
+// echo delivers the bot's own message back as a message event.
+func (s *Server) echo(m Message) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		defer cancel()
+		ev := map[string]any{
+			"type": "message", "subtype": "bot_message", "channel": m.Channel, "user": m.User, "bot_id": m.BotID,
+			"text": m.Text, "ts": m.TS, "event_ts": m.TS, "channel_type": channelType(m.Channel),
+		}
+		if m.ThreadTS != "" {
+			ev["thread_ts"] = m.ThreadTS
+		}
+		if len(m.Blocks) > 0 {
+			ev["blocks"] = m.Blocks
+		}
+		if _, err := s.SendEvent(ctx, ev); err != nil {
+			s.log.Warn("slackfake: echo", "err", err)
+		}
+	}()
+}
+
+func channelType(id string) string {
+	switch {
+	case strings.HasPrefix(id, "D"):
+		return "im"
+	case strings.HasPrefix(id, "G"):
+		return "group"
+	}
+	return "channel"
+}
+
+// messageJSONLocked renders a message as Slack's API does.
+func (s *Server) messageJSONLocked(m *Message) map[string]any {
+	out := map[string]any{"type": "message", "text": m.Text, "ts": m.TS, "user": m.User}
+	if m.BotID != "" {
+		out["bot_id"] = m.BotID
+		out["app_id"] = s.cfg.appID
+		out["team"] = s.cfg.teamID
+		out["bot_profile"] = map[string]any{"id": m.BotID, "app_id": s.cfg.appID, "name": s.cfg.botName, "team_id": s.cfg.teamID, "deleted": false}
+	}
+	if m.ThreadTS != "" {
+		out["thread_ts"] = m.ThreadTS
+	}
+	if len(m.Blocks) > 0 {
+		out["blocks"] = m.Blocks
+	}
+	if len(m.Attachments) > 0 {
+		out["attachments"] = m.Attachments
+	}
+	if len(m.Metadata) > 0 {
+		out["metadata"] = m.Metadata
+	}
+	if len(m.Edits) > 0 {
+		last := m.Edits[len(m.Edits)-1].At
+		out["edited"] = map[string]any{"user": m.User, "ts": fmt.Sprintf("%d.%06d", last.Unix(), last.Nanosecond()/1000)}
+	}
+	if len(m.Files) > 0 {
+		var files []map[string]any
+		for _, id := range m.Files {
+			if f, ok := s.files[id]; ok {
+				files = append(files, s.fileJSONLocked(&f.File))
+			} else {
+				files = append(files, map[string]any{"id": id})
+			}
+		}
+		out["files"] = files
+		out["upload"] = true
+	}
+	// Thread metadata on a parent.
+	if cs, ok := s.channels[m.Channel]; ok && (m.ThreadTS == "" || m.ThreadTS == m.TS) {
+		n, latest := 0, ""
+		users := []string{}
+		seen := map[string]bool{}
+		for _, r := range cs.msgs {
+			if r.ThreadTS == m.TS && r.TS != m.TS && !r.Deleted {
+				n++
+				latest = r.TS
+				if !seen[r.User] {
+					seen[r.User] = true
+					users = append(users, r.User)
+				}
+			}
+		}
+		if n > 0 {
+			out["thread_ts"] = m.TS
+			out["reply_count"] = n
+			out["reply_users_count"] = len(users)
+			out["reply_users"] = users
+			out["latest_reply"] = latest
+		}
+	}
+	return out
+}
+
+func (s *Server) fileJSONLocked(f *File) map[string]any {
+	url := s.baseURL + "/files/" + f.ID + "/" + f.Name
+	return map[string]any{
+		"id": f.ID, "name": f.Name, "title": f.Title, "mimetype": mime.TypeByExtension(extOf(f.Name)),
+		"filetype": strings.TrimPrefix(extOf(f.Name), "."), "size": len(f.Content), "user": s.cfg.botUserID,
+		"url_private": url, "url_private_download": url,
+		"permalink": "https://" + s.cfg.teamDomain + ".slack.com/files/" + s.cfg.botUserID + "/" + f.ID + "/" + f.Name,
+		"created":   f.CreatedAt.Unix(),
+	}
+}
+
+func extOf(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[i:]
+	}
+	return ""
+}
+
+func (s *Server) chatUpdate(r *apiRequest) apiResult {
+	channel, ts := r.get("channel"), r.get("ts")
+	text, blocks, atts := r.get("text"), r.get("blocks"), r.get("attachments")
+	if text == "" && blocks == "" && atts == "" {
+		return fail("no_text")
+	}
+	if utf8.RuneCountInString(text) > maxTextChars {
+		return fail("msg_too_long")
+	}
+	if e := validateBlocks(blocks); e != "" {
+		return fail(e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.channels[channel]; !ok {
+		return fail("channel_not_found")
+	}
+	m := s.findMessageLocked(channel, ts)
+	if m == nil || m.Deleted {
+		return fail("message_not_found")
+	}
+	if m.BotID == "" {
+		return fail("cant_update_message")
+	}
+	s.editLocked(m, text, rawJSON(blocks), rawJSON(atts))
+	return ok(map[string]any{"channel": channel, "ts": ts, "text": m.Text, "message": s.messageJSONLocked(m)})
+}
+
+func (s *Server) editLocked(m *Message, text string, blocks, atts json.RawMessage) {
+	m.Edits = append(m.Edits, Edit{Text: m.Text, Blocks: m.Blocks, Attachments: m.Attachments, At: time.Now()})
+	m.Text, m.Blocks = text, blocks
+	if atts != nil {
+		m.Attachments = atts
+	}
+	s.notifyLocked()
+}
+
+func (s *Server) chatDelete(r *apiRequest) apiResult {
+	channel, ts := r.get("channel"), r.get("ts")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.channels[channel]; !ok {
+		return fail("channel_not_found")
+	}
+	m := s.findMessageLocked(channel, ts)
+	if m == nil || m.Deleted {
+		return fail("message_not_found")
+	}
+	if m.BotID == "" {
+		return fail("cant_delete_message")
+	}
+	m.Deleted = true
+	s.notifyLocked()
+	return ok(map[string]any{"channel": channel, "ts": ts})
+}
+
+func (s *Server) chatPostEphemeral(r *apiRequest) apiResult {
+	channel, user := r.get("channel"), r.get("user")
+	if channel == "" {
+		return fail("channel_not_found")
+	}
+	if user == "" {
+		return fail("user_not_in_channel")
+	}
+	text, blocks := r.get("text"), r.get("blocks")
+	if text == "" && blocks == "" && r.get("attachments") == "" {
+		return fail("no_text")
+	}
+	if e := validateBlocks(blocks); e != "" {
+		return fail(e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := s.nextTSLocked()
+	s.ephemerals = append(s.ephemerals, Ephemeral{
+		Channel: channel, User: user, TS: ts, ThreadTS: r.get("thread_ts"),
+		Text: text, Blocks: rawJSON(blocks), Source: "chat.postEphemeral", At: time.Now(),
+	})
+	s.notifyLocked()
+	return ok(map[string]any{"message_ts": ts})
+}
+
+func (s *Server) chatGetPermalink(r *apiRequest) apiResult {
+	channel, ts := r.get("channel"), r.get("message_ts")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.channels[channel]; !ok {
+		return fail("channel_not_found")
+	}
+	m := s.findMessageLocked(channel, ts)
+	if m == nil {
+		return fail("message_not_found")
+	}
+	link := "https://" + s.cfg.teamDomain + ".slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
+	if m.ThreadTS != "" && m.ThreadTS != m.TS {
+		link += "?thread_ts=" + m.ThreadTS + "&cid=" + channel
+	}
+	return ok(map[string]any{"channel": channel, "permalink": link})
+}
+
+// page applies limit/cursor pagination to n items.
+func page(r *apiRequest, n, defLimit int) (from, to int, next string) {
+	limit := defLimit
+	if v, err := strconv.Atoi(r.get("limit")); err == nil && v > 0 {
+		limit = min(v, 1000)
+	}
+	if c := r.get("cursor"); c != "" {
+		if b, err := base64.StdEncoding.DecodeString(c); err == nil {
+			if v, err := strconv.Atoi(strings.TrimPrefix(string(b), "offset:")); err == nil && v >= 0 {
+				from = min(v, n)
+			}
+		}
+	}
+	to = min(from+limit, n)
+	if to < n {
+		next = base64.StdEncoding.EncodeToString([]byte("offset:" + strconv.Itoa(to)))
+	}
+	return from, to, next
+}
+
+func inRange(r *apiRequest, ts string) bool {
+	incl := r.get("inclusive") == "1" || r.get("inclusive") == "true"
+	if o := r.get("oldest"); o != "" && o != "0" {
+		if tsLess(ts, o) || (!incl && ts == o) {
+			return false
+		}
+	}
+	if l := r.get("latest"); l != "" {
+		if tsLess(l, ts) || (!incl && ts == l) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) conversationsReplies(r *apiRequest) apiResult {
+	channel, ts := r.get("channel"), r.get("ts")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok0 := s.channels[channel]
+	if !ok0 {
+		return fail("channel_not_found")
+	}
+	parent := cs.byTS[ts]
+	if parent == nil || parent.Deleted {
+		return fail("thread_not_found")
+	}
+	var msgs []*Message
+	if parent.ThreadTS != "" && parent.ThreadTS != parent.TS {
+		msgs = []*Message{parent} // a reply's ts returns just that reply
+	} else {
+		msgs = append(msgs, parent)
+		for _, m := range cs.msgs {
+			if m.ThreadTS == ts && m.TS != ts && !m.Deleted && inRange(r, m.TS) {
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	from, to, next := page(r, len(msgs), 1000)
+	out := make([]map[string]any, 0, to-from)
+	for _, m := range msgs[from:to] {
+		out = append(out, s.messageJSONLocked(m))
+	}
+	return ok(map[string]any{"messages": out, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}})
+}
+
+func (s *Server) conversationsHistory(r *apiRequest) apiResult {
+	channel := r.get("channel")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok0 := s.channels[channel]
+	if !ok0 {
+		return fail("channel_not_found")
+	}
+	var msgs []*Message
+	for i := len(cs.msgs) - 1; i >= 0; i-- { // newest first
+		m := cs.msgs[i]
+		top := m.ThreadTS == "" || m.ThreadTS == m.TS || m.ReplyBroadcast
+		if top && !m.Deleted && inRange(r, m.TS) {
+			msgs = append(msgs, m)
+		}
+	}
+	from, to, next := page(r, len(msgs), 100)
+	out := make([]map[string]any, 0, to-from)
+	for _, m := range msgs[from:to] {
+		out = append(out, s.messageJSONLocked(m))
+	}
+	return ok(map[string]any{"messages": out, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}})
+}
+
+func (s *Server) conversationsInfo(r *apiRequest) apiResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok0 := s.channels[r.get("channel")]
+	if !ok0 {
+		return fail("channel_not_found")
+	}
+	c := cs.info
+	created := int64(1600000000)
+	if len(cs.msgs) > 0 {
+		sec, _, _ := strings.Cut(cs.msgs[0].TS, ".")
+		created, _ = strconv.ParseInt(sec, 10, 64)
+	}
+	ch := map[string]any{
+		"id": c.ID, "created": created, "is_archived": false, "is_general": false,
+		"is_channel": !c.IsIM && !c.IsPrivate, "is_group": c.IsPrivate, "is_im": c.IsIM, "is_mpim": false,
+		"is_private": c.IsPrivate || c.IsIM, "is_member": true, "is_ext_shared": false, "is_shared": false,
+		"context_team_id": s.cfg.teamID,
+	}
+	if c.IsIM {
+		ch["user"] = c.User
+	} else {
+		ch["name"] = c.Name
+		ch["name_normalized"] = c.Name
+	}
+	if r.get("include_locale") == "true" {
+		ch["locale"] = "ja-JP"
+	}
+	return ok(map[string]any{"channel": ch})
+}
+
+func (s *Server) usersInfo(r *apiRequest) apiResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok0 := s.users[r.get("user")]
+	if !ok0 {
+		return fail("user_not_found")
+	}
+	profile := map[string]any{"real_name": u.RealName, "display_name": u.Name, "real_name_normalized": u.RealName, "display_name_normalized": u.Name, "team": s.cfg.teamID}
+	if u.IsBot && u.ID == s.cfg.botUserID {
+		profile["bot_id"] = s.cfg.botID
+	}
+	user := map[string]any{
+		"id": u.ID, "team_id": s.cfg.teamID, "name": u.Name, "real_name": u.RealName, "deleted": u.Deleted,
+		"tz": u.TZ, "tz_label": u.TZLabel, "tz_offset": u.TZOffset, "is_bot": u.IsBot, "is_app_user": false,
+		"is_admin": false, "is_owner": false, "is_restricted": false, "is_ultra_restricted": false,
+		"updated": 1700000000, "profile": profile,
+	}
+	if r.get("include_locale") == "true" {
+		loc := u.Locale
+		if loc == "" {
+			loc = "ja-JP"
+		}
+		user["locale"] = loc
+	}
+	return ok(map[string]any{"user": user})
+}
+
+func (s *Server) assistantSetStatus(r *apiRequest) apiResult {
+	if r.get("channel_id") == "" || r.get("thread_ts") == "" {
+		return fail("invalid_arguments")
+	}
+	var loading []string
+	if v := r.get("loading_messages"); v != "" {
+		loading = strings.Split(v, ",")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses = append(s.statuses, Status{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Status: r.get("status"), LoadingMessages: loading, At: time.Now()})
+	s.notifyLocked()
+	return ok(nil)
+}
+
+func (s *Server) assistantSetSuggestedPrompts(r *apiRequest) apiResult {
+	if r.get("channel_id") == "" {
+		return fail("invalid_arguments")
+	}
+	var prompts []Prompt
+	if err := json.Unmarshal([]byte(r.get("prompts")), &prompts); err != nil || len(prompts) == 0 {
+		return fail("invalid_arguments")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prompts = append(s.prompts, SuggestedPrompts{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), Prompts: prompts, At: time.Now()})
+	s.notifyLocked()
+	return ok(nil)
+}
+
+func (s *Server) assistantSetTitle(r *apiRequest) apiResult {
+	if r.get("channel_id") == "" || r.get("thread_ts") == "" || r.get("title") == "" {
+		return fail("invalid_arguments")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.titles = append(s.titles, Title{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), At: time.Now()})
+	s.notifyLocked()
+	return ok(nil)
+}
+
+// --- views ---
+
+func (s *Server) useTriggerLocked(id string) string {
+	t, ok := s.triggers[id]
+	switch {
+	case id == "" || !ok:
+		return "invalid_trigger_id"
+	case t.used:
+		return "exchanged_trigger_id"
+	case s.cfg.triggerTTL > 0 && time.Since(t.issued) > s.cfg.triggerTTL:
+		return "expired_trigger_id"
+	}
+	t.used = true
+	s.triggers[id] = t
+	return ""
+}
+
+func parseView(raw string) (map[string]any, string) {
+	var v map[string]any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil || v == nil {
+		return nil, "invalid_arguments"
+	}
+	if b, err := json.Marshal(v["blocks"]); err == nil && v["blocks"] != nil {
+		if e := validateBlocks(string(b)); e != "" {
+			return nil, e
+		}
+	}
+	return v, ""
+}
+
+func str(m map[string]any, k string) string {
+	v, _ := m[k].(string)
+	return v
+}
+
+func (s *Server) setViewLocked(vs *viewState, raw string, v map[string]any, method string) {
+	if vs.JSON != nil {
+		vs.History = append(vs.History, vs.JSON)
+	}
+	vs.JSON = json.RawMessage(raw)
+	vs.Type = str(v, "type")
+	vs.CallbackID = str(v, "callback_id")
+	vs.PrivateMetadata = str(v, "private_metadata")
+	vs.ExternalID = str(v, "external_id")
+	vs.Hash = strconv.FormatInt(time.Now().UnixNano(), 10) + "." + randomHex(4)
+	vs.Method = method
+	vs.UpdatedAt = time.Now()
+	s.notifyLocked()
+}
+
+func (s *Server) viewJSONLocked(vs *viewState) map[string]any {
+	var v map[string]any
+	_ = json.Unmarshal(vs.JSON, &v)
+	if v == nil {
+		v = map[string]any{}
+	}
+	v["id"] = vs.ID
+	v["team_id"] = s.cfg.teamID
+	v["state"] = map[string]any{"values": map[string]any{}}
+	v["hash"] = vs.Hash
+	v["root_view_id"] = vs.RootViewID
+	v["previous_view_id"] = nil
+	v["app_id"] = s.cfg.appID
+	v["app_installed_team_id"] = s.cfg.teamID
+	v["bot_id"] = s.cfg.botID
+	for _, k := range []string{"private_metadata", "callback_id", "external_id"} {
+		if _, ok := v[k]; !ok {
+			v[k] = ""
+		}
+	}
+	return v
+}
+
+func (s *Server) viewsOpen(r *apiRequest) apiResult {
+	v, e := parseView(r.get("view"))
+	if e != "" {
+		return fail(e)
+	}
+	if str(v, "type") != "modal" {
+		return fail("invalid_arguments")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.useTriggerLocked(r.get("trigger_id")); e != "" {
+		return fail(e)
+	}
+	vs := &viewState{View{ID: s.nextIDLocked("V"), TriggerID: r.get("trigger_id")}}
+	vs.RootViewID = vs.ID
+	s.setViewLocked(vs, r.get("view"), v, r.method)
+	s.views[vs.ID] = vs
+	s.viewOrder = append(s.viewOrder, vs.ID)
+	return ok(map[string]any{"view": s.viewJSONLocked(vs)})
+}
+
+func (s *Server) viewsPublish(r *apiRequest) apiResult {
+	user := r.get("user_id")
+	if user == "" {
+		return fail("invalid_arguments")
+	}
+	v, e := parseView(r.get("view"))
+	if e != "" {
+		return fail(e)
+	}
+	if str(v, "type") != "home" {
+		return fail("invalid_arguments")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var vs *viewState
+	if id, ok := s.homeViews[user]; ok {
+		vs = s.views[id]
+		if h := r.get("hash"); h != "" && h != vs.Hash {
+			return fail("hash_conflict")
+		}
+	} else {
+		vs = &viewState{View{ID: s.nextIDLocked("V"), UserID: user}}
+		vs.RootViewID = vs.ID
+		s.views[vs.ID] = vs
+		s.viewOrder = append(s.viewOrder, vs.ID)
+		s.homeViews[user] = vs.ID
+	}
+	s.setViewLocked(vs, r.get("view"), v, r.method)
+	return ok(map[string]any{"view": s.viewJSONLocked(vs)})
+}
+
+func (s *Server) viewsUpdate(r *apiRequest) apiResult {
+	v, e := parseView(r.get("view"))
+	if e != "" {
+		return fail(e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var vs *viewState
+	if id := r.get("view_id"); id != "" {
+		vs = s.views[id]
+	} else if ext := r.get("external_id"); ext != "" {
+		for _, cand := range s.views {
+			if cand.ExternalID == ext {
+				vs = cand
+			}
+		}
+	}
+	if vs == nil {
+		return fail("not_found")
+	}
+	if h := r.get("hash"); h != "" && h != vs.Hash {
+		return fail("hash_conflict")
+	}
+	s.setViewLocked(vs, r.get("view"), v, r.method)
+	return ok(map[string]any{"view": s.viewJSONLocked(vs)})
+}
+
+// --- files (v2 upload flow) ---
+
+func (s *Server) filesGetUploadURLExternal(r *apiRequest) apiResult {
+	name := r.get("filename")
+	length, err := strconv.Atoi(r.get("length"))
+	if name == "" || err != nil || length <= 0 {
+		return fail("invalid_arguments")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextIDLocked("F")
+	key := randomHex(16)
+	s.uploads[key] = id
+	s.files[id] = &fileState{File{ID: id, Name: name, Title: name, AltText: r.get("alt_txt"), SnippetType: r.get("snippet_type"), Length: length, CreatedAt: time.Now()}}
+	s.fileOrder = append(s.fileOrder, id)
+	s.notifyLocked()
+	return ok(map[string]any{"upload_url": s.baseURL + "/upload/v1/" + key, "file_id": id})
+}
+
+// handleUpload receives the bytes POSTed to an upload_url, multipart (field
+// "file", as slack-go sends) or raw.
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost && r.Method != http.MethodPut {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	key := strings.TrimPrefix(r.URL.Path, "/upload/v1/")
+	s.mu.Lock()
+	id, known := s.uploads[key]
+	s.mu.Unlock()
+	if !known {
+		http.Error(w, "upload url not found", http.StatusNotFound)
+		return
+	}
+	content, err := readUpload(w, r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	f := s.files[id]
+	f.Content = content
+	f.Uploaded = true
+	s.notifyLocked()
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "OK - %d", len(content))
+}
+
+func readUpload(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "multipart/form-data" {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, fmt.Errorf("read upload: %w", err)
+		}
+		return b, nil
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, fmt.Errorf("read upload: %w", err)
+	}
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			return nil, fmt.Errorf("read upload: no file part: %w", err)
+		}
+		if p.FormName() == "file" || p.FileName() != "" {
+			b, err := io.ReadAll(p)
+			if err != nil {
+				return nil, fmt.Errorf("read upload: %w", err)
+			}
+			return b, nil
+		}
+	}
+}
+
+func (s *Server) filesCompleteUploadExternal(r *apiRequest) apiResult {
+	var files []struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+	}
+	if err := json.Unmarshal([]byte(r.get("files")), &files); err != nil || len(files) == 0 {
+		return fail("invalid_arguments")
+	}
+	var channels []string
+	if c := r.get("channel_id"); c != "" {
+		channels = append(channels, c)
+	}
+	if cs := r.get("channels"); cs != "" {
+		channels = append(channels, strings.Split(cs, ",")...)
+	}
+	threadTS := r.get("thread_ts")
+	if threadTS != "" && len(channels) != 1 {
+		return fail("invalid_arguments")
+	}
+	blocks := r.get("blocks")
+	if e := validateBlocks(blocks); e != "" {
+		return fail(e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(files))
+	for _, fr := range files {
+		f, ok := s.files[fr.ID]
+		if !ok || !f.Uploaded {
+			return fail("file_not_found")
+		}
+		if f.Completed {
+			return fail("file_already_completed")
+		}
+		ids = append(ids, fr.ID)
+	}
+	summaries := make([]map[string]any, 0, len(files))
+	for _, fr := range files {
+		f := s.files[fr.ID]
+		if fr.Title != "" {
+			f.Title = fr.Title
+		}
+		f.Completed = true
+		f.Channels = channels
+		f.ThreadTS = threadTS
+		f.InitialComment = r.get("initial_comment")
+		f.Blocks = rawJSON(blocks)
+		summaries = append(summaries, map[string]any{"id": f.ID, "title": f.Title})
+	}
+	for _, ch := range channels {
+		ch = s.resolveChannelLocked(ch)
+		m := &Message{
+			Channel: ch, TS: s.nextTSLocked(), ThreadTS: threadTS, User: s.cfg.botUserID, BotID: s.cfg.botID,
+			Text: r.get("initial_comment"), Blocks: rawJSON(blocks), Files: ids, PostedAt: time.Now(),
+		}
+		s.addMessageLocked(m)
+		for _, id := range ids {
+			if s.files[id].MessageTS == "" {
+				s.files[id].MessageTS = m.TS
+			}
+		}
+	}
+	s.notifyLocked()
+	return ok(map[string]any{"files": summaries})
+}
+
+// handleFileDownload serves url_private of an uploaded file to the bot token.
+func (s *Server) handleFileDownload(w http.ResponseWriter, r *http.Request) {
+	if tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "); tok != s.cfg.botToken {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/files/"), "/")
+	s.mu.Lock()
+	f, ok := s.files[id]
+	var content []byte
+	if ok {
+		content = append([]byte(nil), f.Content...)
+	}
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(content)
+}
+
+// handleResponseURL receives POSTs to response_urls handed out in
+// interactive and slash command payloads.
+func (s *Server) handleResponseURL(w http.ResponseWriter, r *http.Request) {
+	key := strings.TrimPrefix(r.URL.Path, "/response/")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	var msg struct {
+		Text            string          `json:"text"`
+		Blocks          json.RawMessage `json:"blocks"`
+		ResponseType    string          `json:"response_type"`
+		ReplaceOriginal bool            `json:"replace_original"`
+		DeleteOriginal  bool            `json:"delete_original"`
+		ThreadTS        string          `json:"thread_ts"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_payload"})
+		return
+	}
+	if string(msg.Blocks) == "null" {
+		msg.Blocks = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, known := s.respURLs[key]
+	if !known {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "no_service")
+		return
+	}
+	now := time.Now()
+	s.responses = append(s.responses, ResponsePost{
+		URL: s.baseURL + r.URL.Path, Text: msg.Text, ResponseType: msg.ResponseType, ReplaceOriginal: msg.ReplaceOriginal,
+		DeleteOriginal: msg.DeleteOriginal, ThreadTS: msg.ThreadTS, Blocks: msg.Blocks, Body: body, At: now,
+	})
+	orig := s.findMessageLocked(t.channel, t.messageTS)
+	switch {
+	case msg.DeleteOriginal && orig != nil:
+		orig.Deleted = true
+	case msg.ReplaceOriginal && orig != nil:
+		s.editLocked(orig, msg.Text, msg.Blocks, nil)
+	case msg.ResponseType == "in_channel" && t.channel != "":
+		thread := msg.ThreadTS
+		if thread == "" {
+			thread = t.threadTS
+		}
+		s.addMessageLocked(&Message{Channel: t.channel, TS: s.nextTSLocked(), ThreadTS: thread, User: s.cfg.botUserID, BotID: s.cfg.botID, Text: msg.Text, Blocks: msg.Blocks, PostedAt: now})
+	default:
+		s.ephemerals = append(s.ephemerals, Ephemeral{Channel: t.channel, User: t.user, TS: s.nextTSLocked(), ThreadTS: t.threadTS, Text: msg.Text, Blocks: msg.Blocks, Source: "response_url", At: now})
+	}
+	s.notifyLocked()
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}

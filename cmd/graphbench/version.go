@@ -1,0 +1,5 @@
+package main
+
+import "runtime"
+
+var runtimeVersion = runtime.Version()
