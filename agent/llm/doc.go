@@ -1,0 +1,47 @@
+// Package llm is deepresearch's client for OpenAI-compatible Chat
+// Completions APIs (OpenAI, Azure OpenAI, Ollama, vLLM), built on
+// github.com/sashabaranov/go-openai.
+//
+// # Configuration
+//
+// New takes an Options struct; the package never reads the environment.
+// OptionsFromEnv builds Options from OPENAI_API_KEY, OPENAI_BASE_URL,
+// DEEPRESEARCH_MODEL, DEEPRESEARCH_MODEL_{PLANNER,RESEARCHER,WRITER,REVIEWER}
+// and a few DEEPRESEARCH_LLM_* variables (see OptionsFromEnv). The API key is
+// required for api.openai.com and Azure; for any other base URL (Ollama at
+// http://localhost:11434/v1, vLLM, a local proxy) it may be empty, and no
+// Authorization header is sent.
+//
+// # Calls
+//
+// Chat sends messages, tools and tool choice and returns content, tool calls,
+// usage, model and finish reason. Structured[T] asks for JSON conforming to
+// the schema derived from T (GenerateSchema), falls back from json_schema to
+// json_object to a prompt-only request when the server rejects
+// response_format (remembered per Client), parses replies tolerantly
+// (DecodeJSON: think blocks, code fences, prose, trailing commas) and asks
+// once for a repair when parsing fails.
+//
+// Transient failures (429, 408, 5xx, per-attempt timeouts, connection errors,
+// malformed 2xx bodies) are retried with exponential backoff and jitter,
+// honouring Retry-After (seconds or HTTP date) and retry-after-ms. Other 4xx
+// are not retried; 401, 403 and 404 map to ErrUnauthorized, ErrForbidden and
+// ErrModelNotFound with a hint naming the variable to fix. go-openai stores
+// the headers of error responses in the response value, which is how
+// Retry-After is read without a recording transport.
+//
+// # Usage and budgets
+//
+// Every successful call is recorded in a Meter: the one attached to the
+// context with WithMeter, else Options.Meter (one Client can serve many runs,
+// each with its own Meter in its context). Records carry the role, the node
+// (WithNode), the model, tokens and cost (Options.Prices). A Meter with a
+// budget refuses calls that would not fit with ErrBudgetExceeded before
+// anything is sent; Request.Final lets the final answer use the reserve
+// (seed 003: NewDefaultMeter = 1,000,000 tokens, 15% reserved). When the
+// server reports no usage, tokens are estimated as characters/4.
+//
+// Each request carries X-Deepresearch-Role and X-Deepresearch-Node headers
+// so that test servers (package llmtest) can tell which step is asking.
+// Keys and prompts are never logged; debug logs carry sizes and timings.
+package llm

@@ -1,0 +1,377 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Role names the agent step that is asking; each role may use its own model.
+type Role string
+
+// The agent's roles.
+const (
+	RolePlanner    Role = "planner"
+	RoleResearcher Role = "researcher"
+	RoleWriter     Role = "writer"
+	RoleReviewer   Role = "reviewer"
+)
+
+// Roles lists the known roles.
+var Roles = []Role{RolePlanner, RoleResearcher, RoleWriter, RoleReviewer}
+
+// Provider selects protocol details. The zero value is inferred from BaseURL.
+type Provider string
+
+// Providers.
+const (
+	ProviderOpenAI Provider = "openai" // api.openai.com or any compatible server
+	ProviderAzure  Provider = "azure"  // Azure OpenAI: api-key header, deployments, api-version
+	ProviderOllama Provider = "ollama" // Ollama's /v1 endpoint; no key needed
+	ProviderVLLM   Provider = "vllm"   // vLLM's OpenAI server; key optional
+)
+
+// JSONMode chooses how Structured asks for JSON.
+type JSONMode string
+
+// JSON modes, strongest first. The client starts at its configured mode and
+// steps down (remembering it) when the server rejects response_format.
+const (
+	JSONModeSchema JSONMode = "json_schema" // response_format json_schema (default)
+	JSONModeObject JSONMode = "json_object" // response_format json_object + schema in the prompt
+	JSONModePrompt JSONMode = "prompt"      // no response_format; schema in the prompt only
+)
+
+// Price is the cost of a model in currency units (USD by convention) per one
+// million tokens.
+type Price struct {
+	Prompt     float64 // per 1M prompt (input) tokens
+	Completion float64 // per 1M completion (output) tokens
+}
+
+// Cost returns the price of the given token counts.
+func (p Price) Cost(prompt, completion int) float64 {
+	return (float64(prompt)*p.Prompt + float64(completion)*p.Completion) / 1e6
+}
+
+// Defaults used when the corresponding Options field is zero.
+const (
+	DefaultMaxRetries      = 3
+	DefaultTimeout         = 2 * time.Minute
+	DefaultMinBackoff      = 500 * time.Millisecond
+	DefaultMaxBackoff      = 30 * time.Second
+	DefaultMaxRetryAfter   = 2 * time.Minute
+	DefaultAzureAPIVersion = "2024-10-21"
+	DefaultOpenAIBaseURL   = "https://api.openai.com/v1"
+)
+
+// Options configures a Client. Only Model is required (and APIKey for
+// api.openai.com / Azure). The package never reads the environment itself;
+// use OptionsFromEnv for that.
+type Options struct {
+	// APIKey is sent as "Authorization: Bearer" (or "api-key" for Azure).
+	// It may be empty for local servers (Ollama, vLLM without --api-key).
+	APIKey string
+	// BaseURL of the API, e.g. "https://api.openai.com/v1" (default),
+	// "http://localhost:11434/v1" (Ollama), "http://gpu:8000/v1" (vLLM), or
+	// the Azure resource endpoint "https://NAME.openai.azure.com". A URL with
+	// an empty path gets "/v1" appended (except for Azure).
+	BaseURL string
+	// Provider; inferred from BaseURL when empty (Azure hosts → azure).
+	Provider Provider
+	// AzureAPIVersion is the api-version query parameter (Azure only).
+	AzureAPIVersion string
+	// AzureDeployments maps model names to Azure deployment names. A model
+	// without an entry is used as the deployment name unchanged.
+	AzureDeployments map[string]string
+
+	// Model is the default model for every role.
+	Model string
+	// RoleModels overrides Model per role.
+	RoleModels map[Role]string
+
+	// HTTPClient is used for all requests (default: a new http.Client). The
+	// client is not modified.
+	HTTPClient *http.Client
+	// MaxRetries is the number of retries after the first attempt
+	// (default 3). Use a negative value to disable retries.
+	MaxRetries int
+	// Timeout bounds one attempt (default 2m). The caller's context bounds
+	// the whole call including retries.
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the exponential backoff between retries
+	// (defaults 500ms and 30s); a random jitter of up to half the delay is
+	// subtracted.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxRetryAfter caps how long the client waits when the server sends
+	// Retry-After; a longer wait fails at once with ErrRateLimited (default 2m).
+	MaxRetryAfter time.Duration
+
+	// JSONMode is the starting mode for Structured (default JSONModeSchema).
+	JSONMode JSONMode
+	// NonStrict disables strict JSON schemas (strict: true, every property
+	// required, additionalProperties false). Types containing maps or
+	// interfaces are always sent non-strict.
+	NonStrict bool
+
+	// Prices per model name, for cost accounting. A model matches its exact
+	// name first, then the longest key that is a prefix of it (so "gpt-4o"
+	// also prices "gpt-4o-2024-08-06").
+	Prices map[string]Price
+
+	// Meter receives usage of every call unless the context carries one
+	// (see WithMeter), which takes precedence.
+	Meter *Meter
+
+	// Logger (default: slog.Default()). Prompts and keys are never logged;
+	// the debug level logs sizes, models, nodes and timings.
+	Logger *slog.Logger
+	// Sleep waits between retries (default: a timer honouring ctx). Tests
+	// inject a recorder to run instantly.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock used for HTTP-date Retry-After values (default time.Now).
+	Now func() time.Time
+}
+
+// Environment variable names read by OptionsFromEnv.
+const (
+	EnvAPIKey       = "OPENAI_API_KEY"
+	EnvBaseURL      = "OPENAI_BASE_URL"
+	EnvAPIVersion   = "OPENAI_API_VERSION"             // Azure api-version
+	EnvModel        = "DEEPRESEARCH_MODEL"             // default model
+	EnvModelPrefix  = "DEEPRESEARCH_MODEL_"            // + PLANNER, RESEARCHER, WRITER, REVIEWER
+	EnvProvider     = "DEEPRESEARCH_LLM_PROVIDER"      // openai|azure|ollama|vllm (optional)
+	EnvDeployments  = "DEEPRESEARCH_AZURE_DEPLOYMENTS" // "gpt-4o=my-gpt4o,gpt-4o-mini=mini"
+	EnvPrices       = "DEEPRESEARCH_LLM_PRICES"        // "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6" (per 1M tokens)
+	EnvMaxRetries   = "DEEPRESEARCH_LLM_MAX_RETRIES"   // integer
+	EnvTimeout      = "DEEPRESEARCH_LLM_TIMEOUT"       // Go duration, e.g. "90s"
+	EnvJSONMode     = "DEEPRESEARCH_LLM_JSON_MODE"     // json_schema|json_object|prompt
+	DefaultModelEnv = "gpt-4o-mini"                    // default when DEEPRESEARCH_MODEL is unset and the endpoint is OpenAI
+)
+
+// RoleEnv returns the environment variable that overrides the model of role,
+// e.g. DEEPRESEARCH_MODEL_WRITER.
+func RoleEnv(r Role) string { return EnvModelPrefix + strings.ToUpper(string(r)) }
+
+// OptionsFromEnv builds Options from environment variables (pass os.Getenv).
+//
+//	OPENAI_API_KEY                  API key. Required for api.openai.com and Azure.
+//	                                May be empty when OPENAI_BASE_URL points at
+//	                                another server (Ollama, vLLM, a local proxy).
+//	OPENAI_BASE_URL                 endpoint (default https://api.openai.com/v1)
+//	OPENAI_API_VERSION              Azure api-version (default 2024-10-21)
+//	DEEPRESEARCH_LLM_PROVIDER       openai|azure|ollama|vllm (default: inferred)
+//	DEEPRESEARCH_MODEL              default model (default gpt-4o-mini on OpenAI;
+//	                                required for other endpoints)
+//	DEEPRESEARCH_MODEL_PLANNER      per-role overrides (also _RESEARCHER,
+//	                                _WRITER, _REVIEWER)
+//	DEEPRESEARCH_AZURE_DEPLOYMENTS  model=deployment pairs, comma separated
+//	DEEPRESEARCH_LLM_PRICES         model=prompt/completion prices per 1M
+//	                                tokens, comma separated
+//	DEEPRESEARCH_LLM_MAX_RETRIES    retries after the first attempt (default 3)
+//	DEEPRESEARCH_LLM_TIMEOUT        per-attempt timeout, Go duration (default 2m)
+//	DEEPRESEARCH_LLM_JSON_MODE      json_schema|json_object|prompt
+//
+// Errors wrap ErrMissingAPIKey or ErrConfig and name the variable to fix.
+func OptionsFromEnv(getenv func(string) string) (Options, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	o := Options{
+		APIKey:          get(EnvAPIKey),
+		BaseURL:         get(EnvBaseURL),
+		Provider:        Provider(strings.ToLower(get(EnvProvider))),
+		AzureAPIVersion: get(EnvAPIVersion),
+		Model:           get(EnvModel),
+		JSONMode:        JSONMode(get(EnvJSONMode)),
+	}
+	switch o.Provider {
+	case "", ProviderOpenAI, ProviderAzure, ProviderOllama, ProviderVLLM:
+	default:
+		return Options{}, fmt.Errorf("%w: %s=%q: use openai, azure, ollama or vllm", ErrConfig, EnvProvider, o.Provider)
+	}
+	switch o.JSONMode {
+	case "", JSONModeSchema, JSONModeObject, JSONModePrompt:
+	default:
+		return Options{}, fmt.Errorf("%w: %s=%q: use json_schema, json_object or prompt", ErrConfig, EnvJSONMode, o.JSONMode)
+	}
+	if o.BaseURL != "" {
+		if _, err := parseBaseURL(o.BaseURL); err != nil {
+			return Options{}, fmt.Errorf("%w: %s: %v", ErrConfig, EnvBaseURL, err)
+		}
+	}
+	prov := o.provider()
+	if o.APIKey == "" && keyRequired(o.BaseURL, prov) {
+		if o.BaseURL == "" {
+			return Options{}, fmt.Errorf("%w: set %s to your OpenAI API key, or set %s to an OpenAI-compatible server (e.g. http://localhost:11434/v1 for Ollama) that needs no key",
+				ErrMissingAPIKey, EnvAPIKey, EnvBaseURL)
+		}
+		return Options{}, fmt.Errorf("%w: set %s to the key for %s", ErrMissingAPIKey, EnvAPIKey, o.BaseURL)
+	}
+	if o.Model == "" {
+		if o.BaseURL != "" && !isOpenAIHost(o.BaseURL) {
+			return Options{}, fmt.Errorf("%w: set %s to a model served by %s (e.g. llama3.1 for Ollama, or the Azure deployment's model)", ErrConfig, EnvModel, o.BaseURL)
+		}
+		o.Model = DefaultModelEnv
+	}
+	for _, r := range Roles {
+		if m := get(RoleEnv(r)); m != "" {
+			if o.RoleModels == nil {
+				o.RoleModels = map[Role]string{}
+			}
+			o.RoleModels[r] = m
+		}
+	}
+	if v := get(EnvDeployments); v != "" {
+		pairs, err := parsePairs(v)
+		if err != nil {
+			return Options{}, fmt.Errorf("%w: %s: %v (want model=deployment,...)", ErrConfig, EnvDeployments, err)
+		}
+		o.AzureDeployments = pairs
+	}
+	if v := get(EnvPrices); v != "" {
+		prices, err := ParsePrices(v)
+		if err != nil {
+			return Options{}, fmt.Errorf("%w: %s: %v (want model=prompt/completion per 1M tokens, e.g. gpt-4o=2.5/10)", ErrConfig, EnvPrices, err)
+		}
+		o.Prices = prices
+	}
+	if v := get(EnvMaxRetries); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return Options{}, fmt.Errorf("%w: %s=%q: want an integer", ErrConfig, EnvMaxRetries, v)
+		}
+		if n == 0 {
+			n = -1 // explicit zero means "no retries"
+		}
+		o.MaxRetries = n
+	}
+	if v := get(EnvTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return Options{}, fmt.Errorf("%w: %s=%q: want a positive Go duration such as 90s", ErrConfig, EnvTimeout, v)
+		}
+		o.Timeout = d
+	}
+	return o, nil
+}
+
+// ParsePrices parses "model=prompt/completion,..." with prices per one
+// million tokens, e.g. "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6".
+func ParsePrices(s string) (map[string]Price, error) {
+	pairs, err := parsePairs(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Price, len(pairs))
+	for model, v := range pairs {
+		in, outp, ok := strings.Cut(v, "/")
+		if !ok {
+			return nil, fmt.Errorf("price for %q: want prompt/completion", model)
+		}
+		p, err1 := strconv.ParseFloat(strings.TrimSpace(in), 64)
+		c, err2 := strconv.ParseFloat(strings.TrimSpace(outp), 64)
+		if err1 != nil || err2 != nil || p < 0 || c < 0 {
+			return nil, fmt.Errorf("price for %q: %q is not two non-negative numbers", model, v)
+		}
+		out[model] = Price{Prompt: p, Completion: c}
+	}
+	return out, nil
+}
+
+func parsePairs(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("bad entry %q", part)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// provider returns the configured or inferred provider.
+func (o *Options) provider() Provider {
+	if o.Provider != "" {
+		return o.Provider
+	}
+	if o.BaseURL != "" {
+		if u, err := url.Parse(o.BaseURL); err == nil {
+			h := strings.ToLower(u.Hostname())
+			switch {
+			case strings.HasSuffix(h, ".openai.azure.com"), strings.HasSuffix(h, ".cognitiveservices.azure.com"):
+				return ProviderAzure
+			case u.Port() == "11434":
+				return ProviderOllama
+			}
+		}
+	}
+	return ProviderOpenAI
+}
+
+func isOpenAIHost(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
+}
+
+// keyRequired reports whether an empty API key is a configuration error:
+// api.openai.com (also the default when no base URL is set) and Azure always
+// need a key; any other OpenAI-compatible server may run without one.
+func keyRequired(base string, p Provider) bool {
+	if p == ProviderAzure {
+		return true
+	}
+	return base == "" || isOpenAIHost(base)
+}
+
+func parseBaseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return u, nil
+}
+
+// modelFor returns the model for a role and the variable that configures it
+// (for error messages).
+func (o *Options) modelFor(r Role) (model, envName string) {
+	if m := o.RoleModels[r]; m != "" {
+		return m, RoleEnv(r)
+	}
+	return o.Model, EnvModel
+}
+
+// priceFor looks up a price by exact name, then by longest prefix.
+func priceFor(prices map[string]Price, models ...string) (Price, bool) {
+	for _, m := range models {
+		if p, ok := prices[m]; ok && m != "" {
+			return p, true
+		}
+	}
+	keys := make([]string, 0, len(prices))
+	for k := range prices {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	for _, m := range models {
+		for _, k := range keys {
+			if k != "" && strings.HasPrefix(m, k) {
+				return prices[k], true
+			}
+		}
+	}
+	return Price{}, false
+}

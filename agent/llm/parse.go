@@ -1,0 +1,210 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+)
+
+var (
+	thinkBlock = []*regexp.Regexp{
+		regexp.MustCompile(`(?is)<think>.*?</think>`),
+		regexp.MustCompile(`(?is)<thinking>.*?</thinking>`),
+		regexp.MustCompile(`(?is)<reasoning>.*?</reasoning>`),
+	}
+	thinkClose = regexp.MustCompile(`(?i)</(think|thinking|reasoning)>`)
+	thinkOpen  = regexp.MustCompile(`(?i)<(think|thinking|reasoning)>`)
+)
+
+// StripThink removes reasoning blocks (<think>…</think>, also <thinking> and
+// <reasoning>) that local reasoning models put in their content. A closing
+// tag without an opening one (the chat template opened it) drops everything
+// before it. An opening tag that never closes is removed and unterminated is
+// true: the answer, if any, is at the end.
+func StripThink(s string) (out string, unterminated bool) {
+	for _, re := range thinkBlock {
+		s = re.ReplaceAllString(s, "")
+	}
+	if locs := thinkClose.FindAllStringIndex(s, -1); len(locs) > 0 {
+		s = s[locs[len(locs)-1][1]:]
+	}
+	if thinkOpen.MatchString(s) {
+		s = thinkOpen.ReplaceAllString(s, "")
+		unterminated = true
+	}
+	return strings.TrimSpace(s), unterminated
+}
+
+// maxCandidates bounds the work on pathological replies.
+const maxCandidates = 64
+
+// ExtractJSON finds the JSON value in a model reply: it strips think blocks,
+// code fences and prose around the value, and repairs trailing commas and raw
+// control characters inside strings. It returns the first candidate that is
+// valid JSON (the last one after an unterminated think block).
+func ExtractJSON(s string) (string, error) {
+	cands, err := jsonCandidates(s)
+	if err != nil {
+		return "", err
+	}
+	return cands[0], nil
+}
+
+// DecodeJSON extracts JSON from a model reply as ExtractJSON does and
+// unmarshals it into out (a non-nil pointer), trying each candidate value in
+// turn until one fits out's type. Errors wrap ErrInvalidJSON.
+func DecodeJSON(s string, out any) error {
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("llm: DecodeJSON needs a non-nil pointer, got %T", out)
+	}
+	cands, err := jsonCandidates(s)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, c := range cands {
+		v := reflect.New(rv.Elem().Type())
+		err := json.Unmarshal([]byte(c), v.Interface())
+		if err == nil {
+			rv.Elem().Set(v.Elem())
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return fmt.Errorf("%w: %v", ErrInvalidJSON, first)
+}
+
+func jsonCandidates(s string) ([]string, error) {
+	s, preferLast := StripThink(s)
+	if s == "" {
+		return nil, fmt.Errorf("%w: the reply is empty", ErrInvalidJSON)
+	}
+	if json.Valid([]byte(s)) && (s[0] == '{' || s[0] == '[') {
+		return []string{s}, nil
+	}
+	var cands []string
+	unclosed := false
+	for i := 0; i < len(s) && len(cands) < maxCandidates; i++ {
+		if s[i] != '{' && s[i] != '[' {
+			continue
+		}
+		end, ok := scanValue(s, i)
+		if !ok {
+			unclosed = true
+			continue
+		}
+		raw := s[i:end]
+		if json.Valid([]byte(raw)) {
+			cands = append(cands, raw)
+			i = end - 1
+			continue
+		}
+		if fixed := repairJSON(raw); json.Valid([]byte(fixed)) {
+			cands = append(cands, fixed)
+			i = end - 1
+		}
+	}
+	if len(cands) == 0 {
+		if unclosed {
+			return nil, fmt.Errorf("%w: the JSON is incomplete (unbalanced brackets; was the reply cut off?)", ErrInvalidJSON)
+		}
+		return nil, fmt.Errorf("%w: no JSON object found in the reply", ErrInvalidJSON)
+	}
+	if preferLast {
+		for l, r := 0, len(cands)-1; l < r; l, r = l+1, r-1 {
+			cands[l], cands[r] = cands[r], cands[l]
+		}
+	}
+	return cands, nil
+}
+
+// scanValue returns the end (exclusive) of the bracketed value starting at
+// s[start], honouring strings and escapes, or false if it never closes or
+// the brackets do not match.
+func scanValue(s string, start int) (int, bool) {
+	stack := make([]byte, 0, 16)
+	inStr, esc := false, false
+	for i := start; i < len(s); i++ {
+		c := s[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{':
+			stack = append(stack, '}')
+		case '[':
+			stack = append(stack, ']')
+		case '}', ']':
+			if len(stack) == 0 || stack[len(stack)-1] != c {
+				return 0, false
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// repairJSON drops trailing commas before } or ] and escapes raw newlines,
+// carriage returns and tabs inside strings.
+func repairJSON(s string) string {
+	var b bytes.Buffer
+	b.Grow(len(s))
+	inStr, esc := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			case c == '\n':
+				b.WriteString(`\n`)
+				continue
+			case c == '\r':
+				b.WriteString(`\r`)
+				continue
+			case c == '\t':
+				b.WriteString(`\t`)
+				continue
+			}
+			b.WriteByte(c)
+			continue
+		}
+		if c == '"' {
+			inStr = true
+		}
+		if c == ',' {
+			j := i + 1
+			for j < len(s) && strings.IndexByte(" \t\r\n", s[j]) >= 0 {
+				j++
+			}
+			if j < len(s) && (s[j] == '}' || s[j] == ']') {
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}

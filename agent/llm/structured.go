@@ -1,0 +1,191 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Structured asks for a JSON object conforming to the JSON schema derived
+// from T (see GenerateSchema) and decodes it into out. T must be a struct
+// (or pointer to one).
+//
+// It uses response_format json_schema (strict when T allows it). When the
+// server rejects that (HTTP 400 mentioning response_format or json_schema)
+// the client steps down to json_object with the schema in the system
+// prompt, then to the prompt alone, and remembers the step for later calls.
+//
+// The reply is parsed tolerantly (see DecodeJSON). If it still does not
+// parse, the broken output and the parse error are sent back once asking for
+// valid JSON only; a second failure returns an error wrapping
+// ErrInvalidJSON. The returned Response is the last one, with Usage, Cost
+// and Attempts summed over every call made.
+func Structured[T any](ctx context.Context, c *Client, req Request, out *T) (Response, error) {
+	t := typeOf[T]()
+	s, strict, err := schemaForType(t, !c.opts.NonStrict)
+	if err != nil {
+		return Response{}, err
+	}
+	if req.SchemaName == "" {
+		req.SchemaName = typeSchemaName(t)
+	}
+	return c.structured(ctx, req, s, strict, out)
+}
+
+// ChatJSON is the non-generic form of Structured for a hand-made schema;
+// out is any pointer encoding/json can decode into. The schema is sent
+// strict unless Options.NonStrict is set.
+func (c *Client) ChatJSON(ctx context.Context, req Request, schema *Schema, out any) (Response, error) {
+	if schema == nil {
+		return Response{}, fmt.Errorf("%w: nil schema", ErrSchema)
+	}
+	if req.SchemaName == "" {
+		req.SchemaName = "response"
+	}
+	return c.structured(ctx, req, schema, !c.opts.NonStrict, out)
+}
+
+func typeSchemaName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+func cleanSchemaName(s string) string {
+	s = strings.Trim(nonSchemaName.ReplaceAllString(s, "_"), "_")
+	if s == "" {
+		s = "response"
+	}
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
+}
+
+func (c *Client) structured(ctx context.Context, req Request, schema *Schema, strict bool, out any) (Response, error) {
+	if !slices.Contains(schema.Type, "object") {
+		return Response{}, fmt.Errorf("%w: structured output must be a JSON object at the top level; wrap the value in a struct", ErrSchema)
+	}
+	if len(req.Tools) > 0 {
+		return Response{}, fmt.Errorf("%w: Structured does not take tools; use Chat", ErrConfig)
+	}
+	name := cleanSchemaName(req.SchemaName)
+	schemaText, err := schema.MarshalJSON()
+	if err != nil {
+		return Response{}, fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	model, env := c.resolveModel(req)
+	msgs := req.Messages
+	repaired := false
+	var sum Response
+	var local int32 // a per-call step down (schema rejected as invalid)
+	for {
+		level := max(c.jsonMode.Load(), local)
+		mode := jsonModes[level]
+		r := req
+		r.Messages = msgs
+		oreq := c.buildRequest(model, r)
+		switch mode {
+		case JSONModeSchema:
+			oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{
+				Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+				JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+					Name: name, Schema: schema, Strict: strict,
+				},
+			}
+		case JSONModeObject:
+			oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+			oreq.Messages = withSchemaInstruction(oreq.Messages, string(schemaText))
+		default:
+			oreq.Messages = withSchemaInstruction(oreq.Messages, string(schemaText))
+		}
+		resp, err := c.do(ctx, r, model, env, oreq)
+		if err != nil {
+			if int(level) < len(jsonModes)-1 && rejectsResponseFormat(err) {
+				if invalidSchema(err) {
+					// The server supports the mode but not this schema: step
+					// down for this call only, and say so.
+					c.log.WarnContext(ctx, "llm: server rejected the JSON schema; falling back for this call",
+						"model", model, "schema", name, "error", err)
+					local = level + 1
+					continue
+				}
+				if c.jsonMode.CompareAndSwap(level, level+1) {
+					c.log.InfoContext(ctx, "llm: server rejected response_format; falling back",
+						"model", model, "from", string(mode), "to", string(jsonModes[level+1]))
+				}
+				continue
+			}
+			return sum, err
+		}
+		usage := sum.Usage
+		usage.add(resp.Usage)
+		cost, attempts := sum.Cost+resp.Cost, sum.Attempts+resp.Attempts
+		sum = resp
+		sum.Usage, sum.Cost, sum.Attempts = usage, cost, attempts
+
+		if resp.Refusal != "" {
+			return sum, &Error{Kind: ErrRefused, Model: model, Message: truncate(resp.Refusal, 500)}
+		}
+		perr := DecodeJSON(resp.Content, out)
+		if perr == nil {
+			return sum, nil
+		}
+		if resp.FinishReason == string(openai.FinishReasonLength) {
+			perr = fmt.Errorf("%w (the reply hit max tokens and was cut off)", perr)
+		}
+		if repaired {
+			return sum, fmt.Errorf("llm: structured output %s from %s invalid after one repair attempt: %w", name, model, perr)
+		}
+		repaired = true
+		c.log.WarnContext(ctx, "llm: structured reply did not parse; asking once for a repair",
+			"model", model, "node", NodeFrom(ctx), "schema", name, "error", perr)
+		msgs = append(slices.Clone(msgs),
+			Assistant(truncate(resp.Content, 16000)),
+			User(repairPrompt(perr, string(schemaText))))
+	}
+}
+
+func repairPrompt(err error, schema string) string {
+	return "Your previous reply could not be parsed as JSON: " + strings.TrimPrefix(err.Error(), ErrInvalidJSON.Error()+": ") +
+		"\nReply again with only the corrected JSON object that conforms to this JSON schema. " +
+		"No explanations, no markdown, no code fences.\n" + schema
+}
+
+func withSchemaInstruction(msgs []openai.ChatCompletionMessage, schema string) []openai.ChatCompletionMessage {
+	instr := "Respond with a single JSON object only, with no prose and no code fences, conforming to this JSON schema:\n" + schema
+	out := slices.Clone(msgs)
+	if len(out) > 0 && out[0].Role == openai.ChatMessageRoleSystem && len(out[0].MultiContent) == 0 {
+		out[0].Content = strings.TrimRight(out[0].Content, "\n") + "\n\n" + instr
+		return out
+	}
+	return append([]openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: instr}}, out...)
+}
+
+// rejectsResponseFormat reports a 400 blaming response_format/json_schema.
+func rejectsResponseFormat(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Status != 400 && e.Status != 422 {
+		return false
+	}
+	text := strings.ToLower(e.Message + " " + e.Code)
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) && apiErr.Param != nil {
+		text += " " + strings.ToLower(*apiErr.Param)
+	}
+	return strings.Contains(text, "response_format") || strings.Contains(text, "json_schema") ||
+		strings.Contains(text, "response format")
+}
+
+// invalidSchema reports a rejection of this particular schema (OpenAI:
+// "Invalid schema for response_format 'X': ...") rather than of the mode.
+func invalidSchema(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && strings.Contains(strings.ToLower(e.Message), "invalid schema")
+}
