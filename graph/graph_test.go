@@ -691,3 +691,62 @@ func TestUpdateStateAndPrune(t *testing.T) {
 		}
 	}
 }
+
+func TestDeletedThreadStaysDeleted(t *testing.T) {
+	store := memstore.New(memstore.Options{})
+	ctx := context.Background()
+	g := buildDraft(t, store, false)
+	res, err := g.Invoke(ctx, graph.Config{ThreadID: "del", Input: []graph.Write{{Channel: "topic", Value: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.DeleteThread(ctx, "del"); err != nil {
+		t.Fatal(err)
+	}
+	// a late resume from another process must not resurrect it
+	if _, err := g.Invoke(ctx, graph.Config{ThreadID: "del", Resume: map[string]any{res.Interrupts[0].ID: true}}); !errors.Is(err, graph.ErrThreadDeleted) {
+		t.Fatalf("resume after delete: %v", err)
+	}
+	if _, err := g.Invoke(ctx, graph.Config{ThreadID: "del", Input: []graph.Write{{Channel: "topic", Value: "y"}}}); !errors.Is(err, graph.ErrThreadDeleted) {
+		t.Fatalf("new input after delete: %v", err)
+	}
+}
+
+func TestTaskBudget(t *testing.T) {
+	var runs atomic.Int64
+	g := buildFan(t, 10, graph.Options{}, &runs, nil)
+	_, err := g.Invoke(context.Background(), graph.Config{Input: []graph.Write{{Channel: "total", Value: 0}}, MaxTasks: 5})
+	if !errors.Is(err, graph.ErrTaskLimit) {
+		t.Fatalf("err = %v, want task budget", err)
+	}
+}
+
+func TestCancelledContextStopsAndResumes(t *testing.T) {
+	store := memstore.New(memstore.Options{})
+	cs := newChainSchema()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := graph.New(cs.s)
+	b.AddNode("a", func(c context.Context, s chainState) ([]graph.Write, error) {
+		return []graph.Write{cs.log.Set([]string{"a"})}, nil
+	})
+	b.AddNode("b", func(c context.Context, s chainState) ([]graph.Write, error) {
+		cancel()
+		<-c.Done()
+		return nil, c.Err()
+	})
+	b.AddEdge(graph.Start, "a").AddEdge("a", "b")
+	g, err := b.Compile(graph.Options{Saver: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Invoke(ctx, graph.Config{ThreadID: "cx", Input: []graph.Write{cs.count.Set(0)}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	snap, err := g.State(context.Background(), "cx", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(snap.State.Log, []string{"a"}) || !slices.Equal(snap.Next, []string{"b"}) {
+		t.Fatalf("after cancel: %+v", snap)
+	}
+}

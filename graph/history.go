@@ -134,3 +134,12 @@ func (g *Graph[S]) Prune(ctx context.Context, thread string, keep int) (int, err
 	}
 	return g.opts.Saver.DeleteBefore(ctx, thread, "", cut)
 }
+
+// DeleteThread deletes every checkpoint of the thread for good: later writes
+// from other processes are refused rather than bringing it back.
+func (g *Graph[S]) DeleteThread(ctx context.Context, thread string) error {
+	if g.opts.Saver == nil {
+		return errors.New("graph: deleting threads needs a Saver")
+	}
+	return g.opts.Saver.DeleteThread(ctx, thread)
+}
