@@ -1,0 +1,249 @@
+// Package extract pulls the main content (article text) and metadata out of
+// an HTML page. It uses generic signals only — text and link density,
+// paragraph shape, boilerplate words in class and id attributes, semantic
+// tags — and no rules keyed on particular sites.
+//
+// Extract is safe on hostile input: the input is capped (Options.MaxBytes),
+// the HTML parser rejects nesting deeper than 512 elements (such input is
+// flattened and parsed again), the number of elements examined is capped
+// (Options.MaxNodes), and every walk is linear in the size of the tree.
+package extract
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
+)
+
+// Article is what Extract finds in a page. Fields it cannot find are empty
+// (Published is the zero time).
+type Article struct {
+	Title        string    `json:"title"`
+	Byline       string    `json:"byline,omitempty"`
+	SiteName     string    `json:"site_name,omitempty"`
+	Lang         string    `json:"lang,omitempty"`
+	CanonicalURL string    `json:"canonical_url,omitempty"`
+	Description  string    `json:"description,omitempty"`
+	Published    time.Time `json:"published,omitzero"`
+	// Text is the main text without the headline, paragraphs separated by a
+	// blank line.
+	Text string `json:"text"`
+	// Markdown is the main content with headings, lists, quotes, code and
+	// tables kept as markdown, links as [text](absolute URL).
+	Markdown string `json:"markdown"`
+	// Links are the absolute http(s) URLs linked from the main content, in
+	// order of first appearance, without duplicates.
+	Links []string `json:"links,omitempty"`
+	// Truncated reports that the input was longer than Options.MaxBytes and
+	// only its beginning was read.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Options tune Extract. The zero value is ready to use.
+type Options struct {
+	// MaxBytes caps how much of the input is read (default 16 MiB). Longer
+	// input is cut and Article.Truncated is set.
+	MaxBytes int64
+	// MaxNodes caps how many elements are examined (default 300000); the
+	// rest of a larger tree is ignored.
+	MaxNodes int
+}
+
+const (
+	defaultMaxBytes = 16 << 20
+	defaultMaxNodes = 300_000
+	// maxDepth is kept below the parser's own limit of 512 open elements.
+	maxDepth = 400
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = defaultMaxBytes
+	}
+	if o.MaxNodes <= 0 {
+		o.MaxNodes = defaultMaxNodes
+	}
+	return o
+}
+
+// ErrRead reports that the input could not be read.
+var ErrRead = errors.New("extract: read input")
+
+// Extract reads an HTML page from r and returns its main content and
+// metadata. pageURL (may be empty) resolves relative links and is the
+// fallback canonical URL. The input may be in any encoding declared by the
+// page or detectable from it; the output is always valid UTF-8. A page
+// without recognisable content gives an Article with an empty Text and no
+// error.
+func Extract(r io.Reader, pageURL string, opts Options) (*Article, error) {
+	opts = opts.withDefaults()
+	data, err := io.ReadAll(io.LimitReader(r, opts.MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRead, err)
+	}
+	truncated := int64(len(data)) > opts.MaxBytes
+	if truncated {
+		data = data[:opts.MaxBytes]
+	}
+	a, err := ExtractBytes(data, pageURL, opts)
+	if a != nil {
+		a.Truncated = truncated
+	}
+	return a, err
+}
+
+// ExtractBytes is Extract over a page already in memory.
+func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
+	opts = opts.withDefaults()
+	data = toUTF8(data)
+	doc, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("extract: parse html: %w", err)
+	}
+	base := parseBase(pageURL, doc)
+	a := &Article{}
+	m := readMeta(doc, base)
+	a.Title, a.Byline, a.SiteName, a.Description = m.title, m.byline, m.siteName, m.description
+	a.CanonicalURL, a.Published, a.Lang = m.canonical, m.published, m.lang
+
+	body := findBody(doc)
+	if body != nil {
+		e := newExtractor(base, opts)
+		e.prune(body)
+		root := e.chooseRoot(body)
+		blocks := e.render(root)
+		blocks = cleanBlocks(blocks, a.Title)
+		a.Text = blocksText(blocks)
+		a.Markdown = blocksMarkdown(blocks)
+		a.Links = e.links
+		if a.Title == "" {
+			a.Title = m.h1
+		}
+	}
+	if a.Lang == "" {
+		a.Lang = guessLang(a.Title + "\n" + a.Text)
+	}
+	sanitize(a)
+	return a, nil
+}
+
+// toUTF8 converts the page to UTF-8 from whatever encoding its BOM, meta
+// tags or content suggest.
+func toUTF8(data []byte) []byte {
+	if utf8.Valid(data) {
+		return data
+	}
+	enc, name, _ := charset.DetermineEncoding(data, "")
+	if enc == nil || name == "utf-8" {
+		return bytes.ToValidUTF8(data, []byte("\uFFFD"))
+	}
+	out, err := enc.NewDecoder().Bytes(data)
+	if err != nil {
+		return bytes.ToValidUTF8(data, []byte("\uFFFD"))
+	}
+	return out
+}
+
+// parse parses HTML; if the parser refuses the input for being nested too
+// deeply, the input is flattened beyond maxDepth and parsed again.
+func parse(data []byte) (*html.Node, error) {
+	doc, err := html.Parse(bytes.NewReader(data))
+	if err == nil {
+		return doc, nil
+	}
+	doc, err2 := html.Parse(bytes.NewReader(flatten(data, maxDepth/2)))
+	if err2 != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// flatten rewrites data dropping start and end tags of elements nested
+// deeper than limit (counted naively), keeping all text.
+func flatten(data []byte, limit int) []byte {
+	var out bytes.Buffer
+	z := html.NewTokenizer(bytes.NewReader(data))
+	depth, dropped := 0, 0
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return out.Bytes()
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			if voidElements[string(name)] {
+				out.Write(z.Raw())
+				continue
+			}
+			if depth >= limit {
+				dropped++
+				continue
+			}
+			depth++
+			out.Write(z.Raw())
+		case html.EndTagToken:
+			if dropped > 0 {
+				dropped--
+				continue
+			}
+			if depth > 0 {
+				depth--
+			}
+			out.Write(z.Raw())
+		default:
+			out.Write(z.Raw())
+		}
+	}
+}
+
+var voidElements = map[string]bool{
+	"area": true, "base": true, "br": true, "col": true, "embed": true, "hr": true, "img": true,
+	"input": true, "link": true, "meta": true, "source": true, "track": true, "wbr": true,
+}
+
+func findBody(doc *html.Node) *html.Node {
+	var walk func(n *html.Node, depth int) *html.Node
+	walk = func(n *html.Node, depth int) *html.Node {
+		if depth > 3 {
+			return nil
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode && c.Data == "body" {
+				return c
+			}
+			if b := walk(c, depth+1); b != nil {
+				return b
+			}
+		}
+		return nil
+	}
+	return walk(doc, 0)
+}
+
+// sanitize makes every string field valid UTF-8 without NUL bytes.
+func sanitize(a *Article) {
+	for _, p := range []*string{&a.Title, &a.Byline, &a.SiteName, &a.Lang, &a.CanonicalURL,
+		&a.Description, &a.Text, &a.Markdown} {
+		*p = cleanString(*p)
+	}
+	for i := range a.Links {
+		a.Links[i] = cleanString(a.Links[i])
+	}
+}
+
+func cleanString(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "")
+	}
+	return s
+}

@@ -1,0 +1,335 @@
+package extract
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// TestGolden extracts every testdata/*.html page and compares all fields
+// with testdata/<name>.golden.json and the markdown with <name>.golden.md.
+func TestGolden(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("testdata", "*.html"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no test pages: %v", err)
+	}
+	for _, page := range pages {
+		name := strings.TrimSuffix(filepath.Base(page), ".html")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Extract(bytes.NewReader(data), "https://example.com/section/page.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(a, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			checkGolden(t, filepath.Join("testdata", name+".golden.json"), got)
+			checkGolden(t, filepath.Join("testdata", name+".golden.md"), []byte(a.Markdown+"\n"))
+		})
+	}
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+// TestGoldenContent states in words what the golden files must show, so a
+// careless -update cannot bless a regression.
+func TestGoldenContent(t *testing.T) {
+	tests := []struct {
+		page            string
+		want, notWant   []string
+		mdWant          []string
+		title, lang     string
+		published       string
+		canonical, site string
+	}{
+		{
+			page: "en_news.html",
+			want: []string{"voted seven to two", "A public consultation", "most important decision",
+				"fishing association, warned", "Raised sea wall", "What happens next"},
+			notWant: []string{"Harbour Council Approves", "cookies", "Tweet", "Related stories",
+				"My basement", "Most read", "All rights reserved", "Hidden tracking", "Advertisement",
+				"Tags:", "artist's impression"},
+			mdWant: []string{"## What happens next", "1. A public consultation", "> “This is",
+				"| Option | Cost | Homes protected |", "[An engineering report](https://example.org/report.pdf)"},
+			title: "Harbour Council Approves New Tide Barrier", lang: "en-US",
+			published: "2024-03-05T09:30:00+01:00",
+			canonical: "https://example.com/news/2024/tide-barrier", site: "Coastal Gazette",
+		},
+		{
+			page:    "ja_blog.html",
+			want:    []string{"寒い季節は", "大豆 1kg", "三時間ほど煮ます", "秋に食べるのが"},
+			notWant: []string{"ツイート", "私も去年", "梅干し", "Copyright", "ホーム"},
+			mdWant:  []string{"## 材料", "- 米麹 1kg", "2. 指でつぶせる"},
+			title:   "はじめての味噌づくり：冬に仕込む手前味噌", lang: "ja",
+			published: "2024-01-20T08:00:00+09:00", canonical: "https://kitchen.example.jp/blog/miso",
+		},
+		{
+			page:    "en_br_layout.html",
+			want:    []string{"flea market", "paper capacitors", "played the local station", "One 100k"},
+			notWant: []string{"Contact", "Visitors"},
+			title:   "Notes on Repairing an Old Radio", lang: "en",
+			published: "2019-06-02T00:00:00Z", canonical: "http://radio.example.net/notes/repair.html",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.page, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", tt.page))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := ExtractBytes(data, "https://example.com/section/page.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(a.Text, w) {
+					t.Errorf("text lacks %q:\n%s", w, a.Text)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(a.Text, w) {
+					t.Errorf("text has furniture %q:\n%s", w, a.Text)
+				}
+			}
+			for _, w := range tt.mdWant {
+				if !strings.Contains(a.Markdown, w) {
+					t.Errorf("markdown lacks %q:\n%s", w, a.Markdown)
+				}
+			}
+			if a.Title != tt.title {
+				t.Errorf("title = %q, want %q", a.Title, tt.title)
+			}
+			if a.Lang != tt.lang {
+				t.Errorf("lang = %q, want %q", a.Lang, tt.lang)
+			}
+			if got := a.Published.Format(time.RFC3339); got != tt.published {
+				t.Errorf("published = %s, want %s", got, tt.published)
+			}
+			if a.CanonicalURL != tt.canonical {
+				t.Errorf("canonical = %q, want %q", a.CanonicalURL, tt.canonical)
+			}
+			if tt.site != "" && a.SiteName != tt.site {
+				t.Errorf("site = %q, want %q", a.SiteName, tt.site)
+			}
+			if strings.Contains(a.Text, "\n\n\n") {
+				t.Errorf("text has more than one blank line between paragraphs")
+			}
+		})
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	tests := []struct {
+		name, html, pageURL string
+		check               func(t *testing.T, a *Article)
+	}{
+		{
+			name:    "title from <title> without site suffix",
+			html:    `<title>Ten ways to cook rice well - Food Blog</title><p>x</p>`,
+			pageURL: "https://a.example/x",
+			check: func(t *testing.T, a *Article) {
+				if a.Title != "Ten ways to cook rice well" {
+					t.Errorf("title %q", a.Title)
+				}
+				if a.CanonicalURL != "https://a.example/x" {
+					t.Errorf("canonical falls back to the page URL, got %q", a.CanonicalURL)
+				}
+			},
+		},
+		{
+			name: "h1 preferred when the title holds it",
+			html: `<title>Breaking: How to cook rice well | Site</title><h1>How to cook rice well</h1>`,
+			check: func(t *testing.T, a *Article) {
+				if a.Title != "How to cook rice well" {
+					t.Errorf("title %q", a.Title)
+				}
+			},
+		},
+		{
+			name:    "og:url resolved, time element date, byline from meta",
+			html:    `<meta property="og:url" content="../b/c"><meta name="author" content="Ann Lee"><time datetime="2023-11-02">Nov 2</time>`,
+			pageURL: "https://a.example/x/y/z",
+			check: func(t *testing.T, a *Article) {
+				if a.CanonicalURL != "https://a.example/x/b/c" {
+					t.Errorf("canonical %q", a.CanonicalURL)
+				}
+				if a.Byline != "Ann Lee" {
+					t.Errorf("byline %q", a.Byline)
+				}
+				if a.Published.Format("2006-01-02") != "2023-11-02" {
+					t.Errorf("published %v", a.Published)
+				}
+			},
+		},
+		{
+			name: "JSON-LD in @graph",
+			html: `<script type="application/ld+json">{"@graph":[{"@type":"WebSite","name":"S"},
+				{"@type":["BlogPosting"],"headline":"Graph headline","datePublished":"2021-05-06T07:08:09Z",
+				"author":{"name":"Kim"},"publisher":{"name":"Pub"}}]}</script>`,
+			check: func(t *testing.T, a *Article) {
+				if a.Title != "Graph headline" || a.Byline != "Kim" || a.SiteName != "Pub" {
+					t.Errorf("got %q %q %q", a.Title, a.Byline, a.SiteName)
+				}
+				if !a.Published.Equal(time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)) {
+					t.Errorf("published %v", a.Published)
+				}
+			},
+		},
+		{
+			name: "broken JSON-LD is ignored",
+			html: `<script type="application/ld+json">{"headline": </script><title>Fallback title here</title>`,
+			check: func(t *testing.T, a *Article) {
+				if a.Title != "Fallback title here" {
+					t.Errorf("title %q", a.Title)
+				}
+			},
+		},
+		{
+			name: "language guessed from Japanese text",
+			html: `<p>これは日本語の文章です。ひらがなとカタカナと漢字が混ざっています。</p>`,
+			check: func(t *testing.T, a *Article) {
+				if a.Lang != "ja" {
+					t.Errorf("lang %q", a.Lang)
+				}
+			},
+		},
+		{
+			name: "meta content-language",
+			html: `<meta http-equiv="Content-Language" content="pt_BR"><p>Olá</p>`,
+			check: func(t *testing.T, a *Article) {
+				if a.Lang != "pt-BR" {
+					t.Errorf("lang %q", a.Lang)
+				}
+			},
+		},
+		{
+			name:    "links are absolute and unique",
+			html:    `<article><p>Read <a href="/a">the first</a> and <a href="/a">again</a> and <a href="javascript:x()">no</a> and <a href="https://b.example/c">another source for this long enough paragraph</a>, please.</p></article>`,
+			pageURL: "https://a.example/post",
+			check: func(t *testing.T, a *Article) {
+				want := []string{"https://a.example/a", "https://b.example/c"}
+				if strings.Join(a.Links, " ") != strings.Join(want, " ") {
+					t.Errorf("links %q", a.Links)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(tt.html), tt.pageURL, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, a)
+		})
+	}
+}
+
+func TestHostileInput(t *testing.T) {
+	deep := strings.Repeat("<div>", 100000) + "<p>deep text that is long enough to count as a paragraph, with a comma.</p>" + strings.Repeat("</div>", 100000)
+	tests := []struct {
+		name string
+		in   []byte
+		opts Options
+		want string // substring of Text, if any
+	}{
+		{name: "empty", in: nil},
+		{name: "text only", in: []byte("just some words"), want: "just some words"},
+		{name: "deep nesting", in: []byte(deep), want: "deep text"},
+		{name: "deep inline nesting", in: []byte(strings.Repeat("<b><i>", 50000) + "x")},
+		{name: "deep tables", in: []byte(strings.Repeat("<table><tr><td>", 20000) + "cell")},
+		{name: "unclosed everything", in: []byte(`<html><body><p>one<p>two<div><span><a href="x">three<table><td>four`)},
+		{name: "invalid utf8", in: []byte("<p>caf\xe9 \xff\xfe long enough paragraph text to be kept by the extractor, yes.</p>")},
+		{name: "nul bytes", in: []byte("<p>a\x00b long enough paragraph text to be kept by the extractor, surely.</p>")},
+		{name: "huge attribute", in: []byte(`<div class="` + strings.Repeat("comment ", 100000) + `"><p>x</p></div>`)},
+		{name: "many siblings", in: []byte(strings.Repeat("<p>word, word.</p>", 50000))},
+		{name: "truncated by MaxBytes", in: []byte("<p>" + strings.Repeat("abc ", 1000) + "</p>"), opts: Options{MaxBytes: 100}},
+		{name: "node cap", in: []byte(strings.Repeat("<p>para, text.</p>", 1000)), opts: Options{MaxNodes: 10}},
+		{name: "shift_jis page", in: []byte("<meta charset=\"shift_jis\"><p>\x93\xfa\x96\x7b\x8c\xea\x82\xcc\x95\xb6\x8f\xcd\x82\xc5\x82\xb7\x81\x42</p>"), want: "日本語の文章です"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Extract(bytes.NewReader(tt.in), "", tt.opts)
+			if err != nil {
+				t.Fatalf("error: %v", err)
+			}
+			for _, s := range []string{a.Title, a.Text, a.Markdown, a.Byline} {
+				if !utf8.ValidString(s) {
+					t.Errorf("invalid UTF-8 in %q", s)
+				}
+			}
+			if tt.want != "" && !strings.Contains(a.Text, tt.want) {
+				t.Errorf("text %q lacks %q", a.Text, tt.want)
+			}
+			if tt.opts.MaxBytes > 0 && !a.Truncated {
+				t.Errorf("Truncated not set")
+			}
+		})
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, os.ErrClosed }
+
+func TestReadError(t *testing.T) {
+	if _, err := Extract(errReader{}, "", Options{}); err == nil || !strings.Contains(err.Error(), "read") {
+		t.Fatalf("want read error, got %v", err)
+	}
+}
+
+func FuzzExtract(f *testing.F) {
+	pages, _ := filepath.Glob(filepath.Join("testdata", "*.html"))
+	for _, p := range pages {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`<table><tr><td><ul><li><table><tr><th>a<td>b</table></ul>`))
+	f.Add([]byte(`<pre>` + "```" + `code</pre><blockquote><blockquote><ol start="-5"><li>x`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := ExtractBytes(data, "https://example.com/a/b", Options{MaxNodes: 20000})
+		if err != nil {
+			return
+		}
+		for _, s := range []string{a.Title, a.Text, a.Markdown, a.Byline, a.SiteName, a.Lang, a.CanonicalURL, a.Description} {
+			if !utf8.ValidString(s) {
+				t.Fatalf("invalid UTF-8: %q", s)
+			}
+		}
+		for _, l := range a.Links {
+			if !utf8.ValidString(l) {
+				t.Fatalf("invalid UTF-8 link: %q", l)
+			}
+		}
+	})
+}

@@ -1,0 +1,575 @@
+package extract
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+)
+
+type blockKind int
+
+const (
+	kindPara blockKind = iota
+	kindHeading
+	kindItem
+	kindPre
+	kindTable
+)
+
+// block is one paragraph-level unit of the main content.
+type block struct {
+	kind    blockKind
+	level   int  // heading level, or list nesting depth (1-based)
+	ordered bool // list item of an ordered list
+	index   int  // number of an ordered list item
+	quote   int  // blockquote depth
+	caption bool // inside a figure or caption
+	text    string
+	md      string
+	rows    [][]string // table cells
+	chars   int        // weighted length
+	link    int        // weighted length inside links
+}
+
+// inline accumulates the inline content of one block.
+type inline struct {
+	text, md    []byte
+	chars, link int
+	pending     bool // a space is due before the next word
+}
+
+func (b *inline) add(s string, inLink bool) {
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			b.pending = true
+			continue
+		}
+		if r == 0 {
+			continue
+		}
+		if b.pending && len(b.text) > 0 && b.text[len(b.text)-1] != '\n' {
+			b.text = append(b.text, ' ')
+			b.md = append(b.md, ' ')
+		}
+		b.pending = false
+		b.text = utf8.AppendRune(b.text, r)
+		b.md = appendMDRune(b.md, r)
+		w := 1
+		if isWide(r) {
+			w = 2
+		}
+		b.chars += w
+		if inLink {
+			b.link += w
+		}
+	}
+}
+
+// appendMDRune escapes the characters that would otherwise turn text into
+// markdown syntax.
+func appendMDRune(md []byte, r rune) []byte {
+	switch r {
+	case '*', '_', '`', '[', ']', '\\', '<', '>', '|':
+		md = append(md, '\\')
+	}
+	return utf8.AppendRune(md, r)
+}
+
+func (b *inline) newline() {
+	if len(b.text) > 0 && b.text[len(b.text)-1] != '\n' {
+		b.text = append(b.text, '\n')
+		b.md = append(b.md, "  \n"...)
+	}
+	b.pending = false
+}
+
+func (b *inline) empty() bool { return b.chars == 0 }
+
+type listCtx struct {
+	ordered bool
+	n       int
+}
+
+type renderer struct {
+	e       *extractor
+	blocks  []block
+	buf     inline
+	kind    blockKind
+	level   int
+	ordered bool
+	index   int
+	quote   int
+	caption int
+	lists   []listCtx
+	nodes   int
+}
+
+// render turns the subtree of root into blocks.
+func (e *extractor) render(root *html.Node) []block {
+	r := &renderer{e: e}
+	r.walk(root, false, 0)
+	r.flush()
+	return r.blocks
+}
+
+func (r *renderer) flush() {
+	b := &r.buf
+	if b.empty() {
+		*b = inline{text: b.text[:0], md: b.md[:0]}
+		return
+	}
+	text := strings.TrimRight(string(b.text), " \n")
+	md := strings.TrimRight(string(b.md), " \n")
+	r.blocks = append(r.blocks, block{
+		kind: r.kind, level: r.level, ordered: r.ordered, index: r.index, quote: r.quote,
+		caption: r.caption > 0, text: text, md: md, chars: b.chars, link: b.link,
+	})
+	*b = inline{text: b.text[:0], md: b.md[:0]}
+}
+
+// withBlock renders n as a block of the given kind, restoring the
+// surrounding kind afterwards.
+func (r *renderer) withBlock(n *html.Node, kind blockKind, level int, inLink bool, depth int) {
+	r.flush()
+	sk, sl := r.kind, r.level
+	r.kind, r.level = kind, level
+	r.walk(n, inLink, depth+1)
+	r.flush()
+	r.kind, r.level = sk, sl
+}
+
+func (r *renderer) walk(n *html.Node, inLink bool, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		r.nodes++
+		if r.nodes > r.e.opts.MaxNodes {
+			return
+		}
+		switch c.Type {
+		case html.TextNode:
+			r.buf.add(c.Data, inLink)
+		case html.ElementNode:
+			r.element(c, inLink, depth)
+		}
+	}
+}
+
+func (r *renderer) element(c *html.Node, inLink bool, depth int) {
+	switch c.Data {
+	case "script", "style", "noscript", "template", "head", "title":
+		return
+	case "br":
+		r.buf.newline()
+	case "hr":
+		r.flush()
+	case "h1", "h2", "h3", "h4", "h5", "h6":
+		r.withBlock(c, kindHeading, int(c.Data[1]-'0'), inLink, depth)
+	case "ul", "ol", "menu", "dl":
+		r.flush()
+		r.lists = append(r.lists, listCtx{ordered: c.Data == "ol"})
+		if c.Data == "ol" {
+			if s, err := strconv.Atoi(attr(c, "start")); err == nil && s > 0 && s < 1<<20 {
+				r.lists[len(r.lists)-1].n = s - 1
+			}
+		}
+		r.walk(c, inLink, depth+1)
+		r.flush()
+		r.lists = r.lists[:len(r.lists)-1]
+	case "li", "dt", "dd":
+		if len(r.lists) == 0 || c.Data != "li" {
+			r.withBlock(c, kindPara, 0, inLink, depth)
+			return
+		}
+		l := &r.lists[len(r.lists)-1]
+		l.n++
+		r.flush()
+		sk, sl, so, si := r.kind, r.level, r.ordered, r.index
+		r.kind, r.level, r.ordered, r.index = kindItem, len(r.lists), l.ordered, l.n
+		r.walk(c, inLink, depth+1)
+		r.flush()
+		r.kind, r.level, r.ordered, r.index = sk, sl, so, si
+	case "blockquote":
+		r.flush()
+		r.quote++
+		r.walk(c, inLink, depth+1)
+		r.flush()
+		r.quote--
+	case "figure", "figcaption", "caption":
+		r.flush()
+		r.caption++
+		r.walk(c, inLink, depth+1)
+		r.flush()
+		r.caption--
+	case "pre":
+		r.flush()
+		text := strings.Trim(rawText(c), "\n")
+		if strings.TrimSpace(text) != "" {
+			r.blocks = append(r.blocks, block{kind: kindPre, quote: r.quote, text: text, md: text,
+				chars: weightedLen(text)})
+		}
+	case "table":
+		if rows, ok := dataTable(c); ok {
+			r.flush()
+			chars := 0
+			for _, row := range rows {
+				for _, cell := range row {
+					chars += weightedLen(cell)
+				}
+			}
+			if chars > 0 {
+				r.blocks = append(r.blocks, block{kind: kindTable, quote: r.quote, rows: rows, chars: chars})
+			}
+			return
+		}
+		r.withBlock(c, kindPara, 0, inLink, depth)
+	case "a":
+		href := r.e.link(attr(c, "href"))
+		if href == "" || inLink {
+			r.walk(c, true, depth+1)
+			return
+		}
+		// Render the link's content, then wrap its markdown as [text](href).
+		start := len(r.buf.md)
+		startText := len(r.buf.text)
+		nblocks := len(r.blocks)
+		r.walk(c, true, depth+1)
+		if len(r.blocks) != nblocks || len(r.buf.md) < start || len(r.buf.text) == startText {
+			return
+		}
+		inner := string(r.buf.md[start:])
+		lead := ""
+		if strings.HasPrefix(inner, " ") {
+			lead, inner = " ", inner[1:]
+		}
+		if strings.ContainsAny(inner, "\n") || inner == "" {
+			return
+		}
+		r.buf.md = append(r.buf.md[:start], lead+"["+inner+"]("+mdURL(href)+")"...)
+	default:
+		if blockTags[c.Data] {
+			r.withBlock(c, r.kindFor(), r.levelFor(), inLink, depth)
+			return
+		}
+		r.walk(c, inLink, depth+1)
+	}
+}
+
+// kindFor keeps list items' kind for blocks nested inside them.
+func (r *renderer) kindFor() blockKind {
+	if r.kind == kindItem {
+		return kindItem
+	}
+	return kindPara
+}
+
+func (r *renderer) levelFor() int {
+	if r.kind == kindItem {
+		return r.level
+	}
+	return 0
+}
+
+func mdURL(u string) string {
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(u)
+}
+
+// link records an absolute link from the content and returns it.
+func (e *extractor) link(href string) string {
+	u := resolve(e.base, href)
+	if u == "" {
+		return ""
+	}
+	if !e.seenLinks[u] && len(e.links) < 10000 {
+		e.seenLinks[u] = true
+		e.links = append(e.links, u)
+	}
+	return u
+}
+
+// rawText returns the text of n with white space preserved.
+func rawText(n *html.Node) string {
+	var b strings.Builder
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		if depth > maxDepth {
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				b.WriteString(c.Data)
+			case html.ElementNode:
+				if c.Data == "br" {
+					b.WriteByte('\n')
+				}
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(n, 0)
+	return b.String()
+}
+
+// dataTable returns the cells of a table that holds data rather than page
+// layout: at least two rows and two columns, no nested tables, short cells.
+func dataTable(t *html.Node) ([][]string, bool) {
+	if r := attr(t, "role"); r == "presentation" || r == "none" {
+		return nil, false
+	}
+	var rows [][]string
+	maxCols := 0
+	ok := true
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		if !ok || depth > 8 {
+			ok = false
+			return
+		}
+		for c := n.FirstChild; c != nil && ok; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			switch c.Data {
+			case "table":
+				ok = false
+			case "tr":
+				var row []string
+				for cell := c.FirstChild; cell != nil; cell = cell.NextSibling {
+					if cell.Type == html.ElementNode && (cell.Data == "td" || cell.Data == "th") {
+						if hasLayoutContent(cell) {
+							ok = false
+							return
+						}
+						row = append(row, textOf(cell))
+					}
+				}
+				if len(row) > 0 {
+					rows = append(rows, row)
+					maxCols = max(maxCols, len(row))
+				}
+			case "thead", "tbody", "tfoot":
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(t, 0)
+	if !ok || len(rows) < 2 || maxCols < 2 || len(rows) > 5000 {
+		return nil, false
+	}
+	return rows, true
+}
+
+// hasLayoutContent reports a table cell holding block content or long
+// text, the mark of a layout table.
+func hasLayoutContent(cell *html.Node) bool {
+	if weightedLen(textOf(cell)) > 400 {
+		return true
+	}
+	found := false
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		if found || depth > 20 {
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode {
+				switch c.Data {
+				case "table", "p", "div", "ul", "ol", "h1", "h2", "h3", "blockquote", "section", "article":
+					if c.Data != "div" || weightedLen(textOf(c)) > 100 {
+						found = true
+						return
+					}
+				}
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(cell, 0)
+	return found
+}
+
+// boilerplateRe matches short blocks of page furniture.
+var boilerplateRe = regexp.MustCompile(`(?i)^(advertisement|advertisements|sponsored( content)?|ad|ads|` +
+	`share( this( article| story| post)?)?( on \w+)?|share|tweet|email|print|` +
+	`read more|continue reading|click here|sign up|subscribe|follow us|` +
+	`all rights reserved|copyright|©|photo|image|loading|comments?|related( articles| stories| posts)?|` +
+	`scroll to continue( with content)?|skip (to )?(main )?content|listen to (this )?article|` +
+	`recommended|more from|see also|you may also like|trending|popular)\b`)
+
+// cleanBlocks drops furniture blocks that survived pruning: the headline,
+// link lists, short boilerplate phrases.
+func cleanBlocks(blocks []block, title string) []block {
+	normTitle := normText(title)
+	out := blocks[:0]
+	for i, b := range blocks {
+		if b.kind == kindHeading && b.level == 1 {
+			continue
+		}
+		if normTitle != "" && i < 5 && normText(b.text) == normTitle {
+			continue
+		}
+		if b.kind != kindTable && b.kind != kindPre && b.link*2 > b.chars {
+			continue
+		}
+		if b.chars < 60 && boilerplateRe.MatchString(strings.TrimSpace(b.text)) {
+			continue
+		}
+		if b.caption {
+			// Figure captions and photo credits are not part of the text.
+			continue
+		}
+		out = append(out, b)
+	}
+	return trimEdges(out)
+}
+
+// metaRe matches datelines and bylines; creditRe matches the credit lines,
+// author notes and calls to action that close articles.
+var (
+	metaRe = regexp.MustCompile(`(?i)^(by|von|par|por|door|di|written by|posted|published|updated|last updated|` +
+		`first published|\d+\s*min(ute)?s?( read)?|tempo de leitura|reading time)\b`)
+	dateRe = regexp.MustCompile(`(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|` +
+		`\b\d{1,2}\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|` +
+		`\b\d{4}[-./]\d{1,2}[-./]\d{1,2}\b|\b\d{1,2}[-./]\d{1,2}[-./]\d{4}\b|\d{4}\s*年\s*\d{1,2}\s*月|\b\d{1,2}:\d{2}\b`)
+	creditRe = regexp.MustCompile(`(?i)^(\(?reporting by|additional reporting|editing by|writing by|compiled by|` +
+		`source:|sources:|filed under|explore further|follow (us|me|him|her|[\pL.]+) on|email (the (writer|author)|\pL+ at)|` +
+		`have a tip|sign up|get the latest|more great|listen to|read more|related:|this (post|article) may contain)|` +
+		`contributed (to this report|reporting)|contributed to this (article|story)`)
+)
+
+// trimEdges drops datelines and bylines at the start of the content and
+// credit lines at its end.
+func trimEdges(blocks []block) []block {
+	meta := func(b block, closing bool) bool {
+		if b.kind == kindTable || b.kind == kindPre || b.kind == kindItem || b.chars > 200 {
+			return false
+		}
+		t := strings.TrimSpace(b.text)
+		if closing {
+			return creditRe.MatchString(t)
+		}
+		return metaRe.MatchString(t) && b.chars < 120 || dateRe.MatchString(t) && b.chars < 60
+	}
+	for i := 0; i < 3 && len(blocks) > 1 && meta(blocks[0], false); i++ {
+		blocks = blocks[1:]
+	}
+	for i := 0; i < 4 && len(blocks) > 1; i++ {
+		n := len(blocks)
+		switch {
+		case meta(blocks[n-1], true):
+			blocks = blocks[:n-1]
+		case n > 2 && meta(blocks[n-2], true) && blocks[n-1].chars < 200:
+			blocks = append(blocks[:n-2], blocks[n-1])
+		default:
+			i = 4
+		}
+	}
+	return blocks
+}
+
+func normText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}
+
+// blocksText renders blocks as plain text, paragraphs separated by a blank
+// line.
+func blocksText(blocks []block) string {
+	var b strings.Builder
+	for _, bl := range blocks {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		if bl.kind == kindTable {
+			for i, row := range bl.rows {
+				if i > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(strings.Join(row, "\t"))
+			}
+			continue
+		}
+		b.WriteString(bl.text)
+	}
+	return b.String()
+}
+
+// blocksMarkdown renders blocks as markdown.
+func blocksMarkdown(blocks []block) string {
+	var b strings.Builder
+	prevItem := false
+	for _, bl := range blocks {
+		isItem := bl.kind == kindItem
+		if b.Len() > 0 {
+			if isItem && prevItem {
+				b.WriteString("\n")
+			} else {
+				b.WriteString("\n\n")
+			}
+		}
+		prevItem = isItem
+		var s string
+		switch bl.kind {
+		case kindHeading:
+			s = strings.Repeat("#", bl.level) + " " + strings.ReplaceAll(bl.md, "  \n", " ")
+		case kindItem:
+			marker := "- "
+			if bl.ordered {
+				marker = strconv.Itoa(bl.index) + ". "
+			}
+			indent := strings.Repeat("  ", max(bl.level-1, 0))
+			s = indent + marker + strings.ReplaceAll(bl.md, "\n", "\n"+indent+strings.Repeat(" ", len(marker)))
+		case kindPre:
+			fence := "```"
+			for strings.Contains(bl.text, fence) {
+				fence += "`"
+			}
+			s = fence + "\n" + bl.text + "\n" + fence
+		case kindTable:
+			s = mdTable(bl.rows)
+		default:
+			s = bl.md
+		}
+		if bl.quote > 0 {
+			prefix := strings.Repeat("> ", bl.quote)
+			s = prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func mdTable(rows [][]string) string {
+	cols := 0
+	for _, r := range rows {
+		cols = max(cols, len(r))
+	}
+	esc := strings.NewReplacer("|", `\|`, "\n", " ")
+	var b strings.Builder
+	for i, r := range rows {
+		b.WriteString("|")
+		for j := range cols {
+			cell := ""
+			if j < len(r) {
+				cell = esc.Replace(r[j])
+			}
+			b.WriteString(" " + cell + " |")
+		}
+		b.WriteByte('\n')
+		if i == 0 {
+			b.WriteString("|" + strings.Repeat(" --- |", cols) + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
