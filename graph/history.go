@@ -12,7 +12,7 @@ type Snapshot[S any] struct {
 	State        S
 	CheckpointID int64
 	Step         int
-	Next         []string    // nodes that would run next
+	Next         []string    // nodes of the step not completed yet; empty when the run finished
 	Interrupts   []Interrupt // unanswered
 }
 

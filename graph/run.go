@@ -43,7 +43,8 @@ type Result[S any] struct {
 	// Interrupts lists the pauses waiting for answers; empty when the run
 	// finished.
 	Interrupts []Interrupt
-	// Next names the nodes that would run next (empty when finished).
+	// Next names the nodes of the step that has not been completed yet (some
+	// of its tasks may already have stored results); empty when finished.
 	Next []string
 }
 
@@ -542,7 +543,7 @@ func (r *run[S]) resume(ctx context.Context) error {
 func (r *run[S]) result(intr []Interrupt) *Result[S] {
 	res := &Result[S]{State: r.st, CheckpointID: r.cur.id, Step: r.cur.step, Interrupts: intr}
 	for _, t := range r.cur.tasks {
-		if !t.done && !slices.Contains(res.Next, t.node.name) {
+		if !slices.Contains(res.Next, t.node.name) {
 			res.Next = append(res.Next, t.node.name)
 		}
 	}

@@ -34,7 +34,8 @@ type Saver interface {
 	Load(ctx context.Context, threadID, ns string, id int64) (*Chain, error)
 
 	// Commit atomically appends the batch's checkpoints (each the parent of
-	// the next; the first's parent must be ExpectHead, 0 for a new chain),
+	// the next; the first's parent is 0 for a new chain, or any existing
+	// checkpoint of the chain: the head to continue, an older one to fork),
 	// moves the head to the last one, and stores the batch's pending writes.
 	// If the head is not ExpectHead it returns ErrConflict and stores nothing.
 	// A batch with no checkpoints only stores writes, and only while their
@@ -63,8 +64,8 @@ type Saver interface {
 	// The caller makes sure checkpoint id has a Snapshot first.
 	DeleteBefore(ctx context.Context, threadID, ns string, id int64) (int, error)
 
-	// PruneThreads deletes whole threads whose head was last moved before
-	// olderThan; with finishedOnly, only threads whose last commit said
+	// PruneThreads deletes whole threads whose root namespace saw no commit,
+	// write or resume since olderThan; with finishedOnly, only threads whose last commit said
 	// Finished. It returns how many threads were removed. Pruned threads get
 	// no tombstone (they are old; a new run with the same id starts fresh).
 	PruneThreads(ctx context.Context, olderThan time.Time, finishedOnly bool) (int, error)

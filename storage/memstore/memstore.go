@@ -97,17 +97,34 @@ func (s *Store) chainOf(thread, ns string, create bool) *chain {
 	return c
 }
 
-func (s *Store) checkSize(b *graph.Batch) error {
+// CheckBatch checks what can be checked of a batch without looking at the
+// store: no blob over maxBytes (ErrTooLarge), checkpoint ids > 0 and distinct,
+// and each checkpoint after the first the child of the one before it. The SQL
+// stores call it too, so that every store rejects the same batches alike.
+func CheckBatch(b *graph.Batch, maxBytes int) error {
 	for _, c := range b.Checkpoints {
 		for _, f := range [][]byte{c.Snapshot, c.Delta, c.Next, c.Meta} {
-			if len(f) > s.maxBytes {
-				return fmt.Errorf("checkpoint %d: %d bytes > %d: %w", c.ID, len(f), s.maxBytes, graph.ErrTooLarge)
+			if len(f) > maxBytes {
+				return fmt.Errorf("checkpoint %d: %d bytes > %d: %w", c.ID, len(f), maxBytes, graph.ErrTooLarge)
 			}
 		}
 	}
 	for _, w := range b.Writes {
-		if len(w.Value) > s.maxBytes {
-			return fmt.Errorf("write %s: %d bytes > %d: %w", w.Channel, len(w.Value), s.maxBytes, graph.ErrTooLarge)
+		if len(w.Value) > maxBytes {
+			return fmt.Errorf("write %s: %d bytes > %d: %w", w.Channel, len(w.Value), maxBytes, graph.ErrTooLarge)
+		}
+	}
+	seen := make(map[int64]bool, len(b.Checkpoints))
+	for i, cp := range b.Checkpoints {
+		if cp.ID <= 0 {
+			return fmt.Errorf("invalid batch: checkpoint id %d is not positive", cp.ID)
+		}
+		if seen[cp.ID] {
+			return fmt.Errorf("invalid batch: checkpoint id %d appears twice", cp.ID)
+		}
+		seen[cp.ID] = true
+		if i > 0 && cp.ParentID != b.Checkpoints[i-1].ID {
+			return fmt.Errorf("invalid batch: checkpoint %d has parent %d, want %d", cp.ID, cp.ParentID, b.Checkpoints[i-1].ID)
 		}
 	}
 	return nil
@@ -172,11 +189,17 @@ func (c *chain) writesOf(cp int64) []graph.PendingWrite {
 }
 
 // Commit implements graph.Saver.
+//
+// The first checkpoint's parent is 0 or any checkpoint of the chain (a fork
+// from an older checkpoint moves the head to a new branch); ExpectHead is
+// always the current head. Checks run in this order, and the SQL stores keep
+// it: batch shape and size, deleted thread (ErrThreadDeleted), head
+// (ErrConflict), parent exists (ErrNotFound), ids free (ErrConflict).
 func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkSize(b); err != nil {
+	if err := CheckBatch(b, s.maxBytes); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -184,28 +207,40 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	if s.deleted[b.ThreadID] {
 		return graph.ErrThreadDeleted
 	}
-	c := s.chainOf(b.ThreadID, b.NS, true)
-	if c.head != b.ExpectHead {
-		return fmt.Errorf("head is %d, expected %d: %w", c.head, b.ExpectHead, graph.ErrConflict)
+	c := s.chainOf(b.ThreadID, b.NS, false)
+	var head int64
+	if c != nil {
+		head = c.head
 	}
-	parent := b.ExpectHead
-	for _, cp := range b.Checkpoints {
-		if cp.ParentID != parent {
-			return fmt.Errorf("memstore: checkpoint %d has parent %d, want %d", cp.ID, cp.ParentID, parent)
-		}
-		if _, dup := c.cps[cp.ID]; dup || cp.ID <= 0 {
-			return fmt.Errorf("memstore: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
-		}
-		parent = cp.ID
-	}
-	if len(b.Checkpoints) == 0 {
-		for _, w := range b.Writes {
-			if w.CheckpointID != c.head {
-				return fmt.Errorf("write for checkpoint %d, head is %d: %w", w.CheckpointID, c.head, graph.ErrConflict)
-			}
-		}
+	if head != b.ExpectHead {
+		return fmt.Errorf("head is %d, expected %d: %w", head, b.ExpectHead, graph.ErrConflict)
 	}
 	now := s.now()
+	if len(b.Checkpoints) == 0 {
+		if len(b.Writes) == 0 {
+			return nil
+		}
+		for _, w := range b.Writes {
+			if head == 0 || w.CheckpointID != head {
+				return fmt.Errorf("write for checkpoint %d, head is %d: %w", w.CheckpointID, head, graph.ErrConflict)
+			}
+		}
+		c.putWrites(b.Writes)
+		c.updated = now
+		return nil
+	}
+	if p := b.Checkpoints[0].ParentID; p != 0 && (c == nil || c.cps[p] == nil) {
+		return fmt.Errorf("memstore: parent %d of checkpoint %d is not in the chain: %w", p, b.Checkpoints[0].ID, graph.ErrNotFound)
+	}
+	if c != nil {
+		for _, cp := range b.Checkpoints {
+			if _, dup := c.cps[cp.ID]; dup {
+				return fmt.Errorf("memstore: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
+			}
+		}
+	} else {
+		c = s.chainOf(b.ThreadID, b.NS, true)
+	}
 	for _, cp := range b.Checkpoints {
 		d := cloneCP(cp)
 		d.ThreadID, d.NS = b.ThreadID, b.NS
@@ -214,7 +249,15 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 		}
 		c.cps[d.ID] = d
 	}
-	for _, w := range b.Writes {
+	c.putWrites(b.Writes)
+	c.head = b.Checkpoints[len(b.Checkpoints)-1].ID
+	c.finished = b.Finished
+	c.updated = now
+	return nil
+}
+
+func (c *chain) putWrites(ws []graph.PendingWrite) {
+	for _, w := range ws {
 		k := writeKey{w.CheckpointID, w.Task, w.Idx}
 		if _, ok := c.writes[k]; ok {
 			continue
@@ -222,12 +265,6 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 		w.Value = clone(w.Value)
 		c.writes[k] = w
 	}
-	if len(b.Checkpoints) > 0 {
-		c.head = parent
-		c.finished = b.Finished
-	}
-	c.updated = now
-	return nil
 }
 
 // PutResume implements graph.Saver.
