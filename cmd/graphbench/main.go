@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -540,34 +541,74 @@ func (b *bench) fan(ctx context.Context) error {
 
 // ---------------------------------------------------------------- Postgres
 
-// stmtCounter counts statements and COMMITs sent by the client.
+// stmtCounter counts the statements the client sends and the transactions it
+// commits: explicit COMMITs, plus every writing statement or pipelined batch
+// sent outside an explicit transaction (each is its own implicit
+// transaction, committed and flushed by the server).
 type stmtCounter struct {
 	on                  atomic.Bool
 	statements, commits atomic.Int64
+	mu                  sync.Mutex
+	inTx                map[*pgx.Conn]bool
+	batchWrites         map[*pgx.Conn]bool
 }
 
-func (c *stmtCounter) count(sql string) {
+var writeRE = regexp.MustCompile(`(?i)\b(insert|update|delete|truncate)\b`)
+
+func (c *stmtCounter) query(conn *pgx.Conn, sql string) {
 	if !c.on.Load() {
 		return
 	}
 	c.statements.Add(1)
-	if strings.EqualFold(strings.TrimSpace(sql), "commit") {
+	s := strings.ToLower(strings.TrimSpace(sql))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inTx == nil {
+		c.inTx, c.batchWrites = map[*pgx.Conn]bool{}, map[*pgx.Conn]bool{}
+	}
+	switch {
+	case strings.HasPrefix(s, "begin"):
+		c.inTx[conn] = true
+	case s == "commit":
+		c.inTx[conn] = false
+		c.commits.Add(1)
+	case s == "rollback":
+		c.inTx[conn] = false
+	case !c.inTx[conn] && writeRE.MatchString(s):
 		c.commits.Add(1)
 	}
 }
 
-func (c *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.count(d.SQL)
+func (c *stmtCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.query(conn, d.SQL)
 	return ctx
 }
 func (c *stmtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 func (c *stmtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	return ctx
 }
-func (c *stmtCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	c.count(d.SQL)
+func (c *stmtCounter) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if !c.on.Load() {
+		return
+	}
+	c.statements.Add(1)
+	if writeRE.MatchString(d.SQL) {
+		c.mu.Lock()
+		if c.batchWrites == nil {
+			c.inTx, c.batchWrites = map[*pgx.Conn]bool{}, map[*pgx.Conn]bool{}
+		}
+		c.batchWrites[conn] = true
+		c.mu.Unlock()
+	}
 }
-func (c *stmtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (c *stmtCounter) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.TraceBatchEndData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.batchWrites[conn] && !c.inTx[conn] {
+		c.commits.Add(1) // a pipeline runs as one implicit transaction
+	}
+	delete(c.batchWrites, conn)
+}
 
 func pgURL() string {
 	if u := os.Getenv("PG_URL"); u != "" {
