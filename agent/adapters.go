@@ -1,0 +1,40 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"deepresearch/tools/extract"
+	"deepresearch/tools/fetch"
+)
+
+// PageFetcher adapts the SSRF-safe fetcher and the content extractor to
+// Fetcher: HTML pages are reduced to their main text, other text kinds are
+// used as they are.
+type PageFetcher struct {
+	F *fetch.Fetcher
+}
+
+// NewPageFetcher returns a Fetcher over f.
+func NewPageFetcher(f *fetch.Fetcher) *PageFetcher { return &PageFetcher{F: f} }
+
+// Fetch reads url.
+func (p *PageFetcher) Fetch(ctx context.Context, url string) (Page, error) {
+	res, err := p.F.Fetch(ctx, url)
+	if err != nil {
+		return Page{}, err
+	}
+	pg := Page{URL: res.URL, FinalURL: res.FinalURL, Text: res.Text}
+	if res.Kind == fetch.KindHTML {
+		art, err := extract.ExtractBytes([]byte(res.Text), res.FinalURL, extract.Options{})
+		if err != nil {
+			return Page{}, fmt.Errorf("agent: extract %s: %w", url, err)
+		}
+		pg.Title, pg.Text = art.Title, art.Text
+	}
+	if strings.TrimSpace(pg.Text) == "" {
+		return Page{}, fmt.Errorf("agent: %s has no text", url)
+	}
+	return pg, nil
+}

@@ -1,0 +1,469 @@
+// Package agent is the deep research agent: one graph (on package graph)
+// that combines the five seed designs — a coordinator that answers small talk
+// and asks one clarifying question when needed, a planner, a supervisor that
+// fans out researchers (each a durable subgraph looping select → execute →
+// answer → reflect), a writer whose footnotes are checked against the pages
+// actually read, and a reviewer whose feedback loops back to research or
+// writing — under a token and a wall-clock budget, with optional approvals
+// by a person.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"deepresearch/agent/citation"
+	"deepresearch/agent/llm"
+	"deepresearch/graph"
+	"deepresearch/storage/memstore"
+)
+
+// Deps are the agent's collaborators. LLM is required; without Search the
+// agent writes from the model's knowledge alone (and says so).
+type Deps struct {
+	LLM    LLM
+	Search Searcher
+	Fetch  Fetcher // nil: only search results that carry full text count as read
+	Coder  Coder   // nil: no coding action
+	// Saver stores the graph's checkpoints (nil: in memory, lost with the
+	// process).
+	Saver graph.Saver
+	Notes NoteStore // nil: in memory
+	// Logger defaults to slog.Default(); Now to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Options tune the agent. Zero values take the defaults; the per-run limits
+// (subtasks, rounds, tries, reviews) default by Request.Depth.
+type Options struct {
+	// TokenBudget per turn (default 1,000,000); ReserveFraction of it is
+	// kept for the final report (default 0.15). A negative budget disables it.
+	TokenBudget     int
+	ReserveFraction float64
+	// TimeBudget is the wall-clock budget of a turn (default 15 minutes).
+	TimeBudget time.Duration
+
+	MaxSubtasks   int // researchers per round
+	MaxRounds     int // research rounds
+	MaxTries      int // select → execute → answer → reflect loops per researcher (seed 002: 3)
+	MaxReviews    int // review rounds
+	MaxIterations int // supervisor visits (seed 000 MAX_ITERATIONS)
+	// MinSources is seed 000's MIN_RESEARCH_DATA_COUNT: fewer sources read
+	// sends the supervisor back to research (default 5).
+	MinSources int
+	// MaxQueries per step (default 3), MaxURLs read per step (default 5),
+	// ResultsPerQuery asked of the search provider (default 5).
+	MaxQueries      int
+	MaxURLs         int
+	ResultsPerQuery int
+	// PageChars caps the text kept per page (default 40,000 characters);
+	// ExcerptChars the part shown to the model (default 4,000).
+	PageChars    int
+	ExcerptChars int
+	// MaxEvidence caps the evidence given to the writer (default 60).
+	MaxEvidence int
+	// CitationMode drops (default) or flags footnotes that fail the check.
+	CitationMode citation.Mode
+	// MaxConcurrency caps the graph tasks of one step (0: no cap).
+	MaxConcurrency int
+	Durability     graph.Durability
+}
+
+type limits struct {
+	subtasks, rounds, tries, reviews, iterations int
+}
+
+func (a *Agent) limits(d Depth) limits {
+	l := limits{subtasks: 4, rounds: 2, tries: 3, reviews: 2}
+	switch d {
+	case DepthQuick:
+		l = limits{subtasks: 2, rounds: 1, tries: 1, reviews: 1}
+	case DepthDeep:
+		l = limits{subtasks: 6, rounds: 3, tries: 3, reviews: 3}
+	}
+	o := a.opts
+	for _, p := range []struct {
+		dst *int
+		v   int
+	}{
+		{&l.subtasks, o.MaxSubtasks}, {&l.rounds, o.MaxRounds}, {&l.tries, o.MaxTries}, {&l.reviews, o.MaxReviews},
+	} {
+		if p.v > 0 {
+			*p.dst = p.v
+		}
+	}
+	l.iterations = l.rounds + l.reviews + 3
+	if o.MaxIterations > 0 {
+		l.iterations = o.MaxIterations
+	}
+	return l
+}
+
+// Agent runs research threads. It is safe for concurrent use: one Agent
+// serves every thread of a process.
+type Agent struct {
+	llm    LLM
+	search Searcher
+	fetch  Fetcher
+	coder  Coder
+	notes  NoteStore
+	log    *slog.Logger
+	now    func() time.Time
+	opts   Options
+	sc     *schema
+	rsc    *rSchema
+	g      *graph.Graph[State]
+	sub    *graph.Graph[rState]
+}
+
+// Errors.
+var (
+	ErrEmptyQuestion = errors.New("agent: the question is empty")
+	ErrNoThread      = errors.New("agent: a thread id is required")
+	ErrWaiting       = errors.New("agent: the thread is waiting for an answer; resume it first")
+	ErrUnknownThread = errors.New("agent: no such thread")
+)
+
+// New builds an agent.
+func New(d Deps, o Options) (*Agent, error) {
+	if d.LLM == nil {
+		return nil, errors.New("agent: Deps.LLM is required")
+	}
+	if d.Saver == nil {
+		d.Saver = memstore.New(memstore.Options{})
+	}
+	if d.Notes == nil {
+		d.Notes = NewMemNotes()
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if o.TokenBudget == 0 {
+		o.TokenBudget = llm.DefaultBudget
+	}
+	if o.ReserveFraction == 0 {
+		o.ReserveFraction = llm.DefaultReserveFraction
+	}
+	if o.TimeBudget <= 0 {
+		o.TimeBudget = 15 * time.Minute
+	}
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	def(&o.MinSources, 5)
+	def(&o.MaxQueries, 3)
+	def(&o.MaxURLs, 5)
+	def(&o.ResultsPerQuery, 5)
+	def(&o.PageChars, 40000)
+	def(&o.ExcerptChars, 4000)
+	def(&o.MaxEvidence, 60)
+	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, coder: d.Coder, notes: d.Notes,
+		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema()}
+	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
+	sub, err := a.buildResearcher(gopts)
+	if err != nil {
+		return nil, err
+	}
+	a.sub = sub
+	if a.g, err = a.build(gopts); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Node names of the main graph.
+const (
+	nCoordinator  = "coordinator"
+	nClarify      = "clarify"
+	nPlanner      = "planner"
+	nApprovePlan  = "approve_plan"
+	nSupervisor   = "supervisor"
+	nResearcher   = "researcher"
+	nWriter       = "writer"
+	nReviewer     = "reviewer"
+	nApproveDraft = "approve_draft"
+	nFinalize     = "finalize"
+)
+
+func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
+	sc := a.sc
+	b := graph.New(sc.s)
+	b.AddNode(nCoordinator, a.coordinator)
+	b.AddNode(nClarify, a.clarify)
+	b.AddNode(nPlanner, a.planner)
+	b.AddNode(nApprovePlan, a.approvePlan)
+	b.AddNode(nSupervisor, a.supervisor)
+	graph.AddSubgraphWorker(b, nResearcher, a.sub,
+		func(t researchTask) []graph.Write { return []graph.Write{a.rsc.task.Set(t)} },
+		a.researchOut)
+	b.AddNode(nWriter, a.writer)
+	b.AddNode(nReviewer, a.reviewer)
+	b.AddNode(nApproveDraft, a.approveDraft)
+	b.AddNode(nFinalize, a.finalize)
+
+	b.AddEdge(graph.Start, nCoordinator)
+	b.AddConditionalEdges(nCoordinator, func(s State) []graph.Route {
+		switch s.Intent {
+		case "chat":
+			return []graph.Route{graph.To(graph.End)}
+		case "clarify":
+			return []graph.Route{graph.To(nClarify)}
+		case "rewrite":
+			return []graph.Route{graph.To(nWriter)}
+		}
+		return []graph.Route{graph.To(nPlanner)}
+	})
+	b.AddConditionalEdges(nClarify, func(s State) []graph.Route {
+		if s.Next == "cancel" {
+			return []graph.Route{graph.To(nFinalize)}
+		}
+		return []graph.Route{graph.To(nPlanner)}
+	})
+	b.AddConditionalEdges(nPlanner, func(s State) []graph.Route {
+		if s.Req.ApprovePlan {
+			return []graph.Route{graph.To(nApprovePlan)}
+		}
+		return []graph.Route{graph.To(nSupervisor)}
+	})
+	b.AddConditionalEdges(nApprovePlan, func(s State) []graph.Route {
+		switch s.Next {
+		case "replan":
+			return []graph.Route{graph.To(nPlanner)}
+		case "cancel":
+			return []graph.Route{graph.To(nFinalize)}
+		}
+		return []graph.Route{graph.To(nSupervisor)}
+	})
+	b.AddConditionalEdges(nSupervisor, a.routeSupervisor)
+	b.AddEdge(nResearcher, nSupervisor)
+	b.AddEdge(nWriter, nReviewer)
+	b.AddConditionalEdges(nReviewer, func(s State) []graph.Route {
+		switch s.Next {
+		case "write":
+			return []graph.Route{graph.To(nWriter)}
+		case "research":
+			return []graph.Route{graph.To(nSupervisor)}
+		}
+		if s.Req.ApproveDraft {
+			return []graph.Route{graph.To(nApproveDraft)}
+		}
+		return []graph.Route{graph.To(nFinalize)}
+	})
+	b.AddConditionalEdges(nApproveDraft, func(s State) []graph.Route {
+		switch s.Next {
+		case "write":
+			return []graph.Route{graph.To(nWriter)}
+		case "research":
+			return []graph.Route{graph.To(nSupervisor)}
+		}
+		return []graph.Route{graph.To(nFinalize)}
+	})
+	b.AddEdge(nFinalize, graph.End)
+	return b.Compile(opts)
+}
+
+// routeSupervisor fans out one researcher per dispatched subtask.
+func (a *Agent) routeSupervisor(s State) []graph.Route {
+	switch s.Next {
+	case "research":
+		known := make([]string, 0, len(s.Sources))
+		for u, src := range s.Sources {
+			if src.Retrieved {
+				known = append(known, u)
+			}
+		}
+		slices.Sort(known)
+		l := a.limits(s.Req.Depth)
+		routes := make([]graph.Route, 0, len(s.Dispatch))
+		for i, st := range s.Dispatch {
+			routes = append(routes, graph.Send(nResearcher, researchTask{
+				Turn: s.Turn, Round: s.Round, Index: i, Subtask: st, Question: s.Question, Language: s.Language,
+				Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
+			}))
+		}
+		if len(routes) > 0 {
+			return routes
+		}
+		return []graph.Route{graph.To(nWriter)}
+	case "write":
+		return []graph.Route{graph.To(nWriter)}
+	}
+	return []graph.Route{graph.To(nFinalize)}
+}
+
+// Start runs a new question on a thread: the first one, or a follow-up on a
+// thread that has finished its last turn. events (may be nil) receives
+// progress; calls to it are serialised.
+func (a *Agent) Start(ctx context.Context, threadID string, req Request, events func(Event)) (*Result, error) {
+	req.Question = strings.TrimSpace(req.Question)
+	if req.Question == "" {
+		return nil, ErrEmptyQuestion
+	}
+	if threadID == "" {
+		return nil, ErrNoThread
+	}
+	var prev State
+	snap, err := a.g.State(ctx, threadID, 0)
+	switch {
+	case err == nil:
+		if len(snap.Interrupts) > 0 {
+			return nil, ErrWaiting
+		}
+		prev = snap.State
+	case errors.Is(err, graph.ErrNotFound):
+	default:
+		return nil, fmt.Errorf("agent: load thread %s: %w", threadID, err)
+	}
+	lang := req.Language
+	if lang == "" {
+		lang = DetectLanguage(req.Question)
+	}
+	sc := a.sc
+	in := []graph.Write{
+		sc.turn.Set(prev.Turn + 1), sc.req.Set(req), sc.question.Set(req.Question), sc.language.Set(lang),
+		sc.deadline.Set(a.now().Add(a.opts.TimeBudget)), sc.turnStart.Set(prev.Usage.Total()),
+		sc.intent.Set(""), sc.reply.Set(""), sc.instruction.Set(""), sc.clarified.Set(false), sc.planFeedback.Set(""),
+		sc.round.Set(0), sc.iteration.Set(0), sc.dispatch.Set(nil), sc.reviews.Set(0), sc.review.Set(nil), sc.drafts.Set(0),
+		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
+		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
+	}
+	return a.invoke(ctx, threadID, graph.Config{Input: in}, events)
+}
+
+// Resume answers pending interrupts (by Interrupt.ID; the key "" answers the
+// only one) and runs on. It works from any process that shares the Saver;
+// an interrupt is answered once.
+func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (*Result, error) {
+	if threadID == "" {
+		return nil, ErrNoThread
+	}
+	if len(answers) == 0 {
+		return nil, errors.New("agent: no answers to resume with")
+	}
+	rs := make(map[string]any, len(answers))
+	for id, ans := range answers {
+		rs[id] = ans
+	}
+	return a.invoke(ctx, threadID, graph.Config{Resume: rs}, events)
+}
+
+// Continue runs a thread on from its last checkpoint, after a crash or a
+// cancelled context. Work that finished before is not done again.
+func (a *Agent) Continue(ctx context.Context, threadID string, events func(Event)) (*Result, error) {
+	if threadID == "" {
+		return nil, ErrNoThread
+	}
+	return a.invoke(ctx, threadID, graph.Config{}, events)
+}
+
+// Get returns where a thread stands without running it.
+func (a *Agent) Get(ctx context.Context, threadID string) (*Result, error) {
+	snap, err := a.g.State(ctx, threadID, 0)
+	if errors.Is(err, graph.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownThread, threadID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.result(threadID, snap.State, snap.Interrupts), nil
+}
+
+func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, events func(Event)) (*Result, error) {
+	used := 0
+	if cfg.Input == nil {
+		snap, err := a.g.State(ctx, thread, 0)
+		if errors.Is(err, graph.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownThread, thread)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("agent: load thread %s: %w", thread, err)
+		}
+		used = snap.State.Usage.Total() - snap.State.TurnStart
+	}
+	var meter *llm.Meter
+	if a.opts.TokenBudget > 0 {
+		meter = llm.NewMeter(a.opts.TokenBudget, a.opts.ReserveFraction)
+	} else {
+		meter = llm.NewMeter(0, 0)
+	}
+	if used > 0 {
+		meter.Add(llm.Record{Time: a.now(), Node: "earlier", PromptTokens: used})
+	}
+	ctx = llm.WithMeter(ctx, meter)
+	cfg.ThreadID = thread
+	if events != nil {
+		var mu sync.Mutex
+		cfg.Events = func(e graph.Event) {
+			if e.Kind != graph.EventCustom {
+				return
+			}
+			ev, ok := e.Payload.(Event)
+			if !ok {
+				return
+			}
+			ev.ThreadID = thread
+			mu.Lock()
+			defer mu.Unlock()
+			events(ev)
+		}
+	}
+	res, err := a.g.Invoke(ctx, cfg)
+	if err != nil {
+		switch {
+		case errors.Is(err, graph.ErrNoInterrupt), errors.Is(err, graph.ErrAlreadyResumed):
+			return nil, fmt.Errorf("agent: %w", err)
+		case errors.Is(err, graph.ErrPendingResume):
+			return nil, ErrWaiting
+		}
+		return nil, fmt.Errorf("agent: run thread %s: %w", thread, err)
+	}
+	return a.result(thread, res.State, res.Interrupts), nil
+}
+
+func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
+	r := &Result{ThreadID: thread, Status: s.Status, Finish: s.Finish, Reply: s.Reply, Report: s.Report,
+		Summary: s.Summary, Plan: s.Plan, Citations: s.Citations, Review: s.Review, Usage: s.Usage,
+		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language}
+	for _, in := range intr {
+		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
+	}
+	if len(r.Interrupts) > 0 {
+		r.Status = StatusInterrupted
+	} else if r.Status == "" && s.Intent == "chat" {
+		r.Status = StatusReplied
+	}
+	cited := map[string]bool{}
+	for _, f := range s.Citations.Footnotes {
+		if f.Status == citation.Verified {
+			cited[normURL(f.URL)] = true
+		}
+	}
+	for u, src := range s.Sources {
+		if !src.Retrieved {
+			continue
+		}
+		r.Sources = append(r.Sources, SourceRef{URL: src.URL, Title: src.Title, Retrieved: true, Cited: cited[u]})
+	}
+	slices.SortFunc(r.Sources, func(x, y SourceRef) int {
+		if x.Cited != y.Cited {
+			if x.Cited {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.URL, y.URL)
+	})
+	return r
+}

@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"deepresearch/agent/llm"
+	"deepresearch/graph"
+	"deepresearch/prompts"
+)
+
+// caller makes the LLM calls of one node execution and adds up their usage,
+// which the node returns as a write (so usage survives the process).
+type caller struct {
+	a    *Agent
+	node string
+	mu   sync.Mutex
+	u    Usage
+}
+
+func (a *Agent) caller(node string) *caller { return &caller{a: a, node: node} }
+
+func (c *caller) usage() Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.u
+}
+
+func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
+	c.mu.Lock()
+	if err != nil {
+		c.u.Failures++
+	}
+	if resp.Usage.TotalTokens > 0 || resp.Usage.PromptTokens > 0 {
+		c.u.Calls++
+		c.u.PromptTokens += resp.Usage.PromptTokens
+		c.u.CompletionTokens += resp.Usage.CompletionTokens
+		c.u.Cost += resp.Cost
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.a.log.Warn("llm call failed", "node", c.node, "err", err)
+		return
+	}
+	t := &Tokens{Node: c.node, Call: resp.Usage.PromptTokens + resp.Usage.CompletionTokens}
+	if m := llm.MeterFrom(ctx); m != nil {
+		t.Used, t.Budget = m.Used(), m.Budget()
+	}
+	emit(ctx, Event{Kind: EventTokens, Tokens: t})
+}
+
+func messages(p prompts.Prompt) []llm.Message {
+	return []llm.Message{llm.System(p.System), llm.User(p.User)}
+}
+
+// structured asks for JSON matching T's schema.
+func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.Prompt, final bool, out *T) error {
+	schema, err := llm.SchemaFor[T]()
+	if err != nil {
+		return err
+	}
+	ctx = llm.WithNode(ctx, c.node)
+	resp, err := c.a.llm.ChatJSON(ctx, llm.Request{Role: role, Messages: messages(p), Final: final}, schema, out)
+	c.record(ctx, resp, err)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.node, err)
+	}
+	return nil
+}
+
+// chat asks for text (or tool calls).
+func (c *caller) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	ctx = llm.WithNode(ctx, c.node)
+	resp, err := c.a.llm.Chat(ctx, req)
+	c.record(ctx, resp, err)
+	if err != nil {
+		return resp, fmt.Errorf("%s: %w", c.node, err)
+	}
+	return resp, nil
+}
+
+// budgetErr reports whether err means a budget ran out (tokens or time)
+// rather than the LLM failing.
+func budgetErr(err error) string {
+	switch {
+	case errors.Is(err, llm.ErrBudgetExceeded):
+		return "tokens"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "time"
+	}
+	return ""
+}
+
+// exhausted reports which budget (if any) is spent: "tokens" once only the
+// reserve for the final answer is left, "time" after the deadline.
+func (a *Agent) exhausted(ctx context.Context, deadline time.Time) string {
+	if m := llm.MeterFrom(ctx); m != nil && m.MustFinalize() {
+		return "tokens"
+	}
+	if !deadline.IsZero() && !a.now().Before(deadline) {
+		return "time"
+	}
+	return ""
+}
+
+// withDeadline bounds research work by the run's wall-clock budget (on the
+// agent's clock, which tests may fake).
+func (a *Agent) withDeadline(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, deadline.Sub(a.now()))
+}
+
+// emit sends a progress event from a node.
+func emit(ctx context.Context, e Event) { graph.Emit(ctx, e) }
+
+func phase(ctx context.Context, p Phase) { emit(ctx, Event{Kind: EventPhase, Phase: p}) }
+
+func today(t time.Time) string { return t.Format("2006-01-02") }

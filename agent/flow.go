@@ -1,0 +1,340 @@
+package agent
+
+import (
+	"context"
+	"strings"
+
+	"deepresearch/agent/llm"
+	"deepresearch/graph"
+	"deepresearch/prompts"
+)
+
+type coordOut struct {
+	Intent             string `json:"intent" jsonschema:"enum=chat|research|clarify|rewrite"`
+	Reply              string `json:"reply"`
+	ResearchQuestion   string `json:"research_question"`
+	ClarifyingQuestion string `json:"clarifying_question"`
+	Instruction        string `json:"instruction"`
+}
+
+// coordinator decides what the message needs (seed 004).
+func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error) {
+	phase(ctx, PhaseCoordinating)
+	sc, c := a.sc, a.caller(nCoordinator)
+	hasReport := s.Report != ""
+	mayAsk := !s.Req.NoClarify && !s.Clarified
+	p, err := prompts.Render(prompts.Coordinator, prompts.CoordinatorData{
+		Question: s.Question, Language: s.Language, Today: today(a.now()), History: s.History,
+		HasReport: hasReport, MayAsk: mayAsk,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out coordOut
+	if err := structured(ctx, c, llm.RolePlanner, p, false, &out); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		emit(ctx, Event{Kind: EventWarning, Message: "coordinator unavailable; researching the question as asked"})
+		out = coordOut{Intent: "research"}
+	}
+	intent := out.Intent
+	switch {
+	case intent == "rewrite" && !hasReport:
+		intent = "research"
+	case intent == "clarify" && (!mayAsk || strings.TrimSpace(out.ClarifyingQuestion) == ""):
+		intent = "research"
+	case intent == "chat" && strings.TrimSpace(out.Reply) == "":
+		intent = "research"
+	case intent != "chat" && intent != "clarify" && intent != "rewrite":
+		intent = "research"
+	}
+	w := []graph.Write{sc.intent.Set(intent), sc.usage.Set(c.usage())}
+	switch intent {
+	case "chat":
+		w = append(w, sc.reply.Set(out.Reply), sc.status.Set(StatusReplied),
+			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: out.Reply}}))
+	case "clarify":
+		w = append(w, sc.reply.Set(strings.TrimSpace(out.ClarifyingQuestion)))
+	case "rewrite":
+		instr := strings.TrimSpace(out.Instruction)
+		if instr == "" {
+			instr = s.Question
+		}
+		w = append(w, sc.instruction.Set(instr), sc.feedback.Set(""), sc.reviews.Set(0))
+	default:
+		if q := strings.TrimSpace(out.ResearchQuestion); q != "" && hasReport {
+			// a follow-up: research the restated focus
+			w = append(w, sc.question.Set(q))
+		}
+	}
+	return w, nil
+}
+
+func cancelChoice(lang string) Choice {
+	return Choice{Action: ActionCancel, Label: label(lang, "Cancel", "キャンセル")}
+}
+
+// clarify asks the one clarifying question (an interrupt).
+func (a *Agent) clarify(ctx context.Context, s State) ([]graph.Write, error) {
+	sc := a.sc
+	ans, err := graph.PauseAs[Answer](ctx, Interrupt{
+		Kind: InterruptClarify, Question: s.Reply, Language: s.Language,
+		Choices: []Choice{{Action: ActionAnswer, Label: label(s.Language, "Answer", "回答する"), NeedsText: true}, cancelChoice(s.Language)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ans.Action == ActionCancel {
+		return []graph.Write{sc.next.Set("cancel"), sc.reply.Set("")}, nil
+	}
+	q := s.Question
+	text := strings.TrimSpace(ans.Text + " " + ans.Feedback)
+	if text != "" {
+		q += "\n\n" + label(s.Language, "Clarification: ", "補足: ") + s.Reply + " → " + text
+	}
+	return []graph.Write{sc.question.Set(q), sc.clarified.Set(true), sc.reply.Set(""), sc.next.Set("")}, nil
+}
+
+type planOut struct {
+	Theme               string    `json:"theme"`
+	InvestigationPoints []string  `json:"investigation_points"`
+	SearchQueries       []string  `json:"search_queries"`
+	Subtasks            []Subtask `json:"subtasks"`
+	PlanText            string    `json:"plan_text"`
+	EvaluationTypes     []string  `json:"evaluation_types" jsonschema:"enum=definitive|freshness|plurality|completeness|attribution"`
+}
+
+var evalTypes = []string{"definitive", "freshness", "plurality", "completeness", "attribution"}
+
+// planner makes the research plan (seed 000 §3.2) with a fallback.
+func (a *Agent) planner(ctx context.Context, s State) ([]graph.Write, error) {
+	phase(ctx, PhasePlanning)
+	sc, c := a.sc, a.caller(nPlanner)
+	l := a.limits(s.Req.Depth)
+	var known []string
+	for _, f := range s.Findings {
+		if len(known) == 20 {
+			break
+		}
+		known = append(known, f.Claim)
+	}
+	p, err := prompts.Render(prompts.Planner, prompts.PlannerData{
+		Question: s.Question, Language: s.Language, Today: today(a.now()),
+		MaxSubtasks: l.subtasks, MaxQueries: a.opts.MaxQueries, Feedback: s.PlanFeedback, Known: known,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out planOut
+	var plan *Plan
+	if err := structured(ctx, c, llm.RolePlanner, p, false, &out); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		emit(ctx, Event{Kind: EventWarning, Message: "planner unavailable; using a simple plan"})
+	} else {
+		plan = a.cleanPlan(out, l)
+	}
+	if plan == nil {
+		plan = a.fallbackPlan(s.Question)
+	}
+	plan.CreatedAt = a.now()
+	emit(ctx, Event{Kind: EventPlanMade, Plan: plan})
+	return []graph.Write{sc.plan.Set(plan), sc.planFeedback.Set(""), sc.next.Set(""), sc.usage.Set(c.usage())}, nil
+}
+
+func (a *Agent) cleanPlan(out planOut, l limits) *Plan {
+	pl := &Plan{Theme: strings.TrimSpace(out.Theme), PlanText: strings.TrimSpace(out.PlanText)}
+	var seen []string
+	for _, st := range out.Subtasks {
+		t := strings.TrimSpace(st.Title)
+		qs := dedupQueries(st.Queries, seen, a.opts.MaxQueries)
+		if t == "" || len(qs) == 0 {
+			continue
+		}
+		seen = append(seen, qs...)
+		pl.Subtasks = append(pl.Subtasks, Subtask{Title: t, Queries: qs})
+		if len(pl.Subtasks) == l.subtasks {
+			break
+		}
+	}
+	if len(pl.Subtasks) == 0 {
+		// points and queries without subtasks: deal the queries out
+		pts := out.InvestigationPoints
+		qs := dedupQueries(out.SearchQueries, nil, 0)
+		if len(pts) == 0 || len(qs) == 0 {
+			return nil
+		}
+		if len(pts) > l.subtasks {
+			pts = pts[:l.subtasks]
+		}
+		for i, pt := range pts {
+			pl.Subtasks = append(pl.Subtasks, Subtask{Title: pt})
+			_ = i
+		}
+		for i, q := range qs {
+			st := &pl.Subtasks[i%len(pl.Subtasks)]
+			if len(st.Queries) < a.opts.MaxQueries {
+				st.Queries = append(st.Queries, q)
+			}
+		}
+		for i := range pl.Subtasks {
+			if len(pl.Subtasks[i].Queries) == 0 {
+				pl.Subtasks[i].Queries = []string{pl.Subtasks[i].Title}
+			}
+		}
+	}
+	for _, st := range pl.Subtasks {
+		pl.InvestigationPoints = append(pl.InvestigationPoints, st.Title)
+		pl.SearchQueries = append(pl.SearchQueries, st.Queries...)
+	}
+	for _, t := range out.EvaluationTypes {
+		if contains(evalTypes, t) && !contains(pl.EvaluationTypes, t) {
+			pl.EvaluationTypes = append(pl.EvaluationTypes, t)
+		}
+	}
+	if !contains(pl.EvaluationTypes, "attribution") {
+		pl.EvaluationTypes = append(pl.EvaluationTypes, "attribution")
+	}
+	if pl.Theme == "" {
+		pl.Theme = pl.Subtasks[0].Title
+	}
+	return pl
+}
+
+func (a *Agent) fallbackPlan(q string) *Plan {
+	first := strings.SplitN(q, "\n", 2)[0]
+	query := clip(first, 200)
+	return &Plan{
+		Theme: clip(first, 80), InvestigationPoints: []string{first}, SearchQueries: []string{query},
+		Subtasks: []Subtask{{Title: first, Queries: []string{query}}}, PlanText: first,
+		EvaluationTypes: []string{"completeness", "attribution"}, Fallback: true,
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// approvePlan lets a person approve, revise or cancel the plan.
+func (a *Agent) approvePlan(ctx context.Context, s State) ([]graph.Write, error) {
+	sc, lang := a.sc, s.Language
+	ans, err := graph.PauseAs[Answer](ctx, Interrupt{
+		Kind: InterruptApprovePlan, Plan: s.Plan, Language: lang,
+		Choices: []Choice{
+			{Action: ActionApprove, Label: label(lang, "Approve plan", "計画を承認")},
+			{Action: ActionRevise, Label: label(lang, "Change plan", "計画を修正"), NeedsText: true},
+			cancelChoice(lang),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch ans.Action {
+	case ActionRevise, ActionResearch:
+		fb := strings.TrimSpace(ans.Feedback + " " + ans.Text)
+		return []graph.Write{sc.next.Set("replan"), sc.planFeedback.Set(fb)}, nil
+	case ActionCancel:
+		return []graph.Write{sc.next.Set("cancel")}, nil
+	}
+	return []graph.Write{sc.next.Set("approved")}, nil
+}
+
+type replanOut struct {
+	Subtasks []Subtask `json:"subtasks"`
+}
+
+// supervisor routes research / write / end with seed 000's rules and plans
+// the subtasks of each research round.
+func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) {
+	sc, c := a.sc, a.caller(nSupervisor)
+	l := a.limits(s.Req.Depth)
+	it := s.Iteration + 1
+	w := []graph.Write{sc.iteration.Set(it)}
+	retrieved := 0
+	for _, src := range s.Sources {
+		if src.Retrieved {
+			retrieved++
+		}
+	}
+	next := "write"
+	var dispatch []Subtask
+	ex := a.exhausted(ctx, s.Deadline)
+	switch {
+	case ex != "":
+		w = append(w, sc.exhausted.Set(ex))
+		emit(ctx, Event{Kind: EventBudget, Message: ex + " budget spent; writing the report from what was found"})
+	case it > l.iterations:
+		if s.Best != nil {
+			next = "end"
+		}
+	case s.Round == 0:
+		dispatch = s.Plan.Subtasks
+	case s.ResearchRequest != "" && s.Round < l.rounds:
+		dispatch = a.replan(ctx, c, s, l, s.ResearchRequest)
+	case retrieved < a.opts.MinSources && s.Round < l.rounds && a.search != nil:
+		dispatch = a.replan(ctx, c, s, l, "")
+	}
+	if len(dispatch) > 0 {
+		if len(dispatch) > l.subtasks {
+			dispatch = dispatch[:l.subtasks]
+		}
+		next = "research"
+		phase(ctx, PhaseResearching)
+		w = append(w, sc.round.Set(s.Round+1), sc.dispatch.Set(dispatch), sc.researchRequest.Set(""))
+	}
+	w = append(w, sc.next.Set(next), sc.usage.Set(c.usage()))
+	return w, nil
+}
+
+// replan plans another round from feedback and the researchers' gaps.
+func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedback string) []Subtask {
+	var gaps []string
+	for _, r := range s.Results {
+		if r.Turn == s.Turn && !r.Completed {
+			gaps = append(gaps, r.Gaps...)
+			if len(r.Gaps) == 0 {
+				gaps = append(gaps, r.Title)
+			}
+		}
+	}
+	theme := s.Question
+	if s.Plan != nil {
+		theme = s.Plan.Theme
+	}
+	p, err := prompts.Render(prompts.Replan, prompts.ReplanData{
+		Question: s.Question, Language: s.Language, Today: today(a.now()), Theme: theme, Feedback: feedback,
+		Gaps: gaps, PreviousQueries: s.Queries, MaxSubtasks: l.subtasks, MaxQueries: a.opts.MaxQueries,
+	})
+	var out replanOut
+	if err == nil {
+		err = structured(ctx, c, llm.RolePlanner, p, false, &out)
+	}
+	var subs []Subtask
+	seen := s.Queries
+	for _, st := range out.Subtasks {
+		qs := dedupQueries(st.Queries, seen, a.opts.MaxQueries)
+		if strings.TrimSpace(st.Title) == "" || len(qs) == 0 {
+			continue
+		}
+		seen = append(seen, qs...)
+		subs = append(subs, Subtask{Title: strings.TrimSpace(st.Title), Queries: qs})
+	}
+	if len(subs) > 0 {
+		return subs
+	}
+	// fallback: research the gaps (or the feedback) directly
+	for _, g := range append(gaps, feedback) {
+		if qs := dedupQueries([]string{g}, seen, 1); len(qs) > 0 {
+			seen = append(seen, qs...)
+			subs = append(subs, Subtask{Title: clip(g, 120), Queries: qs})
+		}
+	}
+	return subs
+}

@@ -1,0 +1,654 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"deepresearch/agent/citation"
+	"deepresearch/agent/llm"
+	"deepresearch/graph"
+	"deepresearch/prompts"
+	"deepresearch/tools/search"
+)
+
+// Researcher subgraph nodes (seed 002: select_tools → execute_tools →
+// subtask answer → reflect, at most MaxTries loops; seed 003's actions).
+const (
+	rSelect  = "select"
+	rExecute = "execute"
+	rAnswer  = "answer_subtask"
+	rReflect = "reflect"
+)
+
+func (a *Agent) buildResearcher(opts graph.Options) (*graph.Graph[rState], error) {
+	b := graph.New(a.rsc.s)
+	b.AddNode(rSelect, a.rSelect)
+	b.AddNode(rExecute, a.rExecute)
+	b.AddNode(rAnswer, a.rAnswer)
+	b.AddNode(rReflect, a.rReflect)
+	b.AddEdge(graph.Start, rSelect)
+	b.AddEdge(rSelect, rExecute)
+	b.AddEdge(rExecute, rAnswer)
+	b.AddEdge(rAnswer, rReflect)
+	b.AddConditionalEdges(rReflect, func(s rState) []graph.Route {
+		if s.Done {
+			return []graph.Route{graph.To(graph.End)}
+		}
+		return []graph.Route{graph.To(rSelect)}
+	})
+	return b.Compile(opts)
+}
+
+func (t researchTask) ref() *SubtaskRef {
+	return &SubtaskRef{Round: t.Round, Index: t.Index, Title: t.Subtask.Title}
+}
+
+func (t researchTask) node(step string) string {
+	return fmt.Sprintf("researcher[%d.%d].%s", t.Round, t.Index, step)
+}
+
+// researchOut turns a finished researcher into the parent's writes.
+func (a *Agent) researchOut(s rState) []graph.Write {
+	sc, t := a.sc, s.Task
+	var fs []Finding
+	for _, f := range s.Findings {
+		if f.Verified || f.Kind == "computed" {
+			f.Subtask, f.Round, f.Turn = t.Subtask.Title, t.Round, t.Turn
+			fs = append(fs, f)
+		}
+	}
+	read := map[string]Source{}
+	for u, src := range s.Sources {
+		if src.Retrieved {
+			read[u] = src
+		}
+	}
+	res := SubtaskResult{Turn: t.Turn, Round: t.Round, Index: t.Index, Title: t.Subtask.Title, Answer: s.Answer,
+		Completed: s.Completed, Tries: s.Try, Gaps: s.Gaps, Findings: len(fs), Stopped: s.Stopped}
+	return []graph.Write{sc.results.Set([]SubtaskResult{res}), sc.findings.Set(fs), sc.sources.Set(read),
+		sc.queries.Set(s.Queries), sc.notes.Set(s.Notes), sc.usage.Set(s.Usage)}
+}
+
+type searchArgs struct {
+	Queries []string `json:"queries" jsonschema:"description=new web search queries"`
+}
+
+type visitArgs struct {
+	URLs []string `json:"urls" jsonschema:"description=URLs of pages to read"`
+}
+
+type codingArgs struct {
+	Task string `json:"task" jsonschema:"description=what the program computes"`
+	Code string `json:"code" jsonschema:"description=JavaScript that prints the result with console.log"`
+}
+
+type answerArgs struct {
+	Reason string `json:"reason"`
+}
+
+// unread lists the pages seen in results but not read, for the visit action.
+func unread(s rState) []prompts.Link {
+	var out []prompts.Link
+	for _, src := range s.Sources {
+		if !src.Retrieved && !contains(s.Task.Known, src.URL) {
+			out = append(out, prompts.Link{Title: src.Title, URL: src.URL})
+		}
+	}
+	slicesSortLinks(out)
+	if len(out) > 10 {
+		out = out[:10]
+	}
+	for i := range out {
+		out[i].N = i + 1
+	}
+	return out
+}
+
+// rSelect chooses the next actions. The first try runs the planned queries
+// without asking the model (the planner already chose them); later tries ask
+// the model with tool calling, offering only the actions that make sense
+// (seed 003's gating: visit only with unread pages, coding only with a
+// sandbox, answer only with knowledge).
+func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
+	rs, t := a.rsc, s.Task
+	if s.Try == 0 {
+		emit(ctx, Event{Kind: EventSubtaskStarted, Subtask: t.ref()})
+	}
+	if ex := a.exhausted(ctx, t.Deadline); ex != "" {
+		return []graph.Write{rs.actions.Set(nil), rs.stopped.Set(ex)}, nil
+	}
+	if a.search == nil && a.fetch == nil && a.coder == nil {
+		return []graph.Write{rs.actions.Set(nil)}, nil
+	}
+	prev := append(append([]string(nil), t.Queries...), s.Queries...)
+	if s.Try == 0 {
+		qs := dedupQueries(t.Subtask.Queries, prev, a.opts.MaxQueries)
+		if len(qs) == 0 {
+			qs = dedupQueries([]string{t.Subtask.Title}, prev, 1)
+		}
+		return []graph.Write{rs.actions.Set([]action{{Kind: "search", Queries: qs}})}, nil
+	}
+	c := a.caller(t.node(rSelect))
+	links := unread(s)
+	var know []string
+	for _, f := range s.Findings {
+		if f.Verified || f.Kind == "computed" {
+			know = append(know, clip(f.Claim, 200))
+		}
+	}
+	p, err := prompts.Render(prompts.Select, prompts.SelectData{
+		Question: t.Question, Language: t.Language, Today: today(a.now()), Subtask: t.Subtask.Title,
+		Try: s.Try + 1, MaxTries: t.MaxTries, Advice: s.Advice, PreviousQueries: prev, Knowledge: know,
+		Links: links, AllowVisit: len(links) > 0 && a.fetch != nil, AllowCoding: a.coder != nil, MaxQueries: a.opts.MaxQueries,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var tools []llm.Tool
+	add := func(tl llm.Tool, err error) {
+		if err == nil {
+			tools = append(tools, tl)
+		}
+	}
+	if a.search != nil {
+		add(llm.NewTool[searchArgs]("search", "Run new web search queries."))
+	}
+	if len(links) > 0 && a.fetch != nil {
+		add(llm.NewTool[visitArgs]("visit", "Read pages seen in search results."))
+	}
+	if a.coder != nil {
+		add(llm.NewTool[codingArgs]("coding", "Compute exactly with a short JavaScript program (console.log the result)."))
+	}
+	if len(know) > 0 {
+		add(llm.NewTool[answerArgs]("answer", "Enough is known to answer the subtask."))
+	}
+	cctx, cancel := a.withDeadline(ctx, t.Deadline)
+	defer cancel()
+	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p), Tools: tools, ToolChoice: llm.ToolChoiceRequired})
+	var acts []action
+	if err == nil {
+		acts = a.parseActions(resp.ToolCalls, prev, links)
+	} else if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if len(acts) == 0 && err == nil && len(resp.ToolCalls) > 0 {
+		// the model chose answer (or only repeated queries)
+		return []graph.Write{rs.actions.Set(nil), rs.usage.Set(c.usage())}, nil
+	}
+	if len(acts) == 0 {
+		// fallback: the reflection's queries, or a rewrite of the subtask
+		qs := dedupQueries(append(append([]string(nil), s.NextQueries...), t.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
+		if len(qs) > 0 && a.search != nil {
+			acts = []action{{Kind: "search", Queries: qs}}
+		}
+	}
+	return []graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, nil
+}
+
+func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompts.Link) []action {
+	var acts []action
+	var queries []string
+	for _, tc := range calls {
+		switch tc.Name {
+		case "search":
+			var args searchArgs
+			if tc.Decode(&args) == nil {
+				queries = append(queries, args.Queries...)
+			}
+		case "visit":
+			var args visitArgs
+			if tc.Decode(&args) == nil {
+				var urls []string
+				for _, u := range args.URLs {
+					u = strings.TrimSpace(u)
+					if u != "" && len(urls) < a.opts.MaxURLs {
+						urls = append(urls, u)
+					}
+				}
+				if len(urls) > 0 {
+					acts = append(acts, action{Kind: "visit", URLs: urls})
+				}
+			}
+		case "coding":
+			var args codingArgs
+			if tc.Decode(&args) == nil && strings.TrimSpace(args.Code) != "" {
+				acts = append(acts, action{Kind: "coding", Task: args.Task, Code: args.Code})
+			}
+		}
+	}
+	if qs := dedupQueries(queries, prev, a.opts.MaxQueries); len(qs) > 0 {
+		acts = append([]action{{Kind: "search", Queries: qs}}, acts...)
+	}
+	return acts
+}
+
+// rExecute runs the chosen actions in parallel: each search query is a
+// pipeline of search → read the new pages → summarise (a research note).
+func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
+	rs, t := a.rsc, s.Task
+	if len(s.Actions) == 0 {
+		return nil, nil
+	}
+	ctx2, cancel := a.withDeadline(ctx, t.Deadline)
+	defer cancel()
+	c := a.caller(t.node(rExecute))
+	ex := &execution{a: a, s: s, c: c, claimed: map[string]bool{}, sources: map[string]Source{}}
+	ex.threadID = "-"
+	if ti, ok := graph.CurrentTask(ctx); ok {
+		ex.threadID = ti.ThreadID
+	}
+	for _, u := range t.Known {
+		ex.claimed[u] = true
+	}
+	for u, src := range s.Sources {
+		if src.Retrieved {
+			ex.claimed[u] = true
+		}
+	}
+	var wg sync.WaitGroup
+	for _, act := range s.Actions {
+		switch act.Kind {
+		case "search":
+			if a.search == nil {
+				continue
+			}
+			per := (a.opts.MaxURLs + len(act.Queries) - 1) / len(act.Queries)
+			for _, q := range act.Queries {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ex.searchAndRead(ctx2, q, per)
+				}()
+			}
+		case "visit":
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ex.visit(ctx2, act.URLs)
+			}()
+		case "coding":
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ex.code(ctx2, act)
+			}()
+		}
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	w := []graph.Write{rs.findings.Set(ex.findings), rs.sources.Set(ex.sources), rs.queries.Set(ex.queries),
+		rs.computations.Set(ex.computations), rs.notes.Set(ex.notes), rs.usage.Set(c.usage())}
+	if errors.Is(ctx2.Err(), context.DeadlineExceeded) {
+		w = append(w, rs.stopped.Set("time"))
+	}
+	return w, nil
+}
+
+type execution struct {
+	a        *Agent
+	s        rState
+	c        *caller
+	threadID string
+
+	mu           sync.Mutex
+	claimed      map[string]bool
+	sources      map[string]Source
+	findings     []Finding
+	queries      []string
+	computations []string
+	notes        int
+}
+
+func (ex *execution) searchAndRead(ctx context.Context, q string, per int) {
+	a, t := ex.a, ex.s.Task
+	results, err := a.search.Search(ctx, search.Query{Text: q, MaxResults: a.opts.ResultsPerQuery})
+	ex.mu.Lock()
+	ex.queries = append(ex.queries, q)
+	ex.mu.Unlock()
+	if err != nil {
+		a.log.Warn("search failed", "query", q, "err", err)
+		emit(ctx, Event{Kind: EventWarning, Query: q, Message: "search failed: " + err.Error()})
+		return
+	}
+	emit(ctx, Event{Kind: EventSearched, Query: q, Results: len(results), Subtask: t.ref()})
+	var pick []search.Result
+	ex.mu.Lock()
+	for _, r := range results {
+		u := normURL(r.URL)
+		if u == "" {
+			continue
+		}
+		if _, seen := ex.sources[u]; !seen && !ex.claimed[u] {
+			ex.sources[u] = Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+			emit(ctx, Event{Kind: EventSourceFound, URL: u, Title: r.Title, Query: q})
+		}
+		if !ex.claimed[u] && len(pick) < per {
+			ex.claimed[u] = true
+			pick = append(pick, r)
+		}
+	}
+	ex.mu.Unlock()
+	pages := ex.read(ctx, pick, q)
+	ex.summarize(ctx, q, pages)
+}
+
+// read fetches the picked results in parallel; results that carry their full
+// text (internal documents, Tavily raw content) are read without fetching.
+func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []Source {
+	a := ex.a
+	out := make([]*Source, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		u := normURL(r.URL)
+		src := Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+		if strings.TrimSpace(r.Content) != "" {
+			src.Text, src.Retrieved = clip(r.Content, a.opts.PageChars), true
+			out[i] = &src
+			continue
+		}
+		if a.fetch == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pg, err := a.fetch.Fetch(ctx, r.URL)
+			if err != nil || strings.TrimSpace(pg.Text) == "" {
+				a.log.Debug("fetch failed", "url", r.URL, "err", err)
+				return
+			}
+			src.Text, src.Retrieved = clip(pg.Text, a.opts.PageChars), true
+			if pg.Title != "" {
+				src.Title = pg.Title
+			}
+			if pg.FinalURL != "" && normURL(pg.FinalURL) != u {
+				src.FinalURL = normURL(pg.FinalURL)
+			}
+			out[i] = &src
+		}()
+	}
+	wg.Wait()
+	var pages []Source
+	ex.mu.Lock()
+	for _, p := range out {
+		if p != nil {
+			ex.sources[p.URL] = *p
+			pages = append(pages, *p)
+		}
+	}
+	ex.mu.Unlock()
+	for _, p := range pages {
+		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q})
+	}
+	return pages
+}
+
+func (ex *execution) visit(ctx context.Context, urls []string) {
+	var rs []search.Result
+	ex.mu.Lock()
+	for _, u := range urls {
+		n := normURL(u)
+		if ex.claimed[n] {
+			continue
+		}
+		ex.claimed[n] = true
+		title := ""
+		if src, ok := ex.s.Sources[n]; ok {
+			title = src.Title
+		}
+		rs = append(rs, search.Result{URL: u, Title: title})
+	}
+	ex.mu.Unlock()
+	q := "visit: " + ex.s.Task.Subtask.Title
+	ex.summarize(ctx, q, ex.read(ctx, rs, q))
+}
+
+func (ex *execution) code(ctx context.Context, act action) {
+	res, err := ex.a.coder.Run(ctx, act.Code)
+	out := strings.TrimSpace(res.Output)
+	if res.Value != "" {
+		out = strings.TrimSpace(out + "\n" + res.Value)
+	}
+	task := act.Task
+	if task == "" {
+		task = "computation"
+	}
+	line := task + " → " + clip(out, 500)
+	if err != nil {
+		line = task + " → error: " + err.Error()
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ex.computations = append(ex.computations, line)
+	if err == nil && out != "" {
+		ex.findings = append(ex.findings, Finding{ID: hashID("code", act.Code), Claim: line, Kind: "computed"})
+	}
+}
+
+type summaryOut struct {
+	Summary  string       `json:"summary"`
+	Findings []findingOut `json:"findings"`
+}
+
+type findingOut struct {
+	Claim string `json:"claim"`
+	Quote string `json:"quote"`
+	URL   string `json:"url"`
+}
+
+// summarize turns the pages one query led to into a research note and
+// findings whose quotes are checked against the pages at once.
+func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
+	a, t := ex.a, ex.s.Task
+	if len(pages) == 0 {
+		return
+	}
+	var pp []prompts.Page
+	for i, p := range pages {
+		pp = append(pp, prompts.Page{N: i + 1, Title: p.Title, URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)})
+	}
+	var out summaryOut
+	err := func() error {
+		p, err := prompts.Render(prompts.Summarize, prompts.SummarizeData{Question: t.Question, Subtask: t.Subtask.Title, Query: q, Language: t.Language, Pages: pp})
+		if err != nil {
+			return err
+		}
+		return structured(ctx, ex.c, llm.RoleResearcher, p, false, &out)
+	}()
+	if err != nil {
+		out = extractiveSummary(pages, a.opts.ExcerptChars)
+	}
+	norm := make([]string, len(pages))
+	for i, p := range pages {
+		norm[i] = citation.Normalize(clip(p.Text, a.opts.ExcerptChars))
+	}
+	var fs []Finding
+	var urls []string
+	for _, p := range pages {
+		urls = append(urls, p.URL)
+	}
+	for _, f := range out.Findings {
+		if strings.TrimSpace(f.Quote) == "" {
+			continue
+		}
+		// the page the quote is from: the one named, else any that has it
+		idx := -1
+		for i, p := range pages {
+			if normURL(f.URL) == p.URL && citation.Contains(norm[i], f.Quote) {
+				idx = i
+			}
+		}
+		for i := range pages {
+			if idx < 0 && citation.Contains(norm[i], f.Quote) {
+				idx = i
+			}
+		}
+		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: "source", URL: normURL(f.URL)}
+		if idx >= 0 {
+			fd.URL, fd.Title, fd.Verified = pages[idx].URL, pages[idx].Title, true
+			fd.ID = hashID(fd.URL, fd.Quote)
+		}
+		if fd.Claim == "" {
+			fd.Claim = fd.Quote
+		}
+		fs = append(fs, fd)
+	}
+	step := t.Round*100 + t.Index*10 + ex.s.Try
+	note := Note{ID: hashID(ex.threadID, fmt.Sprint(t.Turn), fmt.Sprint(step), q), ThreadID: ex.threadID, Turn: t.Turn, Step: step,
+		Subtask: t.Subtask.Title, Query: q, Summary: strings.TrimSpace(out.Summary), Sources: urls, CreatedAt: a.now()}
+	if err := a.notes.SaveNote(ctx, note); err != nil {
+		a.log.Warn("save research note", "err", err)
+	}
+	emit(ctx, Event{Kind: EventNoteSaved, Query: q, Message: clip(note.Summary, 300), Subtask: t.ref()})
+	ex.mu.Lock()
+	ex.findings = append(ex.findings, fs...)
+	ex.notes++
+	ex.mu.Unlock()
+}
+
+// extractiveSummary is the summary without the LLM: the first substantial
+// sentences of each page, quoted verbatim.
+func extractiveSummary(pages []Source, excerpt int) summaryOut {
+	var out summaryOut
+	var parts []string
+	for _, p := range pages {
+		n := 0
+		for _, sn := range sentences(clip(p.Text, excerpt)) {
+			if len([]rune(sn)) < 20 || len([]rune(sn)) > 300 {
+				continue
+			}
+			out.Findings = append(out.Findings, findingOut{Claim: sn, Quote: sn, URL: p.URL})
+			if n == 0 {
+				parts = append(parts, sn)
+			}
+			if n++; n == 2 {
+				break
+			}
+		}
+	}
+	out.Summary = strings.Join(parts, " ")
+	return out
+}
+
+func evidenceOf(fs []Finding, max int) []prompts.Evidence {
+	var ev []prompts.Evidence
+	for _, f := range fs {
+		if !f.Verified {
+			continue
+		}
+		ev = append(ev, prompts.Evidence{N: len(ev) + 1, Claim: f.Claim, Quote: f.Quote, Title: f.Title, URL: f.URL})
+		if max > 0 && len(ev) == max {
+			break
+		}
+	}
+	return ev
+}
+
+// rAnswer writes the subtask answer from the evidence (seed 002).
+func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
+	rs, t := a.rsc, s.Task
+	ev := evidenceOf(s.Findings, 30)
+	fallback := func() string {
+		var b strings.Builder
+		for _, e := range ev {
+			fmt.Fprintf(&b, "- %s [E%d]\n", e.Claim, e.N)
+		}
+		for _, cpt := range s.Computations {
+			fmt.Fprintf(&b, "- %s\n", cpt)
+		}
+		if b.Len() == 0 {
+			return label(t.Language, "No sources were found for this subtask.", "このサブタスクについて情報源が見つかりませんでした。")
+		}
+		return b.String()
+	}
+	if len(ev) == 0 && len(s.Computations) == 0 {
+		return []graph.Write{rs.answer.Set(fallback())}, nil
+	}
+	if s.Stopped != "" || a.exhausted(ctx, t.Deadline) != "" {
+		return []graph.Write{rs.answer.Set(fallback())}, nil
+	}
+	c := a.caller(t.node(rAnswer))
+	p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
+		Evidence: ev, Computations: s.Computations, Advice: s.Advice})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := a.withDeadline(ctx, t.Deadline)
+	defer cancel()
+	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+	ans := strings.TrimSpace(resp.Content)
+	if err != nil || ans == "" {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		ans = fallback()
+	}
+	return []graph.Write{rs.answer.Set(ans), rs.usage.Set(c.usage())}, nil
+}
+
+type reflectOut struct {
+	IsCompleted bool     `json:"is_completed"`
+	Advice      string   `json:"advice"`
+	Gaps        []string `json:"gaps"`
+	NextQueries []string `json:"next_queries"`
+}
+
+// rReflect judges the subtask answer and decides whether to try again.
+func (a *Agent) rReflect(ctx context.Context, s rState) ([]graph.Write, error) {
+	rs, t := a.rsc, s.Task
+	try := s.Try + 1
+	verified := len(evidenceOf(s.Findings, 0))
+	w := []graph.Write{rs.try.Set(try)}
+	finish := func(done, completed bool, extra ...graph.Write) ([]graph.Write, error) {
+		w = append(w, rs.done.Set(done), rs.completed.Set(completed))
+		w = append(w, extra...)
+		if done {
+			ref := t.ref()
+			ref.Completed, ref.Findings, ref.Tries = completed, verified, try
+			emit(ctx, Event{Kind: EventSubtaskFinished, Subtask: ref})
+		}
+		return w, nil
+	}
+	stopped := s.Stopped
+	if stopped == "" {
+		stopped = a.exhausted(ctx, t.Deadline)
+	}
+	if stopped != "" {
+		return finish(true, false, rs.stopped.Set(stopped), rs.gaps.Set([]string{t.Subtask.Title}))
+	}
+	if a.search == nil && a.fetch == nil {
+		return finish(true, verified > 0)
+	}
+	c := a.caller(t.node(rReflect))
+	src := 0
+	for _, x := range s.Sources {
+		if x.Retrieved {
+			src++
+		}
+	}
+	p, err := prompts.Render(prompts.Reflect, prompts.ReflectData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
+		Answer: s.Answer, Try: try, MaxTries: t.MaxTries, Sources: src})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := a.withDeadline(ctx, t.Deadline)
+	defer cancel()
+	var out reflectOut
+	if err := structured(cctx, c, llm.RoleResearcher, p, false, &out); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// without a reflection, stop here: done if anything was found
+		w = append(w, rs.usage.Set(c.usage()))
+		return finish(true, verified > 0)
+	}
+	completed := out.IsCompleted && verified > 0
+	done := completed || try >= t.MaxTries
+	return finish(done, completed, rs.advice.Set(strings.TrimSpace(out.Advice)), rs.gaps.Set(out.Gaps),
+		rs.nextQueries.Set(out.NextQueries), rs.usage.Set(c.usage()))
+}

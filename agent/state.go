@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"time"
+
+	"deepresearch/agent/citation"
+	"deepresearch/graph"
+	"deepresearch/prompts"
+)
+
+// State is the research thread's state in the graph (JSON in checkpoints).
+// Findings, sources and results accumulate across turns: they are the
+// thread's knowledge store.
+type State struct {
+	// Turn input.
+	Turn     int       `json:"turn"`
+	Req      Request   `json:"req"`
+	Question string    `json:"question"` // the question being researched (after clarification)
+	Language string    `json:"language"`
+	Deadline time.Time `json:"deadline"`
+	// TurnStart is Usage.Total() when the turn began (budgets are per turn).
+	TurnStart int `json:"turn_start"`
+
+	History     []prompts.Exchange `json:"history,omitempty"`
+	Intent      string             `json:"intent,omitempty"`
+	Reply       string             `json:"reply,omitempty"`
+	Instruction string             `json:"instruction,omitempty"`
+	Clarified   bool               `json:"clarified,omitempty"`
+
+	Plan         *Plan  `json:"plan,omitempty"`
+	PlanFeedback string `json:"plan_feedback,omitempty"`
+
+	Round     int               `json:"round"`
+	Iteration int               `json:"iteration"`
+	Dispatch  []Subtask         `json:"dispatch,omitempty"`
+	Results   []SubtaskResult   `json:"results,omitempty"`
+	Findings  []Finding         `json:"findings,omitempty"`
+	Sources   map[string]Source `json:"sources,omitempty"`
+	Queries   []string          `json:"queries,omitempty"`
+	Notes     int               `json:"notes"`
+
+	// ResearchRequest is feedback asking for more research (reviewer or person).
+	ResearchRequest string `json:"research_request,omitempty"`
+	// Feedback for the next draft (reviewer or person).
+	Feedback string `json:"feedback,omitempty"`
+
+	Draft           string          `json:"draft,omitempty"`
+	DraftCitations  citation.Report `json:"draft_citations"`
+	DraftExtractive bool            `json:"draft_extractive,omitempty"`
+	Drafts          int             `json:"drafts"`
+	Review          *Review         `json:"review,omitempty"`
+	Reviews         int             `json:"reviews"`
+	Best            *bestDraft      `json:"best,omitempty"`
+	Next            string          `json:"next,omitempty"`
+
+	Report     string          `json:"report,omitempty"`
+	Summary    string          `json:"summary,omitempty"`
+	Citations  citation.Report `json:"citations"`
+	Status     Status          `json:"status,omitempty"`
+	Finish     Finish          `json:"finish,omitempty"`
+	Unverified []string        `json:"unverified,omitempty"`
+	Extractive bool            `json:"extractive,omitempty"`
+	Exhausted  string          `json:"exhausted,omitempty"` // "tokens" or "time"
+
+	Usage Usage `json:"usage"`
+}
+
+type bestDraft struct {
+	Text       string          `json:"text"`
+	Citations  citation.Report `json:"citations"`
+	Score      float64         `json:"score"`
+	Review     *Review         `json:"review,omitempty"`
+	Extractive bool            `json:"extractive,omitempty"`
+}
+
+// channels of State.
+type schema struct {
+	s *graph.Schema[State]
+
+	turn, turnStart, notes                 graph.Channel[int]
+	req                                    graph.Channel[Request]
+	question, language, intent, reply      graph.Channel[string]
+	instruction, planFeedback              graph.Channel[string]
+	deadline                               graph.Channel[time.Time]
+	clarified, draftExtractive, extractive graph.Channel[bool]
+	history                                graph.Channel[[]prompts.Exchange]
+	plan                                   graph.Channel[*Plan]
+	round, iteration, drafts, reviews      graph.Channel[int]
+	dispatch                               graph.Channel[[]Subtask]
+	results                                graph.Channel[[]SubtaskResult]
+	findings                               graph.Channel[[]Finding]
+	sources                                graph.Channel[map[string]Source]
+	queries, unverified                    graph.Channel[[]string]
+	researchRequest, feedback, draft, next graph.Channel[string]
+	draftCitations, citations              graph.Channel[citation.Report]
+	review                                 graph.Channel[*Review]
+	best                                   graph.Channel[*bestDraft]
+	report, summary, exhausted             graph.Channel[string]
+	status                                 graph.Channel[Status]
+	finish                                 graph.Channel[Finish]
+	usage                                  graph.Channel[Usage]
+}
+
+func newSchema() *schema {
+	s := graph.NewSchema[State]()
+	sumInt := func(a, b int) int { return a + b }
+	return &schema{
+		s:               s,
+		turn:            graph.LastValue(s, "turn", func(st *State) *int { return &st.Turn }),
+		turnStart:       graph.LastValue(s, "turn_start", func(st *State) *int { return &st.TurnStart }),
+		notes:           graph.Reduce(s, "notes", func(st *State) *int { return &st.Notes }, sumInt),
+		req:             graph.LastValue(s, "req", func(st *State) *Request { return &st.Req }),
+		question:        graph.LastValue(s, "question", func(st *State) *string { return &st.Question }),
+		language:        graph.LastValue(s, "language", func(st *State) *string { return &st.Language }),
+		intent:          graph.LastValue(s, "intent", func(st *State) *string { return &st.Intent }),
+		reply:           graph.LastValue(s, "reply", func(st *State) *string { return &st.Reply }),
+		instruction:     graph.LastValue(s, "instruction", func(st *State) *string { return &st.Instruction }),
+		planFeedback:    graph.LastValue(s, "plan_feedback", func(st *State) *string { return &st.PlanFeedback }),
+		deadline:        graph.LastValue(s, "deadline", func(st *State) *time.Time { return &st.Deadline }),
+		clarified:       graph.LastValue(s, "clarified", func(st *State) *bool { return &st.Clarified }),
+		draftExtractive: graph.LastValue(s, "draft_extractive", func(st *State) *bool { return &st.DraftExtractive }),
+		extractive:      graph.LastValue(s, "extractive", func(st *State) *bool { return &st.Extractive }),
+		history:         graph.Append(s, "history", func(st *State) *[]prompts.Exchange { return &st.History }),
+		plan:            graph.LastValue(s, "plan", func(st *State) **Plan { return &st.Plan }),
+		round:           graph.LastValue(s, "round", func(st *State) *int { return &st.Round }),
+		iteration:       graph.LastValue(s, "iteration", func(st *State) *int { return &st.Iteration }),
+		drafts:          graph.LastValue(s, "drafts", func(st *State) *int { return &st.Drafts }),
+		reviews:         graph.LastValue(s, "reviews", func(st *State) *int { return &st.Reviews }),
+		dispatch:        graph.LastValue(s, "dispatch", func(st *State) *[]Subtask { return &st.Dispatch }),
+		results:         graph.Append(s, "results", func(st *State) *[]SubtaskResult { return &st.Results }),
+		findings:        graph.Append(s, "findings", func(st *State) *[]Finding { return &st.Findings }),
+		sources:         graph.Reduce(s, "sources", func(st *State) *map[string]Source { return &st.Sources }, mergeSources),
+		queries:         graph.Append(s, "queries", func(st *State) *[]string { return &st.Queries }),
+		unverified:      graph.LastValue(s, "unverified", func(st *State) *[]string { return &st.Unverified }),
+		researchRequest: graph.LastValue(s, "research_request", func(st *State) *string { return &st.ResearchRequest }),
+		feedback:        graph.LastValue(s, "feedback", func(st *State) *string { return &st.Feedback }),
+		draft:           graph.LastValue(s, "draft", func(st *State) *string { return &st.Draft }),
+		next:            graph.LastValue(s, "next", func(st *State) *string { return &st.Next }),
+		draftCitations:  graph.LastValue(s, "draft_citations", func(st *State) *citation.Report { return &st.DraftCitations }),
+		citations:       graph.LastValue(s, "citations", func(st *State) *citation.Report { return &st.Citations }),
+		review:          graph.LastValue(s, "review", func(st *State) **Review { return &st.Review }),
+		best:            graph.LastValue(s, "best", func(st *State) **bestDraft { return &st.Best }),
+		report:          graph.LastValue(s, "report", func(st *State) *string { return &st.Report }),
+		summary:         graph.LastValue(s, "summary", func(st *State) *string { return &st.Summary }),
+		exhausted:       graph.LastValue(s, "exhausted", func(st *State) *string { return &st.Exhausted }),
+		status:          graph.LastValue(s, "status", func(st *State) *Status { return &st.Status }),
+		finish:          graph.LastValue(s, "finish", func(st *State) *Finish { return &st.Finish }),
+		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
+	}
+}
+
+// researchTask is the argument of one researcher (a Send).
+type researchTask struct {
+	ThreadID string    `json:"thread_id"`
+	Turn     int       `json:"turn"`
+	Round    int       `json:"round"`
+	Index    int       `json:"index"`
+	Subtask  Subtask   `json:"subtask"`
+	Question string    `json:"question"`
+	Language string    `json:"language"`
+	Known    []string  `json:"known,omitempty"` // URLs read in earlier rounds
+	Queries  []string  `json:"queries,omitempty"`
+	Deadline time.Time `json:"deadline"`
+	MaxTries int       `json:"max_tries"`
+}
+
+// rState is a researcher's own state (a subgraph with its own checkpoints).
+type rState struct {
+	Task         researchTask      `json:"task"`
+	Try          int               `json:"try"`
+	Actions      []action          `json:"actions,omitempty"`
+	Findings     []Finding         `json:"findings,omitempty"`
+	Sources      map[string]Source `json:"sources,omitempty"`
+	Queries      []string          `json:"queries,omitempty"`
+	Computations []string          `json:"computations,omitempty"`
+	Answer       string            `json:"answer,omitempty"`
+	Advice       string            `json:"advice,omitempty"`
+	Gaps         []string          `json:"gaps,omitempty"`
+	NextQueries  []string          `json:"next_queries,omitempty"`
+	Done         bool              `json:"done"`
+	Completed    bool              `json:"completed"`
+	Stopped      string            `json:"stopped,omitempty"`
+	Notes        int               `json:"notes"`
+	Usage        Usage             `json:"usage"`
+}
+
+// action is a step the researcher chose (seed 003's action set).
+type action struct {
+	Kind    string   `json:"kind"` // search, visit, coding, answer
+	Queries []string `json:"queries,omitempty"`
+	URLs    []string `json:"urls,omitempty"`
+	Task    string   `json:"task,omitempty"`
+	Code    string   `json:"code,omitempty"`
+}
+
+type rSchema struct {
+	s                       *graph.Schema[rState]
+	task                    graph.Channel[researchTask]
+	try, notes              graph.Channel[int]
+	actions                 graph.Channel[[]action]
+	findings                graph.Channel[[]Finding]
+	sources                 graph.Channel[map[string]Source]
+	queries, computations   graph.Channel[[]string]
+	answer, advice, stopped graph.Channel[string]
+	gaps, nextQueries       graph.Channel[[]string]
+	done, completed         graph.Channel[bool]
+	usage                   graph.Channel[Usage]
+}
+
+func newRSchema() *rSchema {
+	s := graph.NewSchema[rState]()
+	return &rSchema{
+		s:            s,
+		task:         graph.LastValue(s, "task", func(st *rState) *researchTask { return &st.Task }),
+		try:          graph.LastValue(s, "try", func(st *rState) *int { return &st.Try }),
+		notes:        graph.Reduce(s, "notes", func(st *rState) *int { return &st.Notes }, func(a, b int) int { return a + b }),
+		actions:      graph.LastValue(s, "actions", func(st *rState) *[]action { return &st.Actions }),
+		findings:     graph.Append(s, "findings", func(st *rState) *[]Finding { return &st.Findings }),
+		sources:      graph.Reduce(s, "sources", func(st *rState) *map[string]Source { return &st.Sources }, mergeSources),
+		queries:      graph.Append(s, "queries", func(st *rState) *[]string { return &st.Queries }),
+		computations: graph.Append(s, "computations", func(st *rState) *[]string { return &st.Computations }),
+		answer:       graph.LastValue(s, "answer", func(st *rState) *string { return &st.Answer }),
+		advice:       graph.LastValue(s, "advice", func(st *rState) *string { return &st.Advice }),
+		stopped:      graph.LastValue(s, "stopped", func(st *rState) *string { return &st.Stopped }),
+		gaps:         graph.LastValue(s, "gaps", func(st *rState) *[]string { return &st.Gaps }),
+		nextQueries:  graph.LastValue(s, "next_queries", func(st *rState) *[]string { return &st.NextQueries }),
+		done:         graph.LastValue(s, "done", func(st *rState) *bool { return &st.Done }),
+		completed:    graph.LastValue(s, "completed", func(st *rState) *bool { return &st.Completed }),
+		usage:        graph.Reduce(s, "usage", func(st *rState) *Usage { return &st.Usage }, Usage.add),
+	}
+}
+
+// mergeSources merges source maps by URL; a page that was read is never
+// replaced by a mere search hit for the same URL. It copies, never mutates.
+func mergeSources(old, upd map[string]Source) map[string]Source {
+	out := make(map[string]Source, len(old)+len(upd))
+	for k, v := range old {
+		out[k] = v
+	}
+	for k, v := range upd {
+		if cur, ok := out[k]; ok && cur.Retrieved && !v.Retrieved {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,343 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+
+	"deepresearch/agent/citation"
+)
+
+// Depth sets how much research a run does.
+type Depth string
+
+// Depths.
+const (
+	DepthQuick    Depth = "quick"
+	DepthStandard Depth = "standard"
+	DepthDeep     Depth = "deep"
+)
+
+// Request is one question on a thread: the first one or a follow-up ("dig
+// deeper into X", "rewrite it shorter").
+type Request struct {
+	Question string `json:"question"`
+	// Language of the report ("ja", "en", ...); empty: the question's.
+	Language string `json:"language,omitempty"`
+	// ApprovePlan pauses after planning for a person to approve the plan.
+	ApprovePlan bool `json:"approve_plan,omitempty"`
+	// ApproveDraft pauses before the report is final.
+	ApproveDraft bool `json:"approve_draft,omitempty"`
+	// NoClarify never asks a clarifying question.
+	NoClarify bool  `json:"no_clarify,omitempty"`
+	Depth     Depth `json:"depth,omitempty"`
+}
+
+// Plan is the research plan (seed 000 §3.2, plus subtasks and evaluation
+// types).
+type Plan struct {
+	Theme               string    `json:"theme"`
+	InvestigationPoints []string  `json:"investigation_points"`
+	SearchQueries       []string  `json:"search_queries"`
+	Subtasks            []Subtask `json:"subtasks"`
+	PlanText            string    `json:"plan_text"`
+	// EvaluationTypes are seed 003's checks the answer must pass:
+	// definitive, freshness, plurality, completeness, attribution.
+	EvaluationTypes []string  `json:"evaluation_types"`
+	Fallback        bool      `json:"fallback,omitempty"` // the LLM failed; a simple plan was used
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// Subtask is one researcher's assignment.
+type Subtask struct {
+	Title   string   `json:"title"`
+	Queries []string `json:"queries"`
+}
+
+// Finding is an item of the knowledge store: a claim with the verbatim quote
+// and the source it rests on (or a computed result).
+type Finding struct {
+	ID       string `json:"id"`
+	Subtask  string `json:"subtask,omitempty"`
+	Claim    string `json:"claim"`
+	Quote    string `json:"quote,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Kind     string `json:"kind"`               // "source", "computed"
+	Verified bool   `json:"verified,omitempty"` // the quote is in the page read
+	Round    int    `json:"round,omitempty"`
+	Turn     int    `json:"turn,omitempty"`
+}
+
+// Source is a document seen (in search results) or read in the run.
+type Source struct {
+	URL       string    `json:"url"` // normalised
+	FinalURL  string    `json:"final_url,omitempty"`
+	Title     string    `json:"title"`
+	Snippet   string    `json:"snippet,omitempty"`
+	Text      string    `json:"text,omitempty"` // exact text read (empty if only seen)
+	Retrieved bool      `json:"retrieved"`
+	Query     string    `json:"query,omitempty"`
+	Provider  string    `json:"provider,omitempty"`
+	Published time.Time `json:"published,omitzero"`
+}
+
+// SubtaskResult is what one researcher returned.
+type SubtaskResult struct {
+	Turn      int      `json:"turn"`
+	Round     int      `json:"round"`
+	Index     int      `json:"index"`
+	Title     string   `json:"title"`
+	Answer    string   `json:"answer"`
+	Completed bool     `json:"completed"`
+	Tries     int      `json:"tries"`
+	Gaps      []string `json:"gaps,omitempty"`
+	Findings  int      `json:"findings"`
+	Stopped   string   `json:"stopped,omitempty"` // "tokens"/"time" when a budget cut it short
+}
+
+// Scores are the reviewer's scores (seed 000 §3.5.5).
+type Scores struct {
+	FactCheck    float64 `json:"fact_check"`
+	Completeness float64 `json:"completeness"`
+	Logic        float64 `json:"logic"`
+	Format       float64 `json:"format"`
+}
+
+// Weighted returns 0.4·fact + 0.3·completeness + 0.2·logic + 0.1·format.
+func (s Scores) Weighted() float64 {
+	return 0.4*s.FactCheck + 0.3*s.Completeness + 0.2*s.Logic + 0.1*s.Format
+}
+
+// Evaluation is one of seed 003's checks.
+type Evaluation struct {
+	Type   string `json:"type"`
+	Pass   bool   `json:"pass"`
+	Reason string `json:"reason"`
+}
+
+// Issue is a problem the reviewer found.
+type Issue struct {
+	Type        string `json:"type"`
+	Severity    string `json:"severity"`
+	Description string `json:"description"`
+	Location    string `json:"location"`
+}
+
+// Review is the reviewer's verdict on a draft.
+type Review struct {
+	Approved        bool         `json:"approved"`
+	Overall         float64      `json:"overall_score"`
+	Scores          Scores       `json:"scores"`
+	Evaluations     []Evaluation `json:"evaluations,omitempty"`
+	Feedback        string       `json:"feedback,omitempty"`
+	SuggestedAction string       `json:"suggested_action,omitempty"` // "write", "research" or "end"
+	Issues          []Issue      `json:"issues,omitempty"`
+	Simple          bool         `json:"simple,omitempty"` // scored without the LLM
+	Round           int          `json:"round"`
+}
+
+// Usage counts the tokens of a thread.
+type Usage struct {
+	Calls            int     `json:"calls"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	Cost             float64 `json:"cost,omitempty"`
+	Failures         int     `json:"failures,omitempty"` // calls that failed after retries
+}
+
+// Total is prompt plus completion tokens.
+func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
+
+func (u Usage) add(v Usage) Usage {
+	return Usage{Calls: u.Calls + v.Calls, PromptTokens: u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens, Cost: u.Cost + v.Cost, Failures: u.Failures + v.Failures}
+}
+
+// Status is where a thread stands after Start, Resume or Continue.
+type Status string
+
+// Statuses.
+const (
+	StatusDone        Status = "done"        // a report was produced
+	StatusReplied     Status = "replied"     // small talk answered directly
+	StatusInterrupted Status = "interrupted" // waiting for a person (see Result.Interrupts)
+	StatusCancelled   Status = "cancelled"   // a person cancelled
+)
+
+// Finish says why a report is final.
+type Finish string
+
+// Finish reasons.
+const (
+	FinishApproved      Finish = "approved"        // the reviewer passed it
+	FinishPersonOK      Finish = "person_approved" // a person approved the draft
+	FinishMaxRounds     Finish = "max_rounds"      // review rounds ran out; the best draft was kept
+	FinishTokenBudget   Finish = "token_budget"    // the token budget ran out
+	FinishTimeBudget    Finish = "time_budget"     // the wall-clock budget ran out
+	FinishLLMDown       Finish = "llm_unavailable" // extractive report from the sources
+	FinishRewritten     Finish = "rewritten"       // a follow-up rewrite of the report
+	FinishCancelled     Finish = "cancelled"
+	FinishMaxIterations Finish = "max_iterations"
+)
+
+// Citations is the outcome of the citation check of the final report.
+type Citations = citation.Report
+
+// SourceRef names a source in the result.
+type SourceRef struct {
+	URL       string `json:"url"`
+	Title     string `json:"title"`
+	Retrieved bool   `json:"retrieved"`
+	Cited     bool   `json:"cited"`
+}
+
+// InterruptKind says what a pause asks a person.
+type InterruptKind string
+
+// Interrupt kinds.
+const (
+	InterruptClarify      InterruptKind = "clarify"       // answer with Answer.Text
+	InterruptApprovePlan  InterruptKind = "approve_plan"  // approve / revise / cancel
+	InterruptApproveDraft InterruptKind = "approve_draft" // approve / revise / research / cancel
+)
+
+// Action is a person's answer to an approval.
+type Action string
+
+// Actions (the Slack bot shows them as buttons).
+const (
+	ActionApprove  Action = "approve"
+	ActionRevise   Action = "revise"   // request changes, with Answer.Feedback
+	ActionResearch Action = "research" // research more, with Answer.Feedback
+	ActionCancel   Action = "cancel"
+	ActionAnswer   Action = "answer" // answers a clarifying question with Answer.Text
+)
+
+// Choice is a button.
+type Choice struct {
+	Action Action `json:"action"`
+	Label  string `json:"label"`
+	// NeedsText: the button asks for text (feedback or an answer).
+	NeedsText bool `json:"needs_text,omitempty"`
+}
+
+// Interrupt is a pause waiting for a person, with what to show them.
+type Interrupt struct {
+	ID       string        `json:"id"` // answer with Resume(ctx, thread, map[id]Answer)
+	Kind     InterruptKind `json:"kind"`
+	Question string        `json:"question,omitempty"` // clarify: the question to ask
+	Plan     *Plan         `json:"plan,omitempty"`     // approve_plan
+	Draft    string        `json:"draft,omitempty"`    // approve_draft: the checked draft
+	Summary  string        `json:"summary,omitempty"`
+	Review   *Review       `json:"review,omitempty"`
+	// Citations of the draft.
+	Citations *Citations `json:"citations,omitempty"`
+	Choices   []Choice   `json:"choices"`
+	Language  string     `json:"language,omitempty"`
+}
+
+// Answer is a person's reply to an Interrupt.
+type Answer struct {
+	Action   Action `json:"action"`
+	Feedback string `json:"feedback,omitempty"`
+	Text     string `json:"text,omitempty"`
+}
+
+// Result is where a thread stands.
+type Result struct {
+	ThreadID string `json:"thread_id"`
+	Status   Status `json:"status"`
+	Finish   Finish `json:"finish,omitempty"`
+	// Reply answers small talk (StatusReplied).
+	Reply string `json:"reply,omitempty"`
+	// Report is the final markdown report; Summary its executive summary.
+	Report    string      `json:"report,omitempty"`
+	Summary   string      `json:"summary,omitempty"`
+	Plan      *Plan       `json:"plan,omitempty"`
+	Sources   []SourceRef `json:"sources,omitempty"`
+	Citations Citations   `json:"citations"`
+	Review    *Review     `json:"review,omitempty"`
+	Usage     Usage       `json:"usage"`
+	// Unverified says what the report could not back with a checked source
+	// (dropped citations, open gaps, budget cut-offs).
+	Unverified []string `json:"unverified,omitempty"`
+	// Extractive: the LLM was unavailable and the report quotes sources.
+	Extractive bool        `json:"extractive,omitempty"`
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	Language   string      `json:"language,omitempty"`
+}
+
+// EventKind says what a progress Event reports.
+type EventKind string
+
+// Event kinds.
+const (
+	EventPhase           EventKind = "phase"
+	EventPlanMade        EventKind = "plan"
+	EventSubtaskStarted  EventKind = "subtask_started"
+	EventSubtaskFinished EventKind = "subtask_finished"
+	EventSearched        EventKind = "searched"
+	EventSourceFound     EventKind = "source_found"
+	EventSourceRead      EventKind = "source_read"
+	EventNoteSaved       EventKind = "note"
+	EventTokens          EventKind = "tokens"
+	EventDraft           EventKind = "draft"
+	EventReviewed        EventKind = "reviewed"
+	EventBudget          EventKind = "budget"
+	EventWarning         EventKind = "warning"
+)
+
+// Phase is a stage of the run.
+type Phase string
+
+// Phases.
+const (
+	PhaseCoordinating Phase = "coordinating"
+	PhasePlanning     Phase = "planning"
+	PhaseResearching  Phase = "researching"
+	PhaseWriting      Phase = "writing"
+	PhaseReviewing    Phase = "reviewing"
+	PhaseFinishing    Phase = "finishing"
+)
+
+// SubtaskRef names a subtask in events.
+type SubtaskRef struct {
+	Round     int    `json:"round"`
+	Index     int    `json:"index"`
+	Title     string `json:"title"`
+	Completed bool   `json:"completed,omitempty"`
+	Findings  int    `json:"findings,omitempty"`
+	Tries     int    `json:"tries,omitempty"`
+}
+
+// Tokens reports usage in events.
+type Tokens struct {
+	Node   string `json:"node"`
+	Call   int    `json:"call"`   // tokens of this call
+	Used   int    `json:"used"`   // tokens used in this turn so far
+	Budget int    `json:"budget"` // 0: unlimited
+}
+
+// Event is one progress report; the Slack bot and the CLI render them.
+type Event struct {
+	Kind      EventKind   `json:"kind"`
+	ThreadID  string      `json:"thread_id,omitempty"`
+	Phase     Phase       `json:"phase,omitempty"`
+	Message   string      `json:"message,omitempty"`
+	Plan      *Plan       `json:"plan,omitempty"`
+	Subtask   *SubtaskRef `json:"subtask,omitempty"`
+	Query     string      `json:"query,omitempty"`
+	Results   int         `json:"results,omitempty"`
+	URL       string      `json:"url,omitempty"`
+	Title     string      `json:"title,omitempty"`
+	Tokens    *Tokens     `json:"tokens,omitempty"`
+	Review    *Review     `json:"review,omitempty"`
+	Citations *Citations  `json:"citations,omitempty"`
+}
+
+func decodeInterrupt(id string, payload json.RawMessage) Interrupt {
+	var in Interrupt
+	_ = json.Unmarshal(payload, &in)
+	in.ID = id
+	return in
+}

@@ -1,0 +1,516 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"deepresearch/agent/citation"
+	"deepresearch/agent/llm"
+	"deepresearch/graph"
+	"deepresearch/prompts"
+)
+
+// lookup finds the pages read in this thread for the citation check.
+func lookup(sources map[string]Source) citation.Lookup {
+	final := map[string]string{}
+	for u, src := range sources {
+		if src.FinalURL != "" {
+			final[src.FinalURL] = u
+		}
+	}
+	return func(raw string) (citation.Doc, bool) {
+		n := normURL(raw)
+		src, ok := sources[n]
+		if !ok {
+			if k, ok2 := final[n]; ok2 {
+				src, ok = sources[k], true
+			}
+		}
+		if !ok || !src.Retrieved {
+			return citation.Doc{}, false
+		}
+		return citation.Doc{URL: src.URL, Title: src.Title, Text: src.Text}, true
+	}
+}
+
+// turnResults returns this turn's latest result per subtask title.
+func turnResults(s State) []SubtaskResult {
+	var out []SubtaskResult
+	idx := map[string]int{}
+	for _, r := range s.Results {
+		if r.Turn != s.Turn {
+			continue
+		}
+		if i, ok := idx[r.Title]; ok {
+			out[i] = r
+			continue
+		}
+		idx[r.Title] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+func gapsOf(s State) []string {
+	var gaps []string
+	for _, r := range turnResults(s) {
+		if !r.Completed {
+			if len(r.Gaps) > 0 {
+				gaps = append(gaps, r.Gaps...)
+			} else {
+				gaps = append(gaps, r.Title)
+			}
+		}
+	}
+	return dedupQueries(gaps, nil, 8)
+}
+
+// writer drafts the report (seed 000 §3.4) and checks its citations.
+func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
+	phase(ctx, PhaseWriting)
+	sc, c := a.sc, a.caller(nWriter)
+	var points []string
+	theme := s.Question
+	if s.Plan != nil {
+		points, theme = s.Plan.InvestigationPoints, s.Plan.Theme
+	}
+	var subs []prompts.SubtaskAnswer
+	for _, r := range turnResults(s) {
+		subs = append(subs, prompts.SubtaskAnswer{Title: r.Title, Answer: r.Answer})
+	}
+	prev := s.Draft
+	if s.Intent == "rewrite" && s.Report != "" && s.Drafts == 0 {
+		prev = s.Report
+	}
+	if s.Feedback == "" && s.Instruction == "" {
+		prev = "" // a first draft
+	}
+	p, err := prompts.Render(prompts.Writer, prompts.WriterData{
+		Question: s.Question, Theme: theme, Language: s.Language, Today: today(a.now()), Points: points,
+		Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence), Subtasks: subs, Feedback: s.Feedback,
+		PreviousDraft: prev, Instruction: s.Instruction, Gaps: gapsOf(s),
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.chat(ctx, llm.Request{Role: llm.RoleWriter, Messages: messages(p), Final: true})
+	draft := cleanMarkdown(resp.Content)
+	extractive := false
+	w := []graph.Write{sc.drafts.Set(s.Drafts + 1), sc.feedback.Set("")}
+	if err != nil || draft == "" {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		switch {
+		case budgetErr(err) != "" && s.Draft != "":
+			// no budget for another version: keep the last one
+			emit(ctx, Event{Kind: EventBudget, Message: "no budget left for another draft; keeping the last one"})
+			return append(w, sc.exhausted.Set(budgetErr(err)), sc.usage.Set(c.usage())), nil
+		case budgetErr(err) != "":
+			w = append(w, sc.exhausted.Set(budgetErr(err)))
+		}
+		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
+		draft, extractive = a.extractiveReport(s), true
+	}
+	checked, rep := citation.Check(draft, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode})
+	emit(ctx, Event{Kind: EventDraft, Citations: &rep, Message: fmt.Sprintf("draft %d: %d cited, %d verified, %d dropped", s.Drafts+1, rep.Cited, rep.Verified, rep.Dropped)})
+	return append(w, sc.draft.Set(checked), sc.draftCitations.Set(rep), sc.draftExtractive.Set(extractive), sc.usage.Set(c.usage())), nil
+}
+
+// cleanMarkdown strips reasoning blocks and a fence around the whole report.
+func cleanMarkdown(s string) string {
+	s, _ = llm.StripThink(s)
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "```") {
+		if i := strings.Index(s, "\n"); i >= 0 && strings.HasSuffix(s, "```") {
+			s = strings.TrimSpace(s[i+1 : len(s)-3])
+		}
+	}
+	return s
+}
+
+type reviewOut struct {
+	Scores          Scores       `json:"scores"`
+	Evaluations     []Evaluation `json:"evaluations"`
+	Feedback        string       `json:"feedback"`
+	SuggestedAction string       `json:"suggested_action" jsonschema:"enum=write|research"`
+	Issues          []Issue      `json:"issues"`
+}
+
+// citationFact is the most the fact-check score can be given the citation
+// check: every dropped citation is a claim that lost its source.
+func citationFact(r citation.Report) float64 {
+	if r.Cited == 0 {
+		return 0.5
+	}
+	return 0.5 + 0.5*float64(r.Verified)/float64(r.Cited)
+}
+
+var sections = []string{"## Executive Summary", "## Key Findings", "## Detailed Analysis", "## References"}
+
+func formatScore(d string) float64 {
+	n := 0
+	for _, h := range sections {
+		if strings.Contains(d, h) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(sections))
+}
+
+// reviewer scores the draft (seed 000 §3.5 weights and thresholds) together
+// with seed 003's evaluation types chosen by the planner.
+func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
+	phase(ctx, PhaseReviewing)
+	sc, c := a.sc, a.caller(nReviewer)
+	l := a.limits(s.Req.Depth)
+	n := s.Reviews + 1
+	var types []string
+	var points []string
+	if s.Plan != nil {
+		types, points = s.Plan.EvaluationTypes, s.Plan.InvestigationPoints
+	}
+	rv := &Review{Round: n}
+	simple := func() {
+		rv.Simple = true
+		rv.Scores = Scores{FactCheck: citationFact(s.DraftCitations), Completeness: 0.7, Logic: 0.8, Format: formatScore(s.Draft)}
+	}
+	ex := s.Exhausted
+	if ex == "" {
+		ex = a.exhausted(ctx, s.Deadline)
+	}
+	llmOK := true
+	switch {
+	case ex != "" || s.DraftExtractive:
+		simple()
+	default:
+		p, err := prompts.Render(prompts.Reviewer, prompts.ReviewerData{
+			Question: s.Question, Language: s.Language, Today: today(a.now()), Points: points, Draft: s.Draft,
+			EvaluationTypes: types, Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence),
+			Citations: prompts.Citations{Cited: s.DraftCitations.Cited, Verified: s.DraftCitations.Verified, Dropped: s.DraftCitations.Dropped},
+		})
+		if err != nil {
+			return nil, err
+		}
+		var out reviewOut
+		if err := structured(ctx, c, llm.RoleReviewer, p, false, &out); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if b := budgetErr(err); b != "" {
+				ex = b
+			} else {
+				llmOK = false
+			}
+			simple()
+		} else {
+			rv.Scores, rv.Feedback, rv.Issues, rv.SuggestedAction = clampScores(out.Scores), strings.TrimSpace(out.Feedback), out.Issues, out.SuggestedAction
+			for _, e := range out.Evaluations {
+				if contains(types, e.Type) {
+					rv.Evaluations = append(rv.Evaluations, e)
+				}
+			}
+		}
+	}
+	if f := citationFact(s.DraftCitations); rv.Scores.FactCheck > f {
+		rv.Scores.FactCheck = f
+	}
+	rv.Overall = rv.Scores.Weighted()
+	rv.Approved = !rv.Simple && rv.Overall >= 0.8 && rv.Scores.FactCheck >= 0.9
+	for _, e := range rv.Evaluations {
+		if !e.Pass {
+			rv.Approved = false
+			if rv.Feedback == "" {
+				rv.Feedback = e.Type + ": " + e.Reason
+			}
+		}
+	}
+	w := []graph.Write{sc.reviews.Set(n), sc.usage.Set(c.usage())}
+	if ex != "" {
+		w = append(w, sc.exhausted.Set(ex))
+	}
+	if s.Best == nil || rv.Overall > s.Best.Score || s.Best.Extractive && !s.DraftExtractive {
+		w = append(w, sc.best.Set(&bestDraft{Text: s.Draft, Citations: s.DraftCitations, Score: rv.Overall, Review: rv, Extractive: s.DraftExtractive}))
+	}
+	next := "done"
+	switch {
+	case rv.Approved, rv.Simple, !llmOK, ex != "", n >= l.reviews:
+	case rv.SuggestedAction == "research" && s.Round < l.rounds && a.search != nil:
+		next = "research"
+		w = append(w, sc.researchRequest.Set(rv.Feedback), sc.feedback.Set(rv.Feedback))
+	default:
+		next = "write"
+		w = append(w, sc.feedback.Set(reviewFeedback(rv)))
+	}
+	if next == "done" {
+		rv.SuggestedAction = "end"
+	}
+	emit(ctx, Event{Kind: EventReviewed, Review: rv})
+	return append(w, sc.review.Set(rv), sc.next.Set(next)), nil
+}
+
+func clampScores(s Scores) Scores {
+	cl := func(v float64) float64 { return min(1, max(0, v)) }
+	return Scores{FactCheck: cl(s.FactCheck), Completeness: cl(s.Completeness), Logic: cl(s.Logic), Format: cl(s.Format)}
+}
+
+func reviewFeedback(rv *Review) string {
+	var b strings.Builder
+	b.WriteString(rv.Feedback)
+	for _, is := range rv.Issues {
+		fmt.Fprintf(&b, "\n- [%s/%s] %s (%s)", is.Type, is.Severity, is.Description, is.Location)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// chosen is the draft a person sees and the run ends with: the approved
+// draft, else the best-scored one.
+func chosen(s State) (string, citation.Report, bool) {
+	if s.Review != nil && s.Review.Approved || s.Best == nil {
+		return s.Draft, s.DraftCitations, s.DraftExtractive
+	}
+	return s.Best.Text, s.Best.Citations, s.Best.Extractive
+}
+
+// approveDraft lets a person approve, revise, send back to research or
+// cancel the draft.
+func (a *Agent) approveDraft(ctx context.Context, s State) ([]graph.Write, error) {
+	sc, lang := a.sc, s.Language
+	draft, cit, _ := chosen(s)
+	ans, err := graph.PauseAs[Answer](ctx, Interrupt{
+		Kind: InterruptApproveDraft, Draft: draft, Summary: execSummary(draft), Review: s.Review, Citations: &cit, Language: lang,
+		Choices: []Choice{
+			{Action: ActionApprove, Label: label(lang, "Approve", "承認")},
+			{Action: ActionRevise, Label: label(lang, "Request changes", "修正を依頼"), NeedsText: true},
+			{Action: ActionResearch, Label: label(lang, "Research more", "追加調査"), NeedsText: true},
+			cancelChoice(lang),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	fb := strings.TrimSpace(ans.Feedback + " " + ans.Text)
+	l := a.limits(s.Req.Depth)
+	switch ans.Action {
+	case ActionRevise:
+		return []graph.Write{sc.next.Set("write"), sc.feedback.Set(fb), sc.reviews.Set(0), sc.draft.Set(draft), sc.draftCitations.Set(cit), sc.review.Set(nil), sc.best.Set(nil)}, nil
+	case ActionResearch:
+		return []graph.Write{sc.next.Set("research"), sc.researchRequest.Set(fb), sc.feedback.Set(fb), sc.reviews.Set(0),
+			sc.round.Set(min(s.Round, l.rounds-1)), sc.iteration.Set(0), sc.review.Set(nil), sc.best.Set(nil), sc.exhausted.Set("")}, nil
+	case ActionCancel:
+		return []graph.Write{sc.next.Set("cancel")}, nil
+	}
+	return []graph.Write{sc.next.Set("approve")}, nil
+}
+
+// finalize ends the turn with the best report and says what is unverified.
+func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
+	phase(ctx, PhaseFinishing)
+	sc, lang := a.sc, s.Language
+	if s.Next == "cancel" {
+		return []graph.Write{sc.status.Set(StatusCancelled), sc.finish.Set(FinishCancelled),
+			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: "(cancelled)"}})}, nil
+	}
+	report, cit, extractive := chosen(s)
+	if strings.TrimSpace(report) == "" {
+		report, extractive = a.extractiveReport(s), true
+		report, cit = citation.Check(report, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode})
+	}
+	var unv []string
+	for _, f := range cit.Failed() {
+		if f.Status == citation.Unused {
+			continue
+		}
+		ctxt := f.Context
+		if ctxt == "" {
+			ctxt = f.Label
+		}
+		unv = append(unv, fmt.Sprintf(label(lang, "Citation removed from “%s” (%s%s)", "「%s」の出典を削除（%s%s）"), ctxt, f.Status, urlSuffix(f.URL)))
+	}
+	for _, g := range gapsOf(s) {
+		unv = append(unv, label(lang, "Not fully researched: ", "調査が不十分: ")+g)
+	}
+	finish := FinishMaxRounds
+	switch {
+	case extractive:
+		finish = FinishLLMDown
+		unv = append(unv, label(lang, "The language model was unavailable: the report quotes the sources without synthesis or review.",
+			"言語モデルが利用できなかったため、レポートは情報源の引用のみで構成され、統合・レビューされていません。"))
+	case s.Exhausted == "tokens":
+		finish = FinishTokenBudget
+		unv = append(unv, label(lang, "The token budget ran out: research stopped early and the report was not fully reviewed.",
+			"トークン予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。"))
+	case s.Exhausted == "time":
+		finish = FinishTimeBudget
+		unv = append(unv, label(lang, "The time budget ran out: research stopped early and the report was not fully reviewed.",
+			"時間予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。"))
+	case s.Next == "approve":
+		finish = FinishPersonOK
+	case s.Review != nil && s.Review.Approved:
+		finish = FinishApproved
+	case s.Intent == "rewrite":
+		finish = FinishRewritten
+	case s.Iteration > a.limits(s.Req.Depth).iterations:
+		finish = FinishMaxIterations
+	}
+	if finish == FinishMaxRounds || finish == FinishMaxIterations {
+		if b := s.Best; b != nil && b.Review != nil && !b.Review.Approved {
+			unv = append(unv, fmt.Sprintf(label(lang, "The reviewer did not pass the report (score %.2f): %s", "レビューで合格しませんでした（スコア %.2f）：%s"),
+				b.Review.Overall, clip(b.Review.Feedback, 300)))
+		}
+	}
+	if len(unv) > 0 {
+		report = insertSection(report, label(lang, "## Limitations", "## 未検証事項・制約"), unv)
+	}
+	sum := execSummary(report)
+	if ti, ok := graph.CurrentTask(ctx); ok {
+		a.log.Info("research finished", "thread", ti.ThreadID, "finish", finish, "tokens", s.Usage.Total()-s.TurnStart,
+			"cited", cit.Cited, "verified", cit.Verified, "dropped", cit.Dropped, "unverified", len(unv))
+	}
+	return []graph.Write{sc.report.Set(report), sc.summary.Set(sum), sc.citations.Set(cit), sc.status.Set(StatusDone),
+		sc.finish.Set(finish), sc.unverified.Set(unv), sc.extractive.Set(extractive),
+		sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: sum}})}, nil
+}
+
+func urlSuffix(u string) string {
+	if u == "" {
+		return ""
+	}
+	return ": " + u
+}
+
+// insertSection puts a bulleted section before the References heading (or
+// at the end).
+func insertSection(report, heading string, items []string) string {
+	var b strings.Builder
+	b.WriteString(heading + "\n\n")
+	for _, it := range items {
+		b.WriteString("- " + it + "\n")
+	}
+	sec := b.String()
+	if i := strings.LastIndex(report, "\n## References"); i >= 0 {
+		return strings.TrimRight(report[:i], "\n") + "\n\n" + sec + report[i:]
+	}
+	return strings.TrimRight(report, "\n") + "\n\n" + sec
+}
+
+// execSummary returns the Executive Summary section's text (or the first
+// paragraph).
+func execSummary(report string) string {
+	lines := strings.Split(report, "\n")
+	var out []string
+	in := false
+	for _, ln := range lines {
+		t := strings.TrimSpace(ln)
+		if strings.HasPrefix(t, "#") {
+			if in {
+				break
+			}
+			in = strings.Contains(strings.ToLower(t), "executive summary") || strings.Contains(t, "要約") || strings.Contains(t, "エグゼクティブサマリー")
+			continue
+		}
+		if in && t != "" && !strings.HasPrefix(t, ">") {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		for _, ln := range lines {
+			t := strings.TrimSpace(ln)
+			if t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, ">") {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	s := strings.Join(out, " ")
+	s = strings.ReplaceAll(citationMarker.ReplaceAllString(s, "\x00"), " \x00", "")
+	s = strings.ReplaceAll(s, "\x00", "")
+	return clip(strings.TrimSpace(s), 600)
+}
+
+// extractiveReport builds a report without the LLM: verbatim quotes from the
+// sources read, clearly labelled.
+func (a *Agent) extractiveReport(s State) string {
+	lang := s.Language
+	theme := s.Question
+	if s.Plan != nil && s.Plan.Theme != "" {
+		theme = s.Plan.Theme
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", strings.SplitN(theme, "\n", 2)[0])
+	b.WriteString(label(lang,
+		"> **Extractive report.** The language model was unavailable, so this report was not written by it: it quotes the sources collected in this run verbatim, without synthesis or review.\n\n",
+		"> **抽出型レポート**：言語モデルが利用できなかったため、このレポートは言語モデルによって書かれていません。この実行で収集した情報源の文章をそのまま引用しており、要約・統合・レビューは行われていません。\n\n"))
+	type ref struct{ quote, title, url string }
+	var refs []ref
+	cite := func(q, title, url string) string {
+		refs = append(refs, ref{q, title, url})
+		return fmt.Sprintf("[^%d]", len(refs))
+	}
+	var srcs []Source
+	for _, src := range s.Sources {
+		if src.Retrieved {
+			srcs = append(srcs, src)
+		}
+	}
+	sortSources(srcs)
+	b.WriteString("## Executive Summary\n\n")
+	fmt.Fprintf(&b, label(lang, "%d sources were read for: %s\n\n", "「%[2]s」について%[1]d件の情報源を読みました。\n\n"), len(srcs), strings.SplitN(s.Question, "\n", 2)[0])
+	b.WriteString("## Key Findings\n\n")
+	n := 0
+	for _, f := range s.Findings {
+		if f.Verified && n < 5 {
+			fmt.Fprintf(&b, "- “%s” %s\n", f.Quote, cite(f.Quote, f.Title, f.URL))
+			n++
+		}
+	}
+	if n == 0 {
+		b.WriteString(label(lang, "- No verified findings.\n", "- 検証済みの知見はありません。\n"))
+	}
+	b.WriteString("\n## Detailed Analysis\n\n")
+	for i, src := range srcs {
+		if i == 8 {
+			break
+		}
+		var quotes []string
+		for _, sn := range sentences(clip(src.Text, a.opts.ExcerptChars)) {
+			if l := len([]rune(sn)); l >= 20 && l <= 300 {
+				quotes = append(quotes, sn)
+				if len(quotes) == 2 {
+					break
+				}
+			}
+		}
+		if len(quotes) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "### %s\n\n", src.Title)
+		for _, q := range quotes {
+			fmt.Fprintf(&b, "> %s %s\n>\n", q, cite(q, src.Title, src.URL))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## References\n\n")
+	for i, r := range refs {
+		fmt.Fprintf(&b, "[^%d]: \"%s\" — %s, %s\n", i+1, r.quote, r.title, r.url)
+	}
+	return b.String()
+}
+
+// recentFirst orders the knowledge store with this turn's findings first,
+// so a follow-up's new evidence is not crowded out by earlier turns'.
+func recentFirst(s State) []Finding {
+	out := make([]Finding, 0, len(s.Findings))
+	for _, f := range s.Findings {
+		if f.Turn == s.Turn {
+			out = append(out, f)
+		}
+	}
+	for _, f := range s.Findings {
+		if f.Turn != s.Turn {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package prompts
+
+// Exchange is an earlier turn of the conversation on a thread.
+type Exchange struct {
+	Question string
+	Answer   string // report summary or reply
+}
+
+// CoordinatorData feeds the coordinator prompt.
+type CoordinatorData struct {
+	Question  string
+	Language  string
+	Today     string
+	History   []Exchange
+	HasReport bool // a report exists on this thread (follow-ups may rewrite it)
+	MayAsk    bool // a clarifying question is still allowed
+}
+
+// PlannerData feeds the planner prompt.
+type PlannerData struct {
+	Question    string
+	Language    string
+	Today       string
+	MaxSubtasks int
+	MaxQueries  int
+	Feedback    string   // a person's edits to an earlier plan
+	Known       []string // findings from earlier turns (follow-ups)
+}
+
+// ReplanData feeds the prompt that plans another research round.
+type ReplanData struct {
+	Question        string
+	Language        string
+	Today           string
+	Theme           string
+	Feedback        string
+	Gaps            []string
+	PreviousQueries []string
+	MaxSubtasks     int
+	MaxQueries      int
+}
+
+// Link is a URL the researcher may visit.
+type Link struct {
+	N     int
+	Title string
+	URL   string
+}
+
+// SelectData feeds the researcher's action choice.
+type SelectData struct {
+	Question        string
+	Language        string
+	Today           string
+	Subtask         string
+	Try             int
+	MaxTries        int
+	Advice          string
+	PreviousQueries []string
+	Knowledge       []string
+	Links           []Link
+	AllowVisit      bool
+	AllowCoding     bool
+	MaxQueries      int
+}
+
+// Page is a text the model reads.
+type Page struct {
+	N     int
+	Title string
+	URL   string
+	Text  string
+}
+
+// SummarizeData feeds the per-query summary.
+type SummarizeData struct {
+	Question string
+	Subtask  string
+	Query    string
+	Language string
+	Pages    []Page
+}
+
+// Evidence is a finding with its verbatim quote and source.
+type Evidence struct {
+	N     int
+	Claim string
+	Quote string
+	Title string
+	URL   string
+}
+
+// AnswerData feeds the researcher's subtask answer.
+type AnswerData struct {
+	Question     string
+	Subtask      string
+	Language     string
+	Evidence     []Evidence
+	Computations []string
+	Advice       string
+}
+
+// ReflectData feeds the researcher's reflection.
+type ReflectData struct {
+	Question string
+	Subtask  string
+	Language string
+	Answer   string
+	Try      int
+	MaxTries int
+	Sources  int
+}
+
+// SubtaskAnswer is one researcher's result.
+type SubtaskAnswer struct {
+	Title  string
+	Answer string
+}
+
+// WriterData feeds the writer.
+type WriterData struct {
+	Question      string
+	Theme         string
+	Language      string
+	Today         string
+	Points        []string
+	Evidence      []Evidence
+	Subtasks      []SubtaskAnswer
+	Feedback      string // reviewer's or a person's feedback
+	PreviousDraft string
+	Instruction   string // a follow-up such as "rewrite it shorter"
+	Gaps          []string
+}
+
+// Citations summarises the deterministic citation check for the reviewer.
+type Citations struct {
+	Cited    int
+	Verified int
+	Dropped  int
+}
+
+// ReviewerData feeds the reviewer.
+type ReviewerData struct {
+	Question        string
+	Language        string
+	Today           string
+	Points          []string
+	Draft           string
+	EvaluationTypes []string
+	Citations       Citations
+	Evidence        []Evidence
+}
