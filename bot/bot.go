@@ -1,0 +1,370 @@
+// Package bot is the Slack face of deepresearch: a Socket Mode bot that maps
+// each Slack thread to a graph thread, runs research as durable jobs with a
+// lease, shows live progress in one edited status message, asks for plan and
+// draft approval with Block Kit buttons, and uploads the final report as a
+// markdown file.
+//
+// The bot depends on two small interfaces defined here: Researcher (the
+// agent) and Store (durable records shared by replicas). Build one with New
+// and run it with Run:
+//
+//	b, err := bot.New(researcher, store, bot.Options{BotToken: ..., AppToken: ...})
+//	err = b.Run(ctx) // until ctx ends; runs in flight are left resumable
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+)
+
+// Options configure a Bot. BotToken and AppToken are required; every other
+// field has a default.
+type Options struct {
+	BotToken string // xoxb-…
+	AppToken string // xapp-… with connections:write
+	APIURL   string // Slack Web API base, e.g. "https://slack.com/api/"; "" for Slack's own
+
+	// InstanceID names this process as a lease owner; default host-pid-random.
+	InstanceID string
+
+	Workers           int           // event handler goroutines (default 16)
+	QueueSize         int           // events waiting for a handler before new ones are dropped (default 1024)
+	MaxConcurrentRuns int           // runs this process works on at once (default 8)
+	Lease             time.Duration // run lease (default 30s)
+	HeartbeatEvery    time.Duration // lease renewal period (default Lease/3)
+	RecoverEvery      time.Duration // how often to look for queued runs and expired leases (default 5s)
+	ProgressInterval  time.Duration // minimum time between edits in one channel (default 1s)
+	StatusRefresh     time.Duration // assistant.threads.setStatus refresh period (default 90s; Slack clears it after ~2min)
+	EventTTL          time.Duration // how long processed event ids are remembered (default 24h)
+	ShutdownTimeout   time.Duration // how long Run waits for handlers and runs to stop (default 10s)
+	SlackRetries      int           // retries of a Slack call on 429/5xx (default 4)
+
+	// AllowedChannels limits where the bot works (channel ids); empty
+	// allows every channel. DMs are always allowed.
+	AllowedChannels []string
+	// Approvers may decide on any run's interrupts and cancel any run,
+	// besides its requester.
+	Approvers []string
+	// MaxRunsPerUser limits a user's active runs (default 3; negative: no limit).
+	MaxRunsPerUser int
+	// RunOptions are the options of every new run (approval steps, depth).
+	RunOptions RunOptions
+
+	// Subcommands extends /research with more subcommands (issue 6:
+	// "schedule", "schedules"). The key is the first word.
+	Subcommands map[string]SlashHandler
+	// Interactions handles block actions and view submissions whose
+	// action_id or callback_id starts with the key (e.g. "sched_").
+	Interactions map[string]InteractionHandler
+	// HomeSections adds blocks to a user's App Home after the recent runs.
+	HomeSections []HomeSection
+
+	Logger     *slog.Logger          // default: discard
+	Registerer prometheus.Registerer // where metrics are registered; default a private registry
+	HTTPClient *http.Client          // for the Web API and response_urls; default a client with a 30s timeout
+	Now        func() time.Time      // clock; default time.Now
+}
+
+// SlashHandler runs a /research subcommand. args is the text after the
+// subcommand word. The returned text is shown to the user (ephemeral).
+type SlashHandler func(ctx context.Context, cmd slack.SlashCommand, args string) (reply string, err error)
+
+// InteractionHandler handles an interactive payload (block_actions,
+// view_submission) routed to it by prefix.
+type InteractionHandler func(ctx context.Context, cb slack.InteractionCallback) error
+
+// HomeSection renders extra App Home blocks for a user.
+type HomeSection func(ctx context.Context, user string) ([]slack.Block, error)
+
+func (o *Options) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1024
+	}
+	if o.MaxConcurrentRuns <= 0 {
+		o.MaxConcurrentRuns = 8
+	}
+	def(&o.Lease, 30*time.Second)
+	def(&o.HeartbeatEvery, o.Lease/3)
+	def(&o.RecoverEvery, 5*time.Second)
+	def(&o.ProgressInterval, time.Second)
+	def(&o.StatusRefresh, 90*time.Second)
+	def(&o.EventTTL, 24*time.Hour)
+	def(&o.ShutdownTimeout, 10*time.Second)
+	if o.SlackRetries <= 0 {
+		o.SlackRetries = 4
+	}
+	if o.MaxRunsPerUser == 0 {
+		o.MaxRunsPerUser = 3
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.InstanceID == "" {
+		host, _ := os.Hostname()
+		o.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomID(3))
+	}
+}
+
+// ErrAuth is returned by Run when Slack rejects the tokens at start-up.
+var ErrAuth = errors.New("slack rejected the token")
+
+// Bot is a running Slack bot. Create it with New.
+type Bot struct {
+	opts    Options
+	log     *slog.Logger
+	res     Researcher
+	store   Store
+	api     *slack.Client
+	sm      *socketmode.Client
+	metrics *Metrics
+	now     func() time.Time
+
+	botUserID string
+	teamID    string
+
+	allowed   map[string]bool
+	approvers map[string]bool
+
+	limiter *channelLimiter
+	names   sync.Map // user id -> display name
+
+	runSlots  chan struct{}
+	runCtx    context.Context // parent of every run; cancelled at shutdown
+	runCancel context.CancelCauseFunc
+	runWG     sync.WaitGroup
+	runsMu    sync.Mutex
+	running   map[string]context.CancelCauseFunc // runs this process works on
+
+	workCtx    context.Context // parent of event handlers
+	workCancel context.CancelFunc
+
+	registry *prometheus.Registry // the private registry when Options.Registerer is nil
+
+	connected atomic.Bool
+	started   atomic.Bool
+}
+
+// New returns a Bot that answers with researcher and keeps its records in
+// store. It does not contact Slack; Run does.
+func New(researcher Researcher, store Store, opts Options) (*Bot, error) {
+	if researcher == nil || store == nil {
+		return nil, errors.New("bot: New needs a Researcher and a Store")
+	}
+	if !strings.HasPrefix(opts.BotToken, "xoxb-") {
+		return nil, errors.New("bot: the bot token must start with xoxb-")
+	}
+	if !strings.HasPrefix(opts.AppToken, "xapp-") {
+		return nil, errors.New("bot: the app-level token must start with xapp-")
+	}
+	opts.defaults()
+	reg := opts.Registerer
+	var private *prometheus.Registry
+	if reg == nil {
+		private = prometheus.NewRegistry()
+		reg = private
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bot{
+		opts:      opts,
+		log:       opts.Logger.With("instance", opts.InstanceID),
+		res:       researcher,
+		store:     store,
+		metrics:   m,
+		now:       opts.Now,
+		allowed:   set(opts.AllowedChannels),
+		approvers: set(opts.Approvers),
+		limiter:   newChannelLimiter(opts.ProgressInterval),
+		runSlots:  make(chan struct{}, opts.MaxConcurrentRuns),
+		running:   map[string]context.CancelCauseFunc{},
+		registry:  private,
+	}
+	sopts := []slack.Option{
+		slack.OptionAppLevelToken(opts.AppToken),
+		slack.OptionHTTPClient(opts.HTTPClient),
+	}
+	if opts.APIURL != "" {
+		u := opts.APIURL
+		if !strings.HasSuffix(u, "/") {
+			u += "/"
+		}
+		sopts = append(sopts, slack.OptionAPIURL(u))
+	}
+	m.sampler = func(ctx context.Context) map[RunState]int {
+		runs, err := store.ListRuns(ctx, RunFilter{States: []RunState{StateQueued, StateRunning, StateWaiting}})
+		if err != nil {
+			return nil
+		}
+		counts := map[RunState]int{}
+		for _, r := range runs {
+			counts[r.State]++
+		}
+		return counts
+	}
+	b.api = slack.New(opts.BotToken, sopts...)
+	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
+	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
+	return b, nil
+}
+
+func set(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		if x = strings.TrimSpace(x); x != "" {
+			m[x] = true
+		}
+	}
+	return m
+}
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Metrics returns the bot's metrics (for tests and the lead's wiring).
+func (b *Bot) Metrics() *Metrics { return b.metrics }
+
+// Run checks the tokens (auth.test), connects over Socket Mode and serves
+// until ctx ends. Then it stops taking events, lets handlers finish, and
+// hands the runs it was working on back to the store as queued, so another
+// process (or this one, restarted) continues them. It returns an error
+// wrapping ErrAuth when the bot token is rejected, and nil after a clean
+// shutdown.
+func (b *Bot) Run(ctx context.Context) error {
+	if !b.started.CompareAndSwap(false, true) {
+		return errors.New("bot: Run called twice")
+	}
+	if err := b.authenticate(ctx); err != nil {
+		return err
+	}
+	b.log.Info("bot: starting", "bot_user", b.botUserID, "team", b.teamID)
+
+	b.runCtx, b.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
+	p := newPool(b.opts.Workers, b.opts.QueueSize)
+
+	var loops sync.WaitGroup
+	sockCtx, sockCancel := context.WithCancel(ctx)
+	defer sockCancel()
+	fatal := make(chan error, 1)
+	loops.Go(func() {
+		if err := b.socketLoop(sockCtx); err != nil {
+			fatal <- err
+		}
+	})
+	loops.Go(func() { b.dispatchLoop(sockCtx, p) })
+	loops.Go(func() { b.recoveryLoop(sockCtx) })
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-fatal:
+	}
+	b.log.Info("bot: shutting down")
+	sockCancel()
+	loops.Wait()
+
+	// Let event handlers finish, then stop runs (they release their leases).
+	stopped := make(chan struct{})
+	go func() { p.close(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(b.opts.ShutdownTimeout):
+		b.log.Warn("bot: handlers still busy at shutdown")
+	}
+	b.runCancel(errShutdown)
+	runsDone := make(chan struct{})
+	go func() { b.runWG.Wait(); close(runsDone) }()
+	select {
+	case <-runsDone:
+	case <-time.After(b.opts.ShutdownTimeout):
+		b.log.Warn("bot: runs still busy at shutdown; their leases will expire")
+	}
+	b.workCancel()
+	b.log.Info("bot: stopped")
+	return runErr
+}
+
+func (b *Bot) authenticate(ctx context.Context) error {
+	var resp *slack.AuthTestResponse
+	err := b.call(ctx, "auth.test", true, func(ctx context.Context) error {
+		var err error
+		resp, err = b.api.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		code := errorCode(err)
+		switch code {
+		case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type":
+			return fmt.Errorf("%w: auth.test answered %s; check SLACK_BOT_TOKEN (a bot token, xoxb-, of an installed app)", ErrAuth, code)
+		}
+		return fmt.Errorf("bot: auth.test: %w", err)
+	}
+	b.botUserID, b.teamID = resp.UserID, resp.TeamID
+	return nil
+}
+
+// Handler serves /healthz and /metrics. gatherer is what /metrics exposes:
+// the registry given as Options.Registerer (plus anything else on it); nil
+// uses the bot's private registry.
+func (b *Bot) Handler(gatherer prometheus.Gatherer) http.Handler {
+	if gatherer == nil {
+		if b.registry != nil {
+			gatherer = b.registry
+		} else {
+			gatherer = prometheus.DefaultGatherer
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !b.connected.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintln(w, "not connected")
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("/metrics", metricsHandler(gatherer, b.metrics))
+	return mux
+}
+
+// slogPrinter adapts slog to socketmode's logger.
+type slogPrinter struct{ l *slog.Logger }
+
+func (p slogPrinter) Output(_ int, s string) error {
+	p.l.Debug("socketmode: " + strings.TrimSpace(s))
+	return nil
+}

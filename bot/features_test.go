@@ -1,0 +1,282 @@
+package bot_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+	"deepresearch/bot/slackfake"
+
+	"github.com/slack-go/slack"
+)
+
+func (h *harness) slash(t *testing.T, user, channel, text string) slackfake.Sent {
+	t.Helper()
+	ctx := testCtx(t)
+	sent, err := h.fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: text, User: user, Channel: channel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return sent
+}
+
+func (h *harness) responseContaining(t *testing.T, s string) {
+	t.Helper()
+	h.waitFor(testCtx(t), "response with "+s, func() bool {
+		for _, r := range h.fake.ResponsePosts() {
+			if strings.Contains(r.Text, s) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestSlashCommands(t *testing.T) {
+	h := newHarness(t)
+	hold := make(chan struct{})
+	h.res.setHold(hold)
+	defer close(hold)
+	h.start()
+	ctx := testCtx(t)
+
+	h.slash(t, "U1", "C1", "help")
+	h.responseContaining(t, "/research status")
+	h.slash(t, "U1", "C1", "status")
+	h.responseContaining(t, "no research runs yet")
+	h.slash(t, "U1", "C1", "ask")
+	h.responseContaining(t, "Please add a question")
+
+	h.slash(t, "U1", "C1", "ask what changed in the EU AI Act? @channel")
+	var top slackfake.Message
+	h.waitFor(ctx, "top-level question message", func() bool {
+		for _, m := range h.fake.Messages("C1") {
+			if m.IsBot() && m.ThreadTS == "" && strings.Contains(m.Text, "EU AI Act") {
+				top = m
+				return true
+			}
+		}
+		return false
+	})
+	r := h.waitState(ctx, "C1", top.TS, bot.StateRunning)
+	h.responseContaining(t, "follow the progress in the thread")
+
+	h.slash(t, "U1", "C1", "status")
+	h.responseContaining(t, r.ID)
+	h.slash(t, "U2", "C1", "cancel "+r.ID)
+	h.responseContaining(t, "can cancel this research")
+	h.slash(t, "U1", "C1", "cancel")
+	h.waitState(ctx, "C1", top.TS, bot.StateCancelled)
+	h.slash(t, "U1", "C1", "cancel nope")
+	h.responseContaining(t, "There is no research run")
+	h.slash(t, "U1", "C1", "schedules")
+	h.responseContaining(t, "not available yet")
+	h.noPings()
+}
+
+func TestSlashSubcommandExtension(t *testing.T) {
+	h := newHarness(t)
+	h.start(func(o *bot.Options) {
+		o.Subcommands = map[string]bot.SlashHandler{
+			"schedules": func(_ context.Context, cmd slack.SlashCommand, args string) (string, error) {
+				return "schedules of " + cmd.UserID + " " + args, nil
+			},
+		}
+	})
+	h.slash(t, "U1", "C1", "schedules all")
+	h.responseContaining(t, "schedules of U1 all")
+}
+
+func TestAppHomeShowsRecentRuns(t *testing.T) {
+	h := newHarness(t)
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "home question <!everyone>", "")
+	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	if _, err := h.fake.SendAppHomeOpened(ctx, "U1", ""); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ctx, "home view", func() bool {
+		v, ok := h.fake.HomeView("U1")
+		return ok && strings.Contains(string(v.JSON), "home question") && strings.Contains(string(v.JSON), "Done")
+	})
+	v, _ := h.fake.HomeView("U1")
+	if slackfake.MentionsBroadcast(string(v.JSON)) {
+		t.Errorf("home view contains a broadcast: %s", v.JSON)
+	}
+}
+
+func TestAssistantThread(t *testing.T) {
+	h := newHarness(t)
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	ctx := testCtx(t)
+	started, err := h.fake.SendAssistantThreadStarted(ctx, slackfake.AssistantThreadStarted{User: "U5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ctx, "suggested prompts", func() bool { return len(h.fake.SuggestedPrompts()) == 1 })
+	if p := h.fake.SuggestedPrompts()[0]; p.ThreadTS != started.TS || len(p.Prompts) == 0 {
+		t.Errorf("prompts = %+v", p)
+	}
+	dm := "D" + "U5"[1:]
+	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U5", Channel: dm, ThreadTS: started.TS, Text: "research RAG evaluation"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ctx, "report in the assistant thread", func() bool { return len(h.files(dm, started.TS)) == 1 })
+	h.waitFor(ctx, "status set and cleared", func() bool {
+		st := h.fake.Statuses()
+		return len(st) >= 2 && st[0].Status != "" && st[len(st)-1].Status == "" && st[0].ThreadTS == started.TS
+	})
+}
+
+func TestAssistantStatusRefreshed(t *testing.T) {
+	h := newHarness(t)
+	hold := make(chan struct{})
+	h.res.setHold(hold)
+	h.start(func(o *bot.Options) {
+		o.RunOptions = bot.RunOptions{}
+		o.StatusRefresh = 100 * time.Millisecond
+	})
+	ctx := testCtx(t)
+	sent, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U6", Channel: "D6", Text: "slow research"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ctx, "status refreshed", func() bool {
+		n := 0
+		for _, s := range h.fake.Statuses() {
+			if s.ThreadTS == sent.TS && s.Status != "" {
+				n++
+			}
+		}
+		return n >= 4
+	})
+	close(hold)
+	h.waitState(ctx, "D6", sent.TS, bot.StateDone)
+}
+
+func TestUploadRetriedAndPostedOnce(t *testing.T) {
+	h := newHarness(t)
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Status: http.StatusInternalServerError, Times: 1})
+	h.fake.RateLimit("files.getUploadURLExternal", 1, time.Second)
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "upload despite faults", "")
+	r := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	if n := len(h.files("C1", sent.TS)); n != 1 {
+		t.Fatalf("%d files posted, want 1", n)
+	}
+	withFiles := 0
+	for _, m := range h.botMessages("C1", sent.TS) {
+		if len(m.Files) > 0 {
+			withFiles++
+		}
+	}
+	if withFiles != 1 {
+		t.Errorf("%d messages with files, want 1", withFiles)
+	}
+	if _, err := h.store.Upload(ctx, r.ID); err != nil {
+		t.Error(err)
+	}
+	h.noPings()
+}
+
+func TestRateLimitedStatusMessage(t *testing.T) {
+	h := newHarness(t)
+	h.fake.RateLimit("chat.postMessage", 1, time.Second)
+	h.fake.RateLimit("chat.update", 2, time.Second)
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "despite 429s", "")
+	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitFor(ctx, "status done", func() bool {
+		m, ok := h.statusMessage("C1", sent.TS, 1)
+		return ok && strings.Contains(string(m.Blocks), "Done")
+	})
+	if n := len(h.files("C1", sent.TS)); n != 1 {
+		t.Errorf("%d files", n)
+	}
+}
+
+func TestAllowListAndUserLimit(t *testing.T) {
+	h := newHarness(t)
+	hold := make(chan struct{})
+	h.res.setHold(hold)
+	defer close(hold)
+	h.start(func(o *bot.Options) {
+		o.AllowedChannels = []string{"C1"}
+		o.MaxRunsPerUser = 1
+	})
+	ctx := testCtx(t)
+	h.mention(ctx, "U1", "C2", "not here", "")
+	h.waitFor(ctx, "allow-list ephemeral", func() bool {
+		for _, e := range h.fake.Ephemerals() {
+			if e.Channel == "C2" && strings.Contains(e.Text, "not enabled in this channel") {
+				return true
+			}
+		}
+		return false
+	})
+	sent := h.mention(ctx, "U1", "C1", "first", "")
+	h.waitState(ctx, "C1", sent.TS, bot.StateRunning)
+	second := h.mention(ctx, "U1", "C1", "second", "")
+	h.waitFor(ctx, "limit reply", func() bool {
+		for _, m := range h.botMessages("C1", second.TS) {
+			if strings.Contains(m.Text, "already have 1") {
+				return true
+			}
+		}
+		return false
+	})
+	// A second question in the busy thread is refused politely.
+	h.mention(ctx, "U1", "C1", "and another thing", sent.TS)
+	h.waitFor(ctx, "busy reply", func() bool {
+		for _, m := range h.botMessages("C1", sent.TS) {
+			if strings.Contains(m.Text, "still working") {
+				return true
+			}
+		}
+		return false
+	})
+	runs, _ := h.store.ListRuns(ctx, bot.RunFilter{})
+	if len(runs) != 1 {
+		t.Errorf("%d runs, want 1", len(runs))
+	}
+}
+
+func TestEmptyMentionGetsHelp(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "", "")
+	h.waitFor(ctx, "help reply", func() bool {
+		for _, m := range h.botMessages("C1", sent.TS) {
+			if strings.Contains(m.Text, "/research ask") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestBotIgnoresItsOwnEchoes(t *testing.T) {
+	h := newHarness(t, slackfake.WithEchoBotMessages(true))
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	ctx := testCtx(t)
+	dm, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U7", Channel: "D7", Text: "echo test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(ctx, "D7", dm.TS, bot.StateDone)
+	time.Sleep(200 * time.Millisecond)
+	runs, _ := h.store.ListRuns(ctx, bot.RunFilter{})
+	if len(runs) != 1 {
+		t.Errorf("%d runs, want 1 (the bot reacted to its own messages)", len(runs))
+	}
+}

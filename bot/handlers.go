@@ -1,0 +1,355 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+)
+
+func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent) {
+	team := outer.TeamID
+	if team == "" {
+		team = b.teamID
+	}
+	switch ev := outer.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if ev.BotID != "" || ev.User == "" || ev.User == b.botUserID {
+			return
+		}
+		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, false)
+	case *slackevents.MessageEvent:
+		if ev.BotID != "" || ev.SubType != "" || ev.User == "" || ev.User == b.botUserID {
+			return
+		}
+		dm := ev.ChannelType == "im" || strings.HasPrefix(ev.Channel, "D")
+		if !dm && strings.Contains(ev.Text, "<@"+b.botUserID+">") {
+			return // the app_mention event handles it
+		}
+		if !dm && ev.ThreadTimeStamp == "" {
+			return
+		}
+		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, !dm)
+	case *slackevents.AppHomeOpenedEvent:
+		if ev.Tab == "" || ev.Tab == "home" {
+			b.publishHome(ctx, ev.User)
+		}
+	case *slackevents.AssistantThreadStartedEvent:
+		b.onAssistantThreadStarted(ctx, ev)
+	}
+}
+
+// onMessage routes a mention, a DM, or (answerOnly) a plain thread reply in
+// a channel, which only matters as the answer to a clarifying question.
+func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, threadTS string, answerOnly bool) {
+	dm := strings.HasPrefix(channel, "D")
+	if !dm && len(b.allowed) > 0 && !b.allowed[channel] {
+		if !answerOnly {
+			b.ephemeral(ctx, channel, threadTS, user, "I'm not enabled in this channel. Ask an admin to add it to the allow-list, or DM me.")
+		}
+		return
+	}
+	// One Slack message can arrive as both app_mention and message events.
+	if first, err := b.store.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.now()); err != nil || !first {
+		return
+	}
+	question := strings.TrimSpace(strings.ReplaceAll(text, "<@"+b.botUserID+">", ""))
+	root := threadTS
+	if root == "" {
+		root = ts
+	}
+	key := ThreadKey{Team: team, Channel: channel, ThreadTS: root}
+	th, err := b.store.Thread(ctx, key)
+	known := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		b.log.Error("bot: load thread", "err", err)
+		return
+	}
+	if known {
+		r, err := b.store.LatestRun(ctx, th.ThreadID)
+		if err == nil && r.State == StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == InterruptQuestion {
+			if !b.mayDecide(r, user) {
+				if !answerOnly {
+					b.ephemeral(ctx, channel, root, user, "This research is waiting for an answer from "+b.userName(ctx, r.Requester)+".")
+				}
+				return
+			}
+			if question == "" {
+				return
+			}
+			b.decide(ctx, r, Decision{InterruptID: r.Interrupt.ID, Action: ActionAnswer, Text: question, By: user, At: b.now()}, channel, root)
+			return
+		}
+		if answerOnly {
+			return
+		}
+		if err == nil && r.State.Active() {
+			b.reply(ctx, channel, root, "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
+			return
+		}
+	}
+	if answerOnly {
+		return
+	}
+	if question == "" {
+		b.reply(ctx, channel, root, helpText)
+		return
+	}
+	if !known {
+		th, err = b.store.PutThread(ctx, Thread{Key: key, ThreadID: key.ThreadID(), Requester: user, DM: dm, CreatedAt: b.now()})
+		if err != nil {
+			b.log.Error("bot: store thread", "err", err)
+			b.reply(ctx, channel, root, "Sorry, I could not start the research (storage error). Please try again.")
+			return
+		}
+	}
+	b.newRun(ctx, th, user, question, known)
+}
+
+// mayDecide reports whether user may press a run's buttons.
+func (b *Bot) mayDecide(r Run, user string) bool {
+	return user == r.Requester || b.approvers[user]
+}
+
+// decide records a decision once and resumes (or cancels) the run.
+func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS string) {
+	cur, err := b.store.Decide(ctx, r.ID, d)
+	switch {
+	case errors.Is(err, ErrAlreadyDecided):
+		if cur.Decision != nil && cur.Decision.By != d.By {
+			b.ephemeral(ctx, channel, threadTS, d.By, fmt.Sprintf("%s already decided this (%s).", b.userName(ctx, cur.Decision.By), strings.ToLower(actionLabel(cur.Decision.Action))))
+		}
+		return
+	case errors.Is(err, ErrNotWaiting):
+		if cur.State == StateRunning && cur.Interrupt != nil && cur.Interrupt.ID != d.InterruptID {
+			return
+		}
+		b.ephemeral(ctx, channel, threadTS, d.By, "This research is no longer waiting for that decision.")
+		return
+	case err != nil:
+		b.log.Error("bot: decide", "run_id", r.ID, "err", err)
+		b.ephemeral(ctx, channel, threadTS, d.By, "Sorry, I could not record your decision (storage error). Please try again.")
+		return
+	}
+	b.log.Info("bot: decision", "run_id", r.ID, "thread_id", r.ThreadID, "action", d.Action, "by", d.By)
+	if cur.Interrupt != nil && cur.Interrupt.MessageTS != "" && cur.Interrupt.Kind != InterruptQuestion {
+		text, blocks := decidedBlocks(*cur.Interrupt, d, b.userName(ctx, d.By))
+		if err := b.updateMessage(ctx, cur.Key.Channel, cur.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+			b.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
+		}
+	}
+	if d.Action == ActionCancel {
+		b.cancelWaiting(ctx, cur, d.By)
+		return
+	}
+	b.tryStart(ctx, cur.ID)
+}
+
+// ackPayload is the response carried by an ack: validation errors for our
+// feedback modal (so the modal stays open), nothing otherwise.
+func (b *Bot) ackPayload(ev socketmode.Event) any {
+	if ev.Type != socketmode.EventTypeInteractive {
+		return nil
+	}
+	cb, ok := ev.Data.(slack.InteractionCallback)
+	if !ok || cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != callbackRevise {
+		return nil
+	}
+	if strings.TrimSpace(feedbackText(cb)) == "" {
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockFeedback: "Please say what should change."})
+	}
+	return nil
+}
+
+func feedbackText(cb slack.InteractionCallback) string {
+	if cb.View.State == nil {
+		return ""
+	}
+	return cb.View.State.Values[blockFeedback][actionFeedback].Value
+}
+
+func (b *Bot) handleInteraction(ctx context.Context, cb slack.InteractionCallback) {
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		for _, a := range cb.ActionCallback.BlockActions {
+			if h := b.extension(a.ActionID); h != nil {
+				b.runExtension(ctx, h, cb)
+				continue
+			}
+			b.onBlockAction(ctx, cb, a)
+		}
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID == callbackRevise {
+			b.onFeedbackSubmitted(ctx, cb)
+			return
+		}
+		if h := b.extension(cb.View.CallbackID); h != nil {
+			b.runExtension(ctx, h, cb)
+		}
+	}
+}
+
+func (b *Bot) extension(id string) InteractionHandler {
+	for prefix, h := range b.opts.Interactions {
+		if strings.HasPrefix(id, prefix) {
+			return h
+		}
+	}
+	return nil
+}
+
+func (b *Bot) runExtension(ctx context.Context, h InteractionHandler, cb slack.InteractionCallback) {
+	if err := h(ctx, cb); err != nil {
+		b.log.Warn("bot: extension interaction", "err", err)
+	}
+}
+
+func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) {
+	user := cb.User.ID
+	channel := cb.Container.ChannelID
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	threadTS := cb.Container.ThreadTs
+	switch a.ActionID {
+	case actCancelRun:
+		b.onCancelButton(ctx, a.Value, user, channel, threadTS)
+	case actApprove, actMore, actCancelIntr, actRevise:
+		runID, intrID, ok := strings.Cut(a.Value, "|")
+		if !ok {
+			return
+		}
+		r, err := b.store.Run(ctx, runID)
+		if err != nil {
+			b.ephemeral(ctx, channel, threadTS, user, "I can't find that research any more.")
+			return
+		}
+		if !b.mayDecide(r, user) {
+			b.ephemeral(ctx, channel, threadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
+			return
+		}
+		action := map[string]Action{actApprove: ActionApprove, actMore: ActionMore, actCancelIntr: ActionCancel}[a.ActionID]
+		if a.ActionID == actRevise {
+			if r.State != StateWaiting || r.Interrupt == nil || r.Interrupt.ID != intrID {
+				b.ephemeral(ctx, channel, threadTS, user, "This research is no longer waiting for that decision.")
+				return
+			}
+			err := b.call(ctx, "views.open", false, func(ctx context.Context) error {
+				_, err := b.api.OpenViewContext(ctx, cb.TriggerID, feedbackModal(runID, intrID, r.Interrupt.Kind))
+				return err
+			})
+			if err != nil {
+				b.log.Warn("bot: open feedback modal", "run_id", runID, "err", err)
+				b.ephemeral(ctx, channel, threadTS, user, "I couldn't open the feedback form; please press the button again.")
+			}
+			return
+		}
+		b.decide(ctx, r, Decision{InterruptID: intrID, Action: action, By: user, At: b.now()}, channel, threadTS)
+	}
+}
+
+func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallback) {
+	text := strings.TrimSpace(feedbackText(cb))
+	if text == "" {
+		return // the ack carried the validation error
+	}
+	runID, intrID, ok := strings.Cut(cb.View.PrivateMetadata, "|")
+	if !ok {
+		return
+	}
+	r, err := b.store.Run(ctx, runID)
+	if err != nil {
+		return
+	}
+	user := cb.User.ID
+	if !b.mayDecide(r, user) {
+		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
+		return
+	}
+	b.decide(ctx, r, Decision{InterruptID: intrID, Action: ActionRevise, Text: text, By: user, At: b.now()}, r.Key.Channel, r.Key.ThreadTS)
+}
+
+func (b *Bot) onCancelButton(ctx context.Context, runID, user, channel, threadTS string) {
+	r, err := b.store.Run(ctx, runID)
+	if err != nil {
+		b.ephemeral(ctx, channel, threadTS, user, "I can't find that research any more.")
+		return
+	}
+	if !b.mayDecide(r, user) {
+		b.ephemeral(ctx, channel, threadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can cancel this research.")
+		return
+	}
+	b.cancelRun(ctx, r, user, func(msg string) { b.ephemeral(ctx, channel, threadTS, user, msg) })
+}
+
+// cancelRun cancels a run on behalf of user and tells them with say.
+func (b *Bot) cancelRun(ctx context.Context, r Run, user string, say func(string)) {
+	cur, cancelledNow, err := b.store.RequestCancel(ctx, r.ID, user, b.now())
+	switch {
+	case errors.Is(err, ErrFinished):
+		say("This research has already finished (" + strings.ToLower(stateLabel(cur.State)) + ").")
+		return
+	case err != nil:
+		b.log.Error("bot: request cancel", "run_id", r.ID, "err", err)
+		say("Sorry, I could not cancel (storage error). Please try again.")
+		return
+	}
+	b.log.Info("bot: cancel requested", "run_id", r.ID, "thread_id", r.ThreadID, "by", user, "immediate", cancelledNow)
+	if cancelledNow {
+		b.cancelWaiting(ctx, cur, user)
+		return
+	}
+	// Running: here, or in another process that sees it at its next heartbeat.
+	b.cancelLocal(r.ID, user)
+}
+
+func (b *Bot) onAssistantThreadStarted(ctx context.Context, ev *slackevents.AssistantThreadStartedEvent) {
+	at := ev.AssistantThread
+	err := b.call(ctx, "assistant.threads.setSuggestedPrompts", true, func(ctx context.Context) error {
+		return b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+			ChannelID: at.ChannelID,
+			ThreadTS:  at.ThreadTimeStamp,
+			Title:     "What should I research?",
+			Prompts: []slack.AssistantThreadsPrompt{
+				{Title: "Regulation trends", Message: "2026年の国内生成AI規制の動向を調べて"},
+				{Title: "Competitor news", Message: "Summarise this month's news about our main competitors, with sources."},
+				{Title: "Technology deep dive", Message: "Compare vector databases for a 10M-document RAG system: cost, latency, operations."},
+			},
+		})
+	})
+	if err != nil {
+		b.log.Warn("bot: suggested prompts", "err", err)
+	}
+}
+
+func (b *Bot) publishHome(ctx context.Context, user string) {
+	runs, err := b.store.ListRuns(ctx, RunFilter{Requester: user, Limit: 15})
+	if err != nil {
+		b.log.Warn("bot: list runs for home", "err", err)
+	}
+	blocks := homeBlocks(runs, b.now())
+	for _, sec := range b.opts.HomeSections {
+		extra, err := sec(ctx, user)
+		if err != nil {
+			b.log.Warn("bot: home section", "err", err)
+			continue
+		}
+		if len(blocks)+len(extra) <= maxBlocks {
+			blocks = append(blocks, extra...)
+		}
+	}
+	err = b.call(ctx, "views.publish", true, func(ctx context.Context) error {
+		_, err := b.api.PublishViewContext(ctx, slack.PublishViewContextRequest{
+			UserID: user,
+			View:   slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}},
+		})
+		return err
+	})
+	if err != nil {
+		b.log.Warn("bot: publish home", "err", err)
+	}
+}

@@ -1,0 +1,288 @@
+package bot_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+	"deepresearch/bot/memstore"
+	"deepresearch/bot/slackfake"
+)
+
+// harness is a fake Slack workspace, a shared store and a scripted
+// researcher; start runs a real bot (slack-go's Socket Mode client) on them.
+type harness struct {
+	t     *testing.T
+	fake  *slackfake.Server
+	store *memstore.Store
+	res   *fakeResearcher
+	n     int
+}
+
+func newHarness(t *testing.T, opts ...slackfake.Option) *harness {
+	t.Helper()
+	fake := slackfake.New(append([]slackfake.Option{slackfake.WithPingInterval(200 * time.Millisecond)}, opts...)...)
+	t.Cleanup(fake.Close)
+	return &harness{t: t, fake: fake, store: memstore.New(), res: newFakeResearcher()}
+}
+
+type runningBot struct {
+	*bot.Bot
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// stop shuts the bot down (gracefully) and returns Run's error.
+func (r *runningBot) stop() error {
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case r.err = <-r.done:
+		case <-time.After(20 * time.Second):
+			r.err = errors.New("bot did not stop within 20s")
+		}
+	})
+	return r.err
+}
+
+// testWriter sends logs to t.Log until the test ends.
+type testWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done && testing.Verbose() {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}
+
+func (h *harness) options() bot.Options {
+	return bot.Options{
+		BotToken:         h.fake.BotToken(),
+		AppToken:         h.fake.AppToken(),
+		APIURL:           h.fake.APIURL(),
+		Lease:            2 * time.Second,
+		HeartbeatEvery:   50 * time.Millisecond,
+		RecoverEvery:     100 * time.Millisecond,
+		ProgressInterval: 20 * time.Millisecond,
+		ShutdownTimeout:  5 * time.Second,
+		RunOptions:       bot.RunOptions{ApproveDraft: true},
+	}
+}
+
+// start runs a bot instance; edit adjusts its options.
+func (h *harness) start(edit ...func(*bot.Options)) *runningBot {
+	h.t.Helper()
+	h.n++
+	o := h.options()
+	o.InstanceID = "bot-" + string(rune('A'+h.n-1))
+	w := &testWriter{t: h.t}
+	o.Logger = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test_instance", o.InstanceID)
+	for _, e := range edit {
+		e(&o)
+	}
+	b, err := bot.New(h.res, h.store, o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningBot{Bot: b, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- b.Run(ctx) }()
+	h.t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			h.t.Errorf("bot stop: %v", err)
+		}
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return r
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls until cond holds.
+func (h *harness) waitFor(ctx context.Context, what string, cond func() bool) {
+	h.t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			h.t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		}
+	}
+}
+
+// buttonValue returns the value of the button with actionID in a message.
+func buttonValue(m slackfake.Message, actionID string) string {
+	var blocks []struct {
+		Type     string `json:"type"`
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	if json.Unmarshal(m.Blocks, &blocks) != nil {
+		return ""
+	}
+	for _, b := range blocks {
+		for _, e := range b.Elements {
+			if e.ActionID == actionID {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
+// botMessages returns the bot's messages in a thread.
+func (h *harness) botMessages(channel, threadTS string) []slackfake.Message {
+	var out []slackfake.Message
+	for _, m := range h.fake.Thread(channel, threadTS) {
+		if m.IsBot() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// withButton waits for a bot message in the thread, other than those with
+// the ts in not, that has a button with actionID, and returns it with the
+// button's value.
+func (h *harness) withButton(ctx context.Context, channel, threadTS, actionID string, not ...string) (slackfake.Message, string) {
+	h.t.Helper()
+	var msg slackfake.Message
+	var val string
+	h.waitFor(ctx, "a message with "+actionID, func() bool {
+		for _, m := range h.botMessages(channel, threadTS) {
+			if v := buttonValue(m, actionID); v != "" && !slices.Contains(not, m.TS) {
+				msg, val = m, v
+				return true
+			}
+		}
+		return false
+	})
+	return msg, val
+}
+
+// statusMessage returns the bot's status message of the thread (the first
+// bot message whose text or edits carry the status).
+func (h *harness) statusMessage(channel, threadTS string, n int) (slackfake.Message, bool) {
+	seen := 0
+	for _, m := range h.botMessages(channel, threadTS) {
+		if isStatus(m) {
+			seen++
+			if seen == n {
+				return m, true
+			}
+		}
+	}
+	return slackfake.Message{}, false
+}
+
+func isStatus(m slackfake.Message) bool {
+	if strings.Contains(string(m.Blocks), `"dr_status"`) {
+		return true
+	}
+	for _, e := range m.Edits {
+		if strings.Contains(string(e.Blocks), `"dr_status"`) {
+			return true
+		}
+	}
+	return strings.Contains(string(m.Blocks), "sources read")
+}
+
+func (h *harness) files(channel, threadTS string) []slackfake.File {
+	var out []slackfake.File
+	for _, f := range h.fake.Files() {
+		if f.Completed && len(f.Channels) > 0 && f.Channels[0] == channel && f.ThreadTS == threadTS {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (h *harness) runOf(ctx context.Context, channel, threadTS string) bot.Run {
+	h.t.Helper()
+	key := bot.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
+	r, err := h.store.LatestRun(ctx, key.ThreadID())
+	if err != nil {
+		h.t.Fatalf("latest run of %v: %v", key, err)
+	}
+	return r
+}
+
+func (h *harness) waitState(ctx context.Context, channel, threadTS string, st bot.RunState) bot.Run {
+	h.t.Helper()
+	key := bot.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
+	var r bot.Run
+	h.waitFor(ctx, "run state "+string(st), func() bool {
+		var err error
+		r, err = h.store.LatestRun(ctx, key.ThreadID())
+		return err == nil && r.State == st
+	})
+	return r
+}
+
+func (h *harness) noPings() {
+	h.t.Helper()
+	if p := h.fake.Pings(); len(p) > 0 {
+		for _, x := range p {
+			h.t.Errorf("bot output pings people: %s %s: %.300s", x.Where, x.TS, x.Content)
+		}
+	}
+}
+
+func (h *harness) mention(ctx context.Context, user, channel, text, threadTS string) slackfake.Sent {
+	h.t.Helper()
+	sent, err := h.fake.SendAppMention(ctx, slackfake.AppMention{User: user, Channel: channel, Text: text, ThreadTS: threadTS})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second); err != nil {
+		h.t.Fatal(err)
+	}
+	return sent
+}
+
+func (h *harness) click(ctx context.Context, user, channel string, m slackfake.Message, actionID, value string) slackfake.Sent {
+	h.t.Helper()
+	sent, err := h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: channel, MessageTS: m.TS, ActionID: actionID, Value: value})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second); err != nil {
+		h.t.Fatal(err)
+	}
+	return sent
+}
+
+func readAll(r io.Reader) string {
+	b, _ := io.ReadAll(r)
+	return string(b)
+}
+
+var _ = readAll
+
+func memstoreNew() *memstore.Store { return memstore.New() }

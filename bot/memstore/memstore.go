@@ -1,0 +1,388 @@
+// Package memstore is an in-memory bot.Store for tests and single-process
+// experiments. Several bots sharing one Store behave like replicas sharing a
+// database.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"deepresearch/bot"
+)
+
+// Store is an in-memory bot.Store. The zero value is not usable; call New.
+type Store struct {
+	mu      sync.Mutex
+	events  map[string]time.Time
+	threads map[bot.ThreadKey]bot.Thread
+	runs    map[string]*bot.Run
+	order   []string // run ids in creation order
+	uploads map[string]bot.Upload
+}
+
+var _ bot.Store = (*Store)(nil)
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		events:  map[string]time.Time{},
+		threads: map[bot.ThreadKey]bot.Thread{},
+		runs:    map[string]*bot.Run{},
+		uploads: map[string]bot.Upload{},
+	}
+}
+
+func clone(r *bot.Run) bot.Run {
+	c := *r
+	if r.Interrupt != nil {
+		i := *r.Interrupt
+		c.Interrupt = &i
+	}
+	if r.Decision != nil {
+		d := *r.Decision
+		c.Decision = &d
+	}
+	return c
+}
+
+// ClaimEvent implements bot.Store.
+func (s *Store) ClaimEvent(_ context.Context, key string, at time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.events[key]; ok {
+		return false, nil
+	}
+	s.events[key] = at
+	return true, nil
+}
+
+// PruneEvents implements bot.Store.
+func (s *Store) PruneEvents(_ context.Context, before time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, at := range s.events {
+		if at.Before(before) {
+			delete(s.events, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PutThread implements bot.Store.
+func (s *Store) PutThread(_ context.Context, t bot.Thread) (bot.Thread, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.threads[t.Key]; ok {
+		return old, nil
+	}
+	s.threads[t.Key] = t
+	return t, nil
+}
+
+// Thread implements bot.Store.
+func (s *Store) Thread(_ context.Context, key bot.ThreadKey) (bot.Thread, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.threads[key]
+	if !ok {
+		return bot.Thread{}, fmt.Errorf("thread %v: %w", key, bot.ErrNotFound)
+	}
+	return t, nil
+}
+
+// CreateRun implements bot.Store.
+func (s *Store) CreateRun(_ context.Context, r bot.Run, maxPerUser int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.runs[r.ID]; ok {
+		return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+	}
+	perUser := 0
+	for _, o := range s.runs {
+		if !o.State.Active() {
+			continue
+		}
+		if o.ThreadID == r.ThreadID {
+			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+		}
+		if o.Requester == r.Requester {
+			perUser++
+		}
+	}
+	if maxPerUser > 0 && perUser >= maxPerUser {
+		return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, bot.ErrUserLimit)
+	}
+	r.State = bot.StateQueued
+	r.Owner, r.LeaseUntil, r.Attempt = "", time.Time{}, 0
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	c := clone(&r)
+	s.runs[r.ID] = &c
+	s.order = append(s.order, r.ID)
+	return nil
+}
+
+func (s *Store) get(id string) (*bot.Run, error) {
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+	}
+	return r, nil
+}
+
+// Run implements bot.Store.
+func (s *Store) Run(_ context.Context, id string) (bot.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return bot.Run{}, err
+	}
+	return clone(r), nil
+}
+
+// LatestRun implements bot.Store.
+func (s *Store) LatestRun(_ context.Context, threadID string) (bot.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if r := s.runs[s.order[i]]; r.ThreadID == threadID {
+			return clone(r), nil
+		}
+	}
+	return bot.Run{}, fmt.Errorf("latest run of %s: %w", threadID, bot.ErrNotFound)
+}
+
+// ListRuns implements bot.Store.
+func (s *Store) ListRuns(_ context.Context, f bot.RunFilter) ([]bot.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []bot.Run
+	for i := len(s.order) - 1; i >= 0; i-- {
+		r := s.runs[s.order[i]]
+		if f.Requester != "" && r.Requester != f.Requester {
+			continue
+		}
+		if f.Channel != "" && r.Key.Channel != f.Channel {
+			continue
+		}
+		if len(f.States) > 0 && !slices.Contains(f.States, r.State) {
+			continue
+		}
+		out = append(out, clone(r))
+		if f.Limit > 0 && len(out) >= f.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func acquirable(r *bot.Run, now time.Time) bool {
+	switch r.State {
+	case bot.StateQueued:
+		return true
+	case bot.StateRunning:
+		return r.LeaseUntil.Before(now)
+	}
+	return false
+}
+
+func acquire(r *bot.Run, owner string, now time.Time, lease time.Duration) {
+	r.State = bot.StateRunning
+	r.Owner = owner
+	r.LeaseUntil = now.Add(lease)
+	r.Attempt++
+	r.UpdatedAt = now
+}
+
+// AcquireRun implements bot.Store.
+func (s *Store) AcquireRun(_ context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return bot.Run{}, err
+	}
+	if !acquirable(r, now) {
+		return bot.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, bot.ErrNotAcquired)
+	}
+	acquire(r, owner, now, lease)
+	return clone(r), nil
+}
+
+// AcquireRuns implements bot.Store.
+func (s *Store) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []bot.Run
+	for _, id := range s.order {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		r := s.runs[id]
+		if acquirable(r, now) {
+			acquire(r, owner, now, lease)
+			out = append(out, clone(r))
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) held(id, owner string) (*bot.Run, error) {
+	r, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if r.State != bot.StateRunning || r.Owner != owner {
+		return nil, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, bot.ErrLeaseLost)
+	}
+	return r, nil
+}
+
+// Heartbeat implements bot.Store.
+func (s *Store) Heartbeat(_ context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.held(id, owner)
+	if err != nil {
+		return bot.Run{}, err
+	}
+	r.LeaseUntil = now.Add(lease)
+	r.UpdatedAt = now
+	return clone(r), nil
+}
+
+// ReleaseRun implements bot.Store.
+func (s *Store) ReleaseRun(_ context.Context, id, owner string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.held(id, owner)
+	if err != nil {
+		return err
+	}
+	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = bot.StateQueued, "", time.Time{}, now
+	return nil
+}
+
+// WaitRun implements bot.Store.
+func (s *Store) WaitRun(_ context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.held(id, owner)
+	if err != nil {
+		return err
+	}
+	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = bot.StateWaiting, "", time.Time{}, now
+	r.Interrupt = &intr
+	r.Decision = nil
+	return nil
+}
+
+// FinishRun implements bot.Store.
+func (s *Store) FinishRun(_ context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+	if state.Active() {
+		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.held(id, owner)
+	if err != nil {
+		return err
+	}
+	r.State, r.Owner, r.LeaseUntil, r.Error = state, "", time.Time{}, errText
+	r.UpdatedAt, r.FinishedAt = now, now
+	return nil
+}
+
+// SetStatusMessage implements bot.Store.
+func (s *Store) SetStatusMessage(_ context.Context, id, ts string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return "", err
+	}
+	if r.StatusTS == "" {
+		r.StatusTS = ts
+	}
+	return r.StatusTS, nil
+}
+
+// Decide implements bot.Store.
+func (s *Store) Decide(_ context.Context, runID string, d bot.Decision) (bot.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(runID)
+	if err != nil {
+		return bot.Run{}, err
+	}
+	if r.Interrupt == nil || r.Interrupt.ID != d.InterruptID {
+		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrNotWaiting)
+	}
+	if r.Decision != nil {
+		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrAlreadyDecided)
+	}
+	if r.State != bot.StateWaiting {
+		return clone(r), fmt.Errorf("run %s is %s: %w", runID, r.State, bot.ErrNotWaiting)
+	}
+	dc := d
+	r.Decision = &dc
+	r.UpdatedAt = d.At
+	if d.Action == bot.ActionCancel {
+		r.State, r.FinishedAt, r.CancelRequestedBy = bot.StateCancelled, d.At, d.By
+	} else {
+		r.State, r.Attempt = bot.StateQueued, 0
+	}
+	return clone(r), nil
+}
+
+// RequestCancel implements bot.Store.
+func (s *Store) RequestCancel(_ context.Context, runID, by string, now time.Time) (bot.Run, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(runID)
+	if err != nil {
+		return bot.Run{}, false, err
+	}
+	switch r.State {
+	case bot.StateQueued, bot.StateWaiting:
+		r.State, r.Owner, r.LeaseUntil = bot.StateCancelled, "", time.Time{}
+		r.CancelRequestedBy, r.UpdatedAt, r.FinishedAt = by, now, now
+		return clone(r), true, nil
+	case bot.StateRunning:
+		if r.CancelRequestedBy == "" {
+			r.CancelRequestedBy = by
+			r.UpdatedAt = now
+		}
+		return clone(r), false, nil
+	}
+	return clone(r), false, fmt.Errorf("run %s is %s: %w", runID, r.State, bot.ErrFinished)
+}
+
+// RecordUpload implements bot.Store.
+func (s *Store) RecordUpload(_ context.Context, u bot.Upload) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.uploads[u.RunID]; ok {
+		return false, nil
+	}
+	s.uploads[u.RunID] = u
+	return true, nil
+}
+
+// Upload implements bot.Store.
+func (s *Store) Upload(_ context.Context, runID string) (bot.Upload, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.uploads[runID]
+	if !ok {
+		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
+	}
+	return u, nil
+}

@@ -1,0 +1,160 @@
+package bot
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// channelLimiter spaces message edits in one channel at least interval
+// apart (Slack allows about one update per second per channel).
+type channelLimiter struct {
+	interval time.Duration
+	mu       sync.Mutex
+	next     map[string]time.Time
+}
+
+func newChannelLimiter(interval time.Duration) *channelLimiter {
+	return &channelLimiter{interval: interval, next: map[string]time.Time{}}
+}
+
+// wait reserves the channel's next slot and sleeps until it.
+func (l *channelLimiter) wait(ctx context.Context, channel string) error {
+	l.mu.Lock()
+	now := time.Now()
+	at := l.next[channel]
+	if at.Before(now) {
+		at = now
+	}
+	l.next[channel] = at.Add(l.interval)
+	if len(l.next) > 4096 { // forget idle channels
+		for ch, t := range l.next {
+			if t.Before(now) {
+				delete(l.next, ch)
+			}
+		}
+	}
+	l.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// statusMessage keeps a run's status message up to date: Set records the
+// newest picture and an updater goroutine edits the message, never more
+// often than the channel limiter allows, always with the newest picture
+// (intermediate ones are coalesced away).
+type statusMessage struct {
+	b       *Bot
+	channel string
+	ts      string
+
+	mu      sync.Mutex
+	view    statusView
+	dirty   bool
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	stopped bool
+}
+
+func (b *Bot) newStatusMessage(channel, ts string, v statusView) *statusMessage {
+	s := &statusMessage{b: b, channel: channel, ts: ts, view: v,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// Progress records a new progress snapshot (the ProgressSink).
+func (s *statusMessage) Progress(p Progress) {
+	s.mu.Lock()
+	s.view.Progress = p
+	s.view.State = StateRunning
+	s.dirty = true
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *statusMessage) snapshot() (statusView, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, d := s.view, s.dirty
+	s.dirty = false
+	return v, d
+}
+
+func (s *statusMessage) loop() {
+	defer close(s.done)
+	ctx := s.b.workCtx
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		}
+		if err := s.b.limiter.wait(ctx, s.channel); err != nil {
+			return
+		}
+		v, dirty := s.snapshot()
+		if !dirty {
+			continue
+		}
+		s.render(ctx, v)
+	}
+}
+
+func (s *statusMessage) render(ctx context.Context, v statusView) {
+	if s.ts == "" {
+		return
+	}
+	v.Now = s.b.now()
+	text, blocks := statusBlocks(v)
+	if err := s.b.updateMessage(ctx, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+		s.b.log.Warn("bot: status update", "channel", s.channel, "ts", s.ts, "err", err)
+	}
+}
+
+// Final stops the updater and renders the last picture with state and note.
+func (s *statusMessage) Final(ctx context.Context, state RunState, note string) {
+	s.halt()
+	s.mu.Lock()
+	s.view.State, s.view.Note = state, note
+	v := s.view
+	s.mu.Unlock()
+	if err := s.b.limiter.wait(ctx, s.channel); err != nil {
+		return
+	}
+	s.render(ctx, v)
+}
+
+// halt stops the updater goroutine and waits for it.
+func (s *statusMessage) halt() {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	<-s.done
+}
+
+// lastProgress returns the newest snapshot.
+func (s *statusMessage) lastProgress() Progress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view.Progress
+}

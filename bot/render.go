@@ -1,0 +1,333 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// Slack's limits for what we render.
+const (
+	maxBlocks       = 50
+	maxSectionChars = 3000
+	maxMarkdown     = 12000
+	maxHeaderChars  = 150
+	maxButtonValue  = 2000
+	summaryChars    = 2800 // "short summary" in the report message
+)
+
+// Action ids of our buttons and the callback id of our modal.
+const (
+	actApprove      = "dr_approve"
+	actRevise       = "dr_revise"
+	actMore         = "dr_more"
+	actCancelIntr   = "dr_cancel_intr"
+	actCancelRun    = "dr_cancel"
+	callbackRevise  = "dr_revise_modal"
+	blockFeedback   = "dr_feedback"
+	actionFeedback  = "text"
+	blockIntrAction = "dr_intr"
+)
+
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+
+func plain(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, s, true, false)
+}
+
+func section(s string) *slack.SectionBlock {
+	return slack.NewSectionBlock(mrkdwn(Truncate(s, maxSectionChars)), nil, nil)
+}
+
+func contextLine(s string) *slack.ContextBlock {
+	return slack.NewContextBlock("", mrkdwn(Truncate(s, maxSectionChars)))
+}
+
+// statusView is what the status message shows.
+type statusView struct {
+	Question  string
+	Requester string // display name, escaped
+	State     RunState
+	Progress  Progress
+	Started   time.Time
+	Now       time.Time
+	RunID     string
+	Note      string // a final word: "Cancelled by …", an error
+}
+
+func fmtElapsed(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+func stateIcon(s SubtaskState) string {
+	switch s {
+	case SubtaskDone:
+		return "✅"
+	case SubtaskRunning:
+		return "⏳"
+	case SubtaskFailed:
+		return "⚠️"
+	}
+	return "▫️"
+}
+
+func runIcon(s RunState) string {
+	switch s {
+	case StateQueued:
+		return "🕒"
+	case StateRunning:
+		return "🔎"
+	case StateWaiting:
+		return "⏸️"
+	case StateDone:
+		return "✅"
+	case StateFailed:
+		return "❌"
+	case StateCancelled:
+		return "🛑"
+	}
+	return "•"
+}
+
+func stateLabel(s RunState) string {
+	switch s {
+	case StateQueued:
+		return "Queued"
+	case StateRunning:
+		return "Researching"
+	case StateWaiting:
+		return "Waiting for you"
+	case StateDone:
+		return "Done"
+	case StateFailed:
+		return "Failed"
+	case StateCancelled:
+		return "Cancelled"
+	}
+	return string(s)
+}
+
+// statusBlocks renders a run's status message.
+func statusBlocks(v statusView) (string, []slack.Block) {
+	p := v.Progress
+	head := fmt.Sprintf("%s *%s:* %s", runIcon(v.State), stateLabel(v.State), truncateEscaped(v.Question, 500))
+	blocks := []slack.Block{section(head)}
+	if len(p.Plan) > 0 {
+		var sb strings.Builder
+		sb.WriteString("*Plan*\n")
+		for i, step := range p.Plan {
+			line := fmt.Sprintf("%d. %s\n", i+1, truncateEscaped(step, 200))
+			if sb.Len()+len(line) > maxSectionChars-20 {
+				sb.WriteString("…\n")
+				break
+			}
+			sb.WriteString(line)
+		}
+		blocks = append(blocks, section(sb.String()))
+	}
+	if len(p.Subtasks) > 0 {
+		var sb strings.Builder
+		sb.WriteString("*Subtasks*\n")
+		for _, st := range p.Subtasks {
+			line := fmt.Sprintf("%s %s\n", stateIcon(st.State), truncateEscaped(st.Title, 200))
+			if sb.Len()+len(line) > maxSectionChars-20 {
+				sb.WriteString("…\n")
+				break
+			}
+			sb.WriteString(line)
+		}
+		blocks = append(blocks, section(sb.String()))
+	}
+	if p.Note != "" && v.State == StateRunning {
+		blocks = append(blocks, contextLine("_"+truncateEscaped(p.Note, 300)+"_"))
+	}
+	if v.Note != "" {
+		blocks = append(blocks, section(v.Note))
+	}
+	var facts []string
+	if p.Phase != "" && v.State.Active() {
+		facts = append(facts, "phase: "+truncateEscaped(p.Phase, 40))
+	}
+	facts = append(facts, fmt.Sprintf("sources read: %d", p.SourcesRead))
+	facts = append(facts, fmt.Sprintf("tokens: %d", p.Tokens))
+	if !v.Started.IsZero() {
+		facts = append(facts, "elapsed: "+fmtElapsed(v.Now.Sub(v.Started)))
+	}
+	if v.Requester != "" {
+		facts = append(facts, "asked by "+v.Requester)
+	}
+	blocks = append(blocks, contextLine(strings.Join(facts, " · ")))
+	if v.State.Active() {
+		btn := slack.NewButtonBlockElement(actCancelRun, v.RunID, plain("Cancel"))
+		btn.Style = slack.StyleDanger
+		blocks = append(blocks, slack.NewActionBlock("dr_status", btn))
+	}
+	text := fmt.Sprintf("%s: %s", stateLabel(v.State), truncateEscaped(v.Question, 200))
+	return text, blocks
+}
+
+func intrTitle(k InterruptKind) string {
+	switch k {
+	case InterruptPlan:
+		return "📋 Research plan ready for review"
+	case InterruptDraft:
+		return "📝 Draft ready for review"
+	}
+	return "❓ Question"
+}
+
+// interruptBlocks renders an approval request with its buttons.
+func interruptBlocks(runID string, intr Interrupt, requester string) (string, []slack.Block) {
+	body := intr.Text
+	if body == "" {
+		body = intr.Draft
+	}
+	value := runID + "|" + intr.ID
+	blocks := []slack.Block{
+		section(fmt.Sprintf("*%s*", intrTitle(intr.Kind))),
+	}
+	if body != "" {
+		blocks = append(blocks, slack.NewMarkdownBlock("dr_body", truncateEscaped(body, maxMarkdown-100)))
+	}
+	approve := slack.NewButtonBlockElement(actApprove, value, plain("Approve"))
+	approve.Style = slack.StylePrimary
+	cancel := slack.NewButtonBlockElement(actCancelIntr, value, plain("Cancel"))
+	cancel.Style = slack.StyleDanger
+	blocks = append(blocks,
+		slack.NewActionBlock(blockIntrAction,
+			approve,
+			slack.NewButtonBlockElement(actRevise, value, plain("Request changes")),
+			slack.NewButtonBlockElement(actMore, value, plain("Research more")),
+			cancel,
+		),
+		contextLine("Only "+requester+" or an approver can decide."),
+	)
+	return intrTitle(intr.Kind), blocks
+}
+
+func actionLabel(a Action) string {
+	switch a {
+	case ActionApprove:
+		return "✅ Approved"
+	case ActionRevise:
+		return "✏️ Changes requested"
+	case ActionMore:
+		return "🔎 More research requested"
+	case ActionCancel:
+		return "🛑 Cancelled"
+	case ActionAnswer:
+		return "💬 Answered"
+	}
+	return string(a)
+}
+
+// decidedBlocks replaces an approval request's buttons by who decided what.
+func decidedBlocks(intr PendingInterrupt, d Decision, byName string) (string, []slack.Block) {
+	line := fmt.Sprintf("%s by *%s*", actionLabel(d.Action), byName)
+	if d.Text != "" {
+		line += ": " + truncateEscaped(d.Text, 1500)
+	}
+	blocks := []slack.Block{section(fmt.Sprintf("*%s*", intrTitle(intr.Kind)))}
+	if intr.Text != "" {
+		blocks = append(blocks, slack.NewMarkdownBlock("dr_body", truncateEscaped(intr.Text, maxMarkdown-100)))
+	}
+	blocks = append(blocks, section(line))
+	return fmt.Sprintf("%s by %s", actionLabel(d.Action), byName), blocks
+}
+
+// reportBlocks renders the short summary that accompanies the report file.
+func reportBlocks(res Result, requester string) []slack.Block {
+	title := res.Title
+	if title == "" {
+		title = "Research report"
+	}
+	blocks := []slack.Block{slack.NewHeaderBlock(plain(truncateEscaped(title, maxHeaderChars)))}
+	if res.Summary != "" {
+		blocks = append(blocks, slack.NewMarkdownBlock("dr_summary", truncateEscaped(res.Summary, summaryChars)))
+	}
+	facts := []string{
+		fmt.Sprintf("%d sources", res.Sources),
+		fmt.Sprintf("%d citations", res.Citations),
+		fmt.Sprintf("%d tokens", res.Tokens),
+	}
+	if res.Elapsed > 0 {
+		facts = append(facts, fmtElapsed(res.Elapsed))
+	}
+	if requester != "" {
+		facts = append(facts, "asked by "+requester)
+	}
+	blocks = append(blocks, contextLine(strings.Join(facts, " · ")+" · full report attached"))
+	return blocks
+}
+
+// feedbackModal asks for the changes a person wants.
+func feedbackModal(runID, intrID string, kind InterruptKind) slack.ModalViewRequest {
+	input := slack.NewPlainTextInputBlockElement(plain("What should change?"), actionFeedback)
+	input.Multiline = true
+	input.MaxLength = 3000
+	what := "draft"
+	if kind == InterruptPlan {
+		what = "plan"
+	}
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      callbackRevise,
+		PrivateMetadata: runID + "|" + intrID,
+		Title:           plain("Request changes"),
+		Submit:          plain("Send"),
+		Close:           plain("Cancel"),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewInputBlock(blockFeedback, plain("Changes to the "+what), nil, input),
+		}},
+	}
+}
+
+const helpText = "*deepresearch* researches a question on the web and in internal documents and posts a cited report.\n" +
+	"• Mention me with a question: `@deepresearch 2026年の国内生成AI規制の動向を調べて`\n" +
+	"• Reply in the thread mentioning me for a follow-up (\"dig deeper into X\", \"rewrite shorter\"); in a DM just reply.\n" +
+	"• `/research ask <question>` starts a research in this channel.\n" +
+	"• `/research status` lists your runs, `/research cancel [run]` cancels one, `/research help` shows this."
+
+// homeBlocks renders the App Home with the user's recent runs.
+func homeBlocks(runs []Run, now time.Time) []slack.Block {
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(plain("Your research")),
+		section(helpText),
+		slack.NewDividerBlock(),
+	}
+	if len(runs) == 0 {
+		blocks = append(blocks, section("_No research yet. Mention me in a channel with a question._"))
+	}
+	for _, r := range runs {
+		if len(blocks) >= maxBlocks-5 {
+			break
+		}
+		line := fmt.Sprintf("%s *%s* · %s\n%s", runIcon(r.State), stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
+			truncateEscaped(r.Question, 300))
+		if r.Key.Channel != "" {
+			line += fmt.Sprintf("\n<#%s> · run `%s`", r.Key.Channel, r.ID)
+		}
+		blocks = append(blocks, section(line))
+	}
+	return blocks
+}
+
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}

@@ -1,0 +1,545 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// Causes for cancelling a run's context.
+var (
+	errLeaseLost = errors.New("bot: lease lost")
+)
+
+// cancelRequested is the cause of a run cancelled by a user.
+type cancelRequested struct{ by string }
+
+func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
+
+// newRun creates a run on a thread, posts its status message and starts it.
+// It answers the user in the thread when the run cannot be created.
+func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, followUp bool) {
+	now := b.now()
+	r := Run{
+		ID:        "r" + randomID(6),
+		ThreadID:  th.ThreadID,
+		Key:       th.Key,
+		Requester: user,
+		Question:  question,
+		FollowUp:  followUp,
+		Options:   b.opts.RunOptions,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
+	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
+		switch {
+		case errors.Is(err, ErrThreadBusy):
+			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
+		case errors.Is(err, ErrUserLimit):
+			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, fmt.Sprintf("You already have %d research runs in progress. Wait for one to finish or cancel one (`/research status`).", b.opts.MaxRunsPerUser))
+		default:
+			log.Error("bot: create run", "err", err)
+			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, "Sorry, I could not start the research (storage error). Please try again.")
+		}
+		return
+	}
+	b.metrics.runs.WithLabelValues(string(StateQueued)).Inc()
+	log.Info("bot: run created", "requester", user, "follow_up", followUp)
+
+	text, blocks := statusBlocks(statusView{Question: question, Requester: b.userName(ctx, user), State: StateQueued, Started: now, Now: now, RunID: r.ID})
+	ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
+	if err != nil {
+		log.Warn("bot: post status message", "err", err)
+	} else if _, err := b.store.SetStatusMessage(ctx, r.ID, ts); err != nil {
+		log.Warn("bot: record status message", "err", err)
+	}
+	if th.DM {
+		b.setAssistantStatus(ctx, th.Key, "is researching…")
+	}
+	b.tryStart(ctx, r.ID)
+}
+
+// tryStart acquires a queued run and works on it if this process has a free
+// slot; otherwise the run stays queued for the recovery loop.
+func (b *Bot) tryStart(ctx context.Context, runID string) {
+	select {
+	case b.runSlots <- struct{}{}:
+	default:
+		return
+	}
+	r, err := b.store.AcquireRun(ctx, runID, b.opts.InstanceID, b.now(), b.opts.Lease)
+	if err != nil {
+		<-b.runSlots
+		if !errors.Is(err, ErrNotAcquired) {
+			b.log.Warn("bot: acquire run", "run_id", runID, "err", err)
+		}
+		return
+	}
+	b.launch(r)
+}
+
+// launch works on an acquired run in its own goroutine; a slot is held.
+func (b *Bot) launch(r Run) {
+	b.runWG.Add(1)
+	go func() {
+		defer b.runWG.Done()
+		defer func() { <-b.runSlots }()
+		b.execute(r)
+	}()
+}
+
+// recoveryLoop picks up queued runs and runs whose lease expired (another
+// process died, or this one restarted), and forgets old event ids.
+func (b *Bot) recoveryLoop(ctx context.Context) {
+	t := time.NewTicker(b.opts.RecoverEvery)
+	defer t.Stop()
+	lastPrune := time.Time{}
+	for {
+		b.recover(ctx)
+		if now := b.now(); now.Sub(lastPrune) > time.Hour {
+			if n, err := b.store.PruneEvents(ctx, now.Add(-b.opts.EventTTL)); err != nil {
+				b.log.Warn("bot: prune events", "err", err)
+			} else if n > 0 {
+				b.log.Info("bot: pruned event ids", "count", n)
+			}
+			lastPrune = now
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (b *Bot) recover(ctx context.Context) {
+	free := cap(b.runSlots) - len(b.runSlots)
+	for range free {
+		select {
+		case b.runSlots <- struct{}{}:
+		default:
+		}
+	}
+	// We now hold up to free slots; acquire that many runs.
+	held := free
+	runs, err := b.store.AcquireRuns(ctx, b.opts.InstanceID, b.now(), b.opts.Lease, held)
+	if err != nil && ctx.Err() == nil {
+		b.log.Warn("bot: acquire runs", "err", err)
+	}
+	for _, r := range runs {
+		b.log.Info("bot: picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
+		b.launch(r)
+		held--
+	}
+	for range held {
+		<-b.runSlots
+	}
+}
+
+// execute works on an acquired run until it pauses, finishes, is cancelled,
+// loses its lease or the process shuts down.
+func (b *Bot) execute(r Run) {
+	ctx, cancel := context.WithCancelCause(b.runCtx)
+	defer cancel(nil)
+	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
+	b.runsMu.Lock()
+	b.running[r.ID] = cancel
+	b.runsMu.Unlock()
+	defer func() {
+		b.runsMu.Lock()
+		delete(b.running, r.ID)
+		b.runsMu.Unlock()
+	}()
+	b.metrics.runsActive.Inc()
+	defer b.metrics.runsActive.Dec()
+	b.metrics.runs.WithLabelValues(string(StateRunning)).Inc()
+	if r.CancelRequestedBy != "" {
+		cancel(cancelRequested{r.CancelRequestedBy})
+	}
+
+	// Slack calls for finishing the run must outlive a cancelled run ctx.
+	wctx := b.workCtx
+	th, err := b.store.Thread(wctx, r.Key)
+	if err != nil {
+		th = Thread{Key: r.Key, ThreadID: r.ThreadID}
+	}
+	requester := b.userName(wctx, r.Requester)
+	if r.StatusTS == "" {
+		text, blocks := statusBlocks(statusView{Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, Now: b.now(), RunID: r.ID})
+		if ts, err := b.postMessage(wctx, r.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil {
+			r.StatusTS, _ = b.store.SetStatusMessage(wctx, r.ID, ts)
+		}
+	}
+	status := b.newStatusMessage(r.Key.Channel, r.StatusTS, statusView{
+		Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, RunID: r.ID,
+	})
+	defer status.halt()
+	status.Progress(Progress{Phase: "starting"})
+
+	hbDone := make(chan struct{})
+	hbStopped := make(chan struct{})
+	go func() {
+		defer close(hbStopped)
+		b.heartbeat(ctx, r, th, cancel, hbDone)
+	}()
+	outcome, err := b.invoke(ctx, r, status.Progress, log)
+	close(hbDone)
+	<-hbStopped
+	b.countTokens(r.ID, status.lastProgress().Tokens, outcome)
+
+	cause := context.Cause(ctx)
+	var cr cancelRequested
+	switch {
+	case err == nil && outcome.Interrupt != nil:
+		b.pause(wctx, r, th, *outcome.Interrupt, status, requester, log)
+	case err == nil && outcome.Result != nil:
+		b.finish(wctx, r, th, *outcome.Result, status, requester, log)
+	case err == nil:
+		b.fail(wctx, r, th, errors.New("the researcher returned neither a result nor an interrupt"), status, log)
+	case errors.As(cause, &cr):
+		b.cancelled(wctx, r, th, cr.by, status, log)
+	case errors.Is(cause, errShutdown):
+		if err := b.store.ReleaseRun(wctx, r.ID, b.opts.InstanceID, b.now()); err != nil {
+			log.Warn("bot: release run at shutdown", "err", err)
+		} else {
+			log.Info("bot: run released for another process")
+		}
+		status.halt()
+	case errors.Is(cause, errLeaseLost):
+		log.Warn("bot: lease lost; another process owns the run now")
+		status.halt()
+	default:
+		b.fail(wctx, r, th, err, status, log)
+	}
+}
+
+// invoke calls the Researcher: Continue on a retry (falling back to the
+// input when nothing was checkpointed), else Resume with the decision or
+// Start with the question.
+func (b *Bot) invoke(ctx context.Context, r Run, sink ProgressSink, log *slog.Logger) (Outcome, error) {
+	if r.Attempt > 1 {
+		out, err := b.res.Continue(ctx, r.ThreadID, sink)
+		if !errors.Is(err, ErrNothingToContinue) {
+			log.Info("bot: continued run", "attempt", r.Attempt, "err", err)
+			return out, err
+		}
+	}
+	if r.Decision != nil && r.Interrupt != nil && r.Decision.InterruptID == r.Interrupt.ID {
+		d := r.Decision
+		return b.res.Resume(ctx, r.ThreadID, d.InterruptID, Answer{Action: d.Action, Text: d.Text, By: d.By}, sink)
+	}
+	return b.res.Start(ctx, StartRequest{
+		ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
+	}, sink)
+}
+
+// heartbeat renews the lease until done; it cancels the run when the lease
+// is lost or someone asked to cancel. In assistant threads it refreshes the
+// status line before Slack clears it.
+func (b *Bot) heartbeat(ctx context.Context, r Run, th Thread, cancel context.CancelCauseFunc, done <-chan struct{}) {
+	t := time.NewTicker(b.opts.HeartbeatEvery)
+	defer t.Stop()
+	lastStatus := b.now()
+	if th.DM {
+		b.setAssistantStatus(ctx, th.Key, "is researching…")
+	}
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		cur, err := b.store.Heartbeat(ctx, r.ID, b.opts.InstanceID, b.now(), b.opts.Lease)
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			// A cancel of a running run keeps it running, so this is a takeover
+			// or the run ended elsewhere.
+			if cur2, err2 := b.store.Run(ctx, r.ID); err2 == nil && cur2.State == StateCancelled {
+				cancel(cancelRequested{cur2.CancelRequestedBy})
+			} else {
+				cancel(errLeaseLost)
+			}
+			return
+		case err != nil:
+			b.log.Warn("bot: heartbeat", "run_id", r.ID, "err", err)
+		case cur.CancelRequestedBy != "":
+			cancel(cancelRequested{cur.CancelRequestedBy})
+		}
+		if th.DM && b.now().Sub(lastStatus) >= b.opts.StatusRefresh {
+			b.setAssistantStatus(ctx, th.Key, "is researching…")
+			lastStatus = b.now()
+		}
+	}
+}
+
+func (b *Bot) countTokens(runID string, progressTokens int, out Outcome) {
+	n := progressTokens
+	if out.Result != nil && out.Result.Tokens > n {
+		n = out.Result.Tokens
+	}
+	_ = runID
+	if n > 0 {
+		b.metrics.tokens.Add(float64(n))
+	}
+}
+
+// pause shows an interrupt and records the run as waiting.
+func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, status *statusMessage, requester string, log *slog.Logger) {
+	var ts string
+	var err error
+	if intr.Kind == InterruptQuestion {
+		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText("❓ "+truncateEscaped(intr.Text, 3000)+"\n_Reply in this thread to answer._", false), slack.MsgOptionTS(r.Key.ThreadTS))
+	} else {
+		text, blocks := interruptBlocks(r.ID, intr, requester)
+		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS))
+	}
+	if err != nil {
+		log.Error("bot: post interrupt", "err", err)
+	}
+	pi := PendingInterrupt{ID: intr.ID, Kind: intr.Kind, Text: intr.Text, MessageTS: ts}
+	if pi.Text == "" {
+		pi.Text = Truncate(intr.Draft, maxMarkdown-200)
+	}
+	if err := b.store.WaitRun(ctx, r.ID, b.opts.InstanceID, pi, b.now()); err != nil {
+		log.Warn("bot: record waiting run", "err", err)
+		return
+	}
+	b.metrics.runs.WithLabelValues(string(StateWaiting)).Inc()
+	log.Info("bot: run waiting", "interrupt_id", intr.ID, "kind", intr.Kind)
+	status.Final(ctx, StateWaiting, "")
+	if th.DM {
+		b.setAssistantStatus(ctx, th.Key, "")
+	}
+}
+
+// finish uploads the report (once) and records the run as done.
+func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *statusMessage, requester string, log *slog.Logger) {
+	if res.Elapsed == 0 {
+		res.Elapsed = b.now().Sub(r.CreatedAt)
+	}
+	if err := b.uploadReport(ctx, r, res, requester, log); err != nil {
+		b.fail(ctx, r, th, fmt.Errorf("uploading the report: %w", err), status, log)
+		return
+	}
+	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateDone, "", b.now()); err != nil {
+		log.Warn("bot: record finished run", "err", err)
+		return
+	}
+	b.metrics.runs.WithLabelValues(string(StateDone)).Inc()
+	log.Info("bot: run done", "sources", res.Sources, "tokens", res.Tokens)
+	p := status.lastProgress()
+	if res.Tokens > p.Tokens {
+		p.Tokens = res.Tokens
+	}
+	if res.Sources > p.SourcesRead {
+		p.SourcesRead = res.Sources
+	}
+	status.mu.Lock()
+	status.view.Progress = p
+	status.mu.Unlock()
+	status.Final(ctx, StateDone, "The report is below.")
+	if th.DM {
+		b.setAssistantStatus(ctx, th.Key, "")
+	}
+}
+
+func (b *Bot) fail(ctx context.Context, r Run, th Thread, cause error, status *statusMessage, log *slog.Logger) {
+	log.Error("bot: run failed", "err", cause)
+	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateFailed, cause.Error(), b.now()); err != nil {
+		log.Warn("bot: record failed run", "err", err)
+		return
+	}
+	b.metrics.runs.WithLabelValues(string(StateFailed)).Inc()
+	status.Final(ctx, StateFailed, "Something went wrong: "+truncateEscaped(cause.Error(), 500)+"\nMention me again to retry.")
+	if th.DM {
+		b.setAssistantStatus(ctx, th.Key, "")
+	}
+}
+
+// cancelled finishes a run this process was working on after a cancel.
+func (b *Bot) cancelled(ctx context.Context, r Run, th Thread, by string, status *statusMessage, log *slog.Logger) {
+	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
+		log.Warn("bot: researcher cancel", "err", err)
+	}
+	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateCancelled, "", b.now()); err != nil && !errors.Is(err, ErrLeaseLost) {
+		log.Warn("bot: record cancelled run", "err", err)
+	}
+	b.metrics.runs.WithLabelValues(string(StateCancelled)).Inc()
+	log.Info("bot: run cancelled", "by", by)
+	status.Final(ctx, StateCancelled, "Cancelled by *"+b.userName(ctx, by)+"*.")
+	if th.DM {
+		b.setAssistantStatus(ctx, th.Key, "")
+	}
+}
+
+// cancelWaiting tidies up after a queued or waiting run was cancelled in the
+// store by this process: no one is running it.
+func (b *Bot) cancelWaiting(ctx context.Context, r Run, by string) {
+	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
+		b.log.Warn("bot: researcher cancel", "run_id", r.ID, "err", err)
+	}
+	b.metrics.runs.WithLabelValues(string(StateCancelled)).Inc()
+	byName := b.userName(ctx, by)
+	if r.StatusTS != "" {
+		s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
+		v := statusView{Question: r.Question, Requester: b.userName(ctx, r.Requester), State: StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: "Cancelled by *" + byName + "*."}
+		if err := b.limiter.wait(ctx, r.Key.Channel); err == nil {
+			s.render(ctx, v)
+		}
+	}
+	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != InterruptQuestion {
+		d := Decision{InterruptID: r.Interrupt.ID, Action: ActionCancel, By: by}
+		if r.Decision != nil {
+			d = *r.Decision
+		}
+		text, blocks := decidedBlocks(*r.Interrupt, d, b.userName(ctx, d.By))
+		if err := b.updateMessage(ctx, r.Key.Channel, r.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+			b.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
+		}
+	}
+	if th, err := b.store.Thread(ctx, r.Key); err == nil && th.DM {
+		b.setAssistantStatus(ctx, th.Key, "")
+	}
+}
+
+// cancelLocal cancels a run this process is working on; false if it is not.
+func (b *Bot) cancelLocal(runID, by string) bool {
+	b.runsMu.Lock()
+	defer b.runsMu.Unlock()
+	cancel, ok := b.running[runID]
+	if ok {
+		cancel(cancelRequested{by})
+	}
+	return ok
+}
+
+func (b *Bot) setAssistantStatus(ctx context.Context, key ThreadKey, status string) {
+	err := b.call(ctx, "assistant.threads.setStatus", true, func(ctx context.Context) error {
+		return b.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+			ChannelID: key.Channel, ThreadTS: key.ThreadTS, Status: status,
+		})
+	})
+	if err != nil {
+		b.log.Debug("bot: assistant status", "err", err)
+	}
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// reportFilename is unique per run, so a posted report can be recognised.
+func reportFilename(r Run, title string) string {
+	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(title), "-"), "-")
+	if len(slug) > 40 {
+		slug = strings.Trim(slug[:40], "-")
+	}
+	if slug == "" {
+		slug = "report"
+	}
+	return fmt.Sprintf("%s-%s.md", slug, r.ID)
+}
+
+// uploadReport posts the report file with its summary once: it skips a
+// run whose upload is recorded or already visible in the thread, retries
+// failures, and on an ambiguous failure of the final step looks in the
+// thread before trying again.
+func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester string, log *slog.Logger) error {
+	if _, err := b.store.Upload(ctx, r.ID); err == nil {
+		log.Info("bot: report already uploaded")
+		return nil
+	}
+	name := reportFilename(r, res.Title)
+	record := func(fileID, ts string) error {
+		_, err := b.store.RecordUpload(ctx, Upload{RunID: r.ID, FileID: fileID, MessageTS: ts, At: b.now()})
+		return err
+	}
+	if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
+		log.Info("bot: report found in thread; not posting again", "file_id", id)
+		return record(id, ts)
+	}
+	content := res.Report
+	if content == "" {
+		content = res.Summary
+	}
+	if content == "" {
+		content = "(empty report)"
+	}
+	title := res.Title
+	if title == "" {
+		title = "Research report"
+	}
+	params := slack.UploadFileParameters{
+		Filename:        name,
+		FileSize:        len(content),
+		Title:           strings.NewReplacer("<", "‹", ">", "›").Replace(neutralizeAt(Truncate(title, 200))),
+		Blocks:          slack.Blocks{BlockSet: reportBlocks(res, requester)},
+		Channel:         r.Key.Channel,
+		ThreadTimestamp: r.Key.ThreadTS,
+		SnippetType:     "markdown",
+	}
+	backoff := 500 * time.Millisecond
+	var lastErr error
+	for attempt := 0; attempt <= b.opts.SlackRetries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 10*time.Second)
+		}
+		params.Content = content
+		f, err := b.api.UploadFileContext(ctx, params)
+		if err == nil {
+			log.Info("bot: report uploaded", "file_id", f.ID, "bytes", len(content))
+			return record(f.ID, "")
+		}
+		lastErr = err
+		b.metrics.slackErrors.WithLabelValues("files.upload", errorCode(err)).Inc()
+		log.Warn("bot: report upload failed", "attempt", attempt+1, "err", err)
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			backoff = max(backoff, rl.RetryAfter)
+		}
+		if strings.HasPrefix(err.Error(), "CompleteUploadExternal") {
+			// The share may have happened although we got an error.
+			if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
+				return record(id, ts)
+			}
+		}
+	}
+	return lastErr
+}
+
+// findPostedFile looks in the thread for a file we posted with this name.
+func (b *Bot) findPostedFile(ctx context.Context, key ThreadKey, name string) (fileID, ts string, ok bool) {
+	var msgs []slack.Message
+	err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
+		var err error
+		msgs, _, _, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: key.Channel, Timestamp: key.ThreadTS, Limit: 200,
+		})
+		return err
+	})
+	if err != nil {
+		b.log.Debug("bot: read thread", "err", err)
+		return "", "", false
+	}
+	for _, m := range msgs {
+		if m.BotID == "" && m.User != b.botUserID {
+			continue
+		}
+		for _, f := range m.Files {
+			if f.Name == name {
+				return f.ID, m.Timestamp, true
+			}
+		}
+	}
+	return "", "", false
+}

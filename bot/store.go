@@ -1,0 +1,219 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store keeps what the bot must not lose across restarts and share between
+// replicas: the Slack thread ↔ graph thread mapping, runs as durable jobs
+// with a lease, processed event ids, decisions on interrupts and uploads.
+//
+// Every method is atomic on its own (one transaction in SQL); the comments
+// say which are compare-and-set. Times are passed in by the caller (the bot's
+// clock), never read from the database's clock, so tests control them; a SQL
+// implementation stores them with at least millisecond precision.
+// storetest.Run checks an implementation against these rules.
+type Store interface {
+	// ClaimEvent records that the event (or envelope) with this key is being
+	// handled. It returns true for the first claim of the key and false for
+	// every later one, across all processes (INSERT … ON CONFLICT DO NOTHING).
+	ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error)
+	// PruneEvents forgets event keys claimed before the given time and
+	// returns how many.
+	PruneEvents(ctx context.Context, before time.Time) (int, error)
+
+	// PutThread stores the mapping of a Slack thread if the key has none yet
+	// and returns the stored mapping: the given one, or the one another
+	// caller stored first (insert-if-absent, then read).
+	PutThread(ctx context.Context, t Thread) (Thread, error)
+	// Thread returns the mapping of a Slack thread, or ErrNotFound.
+	Thread(ctx context.Context, key ThreadKey) (Thread, error)
+
+	// CreateRun inserts a new run in state queued. It is refused with
+	// ErrThreadBusy when the run's graph thread already has an active run
+	// (queued, running or waiting), and with ErrUserLimit when maxPerUser > 0
+	// and the requester already has that many active runs. Both checks and
+	// the insert are one atomic step. r.ID must be unique (ErrConflict).
+	CreateRun(ctx context.Context, r Run, maxPerUser int) error
+	// Run returns a run by id, or ErrNotFound.
+	Run(ctx context.Context, id string) (Run, error)
+	// LatestRun returns the most recently created run of a graph thread, or
+	// ErrNotFound.
+	LatestRun(ctx context.Context, threadID string) (Run, error)
+	// ListRuns returns runs matching f, newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
+
+	// AcquireRun is a compare-and-set that makes owner the run's lease
+	// holder until now+lease and sets its state to running, if the run is
+	// queued, or running with a lease that expired before now. It
+	// increments Attempt and returns the updated run. Otherwise it returns
+	// ErrNotAcquired (the run is held by someone else, waiting, or finished).
+	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
+	// AcquireRuns acquires, as AcquireRun does, up to limit runs that are
+	// queued or running with an expired lease, oldest first, skipping rows
+	// another caller is acquiring at the same time (FOR UPDATE SKIP LOCKED).
+	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
+	// Heartbeat extends the lease of a running run held by owner to
+	// now+lease and returns the run (whose CancelRequestedBy tells the owner
+	// to stop). It returns ErrLeaseLost when owner no longer holds a
+	// running run (lease taken over, run cancelled or finished).
+	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
+	// ReleaseRun puts a running run held by owner back to queued with no
+	// lease (graceful shutdown: another process continues it at once).
+	// ErrLeaseLost when owner does not hold it.
+	ReleaseRun(ctx context.Context, id, owner string, now time.Time) error
+	// WaitRun moves a running run held by owner to waiting for the
+	// interrupt it (the lease is dropped, the decision cleared).
+	// ErrLeaseLost when owner does not hold it.
+	WaitRun(ctx context.Context, id, owner string, intr PendingInterrupt, now time.Time) error
+	// FinishRun moves a running run held by owner to a final state (done,
+	// failed or cancelled) with an error text for failed. ErrLeaseLost when
+	// owner does not hold it.
+	FinishRun(ctx context.Context, id, owner string, state RunState, errText string, now time.Time) error
+	// SetStatusMessage records the ts of the run's status message if it has
+	// none yet and returns the stored ts (set-if-empty, then read).
+	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
+
+	// Decide records a decision on the pending interrupt of a waiting run,
+	// exactly once across processes: a compare-and-set that succeeds only
+	// if the run is waiting on interrupt d.InterruptID with no decision yet.
+	// With ActionCancel the run becomes cancelled; with any other action it
+	// becomes queued with the decision as its input (Attempt reset to 0), to
+	// be acquired and resumed. It returns the updated run. A second decision
+	// gets ErrAlreadyDecided and the run as stored (whose Decision says who
+	// decided what); a run not waiting on that interrupt gets ErrNotWaiting.
+	Decide(ctx context.Context, runID string, d Decision) (Run, error)
+	// RequestCancel cancels a run on behalf of user by. A queued or waiting
+	// run becomes cancelled at once (cancelled=true). A running run gets
+	// CancelRequestedBy set and stays running until its owner, told by
+	// Heartbeat, finishes it (cancelled=false). A finished run gets
+	// ErrFinished. The returned run is the stored one after the change.
+	RequestCancel(ctx context.Context, runID, by string, now time.Time) (r Run, cancelled bool, err error)
+
+	// RecordUpload records that the report of a run was posted as file
+	// fileID. It returns false (and changes nothing) when the run already
+	// has an upload recorded (insert-if-absent).
+	RecordUpload(ctx context.Context, u Upload) (bool, error)
+	// Upload returns the recorded upload of a run, or ErrNotFound.
+	Upload(ctx context.Context, runID string) (Upload, error)
+}
+
+// Store errors. Implementations return them (wrapped or not); callers test
+// with errors.Is.
+var (
+	ErrNotFound       = errors.New("bot: not found")
+	ErrConflict       = errors.New("bot: already exists")
+	ErrThreadBusy     = errors.New("bot: the thread has an active run")
+	ErrUserLimit      = errors.New("bot: too many active runs for the user")
+	ErrNotAcquired    = errors.New("bot: run not acquired")
+	ErrLeaseLost      = errors.New("bot: run lease lost")
+	ErrAlreadyDecided = errors.New("bot: interrupt already decided")
+	ErrNotWaiting     = errors.New("bot: run is not waiting on that interrupt")
+	ErrFinished       = errors.New("bot: run already finished")
+)
+
+// ThreadKey identifies a Slack thread: the team, the channel and the ts of
+// the thread's parent message.
+type ThreadKey struct {
+	Team     string
+	Channel  string
+	ThreadTS string
+}
+
+// ThreadID derives the graph thread id of a Slack thread.
+func (k ThreadKey) ThreadID() string {
+	return "slack:" + k.Team + ":" + k.Channel + ":" + k.ThreadTS
+}
+
+// Thread maps a Slack thread to its graph thread.
+type Thread struct {
+	Key       ThreadKey
+	ThreadID  string // graph thread id
+	Requester string // user who started the thread's first run
+	DM        bool   // a direct message (assistant) thread
+	CreatedAt time.Time
+}
+
+// RunState is the state of a run job.
+type RunState string
+
+// Run states. Queued, running and waiting are active; the others are final.
+const (
+	StateQueued    RunState = "queued"
+	StateRunning   RunState = "running"
+	StateWaiting   RunState = "waiting"
+	StateDone      RunState = "done"
+	StateFailed    RunState = "failed"
+	StateCancelled RunState = "cancelled"
+)
+
+// Active reports whether the state is queued, running or waiting.
+func (s RunState) Active() bool {
+	return s == StateQueued || s == StateRunning || s == StateWaiting
+}
+
+// AllStates lists every run state.
+var AllStates = []RunState{StateQueued, StateRunning, StateWaiting, StateDone, StateFailed, StateCancelled}
+
+// Run is one research job: a question (or a follow-up) on a graph thread,
+// from creation to a final state.
+type Run struct {
+	ID        string
+	ThreadID  string
+	Key       ThreadKey // where it lives in Slack
+	Requester string
+	Question  string
+	FollowUp  bool
+	Options   RunOptions
+	State     RunState
+
+	// Lease: who works on it and until when (running only).
+	Owner      string
+	LeaseUntil time.Time
+	Attempt    int // acquisitions since the last input; >1 means a retry
+
+	StatusTS          string            // the status message, edited in place
+	Interrupt         *PendingInterrupt // set while waiting (and kept after, for the record)
+	Decision          *Decision         // the decision on Interrupt, once made
+	CancelRequestedBy string            // set by RequestCancel on a running run
+	Error             string            // for failed
+
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// PendingInterrupt is an interrupt a waiting run shows in Slack.
+type PendingInterrupt struct {
+	ID        string
+	Kind      InterruptKind
+	Text      string
+	MessageTS string // the message with the buttons (or the question)
+}
+
+// Decision is someone's answer to an interrupt.
+type Decision struct {
+	InterruptID string
+	Action      Action
+	Text        string
+	By          string
+	At          time.Time
+}
+
+// RunFilter selects runs for ListRuns; zero fields match everything.
+type RunFilter struct {
+	Requester string
+	Channel   string
+	States    []RunState
+	Limit     int // 0: no limit
+}
+
+// Upload is the posted report of a run.
+type Upload struct {
+	RunID     string
+	FileID    string
+	MessageTS string
+	At        time.Time
+}

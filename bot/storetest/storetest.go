@@ -1,0 +1,572 @@
+// Package storetest is the conformance suite of bot.Store: every
+// implementation (memory, SQLite, Postgres) runs it from its own tests.
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) bot.Store { return newEmptyStore(t) })
+//	}
+//
+// newStore must return an empty store for each subtest (a fresh database or
+// schema); the suite runs subtests sequentially, and some subtests call the
+// store from many goroutines to check the compare-and-set rules.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+)
+
+// Run runs the conformance suite.
+func Run(t *testing.T, newStore func(t *testing.T) bot.Store) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, bot.Store)
+	}{
+		{"ClaimEvent", testClaimEvent},
+		{"ClaimEventConcurrent", testClaimEventConcurrent},
+		{"Threads", testThreads},
+		{"CreateRunRules", testCreateRunRules},
+		{"AcquireAndLease", testAcquireAndLease},
+		{"AcquireConcurrent", testAcquireConcurrent},
+		{"AcquireRuns", testAcquireRuns},
+		{"WaitDecideResume", testWaitDecide},
+		{"DecideConcurrent", testDecideConcurrent},
+		{"DecideCancel", testDecideCancel},
+		{"RequestCancel", testRequestCancel},
+		{"FinishAndRelease", testFinishAndRelease},
+		{"StatusMessage", testStatusMessage},
+		{"Uploads", testUploads},
+		{"ListRuns", testListRuns},
+		{"RoundTrip", testRoundTrip},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+// t0 is the suite's clock origin; millisecond precision is enough.
+var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func key(ts string) bot.ThreadKey { return bot.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: ts} }
+
+func newRun(id, thread, user string) bot.Run {
+	k := key(thread)
+	return bot.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id,
+		Options: bot.RunOptions{ApproveDraft: true, Depth: "deep"}, CreatedAt: at(0), UpdatedAt: at(0)}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+func create(t *testing.T, s bot.Store, r bot.Run) bot.Run {
+	t.Helper()
+	must(t, s.CreateRun(ctx(t), r, 0))
+	got, err := s.Run(ctx(t), r.ID)
+	must(t, err)
+	return got
+}
+
+func testClaimEvent(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	first, err := s.ClaimEvent(c, "ev:1", at(0))
+	must(t, err)
+	again, err := s.ClaimEvent(c, "ev:1", at(1))
+	must(t, err)
+	other, err := s.ClaimEvent(c, "ev:2", at(10))
+	must(t, err)
+	if !first || again || !other {
+		t.Fatalf("claims = %v %v %v, want true false true", first, again, other)
+	}
+	n, err := s.PruneEvents(c, at(5))
+	must(t, err)
+	if n != 1 {
+		t.Errorf("pruned %d, want 1", n)
+	}
+	if ok, _ := s.ClaimEvent(c, "ev:1", at(11)); !ok {
+		t.Error("a pruned key cannot be claimed again")
+	}
+	if ok, _ := s.ClaimEvent(c, "ev:2", at(11)); ok {
+		t.Error("a key newer than the prune time was forgotten")
+	}
+}
+
+func testClaimEventConcurrent(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			ok, err := s.ClaimEvent(c, "ev:race", at(0))
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d winners, want 1", wins.Load())
+	}
+}
+
+func testThreads(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	_, err := s.Thread(c, key("1.0"))
+	wantErr(t, err, bot.ErrNotFound)
+	th := bot.Thread{Key: key("1.0"), ThreadID: key("1.0").ThreadID(), Requester: "U1", DM: true, CreatedAt: at(0)}
+	got, err := s.PutThread(c, th)
+	must(t, err)
+	if got != th {
+		t.Fatalf("PutThread = %+v", got)
+	}
+	other := th
+	other.Requester = "U2"
+	got, err = s.PutThread(c, other)
+	must(t, err)
+	if got.Requester != "U1" {
+		t.Errorf("second PutThread replaced the mapping: %+v", got)
+	}
+	got, err = s.Thread(c, key("1.0"))
+	must(t, err)
+	if got != th {
+		t.Errorf("Thread = %+v, want %+v", got, th)
+	}
+}
+
+func testCreateRunRules(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	r := create(t, s, newRun("r1", "1.0", "U1"))
+	if r.State != bot.StateQueued || r.Attempt != 0 || r.Owner != "" {
+		t.Errorf("new run = %+v", r)
+	}
+	wantErr(t, s.CreateRun(c, newRun("r1", "9.0", "U9"), 0), bot.ErrConflict)
+	wantErr(t, s.CreateRun(c, newRun("r2", "1.0", "U2"), 0), bot.ErrThreadBusy)
+	must(t, s.CreateRun(c, newRun("r3", "2.0", "U1"), 2))
+	wantErr(t, s.CreateRun(c, newRun("r4", "3.0", "U1"), 2), bot.ErrUserLimit)
+	must(t, s.CreateRun(c, newRun("r5", "3.0", "U1"), 0)) // no limit
+	// A finished run frees its thread and its user's slot.
+	_, err := s.AcquireRun(c, "r1", "A", at(1), time.Minute)
+	must(t, err)
+	must(t, s.FinishRun(c, "r1", "A", bot.StateDone, "", at(2)))
+	must(t, s.CreateRun(c, newRun("r6", "1.0", "U2"), 1))
+	_, err = s.Run(c, "nope")
+	wantErr(t, err, bot.ErrNotFound)
+}
+
+func testAcquireAndLease(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	create(t, s, newRun("r1", "1.0", "U1"))
+	r, err := s.AcquireRun(c, "r1", "A", at(0), 10*time.Second)
+	must(t, err)
+	if r.State != bot.StateRunning || r.Owner != "A" || r.Attempt != 1 || !r.LeaseUntil.Equal(at(10)) {
+		t.Fatalf("acquired = %+v", r)
+	}
+	_, err = s.AcquireRun(c, "r1", "B", at(5), 10*time.Second)
+	wantErr(t, err, bot.ErrNotAcquired)
+	r, err = s.Heartbeat(c, "r1", "A", at(8), 10*time.Second)
+	must(t, err)
+	if !r.LeaseUntil.Equal(at(18)) {
+		t.Errorf("lease after heartbeat = %v", r.LeaseUntil)
+	}
+	_, err = s.Heartbeat(c, "r1", "B", at(8), 10*time.Second)
+	wantErr(t, err, bot.ErrLeaseLost)
+	_, err = s.AcquireRun(c, "r1", "B", at(17), 10*time.Second)
+	wantErr(t, err, bot.ErrNotAcquired)
+	// The lease expires: B takes over, A is fenced off.
+	r, err = s.AcquireRun(c, "r1", "B", at(19), 10*time.Second)
+	must(t, err)
+	if r.Owner != "B" || r.Attempt != 2 {
+		t.Fatalf("takeover = %+v", r)
+	}
+	_, err = s.Heartbeat(c, "r1", "A", at(20), 10*time.Second)
+	wantErr(t, err, bot.ErrLeaseLost)
+	wantErr(t, s.FinishRun(c, "r1", "A", bot.StateDone, "", at(20)), bot.ErrLeaseLost)
+	wantErr(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i"}, at(20)), bot.ErrLeaseLost)
+	wantErr(t, s.ReleaseRun(c, "r1", "A", at(20)), bot.ErrLeaseLost)
+	_, err = s.AcquireRun(c, "nope", "A", at(0), time.Second)
+	if !errors.Is(err, bot.ErrNotFound) && !errors.Is(err, bot.ErrNotAcquired) {
+		t.Errorf("acquire unknown run: %v", err)
+	}
+}
+
+func testAcquireConcurrent(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	create(t, s, newRun("r1", "1.0", "U1"))
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			_, err := s.AcquireRun(c, "r1", fmt.Sprintf("P%d", i), at(0), time.Minute)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, bot.ErrNotAcquired):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d owners, want 1", wins.Load())
+	}
+}
+
+func testAcquireRuns(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	for i := range 5 {
+		r := newRun(fmt.Sprintf("r%d", i), fmt.Sprintf("%d.0", i), fmt.Sprintf("U%d", i))
+		r.CreatedAt = at(float64(i))
+		create(t, s, r)
+	}
+	// r0 is held with a live lease, r1 is waiting: neither is acquirable.
+	_, err := s.AcquireRun(c, "r0", "A", at(10), time.Minute)
+	must(t, err)
+	_, err = s.AcquireRun(c, "r1", "A", at(10), time.Minute)
+	must(t, err)
+	must(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptDraft}, at(10)))
+
+	// Several processes race for the rest: each run goes to exactly one.
+	var mu sync.Mutex
+	got := map[string]string{}
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Go(func() {
+			owner := fmt.Sprintf("P%d", p)
+			runs, err := s.AcquireRuns(c, owner, at(11), time.Minute, 2)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(runs) > 2 {
+				t.Errorf("limit 2, got %d", len(runs))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range runs {
+				if prev, ok := got[r.ID]; ok {
+					t.Errorf("run %s acquired by %s and %s", r.ID, prev, owner)
+				}
+				got[r.ID] = owner
+				if r.State != bot.StateRunning || r.Owner != owner || r.Attempt != 1 {
+					t.Errorf("acquired run = %+v", r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(got) != 3 || got["r0"] != "" || got["r1"] != "" {
+		t.Fatalf("acquired %v, want r2, r3, r4", got)
+	}
+	// After r0's lease expires it is acquirable again.
+	runs, err := s.AcquireRuns(c, "Z", at(200), time.Minute, 0)
+	must(t, err)
+	ids := map[string]bool{}
+	for _, r := range runs {
+		ids[r.ID] = true
+	}
+	if !ids["r0"] || ids["r1"] {
+		t.Errorf("after expiry acquired %v", ids)
+	}
+}
+
+func testWaitDecide(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	create(t, s, newRun("r1", "1.0", "U1"))
+	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
+	must(t, err)
+	d := bot.Decision{InterruptID: "i1", Action: bot.ActionApprove, By: "U1", At: at(2)}
+	_, err = s.Decide(c, "r1", d)
+	wantErr(t, err, bot.ErrNotWaiting)
+	pi := bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptDraft, Text: "draft", MessageTS: "5.0"}
+	must(t, s.WaitRun(c, "r1", "A", pi, at(1)))
+	r, err := s.Run(c, "r1")
+	must(t, err)
+	if r.State != bot.StateWaiting || r.Owner != "" || r.Interrupt == nil || *r.Interrupt != pi || r.Decision != nil {
+		t.Fatalf("waiting run = %+v", r)
+	}
+	if _, err := s.AcquireRun(c, "r1", "B", at(100), time.Minute); !errors.Is(err, bot.ErrNotAcquired) {
+		t.Fatalf("a waiting run was acquired: %v", err)
+	}
+	_, err = s.Decide(c, "r1", bot.Decision{InterruptID: "other", Action: bot.ActionApprove, By: "U1", At: at(2)})
+	wantErr(t, err, bot.ErrNotWaiting)
+	d.Text = "ok"
+	r, err = s.Decide(c, "r1", d)
+	must(t, err)
+	if r.State != bot.StateQueued || r.Decision == nil || *r.Decision != d || r.Attempt != 0 {
+		t.Fatalf("decided run = %+v", r)
+	}
+	r2, err := s.Decide(c, "r1", bot.Decision{InterruptID: "i1", Action: bot.ActionRevise, By: "U2", At: at(3)})
+	wantErr(t, err, bot.ErrAlreadyDecided)
+	if r2.Decision == nil || r2.Decision.By != "U1" {
+		t.Errorf("second decision sees %+v", r2.Decision)
+	}
+	r, err = s.AcquireRun(c, "r1", "B", at(4), time.Minute)
+	must(t, err)
+	if r.Attempt != 1 || r.Decision == nil || r.Interrupt == nil || r.Interrupt.ID != "i1" {
+		t.Errorf("resumed run = %+v", r)
+	}
+	// A new interrupt clears the old decision.
+	must(t, s.WaitRun(c, "r1", "B", bot.PendingInterrupt{ID: "i2", Kind: bot.InterruptPlan}, at(5)))
+	r, _ = s.Run(c, "r1")
+	if r.Decision != nil || r.Interrupt.ID != "i2" {
+		t.Errorf("after second wait = %+v", r)
+	}
+}
+
+func testDecideConcurrent(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	create(t, s, newRun("r1", "1.0", "U1"))
+	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
+	must(t, err)
+	must(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptDraft}, at(1)))
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			_, err := s.Decide(c, "r1", bot.Decision{InterruptID: "i1", Action: bot.ActionApprove, By: fmt.Sprintf("U%d", i), At: at(2)})
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, bot.ErrAlreadyDecided) && !errors.Is(err, bot.ErrNotWaiting):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d decisions applied, want 1", wins.Load())
+	}
+}
+
+func testDecideCancel(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	create(t, s, newRun("r1", "1.0", "U1"))
+	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
+	must(t, err)
+	must(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptPlan}, at(1)))
+	r, err := s.Decide(c, "r1", bot.Decision{InterruptID: "i1", Action: bot.ActionCancel, By: "U1", At: at(2)})
+	must(t, err)
+	if r.State != bot.StateCancelled || r.FinishedAt.IsZero() {
+		t.Fatalf("cancel decision = %+v", r)
+	}
+	runs, err := s.AcquireRuns(c, "B", at(3), time.Minute, 0)
+	must(t, err)
+	if len(runs) != 0 {
+		t.Errorf("a cancelled run was acquired")
+	}
+}
+
+func testRequestCancel(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	// Queued: cancelled at once.
+	create(t, s, newRun("q", "1.0", "U1"))
+	r, now, err := s.RequestCancel(c, "q", "U1", at(1))
+	must(t, err)
+	if !now || r.State != bot.StateCancelled || r.CancelRequestedBy != "U1" {
+		t.Fatalf("cancel queued = %+v %v", r, now)
+	}
+	_, _, err = s.RequestCancel(c, "q", "U1", at(2))
+	wantErr(t, err, bot.ErrFinished)
+
+	// Running: flagged; the owner sees it in Heartbeat and finishes it.
+	create(t, s, newRun("r", "2.0", "U1"))
+	_, err = s.AcquireRun(c, "r", "A", at(0), time.Minute)
+	must(t, err)
+	r, now, err = s.RequestCancel(c, "r", "U2", at(1))
+	must(t, err)
+	if now || r.State != bot.StateRunning || r.CancelRequestedBy != "U2" {
+		t.Fatalf("cancel running = %+v %v", r, now)
+	}
+	hb, err := s.Heartbeat(c, "r", "A", at(2), time.Minute)
+	must(t, err)
+	if hb.CancelRequestedBy != "U2" {
+		t.Errorf("heartbeat does not carry the cancel: %+v", hb)
+	}
+	must(t, s.FinishRun(c, "r", "A", bot.StateCancelled, "", at(3)))
+
+	// Waiting: cancelled at once; a later decision is refused.
+	create(t, s, newRun("w", "3.0", "U1"))
+	_, err = s.AcquireRun(c, "w", "A", at(0), time.Minute)
+	must(t, err)
+	must(t, s.WaitRun(c, "w", "A", bot.PendingInterrupt{ID: "i"}, at(1)))
+	_, now, err = s.RequestCancel(c, "w", "U1", at(2))
+	must(t, err)
+	if !now {
+		t.Error("waiting run not cancelled at once")
+	}
+	_, err = s.Decide(c, "w", bot.Decision{InterruptID: "i", Action: bot.ActionApprove, By: "U1", At: at(3)})
+	wantErr(t, err, bot.ErrNotWaiting)
+}
+
+func testFinishAndRelease(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	create(t, s, newRun("r1", "1.0", "U1"))
+	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
+	must(t, err)
+	must(t, s.ReleaseRun(c, "r1", "A", at(1)))
+	r, _ := s.Run(c, "r1")
+	if r.State != bot.StateQueued || r.Owner != "" {
+		t.Fatalf("released = %+v", r)
+	}
+	r, err = s.AcquireRun(c, "r1", "B", at(2), time.Minute) // at once, no lease expiry needed
+	must(t, err)
+	if r.Attempt != 2 {
+		t.Errorf("attempt after release = %d, want 2", r.Attempt)
+	}
+	if err := s.FinishRun(c, "r1", "B", bot.StateRunning, "", at(3)); err == nil {
+		t.Error("FinishRun accepted an active state")
+	}
+	must(t, s.FinishRun(c, "r1", "B", bot.StateFailed, "boom", at(3)))
+	r, _ = s.Run(c, "r1")
+	if r.State != bot.StateFailed || r.Error != "boom" || !r.FinishedAt.Equal(at(3)) || r.Owner != "" {
+		t.Errorf("failed run = %+v", r)
+	}
+	wantErr(t, s.FinishRun(c, "r1", "B", bot.StateDone, "", at(4)), bot.ErrLeaseLost)
+}
+
+func testStatusMessage(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	create(t, s, newRun("r1", "1.0", "U1"))
+	ts, err := s.SetStatusMessage(c, "r1", "1.1")
+	must(t, err)
+	ts2, err := s.SetStatusMessage(c, "r1", "1.2")
+	must(t, err)
+	if ts != "1.1" || ts2 != "1.1" {
+		t.Errorf("status ts = %q, %q; want 1.1 twice", ts, ts2)
+	}
+	r, _ := s.Run(c, "r1")
+	if r.StatusTS != "1.1" {
+		t.Errorf("stored status ts = %q", r.StatusTS)
+	}
+}
+
+func testUploads(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	_, err := s.Upload(c, "r1")
+	wantErr(t, err, bot.ErrNotFound)
+	u := bot.Upload{RunID: "r1", FileID: "F1", MessageTS: "1.5", At: at(1)}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			v := u
+			if i > 0 {
+				v.FileID = fmt.Sprintf("F%d", i+1)
+			}
+			ok, err := s.RecordUpload(c, v)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d uploads recorded, want 1", wins.Load())
+	}
+	got, err := s.Upload(c, "r1")
+	must(t, err)
+	if got.RunID != "r1" || got.FileID == "" {
+		t.Errorf("upload = %+v", got)
+	}
+}
+
+func testListRuns(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	for i, u := range []string{"U1", "U2", "U1", "U1"} {
+		r := newRun(fmt.Sprintf("r%d", i), fmt.Sprintf("%d.0", i), u)
+		r.CreatedAt = at(float64(i))
+		create(t, s, r)
+	}
+	_, err := s.AcquireRun(c, "r2", "A", at(5), time.Minute)
+	must(t, err)
+	must(t, s.FinishRun(c, "r2", "A", bot.StateDone, "", at(6)))
+	ids := func(rs []bot.Run) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	all, err := s.ListRuns(c, bot.RunFilter{Requester: "U1"})
+	must(t, err)
+	if got := fmt.Sprint(ids(all)); got != "[r3 r2 r0]" {
+		t.Errorf("U1's runs = %s, want newest first [r3 r2 r0]", got)
+	}
+	lim, _ := s.ListRuns(c, bot.RunFilter{Requester: "U1", Limit: 2})
+	if got := fmt.Sprint(ids(lim)); got != "[r3 r2]" {
+		t.Errorf("limited = %s", got)
+	}
+	active, _ := s.ListRuns(c, bot.RunFilter{States: []bot.RunState{bot.StateQueued, bot.StateRunning, bot.StateWaiting}})
+	if got := fmt.Sprint(ids(active)); got != "[r3 r1 r0]" {
+		t.Errorf("active = %s", got)
+	}
+	latest, err := s.LatestRun(c, key("1.0").ThreadID())
+	must(t, err)
+	if latest.ID != "r1" {
+		t.Errorf("latest = %s", latest.ID)
+	}
+	_, err = s.LatestRun(c, "nope")
+	wantErr(t, err, bot.ErrNotFound)
+	byChan, _ := s.ListRuns(c, bot.RunFilter{Channel: "C9"})
+	if len(byChan) != 0 {
+		t.Errorf("channel filter = %v", ids(byChan))
+	}
+}
+
+// testRoundTrip checks that every field survives storage.
+func testRoundTrip(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	r := newRun("r1", "1.0", "U1")
+	r.Question = "2026年の国内生成AI規制 <!here> & \"quotes\""
+	r.FollowUp = true
+	r.Options = bot.RunOptions{ApprovePlan: true, ApproveDraft: true, Depth: "deep", Language: "ja"}
+	r.CreatedAt = at(0.123)
+	r.UpdatedAt = at(0.123)
+	got := create(t, s, r)
+	if got.Question != r.Question || !got.FollowUp || got.Options != r.Options || got.Key != r.Key ||
+		got.ThreadID != r.ThreadID || got.Requester != "U1" || !got.CreatedAt.Equal(r.CreatedAt) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, r)
+	}
+	_, err := s.AcquireRun(c, "r1", "A", at(1), time.Minute)
+	must(t, err)
+	pi := bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptQuestion, Text: "which period?", MessageTS: "2.0"}
+	must(t, s.WaitRun(c, "r1", "A", pi, at(2)))
+	d := bot.Decision{InterruptID: "i1", Action: bot.ActionAnswer, Text: "2025–2026", By: "U1", At: at(3.5)}
+	_, err = s.Decide(c, "r1", d)
+	must(t, err)
+	got, _ = s.Run(c, "r1")
+	if got.Interrupt == nil || *got.Interrupt != pi || got.Decision == nil || got.Decision.Text != d.Text ||
+		!got.Decision.At.Equal(d.At) || got.Decision.Action != d.Action || got.Decision.By != "U1" {
+		t.Errorf("interrupt/decision round trip: %+v %+v", got.Interrupt, got.Decision)
+	}
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"deepresearch/bot"
+	"deepresearch/bot/memstore"
+)
+
+// serveConfig is everything serve reads from the environment (and flags).
+type serveConfig struct {
+	BotToken, AppToken, APIURL string
+	HTTPAddr                   string // /healthz and /metrics; "" disables
+	LogLevel                   slog.Level
+	Channels, Approvers        []string
+	MaxRunsPerUser             int
+	MaxConcurrentRuns          int
+	ApprovePlan, ApproveDraft  bool
+}
+
+// configError names a setting that is missing or wrong; it is printed as one line.
+type configError struct{ name, msg string }
+
+func (e configError) Error() string { return e.name + ": " + e.msg }
+
+func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error) {
+	c := serveConfig{
+		BotToken: strings.TrimSpace(e("SLACK_BOT_TOKEN")),
+		AppToken: strings.TrimSpace(e("SLACK_APP_TOKEN")),
+		APIURL:   strings.TrimSpace(e("SLACK_API_URL")),
+		HTTPAddr: orDefault(e("DEEPRESEARCH_HTTP_ADDR"), ":9090"),
+	}
+	switch {
+	case c.BotToken == "":
+		return c, configError{"SLACK_BOT_TOKEN", "not set; set it to the app's Bot User OAuth Token (xoxb-…)"}
+	case !strings.HasPrefix(c.BotToken, "xoxb-"):
+		return c, configError{"SLACK_BOT_TOKEN", "must be a bot token starting with xoxb- (OAuth & Permissions → Bot User OAuth Token)"}
+	case c.AppToken == "":
+		return c, configError{"SLACK_APP_TOKEN", "not set; set it to an app-level token (xapp-…) with the connections:write scope"}
+	case !strings.HasPrefix(c.AppToken, "xapp-"):
+		return c, configError{"SLACK_APP_TOKEN", "must be an app-level token starting with xapp- (Basic Information → App-Level Tokens, scope connections:write)"}
+	}
+	if c.APIURL != "" {
+		u, err := url.Parse(c.APIURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return c, configError{"SLACK_API_URL", fmt.Sprintf("%q is not an http(s) URL; unset it to use Slack's own API", c.APIURL)}
+		}
+	}
+	if strings.EqualFold(c.HTTPAddr, "off") {
+		c.HTTPAddr = ""
+	}
+	if lv := e("DEEPRESEARCH_LOG_LEVEL"); lv != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
+			return c, configError{"DEEPRESEARCH_LOG_LEVEL", fmt.Sprintf("%q is not debug, info, warn or error", lv)}
+		}
+	}
+	c.Channels = splitList(e("DEEPRESEARCH_SLACK_CHANNELS"))
+	c.Approvers = splitList(e("DEEPRESEARCH_SLACK_APPROVERS"))
+	var err error
+	if c.MaxRunsPerUser, err = intVar(e, "DEEPRESEARCH_MAX_RUNS_PER_USER", 3); err != nil {
+		return c, err
+	}
+	if c.MaxConcurrentRuns, err = intVar(e, "DEEPRESEARCH_MAX_CONCURRENT_RUNS", 8); err != nil {
+		return c, err
+	}
+	if c.ApprovePlan, err = boolVar(e, "DEEPRESEARCH_APPROVE_PLAN", false); err != nil {
+		return c, err
+	}
+	if c.ApproveDraft, err = boolVar(e, "DEEPRESEARCH_APPROVE_DRAFT", true); err != nil {
+		return c, err
+	}
+
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.HTTPAddr, "http", c.HTTPAddr, "address of /healthz and /metrics (env DEEPRESEARCH_HTTP_ADDR; empty disables)")
+	fs.IntVar(&c.MaxConcurrentRuns, "max-runs", c.MaxConcurrentRuns, "runs this process works on at once (env DEEPRESEARCH_MAX_CONCURRENT_RUNS)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return c, usageError{"unexpected arguments: " + strings.Join(fs.Args(), " ")}
+	}
+	return c, nil
+}
+
+func orDefault(v, def string) string {
+	if v = strings.TrimSpace(v); v != "" {
+		return v
+	}
+	return def
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, f)
+	}
+	return out
+}
+
+func intVar(e env, name string, def int) (int, error) {
+	v := strings.TrimSpace(e(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, configError{name, fmt.Sprintf("%q is not a whole number", v)}
+	}
+	return n, nil
+}
+
+func boolVar(e env, name string, def bool) (bool, error) {
+	v := strings.TrimSpace(e(name))
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, configError{name, fmt.Sprintf("%q is not true or false", v)}
+	}
+	return b, nil
+}
+
+// runServe runs the Slack bot until ctx ends.
+func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr io.Writer) error {
+	cfg, err := loadServeConfig(args, e, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	res, store, closeDeps, err := serveDeps(ctx, e, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := closeDeps(); err != nil {
+			log.Warn("serve: closing storage", "err", err)
+		}
+	}()
+	return serveBot(ctx, cfg, res, store, log)
+}
+
+// serveDeps builds the Researcher and the Store that serve runs with.
+//
+// TODO(lead): wire the research agent (agent.New) and the storage chosen by
+// DATABASE_URL / DEEPRESEARCH_DATA_DIR here. Until then serve keeps its
+// records in memory and every run fails with a clear message.
+func serveDeps(_ context.Context, _ env, log *slog.Logger) (bot.Researcher, bot.Store, func() error, error) {
+	log.Warn("serve: the research agent and durable storage are not wired yet; runs will fail and records live in memory")
+	return unwiredResearcher{}, memstore.New(), func() error { return nil }, nil
+}
+
+// serveBot runs a bot with the given researcher and store, plus the
+// /healthz and /metrics server, until ctx ends. This is the constructor the
+// lead's wiring (and tests) use.
+func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bot.Store, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b, err := bot.New(res, store, bot.Options{
+		BotToken:          cfg.BotToken,
+		AppToken:          cfg.AppToken,
+		APIURL:            cfg.APIURL,
+		AllowedChannels:   cfg.Channels,
+		Approvers:         cfg.Approvers,
+		MaxRunsPerUser:    cfg.MaxRunsPerUser,
+		MaxConcurrentRuns: cfg.MaxConcurrentRuns,
+		RunOptions:        bot.RunOptions{ApprovePlan: cfg.ApprovePlan, ApproveDraft: cfg.ApproveDraft},
+		Logger:            log,
+		Registerer:        reg,
+	})
+	if err != nil {
+		return err
+	}
+	var srv *http.Server
+	if cfg.HTTPAddr != "" {
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return configError{"DEEPRESEARCH_HTTP_ADDR", fmt.Sprintf("cannot listen on %s: %v", cfg.HTTPAddr, err)}
+		}
+		srv = &http.Server{Handler: b.Handler(reg), ReadHeaderTimeout: 5 * time.Second}
+		log.Info("serve: health and metrics", "addr", ln.Addr().String())
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("serve: http", "err", err)
+			}
+		}()
+	}
+	runErr := b.Run(ctx)
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+	}
+	return runErr
+}
+
+// unwiredResearcher stands in until the agent is wired: every run fails
+// with a message saying so.
+type unwiredResearcher struct{}
+
+var errUnwired = errors.New("the research agent is not wired into serve yet")
+
+func (unwiredResearcher) Start(context.Context, bot.StartRequest, bot.ProgressSink) (bot.Outcome, error) {
+	return bot.Outcome{}, errUnwired
+}
+
+func (unwiredResearcher) Resume(context.Context, string, string, bot.Answer, bot.ProgressSink) (bot.Outcome, error) {
+	return bot.Outcome{}, errUnwired
+}
+
+func (unwiredResearcher) Continue(context.Context, string, bot.ProgressSink) (bot.Outcome, error) {
+	return bot.Outcome{}, bot.ErrNothingToContinue
+}
+
+func (unwiredResearcher) Cancel(context.Context, string) error { return nil }
