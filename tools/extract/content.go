@@ -37,6 +37,11 @@ func (b blockStat) good() bool {
 type nodeScore struct {
 	good, bad int
 	value     int // sum of blockValue
+	// goodRuns and linkRuns count the prose runs and the runs that are
+	// mostly link text (titles, "read more") under the element.
+	goodRuns, linkRuns int
+	// pos sums the positive values only.
+	pos int
 }
 
 // blockValue rates one run of text: its non-link length, less its link
@@ -52,9 +57,11 @@ const blockCost = 10
 
 // chooseRoot picks the element whose runs of text have the greatest total
 // value (see blockStat.value): the smallest container holding the
-// article's prose and little else. Ties go to the deepest element.
+// article's prose and little else. Ties go to the deepest element, and a
+// child holding descendPercent of its parent's value is preferred to the
+// parent. Teaser cards (see findCards) add no positive value.
 func (e *extractor) chooseRoot(body *html.Node) *html.Node {
-	scores := scoreBlocks(body)
+	scores := scoreBlocks(body, e.cards)
 	best, bestScore := body, -1<<62
 	var pick func(n *html.Node, depth int)
 	pick = func(n *html.Node, depth int) {
@@ -75,19 +82,53 @@ func (e *extractor) chooseRoot(body *html.Node) *html.Node {
 		}
 	}
 	pick(body, 0)
+	// A container scores above its best child when what it adds besides
+	// is worth a little more than nothing: a teaser, a short blurb, a
+	// notice. When one child holds nearly all the value, and nearly all
+	// the positive value (so that prose cancelled out by a link list is
+	// not lost), that child is the article.
+	for depth := 0; depth < maxDepth && bestScore > 0; depth++ {
+		var next *html.Node
+		for c := best.FirstChild; c != nil; c = c.NextSibling {
+			if s := scores[c]; s != nil && s.value*100 >= bestScore*descendPercent &&
+				s.pos*100 >= scores[best].pos*descendPosPercent {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		best, bestScore = next, scores[next].value
+	}
 	return best
 }
 
+// descendPercent and descendPosPercent are the shares of its parent's
+// value and positive value a child must hold for chooseRoot to prefer the
+// child.
+const (
+	descendPercent    = 85
+	descendPosPercent = 80
+)
+
 // scoreBlocks splits the text under body into runs of inline text, judges
 // each run good (prose) or bad, and sums both kinds for every element.
-func scoreBlocks(body *html.Node) map[*html.Node]*nodeScore {
+// Runs inside the elements of cards (teasers, see findCards) add no
+// positive value: they must not draw the root towards them.
+func scoreBlocks(body *html.Node, cards map[*html.Node]bool) map[*html.Node]*nodeScore {
 	scores := map[*html.Node]*nodeScore{}
 	var cur blockStat
 	var owner *html.Node
+	inCard := 0
 	flush := func() {
 		if cur.chars > 0 && owner != nil {
 			g := cur.good()
 			v := cur.value()
+			if inCard > 0 {
+				v = min(v, 0)
+			}
+			linkRun := cur.link*2 > cur.chars
 			for a := owner; a != nil; a = a.Parent {
 				s := scores[a]
 				if s == nil {
@@ -95,10 +136,15 @@ func scoreBlocks(body *html.Node) map[*html.Node]*nodeScore {
 					scores[a] = s
 				}
 				s.value += v
+				s.pos += max(v, 0)
 				if g {
 					s.good += cur.chars
+					s.goodRuns++
 				} else {
 					s.bad += cur.chars
+				}
+				if linkRun {
+					s.linkRuns++
 				}
 				if a == body {
 					break
@@ -126,7 +172,18 @@ func scoreBlocks(body *html.Node) map[*html.Node]*nodeScore {
 				case "script", "style", "noscript", "template":
 					continue
 				}
-				if blockTags[c.Data] {
+				if cards[c] {
+					flush()
+					inCard++
+					saved := owner
+					if blockTags[c.Data] {
+						owner = c
+					}
+					walk(c, inLink, depth+1)
+					flush()
+					owner = saved
+					inCard--
+				} else if blockTags[c.Data] {
 					flush()
 					saved := owner
 					owner = c

@@ -17,9 +17,16 @@ type extractor struct {
 	// size caches the weighted text length of elements and of their prose
 	// text, filled by measure before pruning.
 	size map[*html.Node]textSize
+	// cards are the items of teaser lists (see findCards), found before
+	// pruning.
+	cards map[*html.Node]bool
+	// popups are link clusters inside paragraphs (see findPopups).
+	popups map[*html.Node]bool
+	// embeds holds the ancestors of embedded posts (see findEmbeds).
+	embeds map[*html.Node]bool
 }
 
-type textSize struct{ all, para int }
+type textSize struct{ all, para, paras int }
 
 func newExtractor(base *url.URL, opts Options) *extractor {
 	return &extractor{base: base, opts: opts, seenLinks: map[string]bool{}}
@@ -131,12 +138,7 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 				isPos, lastPos = true, i
 			}
 		}
-		embed := false
-		for _, w := range words {
-			if w == "embed" || w == "embedded" || w == "tweet" {
-				embed = true
-			}
-		}
+		embed := isEmbedName(name)
 		if !isNeg && !embed {
 			for _, s := range negStems {
 				if strings.Contains(lname, s) {
@@ -203,10 +205,211 @@ func isHidden(n *html.Node) bool {
 // size: all text, and the text of prose-like runs (see scoreBlocks).
 func (e *extractor) measure(body *html.Node) textSize {
 	e.size = map[*html.Node]textSize{}
-	for n, sc := range scoreBlocks(body) {
-		e.size[n] = textSize{all: sc.good + sc.bad, para: sc.good}
+	scores := scoreBlocks(body, nil)
+	for n, sc := range scores {
+		e.size[n] = textSize{all: sc.good + sc.bad, para: sc.good, paras: sc.goodRuns}
 	}
+	e.cards = findCards(scores)
+	e.popups = findPopups(body)
+	e.embeds = findEmbeds(body)
 	return e.size[body]
+}
+
+// findEmbeds returns the ancestors of embedded posts: blockquotes whose
+// class names a tweet or an embed (the markup of embedded tweets,
+// Instagram and Facebook posts, which quote text into the article).
+func findEmbeds(body *html.Node) map[*html.Node]bool {
+	var embeds map[*html.Node]bool
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		if depth > maxDepth {
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "blockquote" && isEmbedName(attr(c, "class")) {
+				if embeds == nil {
+					embeds = map[*html.Node]bool{}
+				}
+				for a := c.Parent; a != nil && a != body && !embeds[a]; a = a.Parent {
+					embeds[a] = true
+				}
+				continue
+			}
+			walk(c, depth+1)
+		}
+	}
+	walk(body, 0)
+	return embeds
+}
+
+// isEmbedName reports a class or id naming an embedded post.
+func isEmbedName(name string) bool {
+	if len(name) > 200 {
+		return false
+	}
+	for _, w := range splitWords(name) {
+		if w == "embed" || w == "embedded" || w == "tweet" {
+			return true
+		}
+	}
+	return false
+}
+
+// inlineStat is the text of an element: its length, the part inside
+// links and the number of links.
+type inlineStat struct{ chars, link, links int }
+
+// Limits of a popup: the smallest number of links and of text, and the
+// prose its paragraph must have besides it.
+const (
+	popupMinLinks = 3
+	popupMinChars = 80
+	popupMinProse = 40
+)
+
+// findPopups finds hover cards and tooltips written into a paragraph: an
+// inline element (a span, not a link) holding several links and nothing
+// but link text, inside a block that also has prose of its own. Sites put
+// a person's card ("more articles about X") or a glossary popup there; the
+// paragraph around it is part of the article, the card is not. When such
+// elements nest, the innermost one holding most of the link text is the
+// popup, so that the link it hangs on stays in the text.
+func findPopups(body *html.Node) map[*html.Node]bool {
+	var popups map[*html.Node]bool
+	stats := map[*html.Node]inlineStat{}
+	candidate := func(n *html.Node) bool {
+		st := stats[n]
+		return !blockTags[n.Data] && n.Data != "a" && st.links >= popupMinLinks &&
+			st.chars >= popupMinChars && st.link*10 >= st.chars*9
+	}
+	var walk func(n *html.Node, inLink bool, depth int) inlineStat
+	walk = func(n *html.Node, inLink bool, depth int) inlineStat {
+		var st inlineStat
+		if depth > maxDepth {
+			return st
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				l := weightedLen(c.Data)
+				st.chars += l
+				if inLink {
+					st.link += l
+				}
+			case html.ElementNode:
+				switch c.Data {
+				case "script", "style", "noscript", "template":
+					continue
+				}
+				isLink := c.Data == "a" && attr(c, "href") != ""
+				cs := walk(c, inLink || isLink, depth+1)
+				if isLink {
+					cs.links++
+				}
+				st.chars += cs.chars
+				st.link += cs.link
+				st.links += cs.links
+			}
+		}
+		stats[n] = st
+		if blockTags[n.Data] && st.chars-st.link >= popupMinProse {
+			// n is a block with prose: mark the popups among its
+			// inline descendants.
+			var mark func(m *html.Node, depth int)
+			mark = func(m *html.Node, depth int) {
+				for c := m.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
+					if c.Type != html.ElementNode || blockTags[c.Data] {
+						continue
+					}
+					if candidate(c) {
+						inner := false
+						for g := c.FirstChild; g != nil; g = g.NextSibling {
+							if g.Type == html.ElementNode && candidate(g) && stats[g].link*10 >= stats[c].link*7 {
+								inner = true
+							}
+						}
+						if !inner {
+							if popups == nil {
+								popups = map[*html.Node]bool{}
+							}
+							popups[c] = true
+							continue
+						}
+					}
+					mark(c, depth+1)
+				}
+			}
+			mark(n, depth)
+		}
+		return st
+	}
+	walk(body, false, 0)
+	return popups
+}
+
+// Limits of a teaser card: its prose runs and their length, and all its
+// text.
+const (
+	cardMaxGoodRuns = 2
+	cardMaxGood     = 600
+	cardMaxAll      = 1000
+	minCards        = 3
+)
+
+// findCards finds teaser lists — lists of links to other pages, each with
+// a title link and a short description, such as "more stories" and
+// next-article previews — and returns their items. An element is a card
+// when it has one or two short prose runs and at least one run that is
+// mostly a link; a teaser list is an element with at least minCards cards
+// of one tag among its children, which are at least half of its children
+// with text. A list of paragraphs each wrapped in its own element is not
+// one: its items have no link runs.
+func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
+	isCard := func(n *html.Node) bool {
+		s := scores[n]
+		return s != nil && s.goodRuns >= 1 && s.goodRuns <= cardMaxGoodRuns && s.linkRuns >= 1 &&
+			s.good <= cardMaxGood && s.good+s.bad <= cardMaxAll
+	}
+	var cards map[*html.Node]bool
+	tags := map[string]int{}
+	for list := range scores {
+		withText, ncards := 0, 0
+		clear(tags)
+		for c := list.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || scores[c] == nil {
+				continue
+			}
+			withText++
+			if isCard(c) {
+				ncards++
+				tags[c.Data]++
+			}
+		}
+		if ncards < minCards || ncards*2 < withText {
+			continue
+		}
+		tag, most := "", 0
+		for t, k := range tags {
+			if k > most || k == most && t < tag {
+				tag, most = t, k
+			}
+		}
+		if most < minCards {
+			continue
+		}
+		if cards == nil {
+			cards = map[*html.Node]bool{}
+		}
+		for c := list.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode && c.Data == tag && isCard(c) {
+				cards[c] = true
+			}
+		}
+	}
+	return cards
 }
 
 // prune removes page furniture under body: non-content tags, hidden
@@ -240,7 +443,7 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 	if dropTags[tag] {
 		return true
 	}
-	if isHidden(n) {
+	if isHidden(n) || e.popups[n] {
 		return true
 	}
 	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
@@ -258,13 +461,19 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 		// large share of the text.
 		return !holdsMain && size.all*3 < total.all
 	}
-	v, _ := classVerdict(n)
+	v, strong := classVerdict(n)
 	if v >= 0 {
 		return false
 	}
+	if !strong && e.embeds[n] {
+		// A wrapper named for video or media (a responsive embed
+		// container) that holds an embedded post keeps it.
+		return false
+	}
 	// A furniture-named element that holds most of the page's paragraph
-	// text is more likely a mis-named wrapper.
-	return !holdsMain
+	// text in several paragraphs is more likely a mis-named wrapper. One
+	// long paragraph (a site notice in a footer of a short page) is not.
+	return !holdsMain || size.paras < 2
 }
 
 // weightedLen counts non-space runes, CJK and Hangul twice (they carry

@@ -402,6 +402,10 @@ var boilerplateRe = regexp.MustCompile(`(?i)^(advertisement|advertisements|spons
 	`scroll to continue( with content)?|skip (to )?(main )?content|listen to (this )?article|` +
 	`recommended|more from|see also|you may also like|trending|popular)\b`)
 
+// minProse is how much text outside links keeps a block that is mostly
+// links.
+const minProse = 50
+
 // cleanBlocks drops furniture blocks that survived pruning: the headline,
 // link lists, short boilerplate phrases.
 func cleanBlocks(blocks []block, title string) []block {
@@ -414,7 +418,10 @@ func cleanBlocks(blocks []block, title string) []block {
 		if normTitle != "" && i < 5 && normText(b.text) == normTitle {
 			continue
 		}
-		if b.kind != kindTable && b.kind != kindPre && b.link*2 > b.chars {
+		// A block that is mostly links is a link list, unless its own
+		// text is a sentence or more (a list item that is a linked
+		// headline followed by its summary).
+		if b.kind != kindTable && b.kind != kindPre && b.link*2 > b.chars && b.chars-b.link < minProse {
 			continue
 		}
 		if b.chars < 60 && boilerplateRe.MatchString(strings.TrimSpace(b.text)) {

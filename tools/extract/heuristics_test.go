@@ -1,0 +1,103 @@
+package extract
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// prose returns n distinct sentences of ordinary prose, tagged with tag so
+// that tests can look for them.
+func prose(tag string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "The %s sentence number %d explains, at some length, what happened in the town hall yesterday evening. ", tag, i)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestHeuristics checks the generic signals one synthetic page at a time:
+// each page holds an article and one kind of furniture (or of content that
+// looks like furniture).
+func TestHeuristics(t *testing.T) {
+	article := "<article><h1>Headline</h1><p>" + prose("alpha", 3) + "</p><p>" + prose("beta", 3) +
+		"</p><p>" + prose("gamma", 2) + "</p></article>"
+	var teasers strings.Builder
+	teasers.WriteString(`<div class="below"><h5>More from us</h5><ul class="items">`)
+	for i := range 8 {
+		fmt.Fprintf(&teasers, `<li class="item"><a href="/story-%d"><img src="/i.jpg"></a><h5><a href="/story-%d">Another story title number %d</a></h5>`+
+			`<div class="when">Nov 20, 2019</div><div class="summary">%s</div></li>`, i, i, i, prose(fmt.Sprintf("teaser%d", i), 2))
+	}
+	teasers.WriteString(`</ul></div>`)
+
+	tests := []struct {
+		name          string
+		body          string
+		want, notWant []string
+	}{
+		{
+			name:    "teaser list outweighing the article",
+			body:    `<main>` + article + `</main>` + teasers.String(),
+			want:    []string{"alpha sentence number 0", "gamma sentence number 1"},
+			notWant: []string{"teaser0", "teaser7", "Another story title"},
+		},
+		{
+			name: "paragraphs with links each in a wrapper are not teasers",
+			body: `<div class="post">` + strings.Repeat(`<div class="para"><p>`+prose("delta", 2)+
+				` See <a href="/x">the report</a> for details.</p></div>`, 5) + `</div>`,
+			want: []string{"delta sentence number 1", "the report"},
+		},
+		{
+			name: "hover card inside a paragraph",
+			body: `<article><p>` + prose("epsilon", 2) + ` A statement by Rep. <span class="person"><a href="/people/jane">Jane Doe</a>` +
+				`<span class="card"><img src="/jane.jpg"><a href="/people/jane">Jane Doe</a><a href="/a1">First unrelated headline about budgets</a> ` +
+				`<a href="/a2">Second unrelated headline about transport</a> <a href="/a3">Third unrelated headline about schools</a>` +
+				`<a href="/people/jane">MORE</a></span></span> (D-Ohio) followed on Monday.</p><p>` + prose("zeta", 3) + `</p></article>`,
+			want:    []string{"A statement by Rep. Jane Doe (D-Ohio) followed on Monday.", "zeta sentence number 2"},
+			notWant: []string{"unrelated headline", "MORE"},
+		},
+		{
+			name: "site notice in the footer of a short page",
+			body: `<div class="story"><h1>Headline</h1><p>` + prose("eta", 1) + `</p><p>` + prose("theta", 1) + `</p></div>` +
+				`<div class="site-footer-wrap"><p>The customer service center can be contacted with any questions or requests by telephone, ` +
+				`by fax or by e-mail. The center is staffed and provides answers on Sundays through Thursdays between seven and two, ` +
+				`and on Fridays it only handles distribution requests between seven and one. International customers may call the ` +
+				`toll free number, which is open from seven in the morning until six in the evening on weekdays.</p></div>`,
+			want:    []string{"eta sentence number 0", "theta sentence number 0"},
+			notWant: []string{"customer service"},
+		},
+		{
+			name: "list items that are a linked headline and a summary",
+			body: `<article><p>` + prose("iota", 3) + `</p><ol>` + strings.Repeat(`<li><strong><a href="/s">A rather long linked headline `+
+				`that tells the whole story of the item in one line</a>.</strong> The company said so in a blog post on Monday morning, adding that the plan would take years./li>`, 4) +
+				`</ol><p>` + prose("kappa", 2) + `</p></article>`,
+			want: []string{"iota sentence number 2", "in a blog post on Monday morning", "kappa sentence number 1"},
+		},
+		{
+			name: "embedded tweet in a media wrapper",
+			body: `<article><p>` + prose("lambda", 3) + `</p><div class="video-container"><blockquote class="twitter-tweet">` +
+				`<p>Interesting to see this capture running at an unstable rate tonight.</p><p>— Someone (@someone) ` +
+				`<a href="https://twitter.com/x/status/1">November 18, 2019</a></p></blockquote></div><p>` + prose("mu", 3) + `</p></article>`,
+			want: []string{"lambda sentence number 2", "unstable rate tonight", "mu sentence number 0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := "<!doctype html><html><head><title>Headline</title></head><body>" + tt.body + "</body></html>"
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/page.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(a.Text, w) {
+					t.Errorf("text lacks %q:\n%s", w, a.Text)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(a.Text, w) {
+					t.Errorf("text has %q:\n%s", w, a.Text)
+				}
+			}
+		})
+	}
+}
