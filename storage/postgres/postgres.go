@@ -93,6 +93,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Pool returns the connection pool, for other packages' tables in the same
+// database (e.g. schedule/pgstore).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
 // Close closes the pool, waiting for connections in use to be released.
 func (s *Store) Close() { s.pool.Close() }
 

@@ -97,6 +97,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// DB returns the writer: one connection whose transactions begin IMMEDIATE,
+// for other packages' tables in the same file (e.g. schedule/sqlitestore).
+func (s *Store) DB() *sql.DB { return s.w }
+
 // Close closes the database. Calls in flight may fail.
 func (s *Store) Close() error {
 	return errors.Join(s.w.Close(), s.r.Close())

@@ -1,0 +1,525 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"deepresearch/bot"
+)
+
+// BotStore is bot.Store on the Store's database (tables bot_*, migration
+// 0002), shared by any number of processes. The compare-and-set methods are
+// single conditional UPDATEs (READ COMMITTED re-checks the condition on the
+// latest row version, so exactly one of concurrent callers wins);
+// AcquireRuns locks its candidates with FOR UPDATE SKIP LOCKED; CreateRun
+// serialises on transaction-scoped advisory locks on the requester and the
+// thread before it checks and inserts (and a partial unique index backs the
+// one-active-run-per-thread rule). Times are stored as Unix nanoseconds
+// (0: zero time) and read back in UTC.
+type BotStore struct {
+	s *Store
+}
+
+var _ bot.Store = (*BotStore)(nil)
+
+// NewBotStore returns the bot.Store on s's database. It shares s's pool:
+// closing s closes it.
+func NewBotStore(s *Store) *BotStore { return &BotStore{s: s} }
+
+// BotStore returns the bot.Store on s's database (NewBotStore(s)).
+func (s *Store) BotStore() *BotStore { return NewBotStore(s) }
+
+// Advisory lock classes of CreateRun (key 2 is hashtext of the value).
+const (
+	lockBotUser   int32 = 0x64726275 // "drbu": requester
+	lockBotThread int32 = 0x64726274 // "drbt": graph thread id
+)
+
+func botNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func botFromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+const botActiveStates = `('queued', 'running', 'waiting')`
+
+var botRunColumns = []string{"seq", "id", "thread_id", "team", "channel", "thread_ts", "requester", "question", "follow_up", "options",
+	"state", "owner", "lease_until", "attempt", "status_ts",
+	"intr_id", "intr_kind", "intr_text", "intr_message_ts",
+	"dec_interrupt_id", "dec_action", "dec_text", "dec_by", "dec_at",
+	"cancel_requested_by", "error", "created_at", "updated_at", "finished_at"}
+
+// botRunCols lists the columns scanBotRun reads, each prefixed with p.
+func botRunCols(p string) string {
+	return p + strings.Join(botRunColumns, ", "+p)
+}
+
+// scanBotRun reads one row of botRunCols and returns the run and its seq.
+func scanBotRun(row pgx.Row) (bot.Run, int64, error) {
+	var (
+		r                           bot.Run
+		seq                         int64
+		options, state              string
+		leaseUntil, decAt           int64
+		created, updated, finished  int64
+		intrID, decID               *string
+		intrKind, intrText, intrMsg string
+		decAction, decText, decBy   string
+	)
+	if err := row.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester, &r.Question,
+		&r.FollowUp, &options, &state, &r.Owner, &leaseUntil, &r.Attempt, &r.StatusTS,
+		&intrID, &intrKind, &intrText, &intrMsg,
+		&decID, &decAction, &decText, &decBy, &decAt,
+		&r.CancelRequestedBy, &r.Error, &created, &updated, &finished); err != nil {
+		return bot.Run{}, 0, err
+	}
+	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
+		return bot.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
+	}
+	r.State = bot.RunState(state)
+	r.LeaseUntil = botFromNanos(leaseUntil)
+	if intrID != nil {
+		r.Interrupt = &bot.PendingInterrupt{ID: *intrID, Kind: bot.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
+	}
+	if decID != nil {
+		r.Decision = &bot.Decision{InterruptID: *decID, Action: bot.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
+	}
+	r.CreatedAt, r.UpdatedAt, r.FinishedAt = botFromNanos(created), botFromNanos(updated), botFromNanos(finished)
+	return r, seq, nil
+}
+
+type botQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// queryBotRun reads one run with q (which returns botRunCols); ErrNotFound if
+// there is no row.
+func queryBotRun(ctx context.Context, db botQuerier, what, q string, args ...any) (bot.Run, error) {
+	r, _, err := scanBotRun(db.QueryRow(ctx, q, args...))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return bot.Run{}, fmt.Errorf("%s: %w", what, bot.ErrNotFound)
+	case err != nil:
+		return bot.Run{}, fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	return r, nil
+}
+
+func getBotRun(ctx context.Context, db botQuerier, id string, lock string) (bot.Run, error) {
+	return queryBotRun(ctx, db, "run "+id, `SELECT `+botRunCols("")+` FROM bot_runs WHERE id = $1`+lock, id)
+}
+
+// ClaimEvent implements bot.Store.
+func (b *BotStore) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
+	tag, err := b.s.pool.Exec(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, key, botNanos(at))
+	if err != nil {
+		return false, fmt.Errorf("postgres: claim event: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// PruneEvents implements bot.Store.
+func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	tag, err := b.s.pool.Exec(ctx, `DELETE FROM bot_events WHERE claimed_at < $1`, botNanos(before))
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune events: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
+
+func (b *BotStore) thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, error) {
+	var t bot.Thread
+	var created int64
+	err := b.s.pool.QueryRow(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = $1 AND channel = $2 AND thread_ts = $3`,
+		key.Team, key.Channel, key.ThreadTS).Scan(&t.Key.Team, &t.Key.Channel, &t.Key.ThreadTS, &t.ThreadID, &t.Requester, &t.DM, &created)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return bot.Thread{}, fmt.Errorf("thread %v: %w", key, bot.ErrNotFound)
+	case err != nil:
+		return bot.Thread{}, fmt.Errorf("postgres: thread: %w", err)
+	}
+	t.CreatedAt = botFromNanos(created)
+	return t, nil
+}
+
+// PutThread implements bot.Store. The insert waits for a concurrent insert
+// of the same key to finish; the read that follows (a new snapshot) then
+// sees whichever mapping was stored first.
+func (b *BotStore) PutThread(ctx context.Context, t bot.Thread) (bot.Thread, error) {
+	if _, err := b.s.pool.Exec(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+		t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, botNanos(t.CreatedAt)); err != nil {
+		return bot.Thread{}, fmt.Errorf("postgres: put thread: %w", err)
+	}
+	return b.thread(ctx, t.Key)
+}
+
+// Thread implements bot.Store.
+func (b *BotStore) Thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, error) {
+	return b.thread(ctx, key)
+}
+
+// CreateRun implements bot.Store.
+func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) error {
+	opts, err := json.Marshal(r.Options)
+	if err != nil {
+		return fmt.Errorf("postgres: run %s options: %w", r.ID, err)
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	var intrID, decID *string
+	var intr bot.PendingInterrupt
+	var dec bot.Decision
+	if r.Interrupt != nil {
+		intr, intrID = *r.Interrupt, &r.Interrupt.ID
+	}
+	if r.Decision != nil {
+		dec, decID = *r.Decision, &r.Decision.InterruptID
+	}
+	err = pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		// Requester first, then thread: every CreateRun takes them in this
+		// order, so they cannot deadlock. Each statement after the locks
+		// reads a snapshot taken once it holds them.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockBotUser, r.Requester); err != nil {
+			return fmt.Errorf("postgres: create run: lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockBotThread, r.ThreadID); err != nil {
+			return fmt.Errorf("postgres: create run: lock: %w", err)
+		}
+		var exists, busy bool
+		var perUser int
+		if err := tx.QueryRow(ctx, `SELECT
+				EXISTS (SELECT 1 FROM bot_runs WHERE id = $1),
+				EXISTS (SELECT 1 FROM bot_runs WHERE thread_id = $2 AND state IN `+botActiveStates+`),
+				(SELECT count(*) FROM bot_runs WHERE requester = $3 AND state IN `+botActiveStates+`)`,
+			r.ID, r.ThreadID, r.Requester).Scan(&exists, &busy, &perUser); err != nil {
+			return fmt.Errorf("postgres: create run: %w", err)
+		}
+		switch {
+		case exists:
+			return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+		case busy:
+			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+		case maxPerUser > 0 && perUser >= maxPerUser:
+			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, bot.ErrUserLimit)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO bot_runs (
+				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
+				state, owner, lease_until, attempt, status_ts,
+				intr_id, intr_kind, intr_text, intr_message_ts,
+				dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
+				cancel_requested_by, error, created_at, updated_at, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', '', 0, 0, $10,
+				$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
+			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
+			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
+			decID, string(dec.Action), dec.Text, dec.By, botNanos(dec.At),
+			r.CancelRequestedBy, r.Error, botNanos(r.CreatedAt), botNanos(r.UpdatedAt), botNanos(r.FinishedAt))
+		if err != nil {
+			return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
+		}
+		return nil
+	})
+	// The unique indexes back the checks (they cannot fire while every
+	// writer takes the locks, but say the same if they do).
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		if pgErr.ConstraintName == "bot_runs_active_thread" {
+			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+		}
+		return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+	}
+	return err
+}
+
+// Run implements bot.Store.
+func (b *BotStore) Run(ctx context.Context, id string) (bot.Run, error) {
+	return getBotRun(ctx, b.s.pool, id, "")
+}
+
+// LatestRun implements bot.Store.
+func (b *BotStore) LatestRun(ctx context.Context, threadID string) (bot.Run, error) {
+	return queryBotRun(ctx, b.s.pool, "latest run of "+threadID,
+		`SELECT `+botRunCols("")+` FROM bot_runs WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1`, threadID)
+}
+
+// ListRuns implements bot.Store.
+func (b *BotStore) ListRuns(ctx context.Context, f bot.RunFilter) ([]bot.Run, error) {
+	var where []string
+	var args []any
+	if f.Requester != "" {
+		args = append(args, f.Requester)
+		where = append(where, fmt.Sprintf("requester = $%d", len(args)))
+	}
+	if f.Channel != "" {
+		args = append(args, f.Channel)
+		where = append(where, fmt.Sprintf("channel = $%d", len(args)))
+	}
+	if len(f.States) > 0 {
+		states := make([]string, len(f.States))
+		for i, s := range f.States {
+			states[i] = string(s)
+		}
+		args = append(args, states)
+		where = append(where, fmt.Sprintf("state = ANY($%d::text[])", len(args)))
+	}
+	q := `SELECT ` + botRunCols("") + ` FROM bot_runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY seq DESC`
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	rows, err := b.s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []bot.Run
+	for rows.Next() {
+		r, _, err := scanBotRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// botAcquirable selects runs that may be acquired at $2.
+const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < $2))`
+
+// AcquireRun implements bot.Store.
+func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+	r, err := queryBotRun(ctx, b.s.pool, "acquire run "+id, `UPDATE bot_runs
+		SET state = 'running', owner = $1, lease_until = $3, attempt = attempt + 1, updated_at = $2
+		WHERE id = $4 AND `+botAcquirable+` RETURNING `+botRunCols(""),
+		owner, botNanos(now), botNanos(now.Add(lease)), id)
+	if !errors.Is(err, bot.ErrNotFound) {
+		return r, err
+	}
+	cur, err := getBotRun(ctx, b.s.pool, id, "")
+	if err != nil {
+		return bot.Run{}, err
+	}
+	return bot.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, bot.ErrNotAcquired)
+}
+
+// AcquireRuns implements bot.Store.
+func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.Run, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := b.s.pool.Query(ctx, `WITH c AS (
+			SELECT seq FROM bot_runs WHERE `+botAcquirable+`
+			ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED
+		)
+		UPDATE bot_runs r
+		SET state = 'running', owner = $1, lease_until = $3, attempt = r.attempt + 1, updated_at = $2
+		FROM c WHERE r.seq = c.seq
+		RETURNING `+botRunCols("r."), owner, botNanos(now), botNanos(now.Add(lease)), lim)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
+	}
+	defer rows.Close()
+	type seqRun struct {
+		seq int64
+		run bot.Run
+	}
+	var got []seqRun
+	for rows.Next() {
+		r, seq, err := scanBotRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: acquire runs: %w", err)
+		}
+		got = append(got, seqRun{seq, r})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
+	out := make([]bot.Run, len(got))
+	for i, g := range got {
+		out[i] = g.run
+	}
+	return out, nil
+}
+
+// held runs the update q fenced by owner (q ends with botHeldWhere, its
+// last two parameters being the id and the owner) and maps "no row" to
+// ErrNotFound or ErrLeaseLost.
+func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (bot.Run, error) {
+	args = append(args, id, owner)
+	r, err := queryBotRun(ctx, b.s.pool, what, fmt.Sprintf(q, len(args)-1, len(args)), args...)
+	if !errors.Is(err, bot.ErrNotFound) {
+		return r, err
+	}
+	cur, err := getBotRun(ctx, b.s.pool, id, "")
+	if err != nil {
+		return bot.Run{}, err
+	}
+	return bot.Run{}, fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, bot.ErrLeaseLost)
+}
+
+// botHeldWhere fences an update by owner; held fills in the parameter numbers.
+var botHeldWhere = ` WHERE id = $%d AND state = 'running' AND owner = $%d RETURNING ` + botRunCols("")
+
+// Heartbeat implements bot.Store.
+func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+	return b.held(ctx, "heartbeat run "+id, id, owner,
+		`UPDATE bot_runs SET lease_until = $1, updated_at = $2`+botHeldWhere, botNanos(now.Add(lease)), botNanos(now))
+}
+
+// ReleaseRun implements bot.Store.
+func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
+	_, err := b.held(ctx, "release run "+id, id, owner,
+		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, updated_at = $1`+botHeldWhere, botNanos(now))
+	return err
+}
+
+// WaitRun implements bot.Store.
+func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+	_, err := b.held(ctx, "wait run "+id, id, owner,
+		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = $1,
+			intr_id = $2, intr_kind = $3, intr_text = $4, intr_message_ts = $5,
+			dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0`+botHeldWhere,
+		botNanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
+	return err
+}
+
+// FinishRun implements bot.Store.
+func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+	switch state {
+	case bot.StateDone, bot.StateFailed, bot.StateCancelled:
+	default:
+		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
+	}
+	_, err := b.held(ctx, "finish run "+id, id, owner,
+		`UPDATE bot_runs SET state = $1, owner = '', lease_until = 0, error = $2, updated_at = $3, finished_at = $3`+botHeldWhere,
+		string(state), errText, botNanos(now))
+	return err
+}
+
+// SetStatusMessage implements bot.Store.
+func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
+	var out string
+	err := b.s.pool.QueryRow(ctx, `UPDATE bot_runs SET status_ts = CASE WHEN status_ts = '' THEN $1 ELSE status_ts END
+		WHERE id = $2 RETURNING status_ts`, ts, id).Scan(&out)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+	case err != nil:
+		return "", fmt.Errorf("postgres: set status message: %w", err)
+	}
+	return out, nil
+}
+
+// Decide implements bot.Store.
+func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bot.Run, error) {
+	r, err := queryBotRun(ctx, b.s.pool, "decide run "+runID, `UPDATE bot_runs SET
+			dec_interrupt_id = $2, dec_action = $3, dec_text = $4, dec_by = $5, dec_at = $6, updated_at = $6,
+			state = CASE WHEN $7::boolean THEN 'cancelled' ELSE 'queued' END,
+			finished_at = CASE WHEN $7::boolean THEN $6 ELSE finished_at END,
+			cancel_requested_by = CASE WHEN $7::boolean THEN $5 ELSE cancel_requested_by END,
+			attempt = CASE WHEN $7::boolean THEN attempt ELSE 0 END
+		WHERE id = $1 AND state = 'waiting' AND intr_id = $2 AND dec_interrupt_id IS NULL
+		RETURNING `+botRunCols(""),
+		runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == bot.ActionCancel)
+	if !errors.Is(err, bot.ErrNotFound) {
+		return r, err
+	}
+	if r, err = getBotRun(ctx, b.s.pool, runID, ""); err != nil {
+		return bot.Run{}, err
+	}
+	// Why the compare-and-set failed, in memstore's order of checks.
+	switch {
+	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
+		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrNotWaiting)
+	case r.Decision != nil:
+		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrAlreadyDecided)
+	}
+	return r, fmt.Errorf("run %s is %s: %w", runID, r.State, bot.ErrNotWaiting)
+}
+
+// RequestCancel implements bot.Store: one transaction holding the run's row
+// lock from the read to the change.
+func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (bot.Run, bool, error) {
+	var r bot.Run
+	var cancelled bool
+	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		cur, err := getBotRun(ctx, tx, runID, " FOR NO KEY UPDATE")
+		if err != nil {
+			return err
+		}
+		switch cur.State {
+		case bot.StateQueued, bot.StateWaiting:
+			cancelled = true
+			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
+				cancel_requested_by = $2, updated_at = $3, finished_at = $3 WHERE id = $1 RETURNING `+botRunCols(""), runID, by, botNanos(now))
+			return err
+		case bot.StateRunning:
+			if cur.CancelRequestedBy != "" {
+				r = cur
+				return nil
+			}
+			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET cancel_requested_by = $2, updated_at = $3
+				WHERE id = $1 RETURNING `+botRunCols(""), runID, by, botNanos(now))
+			return err
+		}
+		r = cur
+		return fmt.Errorf("run %s is %s: %w", runID, cur.State, bot.ErrFinished)
+	})
+	if err != nil && !errors.Is(err, bot.ErrFinished) {
+		return bot.Run{}, false, err
+	}
+	return r, cancelled, err
+}
+
+// RecordUpload implements bot.Store.
+func (b *BotStore) RecordUpload(ctx context.Context, u bot.Upload) (bool, error) {
+	tag, err := b.s.pool.Exec(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		u.RunID, u.FileID, u.MessageTS, botNanos(u.At))
+	if err != nil {
+		return false, fmt.Errorf("postgres: record upload: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Upload implements bot.Store.
+func (b *BotStore) Upload(ctx context.Context, runID string) (bot.Upload, error) {
+	u := bot.Upload{RunID: runID}
+	var at int64
+	err := b.s.pool.QueryRow(ctx, `SELECT file_id, message_ts, at FROM bot_uploads WHERE run_id = $1`, runID).Scan(&u.FileID, &u.MessageTS, &at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
+	case err != nil:
+		return bot.Upload{}, fmt.Errorf("postgres: upload: %w", err)
+	}
+	u.At = botFromNanos(at)
+	return u, nil
+}

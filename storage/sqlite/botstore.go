@@ -1,0 +1,546 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"deepresearch/bot"
+)
+
+// BotStore is bot.Store on the Store's database (tables bot_*, migration
+// 0002). Every write is one BEGIN IMMEDIATE transaction on the writer
+// connection, so writers serialise on SQLite's lock across connections and
+// processes: the checks and the change of each method are one atomic step.
+// Reads use the reader pool. Times are stored as Unix nanoseconds (0: zero
+// time) and read back in UTC.
+type BotStore struct {
+	s *Store
+}
+
+var _ bot.Store = (*BotStore)(nil)
+
+// NewBotStore returns the bot.Store on s's database. It shares s's
+// connections: closing s closes it.
+func NewBotStore(s *Store) *BotStore { return &BotStore{s: s} }
+
+// BotStore returns the bot.Store on s's database (NewBotStore(s)).
+func (s *Store) BotStore() *BotStore { return NewBotStore(s) }
+
+func botNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func botFromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+const botActiveStates = `('queued', 'running', 'waiting')`
+
+// botRunCols are the columns scanBotRun reads, seq first.
+const botRunCols = `seq, id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
+	state, owner, lease_until, attempt, status_ts,
+	intr_id, intr_kind, intr_text, intr_message_ts,
+	dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
+	cancel_requested_by, error, created_at, updated_at, finished_at`
+
+type botScanner interface{ Scan(dest ...any) error }
+
+// scanBotRun reads one row of botRunCols and returns the run and its seq.
+func scanBotRun(sc botScanner) (bot.Run, int64, error) {
+	var (
+		r                           bot.Run
+		seq                         int64
+		options, state              string
+		leaseUntil, decAt           int64
+		created, updated, finished  int64
+		intrID, decID               sql.NullString
+		intrKind, intrText, intrMsg string
+		decAction, decText, decBy   string
+	)
+	if err := sc.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester, &r.Question,
+		&r.FollowUp, &options, &state, &r.Owner, &leaseUntil, &r.Attempt, &r.StatusTS,
+		&intrID, &intrKind, &intrText, &intrMsg,
+		&decID, &decAction, &decText, &decBy, &decAt,
+		&r.CancelRequestedBy, &r.Error, &created, &updated, &finished); err != nil {
+		return bot.Run{}, 0, err
+	}
+	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
+		return bot.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
+	}
+	r.State = bot.RunState(state)
+	r.LeaseUntil = botFromNanos(leaseUntil)
+	if intrID.Valid {
+		r.Interrupt = &bot.PendingInterrupt{ID: intrID.String, Kind: bot.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
+	}
+	if decID.Valid {
+		r.Decision = &bot.Decision{InterruptID: decID.String, Action: bot.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
+	}
+	r.CreatedAt, r.UpdatedAt, r.FinishedAt = botFromNanos(created), botFromNanos(updated), botFromNanos(finished)
+	return r, seq, nil
+}
+
+// queryBotRun reads one run with q (which selects botRunCols); ErrNotFound if none.
+func queryBotRun(ctx context.Context, tx *sql.Tx, what, q string, args ...any) (bot.Run, error) {
+	r, _, err := scanBotRun(tx.QueryRowContext(ctx, q, args...))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return bot.Run{}, fmt.Errorf("%s: %w", what, bot.ErrNotFound)
+	case err != nil:
+		return bot.Run{}, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return r, nil
+}
+
+func getBotRun(ctx context.Context, tx *sql.Tx, id string) (bot.Run, error) {
+	return queryBotRun(ctx, tx, "run "+id, `SELECT `+botRunCols+` FROM bot_runs WHERE id = ?`, id)
+}
+
+// ClaimEvent implements bot.Store.
+func (b *BotStore) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
+	var n int64
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, key, botNanos(at))
+		if err != nil {
+			return fmt.Errorf("sqlite: claim event: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n == 1, err
+}
+
+// PruneEvents implements bot.Store.
+func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM bot_events WHERE claimed_at < ?`, botNanos(before))
+		if err != nil {
+			return fmt.Errorf("sqlite: prune events: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
+
+func scanBotThread(sc botScanner) (bot.Thread, error) {
+	var t bot.Thread
+	var created int64
+	if err := sc.Scan(&t.Key.Team, &t.Key.Channel, &t.Key.ThreadTS, &t.ThreadID, &t.Requester, &t.DM, &created); err != nil {
+		return bot.Thread{}, err
+	}
+	t.CreatedAt = botFromNanos(created)
+	return t, nil
+}
+
+// PutThread implements bot.Store.
+func (b *BotStore) PutThread(ctx context.Context, t bot.Thread) (bot.Thread, error) {
+	var out bot.Thread
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, botNanos(t.CreatedAt)); err != nil {
+			return fmt.Errorf("sqlite: put thread: %w", err)
+		}
+		var err error
+		out, err = scanBotThread(tx.QueryRowContext(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = ? AND channel = ? AND thread_ts = ?`,
+			t.Key.Team, t.Key.Channel, t.Key.ThreadTS))
+		if err != nil {
+			return fmt.Errorf("sqlite: put thread: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Thread implements bot.Store.
+func (b *BotStore) Thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, error) {
+	t, err := scanBotThread(b.s.r.QueryRowContext(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = ? AND channel = ? AND thread_ts = ?`,
+		key.Team, key.Channel, key.ThreadTS))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return bot.Thread{}, fmt.Errorf("thread %v: %w", key, bot.ErrNotFound)
+	case err != nil:
+		return bot.Thread{}, fmt.Errorf("sqlite: thread: %w", err)
+	}
+	return t, nil
+}
+
+// CreateRun implements bot.Store.
+func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) error {
+	opts, err := json.Marshal(r.Options)
+	if err != nil {
+		return fmt.Errorf("sqlite: run %s options: %w", r.ID, err)
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	var intrID, decID sql.NullString
+	var intr bot.PendingInterrupt
+	var dec bot.Decision
+	if r.Interrupt != nil {
+		intr, intrID = *r.Interrupt, sql.NullString{String: r.Interrupt.ID, Valid: true}
+	}
+	if r.Decision != nil {
+		dec, decID = *r.Decision, sql.NullString{String: r.Decision.InterruptID, Valid: true}
+	}
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		var exists, busy bool
+		var perUser int
+		if err := tx.QueryRowContext(ctx, `SELECT
+				EXISTS (SELECT 1 FROM bot_runs WHERE id = ?1),
+				EXISTS (SELECT 1 FROM bot_runs WHERE thread_id = ?2 AND state IN `+botActiveStates+`),
+				(SELECT count(*) FROM bot_runs WHERE requester = ?3 AND state IN `+botActiveStates+`)`,
+			r.ID, r.ThreadID, r.Requester).Scan(&exists, &busy, &perUser); err != nil {
+			return fmt.Errorf("sqlite: create run: %w", err)
+		}
+		switch {
+		case exists:
+			return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+		case busy:
+			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+		case maxPerUser > 0 && perUser >= maxPerUser:
+			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, bot.ErrUserLimit)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_runs (
+				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
+				state, owner, lease_until, attempt, status_ts,
+				intr_id, intr_kind, intr_text, intr_message_ts,
+				dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
+				cancel_requested_by, error, created_at, updated_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
+			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
+			decID, string(dec.Action), dec.Text, dec.By, botNanos(dec.At),
+			r.CancelRequestedBy, r.Error, botNanos(r.CreatedAt), botNanos(r.UpdatedAt), botNanos(r.FinishedAt)); err != nil {
+			return fmt.Errorf("sqlite: create run %s: %w", r.ID, err)
+		}
+		return nil
+	})
+}
+
+// Run implements bot.Store.
+func (b *BotStore) Run(ctx context.Context, id string) (bot.Run, error) {
+	var r bot.Run
+	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
+		r, err = getBotRun(ctx, tx, id)
+		return err
+	})
+	return r, err
+}
+
+// LatestRun implements bot.Store.
+func (b *BotStore) LatestRun(ctx context.Context, threadID string) (bot.Run, error) {
+	var r bot.Run
+	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
+		r, err = queryBotRun(ctx, tx, "latest run of "+threadID,
+			`SELECT `+botRunCols+` FROM bot_runs WHERE thread_id = ? ORDER BY seq DESC LIMIT 1`, threadID)
+		return err
+	})
+	return r, err
+}
+
+// ListRuns implements bot.Store.
+func (b *BotStore) ListRuns(ctx context.Context, f bot.RunFilter) ([]bot.Run, error) {
+	var where []string
+	var args []any
+	if f.Requester != "" {
+		where, args = append(where, "requester = ?"), append(args, f.Requester)
+	}
+	if f.Channel != "" {
+		where, args = append(where, "channel = ?"), append(args, f.Channel)
+	}
+	if len(f.States) > 0 {
+		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
+		for _, s := range f.States {
+			args = append(args, string(s))
+		}
+	}
+	q := `SELECT ` + botRunCols + ` FROM bot_runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := -1
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	q += ` ORDER BY seq DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := b.s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []bot.Run
+	for rows.Next() {
+		r, _, err := scanBotRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// botAcquireSet is the change AcquireRun(s) make: ?1 owner, ?2 now, ?3 lease end.
+const botAcquireSet = `UPDATE bot_runs SET state = 'running', owner = ?1, lease_until = ?3, attempt = attempt + 1, updated_at = ?2`
+
+// botAcquirable selects runs that may be acquired at ?2.
+const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < ?2))`
+
+// AcquireRun implements bot.Store.
+func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+	var r bot.Run
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = queryBotRun(ctx, tx, "acquire run "+id, botAcquireSet+` WHERE id = ?4 AND `+botAcquirable+` RETURNING `+botRunCols,
+			owner, botNanos(now), botNanos(now.Add(lease)), id)
+		if !errors.Is(err, bot.ErrNotFound) {
+			return err
+		}
+		cur, err := getBotRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, bot.ErrNotAcquired)
+	})
+	if err != nil {
+		return bot.Run{}, err
+	}
+	return r, nil
+}
+
+// AcquireRuns implements bot.Store.
+func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.Run, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	type seqRun struct {
+		seq int64
+		run bot.Run
+	}
+	var got []seqRun
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		got = got[:0]
+		rows, err := tx.QueryContext(ctx, botAcquireSet+` WHERE seq IN (
+				SELECT seq FROM bot_runs WHERE `+botAcquirable+` ORDER BY seq LIMIT ?4
+			) RETURNING `+botRunCols, owner, botNanos(now), botNanos(now.Add(lease)), limit)
+		if err != nil {
+			return fmt.Errorf("sqlite: acquire runs: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, seq, err := scanBotRun(rows)
+			if err != nil {
+				return fmt.Errorf("sqlite: acquire runs: %w", err)
+			}
+			got = append(got, seqRun{seq, r})
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: acquire runs: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
+	out := make([]bot.Run, len(got))
+	for i, g := range got {
+		out[i] = g.run
+	}
+	return out, nil
+}
+
+// held runs the fenced update q (whose WHERE ends with "id = ? AND state =
+// 'running' AND owner = ?" as its last two parameters, and which returns
+// botRunCols) and maps "no row" to ErrNotFound or ErrLeaseLost.
+func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (bot.Run, error) {
+	var r bot.Run
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = queryBotRun(ctx, tx, what, q, append(args, id, owner)...)
+		if !errors.Is(err, bot.ErrNotFound) {
+			return err
+		}
+		cur, err := getBotRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, bot.ErrLeaseLost)
+	})
+	return r, err
+}
+
+const botHeldWhere = ` WHERE id = ? AND state = 'running' AND owner = ? RETURNING ` + botRunCols
+
+// Heartbeat implements bot.Store.
+func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+	r, err := b.held(ctx, "heartbeat run "+id, id, owner,
+		`UPDATE bot_runs SET lease_until = ?, updated_at = ?`+botHeldWhere, botNanos(now.Add(lease)), botNanos(now))
+	if err != nil {
+		return bot.Run{}, err
+	}
+	return r, nil
+}
+
+// ReleaseRun implements bot.Store.
+func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
+	_, err := b.held(ctx, "release run "+id, id, owner,
+		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, updated_at = ?`+botHeldWhere, botNanos(now))
+	return err
+}
+
+// WaitRun implements bot.Store.
+func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+	_, err := b.held(ctx, "wait run "+id, id, owner,
+		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = ?,
+			intr_id = ?, intr_kind = ?, intr_text = ?, intr_message_ts = ?,
+			dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0`+botHeldWhere,
+		botNanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
+	return err
+}
+
+// FinishRun implements bot.Store.
+func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+	switch state {
+	case bot.StateDone, bot.StateFailed, bot.StateCancelled:
+	default:
+		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
+	}
+	_, err := b.held(ctx, "finish run "+id, id, owner,
+		`UPDATE bot_runs SET state = ?, owner = '', lease_until = 0, error = ?, updated_at = ?, finished_at = ?`+botHeldWhere,
+		string(state), errText, botNanos(now), botNanos(now))
+	return err
+}
+
+// SetStatusMessage implements bot.Store.
+func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
+	var out string
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE bot_runs SET status_ts = CASE WHEN status_ts = '' THEN ?1 ELSE status_ts END
+			WHERE id = ?2 RETURNING status_ts`, ts, id).Scan(&out)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("sqlite: set status message: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Decide implements bot.Store.
+func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bot.Run, error) {
+	var r bot.Run
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = queryBotRun(ctx, tx, "decide run "+runID, `UPDATE bot_runs SET
+				dec_interrupt_id = ?2, dec_action = ?3, dec_text = ?4, dec_by = ?5, dec_at = ?6, updated_at = ?6,
+				state = CASE WHEN ?7 THEN 'cancelled' ELSE 'queued' END,
+				finished_at = CASE WHEN ?7 THEN ?6 ELSE finished_at END,
+				cancel_requested_by = CASE WHEN ?7 THEN ?5 ELSE cancel_requested_by END,
+				attempt = CASE WHEN ?7 THEN attempt ELSE 0 END
+			WHERE id = ?1 AND state = 'waiting' AND intr_id = ?2 AND dec_interrupt_id IS NULL
+			RETURNING `+botRunCols,
+			runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == bot.ActionCancel)
+		if !errors.Is(err, bot.ErrNotFound) {
+			return err
+		}
+		if r, err = getBotRun(ctx, tx, runID); err != nil {
+			return err
+		}
+		return botDecideRefusal(r, d)
+	})
+	return r, err
+}
+
+// botDecideRefusal says why decision d cannot be applied to run r, in
+// memstore's order of checks.
+func botDecideRefusal(r bot.Run, d bot.Decision) error {
+	switch {
+	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
+		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, bot.ErrNotWaiting)
+	case r.Decision != nil:
+		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, bot.ErrAlreadyDecided)
+	}
+	return fmt.Errorf("run %s is %s: %w", r.ID, r.State, bot.ErrNotWaiting)
+}
+
+// RequestCancel implements bot.Store.
+func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (bot.Run, bool, error) {
+	var r bot.Run
+	var cancelled bool
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		cur, err := getBotRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		switch cur.State {
+		case bot.StateQueued, bot.StateWaiting:
+			cancelled = true
+			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
+				cancel_requested_by = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1 RETURNING `+botRunCols, runID, by, botNanos(now))
+			return err
+		case bot.StateRunning:
+			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET
+				updated_at = CASE WHEN cancel_requested_by = '' THEN ?3 ELSE updated_at END,
+				cancel_requested_by = CASE WHEN cancel_requested_by = '' THEN ?2 ELSE cancel_requested_by END
+				WHERE id = ?1 RETURNING `+botRunCols, runID, by, botNanos(now))
+			return err
+		}
+		r = cur
+		return fmt.Errorf("run %s is %s: %w", runID, cur.State, bot.ErrFinished)
+	})
+	if err != nil && !errors.Is(err, bot.ErrFinished) {
+		return bot.Run{}, false, err
+	}
+	return r, cancelled, err
+}
+
+// RecordUpload implements bot.Store.
+func (b *BotStore) RecordUpload(ctx context.Context, u bot.Upload) (bool, error) {
+	var n int64
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			u.RunID, u.FileID, u.MessageTS, botNanos(u.At))
+		if err != nil {
+			return fmt.Errorf("sqlite: record upload: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n == 1, err
+}
+
+// Upload implements bot.Store.
+func (b *BotStore) Upload(ctx context.Context, runID string) (bot.Upload, error) {
+	u := bot.Upload{RunID: runID}
+	var at int64
+	err := b.s.r.QueryRowContext(ctx, `SELECT file_id, message_ts, at FROM bot_uploads WHERE run_id = ?`, runID).Scan(&u.FileID, &u.MessageTS, &at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
+	case err != nil:
+		return bot.Upload{}, fmt.Errorf("sqlite: upload: %w", err)
+	}
+	u.At = botFromNanos(at)
+	return u, nil
+}
