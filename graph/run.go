@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -131,12 +132,14 @@ func (g *Graph[S]) Invoke(ctx context.Context, cfg Config) (*Result[S], error) {
 func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 	g := r.g
 	fresh := true
+	resumed := false
 	var head int64
 	if g.opts.Saver != nil {
 		if r.cfg.ThreadID == "" {
 			return nil, ErrNoThread
 		}
-		chain, err := g.opts.Saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
+		chain, stored, err := r.load(ctx)
+		resumed = stored
 		switch {
 		case errors.Is(err, ErrNotFound) && r.cfg.CheckpointID == 0:
 		case err != nil:
@@ -162,7 +165,7 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 		if err := r.startTurn(r.cfg.Input); err != nil {
 			return nil, err
 		}
-	} else if len(r.cfg.Resume) > 0 {
+	} else if len(r.cfg.Resume) > 0 && !resumed {
 		if err := r.resume(ctx); err != nil {
 			return nil, err
 		}
@@ -170,6 +173,61 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 		return nil, errors.New("graph: nothing to run: the thread is new and there is no input")
 	}
 	return r.loop(ctx)
+}
+
+// load reads the thread. To answer one static interrupt with a Saver that
+// can, it stores the answer and loads in one round trip (resumed reports
+// that the answer is stored). Static answers are safe to store before the
+// load: a marker for an interrupt that was not pending is never consulted.
+func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err error) {
+	saver := r.g.opts.Saver
+	if rl, ok := saver.(ResumeLoader); ok && r.cfg.CheckpointID == 0 && len(r.cfg.Input) == 0 && len(r.cfg.Resume) == 1 {
+		for id, val := range r.cfg.Resume {
+			cp, task, ok := r.parseStaticID(id)
+			if !ok {
+				break
+			}
+			raw, err := json.Marshal(val)
+			if err != nil {
+				return nil, false, fmt.Errorf("graph: resume value: %w", err)
+			}
+			w := PendingWrite{CheckpointID: cp, Task: task, Idx: idxStaticResume, Channel: resumeChannel, Value: raw}
+			chain, err := rl.ResumeLoad(ctx, r.cfg.ThreadID, r.ns, cp, w)
+			if errors.Is(err, ErrAlreadyResumed) || errors.Is(err, ErrConflict) {
+				return nil, false, fmt.Errorf("graph: interrupt %s: %w", id, ErrAlreadyResumed)
+			}
+			return chain, err == nil, err
+		}
+	}
+	chain, err = saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
+	return chain, false, err
+}
+
+// parseStaticID parses "[ns/]c<id>-b" and "[ns/]c<id>-a" of this run's namespace.
+func (r *run[S]) parseStaticID(id string) (cp int64, task int, ok bool) {
+	prefix := ""
+	if r.ns != "" {
+		prefix = r.ns + "/"
+	}
+	rest, found := strings.CutPrefix(id, prefix+"c")
+	if !found {
+		return 0, 0, false
+	}
+	num, kind, found := strings.Cut(rest, "-")
+	if !found {
+		return 0, 0, false
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, 0, false
+	}
+	switch kind {
+	case "b":
+		return n, taskBefore, true
+	case "a":
+		return n, taskAfter, true
+	}
+	return 0, 0, false
 }
 
 func chainCost(c *Chain) (last, since, count int) {

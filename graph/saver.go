@@ -144,3 +144,10 @@ var (
 	ErrAlreadyResumed = errors.New("graph: interrupt was already resumed")
 	ErrTooLarge       = errors.New("graph: record exceeds the store's size limit")
 )
+
+// ResumeLoader is an optional Saver capability: PutResume followed by a Load
+// of the head, in one round trip. Invoke uses it to answer a static
+// (before/after) interrupt; it returns PutResume's errors unchanged.
+type ResumeLoader interface {
+	ResumeLoad(ctx context.Context, threadID, ns string, checkpointID int64, w PendingWrite) (*Chain, error)
+}

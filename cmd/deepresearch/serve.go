@@ -17,8 +17,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"deepresearch/agent"
 	"deepresearch/bot"
+	"deepresearch/bot/agentrun"
 	"deepresearch/bot/memstore"
+	"deepresearch/graph"
+	"deepresearch/storage"
+	"deepresearch/storage/postgres"
+	"deepresearch/storage/sqlite"
 )
 
 // serveConfig is everything serve reads from the environment (and flags).
@@ -161,14 +167,51 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	return serveBot(ctx, cfg, res, store, log)
 }
 
-// serveDeps builds the Researcher and the Store that serve runs with.
-//
-// TODO(lead): wire the research agent (agent.New) and the storage chosen by
-// DATABASE_URL / DEEPRESEARCH_DATA_DIR here. Until then serve keeps its
-// records in memory and every run fails with a clear message.
-func serveDeps(_ context.Context, _ env, log *slog.Logger) (bot.Researcher, bot.Store, func() error, error) {
-	log.Warn("serve: the research agent and durable storage are not wired yet; runs will fail and records live in memory")
-	return unwiredResearcher{}, memstore.New(), func() error { return nil }, nil
+// serveDeps builds the Researcher and the Store that serve runs with: the
+// research agent from the environment (the same collaborators as ask: LLM,
+// search, fetcher, sandbox) with its checkpoints in the database chosen by
+// DATABASE_URL / DEEPRESEARCH_DATA_DIR, behind bot/agentrun; and the bot's
+// records in the same database. A missing or wrong variable is an error
+// naming it.
+func serveDeps(ctx context.Context, e env, log *slog.Logger) (bot.Researcher, bot.Store, func() error, error) {
+	var db *storage.DB
+	var closeErr error
+	openSaver := func(ctx context.Context, e env) (graph.Saver, func(), error) {
+		var err error
+		if db, err = storage.Open(ctx, storage.ConfigFromEnv(e)); err != nil {
+			return nil, nil, err
+		}
+		return db.Saver, func() { closeErr = db.Close() }, nil
+	}
+	deps, closeAll, err := agentDeps(ctx, e, log, openSaver)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	closeDeps := func() error {
+		closeAll()
+		return closeErr
+	}
+	a, err := agent.New(deps, agent.Options{})
+	if err != nil {
+		closeDeps()
+		return nil, nil, nil, err
+	}
+	log.Info("serve: storage", "kind", db.Kind, "location", db.Location)
+	return agentrun.New(a, agentrun.Options{Logger: log}), serveStore(db, log), closeDeps, nil
+}
+
+// serveStore returns the bot's durable records on db (storage/sqlite and
+// storage/postgres botstore.go). Only a DB with neither engine, which
+// storage.Open never returns, falls back to memory.
+func serveStore(db *storage.DB, log *slog.Logger) bot.Store {
+	switch {
+	case db.SQLite != nil:
+		return sqlite.NewBotStore(db.SQLite)
+	case db.Postgres != nil:
+		return postgres.NewBotStore(db.Postgres)
+	}
+	log.Warn("serve: NO DURABLE BOT STORE: runs, decisions and uploads are kept in memory and lost on restart", "kind", db.Kind)
+	return memstore.New()
 }
 
 // serveBot runs a bot with the given researcher and store, plus the
@@ -214,23 +257,3 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bo
 	}
 	return runErr
 }
-
-// unwiredResearcher stands in until the agent is wired: every run fails
-// with a message saying so.
-type unwiredResearcher struct{}
-
-var errUnwired = errors.New("the research agent is not wired into serve yet")
-
-func (unwiredResearcher) Start(context.Context, bot.StartRequest, bot.ProgressSink) (bot.Outcome, error) {
-	return bot.Outcome{}, errUnwired
-}
-
-func (unwiredResearcher) Resume(context.Context, string, string, bot.Answer, bot.ProgressSink) (bot.Outcome, error) {
-	return bot.Outcome{}, errUnwired
-}
-
-func (unwiredResearcher) Continue(context.Context, string, bot.ProgressSink) (bot.Outcome, error) {
-	return bot.Outcome{}, bot.ErrNothingToContinue
-}
-
-func (unwiredResearcher) Cancel(context.Context, string) error { return nil }

@@ -350,18 +350,7 @@ func (s *Store) PutResume(ctx context.Context, thread, ns string, cpID int64, w 
 		return fmt.Errorf("resume %s: %d bytes > %d: %w", w.Channel, len(w.Value), s.maxBytes, graph.ErrTooLarge)
 	}
 	var onHead, inserted int
-	err := s.pool.QueryRow(ctx, `WITH h AS (
-			SELECT chain_id FROM graph_chains WHERE thread_id = $1 AND ns = $2 AND head = $3 FOR NO KEY UPDATE
-		), w AS (
-			INSERT INTO graph_writes (chain_id, checkpoint_id, task, idx, channel, value)
-			SELECT chain_id, $3, $4, $5, $6, $7 FROM h
-			ON CONFLICT DO NOTHING
-			RETURNING 1
-		), u AS (
-			UPDATE graph_chains SET updated_at = $8
-			WHERE thread_id = $1 AND ns = $2 AND EXISTS (SELECT 1 FROM w)
-		)
-		SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM w)`,
+	err := s.pool.QueryRow(ctx, putResumeSQL,
 		thread, ns, cpID, int32(w.Task), int32(w.Idx), w.Channel, nonNil(w.Value), s.now().UnixNano()).Scan(&onHead, &inserted)
 	if err != nil {
 		return fmt.Errorf("postgres: put resume: %w", err)
@@ -381,6 +370,21 @@ func (s *Store) PutResume(ctx context.Context, thread, ns string, cpID int64, w 
 	}
 	return fmt.Errorf("checkpoint %d is not the head: %w", cpID, graph.ErrConflict)
 }
+
+// putResumeSQL stores a resume write if its checkpoint is the head, and says
+// whether the checkpoint was the head and whether the write was new.
+const putResumeSQL = `WITH h AS (
+		SELECT chain_id FROM graph_chains WHERE thread_id = $1 AND ns = $2 AND head = $3 FOR NO KEY UPDATE
+	), w AS (
+		INSERT INTO graph_writes (chain_id, checkpoint_id, task, idx, channel, value)
+		SELECT chain_id, $3, $4, $5, $6, $7 FROM h
+		ON CONFLICT DO NOTHING
+		RETURNING 1
+	), u AS (
+		UPDATE graph_chains SET updated_at = $8
+		WHERE thread_id = $1 AND ns = $2 AND EXISTS (SELECT 1 FROM w)
+	)
+	SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM w)`
 
 // loadSQL returns one row per checkpoint from the target back to the nearest
 // snapshot, oldest first, each with its writes as arrays sorted by (task,
@@ -420,6 +424,11 @@ func (s *Store) Load(ctx context.Context, thread, ns string, id int64) (*graph.C
 	if err != nil {
 		return nil, fmt.Errorf("postgres: load: %w", err)
 	}
+	return scanChain(rows, thread, ns)
+}
+
+// scanChain reads the rows of loadSQL.
+func scanChain(rows pgx.Rows, thread, ns string) (*graph.Chain, error) {
 	defer rows.Close()
 	var (
 		out     = &graph.Chain{}
@@ -469,6 +478,35 @@ func (s *Store) Load(ctx context.Context, thread, ns string, id int64) (*graph.C
 	}
 	out.Head = *head
 	return out, nil
+}
+
+// ResumeLoad implements graph.ResumeLoader: PutResume and Load of the head
+// pipelined in one round trip and one transaction.
+func (s *Store) ResumeLoad(ctx context.Context, thread, ns string, cpID int64, w graph.PendingWrite) (*graph.Chain, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(w.Value) > s.maxBytes {
+		return nil, fmt.Errorf("resume %s: %d bytes > %d: %w", w.Channel, len(w.Value), s.maxBytes, graph.ErrTooLarge)
+	}
+	var onHead, inserted int
+	var chain *graph.Chain
+	var loadErr error
+	b := &pgx.Batch{}
+	b.Queue(putResumeSQL, thread, ns, cpID, int32(w.Task), int32(w.Idx), w.Channel, nonNil(w.Value), s.now().UnixNano()).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&onHead, &inserted) })
+	b.Queue(loadSQL, thread, ns, int64(0)).Query(func(rows pgx.Rows) error {
+		chain, loadErr = scanChain(rows, thread, ns)
+		return nil
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("postgres: resume and load: %w", err)
+	}
+	if inserted == 0 {
+		// not stored: PutResume knows which error it is
+		return nil, s.PutResume(ctx, thread, ns, cpID, w)
+	}
+	return chain, loadErr
 }
 
 // List implements graph.Saver. Metadata is filtered in Go with

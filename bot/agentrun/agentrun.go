@@ -1,0 +1,379 @@
+// Package agentrun runs the research agent (package agent) behind the Slack
+// bot's Researcher interface (package bot): it turns the agent's progress
+// events into the bot's progress snapshots, its interrupts and results into
+// the bot's, and the bot's answers into the agent's.
+//
+// Neither agent nor bot imports this package; cmd/deepresearch wires it.
+package agentrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"deepresearch/agent"
+	"deepresearch/bot"
+)
+
+// Options tune the adapter.
+type Options struct {
+	// Logger defaults to slog.Default(); Now to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Researcher is a bot.Researcher backed by an *agent.Agent. The bot's
+// thread id is the agent's thread id. It is safe for concurrent use.
+type Researcher struct {
+	a   *agent.Agent
+	log *slog.Logger
+	now func() time.Time
+
+	mu      sync.Mutex
+	running map[string]*call // by thread: the call working on it in this process
+	// cancelled marks threads whose unfinished work was discarded by Cancel
+	// while the agent has no way to record it (see Cancel); Continue does
+	// not carry them on. Cleared by the next Start or Resume.
+	cancelled map[string]bool
+}
+
+type call struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+var _ bot.Researcher = (*Researcher)(nil)
+
+// New returns a Researcher over a.
+func New(a *agent.Agent, o Options) *Researcher {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Researcher{a: a, log: o.Logger, now: o.Now, running: map[string]*call{}, cancelled: map[string]bool{}}
+}
+
+// errCancelled is the cause given to a running call's context by Cancel.
+var errCancelled = errors.New("agentrun: the run was cancelled")
+
+// Start asks a new question on the thread (a follow-up when it has history).
+func (r *Researcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
+	areq := agent.Request{
+		Question:     req.Question,
+		Language:     req.Options.Language,
+		ApprovePlan:  req.Options.ApprovePlan,
+		ApproveDraft: req.Options.ApproveDraft,
+		Depth:        agent.Depth(req.Options.Depth),
+	}
+	started := r.now()
+	out, err := r.run(ctx, req.ThreadID, sink, false, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
+		return r.a.Start(ctx, req.ThreadID, areq, events)
+	})
+	if errors.Is(err, agent.ErrWaiting) {
+		// The thread waits at an interrupt: this Start already ran (in a
+		// process that died before the bot recorded the pause). Show it again.
+		if cur, gerr := r.a.Get(ctx, req.ThreadID); gerr == nil && len(cur.Interrupts) > 0 {
+			r.log.Info("agentrun: start on a waiting thread; returning its interrupt", "thread_id", req.ThreadID)
+			return r.outcome(cur, time.Time{})
+		}
+	}
+	if err != nil {
+		return bot.Outcome{}, err
+	}
+	return r.outcome(out, started)
+}
+
+// Resume answers the pending interrupt interruptID.
+func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, ans bot.Answer, sink bot.ProgressSink) (bot.Outcome, error) {
+	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
+		return r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, events)
+	})
+	if err != nil {
+		return bot.Outcome{}, err
+	}
+	return r.outcome(out, time.Time{})
+}
+
+// Continue carries on the thread's unfinished turn from its last checkpoint.
+// It returns bot.ErrNothingToContinue when there is nothing to carry on: an
+// unknown thread, a finished turn (the new input never reached a
+// checkpoint), an unanswered interrupt (the answer never reached one; the
+// bot resumes again), or work discarded by Cancel.
+func (r *Researcher) Continue(ctx context.Context, threadID string, sink bot.ProgressSink) (bot.Outcome, error) {
+	r.mu.Lock()
+	cancelled := r.cancelled[threadID]
+	r.mu.Unlock()
+	if cancelled {
+		return bot.Outcome{}, bot.ErrNothingToContinue
+	}
+	cur, err := r.a.Get(ctx, threadID)
+	switch {
+	case errors.Is(err, agent.ErrUnknownThread):
+		return bot.Outcome{}, bot.ErrNothingToContinue
+	case err != nil:
+		return bot.Outcome{}, wrapCtx(ctx, err)
+	case cur.Status != "" || len(cur.Interrupts) > 0:
+		// done, replied, cancelled, or waiting for an answer
+		return bot.Outcome{}, bot.ErrNothingToContinue
+	}
+	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
+		return r.a.Continue(ctx, threadID, events)
+	})
+	if err != nil {
+		return bot.Outcome{}, err
+	}
+	return r.outcome(out, time.Time{})
+}
+
+// Cancel stops a call still working on the thread in this process (waiting
+// for it to return, or for ctx) and records the cancellation with the agent:
+// a pending interrupt is answered with cancel, so the thread's turn ends as
+// cancelled and a later Start begins afresh. A turn stopped in the middle
+// cannot be marked in the agent (it has no API for it); a later Start
+// begins a new turn anyway, and this Researcher does not Continue it.
+func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
+	r.mu.Lock()
+	c := r.running[threadID]
+	r.mu.Unlock()
+	if c != nil {
+		c.cancel(errCancelled)
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return fmt.Errorf("agentrun: cancel %s: waiting for the run to stop: %w", threadID, ctx.Err())
+		}
+	}
+	cur, err := r.a.Get(ctx, threadID)
+	switch {
+	case errors.Is(err, agent.ErrUnknownThread):
+		return nil
+	case err != nil:
+		return fmt.Errorf("agentrun: cancel %s: %w", threadID, err)
+	}
+	if len(cur.Interrupts) > 0 {
+		answers := make(map[string]agent.Answer, len(cur.Interrupts))
+		for _, in := range cur.Interrupts {
+			answers[in.ID] = agent.Answer{Action: agent.ActionCancel}
+		}
+		res, err := r.a.Resume(ctx, threadID, answers, nil)
+		if err != nil {
+			return fmt.Errorf("agentrun: cancel %s: %w", threadID, err)
+		}
+		r.log.Info("agentrun: thread cancelled", "thread_id", threadID, "status", res.Status)
+		return nil
+	}
+	if cur.Status == "" {
+		// The turn stopped in the middle: keep it from being continued.
+		r.mu.Lock()
+		r.cancelled[threadID] = true
+		r.mu.Unlock()
+		r.log.Info("agentrun: unfinished turn discarded", "thread_id", threadID)
+	}
+	return nil
+}
+
+// run makes one agent call for a thread with a cancellable context and a
+// progress tracker. resumed seeds the progress with what the thread already
+// has (plan, sources), as a continued turn's events start mid-way.
+func (r *Researcher) run(ctx context.Context, threadID string, sink bot.ProgressSink, resumed bool,
+	fn func(context.Context, func(agent.Event)) (*agent.Result, error)) (*agent.Result, error) {
+	if threadID == "" {
+		return nil, agent.ErrNoThread
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c := &call{cancel: cancel, done: make(chan struct{})}
+	defer close(c.done)
+	r.mu.Lock()
+	if prev := r.running[threadID]; prev != nil {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("agentrun: thread %s already has a run in this process", threadID)
+	}
+	r.running[threadID] = c
+	delete(r.cancelled, threadID)
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, threadID)
+		r.mu.Unlock()
+	}()
+
+	t := newTracker(sink)
+	if resumed {
+		if cur, err := r.a.Get(cctx, threadID); err == nil {
+			t.seed(cur)
+		}
+	}
+	t.publish()
+	res, err := fn(cctx, t.event)
+	if err != nil {
+		if cause := context.Cause(cctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+func wrapCtx(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	return err
+}
+
+// outcome maps where the agent stopped to the bot's Outcome. started, when
+// set, is when the turn began (for Result.Elapsed); zero lets the bot use
+// its run's age.
+func (r *Researcher) outcome(res *agent.Result, started time.Time) (bot.Outcome, error) {
+	if len(res.Interrupts) > 0 {
+		in := toBotInterrupt(res.Interrupts[0])
+		return bot.Outcome{Interrupt: &in}, nil
+	}
+	switch res.Status {
+	case agent.StatusDone, agent.StatusReplied:
+		out := toBotResult(res)
+		if !started.IsZero() {
+			out.Elapsed = r.now().Sub(started)
+		}
+		return bot.Outcome{Result: &out}, nil
+	case agent.StatusCancelled:
+		return bot.Outcome{}, fmt.Errorf("agentrun: thread %s: %w", res.ThreadID, errCancelled)
+	}
+	return bot.Outcome{}, fmt.Errorf("agentrun: thread %s: the agent stopped with status %q and nothing to show", res.ThreadID, res.Status)
+}
+
+// toAgentAnswer maps the bot's decision to the agent's answer.
+func toAgentAnswer(a bot.Answer) agent.Answer {
+	text := strings.TrimSpace(a.Text)
+	switch a.Action {
+	case bot.ActionApprove:
+		return agent.Answer{Action: agent.ActionApprove}
+	case bot.ActionRevise:
+		return agent.Answer{Action: agent.ActionRevise, Feedback: text}
+	case bot.ActionMore:
+		return agent.Answer{Action: agent.ActionResearch, Feedback: text}
+	case bot.ActionCancel:
+		return agent.Answer{Action: agent.ActionCancel}
+	case bot.ActionAnswer:
+		return agent.Answer{Action: agent.ActionAnswer, Text: text}
+	}
+	return agent.Answer{Action: agent.Action(a.Action), Text: text, Feedback: text}
+}
+
+// toBotInterrupt maps an agent pause to what the bot shows.
+func toBotInterrupt(in agent.Interrupt) bot.Interrupt {
+	switch in.Kind {
+	case agent.InterruptClarify:
+		return bot.Interrupt{ID: in.ID, Kind: bot.InterruptQuestion, Text: in.Question}
+	case agent.InterruptApprovePlan:
+		return bot.Interrupt{ID: in.ID, Kind: bot.InterruptPlan, Text: planText(in.Plan)}
+	}
+	return bot.Interrupt{ID: in.ID, Kind: bot.InterruptDraft, Text: draftText(in), Draft: in.Draft}
+}
+
+// planText renders a plan as markdown for approval.
+func planText(p *agent.Plan) string {
+	if p == nil {
+		return "(no plan)"
+	}
+	var b strings.Builder
+	if p.Theme != "" {
+		fmt.Fprintf(&b, "*%s*\n", p.Theme)
+	}
+	if p.PlanText != "" {
+		fmt.Fprintf(&b, "%s\n", p.PlanText)
+	}
+	for i, st := range p.Subtasks {
+		fmt.Fprintf(&b, "%d. %s", i+1, st.Title)
+		if len(st.Queries) > 0 {
+			fmt.Fprintf(&b, " — %s", strings.Join(st.Queries, "; "))
+		}
+		b.WriteString("\n")
+	}
+	if len(p.Subtasks) == 0 {
+		for _, pt := range p.InvestigationPoints {
+			fmt.Fprintf(&b, "• %s\n", pt)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// draftText is the draft's summary with its citation check and review.
+func draftText(in agent.Interrupt) string {
+	var b strings.Builder
+	sum := strings.TrimSpace(in.Summary)
+	if sum == "" {
+		sum = firstLines(in.Draft, 12)
+	}
+	b.WriteString(sum)
+	if c := in.Citations; c != nil {
+		fmt.Fprintf(&b, "\n\nCitations: %d verified of %d cited, %d dropped.", c.Verified, c.Cited, c.Dropped)
+	}
+	if rv := in.Review; rv != nil {
+		fmt.Fprintf(&b, "\nReview score: %.2f.", rv.Overall)
+		if fb := strings.TrimSpace(rv.Feedback); fb != "" && !rv.Approved {
+			fmt.Fprintf(&b, " Reviewer: %s", fb)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// toBotResult maps a finished turn to the bot's Result.
+func toBotResult(res *agent.Result) bot.Result {
+	if res.Status == agent.StatusReplied {
+		return bot.Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total()}
+	}
+	cited := 0
+	for _, s := range res.Sources {
+		if s.Cited {
+			cited++
+		}
+	}
+	summary := strings.TrimSpace(res.Summary)
+	if summary == "" {
+		summary = firstLines(res.Report, 6)
+	}
+	if len(res.Unverified) > 0 {
+		summary += fmt.Sprintf("\n\n_%d statement(s) could not be verified; see the report._", len(res.Unverified))
+	}
+	return bot.Result{
+		Title:     reportTitle(res),
+		Summary:   summary,
+		Report:    res.Report,
+		Sources:   cited,
+		Citations: res.Citations.Verified,
+		Tokens:    res.Usage.Total(),
+	}
+}
+
+// reportTitle is the report's first heading, else the plan's theme.
+func reportTitle(res *agent.Result) string {
+	for _, line := range strings.Split(res.Report, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "# ") {
+			return strings.TrimSpace(line[2:])
+		}
+	}
+	if res.Plan != nil && res.Plan.Theme != "" {
+		return res.Plan.Theme
+	}
+	return "Research report"
+}

@@ -1,0 +1,295 @@
+package agentrun_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"deepresearch/agent"
+	"deepresearch/bot"
+)
+
+const question = "What does the EU AI Act require?"
+
+func TestRunToCompletion(t *testing.T) {
+	w := newWorld(t)
+	r, _ := w.researcher()
+	ctx := testCtx(t)
+	var rec recorder
+	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t1", Question: question, Options: bot.RunOptions{Depth: "quick"}}, rec.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Interrupt != nil || out.Result == nil {
+		t.Fatalf("outcome = %+v", out)
+	}
+	res := out.Result
+	if res.Title != "EU AI Act report" {
+		t.Errorf("title = %q", res.Title)
+	}
+	if !strings.Contains(res.Summary, "in force") {
+		t.Errorf("summary = %q", res.Summary)
+	}
+	if !strings.Contains(res.Report, "## References") || !strings.Contains(res.Report, "[^1]: ") {
+		t.Errorf("report = %q", res.Report)
+	}
+	if res.Citations == 0 || res.Sources == 0 || res.Tokens == 0 || res.Elapsed <= 0 {
+		t.Errorf("result stats: citations %d sources %d tokens %d elapsed %v", res.Citations, res.Sources, res.Tokens, res.Elapsed)
+	}
+
+	snaps := rec.all()
+	if len(snaps) < 5 {
+		t.Fatalf("only %d progress snapshots", len(snaps))
+	}
+	phases := map[string]bool{}
+	var sawRunning, sawPlan bool
+	for _, p := range snaps {
+		phases[p.Phase] = true
+		if slices.Equal(p.Plan, []string{"Timeline", "Penalties"}) {
+			sawPlan = true
+		}
+		for _, s := range p.Subtasks {
+			sawRunning = sawRunning || s.State == bot.SubtaskRunning
+		}
+	}
+	for _, ph := range []string{"planning", "researching", "writing", "reviewing"} {
+		if !phases[ph] {
+			t.Errorf("no snapshot in phase %q (phases %v)", ph, phases)
+		}
+	}
+	if !sawPlan || !sawRunning {
+		t.Errorf("plan seen %v, running subtask seen %v", sawPlan, sawRunning)
+	}
+	last := snaps[len(snaps)-1]
+	if last.SourcesRead == 0 || last.Tokens == 0 {
+		t.Errorf("last snapshot = %+v", last)
+	}
+	if len(last.Subtasks) < 2 {
+		t.Fatalf("subtasks = %+v", last.Subtasks)
+	}
+	for _, s := range last.Subtasks {
+		if s.State != bot.SubtaskDone {
+			t.Errorf("subtask %q is %s at the end", s.Title, s.State)
+		}
+	}
+	// snapshots grow monotonically and are independent copies
+	for i := 1; i < len(snaps); i++ {
+		if snaps[i].Tokens < snaps[i-1].Tokens || snaps[i].SourcesRead < snaps[i-1].SourcesRead {
+			t.Errorf("snapshot %d went backwards: %+v after %+v", i, snaps[i], snaps[i-1])
+		}
+	}
+	first := snaps[0]
+	first.Plan = append(first.Plan, "x")
+	if len(snaps[len(snaps)-1].Plan) != 2 {
+		t.Error("snapshots share their plan")
+	}
+
+	// the turn is finished: nothing to continue
+	if _, err := r.Continue(ctx, "t1", rec.sink); !errors.Is(err, bot.ErrNothingToContinue) {
+		t.Errorf("Continue after done: %v", err)
+	}
+	if _, err := r.Continue(ctx, "unknown", rec.sink); !errors.Is(err, bot.ErrNothingToContinue) {
+		t.Errorf("Continue on an unknown thread: %v", err)
+	}
+}
+
+func TestDraftApproval(t *testing.T) {
+	w := newWorld(t)
+	r, _ := w.researcher()
+	ctx := testCtx(t)
+	var rec recorder
+	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t2", Question: question,
+		Options: bot.RunOptions{Depth: "quick", ApproveDraft: true}}, rec.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := out.Interrupt
+	if in == nil || out.Result != nil {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if in.Kind != bot.InterruptDraft || in.ID == "" {
+		t.Errorf("interrupt = %+v", in)
+	}
+	if !strings.Contains(in.Draft, "# EU AI Act report") || !strings.Contains(in.Draft, "[^1]:") {
+		t.Errorf("draft = %q", in.Draft)
+	}
+	if !strings.Contains(in.Text, "in force") || !strings.Contains(in.Text, "Citations:") {
+		t.Errorf("text = %q", in.Text)
+	}
+	// a waiting thread has nothing to continue: the bot resumes it
+	if _, err := r.Continue(ctx, "t2", rec.sink); !errors.Is(err, bot.ErrNothingToContinue) {
+		t.Errorf("Continue while waiting: %v", err)
+	}
+
+	// another process answers
+	r2, _ := w.researcher()
+	var rec2 recorder
+	out, err = r2.Resume(ctx, "t2", in.ID, bot.Answer{Action: bot.ActionApprove, By: "U1"}, rec2.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result == nil || !strings.Contains(out.Result.Report, "## References") {
+		t.Fatalf("outcome after approve = %+v", out)
+	}
+	if snaps := rec2.all(); len(snaps) == 0 || len(snaps[0].Plan) != 2 || snaps[0].SourcesRead == 0 {
+		t.Errorf("resumed progress does not start from the thread's plan and sources: %+v", snaps)
+	}
+	// a second answer to the same interrupt fails
+	if _, err := r2.Resume(ctx, "t2", in.ID, bot.Answer{Action: bot.ActionApprove}, rec2.sink); err == nil {
+		t.Error("a second answer was accepted")
+	}
+}
+
+func TestResearchMoreAndRevise(t *testing.T) {
+	w := newWorld(t)
+	r, _ := w.researcher()
+	ctx := testCtx(t)
+	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t3", Question: question,
+		Options: bot.RunOptions{Depth: "quick", ApproveDraft: true, ApprovePlan: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptPlan || !strings.Contains(out.Interrupt.Text, "1. Timeline") {
+		t.Fatalf("plan interrupt = %+v", out.Interrupt)
+	}
+	planners := w.brain.count("planner")
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionRevise, Text: "start with penalties"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptPlan || w.brain.count("planner") != planners+1 {
+		t.Fatalf("revise did not replan: %+v", out.Interrupt)
+	}
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionApprove}, nil)
+	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptDraft {
+		t.Fatalf("after plan approval: %+v, %v", out, err)
+	}
+	researched := w.brain.count("reflect")
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionMore, Text: "look for SMEs"}, nil)
+	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptDraft {
+		t.Fatalf("after research more: %+v, %v", out, err)
+	}
+	if w.brain.count("reflect") == researched {
+		t.Error("research more did not research")
+	}
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionApprove}, nil)
+	if err != nil || out.Result == nil {
+		t.Fatalf("after approve: %+v, %v", out, err)
+	}
+}
+
+func TestCancelRunning(t *testing.T) {
+	w := newWorld(t)
+	r, a := w.researcher()
+	ctx := testCtx(t)
+	w.brain.hangAt.Store("writer")
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Start(ctx, bot.StartRequest{ThreadID: "t4", Question: question, Options: bot.RunOptions{Depth: "quick"}}, nil)
+		done <- err
+	}()
+	select {
+	case <-w.brain.entered:
+	case <-ctx.Done():
+		t.Fatal("the writer was never called")
+	}
+	if err := r.Cancel(ctx, "t4"); err != nil {
+		t.Fatal(err)
+	}
+	// Cancel returned after the running call did
+	select {
+	case err := <-done:
+		if err == nil || !errors.Is(err, context.Canceled) {
+			t.Errorf("Start after cancel: %v", err)
+		}
+	default:
+		t.Fatal("Cancel returned while the run was still going")
+	}
+	w.brain.hangAt.Store("")
+	if _, err := r.Continue(ctx, "t4", nil); !errors.Is(err, bot.ErrNothingToContinue) {
+		t.Errorf("Continue after cancel: %v", err)
+	}
+	// a later Start begins afresh and finishes
+	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t4", Question: "Tell me about the AI Act fines", FollowUp: true, Options: bot.RunOptions{Depth: "quick"}}, nil)
+	if err != nil || out.Result == nil {
+		t.Fatalf("Start after cancel: %+v, %v", out, err)
+	}
+	if res, err := a.Get(ctx, "t4"); err != nil || res.Status != agent.StatusDone {
+		t.Errorf("thread after the new start: %+v, %v", res, err)
+	}
+}
+
+func TestCancelWaiting(t *testing.T) {
+	w := newWorld(t)
+	r, a := w.researcher()
+	ctx := testCtx(t)
+	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t5", Question: question, Options: bot.RunOptions{Depth: "quick", ApproveDraft: true}}, nil)
+	if err != nil || out.Interrupt == nil {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	// the bot cancels a waiting run from any process
+	r2, _ := w.researcher()
+	if err := r2.Cancel(ctx, "t5"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Get(ctx, "t5")
+	if err != nil || res.Status != agent.StatusCancelled || res.Finish != agent.FinishCancelled {
+		t.Fatalf("thread after cancel: %+v, %v", res, err)
+	}
+	if _, err := r.Resume(ctx, "t5", out.Interrupt.ID, bot.Answer{Action: bot.ActionApprove}, nil); err == nil {
+		t.Error("the cancelled interrupt could still be answered")
+	}
+	// cancelling again, or an unknown thread, is not an error
+	if err := r2.Cancel(ctx, "t5"); err != nil {
+		t.Error(err)
+	}
+	if err := r2.Cancel(ctx, "nothing-here"); err != nil {
+		t.Error(err)
+	}
+	out, err = r.Start(ctx, bot.StartRequest{ThreadID: "t5", Question: question, FollowUp: true, Options: bot.RunOptions{Depth: "quick"}}, nil)
+	if err != nil || out.Result == nil {
+		t.Fatalf("Start after cancel: %+v, %v", out, err)
+	}
+}
+
+// A run stopped by its context (shutdown, lost lease) is carried on by
+// Continue in another process, without repeating finished work.
+func TestContinueAfterStop(t *testing.T) {
+	w := newWorld(t)
+	r, _ := w.researcher()
+	ctx := testCtx(t)
+	w.brain.hangAt.Store("writer")
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Start(runCtx, bot.StartRequest{ThreadID: "t6", Question: question, Options: bot.RunOptions{Depth: "quick"}}, nil)
+		done <- err
+	}()
+	<-w.brain.entered
+	stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Start = %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start did not return")
+	}
+	w.brain.hangAt.Store("")
+	planners := w.brain.count("planner")
+	r2, _ := w.researcher()
+	var rec recorder
+	out, err := r2.Continue(ctx, "t6", rec.sink)
+	if err != nil || out.Result == nil {
+		t.Fatalf("Continue: %+v, %v", out, err)
+	}
+	if w.brain.count("planner") != planners {
+		t.Error("Continue planned again")
+	}
+	if snaps := rec.all(); len(snaps) == 0 || snaps[len(snaps)-1].SourcesRead == 0 {
+		t.Errorf("continued progress = %+v", snaps)
+	}
+}

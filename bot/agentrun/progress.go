@@ -1,0 +1,160 @@
+package agentrun
+
+import (
+	"fmt"
+	"strings"
+
+	"deepresearch/agent"
+	"deepresearch/bot"
+)
+
+// tracker folds the agent's progress events into the bot's snapshots. The
+// agent serialises its calls to events, so it needs no lock.
+type tracker struct {
+	sink bot.ProgressSink
+	p    bot.Progress
+	subs []subtask
+	read map[string]bool // URLs of the sources read
+}
+
+type subtask struct {
+	round, index int
+	keyed        bool // matched to a started subtask
+	title        string
+	state        bot.SubtaskState
+}
+
+func newTracker(sink bot.ProgressSink) *tracker {
+	return &tracker{sink: sink, read: map[string]bool{}}
+}
+
+// seed starts from what the thread already has (a resumed or continued turn).
+func (t *tracker) seed(cur *agent.Result) {
+	if cur.Plan != nil {
+		t.setPlan(cur.Plan)
+	}
+	for _, s := range cur.Sources {
+		if s.Retrieved {
+			t.read[s.URL] = true
+		}
+	}
+	t.p.SourcesRead = len(t.read)
+}
+
+func (t *tracker) setPlan(p *agent.Plan) {
+	t.p.Plan = nil
+	for _, st := range p.Subtasks {
+		t.p.Plan = append(t.p.Plan, st.Title)
+	}
+	if len(t.p.Plan) == 0 {
+		t.p.Plan = append(t.p.Plan, p.InvestigationPoints...)
+	}
+	// the plan's subtasks are pending until a researcher picks them up
+	kept := t.subs[:0]
+	for _, s := range t.subs {
+		if s.keyed {
+			kept = append(kept, s)
+		}
+	}
+	t.subs = kept
+	for _, st := range p.Subtasks {
+		t.subs = append(t.subs, subtask{title: st.Title, state: bot.SubtaskPending})
+	}
+}
+
+// find returns the subtask of ref, matching a pending plan entry by title
+// the first time, or adding it.
+func (t *tracker) find(ref *agent.SubtaskRef) *subtask {
+	for i := range t.subs {
+		if s := &t.subs[i]; s.keyed && s.round == ref.Round && s.index == ref.Index {
+			return s
+		}
+	}
+	for i := range t.subs {
+		if s := &t.subs[i]; !s.keyed && s.title == ref.Title {
+			s.keyed, s.round, s.index = true, ref.Round, ref.Index
+			return s
+		}
+	}
+	t.subs = append(t.subs, subtask{keyed: true, round: ref.Round, index: ref.Index, title: ref.Title, state: bot.SubtaskPending})
+	return &t.subs[len(t.subs)-1]
+}
+
+func (t *tracker) event(ev agent.Event) {
+	switch ev.Kind {
+	case agent.EventPhase:
+		t.p.Phase = string(ev.Phase)
+		t.p.Note = ""
+	case agent.EventPlanMade:
+		if ev.Plan != nil {
+			t.setPlan(ev.Plan)
+			t.p.Note = "planned: " + ev.Plan.Theme
+		}
+	case agent.EventSubtaskStarted:
+		if ev.Subtask != nil {
+			s := t.find(ev.Subtask)
+			s.state = bot.SubtaskRunning
+			t.p.Note = "researching: " + ev.Subtask.Title
+		}
+	case agent.EventSubtaskFinished:
+		if ev.Subtask != nil {
+			s := t.find(ev.Subtask)
+			s.state = bot.SubtaskDone
+			if !ev.Subtask.Completed && ev.Subtask.Findings == 0 {
+				s.state = bot.SubtaskFailed
+			}
+			t.p.Note = fmt.Sprintf("finished: %s (%d findings)", ev.Subtask.Title, ev.Subtask.Findings)
+		}
+	case agent.EventSearched:
+		t.p.Note = fmt.Sprintf("searched “%s”: %d results", ev.Query, ev.Results)
+	case agent.EventSourceFound:
+		return // frequent and shown by the searched event
+	case agent.EventSourceRead:
+		if ev.URL != "" {
+			t.read[ev.URL] = true
+		}
+		t.p.SourcesRead = len(t.read)
+		title := ev.Title
+		if title == "" {
+			title = ev.URL
+		}
+		t.p.Note = "read: " + title
+	case agent.EventTokens:
+		if tk := ev.Tokens; tk != nil {
+			if tk.Used > t.p.Tokens {
+				t.p.Tokens = tk.Used
+			} else if tk.Used == 0 {
+				t.p.Tokens += tk.Call
+			}
+		}
+	case agent.EventDraft, agent.EventBudget, agent.EventWarning:
+		if m := strings.TrimSpace(ev.Message); m != "" {
+			t.p.Note = m
+		}
+	case agent.EventReviewed:
+		if rv := ev.Review; rv != nil {
+			verdict := "needs work"
+			if rv.Approved {
+				verdict = "passed"
+			}
+			t.p.Note = fmt.Sprintf("review %d: %.2f, %s", rv.Round, rv.Overall, verdict)
+		}
+	default:
+		return
+	}
+	t.publish()
+}
+
+// publish sends a copy of the current picture.
+func (t *tracker) publish() {
+	if t.sink == nil {
+		return
+	}
+	p := t.p
+	p.Plan = append([]string(nil), t.p.Plan...)
+	p.Subtasks = make([]bot.Subtask, 0, len(t.subs))
+	for _, s := range t.subs {
+		p.Subtasks = append(p.Subtasks, bot.Subtask{Title: s.title, State: s.state})
+	}
+	t.sink(p)
+}

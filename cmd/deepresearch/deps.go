@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+
+	"deepresearch/agent"
+	"deepresearch/agent/llm"
+	"deepresearch/graph"
+	"deepresearch/tools/fetch"
+	"deepresearch/tools/sandbox"
+	"deepresearch/tools/search"
+	"deepresearch/tools/search/docs"
+)
+
+// saverFunc opens the graph's checkpoint store; the func it returns closes it.
+type saverFunc func(ctx context.Context, e env) (graph.Saver, func(), error)
+
+// agentDeps builds the agent's collaborators from the environment: the LLM
+// client (OPENAI_API_KEY, ...), the search providers, the page fetcher, the
+// coding sandbox and the checkpoint store opened by openSaver. ask and serve
+// share it. Every error names the variable to set or fix; closeAll releases
+// what was opened.
+func agentDeps(ctx context.Context, e env, logger *slog.Logger, openSaver saverFunc) (agent.Deps, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (agent.Deps, func(), error) {
+		closeAll()
+		return agent.Deps{}, nil, err
+	}
+	lo, err := llm.OptionsFromEnv(e)
+	if err != nil {
+		return fail(err) // names the variable to set
+	}
+	lo.Logger = logger
+	client, err := llm.New(lo)
+	if err != nil {
+		return fail(err)
+	}
+	searcher, err := askSearch(ctx, e, logger)
+	if err != nil {
+		return fail(err)
+	}
+	f, err := fetch.New(fetch.Options{Allow: e("DEEPRESEARCH_FETCH_ALLOW"), UserAgent: "deepresearch/" + version, Logger: logger, TruncateOversize: true})
+	if err != nil {
+		return fail(fmt.Errorf("DEEPRESEARCH_FETCH_ALLOW: %w", err))
+	}
+	closers = append(closers, func() { f.Close() })
+	saver, closeStore, err := openSaver(ctx, e)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, closeStore)
+	d := agent.Deps{LLM: client, Search: searcher, Fetch: agent.NewPageFetcher(f), Saver: saver, Notes: agent.NewMemNotes(), Logger: logger}
+	// The coding action runs in a child process of this binary (Linux), in
+	// process elsewhere.
+	so := sandbox.Options{Logger: logger}
+	if exe, err := os.Executable(); err == nil && runtime.GOOS == "linux" && !strings.HasSuffix(exe, ".test") {
+		so.Exec = exe
+	}
+	if r, err := sandbox.New(so); err == nil {
+		d.Coder = r
+	}
+	return d, closeAll, nil
+}
+
+// askSearch builds the search providers: Tavily, SearXNG and the folder of
+// internal documents, whichever are configured.
+func askSearch(ctx context.Context, e env, logger *slog.Logger) (agent.Searcher, error) {
+	var members []search.Member
+	if key := e("TAVILY_API_KEY"); key != "" {
+		t, err := search.NewTavily(search.TavilyOptions{APIKey: key, BaseURL: e("TAVILY_BASE_URL"), Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("TAVILY_API_KEY/TAVILY_BASE_URL: %w", err)
+		}
+		members = append(members, search.Member{Provider: t})
+	}
+	if u := e("SEARXNG_URL"); u != "" {
+		s, err := search.NewSearXNG(search.SearXNGOptions{BaseURL: u, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("SEARXNG_URL: %w", err)
+		}
+		members = append(members, search.Member{Provider: s})
+	}
+	if dir := e("DEEPRESEARCH_DOCS_DIR"); dir != "" {
+		ix, err := docs.New(ctx, docs.Options{Root: dir, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("DEEPRESEARCH_DOCS_DIR: %w", err)
+		}
+		members = append(members, search.Member{Provider: ix, Weight: 1.5})
+	}
+	switch len(members) {
+	case 0:
+		return nil, errors.New("no search provider: set TAVILY_API_KEY, SEARXNG_URL or DEEPRESEARCH_DOCS_DIR")
+	case 1:
+		return members[0].Provider, nil
+	}
+	m, err := search.NewMulti(search.MultiOptions{Members: members, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
