@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -63,7 +66,21 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 		return err
 	}
 	ctx = llm.WithNode(ctx, c.node)
-	resp, err := c.a.llm.ChatJSON(ctx, llm.Request{Role: role, Messages: messages(p), Final: final}, schema, out)
+	req := llm.Request{Role: role, Messages: messages(p), Final: final}
+	// graph.Memo stores the answer before returning it, so a node re-run
+	// after a crash or a later failure does not pay for this call again.
+	m, err := graph.Memo(ctx, memoKey(c.node, req, schemaName[T]()), func() (memoJSON, error) {
+		resp, err := c.a.llm.ChatJSON(ctx, req, schema, out)
+		if err != nil {
+			return memoJSON{Resp: resp}, err
+		}
+		raw, err := json.Marshal(out)
+		return memoJSON{Resp: resp, Out: raw}, err
+	})
+	resp := m.Resp
+	if err == nil && m.Out != nil {
+		err = json.Unmarshal(m.Out, out)
+	}
 	c.record(ctx, resp, err)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.node, err)
@@ -74,12 +91,36 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 // chat asks for text (or tool calls).
 func (c *caller) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	ctx = llm.WithNode(ctx, c.node)
-	resp, err := c.a.llm.Chat(ctx, req)
+	resp, err := graph.Memo(ctx, memoKey(c.node, req, ""), func() (llm.Response, error) {
+		return c.a.llm.Chat(ctx, req)
+	})
 	c.record(ctx, resp, err)
 	if err != nil {
 		return resp, fmt.Errorf("%s: %w", c.node, err)
 	}
 	return resp, nil
+}
+
+// memoJSON is a structured call's stored answer.
+type memoJSON struct {
+	Resp llm.Response    `json:"resp"`
+	Out  json.RawMessage `json:"out"`
+}
+
+// memoKey identifies an LLM request within a node's task.
+func memoKey(node string, req llm.Request, schema string) string {
+	b, _ := json.Marshal(struct {
+		Node   string
+		Req    llm.Request
+		Schema string
+	}{node, req, schema})
+	sum := sha256.Sum256(b)
+	return "llm:" + node + ":" + hex.EncodeToString(sum[:12])
+}
+
+func schemaName[T any]() string {
+	var zero T
+	return fmt.Sprintf("%T", zero)
 }
 
 // budgetErr reports whether err means a budget ran out (tokens or time)

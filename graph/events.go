@@ -20,6 +20,7 @@ const (
 	EventCheckpoint   // a checkpoint reached the Saver (or was made, without one)
 	EventInterrupt    // the run paused
 	EventTaskRestored // a task finished before a crash was not run again
+	EventMemoHit      // a Memo call returned its stored result instead of running (Payload: the key)
 )
 
 func (k EventKind) String() string {
@@ -38,6 +39,8 @@ func (k EventKind) String() string {
 		return "interrupt"
 	case EventTaskRestored:
 		return "task_restored"
+	case EventMemoHit:
+		return "memo_hit"
 	}
 	return fmt.Sprintf("event(%d)", int(k))
 }
@@ -77,6 +80,7 @@ type taskCtx struct {
 	base    Event
 	resumes map[int]json.RawMessage // interrupt index → answer
 	calls   int                     // Pause calls so far
+	memo    *memoState              // nil outside a run with a Saver
 }
 
 // Emit sends a custom progress event from inside a node. Outside a run it

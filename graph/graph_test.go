@@ -750,3 +750,80 @@ func TestCancelledContextStopsAndResumes(t *testing.T) {
 		t.Fatalf("after cancel: %+v", snap)
 	}
 }
+
+// A node whose second call fails is run again; its first call is not.
+func TestMemoSurvivesRerun(t *testing.T) {
+	store := memstore.New(memstore.Options{})
+	cs := newChainSchema()
+	var calls sync.Map
+	count := func(k string) int {
+		v, _ := calls.Load(k)
+		n, _ := v.(int)
+		return n
+	}
+	failSecond := true
+	b := graph.New(cs.s)
+	b.AddNode("llm", func(ctx context.Context, s chainState) ([]graph.Write, error) {
+		a, err := graph.Memo(ctx, "first", func() (string, error) {
+			calls.Store("first", count("first")+1)
+			return "answer-1", nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		bv, err := graph.Memo(ctx, "second", func() (string, error) {
+			calls.Store("second", count("second")+1)
+			if failSecond {
+				failSecond = false
+				return "", errors.New("503")
+			}
+			return "answer-2", nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return []graph.Write{cs.log.Set([]string{a, bv})}, nil
+	})
+	b.AddEdge(graph.Start, "llm")
+	for _, tc := range []struct {
+		name  string
+		saver graph.Saver
+		first int
+	}{{"memstore", store, 1}, {"no saver", nil, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls = sync.Map{}
+			failSecond = true
+			g, err := b.Compile(graph.Options{Saver: tc.saver})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hits atomic.Int64
+			ev := func(e graph.Event) {
+				if e.Kind == graph.EventMemoHit {
+					hits.Add(1)
+				}
+			}
+			if _, err := g.Invoke(context.Background(), graph.Config{ThreadID: "m", Input: []graph.Write{cs.count.Set(0)}, Events: ev}); err == nil {
+				t.Fatal("first invoke should fail on the second call")
+			}
+			var res *graph.Result[chainState]
+			if tc.saver != nil {
+				res, err = g.Invoke(context.Background(), graph.Config{ThreadID: "m", Events: ev})
+			} else {
+				res, err = g.Invoke(context.Background(), graph.Config{Input: []graph.Write{cs.count.Set(0)}, Events: ev})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.State.Log, []string{"answer-1", "answer-2"}) {
+				t.Fatalf("log %v", res.State.Log)
+			}
+			if count("first") != tc.first || count("second") != 2 {
+				t.Fatalf("first called %d (want %d), second %d (want 2)", count("first"), tc.first, count("second"))
+			}
+			if tc.saver != nil && hits.Load() != 1 {
+				t.Fatalf("memo hits %d, want 1", hits.Load())
+			}
+		})
+	}
+}

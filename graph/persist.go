@@ -41,11 +41,12 @@ type pItem struct {
 }
 
 type pWrites struct {
-	cp   int64
-	task int
-	node string
-	step int
-	ws   []rawWrite
+	result bool // the task's result (not a memo or interrupt record)
+	cp     int64
+	task   int
+	node   string
+	step   int
+	ws     []rawWrite
 }
 
 type pCheckpoint struct {
@@ -198,6 +199,9 @@ func (p *persister) commit(items []pItem) error {
 	}
 	if p.emit != nil {
 		for _, w := range saved {
+			if !w.result {
+				continue
+			}
 			p.emit(Event{Kind: EventWritesSaved, ThreadID: p.thread, NS: p.ns, CheckpointID: w.cp, Node: w.node, Task: w.task, Step: w.step})
 		}
 		for _, c := range b.Checkpoints {

@@ -63,6 +63,7 @@ type task[S any] struct {
 	intr    *interruptErr
 	err     error
 	resumes map[int]json.RawMessage
+	memo    *memoState
 }
 
 // cursor is the checkpoint a run stands at.
@@ -306,6 +307,17 @@ func (r *run[S]) restore(c *Chain) error {
 					cur.taskIntr[w.Task] = map[int]json.RawMessage{}
 				}
 				cur.taskIntr[w.Task][n] = w.Value
+			case w.Channel == memoChannel:
+				var rec memoRecord
+				if json.Unmarshal(w.Value, &rec) == nil {
+					if t.memo == nil {
+						t.memo = &memoState{stored: map[string]json.RawMessage{}}
+					}
+					t.memo.stored[rec.Key] = rec.Value
+					if n := memoBase - w.Idx + 1; n > t.memo.next {
+						t.memo.next = n
+					}
+				}
 			case w.Channel == resumeChannel:
 				if t.resumes == nil {
 					t.resumes = map[int]json.RawMessage{}
@@ -846,6 +858,18 @@ func (r *run[S]) callNode(ctx context.Context, t *task[S], st *S) (ws []Write, e
 func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
 	base := Event{ThreadID: r.cfg.ThreadID, NS: r.ns, CheckpointID: r.cur.id, Step: r.cur.step, Node: t.node.name, Task: t.idx}
 	tc := &taskCtx{emit: r.emit, base: base, resumes: t.resumes}
+	if r.p != nil {
+		if t.memo == nil {
+			t.memo = &memoState{stored: map[string]json.RawMessage{}}
+		}
+		cp, step := r.cur.id, r.cur.step
+		t.memo.save = func(n int, rec []byte) error {
+			r.p.add(pItem{writes: &pWrites{cp: cp, task: t.idx, node: t.node.name, step: step,
+				ws: []rawWrite{{Task: t.idx, Idx: memoBase - n, Channel: memoChannel, Value: rec}}}})
+			return r.p.flush()
+		}
+		tc.memo = t.memo
+	}
 	tctx := context.WithValue(ctx, taskCtxKey{}, tc)
 	pol := t.node.opts.retry
 	for attempt := 1; ; attempt++ {
@@ -922,7 +946,7 @@ func (r *run[S]) saveWrites(t *task[S], ws []Write) {
 	if len(raw) == 0 {
 		raw = append(raw, rawWrite{Task: t.idx, Idx: 0, Channel: doneChannel})
 	}
-	r.p.add(pItem{writes: &pWrites{cp: r.cur.id, task: t.idx, node: t.node.name, step: r.cur.step, ws: raw}})
+	r.p.add(pItem{writes: &pWrites{result: true, cp: r.cur.id, task: t.idx, node: t.node.name, step: r.cur.step, ws: raw}})
 	if r.g.opts.Durability == DurabilitySync {
 		if err := r.p.flush(); err != nil {
 			t.err = err
