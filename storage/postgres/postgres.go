@@ -72,6 +72,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer
 	}
+	// Every statement here is keyed on primary keys, so a generic plan is
+	// always right; planning each execution (Postgres' default for the first
+	// runs of a prepared statement) costs more than running it.
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
