@@ -1,0 +1,245 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Fields of a Draft named by a ValidationError.
+const (
+	FieldTopic   = "topic"
+	FieldChannel = "channel"
+	FieldSpec    = "spec"
+	FieldTZ      = "tz"
+	FieldOptions = "options"
+)
+
+// ValidationError lists what is wrong with a Draft, by field. It wraps
+// ErrInvalid.
+type ValidationError struct {
+	Fields map[string]string
+}
+
+func (e *ValidationError) Error() string {
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, e.Fields[k])
+	}
+	return "schedule: " + strings.Join(parts, "; ")
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// Draft is what a user asks for when creating or editing a schedule.
+type Draft struct {
+	Team    string
+	Channel string
+	Owner   string
+	Topic   string
+	Spec    string // cron spec or descriptor
+	TZ      string // IANA zone; "" → UTC (callers default it to the owner's Slack tz)
+	Options Options
+}
+
+// Manager applies users' requests to schedules: validation, limits and
+// permissions (only the owner or an admin may change a schedule). It is safe
+// for concurrent use.
+type Manager struct {
+	Store     Store
+	Scheduler *Scheduler // runs "Run now" and approvals; may be nil (those fail)
+	Limits    Limits
+	Admins    []string // Slack user ids who may change any schedule
+	Clock     Clock    // nil: SystemClock
+}
+
+func (m *Manager) now() time.Time {
+	if m.Clock == nil {
+		return time.Now()
+	}
+	return m.Clock.Now()
+}
+
+// MayChange reports whether user may change (pause, resume, delete, run,
+// approve) the schedule.
+func (m *Manager) MayChange(s Schedule, user string) bool {
+	return user != "" && (user == s.Owner || slices.Contains(m.Admins, user))
+}
+
+// Validate checks a draft and returns its normal form (spec normalised).
+func (m *Manager) Validate(d Draft) (Draft, error) {
+	lim := m.Limits.withDefaults()
+	errs := map[string]string{}
+	d.Topic = strings.TrimSpace(d.Topic)
+	switch {
+	case d.Topic == "":
+		errs[FieldTopic] = "Please say what to research."
+	case utf8.RuneCountInString(d.Topic) > lim.MaxTopicLen:
+		errs[FieldTopic] = fmt.Sprintf("The topic is too long (at most %d characters).", lim.MaxTopicLen)
+	}
+	if d.Channel == "" {
+		errs[FieldChannel] = "Please pick a channel for the digests."
+	}
+	loc, err := LoadLocation(strings.TrimSpace(d.TZ))
+	if err != nil {
+		errs[FieldTZ] = strings.TrimPrefix(err.Error(), ErrInvalidSpec.Error()+": ")
+	}
+	d.TZ = strings.TrimSpace(d.TZ)
+	spec, err := ParseSpec(d.Spec)
+	if err != nil {
+		errs[FieldSpec] = strings.TrimPrefix(err.Error(), ErrInvalidSpec.Error()+": ")
+	} else {
+		d.Spec = spec.String()
+		if loc != nil {
+			if gap := spec.ShortestInterval(m.now(), loc); gap > 0 && gap < lim.ShortestInterval {
+				errs[FieldSpec] = fmt.Sprintf("This runs every %s; the shortest interval allowed is %s.", shortDuration(gap), shortDuration(lim.ShortestInterval))
+			}
+		}
+	}
+	switch d.Options.Depth {
+	case "", DepthQuick, DepthStandard, DepthDeep:
+	default:
+		errs[FieldOptions] = fmt.Sprintf("Unknown depth %q (quick, standard or deep).", d.Options.Depth)
+	}
+	if len(errs) > 0 {
+		return d, &ValidationError{Fields: errs}
+	}
+	return d, nil
+}
+
+// shortDuration formats 90m as "1h30m" and 24h as "24h".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// Create validates a draft and stores a new, enabled schedule. It fails with
+// a *ValidationError, or ErrLimit when the channel has too many schedules.
+func (m *Manager) Create(ctx context.Context, d Draft) (Schedule, error) {
+	d, err := m.Validate(d)
+	if err != nil {
+		return Schedule{}, err
+	}
+	now := m.now().Truncate(time.Second)
+	s := Schedule{ID: NewID(), Team: d.Team, Channel: d.Channel, Owner: d.Owner, Topic: d.Topic, Spec: d.Spec, TZ: d.TZ,
+		Enabled: true, Options: d.Options, ActiveSince: now, CreatedAt: now, UpdatedAt: now}
+	if err := m.Store.CreateSchedule(ctx, s, m.Limits.withDefaults().MaxPerChannel); err != nil {
+		if errors.Is(err, ErrLimit) {
+			return Schedule{}, fmt.Errorf("schedule: this channel already has %d schedules, the most allowed; delete one first: %w",
+				m.Limits.withDefaults().MaxPerChannel, ErrLimit)
+		}
+		return Schedule{}, err
+	}
+	return s, nil
+}
+
+func (m *Manager) get(ctx context.Context, id, user string) (Schedule, error) {
+	s, err := m.Store.GetSchedule(ctx, id)
+	if err != nil {
+		return s, err
+	}
+	if !m.MayChange(s, user) {
+		return s, ErrForbidden
+	}
+	return s, nil
+}
+
+// Update replaces a schedule's topic, channel, spec, time zone and options.
+func (m *Manager) Update(ctx context.Context, id, user string, d Draft) (Schedule, error) {
+	s, err := m.get(ctx, id, user)
+	if err != nil {
+		return s, err
+	}
+	d, err = m.Validate(d)
+	if err != nil {
+		return s, err
+	}
+	now := m.now().Truncate(time.Second)
+	if d.Spec != s.Spec || d.TZ != s.TZ {
+		s.ActiveSince = now // a new rhythm: nothing from before it is "missed"
+	}
+	s.Topic, s.Channel, s.Spec, s.TZ, s.Options, s.UpdatedAt = d.Topic, d.Channel, d.Spec, d.TZ, d.Options, now
+	return s, m.Store.UpdateSchedule(ctx, s)
+}
+
+// SetEnabled pauses (false) or resumes (true) a schedule. Due times while
+// it was paused are not caught up.
+func (m *Manager) SetEnabled(ctx context.Context, id, user string, enabled bool) (Schedule, error) {
+	s, err := m.get(ctx, id, user)
+	if err != nil || s.Enabled == enabled {
+		return s, err
+	}
+	now := m.now().Truncate(time.Second)
+	s.Enabled, s.UpdatedAt = enabled, now
+	if enabled {
+		s.ActiveSince = now
+	}
+	return s, m.Store.UpdateSchedule(ctx, s)
+}
+
+// Delete removes a schedule and its history.
+func (m *Manager) Delete(ctx context.Context, id, user string) (Schedule, error) {
+	s, err := m.get(ctx, id, user)
+	if err != nil {
+		return s, err
+	}
+	return s, m.Store.DeleteSchedule(ctx, id)
+}
+
+// RunNow fires a schedule at once (without asking for approval: the person
+// asking is the approval). Clicks within the same minute fire once; it
+// reports whether this call started a run.
+func (m *Manager) RunNow(ctx context.Context, id, user string) (bool, error) {
+	s, err := m.get(ctx, id, user)
+	if err != nil {
+		return false, err
+	}
+	if m.Scheduler == nil {
+		return false, errors.New("schedule: no scheduler in this process")
+	}
+	return m.Scheduler.Fire(ctx, s, m.now().Truncate(time.Minute), true)
+}
+
+// Approve runs a firing waiting for approval (once, however many clicks).
+func (m *Manager) Approve(ctx context.Context, id string, due time.Time, user string) error {
+	if _, err := m.get(ctx, id, user); err != nil {
+		return err
+	}
+	if m.Scheduler == nil {
+		return errors.New("schedule: no scheduler in this process")
+	}
+	return m.Scheduler.Approve(ctx, id, due)
+}
+
+// Decline skips a firing waiting for approval.
+func (m *Manager) Decline(ctx context.Context, id string, due time.Time, user string) error {
+	if _, err := m.get(ctx, id, user); err != nil {
+		return err
+	}
+	if m.Scheduler == nil {
+		return errors.New("schedule: no scheduler in this process")
+	}
+	return m.Scheduler.Decline(ctx, id, due, user)
+}
+
+// List returns schedules matching f.
+func (m *Manager) List(ctx context.Context, f Filter) ([]Schedule, error) {
+	return m.Store.ListSchedules(ctx, f)
+}

@@ -1,0 +1,288 @@
+// Package memstore is an in-memory schedule.Store, the reference for the SQL
+// stores and the store of unit tests.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"deepresearch/schedule"
+)
+
+type key struct {
+	id  string
+	due int64
+}
+
+// Store is an in-memory schedule.Store. The zero value is not usable; call New.
+type Store struct {
+	mu        sync.Mutex
+	schedules map[string]schedule.Schedule
+	firings   map[key]schedule.Firing
+}
+
+var _ schedule.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{schedules: map[string]schedule.Schedule{}, firings: map[key]schedule.Firing{}}
+}
+
+func k(id string, due time.Time) key { return key{id, due.UnixNano()} }
+
+func cloneDigest(d *schedule.Digest) *schedule.Digest {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Findings = append([]string(nil), d.Findings...)
+	c.Sources = append([]schedule.Source(nil), d.Sources...)
+	return &c
+}
+
+func cloneFiring(f schedule.Firing) schedule.Firing {
+	f.Digest = cloneDigest(f.Digest)
+	return f
+}
+
+func (s *Store) lastDue(id string) time.Time {
+	var last time.Time
+	for k, f := range s.firings {
+		if k.id == id && f.Due.After(last) {
+			last = f.Due
+		}
+	}
+	return last
+}
+
+// CreateSchedule implements schedule.Store.
+func (s *Store) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerChannel int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.schedules[sc.ID]; ok {
+		return fmt.Errorf("memstore: %s: %w", sc.ID, schedule.ErrAlreadyExists)
+	}
+	n := 0
+	for _, o := range s.schedules {
+		if o.Channel == sc.Channel {
+			n++
+		}
+	}
+	if maxPerChannel > 0 && n >= maxPerChannel {
+		return fmt.Errorf("memstore: channel %s has %d schedules: %w", sc.Channel, n, schedule.ErrLimit)
+	}
+	sc.LastDue = time.Time{}
+	s.schedules[sc.ID] = sc
+	return nil
+}
+
+// GetSchedule implements schedule.Store.
+func (s *Store) GetSchedule(_ context.Context, id string) (schedule.Schedule, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc, ok := s.schedules[id]
+	if !ok {
+		return schedule.Schedule{}, fmt.Errorf("memstore: schedule %s: %w", id, schedule.ErrNotFound)
+	}
+	sc.LastDue = s.lastDue(id)
+	return sc, nil
+}
+
+// UpdateSchedule implements schedule.Store.
+func (s *Store) UpdateSchedule(_ context.Context, sc schedule.Schedule) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.schedules[sc.ID]
+	if !ok {
+		return fmt.Errorf("memstore: schedule %s: %w", sc.ID, schedule.ErrNotFound)
+	}
+	old.Channel, old.Topic, old.Spec, old.TZ = sc.Channel, sc.Topic, sc.Spec, sc.TZ
+	old.Enabled, old.Options, old.ActiveSince, old.UpdatedAt = sc.Enabled, sc.Options, sc.ActiveSince, sc.UpdatedAt
+	s.schedules[sc.ID] = old
+	return nil
+}
+
+// DeleteSchedule implements schedule.Store.
+func (s *Store) DeleteSchedule(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.schedules[id]; !ok {
+		return fmt.Errorf("memstore: schedule %s: %w", id, schedule.ErrNotFound)
+	}
+	delete(s.schedules, id)
+	for k := range s.firings {
+		if k.id == id {
+			delete(s.firings, k)
+		}
+	}
+	return nil
+}
+
+// ListSchedules implements schedule.Store.
+func (s *Store) ListSchedules(_ context.Context, f schedule.Filter) ([]schedule.Schedule, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []schedule.Schedule
+	for _, sc := range s.schedules {
+		if (f.Channel != "" && sc.Channel != f.Channel) || (f.Owner != "" && sc.Owner != f.Owner) || (f.EnabledOnly && !sc.Enabled) {
+			continue
+		}
+		sc.LastDue = s.lastDue(sc.ID)
+		out = append(out, sc)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// ClaimFiring implements schedule.Store.
+func (s *Store) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.schedules[f.ScheduleID]; !ok {
+		return false, fmt.Errorf("memstore: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
+	}
+	kk := k(f.ScheduleID, f.Due)
+	if _, ok := s.firings[kk]; ok {
+		return false, nil
+	}
+	s.firings[kk] = cloneFiring(f)
+	return true, nil
+}
+
+// RenewFiring implements schedule.Store.
+func (s *Store) RenewFiring(_ context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.firings[k(id, due)]
+	if !ok || f.State != schedule.FiringRunning || f.Owner != owner {
+		return fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
+	}
+	f.LeaseUntil = leaseUntil
+	s.firings[k(id, due)] = f
+	return nil
+}
+
+// FinishFiring implements schedule.Store.
+func (s *Store) FinishFiring(_ context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.firings[k(id, due)]
+	if !ok || f.Owner != owner || f.State.Final() {
+		return fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
+	}
+	f.State, f.Error, f.Digest, f.FinishedAt = out.State, out.Error, cloneDigest(out.Digest), out.FinishedAt
+	s.firings[k(id, due)] = f
+	return nil
+}
+
+// TakeOverFiring implements schedule.Store.
+func (s *Store) TakeOverFiring(_ context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []schedule.Firing
+	for kk, f := range s.firings {
+		if f.State == schedule.FiringRunning && f.LeaseUntil.Before(now) && f.Attempts < maxAttempts {
+			f.Owner, f.LeaseUntil, f.Attempts = owner, leaseUntil, f.Attempts+1
+			s.firings[kk] = f
+			out = append(out, cloneFiring(f))
+		}
+	}
+	sortFirings(out)
+	return out, nil
+}
+
+// FailExpired implements schedule.Store.
+func (s *Store) FailExpired(_ context.Context, now time.Time, maxAttempts int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for kk, f := range s.firings {
+		if f.State == schedule.FiringRunning && f.LeaseUntil.Before(now) && f.Attempts >= maxAttempts {
+			f.State, f.Error, f.FinishedAt = schedule.FiringFailed, "abandoned: the process running it stopped", now
+			s.firings[kk] = f
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ApproveFiring implements schedule.Store.
+func (s *Store) ApproveFiring(_ context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.firings[k(id, due)]
+	if !ok {
+		return schedule.Firing{}, fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+	}
+	if f.State != schedule.FiringWaiting {
+		return schedule.Firing{}, fmt.Errorf("memstore: firing %s@%s is %s: %w", id, due, f.State, schedule.ErrNotWaiting)
+	}
+	f.State, f.Owner, f.LeaseUntil, f.Attempts = schedule.FiringRunning, owner, leaseUntil, f.Attempts+1
+	s.firings[k(id, due)] = f
+	return cloneFiring(f), nil
+}
+
+// GetFiring implements schedule.Store.
+func (s *Store) GetFiring(_ context.Context, id string, due time.Time) (schedule.Firing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.firings[k(id, due)]
+	if !ok {
+		return schedule.Firing{}, fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+	}
+	return cloneFiring(f), nil
+}
+
+// ListFirings implements schedule.Store.
+func (s *Store) ListFirings(_ context.Context, id string, limit int) ([]schedule.Firing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []schedule.Firing
+	for kk, f := range s.firings {
+		if kk.id == id {
+			out = append(out, cloneFiring(f))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Due.After(out[j].Due) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// PreviousDigest implements schedule.Store.
+func (s *Store) PreviousDigest(_ context.Context, id string, before time.Time) (schedule.Firing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best *schedule.Firing
+	for kk, f := range s.firings {
+		if kk.id != id || f.State != schedule.FiringDone || f.Digest == nil || !f.Due.Before(before) {
+			continue
+		}
+		if best == nil || f.Due.After(best.Due) {
+			f := f
+			best = &f
+		}
+	}
+	if best == nil {
+		return schedule.Firing{}, fmt.Errorf("memstore: previous digest of %s: %w", id, schedule.ErrNotFound)
+	}
+	return cloneFiring(*best), nil
+}
+
+func sortFirings(fs []schedule.Firing) {
+	sort.Slice(fs, func(i, j int) bool {
+		if !fs[i].Due.Equal(fs[j].Due) {
+			return fs[i].Due.Before(fs[j].Due)
+		}
+		return fs[i].ScheduleID < fs[j].ScheduleID
+	})
+}

@@ -1,0 +1,156 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ResearchRequest is one research run for a firing.
+type ResearchRequest struct {
+	// ThreadID is stable for a firing ("schedule:<id>:<due unix>"), so a
+	// retried firing can continue the same agent thread.
+	ThreadID string
+	Question string
+	Language string
+	Depth    string
+	Owner    string // Slack user id of the schedule's owner (audit)
+}
+
+// Research is what the agent produced.
+type Research struct {
+	Title    string
+	Summary  string   // short markdown
+	Report   string   // full markdown report
+	Findings []string // if empty, ExtractFindings(Summary, Report) is used
+	Sources  []Source
+}
+
+// Researcher runs a research to its end without asking anyone (the agent,
+// adapted by schedule/agentadapter).
+type Researcher interface {
+	Research(ctx context.Context, req ResearchRequest) (Research, error)
+}
+
+// DigestMessage is the summary message of a digest, for a Poster to render.
+type DigestMessage struct {
+	ScheduleID string
+	Topic      string
+	Title      string
+	Due        time.Time
+	Manual     bool
+	Summary    string
+	WhatsNew   WhatsNew
+	// Text is a plain mrkdwn rendering (notification and fallback text).
+	Text string
+}
+
+// Poster posts to Slack (schedule/slackui.Poster).
+type Poster interface {
+	// PostDigest posts the summary message and returns its ts.
+	PostDigest(ctx context.Context, channel string, msg DigestMessage) (ts string, err error)
+	// UploadReport uploads the markdown report as a file in the thread of
+	// the summary message.
+	UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string) error
+}
+
+// DigestRunner is the Runner that researches a schedule's topic, compares
+// the result with the schedule's previous digest and posts a summary message
+// plus the report as a .md file.
+type DigestRunner struct {
+	Researcher Researcher
+	Poster     Poster
+}
+
+var _ Runner = (*DigestRunner)(nil)
+
+// ThreadID is the agent thread of a firing.
+func ThreadID(scheduleID string, due time.Time) string {
+	return fmt.Sprintf("schedule:%s:%d", scheduleID, due.Unix())
+}
+
+// Run implements Runner.
+func (r *DigestRunner) Run(ctx context.Context, job Job) (*Digest, error) {
+	if r.Researcher == nil || r.Poster == nil {
+		return nil, errors.New("schedule: DigestRunner needs a Researcher and a Poster")
+	}
+	sc := job.Schedule
+	res, err := r.Researcher.Research(ctx, ResearchRequest{
+		ThreadID: ThreadID(sc.ID, job.Due), Question: sc.Topic,
+		Language: sc.Options.Language, Depth: sc.Options.Depth, Owner: sc.Owner,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("schedule: research %q: %w", sc.Topic, err)
+	}
+	findings := res.Findings
+	if len(findings) == 0 {
+		findings = ExtractFindings(res.Summary, res.Report)
+	}
+	w := Compare(job.Previous, findings, res.Sources)
+	msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: res.Title, Due: job.Due, Manual: job.Manual, Summary: res.Summary, WhatsNew: w}
+	msg.Text = SummaryText(msg)
+	ts, err := r.Poster.PostDigest(ctx, sc.Channel, msg)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: post digest: %w", err)
+	}
+	report := ComposeReport(sc, job.Due, w, res)
+	name := fmt.Sprintf("digest-%s-%s.md", slug(sc.Topic), job.Due.Format("20060102-1504"))
+	title := fmt.Sprintf("%s — %s", truncate(oneLine(sc.Topic), 80), DateLabel(job.Due))
+	if err := r.Poster.UploadReport(ctx, sc.Channel, ts, name, title, report); err != nil {
+		return nil, fmt.Errorf("schedule: upload report: %w", err)
+	}
+	keepF, keepS := Carry(job.Previous, findings, res.Sources)
+	return &Digest{Title: res.Title, Summary: truncate(res.Summary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,
+		NewFindings: len(w.NewFindings), NewSources: len(w.NewSources)}, nil
+}
+
+// SummaryText renders a digest message as mrkdwn-ish plain text (no
+// escaping: Posters escape what they send).
+func SummaryText(m DigestMessage) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Digest: %s (%s)\n", oneLine(m.Topic), DateLabel(m.Due))
+	w := m.WhatsNew
+	switch {
+	case w.First():
+		fmt.Fprintf(&b, "First digest: %d findings, %d sources.\n", len(w.NewFindings), len(w.NewSources))
+	case len(w.NewFindings) == 0 && len(w.NewSources) == 0:
+		fmt.Fprintf(&b, "Nothing new since %s.\n", DateLabel(w.Since.In(m.Due.Location())))
+	default:
+		fmt.Fprintf(&b, "New since %s: %d findings, %d sources (%d already reported).\n",
+			DateLabel(w.Since.In(m.Due.Location())), len(w.NewFindings), len(w.NewSources), len(w.KnownFindings))
+	}
+	for i, f := range w.NewFindings {
+		if i == 5 {
+			fmt.Fprintf(&b, "…and %d more in the report.\n", len(w.NewFindings)-5)
+			break
+		}
+		fmt.Fprintf(&b, "• %s\n", truncate(oneLine(f), 300))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" {
+		return "research"
+	}
+	return out
+}

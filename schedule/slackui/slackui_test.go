@@ -1,0 +1,365 @@
+package slackui_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"deepresearch/bot/slackfake"
+	"deepresearch/schedule"
+	"deepresearch/schedule/memstore"
+	"deepresearch/schedule/slackui"
+)
+
+// harness connects slack-go's real Socket Mode client to the fake Slack and
+// dispatches interactive envelopes the way the bot does: ack at once (with
+// ViewSubmissionResponse for view submissions), then HandleInteraction.
+type harness struct {
+	fake    *slackfake.Server
+	api     *slack.Client
+	ui      *slackui.UI
+	store   *memstore.Store
+	sched   *schedule.Scheduler
+	clock   *schedule.ManualClock
+	handled chan string // envelope ids, after HandleInteraction returned
+	runner  *recRunner
+}
+
+type recRunner struct {
+	mu   sync.Mutex
+	jobs []schedule.Job
+}
+
+func (r *recRunner) Run(_ context.Context, job schedule.Job) (*schedule.Digest, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.jobs = append(r.jobs, job)
+	return &schedule.Digest{Title: "ok"}, nil
+}
+
+func (r *recRunner) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.jobs)
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	fake := slackfake.New(slackfake.WithTriggerTTL(0))
+	t.Cleanup(fake.Close)
+	fake.AddUser(slackfake.User{ID: "UOWNER", Name: "owner", RealName: "Olivia Owner", TZ: "America/New_York"})
+	fake.AddUser(slackfake.User{ID: "USTRANGER", Name: "stranger", RealName: "Sam Stranger", TZ: "Asia/Tokyo"})
+	fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
+	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()), slack.OptionAppLevelToken(fake.AppToken()))
+	st := memstore.New()
+	clk := schedule.NewManualClock(time.Now())
+	r := &recRunner{}
+	sched := &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: "test"}
+	ui := &slackui.UI{API: api, AckErrors: true,
+		Manager: &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}}
+	sched.Approvals = ui
+	h := &harness{fake: fake, api: api, ui: ui, store: st, sched: sched, clock: clk, handled: make(chan string, 16), runner: r}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	sm := socketmode.New(api)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sm.RunContext(ctx) }()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-sm.Events:
+				if ev.Type != socketmode.EventTypeInteractive || ev.Request == nil {
+					continue
+				}
+				cb, ok := ev.Data.(slack.InteractionCallback)
+				if !ok {
+					continue
+				}
+				var payload any
+				if resp := ui.ViewSubmissionResponse(cb); resp != nil {
+					payload = resp
+				}
+				sm.Ack(*ev.Request, payload)
+				if err := ui.HandleInteraction(ctx, cb); err != nil {
+					t.Errorf("HandleInteraction: %v", err)
+				}
+				h.handled <- ev.Request.EnvelopeID
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := fake.WaitConnections(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) wait(t *testing.T, id string) {
+	t.Helper()
+	select {
+	case got := <-h.handled:
+		if got != id {
+			t.Fatalf("handled %s, want %s", got, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("envelope %s not handled", id)
+	}
+}
+
+func (h *harness) openModal(t *testing.T) slackfake.View {
+	t.Helper()
+	reply, err := h.ui.SlashSchedule(context.Background(), slack.SlashCommand{
+		Command: "/research", Text: "schedule competitor news", UserID: "UOWNER", ChannelID: "C1",
+		TeamID: h.fake.TeamID(), TriggerID: h.fake.NewTriggerID()}, "competitor news")
+	if err != nil || reply != "" {
+		t.Fatalf("SlashSchedule = %q, %v", reply, err)
+	}
+	views := h.fake.Views()
+	if len(views) == 0 {
+		t.Fatal("no modal opened")
+	}
+	v := views[len(views)-1]
+	if v.CallbackID != slackui.CallbackCreate {
+		t.Fatalf("view = %+v", v)
+	}
+	return v
+}
+
+func values(cron, freq string) map[string]map[string]slackfake.InputValue {
+	return map[string]map[string]slackfake.InputValue{
+		slackui.BlockTopic:    {"value": {Value: "Competitor news <!channel>"}},
+		slackui.BlockChannel:  {"value": {Type: "conversations_select", Channel: "C1"}},
+		slackui.BlockFreq:     {"value": {Type: "static_select", SelectedOption: freq}},
+		slackui.BlockCron:     {"value": {Value: cron}},
+		slackui.BlockTZ:       {"value": {Value: "America/New_York"}},
+		slackui.BlockDepth:    {"value": {Type: "static_select", SelectedOption: "quick"}},
+		slackui.BlockApproval: {"value": {Type: "static_select", SelectedOption: "no"}},
+	}
+}
+
+// TestModalRoundTrip: /research schedule opens the modal (trigger_id,
+// the user's Slack time zone prefilled); an invalid submission is answered
+// in the ack with response_action "errors" naming the field; a valid one
+// stores the schedule and confirms.
+func TestModalRoundTrip(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	v := h.openModal(t)
+	js := string(v.JSON)
+	for _, want := range []string{`"America/New_York"`, `competitor news`, slackui.BlockCron, `"initial_conversation":"C1"`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("modal lacks %s: %s", want, js)
+		}
+	}
+	sent, err := h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "UOWNER", ViewID: v.ID, Values: values("61 9 * * *", "custom")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t, sent.EnvelopeID)
+	ack, err := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		ResponseAction string            `json:"response_action"`
+		Errors         map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal(ack.Payload, &resp); err != nil || resp.ResponseAction != "errors" ||
+		resp.Errors[slackui.BlockCron] != "minute field: 61 is out of range 0–59" {
+		t.Fatalf("ack payload = %s (%v)", ack.Payload, err)
+	}
+	if l, _ := h.store.ListSchedules(ctx, schedule.Filter{}); len(l) != 0 {
+		t.Fatalf("stored an invalid schedule: %+v", l)
+	}
+
+	sent, err = h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "UOWNER", ViewID: v.ID, Values: values("", "0 9 * * 1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t, sent.EnvelopeID)
+	if ack, _ := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second); len(ack.Payload) != 0 && string(ack.Payload) != "null" {
+		t.Fatalf("valid submission acked with %s", ack.Payload)
+	}
+	l, err := h.store.ListSchedules(ctx, schedule.Filter{})
+	if err != nil || len(l) != 1 {
+		t.Fatalf("schedules = %+v, %v", l, err)
+	}
+	sc := l[0]
+	if sc.Owner != "UOWNER" || sc.Channel != "C1" || sc.Spec != "0 9 * * 1" || sc.TZ != "America/New_York" || !sc.Enabled ||
+		sc.Options.Depth != "quick" || sc.Options.Approval || sc.Team != h.fake.TeamID() {
+		t.Fatalf("stored %+v", sc)
+	}
+	eph := h.fake.Ephemerals()
+	if len(eph) == 0 || !strings.Contains(eph[len(eph)-1].Text, "Scheduled *Competitor news &lt;!channel&gt;*") {
+		t.Fatalf("confirmation = %+v", eph)
+	}
+	if p := h.fake.Pings(); len(p) != 0 {
+		t.Fatalf("notified people: %+v", p)
+	}
+}
+
+// TestListButtonsAndPermissions: the list has the buttons; a stranger's
+// Pause is refused with an explanation, the owner's applies.
+func TestListButtonsAndPermissions(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sc, err := h.ui.Manager.Create(ctx, schedule.Draft{Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@daily", TZ: "Asia/Tokyo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := h.ui.SlashSchedules(ctx, slack.SlashCommand{UserID: "UOWNER", ChannelID: "C1"}, "")
+	if err != nil || reply != "" {
+		t.Fatalf("SlashSchedules = %q, %v", reply, err)
+	}
+	eph := h.fake.Ephemerals()
+	list := string(eph[len(eph)-1].Blocks)
+	for _, want := range []string{slackui.ActionPause, slackui.ActionRunNow, slackui.ActionDelete, "competitor news", "`@daily`"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("list lacks %s: %s", want, list)
+		}
+	}
+	click := func(user, action string) {
+		t.Helper()
+		sent, err := h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: "C1", ActionID: action, Value: sc.ID, IsEphemeral: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.wait(t, sent.EnvelopeID)
+	}
+	click("USTRANGER", slackui.ActionPause)
+	eph = h.fake.Ephemerals()
+	if last := eph[len(eph)-1]; last.User != "USTRANGER" || last.Text != "Only Olivia Owner (who created it) or an admin can change this schedule." {
+		t.Fatalf("stranger got %+v", last)
+	}
+	click("USTRANGER", slackui.ActionDelete)
+	if got, _ := h.store.GetSchedule(ctx, sc.ID); !got.Enabled {
+		t.Fatal("a stranger paused or deleted the schedule")
+	}
+	click("UOWNER", slackui.ActionPause)
+	if got, _ := h.store.GetSchedule(ctx, sc.ID); got.Enabled {
+		t.Fatal("the owner could not pause")
+	}
+	posts := h.fake.ResponsePosts()
+	if len(posts) == 0 || !posts[len(posts)-1].ReplaceOriginal || !strings.Contains(string(posts[len(posts)-1].Blocks), slackui.ActionResume) {
+		t.Fatalf("the list was not refreshed with Resume: %+v", posts)
+	}
+	click("UOWNER", slackui.ActionRunNow)
+	h.sched.Wait()
+	if h.runner.count() != 1 {
+		t.Fatalf("run now ran %d jobs", h.runner.count())
+	}
+	home, err := h.ui.HomeSection(ctx, "UOWNER")
+	if err != nil || len(home) < 3 {
+		t.Fatalf("home = %d blocks, %v", len(home), err)
+	}
+	click("UOWNER", slackui.ActionDelete)
+	if _, err := h.store.GetSchedule(ctx, sc.ID); err == nil {
+		t.Fatal("the owner could not delete")
+	}
+}
+
+// TestApprovalButtons: a schedule that asks for approval posts Run/Skip;
+// a stranger cannot decide; two owner clicks run it once and the buttons
+// are replaced by who decided.
+func TestApprovalButtons(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sc, err := h.ui.Manager.Create(ctx, schedule.Draft{Channel: "C1", Owner: "UOWNER", Topic: "weekly", Spec: "@hourly", TZ: "UTC",
+		Options: schedule.Options{Approval: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(61 * time.Minute)
+	if err := h.sched.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs := h.fake.BotMessages("C1")
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Blocks), slackui.ActionApprove) {
+		t.Fatalf("approval message = %+v", msgs)
+	}
+	var val string
+	var blocks []map[string]any
+	_ = json.Unmarshal(msgs[0].Blocks, &blocks)
+	for _, b := range blocks {
+		if els, ok := b["elements"].([]any); ok {
+			val = els[0].(map[string]any)["value"].(string)
+		}
+	}
+	if !strings.HasPrefix(val, sc.ID+"|") {
+		t.Fatalf("button value %q", val)
+	}
+	click := func(user string) {
+		t.Helper()
+		sent, err := h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: "C1", MessageTS: msgs[0].TS, ActionID: slackui.ActionApprove, Value: val})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.wait(t, sent.EnvelopeID)
+	}
+	click("USTRANGER")
+	h.sched.Wait()
+	if h.runner.count() != 0 {
+		t.Fatal("a stranger approved")
+	}
+	click("UOWNER")
+	click("UOWNER")
+	h.sched.Wait()
+	if h.runner.count() != 1 {
+		t.Fatalf("approved run ran %d times", h.runner.count())
+	}
+	m, _ := h.fake.Message("C1", msgs[0].TS)
+	if !strings.Contains(m.Text, "approved by Olivia Owner") || strings.Contains(string(m.Blocks), slackui.ActionApprove) {
+		t.Fatalf("approval message after decision: %q %s", m.Text, m.Blocks)
+	}
+	eph := h.fake.Ephemerals()
+	if last := eph[len(eph)-1]; last.Text != "Someone has already decided on this run." {
+		t.Fatalf("second click got %+v", last)
+	}
+}
+
+// TestDigestPostedThroughFake: the DigestRunner with the Slack Poster posts a
+// summary message and the report file in its thread, with nothing that
+// notifies people.
+func TestDigestPostedThroughFake(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	res := researcherFunc(func(context.Context, schedule.ResearchRequest) (schedule.Research, error) {
+		return schedule.Research{Title: "Competitor news", Summary: "- X cut prices <!here> @channel\n- Y hired <@U123> as CTO",
+			Report: "# Report\n\nBody.", Sources: []schedule.Source{{URL: "https://x.example/a", Title: "X <!everyone>"}}}, nil
+	})
+	runner := &schedule.DigestRunner{Researcher: res, Poster: &slackui.Poster{API: h.api}}
+	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@weekly", TZ: "Asia/Tokyo"}
+	due := time.Date(2026, 3, 9, 9, 0, 0, 0, sc.Location())
+	d, err := runner.Run(ctx, schedule.Job{Schedule: sc, Due: due})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := h.fake.BotMessages("C1")
+	if len(msgs) == 0 || !strings.Contains(string(msgs[0].Blocks), "First digest") || d.MessageTS != msgs[0].TS {
+		t.Fatalf("messages = %+v, digest %+v", msgs, d)
+	}
+	files := h.fake.Files()
+	if len(files) != 1 || !files[0].Completed || files[0].ThreadTS != msgs[0].TS || !strings.HasSuffix(files[0].Name, ".md") ||
+		!strings.Contains(string(files[0].Content), "## Findings") {
+		t.Fatalf("files = %+v", files)
+	}
+	if p := h.fake.Pings(); len(p) != 0 {
+		t.Fatalf("the digest notifies people: %+v", p)
+	}
+}
+
+type researcherFunc func(context.Context, schedule.ResearchRequest) (schedule.Research, error)
+
+func (f researcherFunc) Research(ctx context.Context, r schedule.ResearchRequest) (schedule.Research, error) {
+	return f(ctx, r)
+}
