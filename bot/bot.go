@@ -72,6 +72,10 @@ type Options struct {
 	Interactions map[string]InteractionHandler
 	// HomeSections adds blocks to a user's App Home after the recent runs.
 	HomeSections []HomeSection
+	// ViewAcks answers view submissions whose callback_id starts with the
+	// key in the ack itself (e.g. response_action errors, so a modal with a
+	// mistake stays open). Return nil to just close the modal.
+	ViewAcks map[string]func(slack.InteractionCallback) any
 
 	Logger     *slog.Logger          // default: discard
 	Registerer prometheus.Registerer // where metrics are registered; default a private registry

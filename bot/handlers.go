@@ -156,7 +156,15 @@ func (b *Bot) ackPayload(ev socketmode.Event) any {
 		return nil
 	}
 	cb, ok := ev.Data.(slack.InteractionCallback)
-	if !ok || cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != callbackRevise {
+	if !ok || cb.Type != slack.InteractionTypeViewSubmission {
+		return nil
+	}
+	if cb.View.CallbackID != callbackRevise {
+		for prefix, ack := range b.opts.ViewAcks {
+			if strings.HasPrefix(cb.View.CallbackID, prefix) {
+				return ack(cb)
+			}
+		}
 		return nil
 	}
 	if strings.TrimSpace(feedbackText(cb)) == "" {

@@ -16,12 +16,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/slack-go/slack"
 
 	"deepresearch/agent"
 	"deepresearch/bot"
 	"deepresearch/bot/agentrun"
 	"deepresearch/bot/memstore"
 	"deepresearch/graph"
+	"deepresearch/schedule"
+	"deepresearch/schedule/agentadapter"
+	"deepresearch/schedule/pgstore"
+	"deepresearch/schedule/slackui"
+	"deepresearch/schedule/sqlitestore"
 	"deepresearch/storage"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
@@ -36,6 +42,7 @@ type serveConfig struct {
 	MaxRunsPerUser             int
 	MaxConcurrentRuns          int
 	ApprovePlan, ApproveDraft  bool
+	DigestTick                 time.Duration // how often the digest scheduler looks for due firings
 }
 
 // configError names a setting that is missing or wrong; it is printed as one line.
@@ -88,6 +95,13 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 	}
 	if c.ApproveDraft, err = boolVar(e, "DEEPRESEARCH_APPROVE_DRAFT", true); err != nil {
 		return c, err
+	}
+	if v := strings.TrimSpace(e("DEEPRESEARCH_DIGEST_TICK")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, configError{"DEEPRESEARCH_DIGEST_TICK", fmt.Sprintf("%q is not a positive duration such as 30s", v)}
+		}
+		c.DigestTick = d
 	}
 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -155,16 +169,78 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	res, store, closeDeps, err := serveDeps(ctx, e, log)
+	parts, err := serveDeps(ctx, e, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if err := closeDeps(); err != nil {
+		if err := parts.close(); err != nil {
 			log.Warn("serve: closing storage", "err", err)
 		}
 	}()
-	return serveBot(ctx, cfg, res, store, log)
+	ext, err := serveDigests(ctx, cfg, parts, log)
+	if err != nil {
+		return err
+	}
+	return serveBot(ctx, cfg, parts.res, parts.store, log, ext)
+}
+
+// serveParts is what serve runs with.
+type serveParts struct {
+	res   bot.Researcher
+	store bot.Store
+	agent *agent.Agent
+	db    *storage.DB
+	close func() error
+}
+
+// serveDigests starts the digest scheduler (issue 6) on the same database
+// and returns the bot extensions for /research schedule(s), its buttons and
+// modals, and the App Home section. The scheduler stops with ctx; a firing
+// in flight is handed to another process.
+func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) (func(*bot.Options), error) {
+	var st schedule.Store
+	switch {
+	case p.db.SQLite != nil:
+		st = sqlitestore.New(p.db.SQLite.DB())
+	case p.db.Postgres != nil:
+		st = pgstore.New(p.db.Postgres.Pool())
+	default:
+		return nil, errors.New("serve: no database for schedules")
+	}
+	var opts []slack.Option
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	api := slack.New(cfg.BotToken, opts...)
+	log = log.With("component", "digests")
+	sched := &schedule.Scheduler{
+		Store:  st,
+		Logger: log,
+		Runner: &schedule.DigestRunner{Researcher: agentadapter.Researcher{Agent: p.agent}, Poster: &slackui.Poster{API: api}},
+	}
+	if cfg.DigestTick > 0 {
+		sched.Interval = cfg.DigestTick
+	}
+	ui := &slackui.UI{API: api, Logger: log, AckErrors: true,
+		Manager: &schedule.Manager{Store: st, Scheduler: sched, Admins: cfg.Approvers}}
+	sched.Approvals = ui
+	go func() {
+		if err := sched.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("serve: digest scheduler stopped", "err", err)
+		}
+	}()
+	return func(o *bot.Options) {
+		o.Subcommands = map[string]bot.SlashHandler{"schedule": ui.SlashSchedule, "schedules": ui.SlashSchedules}
+		o.Interactions = map[string]bot.InteractionHandler{slackui.Prefix: ui.HandleInteraction}
+		o.HomeSections = []bot.HomeSection{ui.HomeSection}
+		o.ViewAcks = map[string]func(slack.InteractionCallback) any{slackui.Prefix: func(cb slack.InteractionCallback) any {
+			if r := ui.ViewSubmissionResponse(cb); r != nil {
+				return r
+			}
+			return nil
+		}}
+	}, nil
 }
 
 // serveDeps builds the Researcher and the Store that serve runs with: the
@@ -173,7 +249,7 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 // DATABASE_URL / DEEPRESEARCH_DATA_DIR, behind bot/agentrun; and the bot's
 // records in the same database. A missing or wrong variable is an error
 // naming it.
-func serveDeps(ctx context.Context, e env, log *slog.Logger) (bot.Researcher, bot.Store, func() error, error) {
+func serveDeps(ctx context.Context, e env, log *slog.Logger) (serveParts, error) {
 	var db *storage.DB
 	var closeErr error
 	openSaver := func(ctx context.Context, e env) (graph.Saver, func(), error) {
@@ -185,7 +261,7 @@ func serveDeps(ctx context.Context, e env, log *slog.Logger) (bot.Researcher, bo
 	}
 	deps, closeAll, err := agentDeps(ctx, e, log, openSaver)
 	if err != nil {
-		return nil, nil, nil, err
+		return serveParts{}, err
 	}
 	closeDeps := func() error {
 		closeAll()
@@ -194,10 +270,10 @@ func serveDeps(ctx context.Context, e env, log *slog.Logger) (bot.Researcher, bo
 	a, err := agent.New(deps, agent.Options{})
 	if err != nil {
 		closeDeps()
-		return nil, nil, nil, err
+		return serveParts{}, err
 	}
 	log.Info("serve: storage", "kind", db.Kind, "location", db.Location)
-	return agentrun.New(a, agentrun.Options{Logger: log}), serveStore(db, log), closeDeps, nil
+	return serveParts{res: agentrun.New(a, agentrun.Options{Logger: log}), store: serveStore(db, log), agent: a, db: db, close: closeDeps}, nil
 }
 
 // serveStore returns the bot's durable records on db (storage/sqlite and
@@ -217,10 +293,10 @@ func serveStore(db *storage.DB, log *slog.Logger) bot.Store {
 // serveBot runs a bot with the given researcher and store, plus the
 // /healthz and /metrics server, until ctx ends. This is the constructor the
 // lead's wiring (and tests) use.
-func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bot.Store, log *slog.Logger) error {
+func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bot.Store, log *slog.Logger, extend ...func(*bot.Options)) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	b, err := bot.New(res, store, bot.Options{
+	bo := bot.Options{
 		BotToken:          cfg.BotToken,
 		AppToken:          cfg.AppToken,
 		APIURL:            cfg.APIURL,
@@ -231,7 +307,11 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bo
 		RunOptions:        bot.RunOptions{ApprovePlan: cfg.ApprovePlan, ApproveDraft: cfg.ApproveDraft},
 		Logger:            log,
 		Registerer:        reg,
-	})
+	}
+	for _, f := range extend {
+		f(&bo)
+	}
+	b, err := bot.New(res, store, bo)
 	if err != nil {
 		return err
 	}
