@@ -11,15 +11,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
-	"deepresearch/graph"
-	"deepresearch/storage/postgres"
-	"deepresearch/storage/sqlite"
+	"deepresearch/storage"
 )
 
 const askUsage = `usage: deepresearch ask [flags] "question"
@@ -158,31 +155,10 @@ func askDeps(ctx context.Context, e env, logger *slog.Logger) (agent.Deps, func(
 	return agentDeps(ctx, e, logger, askStore)
 }
 
-// askStore opens the checkpoint store: Postgres when DATABASE_URL is a
-// postgres URL, else SQLite under DEEPRESEARCH_DATA_DIR (default ./data).
-func askStore(ctx context.Context, e env) (graph.Saver, func(), error) {
-	if u := e("DATABASE_URL"); u != "" {
-		if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
-			return nil, nil, errors.New("DATABASE_URL must be a postgres:// URL (unset it to use SQLite under DEEPRESEARCH_DATA_DIR)")
-		}
-		s, err := postgres.Open(ctx, postgres.Options{URL: u})
-		if err != nil {
-			return nil, nil, fmt.Errorf("DATABASE_URL: open Postgres: %w", err)
-		}
-		return s, s.Close, nil
-	}
-	dir := e("DEEPRESEARCH_DATA_DIR")
-	if dir == "" {
-		dir = "data"
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("DEEPRESEARCH_DATA_DIR: %w", err)
-	}
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "deepresearch.db")})
-	if err != nil {
-		return nil, nil, fmt.Errorf("DEEPRESEARCH_DATA_DIR: open SQLite: %w", err)
-	}
-	return s, func() { s.Close() }, nil
+// askStore opens the database: Postgres when DATABASE_URL is a postgres
+// URL, else SQLite under DEEPRESEARCH_DATA_DIR (default ./data).
+func askStore(ctx context.Context, e env) (*storage.DB, error) {
+	return storage.Open(ctx, storage.ConfigFromEnv(e))
 }
 
 func newThreadID() string {

@@ -11,22 +11,23 @@ import (
 
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
-	"deepresearch/graph"
+	"deepresearch/storage"
 	"deepresearch/tools/fetch"
 	"deepresearch/tools/sandbox"
 	"deepresearch/tools/search"
 	"deepresearch/tools/search/docs"
 )
 
-// saverFunc opens the graph's checkpoint store; the func it returns closes it.
-type saverFunc func(ctx context.Context, e env) (graph.Saver, func(), error)
+// openDB opens the database (checkpoints, research notes, bot records).
+type openDB func(ctx context.Context, e env) (*storage.DB, error)
 
 // agentDeps builds the agent's collaborators from the environment: the LLM
 // client (OPENAI_API_KEY, ...), the search providers, the page fetcher, the
-// coding sandbox and the checkpoint store opened by openSaver. ask and serve
+// coding sandbox, and the checkpoint and research-notes stores of the
+// database opened by open. ask and serve
 // share it. Every error names the variable to set or fix; closeAll releases
 // what was opened.
-func agentDeps(ctx context.Context, e env, logger *slog.Logger, openSaver saverFunc) (agent.Deps, func(), error) {
+func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB) (agent.Deps, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -55,12 +56,16 @@ func agentDeps(ctx context.Context, e env, logger *slog.Logger, openSaver saverF
 		return fail(fmt.Errorf("DEEPRESEARCH_FETCH_ALLOW: %w", err))
 	}
 	closers = append(closers, func() { f.Close() })
-	saver, closeStore, err := openSaver(ctx, e)
+	db, err := open(ctx, e)
 	if err != nil {
 		return fail(err)
 	}
-	closers = append(closers, closeStore)
-	d := agent.Deps{LLM: client, Search: searcher, Fetch: agent.NewPageFetcher(f), Saver: saver, Notes: agent.NewMemNotes(), Logger: logger}
+	closers = append(closers, func() {
+		if err := db.Close(); err != nil {
+			logger.Warn("closing the database", "err", err)
+		}
+	})
+	d := agent.Deps{LLM: client, Search: searcher, Fetch: agent.NewPageFetcher(f), Saver: db.Saver, Notes: db.Notes(), Logger: logger}
 	// The coding action runs in a child process of this binary (Linux), in
 	// process elsewhere.
 	so := sandbox.Options{Logger: logger}

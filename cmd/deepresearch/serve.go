@@ -22,7 +22,6 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/agentrun"
 	"deepresearch/bot/memstore"
-	"deepresearch/graph"
 	"deepresearch/schedule"
 	"deepresearch/schedule/agentadapter"
 	"deepresearch/schedule/pgstore"
@@ -43,6 +42,7 @@ type serveConfig struct {
 	MaxConcurrentRuns          int
 	ApprovePlan, ApproveDraft  bool
 	DigestTick                 time.Duration // how often the digest scheduler looks for due firings
+	Lease                      time.Duration // run lease; 0: the bot's default (30s)
 }
 
 // configError names a setting that is missing or wrong; it is printed as one line.
@@ -96,6 +96,13 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 	if c.ApproveDraft, err = boolVar(e, "DEEPRESEARCH_APPROVE_DRAFT", true); err != nil {
 		return c, err
 	}
+	if v := strings.TrimSpace(e("DEEPRESEARCH_RUN_LEASE")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond {
+			return c, configError{"DEEPRESEARCH_RUN_LEASE", fmt.Sprintf("%q is not a duration of at least 100ms (e.g. 30s)", v)}
+		}
+		c.Lease = d
+	}
 	if v := strings.TrimSpace(e("DEEPRESEARCH_DIGEST_TICK")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -118,6 +125,16 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 		return c, usageError{"unexpected arguments: " + strings.Join(fs.Args(), " ")}
 	}
 	return c, nil
+}
+
+// recoverEvery is how often serve looks for queued runs and expired leases:
+// the bot's default (5s), or half a shorter lease, so a dead process's runs
+// are taken over about one lease after it died.
+func recoverEvery(lease time.Duration) time.Duration {
+	if lease > 0 && lease/2 < 5*time.Second {
+		return lease / 2
+	}
+	return 0
 }
 
 func orDefault(v, def string) string {
@@ -251,21 +268,18 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 // naming it.
 func serveDeps(ctx context.Context, e env, log *slog.Logger) (serveParts, error) {
 	var db *storage.DB
-	var closeErr error
-	openSaver := func(ctx context.Context, e env) (graph.Saver, func(), error) {
+	open := func(ctx context.Context, e env) (*storage.DB, error) {
 		var err error
-		if db, err = storage.Open(ctx, storage.ConfigFromEnv(e)); err != nil {
-			return nil, nil, err
-		}
-		return db.Saver, func() { closeErr = db.Close() }, nil
+		db, err = storage.Open(ctx, storage.ConfigFromEnv(e))
+		return db, err
 	}
-	deps, closeAll, err := agentDeps(ctx, e, log, openSaver)
+	deps, closeAll, err := agentDeps(ctx, e, log, open)
 	if err != nil {
 		return serveParts{}, err
 	}
 	closeDeps := func() error {
-		closeAll()
-		return closeErr
+		closeAll() // closes the database too, logging a failure
+		return nil
 	}
 	a, err := agent.New(deps, agent.Options{})
 	if err != nil {
@@ -305,6 +319,8 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bo
 		MaxRunsPerUser:    cfg.MaxRunsPerUser,
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns,
 		RunOptions:        bot.RunOptions{ApprovePlan: cfg.ApprovePlan, ApproveDraft: cfg.ApproveDraft},
+		Lease:             cfg.Lease,
+		RecoverEvery:      recoverEvery(cfg.Lease),
 		Logger:            log,
 		Registerer:        reg,
 	}
