@@ -1,7 +1,6 @@
 // Package pgstore is the schedule.Store on PostgreSQL (pgx/v5), for several
 // `serve` processes sharing one database. Its tables come from the shared
-// migration 0003_schedules.sql that storage/postgres applies; Schema holds
-// the same text for tests.
+// migration 0003_schedules.sql that storage/postgres applies.
 //
 // A firing is claimed with INSERT … ON CONFLICT DO NOTHING on its primary key
 // (schedule_id, due); take-overs and approvals are conditional UPDATEs, which
@@ -11,7 +10,6 @@ package pgstore
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,11 +23,6 @@ import (
 
 	"deepresearch/schedule"
 )
-
-// Schema creates the tables (the text of migration 0003_schedules.sql).
-//
-//go:embed schema.sql
-var Schema string
 
 // Store is a schedule.Store on PostgreSQL.
 type Store struct {

@@ -20,8 +20,6 @@ import (
 
 const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-const sharedMigration = "../../storage/postgres/migrations/0003_schedules.sql"
-
 func baseURL() string {
 	if u := os.Getenv("DEEPRESEARCH_TEST_DATABASE_URL"); u != "" {
 		return u
@@ -29,15 +27,18 @@ func baseURL() string {
 	return defaultURL
 }
 
-// freshSchema creates an empty schema with the tables, dropped when the test
-// ends, and returns a URL whose search_path points at it. Without a server it
-// skips, unless CI=true.
+// freshSchema creates a schema with the tables (storage/postgres's
+// migrations, as serve gets them), dropped when the test ends, and returns a
+// URL whose search_path points at it. Without a server it skips, unless
+// CI=true.
 func freshSchema(t testing.TB) string {
 	t.Helper()
 	dsn := emptySchema(t)
-	if _, err := openPool(t, dsn).Exec(context.Background(), pgstore.Schema); err != nil {
-		t.Fatalf("schema: %v", err)
+	st, err := postgres.Open(context.Background(), postgres.Options{URL: dsn, MaxConns: 2})
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
 	}
+	st.Close()
 	return dsn
 }
 
@@ -102,27 +103,9 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) schedule.Store { return pgstore.New(openPool(t, freshSchema(t))) })
 }
 
-// TestSharedMigration: once storage/postgres carries 0003_schedules.sql, it
-// must be the same text as Schema.
-func TestSharedMigration(t *testing.T) {
-	b, err := os.ReadFile(sharedMigration)
-	if os.IsNotExist(err) {
-		t.Skip("storage/postgres/migrations/0003_schedules.sql not added yet (waits for 0002)")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != pgstore.Schema {
-		t.Fatalf("%s differs from schedule/pgstore/schema.sql", sharedMigration)
-	}
-}
-
 // TestConformanceOnStoragePostgres: the tables come from storage/postgres's
 // migrations, through its pool, as `serve` wires it.
 func TestConformanceOnStoragePostgres(t *testing.T) {
-	if _, err := os.Stat(sharedMigration); err != nil {
-		t.Skip("storage/postgres/migrations/0003_schedules.sql not added yet")
-	}
 	storetest.Run(t, func(t *testing.T) schedule.Store {
 		st, err := postgres.Open(context.Background(), postgres.Options{URL: emptySchema(t), MaxConns: 4})
 		if err != nil {

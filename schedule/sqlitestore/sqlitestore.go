@@ -1,6 +1,6 @@
 // Package sqlitestore is the schedule.Store on SQLite (modernc.org/sqlite).
 // Its tables come from the shared migration 0003_schedules.sql that
-// storage/sqlite applies; Schema holds the same text for tests.
+// storage/sqlite applies.
 //
 // Hand it the writer of storage/sqlite ((*sqlite.Store).DB()): one
 // connection whose transactions begin IMMEDIATE, so the claim of a firing and
@@ -10,7 +10,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,11 +18,6 @@ import (
 
 	"deepresearch/schedule"
 )
-
-// Schema creates the tables (the text of migration 0003_schedules.sql).
-//
-//go:embed schema.sql
-var Schema string
 
 // Store is a schedule.Store on a SQLite database.
 type Store struct {
