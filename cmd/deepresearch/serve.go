@@ -195,10 +195,13 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 			log.Warn("serve: closing storage", "err", err)
 		}
 	}()
-	ext, err := serveDigests(ctx, cfg, parts, log)
+	ext, stopDigests, err := serveDigests(ctx, cfg, parts, log)
 	if err != nil {
 		return err
 	}
+	// Deferred after parts.close, so it runs first: the scheduler hands
+	// its firings in flight back while the database is still open.
+	defer stopDigests()
 	return serveBot(ctx, cfg, parts.res, parts.store, log, ext)
 }
 
@@ -213,9 +216,10 @@ type serveParts struct {
 
 // serveDigests starts the digest scheduler (issue 6) on the same database
 // and returns the bot extensions for /research schedule(s), its buttons and
-// modals, and the App Home section. The scheduler stops with ctx; a firing
-// in flight is handed to another process.
-func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) (func(*bot.Options), error) {
+// modals, and the App Home section. The scheduler stops with ctx or stop,
+// which returns once it has stopped; a firing in flight is handed to another
+// process. Call stop before closing the database.
+func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) (ext func(*bot.Options), stop func(), err error) {
 	var st schedule.Store
 	switch {
 	case p.db.SQLite != nil:
@@ -223,7 +227,7 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 	case p.db.Postgres != nil:
 		st = pgstore.New(p.db.Postgres.Pool())
 	default:
-		return nil, errors.New("serve: no database for schedules")
+		return nil, nil, errors.New("serve: no database for schedules")
 	}
 	var opts []slack.Option
 	if cfg.APIURL != "" {
@@ -242,11 +246,15 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 	ui := &slackui.UI{API: api, Logger: log, AckErrors: true,
 		Manager: &schedule.Manager{Store: st, Scheduler: sched, Admins: cfg.Approvers}}
 	sched.Approvals = ui
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		if err := sched.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("serve: digest scheduler stopped", "err", err)
 		}
 	}()
+	stop = func() { cancel(); <-stopped }
 	return func(o *bot.Options) {
 		o.Subcommands = map[string]bot.SlashHandler{"schedule": ui.SlashSchedule, "schedules": ui.SlashSchedules}
 		o.Interactions = map[string]bot.InteractionHandler{slackui.Prefix: ui.HandleInteraction}
@@ -257,7 +265,7 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 			}
 			return nil
 		}}
-	}, nil
+	}, stop, nil
 }
 
 // serveDeps builds the Researcher and the Store that serve runs with: the
