@@ -1,13 +1,8 @@
 package sqlite_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"deepresearch/bot"
 	"deepresearch/bot/storetest"
@@ -29,127 +24,5 @@ func TestBotStoreTwoHandles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db.sqlite")
 	a := open(t, path, storagetest.Options{}).BotStore()
 	b := open(t, path, storagetest.Options{}).BotStore()
-	raceBotHandles(t, [2]bot.Store{a, b})
-}
-
-var bt0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-
-func botRun(id, thread, user string) bot.Run {
-	k := bot.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: thread}
-	return bot.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id, CreatedAt: bt0, UpdatedAt: bt0}
-}
-
-// raceBotHandles runs the two-handle races (the same in the postgres tests).
-func raceBotHandles(t *testing.T, h [2]bot.Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	const n = 10
-	race := func(fn func(i int, s bot.Store) error) (wins int, winner int) {
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		winner = -1
-		for i := range n {
-			wg.Go(func() {
-				if err := fn(i, h[i%2]); err == nil {
-					mu.Lock()
-					wins++
-					winner = i
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		return wins, winner
-	}
-	for round := range 5 {
-		id := fmt.Sprintf("r%d", round)
-		if err := h[round%2].CreateRun(ctx, botRun(id, fmt.Sprintf("%d.0", round), "U1"), 0); err != nil {
-			t.Fatal(err)
-		}
-		wins, winner := race(func(i int, s bot.Store) error {
-			_, err := s.AcquireRun(ctx, id, fmt.Sprintf("P%d", i), bt0, time.Minute)
-			if err != nil && !errors.Is(err, bot.ErrNotAcquired) {
-				t.Error(err)
-			}
-			return err
-		})
-		if wins != 1 {
-			t.Fatalf("round %d: %d owners, want 1", round, wins)
-		}
-		owner := fmt.Sprintf("P%d", winner)
-		for _, s := range h {
-			if r, err := s.Run(ctx, id); err != nil || r.Owner != owner || r.Attempt != 1 {
-				t.Fatalf("round %d: run = %+v, %v; want owner %s, attempt 1", round, r, err, owner)
-			}
-		}
-		if err := h[(winner+1)%2].WaitRun(ctx, id, owner, bot.PendingInterrupt{ID: "i", Kind: bot.InterruptDraft}, bt0.Add(time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		wins, winner = race(func(i int, s bot.Store) error {
-			_, err := s.Decide(ctx, id, bot.Decision{InterruptID: "i", Action: bot.ActionApprove, By: fmt.Sprintf("U%d", i), At: bt0.Add(2 * time.Second)})
-			if err != nil && !errors.Is(err, bot.ErrAlreadyDecided) {
-				t.Error(err)
-			}
-			return err
-		})
-		if wins != 1 {
-			t.Fatalf("round %d: %d decisions, want 1", round, wins)
-		}
-		for _, s := range h {
-			r, err := s.Run(ctx, id)
-			if err != nil || r.State != bot.StateQueued || r.Decision == nil || r.Decision.By != fmt.Sprintf("U%d", winner) {
-				t.Fatalf("round %d: decided run = %+v, %v; want decision by U%d", round, r, err, winner)
-			}
-		}
-		if _, _, err := h[round%2].RequestCancel(ctx, id, "U1", bt0.Add(3*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// CreateRun's checks hold across handles: one run per thread, and at
-	// most 3 active runs for a user.
-	wins, _ := race(func(i int, s bot.Store) error {
-		err := s.CreateRun(ctx, botRun(fmt.Sprintf("t%d", i), "same.0", fmt.Sprintf("V%d", i)), 0)
-		if err != nil && !errors.Is(err, bot.ErrThreadBusy) {
-			t.Error(err)
-		}
-		return err
-	})
-	if wins != 1 {
-		t.Errorf("%d runs created on one thread, want 1", wins)
-	}
-	wins, _ = race(func(i int, s bot.Store) error {
-		err := s.CreateRun(ctx, botRun(fmt.Sprintf("u%d", i), fmt.Sprintf("u%d.0", i), "W"), 3)
-		if err != nil && !errors.Is(err, bot.ErrUserLimit) {
-			t.Error(err)
-		}
-		return err
-	})
-	if wins != 3 {
-		t.Errorf("%d runs created for a user limited to 3, want 3", wins)
-	}
-
-	// AcquireRuns: each queued run goes to exactly one caller.
-	var mu sync.Mutex
-	got := map[string]int{}
-	race(func(i int, s bot.Store) error {
-		runs, err := s.AcquireRuns(ctx, fmt.Sprintf("Q%d", i), bt0.Add(time.Hour), time.Minute, 1)
-		if err != nil {
-			t.Error(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range runs {
-			got[r.ID]++
-		}
-		return err
-	})
-	if len(got) != 4 {
-		t.Errorf("acquired %v, want the 4 queued runs (the thread race winner and 3 of W) once each", got)
-	}
-	for id, k := range got {
-		if k != 1 {
-			t.Errorf("run %s acquired %d times", id, k)
-		}
-	}
+	storetest.RunTwoHandles(t, a, b)
 }

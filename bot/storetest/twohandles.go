@@ -1,0 +1,140 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+)
+
+var raceT0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+func raceRun(id, thread, user string) bot.Run {
+	k := bot.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: thread}
+	return bot.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id, CreatedAt: raceT0, UpdatedAt: raceT0}
+}
+
+// RunTwoHandles races goroutines over two Stores on one database (two
+// connection pools, or two processes' worth of handles): acquiring a run,
+// deciding an interrupt, creating runs on one thread and under a per-user
+// limit, and bulk acquiring must each succeed exactly as often as the rules
+// allow, whichever handle the callers use.
+func RunTwoHandles(t *testing.T, a, b bot.Store) {
+	t.Helper()
+	h := [2]bot.Store{a, b}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 10
+	race := func(fn func(i int, s bot.Store) error) (wins int, winner int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		winner = -1
+		for i := range n {
+			wg.Go(func() {
+				if err := fn(i, h[i%2]); err == nil {
+					mu.Lock()
+					wins++
+					winner = i
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return wins, winner
+	}
+	for round := range 5 {
+		id := fmt.Sprintf("r%d", round)
+		if err := h[round%2].CreateRun(ctx, raceRun(id, fmt.Sprintf("%d.0", round), "U1"), 0); err != nil {
+			t.Fatal(err)
+		}
+		wins, winner := race(func(i int, s bot.Store) error {
+			_, err := s.AcquireRun(ctx, id, fmt.Sprintf("P%d", i), raceT0, time.Minute)
+			if err != nil && !errors.Is(err, bot.ErrNotAcquired) {
+				t.Error(err)
+			}
+			return err
+		})
+		if wins != 1 {
+			t.Fatalf("round %d: %d owners, want 1", round, wins)
+		}
+		owner := fmt.Sprintf("P%d", winner)
+		for _, s := range h {
+			if r, err := s.Run(ctx, id); err != nil || r.Owner != owner || r.Attempt != 1 {
+				t.Fatalf("round %d: run = %+v, %v; want owner %s, attempt 1", round, r, err, owner)
+			}
+		}
+		if err := h[(winner+1)%2].WaitRun(ctx, id, owner, bot.PendingInterrupt{ID: "i", Kind: bot.InterruptDraft}, raceT0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		wins, winner = race(func(i int, s bot.Store) error {
+			_, err := s.Decide(ctx, id, bot.Decision{InterruptID: "i", Action: bot.ActionApprove, By: fmt.Sprintf("U%d", i), At: raceT0.Add(2 * time.Second)})
+			if err != nil && !errors.Is(err, bot.ErrAlreadyDecided) {
+				t.Error(err)
+			}
+			return err
+		})
+		if wins != 1 {
+			t.Fatalf("round %d: %d decisions, want 1", round, wins)
+		}
+		for _, s := range h {
+			r, err := s.Run(ctx, id)
+			if err != nil || r.State != bot.StateQueued || r.Decision == nil || r.Decision.By != fmt.Sprintf("U%d", winner) {
+				t.Fatalf("round %d: decided run = %+v, %v; want decision by U%d", round, r, err, winner)
+			}
+		}
+		if _, _, err := h[round%2].RequestCancel(ctx, id, "U1", raceT0.Add(3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// CreateRun's checks hold across handles: one run per thread, and at
+	// most 3 active runs for a user.
+	wins, _ := race(func(i int, s bot.Store) error {
+		err := s.CreateRun(ctx, raceRun(fmt.Sprintf("t%d", i), "same.0", fmt.Sprintf("V%d", i)), 0)
+		if err != nil && !errors.Is(err, bot.ErrThreadBusy) {
+			t.Error(err)
+		}
+		return err
+	})
+	if wins != 1 {
+		t.Errorf("%d runs created on one thread, want 1", wins)
+	}
+	wins, _ = race(func(i int, s bot.Store) error {
+		err := s.CreateRun(ctx, raceRun(fmt.Sprintf("u%d", i), fmt.Sprintf("u%d.0", i), "W"), 3)
+		if err != nil && !errors.Is(err, bot.ErrUserLimit) {
+			t.Error(err)
+		}
+		return err
+	})
+	if wins != 3 {
+		t.Errorf("%d runs created for a user limited to 3, want 3", wins)
+	}
+
+	// AcquireRuns: each queued run goes to exactly one caller.
+	var mu sync.Mutex
+	got := map[string]int{}
+	race(func(i int, s bot.Store) error {
+		runs, err := s.AcquireRuns(ctx, fmt.Sprintf("Q%d", i), raceT0.Add(time.Hour), time.Minute, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range runs {
+			got[r.ID]++
+		}
+		return err
+	})
+	if len(got) != 4 {
+		t.Errorf("acquired %v, want the 4 queued runs (the thread race winner and 3 of W) once each", got)
+	}
+	for id, k := range got {
+		if k != 1 {
+			t.Errorf("run %s acquired %d times", id, k)
+		}
+	}
+}
