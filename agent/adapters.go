@@ -16,6 +16,11 @@ type PageFetcher struct {
 	F *fetch.Fetcher
 }
 
+// bigPage is the HTML size above which extraction takes bigPageSlot.
+const bigPage = 1 << 20
+
+var bigPageSlot = make(chan struct{}, 1)
+
 // NewPageFetcher returns a Fetcher over f.
 func NewPageFetcher(f *fetch.Fetcher) *PageFetcher { return &PageFetcher{F: f} }
 
@@ -27,6 +32,17 @@ func (p *PageFetcher) Fetch(ctx context.Context, url string) (Page, error) {
 	}
 	pg := Page{URL: res.URL, FinalURL: res.FinalURL, Text: res.Text}
 	if res.Kind == fetch.KindHTML {
+		// Extraction needs ~40× the HTML in memory (a 10 MB page allocates
+		// ~400 MB); big pages are extracted one at a time so a few of them
+		// in concurrent runs cannot take the process out.
+		if len(res.Text) > bigPage {
+			select {
+			case bigPageSlot <- struct{}{}:
+			case <-ctx.Done():
+				return Page{}, ctx.Err()
+			}
+			defer func() { <-bigPageSlot }()
+		}
 		art, err := extract.ExtractBytes([]byte(res.Text), res.FinalURL, extract.Options{})
 		if err != nil {
 			return Page{}, fmt.Errorf("agent: extract %s: %w", url, err)

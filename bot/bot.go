@@ -61,6 +61,9 @@ type Options struct {
 	Approvers []string
 	// MaxRunsPerUser limits a user's active runs (default 3; negative: no limit).
 	MaxRunsPerUser int
+	// MaxQuestionLen limits a question, in characters (default 10,000);
+	// a longer one is answered with a reply asking to shorten it.
+	MaxQuestionLen int
 	// RunOptions are the options of every new run (approval steps, depth).
 	RunOptions RunOptions
 
@@ -121,6 +124,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxRunsPerUser == 0 {
 		o.MaxRunsPerUser = 3
+	}
+	if o.MaxQuestionLen <= 0 {
+		o.MaxQuestionLen = 10000
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

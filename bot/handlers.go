@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -97,6 +98,10 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 	}
 	if question == "" {
 		b.reply(ctx, channel, root, helpText)
+		return
+	}
+	if n := utf8.RuneCountInString(question); n > b.opts.MaxQuestionLen {
+		b.reply(ctx, channel, root, fmt.Sprintf("Your question is too long (%d characters; the limit is %d). Please shorten it and mention me again.", n, b.opts.MaxQuestionLen))
 		return
 	}
 	if !known {

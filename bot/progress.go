@@ -56,9 +56,10 @@ func (l *channelLimiter) wait(ctx context.Context, channel string) error {
 // often than the channel limiter allows, always with the newest picture
 // (intermediate ones are coalesced away).
 type statusMessage struct {
-	b       *Bot
-	channel string
-	ts      string
+	b        *Bot
+	channel  string
+	threadTS string // where a final message goes if the status message was never posted
+	ts       string
 
 	mu      sync.Mutex
 	view    statusView
@@ -69,8 +70,8 @@ type statusMessage struct {
 	stopped bool
 }
 
-func (b *Bot) newStatusMessage(channel, ts string, v statusView) *statusMessage {
-	s := &statusMessage{b: b, channel: channel, ts: ts, view: v,
+func (b *Bot) newStatusMessage(channel, threadTS, ts string, v statusView) *statusMessage {
+	s := &statusMessage{b: b, channel: channel, threadTS: threadTS, ts: ts, view: v,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s
@@ -136,6 +137,25 @@ func (s *statusMessage) Final(ctx context.Context, state RunState, note string) 
 	v := s.view
 	s.mu.Unlock()
 	if err := s.b.limiter.wait(ctx, s.channel); err != nil {
+		return
+	}
+	if s.ts == "" {
+		// Posting the status message failed earlier (Slack 5xx or a dead
+		// connection): the outcome still has to reach the thread. A rare
+		// duplicate on a 5xx that did post beats a run that ends silently.
+		v.Now = s.b.now()
+		text, blocks := statusBlocks(v)
+		opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)}
+		if s.threadTS != "" {
+			opts = append(opts, slack.MsgOptionTS(s.threadTS))
+		}
+		err := s.b.call(ctx, "chat.postMessage", true, func(ctx context.Context) error {
+			_, _, err := s.b.api.PostMessageContext(ctx, s.channel, opts...)
+			return err
+		})
+		if err != nil {
+			s.b.log.Error("bot: could not post the run's final message", "channel", s.channel, "err", err)
+		}
 		return
 	}
 	s.render(ctx, v)

@@ -120,15 +120,22 @@ func (b *Bot) recoveryLoop(ctx context.Context) {
 }
 
 func (b *Bot) recover(ctx context.Context) {
-	free := cap(b.runSlots) - len(b.runSlots)
-	for range free {
+	// Take every free slot; count only those taken, since tryStart may take
+	// one between reading len and sending (releasing more than we hold
+	// would steal running runs' slots and block here forever).
+	held := 0
+grab:
+	for range cap(b.runSlots) {
 		select {
 		case b.runSlots <- struct{}{}:
+			held++
 		default:
+			break grab
 		}
 	}
-	// We now hold up to free slots; acquire that many runs.
-	held := free
+	if held == 0 {
+		return
+	}
 	runs, err := b.store.AcquireRuns(ctx, b.opts.InstanceID, b.now(), b.opts.Lease, held)
 	if err != nil && ctx.Err() == nil {
 		b.log.Warn("bot: acquire runs", "err", err)
@@ -177,7 +184,7 @@ func (b *Bot) execute(r Run) {
 			r.StatusTS, _ = b.store.SetStatusMessage(wctx, r.ID, ts)
 		}
 	}
-	status := b.newStatusMessage(r.Key.Channel, r.StatusTS, statusView{
+	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, statusView{
 		Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	})
 	defer status.halt()
@@ -328,12 +335,6 @@ func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *
 		b.fail(ctx, r, th, fmt.Errorf("uploading the report: %w", err), status, log)
 		return
 	}
-	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateDone, "", b.now()); err != nil {
-		log.Warn("bot: record finished run", "err", err)
-		return
-	}
-	b.metrics.runs.WithLabelValues(string(StateDone)).Inc()
-	log.Info("bot: run done", "sources", res.Sources, "tokens", res.Tokens)
 	p := status.lastProgress()
 	if res.Tokens > p.Tokens {
 		p.Tokens = res.Tokens
@@ -344,7 +345,17 @@ func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *
 	status.mu.Lock()
 	status.view.Progress = p
 	status.mu.Unlock()
+	// The final status edit comes before the run is recorded as done: a
+	// process that dies in between leaves the run to be continued, and the
+	// next one renders the (idempotent) edit again. In the other order a
+	// death there would leave the message saying "Researching" forever.
 	status.Final(ctx, StateDone, "The report is below.")
+	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateDone, "", b.now()); err != nil {
+		log.Warn("bot: record finished run", "err", err)
+		return
+	}
+	b.metrics.runs.WithLabelValues(string(StateDone)).Inc()
+	log.Info("bot: run done", "sources", res.Sources, "tokens", res.Tokens)
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}

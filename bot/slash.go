@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 )
@@ -49,6 +50,10 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question string, say func(string)) {
 	if question == "" {
 		say("Please add a question: `/research ask <question>`.")
+		return
+	}
+	if n := utf8.RuneCountInString(question); n > b.opts.MaxQuestionLen {
+		say(fmt.Sprintf("Your question is too long (%d characters; the limit is %d). Please shorten it.", n, b.opts.MaxQuestionLen))
 		return
 	}
 	dm := strings.HasPrefix(cmd.ChannelID, "D")

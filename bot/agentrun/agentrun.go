@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"deepresearch/agent"
+	"deepresearch/graph"
 	"deepresearch/bot"
 )
 
@@ -94,6 +95,16 @@ func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, a
 	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
 		return r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, events)
 	})
+	if errors.Is(err, graph.ErrAlreadyResumed) {
+		// The answer was stored and the turn ran to its end in a process that
+		// died before the bot recorded the outcome (the bot's Continue found
+		// nothing left to run). Return that outcome instead of failing the run.
+		if cur, gerr := r.a.Get(ctx, threadID); gerr == nil && len(cur.Interrupts) == 0 &&
+			(cur.Status == agent.StatusDone || cur.Status == agent.StatusReplied) {
+			r.log.Info("agentrun: interrupt already answered and the turn finished; returning its result", "thread_id", threadID, "interrupt_id", interruptID)
+			return r.outcome(cur, time.Time{})
+		}
+	}
 	if err != nil {
 		return bot.Outcome{}, err
 	}
