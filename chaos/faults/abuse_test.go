@@ -182,7 +182,7 @@ func TestHostilePages(t *testing.T) {
 	}
 	runtime.GC()
 	_, peak := RSS()
-	if peak > 1500<<20 {
+	if peak > memoryScale*1500<<20 {
 		t.Errorf("peak RSS %d MB: hostile pages blew up memory", peak>>20)
 	}
 	figure(t, "hostile_pages", "runs=%d %s hits=[%s] fetcher=[%s] peak_rss_mb=%d", len(ms), sum, strings.Join(hit, " "), strings.Join(seen, " "), peak>>20)
