@@ -252,8 +252,8 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	for _, act := range s.Actions {
 		switch act.Kind {
 		case "search":
-			if a.search == nil {
-				continue
+			if a.search == nil || len(act.Queries) == 0 {
+				continue // (no queries: nothing to search, and no divide by zero)
 			}
 			per := (a.opts.MaxURLs + len(act.Queries) - 1) / len(act.Queries)
 			for _, q := range act.Queries {

@@ -197,8 +197,13 @@ func (b *Bot) execute(r Run) {
 		b.heartbeat(ctx, r, th, cancel, hbDone)
 	}()
 	outcome, err := b.invoke(ctx, r, status.Progress, log)
-	close(hbDone)
-	<-hbStopped
+	// The lease is kept until the outcome is recorded: finishing waits for
+	// the channel's rate limit before the final status edit, which can take
+	// longer than a short lease when many runs share a channel.
+	defer func() {
+		close(hbDone)
+		<-hbStopped
+	}()
 	b.countTokens(r.ID, status.lastProgress().Tokens, outcome)
 
 	cause := context.Cause(ctx)

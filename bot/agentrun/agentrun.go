@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"deepresearch/agent"
-	"deepresearch/graph"
 	"deepresearch/bot"
+	"deepresearch/graph"
 )
 
 // Options tune the adapter.
@@ -90,12 +90,15 @@ func (r *Researcher) Start(ctx context.Context, req bot.StartRequest, sink bot.P
 	return r.outcome(out, started)
 }
 
-// Resume answers the pending interrupt interruptID.
+// Resume answers the pending interrupt interruptID. An interrupt already
+// answered is never answered again; when its turn has finished, Resume
+// returns that turn's outcome (the bot resuming after a crash), otherwise
+// the refusal.
 func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, ans bot.Answer, sink bot.ProgressSink) (bot.Outcome, error) {
 	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
 		return r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, events)
 	})
-	if errors.Is(err, graph.ErrAlreadyResumed) {
+	if errors.Is(err, graph.ErrAlreadyResumed) || errors.Is(err, graph.ErrNoInterrupt) {
 		// The answer was stored and the turn ran to its end in a process that
 		// died before the bot recorded the outcome (the bot's Continue found
 		// nothing left to run). Return that outcome instead of failing the run.

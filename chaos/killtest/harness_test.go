@@ -1,0 +1,673 @@
+package killtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"deepresearch/agent/llm/llmtest"
+	"deepresearch/bot/slackfake"
+)
+
+// long reports whether the long versions run (CHAOS_LONG=1).
+func long() bool { return os.Getenv("CHAOS_LONG") == "1" }
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	binErr    error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds the real deepresearch binary once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil || strings.TrimSpace(string(out)) == "" {
+			binErr = fmt.Errorf("go env GOMOD: %v %s", err, out)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		if binDir, binErr = os.MkdirTemp("", "killtest-bin-"); binErr != nil {
+			return
+		}
+		bin := filepath.Join(binDir, "deepresearch")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/deepresearch")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		binPath = bin
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// pgURL creates a fresh schema on the test Postgres server (dropped at the
+// end) and returns a URL whose search_path selects it. Without a server the
+// test skips, unless CI is set.
+func pgURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("DEEPRESEARCH_TEST_DATABASE_URL")
+	if base == "" {
+		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL is required in CI: %v", err)
+		}
+		t.Skipf("PostgreSQL not reachable (%v); CI runs this test", err)
+	}
+	defer conn.Close(context.Background())
+	schema := "chaos_" + randomHex(6)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// ---------------------------------------------------------------------------
+// The fake LLM, with a record of every call and whether its answer was
+// written completely.
+
+// tagRE finds the run tag every question carries; the scripted research
+// copies it into every later prompt (queries, URLs, report), so each LLM
+// request can be attributed to its thread.
+var tagRE = regexp.MustCompile(`RUNTAG-\d+`)
+
+type llmCall struct {
+	Tag, Node, Hash string
+	Start, End      time.Time
+	Status          int
+	Complete        bool // 200 written and flushed without error
+}
+
+type llmFake struct {
+	inner *llmtest.Server
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []llmCall
+}
+
+func newLLM(t *testing.T, respond llmtest.Responder) *llmFake {
+	f := &llmFake{inner: llmtest.New(respond)}
+	f.srv = httptest.NewServer(f)
+	t.Cleanup(func() {
+		f.srv.CloseClientConnections()
+		f.srv.Close()
+		f.inner.Close()
+	})
+	return f
+}
+
+func (f *llmFake) URL() string { return f.srv.URL + "/v1" }
+
+func (f *llmFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		f.inner.ServeHTTP(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	node := r.Header.Get("X-Deepresearch-Node")
+	sum := sha256.Sum256(append([]byte(node+"\x00"), body...))
+	c := llmCall{Tag: tagRE.FindString(string(body)), Node: node, Hash: hex.EncodeToString(sum[:8]), Start: time.Now()}
+	sw := &statusWriter{ResponseWriter: w}
+	func() {
+		defer func() { _ = recover() }() // llmtest aborts hanging handlers at Close
+		f.inner.ServeHTTP(sw, r)
+	}()
+	ferr := http.NewResponseController(w).Flush()
+	c.End, c.Status = time.Now(), sw.status
+	c.Complete = sw.status == http.StatusOK && sw.err == nil && ferr == nil && r.Context().Err() == nil
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	f.mu.Unlock()
+}
+
+func (f *llmFake) Calls() []llmCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]llmCall(nil), f.calls...)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	err    error
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ---------------------------------------------------------------------------
+// A scripted research: the same shape as cmd/deepresearch's askWorld, with
+// the run tag threaded through, answered after a delay derived from the
+// request (deterministic per request content).
+
+var pages = map[string][2]string{
+	"timeline":  {"AI Act timeline", "The EU AI Act entered into force on 1 August 2024. Prohibited practices apply from 2 February 2025."},
+	"penalties": {"AI Act penalties", "Fines for prohibited AI practices can reach 35 million euros or 7% of worldwide annual turnover."},
+	"sme":       {"AI Act and SMEs", "Small and medium-sized enterprises benefit from regulatory sandboxes under the act."},
+}
+
+// webAndSearch serves the pages (/TAG/page) and a SearXNG JSON API whose
+// results point at the pages of the query's tag.
+func webAndSearch(t *testing.T) (searxURL string) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		p, ok := pages[parts[len(parts)-1]]
+		if !ok || len(parts) != 2 {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<html><head><title>%s %s</title></head><body><nav>Home | About</nav><article><h1>%s</h1><p>%s</p><p>%s</p></article><footer>(c) site</footer></body></html>",
+			p[0], parts[0], p[0], p[1], strings.Repeat("More context about the regulation follows here. ", 5))
+	}))
+	t.Cleanup(web.Close)
+	sx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tag := tagRE.FindString(r.URL.Query().Get("q"))
+		if tag == "" {
+			tag = "untagged"
+		}
+		var res []map[string]any
+		for _, name := range []string{"timeline", "penalties", "sme"} {
+			res = append(res, map[string]any{"url": web.URL + "/" + tag + "/" + name, "title": pages[name][0], "content": pages[name][1][:40], "engine": "fake"})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"query": r.URL.Query().Get("q"), "results": res})
+	}))
+	t.Cleanup(sx.Close)
+	return sx.URL
+}
+
+// research answers every node of the agent. maxDelay bounds the simulated
+// latency of one call.
+func research(maxDelay time.Duration) llmtest.Responder {
+	quote := regexp.MustCompile(`(?s)URL: (\S+)\n(.*?)(?:\n=== |\z)`)
+	ev := regexp.MustCompile(`(?m)^\[E(\d+)\] (.*)\n  quote: "(.*)"\n  source: (.*), (\S+)$`)
+	return func(r *llmtest.Request) llmtest.Reply {
+		node := r.Node()
+		tag := tagRE.FindString(r.Text())
+		var reply llmtest.Reply
+		switch {
+		case node == "coordinator":
+			reply = llmtest.JSON(map[string]string{"intent": "research", "reply": "", "research_question": "", "clarifying_question": "", "instruction": ""})
+		case node == "planner":
+			reply = llmtest.JSON(map[string]any{"theme": "EU AI Act " + tag, "investigation_points": []string{"Timeline " + tag, "Penalties " + tag},
+				"search_queries": []string{"ai act timeline " + tag, "ai act fines " + tag},
+				"subtasks": []map[string]any{
+					{"title": "Timeline " + tag, "queries": []string{"ai act timeline " + tag}},
+					{"title": "Penalties " + tag, "queries": []string{"ai act fines " + tag}}},
+				"plan_text": "Two points for " + tag + ".", "evaluation_types": []string{"attribution"}})
+		case node == "supervisor": // a replan: one more subtask
+			reply = llmtest.JSON(map[string]any{"subtasks": []map[string]any{{"title": "SMEs " + tag, "queries": []string{"ai act sme " + tag}}}})
+		case strings.HasSuffix(node, ".select"): // the plan's queries are the action
+			reply = llmtest.Error(400, "no tool selection scripted; the agent falls back to the subtask's queries")
+		case strings.HasSuffix(node, ".execute"):
+			var fs []map[string]string
+			for _, m := range quote.FindAllStringSubmatch(r.LastUser(), -1) {
+				s := strings.TrimSpace(m[2])
+				if i := strings.Index(s, ". "); i > 0 {
+					s = s[:i+1]
+				}
+				fs = append(fs, map[string]string{"claim": s, "quote": s, "url": m[1]})
+			}
+			reply = llmtest.JSON(map[string]any{"summary": "summary " + tag, "findings": fs})
+		case strings.HasSuffix(node, ".answer_subtask"):
+			reply = llmtest.Text("answer for " + tag + " [E1]")
+		case strings.HasSuffix(node, ".reflect"):
+			reply = llmtest.JSON(map[string]any{"is_completed": true, "advice": "", "gaps": []string{}, "next_queries": []string{}})
+		case node == "writer":
+			var b strings.Builder
+			fmt.Fprintf(&b, "# EU AI Act %s\n\n## Executive Summary\n\nThe act is in force.\n\n## Key Findings\n\n", tag)
+			ms := ev.FindAllStringSubmatch(r.LastUser(), -1)
+			for i, m := range ms {
+				fmt.Fprintf(&b, "- %s [^%d]\n", m[2], i+1)
+			}
+			b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
+			for i, m := range ms {
+				fmt.Fprintf(&b, "[^%d]: \"%s\" — %s, %s\n", i+1, m[3], m[4], m[5])
+			}
+			reply = llmtest.Text(b.String())
+		case node == "reviewer":
+			reply = llmtest.JSON(map[string]any{"scores": map[string]float64{"fact_check": 1, "completeness": 0.9, "logic": 0.9, "format": 1},
+				"evaluations": []any{}, "feedback": "", "suggested_action": "write", "issues": []any{}})
+		default:
+			return llmtest.Error(400, "unexpected node "+node)
+		}
+		if maxDelay > 0 {
+			sum := sha256.Sum256(r.Body)
+			d := time.Duration(uint64(sum[0])<<8|uint64(sum[1])) * maxDelay / 65536
+			reply = llmtest.Delayed(d, reply)
+		}
+		return reply
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The world: fake Slack, LLM, search and web, and the environment of a
+// serve process pointed at them.
+
+type world struct {
+	slack *slackfake.Server
+	llm   *llmFake
+	env   map[string]string
+	start time.Time
+}
+
+func newWorld(t *testing.T, maxDelay time.Duration, dbURL string) *world {
+	t.Helper()
+	fake, err := slackfake.Start("127.0.0.1:0", slackfake.WithRedelivery(3*time.Second, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	w := &world{slack: fake, llm: newLLM(t, research(maxDelay)), start: time.Now()}
+	w.env = map[string]string{
+		"SLACK_BOT_TOKEN":                fake.BotToken(),
+		"SLACK_APP_TOKEN":                fake.AppToken(),
+		"SLACK_API_URL":                  fake.APIURL(),
+		"OPENAI_API_KEY":                 "test",
+		"OPENAI_BASE_URL":                w.llm.URL(),
+		"DEEPRESEARCH_MODEL":             "fake",
+		"SEARXNG_URL":                    webAndSearch(t),
+		"DEEPRESEARCH_FETCH_ALLOW":       "127.0.0.1",
+		"DEEPRESEARCH_HTTP_ADDR":         "off",
+		"DEEPRESEARCH_DATA_DIR":          t.TempDir(),
+		"DEEPRESEARCH_RUN_LEASE":         "2s",
+		"DEEPRESEARCH_MAX_RUNS_PER_USER": "-1",
+		"DEEPRESEARCH_LOG_LEVEL":         "info",
+	}
+	if dbURL != "" {
+		w.env["DATABASE_URL"] = dbURL
+	}
+	return w
+}
+
+// ---------------------------------------------------------------------------
+// A fleet of serve processes in numbered slots.
+
+type proc struct {
+	slot, life int
+	cmd        *exec.Cmd
+	logPath    string
+	exited     chan struct{}
+	killed     atomic.Bool
+}
+
+type fleet struct {
+	t      *testing.T
+	bin    string
+	env    []string
+	logDir string
+
+	mu         sync.Mutex
+	slots      []*proc
+	all        []*proc
+	kills      []time.Time
+	stopping   bool
+	unexpected []string
+}
+
+func newFleet(t *testing.T, w *world, n int) *fleet {
+	f := &fleet{t: t, bin: binary(t), logDir: t.TempDir(), slots: make([]*proc, n)}
+	for k, v := range w.env {
+		f.env = append(f.env, k+"="+v)
+	}
+	sort.Strings(f.env)
+	// Keep the children away from the developer's own settings.
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "SLACK_") || strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "DEEPRESEARCH_") ||
+			strings.HasPrefix(k, "TAVILY_") || k == "DATABASE_URL" || k == "SEARXNG_URL" {
+			continue
+		}
+		f.env = append(f.env, kv)
+	}
+	t.Cleanup(func() {
+		f.stop()
+		if t.Failed() {
+			f.dumpLogs(40)
+		}
+	})
+	return f
+}
+
+func (f *fleet) start(slot int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping {
+		return
+	}
+	life := len(f.all)
+	p := &proc{slot: slot, life: life, logPath: filepath.Join(f.logDir, fmt.Sprintf("serve-%d-%03d.log", slot, life)), exited: make(chan struct{})}
+	logf, err := os.Create(p.logPath)
+	if err != nil {
+		f.t.Errorf("log file: %v", err)
+		return
+	}
+	p.cmd = exec.Command(f.bin, "serve")
+	p.cmd.Env = f.env
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		f.t.Errorf("start serve: %v", err)
+		return
+	}
+	f.slots[slot] = p
+	f.all = append(f.all, p)
+	go func() {
+		err := p.cmd.Wait()
+		logf.Close()
+		close(p.exited)
+		if !p.killed.Load() {
+			f.mu.Lock()
+			if !f.stopping {
+				f.unexpected = append(f.unexpected, fmt.Sprintf("serve %d (life %d) exited by itself: %v\n%s", slot, life, err, tail(p.logPath, 20)))
+			}
+			f.mu.Unlock()
+		}
+	}()
+}
+
+// kill SIGKILLs the process in slot and waits for it to be gone.
+func (f *fleet) kill(slot int) bool {
+	f.mu.Lock()
+	p := f.slots[slot]
+	f.slots[slot] = nil
+	f.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.killed.Store(true)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	f.mu.Lock()
+	f.kills = append(f.kills, time.Now())
+	f.mu.Unlock()
+	return true
+}
+
+// stop asks every live process to shut down (SIGTERM) and kills what is
+// left after 30 seconds.
+func (f *fleet) stop() {
+	f.mu.Lock()
+	f.stopping = true
+	live := append([]*proc(nil), f.slots...)
+	f.mu.Unlock()
+	for _, p := range live {
+		if p != nil {
+			p.killed.Store(true)
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, p := range live {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.exited
+		}
+	}
+}
+
+func (f *fleet) killTimes() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.kills...)
+}
+
+func (f *fleet) lives() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.all)
+}
+
+func (f *fleet) unexpectedExits() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.unexpected...)
+}
+
+// grepLogs counts log lines of every life containing s, per slot.
+func (f *fleet) grepLogs(s string) map[int]int {
+	f.mu.Lock()
+	all := append([]*proc(nil), f.all...)
+	f.mu.Unlock()
+	out := map[int]int{}
+	for _, p := range all {
+		fh, err := os.Open(p.logPath)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), s) {
+				out[p.slot]++
+			}
+		}
+		fh.Close()
+	}
+	return out
+}
+
+func (f *fleet) dumpLogs(n int) {
+	f.mu.Lock()
+	all := append([]*proc(nil), f.all...)
+	f.mu.Unlock()
+	if len(all) > 6 {
+		all = all[len(all)-6:]
+	}
+	for _, p := range all {
+		f.t.Logf("--- serve %d life %d (%s)\n%s", p.slot, p.life, p.logPath, tail(p.logPath, n))
+	}
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ---------------------------------------------------------------------------
+// Reading the fake Slack.
+
+var statusTextRE = regexp.MustCompile(`^(Queued|Researching|Waiting for you|Done|Failed|Cancelled): `)
+
+// threadView is what the bot left in one thread.
+type threadView struct {
+	Reports     int // completed report files shared in the thread
+	Finals      int // status messages that say Done
+	Failed      int // status messages that say Failed or Cancelled
+	Status      int // status messages (any state)
+	Stale       int // status messages left in an active state
+	Approvals   int // approval messages (pending or decided)
+	Pending     []slackfake.Message
+	ReportNames []string
+}
+
+func inspect(fake *slackfake.Server, channel, ts string) threadView {
+	var v threadView
+	for _, f := range fake.Files() {
+		if f.Completed && f.ThreadTS == ts && len(f.Channels) > 0 && f.Channels[0] == channel {
+			v.Reports++
+			v.ReportNames = append(v.ReportNames, f.Name)
+		}
+	}
+	for _, m := range fake.Thread(channel, ts) {
+		if !m.IsBot() {
+			continue
+		}
+		if st := statusTextRE.FindStringSubmatch(m.Text); st != nil {
+			v.Status++
+			switch st[1] {
+			case "Done":
+				v.Finals++
+			case "Failed", "Cancelled":
+				v.Failed++
+			default:
+				v.Stale++
+			}
+			continue
+		}
+		if buttonValue(m, "dr_approve") != "" {
+			v.Approvals++
+			v.Pending = append(v.Pending, m)
+		} else if strings.Contains(m.Text, "Approved by") || strings.Contains(m.Text, "Draft ready") {
+			v.Approvals++
+		}
+	}
+	return v
+}
+
+// buttonValue returns the value of the button with actionID in a message.
+func buttonValue(m slackfake.Message, actionID string) string {
+	var blocks []struct {
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	if json.Unmarshal(m.Blocks, &blocks) != nil {
+		return ""
+	}
+	for _, b := range blocks {
+		for _, e := range b.Elements {
+			if e.ActionID == actionID {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
+// ---------------------------------------------------------------------------
+// LLM call analysis.
+
+// repeatStats counts LLM requests made again although an identical earlier
+// request (same thread tag, node and body) had completed.
+type repeatStats struct {
+	Calls, Completed, Untagged int
+	Repeats                    int // identical requests after a completed copy
+	NearKill                   int // of which a kill landed within window after that copy's answer
+	Unexplained                []string
+}
+
+func analyse(calls []llmCall, kills []time.Time, window time.Duration) repeatStats {
+	var s repeatStats
+	lastDone := map[string]llmCall{}
+	for _, c := range calls {
+		s.Calls++
+		if c.Tag == "" {
+			s.Untagged++
+		}
+		key := c.Tag + "|" + c.Node + "|" + c.Hash
+		if prev, ok := lastDone[key]; ok && prev.End.Before(c.Start) {
+			s.Repeats++
+			near := false
+			for _, k := range kills {
+				if !k.Before(prev.End.Add(-50*time.Millisecond)) && !k.After(prev.End.Add(window)) {
+					near = true
+					break
+				}
+			}
+			if near {
+				s.NearKill++
+			} else {
+				s.Unexplained = append(s.Unexplained, fmt.Sprintf("%s %s: answered at %s, asked again at %s",
+					c.Tag, c.Node, prev.End.Format("15:04:05.000"), c.Start.Format("15:04:05.000")))
+			}
+		}
+		if c.Complete {
+			s.Completed++
+			lastDone[key] = c
+		}
+	}
+	return s
+}
