@@ -527,8 +527,18 @@ func TestOneWriterPerThread(t *testing.T) {
 			t.Fatalf("chain forked at %d: parent %d, previous %d", hist[i].ID, hist[i].ParentID, hist[i+1].ID)
 		}
 	}
-	if want := 6 * (1 + int(wins.Load())); len(hist) != want {
-		t.Fatalf("checkpoints %d, want %d", len(hist), want)
+	// A loser may have stored its first steps before another writer moved
+	// the head (the chain stays linear: the next writer continues from
+	// them); the head is a finished run of one of the winners.
+	if min := 6 * (1 + int(wins.Load())); len(hist) < min {
+		t.Fatalf("checkpoints %d, want at least %d", len(hist), min)
+	}
+	head, err := g.State(ctx, "x", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(head.Next) != 0 || head.State.Count != 105 {
+		t.Fatalf("head is not a finished run: next %v count %d", head.Next, head.State.Count)
 	}
 }
 
