@@ -99,13 +99,13 @@ func splitLong(s string, max int) []string {
 		curLen = 0
 	}
 	add := func(piece, sep string) {
-		n := utf8.RuneCountInString(piece)
-		if curLen > 0 && curLen+n+1 > max {
+		n, sn := utf8.RuneCountInString(piece), utf8.RuneCountInString(sep)
+		if curLen > 0 && curLen+sn+n > max {
 			flush()
 		}
 		if curLen > 0 {
 			cur.WriteString(sep)
-			curLen++
+			curLen += sn
 		}
 		cur.WriteString(piece)
 		curLen += n
