@@ -46,13 +46,14 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	budget := fs.Int("tokens", 0, "token budget of the run (default 1,000,000)")
 	timeBudget := fs.Duration("time", 0, "wall-clock budget of the run (default 15m)")
-	if err := fs.Parse(args); err != nil {
+	words, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return usageError{err.Error()}
 	}
-	question := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	question := strings.TrimSpace(strings.Join(words, " "))
 	if question == "" && *thread == "" {
 		return usageError{`the question is empty: deepresearch ask "your question"`}
 	}
