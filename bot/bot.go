@@ -164,7 +164,8 @@ type Bot struct {
 	approvers map[string]bool
 
 	limiter *channelLimiter
-	names   sync.Map // user id -> display name
+	edits   editOrder // per-message edit order across status message instances
+	names   sync.Map  // user id -> display name
 
 	runSlots  chan struct{}
 	runCtx    context.Context // parent of every run; cancelled at shutdown

@@ -280,3 +280,21 @@ func TestBotIgnoresItsOwnEchoes(t *testing.T) {
 		t.Errorf("%d runs, want 1 (the bot reacted to its own messages)", len(runs))
 	}
 }
+
+// A status message that can no longer be edited (deleted, or Slack refuses)
+// does not swallow the outcome: the final picture is posted anew.
+func TestFinalStatusPostedWhenUneditable(t *testing.T) {
+	h := newHarness(t)
+	h.fake.InjectFault("chat.update", slackfake.Fault{Error: "message_not_found"})
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "status message gone", "")
+	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitFor(ctx, "a fresh final message", func() bool {
+		m, ok := h.statusMessage("C1", sent.TS, 2)
+		return ok && strings.HasPrefix(m.Text, "Done")
+	})
+	if m, _ := h.statusMessage("C1", sent.TS, 1); !strings.HasPrefix(m.Text, "Queued") {
+		t.Errorf("first status message = %q, want it untouched (Queued)", m.Text)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -123,6 +124,15 @@ func (b *Bot) mayDecide(r Run, user string) bool {
 // decide records a decision once and resumes (or cancels) the run.
 func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS string) {
 	cur, err := b.store.Decide(ctx, r.ID, d)
+	// The approval message is posted just before its run is recorded as
+	// waiting; a quick click lands in between. Give the run a moment.
+	for i := 0; i < 20 && errors.Is(err, ErrNotWaiting) && cur.State == StateRunning && (cur.Interrupt == nil || cur.Interrupt.ID != d.InterruptID); i++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(150 * time.Millisecond):
+		}
+		cur, err = b.store.Decide(ctx, r.ID, d)
+	}
 	switch {
 	case errors.Is(err, ErrAlreadyDecided):
 		if cur.Decision != nil && cur.Decision.By != d.By {

@@ -114,51 +114,123 @@ func (s *statusMessage) loop() {
 		if !dirty {
 			continue
 		}
-		s.render(ctx, v)
+		_ = s.render(ctx, v)
 	}
 }
 
-func (s *statusMessage) render(ctx context.Context, v statusView) {
+func (s *statusMessage) render(ctx context.Context, v statusView) error {
 	if s.ts == "" {
-		return
+		return nil
 	}
-	v.Now = s.b.now()
-	text, blocks := statusBlocks(v)
-	if err := s.b.updateMessage(ctx, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
-		s.b.log.Warn("bot: status update", "channel", s.channel, "ts", s.ts, "err", err)
-	}
+	return s.b.edits.apply(ctx, s.channel+"/"+s.ts, func(ctx context.Context) error {
+		v.Now = s.b.now()
+		text, blocks := statusBlocks(v)
+		err := s.b.updateMessage(ctx, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+		if err != nil {
+			s.b.log.Warn("bot: status update", "channel", s.channel, "ts", s.ts, "err", err)
+		}
+		return err
+	})
 }
 
-// Final stops the updater and renders the last picture with state and note.
-func (s *statusMessage) Final(ctx context.Context, state RunState, note string) {
+// Final stops the updater and renders the last picture with state and
+// note. When the status message cannot be edited (it was never posted, was
+// deleted, or Slack refuses the edit) the picture is posted as a new
+// message in the thread, so the outcome always reaches it. It returns an
+// error only when neither worked.
+func (s *statusMessage) Final(ctx context.Context, state RunState, note string) error {
 	s.halt()
 	s.mu.Lock()
 	s.view.State, s.view.Note = state, note
 	v := s.view
 	s.mu.Unlock()
 	if err := s.b.limiter.wait(ctx, s.channel); err != nil {
-		return
+		return err
 	}
-	if s.ts == "" {
-		// Posting the status message failed earlier (Slack 5xx or a dead
-		// connection): the outcome still has to reach the thread. A rare
-		// duplicate on a 5xx that did post beats a run that ends silently.
-		v.Now = s.b.now()
-		text, blocks := statusBlocks(v)
-		opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)}
-		if s.threadTS != "" {
-			opts = append(opts, slack.MsgOptionTS(s.threadTS))
-		}
-		err := s.b.call(ctx, "chat.postMessage", true, func(ctx context.Context) error {
-			_, _, err := s.b.api.PostMessageContext(ctx, s.channel, opts...)
+	if s.ts != "" {
+		err := s.render(ctx, v)
+		if err == nil || !uneditable(err) {
 			return err
-		})
-		if err != nil {
-			s.b.log.Error("bot: could not post the run's final message", "channel", s.channel, "err", err)
 		}
-		return
 	}
-	s.render(ctx, v)
+	// Posting the status message failed earlier (Slack 5xx or a dead
+	// connection) or it is gone: the outcome still has to reach the
+	// thread. A rare duplicate on a 5xx that did post beats a run that
+	// ends silently.
+	v.Now = s.b.now()
+	text, blocks := statusBlocks(v)
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)}
+	if s.threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(s.threadTS))
+	}
+	err := s.b.call(ctx, "chat.postMessage", true, func(ctx context.Context) error {
+		_, _, err := s.b.api.PostMessageContext(ctx, s.channel, opts...)
+		return err
+	})
+	if err != nil {
+		s.b.log.Error("bot: could not post the run's final message", "channel", s.channel, "err", err)
+	}
+	return err
+}
+
+// uneditable reports whether err means the message can never be edited.
+func uneditable(err error) bool {
+	switch errorCode(err) {
+	case "message_not_found", "cant_update_message", "edit_window_closed", "msg_too_long":
+		return true
+	}
+	return false
+}
+
+// editOrder keeps the edits of one message in the order their pictures
+// were taken: an edit waits for the one before it (including its retries)
+// and is dropped when a newer picture has already been shown, so a slow or
+// retried old picture never overwrites a newer one.
+type editOrder struct {
+	mu   sync.Mutex
+	msgs map[string]*msgEdits
+}
+
+type msgEdits struct {
+	mu      sync.Mutex // held while an edit of the message is in flight
+	issued  uint64
+	applied uint64
+	users   int
+}
+
+// apply takes a ticket for key now and runs edit in ticket order, unless a
+// later ticket was applied first.
+func (o *editOrder) apply(ctx context.Context, key string, edit func(context.Context) error) error {
+	o.mu.Lock()
+	if o.msgs == nil {
+		o.msgs = map[string]*msgEdits{}
+	}
+	m := o.msgs[key]
+	if m == nil {
+		m = &msgEdits{}
+		o.msgs[key] = m
+	}
+	m.issued++
+	ticket := m.issued
+	m.users++
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		if m.users--; m.users == 0 {
+			delete(o.msgs, key)
+		}
+		o.mu.Unlock()
+	}()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.applied > ticket {
+		return nil
+	}
+	if err := edit(ctx); err != nil {
+		return err
+	}
+	m.applied = ticket
+	return nil
 }
 
 // halt stops the updater goroutine and waits for it.

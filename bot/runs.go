@@ -302,8 +302,14 @@ func (b *Bot) countTokens(runID string, progressTokens int, out Outcome) {
 	}
 }
 
-// pause shows an interrupt and records the run as waiting.
+// pause shows an interrupt and records the run as waiting. The status
+// message says "Waiting for you" before the run is recorded as waiting:
+// once it is, a click can resume the run in any process, and an edit from
+// here arriving after that run's own edits would leave a stale picture.
 func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, status *statusMessage, requester string, log *slog.Logger) {
+	if err := status.Final(ctx, StateWaiting, ""); err != nil {
+		log.Warn("bot: waiting status", "err", err)
+	}
 	var ts string
 	var err error
 	if intr.Kind == InterruptQuestion {
@@ -325,7 +331,6 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	}
 	b.metrics.runs.WithLabelValues(string(StateWaiting)).Inc()
 	log.Info("bot: run waiting", "interrupt_id", intr.ID, "kind", intr.Kind)
-	status.Final(ctx, StateWaiting, "")
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -354,7 +359,12 @@ func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *
 	// process that dies in between leaves the run to be continued, and the
 	// next one renders the (idempotent) edit again. In the other order a
 	// death there would leave the message saying "Researching" forever.
-	status.Final(ctx, StateDone, "The report is below.")
+	if err := status.Final(ctx, StateDone, "The report is below."); err != nil {
+		// Recording the run as done anyway: leaving it to be continued
+		// would only repeat this while Slack refuses, and the report
+		// itself is in the thread.
+		log.Error("bot: final status", "err", err)
+	}
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateDone, "", b.now()); err != nil {
 		log.Warn("bot: record finished run", "err", err)
 		return
@@ -373,7 +383,7 @@ func (b *Bot) fail(ctx context.Context, r Run, th Thread, cause error, status *s
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(StateFailed)).Inc()
-	status.Final(ctx, StateFailed, "Something went wrong: "+truncateEscaped(cause.Error(), 500)+"\nMention me again to retry.")
+	_ = status.Final(ctx, StateFailed, "Something went wrong: "+truncateEscaped(cause.Error(), 500)+"\nMention me again to retry.")
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -389,7 +399,7 @@ func (b *Bot) cancelled(ctx context.Context, r Run, th Thread, by string, status
 	}
 	b.metrics.runs.WithLabelValues(string(StateCancelled)).Inc()
 	log.Info("bot: run cancelled", "by", by)
-	status.Final(ctx, StateCancelled, "Cancelled by *"+b.userName(ctx, by)+"*.")
+	_ = status.Final(ctx, StateCancelled, "Cancelled by *"+b.userName(ctx, by)+"*.")
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -407,7 +417,7 @@ func (b *Bot) cancelWaiting(ctx context.Context, r Run, by string) {
 		s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
 		v := statusView{Question: r.Question, Requester: b.userName(ctx, r.Requester), State: StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: "Cancelled by *" + byName + "*."}
 		if err := b.limiter.wait(ctx, r.Key.Channel); err == nil {
-			s.render(ctx, v)
+			_ = s.render(ctx, v)
 		}
 	}
 	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != InterruptQuestion {

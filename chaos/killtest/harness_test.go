@@ -531,6 +531,30 @@ func (f *fleet) grepLogs(s string) map[int]int {
 	return out
 }
 
+// logLines returns the log lines of every life containing s, each prefixed
+// with its slot and life.
+func (f *fleet) logLines(s string) []string {
+	f.mu.Lock()
+	all := append([]*proc(nil), f.all...)
+	f.mu.Unlock()
+	var out []string
+	for _, p := range all {
+		fh, err := os.Open(p.logPath)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), s) {
+				out = append(out, fmt.Sprintf("[%d/%d] %s", p.slot, p.life, sc.Text()))
+			}
+		}
+		fh.Close()
+	}
+	return out
+}
+
 func (f *fleet) dumpLogs(n int) {
 	f.mu.Lock()
 	all := append([]*proc(nil), f.all...)

@@ -45,6 +45,9 @@ func planFor() killPlan {
 	if n, err := strconv.Atoi(os.Getenv("CHAOS_KILLS")); err == nil && n >= 0 {
 		p.kills = n
 	}
+	if d, err := time.ParseDuration(os.Getenv("CHAOS_DEADLINE")); err == nil && d > 0 {
+		p.deadline = d
+	}
 	return p
 }
 
@@ -211,9 +214,19 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 		if ctx.Err() != nil {
 			for _, m := range snapshot() {
 				v := inspect(w.slack, "C1", m.sent.TS)
+				if v.Reports > 0 && v.Finals > 0 {
+					continue
+				}
 				t.Logf("%s: reports %d finals %d status %d pending approvals %d", m.tag, v.Reports, v.Finals, v.Status, len(v.Pending))
 				for _, msg := range w.slack.Thread("C1", m.sent.TS) {
 					t.Logf("    %s bot=%v text=%.80q edits=%d files=%v", msg.TS, msg.IsBot(), msg.Text, len(msg.Edits), msg.Files)
+					for _, e := range msg.Edits[max(len(msg.Edits)-6, 0):] {
+						t.Logf("        was at %s: %.60q", e.At.Format("15:04:05.000"), e.Text)
+					}
+				}
+				key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: "C1", ThreadTS: m.sent.TS}
+				for _, l := range fl.logLines(key.ThreadID()) {
+					t.Logf("    log %s", l)
 				}
 			}
 			t.Fatalf("%s: not every run finished within %s", engine, plan.deadline)
