@@ -30,6 +30,11 @@ type Request struct {
 	// NoClarify never asks a clarifying question.
 	NoClarify bool  `json:"no_clarify,omitempty"`
 	Depth     Depth `json:"depth,omitempty"`
+	// Tag is the caller's label for the turn (the bot's run id), kept in
+	// the thread's state and returned in Result.Tag, so a caller that
+	// crashed after the turn finished can tell its own turn from an
+	// earlier one.
+	Tag string `json:"tag,omitempty"`
 }
 
 // Plan is the research plan (seed 000 §3.2, plus subtasks and evaluation
@@ -265,6 +270,8 @@ type Result struct {
 	Extractive bool        `json:"extractive,omitempty"`
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
 	Language   string      `json:"language,omitempty"`
+	// Tag is the current turn's Request.Tag.
+	Tag string `json:"tag,omitempty"`
 }
 
 // EventKind says what a progress Event reports.

@@ -48,6 +48,11 @@ type ProgressSink func(Progress)
 
 // StartRequest is a question for a thread.
 type StartRequest struct {
+	// RunID identifies the bot's run. A Start repeated for the same run
+	// (the process died after the turn finished but before the run was
+	// recorded as done) returns that turn's outcome instead of asking
+	// again.
+	RunID     string
 	ThreadID  string
 	Question  string
 	FollowUp  bool   // the thread has earlier runs

@@ -248,7 +248,7 @@ func (b *Bot) invoke(ctx context.Context, r Run, sink ProgressSink, log *slog.Lo
 		return b.res.Resume(ctx, r.ThreadID, d.InterruptID, Answer{Action: d.Action, Text: d.Text, By: d.By}, sink)
 	}
 	return b.res.Start(ctx, StartRequest{
-		ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
+		RunID: r.ID, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
 	}, sink)
 }
 

@@ -71,6 +71,16 @@ func (r *Researcher) Start(ctx context.Context, req bot.StartRequest, sink bot.P
 		ApprovePlan:  req.Options.ApprovePlan,
 		ApproveDraft: req.Options.ApproveDraft,
 		Depth:        agent.Depth(req.Options.Depth),
+		Tag:          req.RunID,
+	}
+	if req.RunID != "" {
+		// The same run asking again: its turn already finished (the process
+		// died before the bot recorded it). Return it; do not research again.
+		if cur, err := r.a.Get(ctx, req.ThreadID); err == nil && cur.Tag == req.RunID && len(cur.Interrupts) == 0 &&
+			(cur.Status == agent.StatusDone || cur.Status == agent.StatusReplied) {
+			r.log.Info("agentrun: the run's turn already finished; returning its result", "thread_id", req.ThreadID, "run_id", req.RunID)
+			return r.outcome(cur, time.Time{})
+		}
 	}
 	started := r.now()
 	out, err := r.run(ctx, req.ThreadID, sink, false, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {

@@ -297,3 +297,38 @@ func TestContinueAfterStop(t *testing.T) {
 		t.Errorf("continued progress = %+v", snaps)
 	}
 }
+
+// A Start repeated for the same run after its turn finished (the process
+// died before the bot recorded the outcome) returns that turn's report and
+// asks the LLM nothing; another run on the thread starts a new turn.
+func TestStartRepeatedForFinishedRun(t *testing.T) {
+	w := newWorld(t)
+	r, _ := w.researcher()
+	ctx := testCtx(t)
+	req := bot.StartRequest{RunID: "run1", ThreadID: "t7", Question: question, Options: bot.RunOptions{Depth: "quick"}}
+	first, err := r.Start(ctx, req, nil)
+	if err != nil || first.Result == nil {
+		t.Fatalf("Start: %+v, %v", first, err)
+	}
+	planners, writers := w.brain.count("planner"), w.brain.count("writer")
+	r2, _ := w.researcher()
+	again, err := r2.Start(ctx, req, nil)
+	if err != nil || again.Result == nil {
+		t.Fatalf("repeated Start: %+v, %v", again, err)
+	}
+	if again.Result.Report != first.Result.Report {
+		t.Errorf("repeated Start returned another report")
+	}
+	if w.brain.count("planner") != planners || w.brain.count("writer") != writers {
+		t.Errorf("repeated Start asked the LLM again (planner %d→%d, writer %d→%d)", planners, w.brain.count("planner"), writers, w.brain.count("writer"))
+	}
+
+	follow := req
+	follow.RunID, follow.FollowUp, follow.Question = "run2", true, "What about the penalties?"
+	if _, err := r2.Start(ctx, follow, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.brain.count("writer") == writers {
+		t.Error("a new run on the thread did not research")
+	}
+}
