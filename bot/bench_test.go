@@ -15,11 +15,14 @@ import (
 
 // ackBurst sends n mentions at once (from 8 goroutines) to a running bot
 // and returns the ack latencies the fake measured (delivery to ack).
-func ackBurst(tb testing.TB, n int) []time.Duration {
+func ackBurst(tb testing.TB, n int) []time.Duration { return ackBurstOn(tb, memstoreNew(), n) }
+
+// ackBurstOn is ackBurst with the bot's records in store.
+func ackBurstOn(tb testing.TB, store bot.Store, n int) []time.Duration {
 	fake := slackfake.New(slackfake.WithPingInterval(time.Second))
 	defer fake.Close()
 	res := newFakeResearcher()
-	b, err := bot.New(res, memstoreNew(), bot.Options{
+	b, err := bot.New(res, store, bot.Options{
 		BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(),
 		MaxRunsPerUser: -1, ProgressInterval: 50 * time.Millisecond,
 	})

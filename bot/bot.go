@@ -42,7 +42,8 @@ type Options struct {
 	InstanceID string
 
 	Workers           int           // event handler goroutines (default 16)
-	QueueSize         int           // events waiting for a handler before new ones are dropped (default 1024)
+	QueueSize         int           // events waiting for a handler; more wait in the inbox for recovery (default 1024)
+	InboxGrace        time.Duration // lease on a received envelope: how long before another process may handle it instead (default 30s)
 	MaxConcurrentRuns int           // runs this process works on at once (default 8)
 	Lease             time.Duration // run lease (default 30s)
 	HeartbeatEvery    time.Duration // lease renewal period (default Lease/3)
@@ -52,6 +53,25 @@ type Options struct {
 	EventTTL          time.Duration // how long processed event ids are remembered (default 24h)
 	ShutdownTimeout   time.Duration // how long Run waits for handlers and runs to stop (default 10s)
 	SlackRetries      int           // retries of a Slack call on 429/5xx (default 4)
+
+	// UpdatesPerMinute and UpdateBurst are this process's budget for
+	// chat.update (Slack Tier 3: about 50 a minute per workspace and app).
+	// Final pictures wait for a token ahead of progress edits; progress
+	// edits leave half the burst to finals and are skipped (shown later,
+	// coalesced) when the budget is short. Defaults 50 and 20; negative:
+	// unlimited. With N replicas on one workspace, give each 1/N.
+	UpdatesPerMinute int
+	UpdateBurst      int
+	// PostBurst and PostInterval pace chat.postMessage per channel: a
+	// burst, then one message per interval (Slack: about 1/s per channel).
+	// Defaults 3 and 1s; a negative PostInterval disables pacing.
+	PostBurst    int
+	PostInterval time.Duration
+	// RefusalWindow caps refusal replies (busy, per-user limit, too long,
+	// help) under a flood: the first of a kind per user and channel in the
+	// window is posted in the thread, the next 5 are shown to the user
+	// alone, the rest are dropped. Default 30s; negative: always post.
+	RefusalWindow time.Duration
 
 	// AllowedChannels limits where the bot works (channel ids); empty
 	// allows every channel. DMs are always allowed.
@@ -109,6 +129,7 @@ func (o *Options) defaults() {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1024
 	}
+	def(&o.InboxGrace, 30*time.Second)
 	if o.MaxConcurrentRuns <= 0 {
 		o.MaxConcurrentRuns = 8
 	}
@@ -121,6 +142,24 @@ func (o *Options) defaults() {
 	def(&o.ShutdownTimeout, 10*time.Second)
 	if o.SlackRetries <= 0 {
 		o.SlackRetries = 4
+	}
+	if o.UpdateBurst < 0 {
+		o.UpdatesPerMinute = -1
+	}
+	if o.UpdatesPerMinute == 0 {
+		o.UpdatesPerMinute = 50
+	}
+	if o.UpdateBurst <= 0 {
+		o.UpdateBurst = 20
+	}
+	if o.PostBurst <= 0 {
+		o.PostBurst = 3
+	}
+	if o.PostInterval == 0 {
+		o.PostInterval = time.Second
+	}
+	if o.RefusalWindow == 0 {
+		o.RefusalWindow = 30 * time.Second
 	}
 	if o.MaxRunsPerUser == 0 {
 		o.MaxRunsPerUser = 3
@@ -167,6 +206,10 @@ type Bot struct {
 	edits   editOrder // per-message edit order across status message instances
 	names   sync.Map  // user id -> display name
 
+	updates  *updateBudget // chat.update budget of the process (nil: unlimited)
+	posts    *postPacer    // chat.postMessage pace per channel (nil: unpaced)
+	refusals *refusalGate  // caps refusal replies under a flood (nil: uncapped)
+
 	runSlots  chan struct{}
 	runCtx    context.Context // parent of every run; cancelled at shutdown
 	runCancel context.CancelCauseFunc
@@ -181,6 +224,7 @@ type Bot struct {
 
 	connected atomic.Bool
 	started   atomic.Bool
+	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
 }
 
 // New returns a Bot that answers with researcher and keeps its records in
@@ -216,6 +260,9 @@ func New(researcher Researcher, store Store, opts Options) (*Bot, error) {
 		allowed:   set(opts.AllowedChannels),
 		approvers: set(opts.Approvers),
 		limiter:   newChannelLimiter(opts.ProgressInterval),
+		updates:   newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, realClock{}),
+		posts:     newPostPacer(opts.PostInterval, opts.PostBurst, realClock{}),
+		refusals:  newRefusalGate(opts.RefusalWindow, realClock{}),
 		runSlots:  make(chan struct{}, opts.MaxConcurrentRuns),
 		running:   map[string]context.CancelCauseFunc{},
 		registry:  private,
@@ -295,8 +342,10 @@ func (b *Bot) Run(ctx context.Context) error {
 			fatal <- err
 		}
 	})
-	loops.Go(func() { b.dispatchLoop(sockCtx, p) })
-	loops.Go(func() { b.recoveryLoop(sockCtx) })
+	in := make(chan received, maxIngestBatch)
+	loops.Go(func() { b.dispatchLoop(sockCtx, in) })
+	loops.Go(func() { b.ingestLoop(sockCtx, in, p) })
+	loops.Go(func() { b.recoveryLoop(sockCtx, p) })
 
 	var runErr error
 	select {

@@ -50,15 +50,16 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent)
 func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, threadTS string, answerOnly bool) {
 	dm := strings.HasPrefix(channel, "D")
 	if !dm && len(b.allowed) > 0 && !b.allowed[channel] {
-		if !answerOnly {
+		if !answerOnly && b.firstAnswer(ctx, channel, ts) {
 			b.ephemeral(ctx, channel, threadTS, user, "I'm not enabled in this channel. Ask an admin to add it to the allow-list, or DM me.")
 		}
 		return
 	}
-	// One Slack message can arrive as both app_mention and message events.
-	if first, err := b.store.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.now()); err != nil || !first {
-		return
-	}
+	// One Slack message can arrive as both app_mention and message events,
+	// and a message's handling is repeated when a crash cut it short. The
+	// run it asks for has an id derived from it (newRun), and answers that
+	// start no run are claimed once per message (firstAnswer).
+	runID := messageRunID(team, channel, ts)
 	question := strings.TrimSpace(strings.ReplaceAll(text, "<@"+b.botUserID+">", ""))
 	root := threadTS
 	if root == "" {
@@ -71,11 +72,18 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		b.log.Error("bot: load thread", "err", err)
 		return
 	}
+	followUp := false // the thread has a run before this message's
 	if known {
 		r, err := b.store.LatestRun(ctx, th.ThreadID)
+		followUp = err == nil
+		if err == nil && r.ID == runID {
+			b.log.Info("bot: the message's run exists; not creating another", "run_id", r.ID)
+			b.tryStart(ctx, r.ID)
+			return
+		}
 		if err == nil && r.State == StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == InterruptQuestion {
 			if !b.mayDecide(r, user) {
-				if !answerOnly {
+				if !answerOnly && b.firstAnswer(ctx, channel, ts) {
 					b.ephemeral(ctx, channel, root, user, "This research is waiting for an answer from "+b.userName(ctx, r.Requester)+".")
 				}
 				return
@@ -90,7 +98,10 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			return
 		}
 		if err == nil && r.State.Active() {
-			b.reply(ctx, channel, root, "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
+			if !b.firstAnswer(ctx, channel, ts) {
+				return
+			}
+			b.refuse(ctx, channel, root, user, "busy", "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
 			return
 		}
 	}
@@ -98,11 +109,16 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		return
 	}
 	if question == "" {
-		b.reply(ctx, channel, root, helpText)
+		if b.firstAnswer(ctx, channel, ts) {
+			b.refuse(ctx, channel, root, user, "help", helpText)
+		}
 		return
 	}
 	if n := utf8.RuneCountInString(question); n > b.opts.MaxQuestionLen {
-		b.reply(ctx, channel, root, fmt.Sprintf("Your question is too long (%d characters; the limit is %d). Please shorten it and mention me again.", n, b.opts.MaxQuestionLen))
+		if !b.firstAnswer(ctx, channel, ts) {
+			return
+		}
+		b.refuse(ctx, channel, root, user, "too_long", fmt.Sprintf("Your question is too long (%d characters; the limit is %d). Please shorten it and mention me again.", n, b.opts.MaxQuestionLen))
 		return
 	}
 	if !known {
@@ -113,7 +129,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			return
 		}
 	}
-	b.newRun(ctx, th, user, question, known)
+	b.newRun(ctx, th, user, question, followUp, ts)
 }
 
 // mayDecide reports whether user may press a run's buttons.

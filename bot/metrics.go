@@ -19,11 +19,19 @@ type Metrics struct {
 	slackErrors *prometheus.CounterVec // Slack API errors by method and code
 	events      *prometheus.CounterVec // envelopes by type
 	duplicates  prometheus.Counter     // redelivered events ignored
-	dropped     prometheus.Counter     // events dropped because the queue was full
+	dropped     prometheus.Counter     // inbox entries given up (unreadable, or never finished after many takeovers)
+	deferred    prometheus.Counter     // envelopes left in the inbox for recovery because the queue was full
+	recovered   prometheus.Counter     // inbox entries taken over by recovery
+	inboxErrors prometheus.Counter     // envelopes not acked because the inbox write failed
 	reconnects  prometheus.Counter     // Socket Mode restarts after a failure
 	runsByState *prometheus.GaugeVec   // runs in the store by state (sampled)
 	collectors  []prometheus.Collector // for registration
 	sampler     func(context.Context) map[RunState]int
+
+	updateSkipped prometheus.Counter     // progress edits skipped for the chat.update budget
+	updateWait    prometheus.Histogram   // time a final edit waited for a chat.update token
+	postWait      prometheus.Histogram   // time a chat.postMessage waited for its channel's pace
+	refusals      *prometheus.CounterVec // refusal replies by kind and how they were delivered
 }
 
 func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -51,7 +59,16 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "deepresearch_bot_duplicate_events_total", Help: "Redelivered events ignored.",
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_bot_dropped_events_total", Help: "Events dropped because the handler queue was full.",
+			Name: "deepresearch_bot_dropped_events_total", Help: "Received envelopes given up: unreadable, or their handling never finished after several takeovers.",
+		}),
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "deepresearch_bot_deferred_events_total", Help: "Envelopes left in the inbox for recovery because the handler queue was full.",
+		}),
+		recovered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "deepresearch_bot_inbox_recovered_total", Help: "Inbox entries taken over by recovery (their receiver died or had no room).",
+		}),
+		inboxErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "deepresearch_bot_inbox_errors_total", Help: "Envelopes not acked because storing them in the inbox failed (Slack delivers them again).",
 		}),
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "deepresearch_bot_socket_restarts_total", Help: "Socket Mode client restarts after it gave up.",
@@ -59,8 +76,23 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		runsByState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "deepresearch_bot_runs", Help: "Active runs in the store (all processes) by state, sampled when scraped.",
 		}, []string{"state"}),
+		updateSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "deepresearch_slack_update_skipped_total", Help: "Progress edits skipped because the chat.update budget was kept for final pictures.",
+		}),
+		updateWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "deepresearch_slack_update_wait_seconds", Help: "Time a final status edit waited for a chat.update token.",
+			Buckets: []float64{.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}),
+		postWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "deepresearch_slack_post_wait_seconds", Help: "Time a chat.postMessage waited for its channel's pace (about 1/s).",
+			Buckets: []float64{.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deepresearch_bot_refusals_total", Help: "Refusal replies (busy, limit, too_long, help) by kind and delivery (thread, ephemeral, dropped).",
+		}, []string{"kind", "how"}),
 	}
-	m.collectors = []prometheus.Collector{m.runs, m.runsActive, m.ackLatency, m.tokens, m.slackErrors, m.events, m.duplicates, m.dropped, m.reconnects, m.runsByState}
+	m.collectors = []prometheus.Collector{m.runs, m.runsActive, m.ackLatency, m.tokens, m.slackErrors, m.events, m.duplicates, m.dropped, m.deferred, m.recovered, m.inboxErrors, m.reconnects, m.runsByState,
+		m.updateSkipped, m.updateWait, m.postWait, m.refusals}
 	for _, c := range m.collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("bot: register metrics: %w", err)

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -98,35 +99,77 @@ func (s *statusMessage) snapshot() (statusView, bool) {
 	return v, d
 }
 
+// loop renders progress pictures. A picture the chat.update budget has no
+// token for (it keeps a reserve for final pictures) stays dirty and is
+// tried again later, so under load progress edits become rare and always
+// show the newest picture.
 func (s *statusMessage) loop() {
 	defer close(s.done)
 	ctx := s.b.workCtx
+	var retry <-chan time.Time
+	stopRetry := func() bool { return false }
+	defer func() { stopRetry() }()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-s.kick:
+		case <-retry:
 		}
-		if err := s.b.limiter.wait(ctx, s.channel); err != nil {
-			return
+		stopRetry()
+		retry = nil
+		if s.b.updates.progressAvailable() {
+			if err := s.waitSlot(ctx); err != nil {
+				return
+			}
+			v, dirty := s.snapshot()
+			if !dirty {
+				continue
+			}
+			if err := s.render(ctx, v, editProgress); !errors.Is(err, errEditSkipped) {
+				continue
+			}
+			s.redirty()
+		} else {
+			s.b.metrics.updateSkipped.Inc()
 		}
-		v, dirty := s.snapshot()
-		if !dirty {
-			continue
-		}
-		_ = s.render(ctx, v)
+		t := time.NewTimer(s.b.updates.retryIn(s.b.opts.ProgressInterval))
+		retry, stopRetry = t.C, t.Stop
 	}
 }
 
-func (s *statusMessage) render(ctx context.Context, v statusView) error {
+// waitSlot waits for the channel's next edit slot, giving up when the
+// updater is stopped: a final picture must not queue behind a progress edit
+// waiting in a busy channel.
+func (s *statusMessage) waitSlot(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return s.b.limiter.wait(ctx, s.channel)
+}
+
+// redirty marks the picture as not shown yet.
+func (s *statusMessage) redirty() {
+	s.mu.Lock()
+	s.dirty = true
+	s.mu.Unlock()
+}
+
+func (s *statusMessage) render(ctx context.Context, v statusView, kind editKind) error {
 	if s.ts == "" {
 		return nil
 	}
 	return s.b.edits.apply(ctx, s.channel+"/"+s.ts, func(ctx context.Context) error {
 		v.Now = s.b.now()
 		text, blocks := statusBlocks(v)
-		err := s.b.updateMessage(ctx, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
-		if err != nil {
+		err := s.b.editMessage(ctx, kind, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+		if err != nil && !errors.Is(err, errEditSkipped) {
 			s.b.log.Warn("bot: status update", "channel", s.channel, "ts", s.ts, "err", err)
 		}
 		return err
@@ -144,11 +187,10 @@ func (s *statusMessage) Final(ctx context.Context, state RunState, note string) 
 	s.view.State, s.view.Note = state, note
 	v := s.view
 	s.mu.Unlock()
-	if err := s.b.limiter.wait(ctx, s.channel); err != nil {
-		return err
-	}
 	if s.ts != "" {
-		err := s.render(ctx, v)
+		// A final edit waits for a chat.update token ahead of progress
+		// edits, then for the channel's edit slot.
+		err := s.render(ctx, v, editFinal)
 		if err == nil || !uneditable(err) {
 			return err
 		}
@@ -163,10 +205,7 @@ func (s *statusMessage) Final(ctx context.Context, state RunState, note string) 
 	if s.threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(s.threadTS))
 	}
-	err := s.b.call(ctx, "chat.postMessage", true, func(ctx context.Context) error {
-		_, _, err := s.b.api.PostMessageContext(ctx, s.channel, opts...)
-		return err
-	})
+	_, err := s.b.post(ctx, s.channel, true, opts...)
 	if err != nil {
 		s.b.log.Error("bot: could not post the run's final message", "channel", s.channel, "err", err)
 	}

@@ -2,6 +2,8 @@ package bot
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,12 +24,15 @@ type cancelRequested struct{ by string }
 
 func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
 
-// newRun creates a run on a thread, posts its status message and starts it.
-// It answers the user in the thread when the run cannot be created.
-func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, followUp bool) {
+// newRun creates the run asked for by the Slack message msgTS in a thread,
+// posts its status message and starts it. It answers the user in the
+// thread when the run cannot be created. Handling one message again is
+// harmless: the run's id is derived from the message, so a second call
+// finds the run (ErrConflict) and only makes sure it gets started.
+func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, followUp bool, msgTS string) {
 	now := b.now()
 	r := Run{
-		ID:        "r" + randomID(6),
+		ID:        messageRunID(th.Key.Team, th.Key.Channel, msgTS),
 		ThreadID:  th.ThreadID,
 		Key:       th.Key,
 		Requester: user,
@@ -40,10 +45,22 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
 	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
 		switch {
+		case errors.Is(err, ErrConflict):
+			// The message came as two events, or its handling is repeated
+			// after a crash. If no one works on the run, start it here;
+			// execute posts the status message if it was never posted.
+			log.Info("bot: the message's run exists; not creating another")
+			b.tryStart(ctx, r.ID)
 		case errors.Is(err, ErrThreadBusy):
-			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
+			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
+				return
+			}
+			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
 		case errors.Is(err, ErrUserLimit):
-			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, fmt.Sprintf("You already have %d research runs in progress. Wait for one to finish or cancel one (`/research status`).", b.opts.MaxRunsPerUser))
+			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
+				return
+			}
+			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "limit", fmt.Sprintf("You already have %d research runs in progress. Wait for one to finish or cancel one (`/research status`).", b.opts.MaxRunsPerUser))
 		default:
 			log.Error("bot: create run", "err", err)
 			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, "Sorry, I could not start the research (storage error). Please try again.")
@@ -57,13 +74,71 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 	ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
 	if err != nil {
 		log.Warn("bot: post status message", "err", err)
-	} else if _, err := b.store.SetStatusMessage(ctx, r.ID, ts); err != nil {
-		log.Warn("bot: record status message", "err", err)
+	} else {
+		b.recordStatus(ctx, r, ts, log)
 	}
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "is researching…")
 	}
 	b.tryStart(ctx, r.ID)
+}
+
+// recordStatus records ts as the run's status message and returns the one
+// recorded. Two status messages can be posted for one run: by its creator
+// (newRun), and by a process that acquired the queued run before the
+// creator recorded its message (recovery, or the message handled twice),
+// which posts one when it finds none. The set-if-empty picks one; the loser
+// deletes the message it posted.
+func (b *Bot) recordStatus(ctx context.Context, r Run, ts string, log *slog.Logger) string {
+	stored, err := b.store.SetStatusMessage(ctx, r.ID, ts)
+	if err != nil {
+		log.Warn("bot: record status message", "err", err)
+		return ts
+	}
+	if stored != ts {
+		log.Info("bot: the run has another status message; deleting this one", "status_ts", stored, "deleted_ts", ts)
+		err := b.call(ctx, "chat.delete", true, func(ctx context.Context) error {
+			_, _, err := b.api.DeleteMessageContext(ctx, r.Key.Channel, ts)
+			return err
+		})
+		if err != nil && errorCode(err) != "message_not_found" {
+			log.Warn("bot: delete extra status message", "ts", ts, "err", err)
+		}
+	}
+	return stored
+}
+
+// messageRunID is the id of the run a Slack message asks for. It is derived
+// from the message, so that handling the message twice (it came as two
+// events, or its handling was cut short by a crash and is repeated) finds
+// the run instead of creating a second one.
+func messageRunID(team, channel, ts string) string {
+	sum := sha256.Sum256([]byte(team + "\x00" + channel + "\x00" + ts))
+	return "r" + hex.EncodeToString(sum[:8])
+}
+
+// redoKey marks the context of a handler that handles an envelope again
+// (an inbox entry taken over after its first handler's lease ran out).
+type redoKey struct{}
+
+func withRedo(ctx context.Context) context.Context { return context.WithValue(ctx, redoKey{}, true) }
+
+func isRedo(ctx context.Context) bool { v, _ := ctx.Value(redoKey{}).(bool); return v }
+
+// firstAnswer claims the bot's answer to a Slack message that starts no
+// run (a refusal, the help text) and reports whether to send it: false
+// when the message was answered already because it came as two events
+// (app_mention and message). A handler that handles an envelope again after
+// a crash answers anyway: the crash may have come between the claim and the
+// post, so such answers are at least once (a crash after the post repeats
+// the answer).
+func (b *Bot) firstAnswer(ctx context.Context, channel, ts string) bool {
+	first, err := b.store.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.now())
+	if err != nil {
+		b.log.Warn("bot: claim answer", "channel", channel, "ts", ts, "err", err)
+		return true
+	}
+	return first || isRedo(ctx)
 }
 
 // tryStart acquires a queued run and works on it if this process has a free
@@ -95,14 +170,18 @@ func (b *Bot) launch(r Run) {
 	}()
 }
 
-// recoveryLoop picks up queued runs and runs whose lease expired (another
-// process died, or this one restarted), and forgets old event ids.
-func (b *Bot) recoveryLoop(ctx context.Context) {
+// recoveryLoop handles received envelopes whose handler's lease expired,
+// picks up queued runs and runs whose lease expired (another process died,
+// or this one restarted), and forgets old event ids and handled envelopes.
+func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
 	t := time.NewTicker(b.opts.RecoverEvery)
 	defer t.Stop()
 	lastPrune := time.Time{}
 	for {
+		// Runs first: a run created by an envelope handed over just now
+		// is left to its creator until the next pass.
 		b.recover(ctx)
+		b.recoverInbox(ctx, p)
 		if now := b.now(); now.Sub(lastPrune) > time.Hour {
 			if n, err := b.store.PruneEvents(ctx, now.Add(-b.opts.EventTTL)); err != nil {
 				b.log.Warn("bot: prune events", "err", err)
@@ -178,10 +257,34 @@ func (b *Bot) execute(r Run) {
 		th = Thread{Key: r.Key, ThreadID: r.ThreadID}
 	}
 	requester := b.userName(wctx, r.Requester)
+	// The lease is renewed from here until the outcome is recorded: posting
+	// the status message waits for the channel's pace, and the final status
+	// edit for the chat.update budget, either of which can take longer than
+	// a short lease when many runs share a channel or a workspace.
+	hbDone := make(chan struct{})
+	hbStopped := make(chan struct{})
+	go func(r Run) {
+		defer close(hbStopped)
+		b.heartbeat(ctx, r, th, cancel, hbDone)
+	}(r)
+	defer func() {
+		close(hbDone)
+		<-hbStopped
+	}()
 	if r.StatusTS == "" {
 		text, blocks := statusBlocks(statusView{Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, Now: b.now(), RunID: r.ID})
-		if ts, err := b.postMessage(wctx, r.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil {
-			r.StatusTS, _ = b.store.SetStatusMessage(wctx, r.ID, ts)
+		// The run's creator may be ahead in the channel's queue with its
+		// status message: look again once this post's slot has come.
+		posted := func() bool {
+			cur, err := b.store.Run(wctx, r.ID)
+			if err == nil && cur.StatusTS != "" {
+				r.StatusTS = cur.StatusTS
+				return true
+			}
+			return false
+		}
+		if ts, skipped, err := b.postUnless(wctx, r.Key.Channel, false, posted, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil && !skipped {
+			r.StatusTS = b.recordStatus(wctx, r, ts, log)
 		}
 	}
 	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, statusView{
@@ -190,20 +293,7 @@ func (b *Bot) execute(r Run) {
 	defer status.halt()
 	status.Progress(Progress{Phase: "starting"})
 
-	hbDone := make(chan struct{})
-	hbStopped := make(chan struct{})
-	go func() {
-		defer close(hbStopped)
-		b.heartbeat(ctx, r, th, cancel, hbDone)
-	}()
 	outcome, err := b.invoke(ctx, r, status.Progress, log)
-	// The lease is kept until the outcome is recorded: finishing waits for
-	// the channel's rate limit before the final status edit, which can take
-	// longer than a short lease when many runs share a channel.
-	defer func() {
-		close(hbDone)
-		<-hbStopped
-	}()
 	b.countTokens(r.ID, status.lastProgress().Tokens, outcome)
 
 	cause := context.Cause(ctx)
@@ -416,9 +506,7 @@ func (b *Bot) cancelWaiting(ctx context.Context, r Run, by string) {
 	if r.StatusTS != "" {
 		s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
 		v := statusView{Question: r.Question, Requester: b.userName(ctx, r.Requester), State: StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: "Cancelled by *" + byName + "*."}
-		if err := b.limiter.wait(ctx, r.Key.Channel); err == nil {
-			_ = s.render(ctx, v)
-		}
+		_ = s.render(ctx, v, editFinal)
 	}
 	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != InterruptQuestion {
 		d := Decision{InterruptID: r.Interrupt.ID, Action: ActionCancel, By: by}

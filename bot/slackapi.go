@@ -25,7 +25,12 @@ func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(
 			return nil
 		}
 		code := errorCode(err)
-		b.metrics.slackErrors.WithLabelValues(method, code).Inc()
+		if code != "skipped" {
+			b.metrics.slackErrors.WithLabelValues(method, code).Inc()
+		}
+		if errors.Is(err, errEditSkipped) {
+			return fmt.Errorf("%s: %w", method, err)
+		}
 		var wait time.Duration
 		var rl *slack.RateLimitedError
 		var sc slack.StatusCodeError
@@ -94,6 +99,8 @@ func errorCode(err error) string {
 	switch {
 	case errors.As(err, &rl):
 		return "ratelimited"
+	case errors.Is(err, errEditSkipped):
+		return "skipped"
 	case errors.As(err, &sc):
 		return fmt.Sprintf("http_%d", sc.Code)
 	case errors.As(err, &se):
@@ -109,8 +116,37 @@ func errorCode(err error) string {
 
 // postMessage posts a message and returns its ts. Only 429s are retried.
 func (b *Bot) postMessage(ctx context.Context, channel string, opts ...slack.MsgOption) (string, error) {
+	return b.post(ctx, channel, false, opts...)
+}
+
+// post posts a message paced per channel (Slack allows about one message
+// per second per channel, with short bursts); idempotent as for call.
+func (b *Bot) post(ctx context.Context, channel string, idempotent bool, opts ...slack.MsgOption) (string, error) {
+	ts, _, err := b.postUnless(ctx, channel, idempotent, nil, opts...)
+	return ts, err
+}
+
+// postUnless is post, except that once the channel's slot has come it
+// asks unneeded (when not nil) and skips the post if that reports true:
+// waiting for the slot can take a while in a busy channel, and the message
+// may have become unnecessary meanwhile.
+func (b *Bot) postUnless(ctx context.Context, channel string, idempotent bool, unneeded func() bool, opts ...slack.MsgOption) (ts string, skipped bool, err error) {
+	start := time.Now()
+	if err := b.posts.wait(ctx, channel); err != nil {
+		return "", false, fmt.Errorf("chat.postMessage: %w", err)
+	}
+	b.metrics.postWait.Observe(time.Since(start).Seconds())
+	if unneeded != nil && unneeded() {
+		return "", true, nil
+	}
+	ts, err = b.send(ctx, channel, idempotent, opts...)
+	return ts, false, err
+}
+
+// send calls chat.postMessage.
+func (b *Bot) send(ctx context.Context, channel string, idempotent bool, opts ...slack.MsgOption) (string, error) {
 	var ts string
-	err := b.call(ctx, "chat.postMessage", false, func(ctx context.Context) error {
+	err := b.call(ctx, "chat.postMessage", idempotent, func(ctx context.Context) error {
 		var err error
 		_, ts, err = b.api.PostMessageContext(ctx, channel, opts...)
 		return err
@@ -118,10 +154,51 @@ func (b *Bot) postMessage(ctx context.Context, channel string, opts ...slack.Msg
 	return ts, err
 }
 
-// updateMessage edits a message in place.
+// editKind says whether an edit is a final picture or a progress picture.
+type editKind int
+
+const (
+	editFinal    editKind = iota // waits for a chat.update token, ahead of progress
+	editProgress                 // skipped (errEditSkipped) when no token is free beyond the finals' reserve
+)
+
+// updateMessage edits a message in place: a final picture.
 func (b *Bot) updateMessage(ctx context.Context, channel, ts string, opts ...slack.MsgOption) error {
+	return b.editMessage(ctx, editFinal, channel, ts, opts...)
+}
+
+// editMessage edits a message within the workspace's chat.update budget.
+// Every attempt (retries too) takes a token. A final edit waits for its
+// token, then for the channel's edit slot; a progress edit's caller waits
+// for the channel slot first, and the edit is skipped (errEditSkipped)
+// when no token is free beyond the finals' reserve. A 429 pauses the
+// budget for its Retry-After; a progress edit then gives up instead of
+// waiting.
+func (b *Bot) editMessage(ctx context.Context, kind editKind, channel, ts string, opts ...slack.MsgOption) error {
 	return b.call(ctx, "chat.update", true, func(ctx context.Context) error {
+		if kind == editProgress {
+			if !b.updates.tryProgress() {
+				b.metrics.updateSkipped.Inc()
+				return errEditSkipped
+			}
+		} else {
+			start := time.Now()
+			if err := b.updates.wait(ctx); err != nil {
+				return err
+			}
+			b.metrics.updateWait.Observe(time.Since(start).Seconds())
+			if err := b.limiter.wait(ctx, channel); err != nil {
+				return err
+			}
+		}
 		_, _, _, err := b.api.UpdateMessageContext(ctx, channel, ts, opts...)
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			b.updates.pause(max(rl.RetryAfter, 100*time.Millisecond))
+			if kind == editProgress {
+				return fmt.Errorf("%w: %w", errEditSkipped, err)
+			}
+		}
 		return err
 	})
 }
@@ -138,6 +215,30 @@ func (b *Bot) ephemeral(ctx context.Context, channel, threadTS, user, text strin
 	})
 	if err != nil {
 		b.log.Warn("bot: ephemeral", "channel", channel, "err", err)
+	}
+}
+
+// refuse answers a mention the bot will not work on (kind: "busy",
+// "limit", "too_long", "help") without letting one user's flood take over
+// the channel: the first refusal of a kind per user and channel in
+// Options.RefusalWindow is posted in the thread, the next few are shown to
+// the user alone, and the rest are dropped (logged and counted).
+// refusalQuietNote ends the last refusal a user is shown before repeats go
+// unanswered; tests look for it.
+const refusalQuietNote = "You've asked me this several times in a row: I won't answer the same request again in this channel for the next %s."
+
+func (b *Bot) refuse(ctx context.Context, channel, threadTS, user, kind, text string) {
+	how := b.refusals.route(user, channel, kind)
+	b.metrics.refusals.WithLabelValues(kind, string(how)).Inc()
+	switch how {
+	case refuseInThread:
+		b.reply(ctx, channel, threadTS, text)
+	case refuseEphemeral:
+		b.ephemeral(ctx, channel, threadTS, user, text)
+	case refuseLast:
+		b.ephemeral(ctx, channel, threadTS, user, text+"\n"+fmt.Sprintf(refusalQuietNote, b.opts.RefusalWindow.Round(time.Second)))
+	default:
+		b.log.Info("bot: refusal not answered (repeated too often)", "channel", channel, "user", user, "kind", kind, "thread_ts", threadTS)
 	}
 }
 

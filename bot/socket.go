@@ -40,46 +40,56 @@ func (b *Bot) socketLoop(ctx context.Context) error {
 	}
 }
 
-// dispatchLoop drains the client's events promptly: it acknowledges every
-// envelope at once, then hands the work to the pool. It never does I/O other
-// than the ack, so pings are never held up.
-func (b *Bot) dispatchLoop(ctx context.Context, p *pool) {
+// received is a Socket Mode envelope with work in it, on its way from the
+// dispatch loop to the ingest loop.
+type received struct {
+	ev socketmode.Event
+	at time.Time // when the dispatch loop got it (ack latency)
+}
+
+// dispatchLoop drains the client's events promptly. Envelopes with work
+// (events, interactions, slash commands) go to the ingest loop, which
+// stores them in the inbox before acking them; everything else is handled
+// here with no I/O other than an ack, so pings are never held up.
+func (b *Bot) dispatchLoop(ctx context.Context, in chan<- received) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-b.sm.Events:
-			b.dispatch(ctx, p, ev)
+			start := time.Now()
+			if !b.dispatch(ctx, ev, start) {
+				continue
+			}
+			select {
+			case in <- received{ev: ev, at: start}:
+			case <-ctx.Done():
+				return // not acked: Slack delivers it again, to another connection
+			}
 		}
 	}
 }
 
-func (b *Bot) dispatch(ctx context.Context, p *pool, ev socketmode.Event) {
-	start := time.Now()
+// dispatch handles a connection event or an envelope without work (acking
+// it) and reports whether ev is an envelope with work, for the ingest loop.
+func (b *Bot) dispatch(ctx context.Context, ev socketmode.Event, start time.Time) bool {
 	switch ev.Type {
 	case socketmode.EventTypeConnected:
 		b.connected.Store(true)
 		b.log.Info("bot: connected")
-		return
 	case socketmode.EventTypeConnecting:
 		b.log.Debug("bot: connecting")
-		return
 	case socketmode.EventTypeConnectionError:
 		b.connected.Store(false)
 		b.log.Warn("bot: connection error", "err", fmt.Sprint(ev.Data))
-		return
 	case socketmode.EventTypeInvalidAuth:
 		b.log.Error("bot: socket mode auth rejected; check SLACK_APP_TOKEN")
-		return
 	case socketmode.EventTypeHello:
 		b.connected.Store(true)
-		return
 	case socketmode.EventTypeDisconnect:
 		b.log.Info("bot: disconnect requested")
-		return
 	case socketmode.EventTypeIncomingError:
 		b.log.Warn("bot: incoming error", "err", fmt.Sprint(ev.Data))
-		return
 	case socketmode.EventTypeErrorBadMessage:
 		// Ack what we could not parse so Slack does not redeliver it forever.
 		bad, _ := ev.Data.(*socketmode.ErrorBadMessage)
@@ -94,25 +104,90 @@ func (b *Bot) dispatch(ctx context.Context, p *pool, ev socketmode.Event) {
 			b.log.Warn("bot: malformed envelope acked and dropped", "envelope_type", env.Type, "err", bad.Cause)
 		}
 		b.metrics.events.WithLabelValues("malformed").Inc()
-		return
 	case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
+		return ev.Request != nil
 	default:
 		if ev.Request != nil && ev.Request.EnvelopeID != "" {
 			b.ack(ctx, ev.Request.EnvelopeID, nil, start)
 		}
-		return
 	}
-	if ev.Request == nil {
-		return
-	}
-	req := *ev.Request
-	b.ack(ctx, req.EnvelopeID, b.ackPayload(ev), start)
-	b.metrics.events.WithLabelValues(string(ev.Type)).Inc()
-	if !p.submit(func() { b.handle(ev, req) }) {
-		b.metrics.dropped.Inc()
-		b.log.Error("bot: handler queue full; event dropped", "envelope_id", req.EnvelopeID, "type", ev.Type)
+	return false
+}
+
+// ingestLoop stores received envelopes in the inbox, acks them and hands
+// them to the pool, in the order they arrived. Envelopes that arrive while
+// a write is in flight are stored together by the next one (one
+// transaction, one commit), so a burst costs a few writes, not one each.
+func (b *Bot) ingestLoop(ctx context.Context, in <-chan received, p *pool) {
+	batch := make([]received, 0, maxIngestBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-in:
+			batch = append(batch[:0], r)
+		}
+	more:
+		for len(batch) < maxIngestBatch {
+			select {
+			case r := <-in:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		b.ingest(ctx, p, batch)
 	}
 }
+
+// ingest makes envelopes durable, then acks them, then hands them to the
+// pool. The one write both stores the envelopes and detects redeliveries
+// (an entry's key is its event id). Envelopes that could not be stored are
+// not acked, so Slack delivers them again; one the pool has no room for
+// stays in the inbox until recovery takes it over (after
+// Options.InboxGrace).
+func (b *Bot) ingest(ctx context.Context, p *pool, batch []received) {
+	now := b.now()
+	es := make([]InboxEntry, len(batch))
+	for i, r := range batch {
+		req := r.ev.Request
+		es[i] = InboxEntry{
+			Key: eventKey(*req), Type: req.Type, EnvelopeID: req.EnvelopeID, Payload: req.Payload,
+			ReceivedAt: now, Owner: b.opts.InstanceID, LeaseUntil: now.Add(b.opts.InboxGrace),
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, inboxPutTimeout)
+	stored, err := b.store.PutInbox(pctx, es)
+	cancel()
+	if err != nil {
+		b.metrics.inboxErrors.Add(float64(len(es)))
+		b.log.Error("bot: could not store envelopes; not acking them, so Slack delivers them again", "count", len(es), "err", err)
+		return
+	}
+	for i, r := range batch {
+		ev, e := r.ev, es[i]
+		b.ack(ctx, e.EnvelopeID, b.ackPayload(ev), r.at)
+		b.metrics.events.WithLabelValues(string(ev.Type)).Inc()
+		switch {
+		case !stored[i]:
+			b.metrics.duplicates.Inc()
+			b.log.Info("bot: duplicate envelope acked and ignored", "key", e.Key, "envelope_id", e.EnvelopeID, "retry_attempt", ev.Request.RetryAttempt)
+		case b.skipWork.Load():
+			// Tests: as if the process died right after the ack.
+		case !p.submit(func() { b.work(e, ev) }):
+			b.metrics.deferred.Inc()
+			b.log.Warn("bot: handler queue full; the envelope waits in the inbox for recovery", "key", e.Key, "envelope_id", e.EnvelopeID, "type", ev.Type)
+		}
+	}
+}
+
+// Inbox tuning.
+const (
+	maxIngestBatch    = 64              // envelopes stored in one write, at most
+	inboxPutTimeout   = 2 * time.Second // a slower store misses Slack's 3s ack deadline anyway
+	maxInboxAttempts  = 5               // takeovers of an entry before it is given up (a poison envelope)
+	inboxRecoverBatch = 64              // entries taken over per recovery pass, at most
+)
 
 func (b *Bot) ack(ctx context.Context, envelopeID string, payload any, start time.Time) {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -124,59 +199,167 @@ func (b *Bot) ack(ctx context.Context, envelopeID string, payload any, start tim
 	b.metrics.ackLatency.Observe(time.Since(start).Seconds())
 }
 
-// handle runs one envelope's work in a pool worker.
-func (b *Bot) handle(ev socketmode.Event, req socketmode.Request) {
+// work handles an inbox entry this process holds, in a pool worker, and
+// marks it done. The lease is renewed while the handler runs. A handler cut
+// short by shutdown leaves the entry to be handled again.
+func (b *Bot) work(e InboxEntry, ev socketmode.Event) {
 	ctx := b.workCtx
-	defer func() {
-		if r := recover(); r != nil {
-			b.log.Error("bot: handler panic", "panic", fmt.Sprint(r), "envelope_id", req.EnvelopeID)
-		}
-	}()
-	switch ev.Type {
-	case socketmode.EventTypeEventsAPI:
-		outer, ok := ev.Data.(slackevents.EventsAPIEvent)
-		if !ok {
+	owner := b.opts.InstanceID
+	if b.now().After(e.LeaseUntil.Add(-b.opts.InboxGrace / 2)) {
+		// It waited in the queue for most of its lease: renew it first, so
+		// that recovery elsewhere does not take it over while we work.
+		if err := b.store.ExtendInbox(ctx, e.Key, owner, b.now(), b.opts.InboxGrace); err != nil {
+			b.log.Info("bot: inbox entry no longer ours; skipped", "key", e.Key, "err", err)
 			return
 		}
-		key := eventKey(req)
-		if first, err := b.store.ClaimEvent(ctx, key, b.now()); err != nil {
-			b.log.Error("bot: claim event", "key", key, "err", err)
-			return
-		} else if !first {
-			b.metrics.duplicates.Inc()
-			b.log.Info("bot: duplicate event ignored", "key", key, "retry_attempt", req.RetryAttempt)
-			return
-		}
-		b.handleEvent(ctx, outer)
-	case socketmode.EventTypeInteractive:
-		cb, ok := ev.Data.(slack.InteractionCallback)
-		if !ok {
-			return
-		}
-		if first, err := b.store.ClaimEvent(ctx, "env:"+req.EnvelopeID, b.now()); err != nil || !first {
-			if !first {
-				b.metrics.duplicates.Inc()
-			}
-			return
-		}
-		b.handleInteraction(ctx, cb)
-	case socketmode.EventTypeSlashCommand:
-		cmd, ok := ev.Data.(slack.SlashCommand)
-		if !ok {
-			return
-		}
-		if first, err := b.store.ClaimEvent(ctx, "env:"+req.EnvelopeID, b.now()); err != nil || !first {
-			if !first {
-				b.metrics.duplicates.Inc()
-			}
-			return
-		}
-		b.handleSlash(ctx, cmd)
+	}
+	release := b.holdInbox(ctx, e.Key)
+	hctx := ctx
+	if e.Attempts > 1 {
+		hctx = withRedo(ctx)
+	}
+	b.handle(hctx, ev)
+	release()
+	if ctx.Err() != nil {
+		return
+	}
+	b.finishInbox(ctx, e.Key)
+}
+
+func (b *Bot) finishInbox(ctx context.Context, key string) {
+	if err := b.store.FinishInbox(ctx, key, b.opts.InstanceID, b.now()); err != nil {
+		b.log.Warn("bot: mark inbox entry done", "key", key, "err", err)
 	}
 }
 
-// eventKey is the dedup key of an Events API envelope: its event_id, which
-// Slack keeps across redeliveries, or the envelope id.
+// holdInbox renews this process's lease on an inbox entry every third of
+// Options.InboxGrace until release is called.
+func (b *Bot) holdInbox(ctx context.Context, key string) (release func()) {
+	every := b.opts.InboxGrace / 3
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	renew := func() {
+		err := b.store.ExtendInbox(ctx, key, b.opts.InstanceID, b.now(), b.opts.InboxGrace)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			b.log.Warn("bot: renew inbox lease", "key", key, "err", err)
+			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
+				return
+			}
+		}
+		if !stopped {
+			t.Reset(every)
+		}
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, renew)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
+}
+
+// recoverInbox takes over inbox entries whose holder's lease ran out (it
+// died, or its queue was full) and hands them to the pool, as many as the
+// queue has room for.
+func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
+	if b.skipWork.Load() {
+		return
+	}
+	n := min(p.free(), inboxRecoverBatch)
+	if n <= 0 {
+		return
+	}
+	es, err := b.store.ClaimInbox(ctx, b.opts.InstanceID, b.now(), b.opts.InboxGrace, n)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.Warn("bot: claim inbox entries", "err", err)
+		}
+		return
+	}
+	for _, e := range es {
+		log := b.log.With("key", e.Key, "envelope_id", e.EnvelopeID, "type", e.Type, "attempts", e.Attempts, "received_at", e.ReceivedAt)
+		if e.Attempts > maxInboxAttempts {
+			log.Error("bot: giving up on an envelope whose handling never finished")
+			b.metrics.dropped.Inc()
+			b.finishInbox(ctx, e.Key)
+			continue
+		}
+		ev, err := parseEnvelope(e)
+		if err != nil {
+			log.Error("bot: unreadable envelope in the inbox; dropped", "err", err)
+			b.metrics.dropped.Inc()
+			b.finishInbox(ctx, e.Key)
+			continue
+		}
+		log.Info("bot: handling an envelope from the inbox")
+		b.metrics.recovered.Inc()
+		if !p.submit(func() { b.work(e, ev) }) {
+			log.Warn("bot: handler queue full; the envelope stays in the inbox")
+		}
+	}
+}
+
+// parseEnvelope rebuilds the event of a stored envelope as slack-go's
+// Socket Mode client parses it.
+func parseEnvelope(e InboxEntry) (socketmode.Event, error) {
+	req := &socketmode.Request{Type: e.Type, EnvelopeID: e.EnvelopeID, Payload: json.RawMessage(e.Payload)}
+	switch e.Type {
+	case socketmode.RequestTypeEventsAPI:
+		outer, err := slackevents.ParseEvent(e.Payload, slackevents.OptionNoVerifyToken())
+		if err != nil {
+			return socketmode.Event{}, fmt.Errorf("parsing Events API event: %w", err)
+		}
+		return socketmode.Event{Type: socketmode.EventTypeEventsAPI, Data: outer, Request: req}, nil
+	case socketmode.RequestTypeInteractive:
+		var cb slack.InteractionCallback
+		if err := json.Unmarshal(e.Payload, &cb); err != nil {
+			return socketmode.Event{}, fmt.Errorf("parsing interaction callback: %w", err)
+		}
+		return socketmode.Event{Type: socketmode.EventTypeInteractive, Data: cb, Request: req}, nil
+	case socketmode.RequestTypeSlashCommands:
+		var cmd slack.SlashCommand
+		if err := json.Unmarshal(e.Payload, &cmd); err != nil {
+			return socketmode.Event{}, fmt.Errorf("parsing slash command: %w", err)
+		}
+		return socketmode.Event{Type: socketmode.EventTypeSlashCommand, Data: cmd, Request: req}, nil
+	}
+	return socketmode.Event{}, fmt.Errorf("unknown envelope type %q", e.Type)
+}
+
+// handle runs one envelope's work in a pool worker. Redeliveries never get
+// here (the inbox refused them); handling the same envelope again after a
+// crash must be harmless, which the handlers see to (runs have ids derived
+// from their message, decisions are compare-and-set).
+func (b *Bot) handle(ctx context.Context, ev socketmode.Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			envelopeID := ""
+			if ev.Request != nil {
+				envelopeID = ev.Request.EnvelopeID
+			}
+			b.log.Error("bot: handler panic", "panic", fmt.Sprint(r), "envelope_id", envelopeID)
+		}
+	}()
+	switch data := ev.Data.(type) {
+	case slackevents.EventsAPIEvent:
+		b.handleEvent(ctx, data)
+	case slack.InteractionCallback:
+		b.handleInteraction(ctx, data)
+	case slack.SlashCommand:
+		b.handleSlash(ctx, data)
+	}
+}
+
+// eventKey is the dedup key of an envelope: the event_id of an Events API
+// envelope, which Slack keeps across redeliveries, or the envelope id.
 func eventKey(req socketmode.Request) string {
 	var p struct {
 		EventID string `json:"event_id"`
@@ -206,6 +389,10 @@ func newPool(workers, queue int) *pool {
 	}
 	return p
 }
+
+// free is how many more jobs the queue has room for (a hint: others may
+// submit at the same time).
+func (p *pool) free() int { return cap(p.jobs) - len(p.jobs) }
 
 // submit queues a job; false when the queue is full or the pool closed.
 func (p *pool) submit(job func()) bool {

@@ -8,7 +8,8 @@ import (
 
 // Store keeps what the bot must not lose across restarts and share between
 // replicas: the Slack thread ↔ graph thread mapping, runs as durable jobs
-// with a lease, processed event ids, decisions on interrupts and uploads.
+// with a lease, received envelopes (the inbox) and processed event ids,
+// decisions on interrupts and uploads.
 //
 // Every method is atomic on its own (one transaction in SQL); the comments
 // say which are compare-and-set. Times are passed in by the caller (the bot's
@@ -20,9 +21,42 @@ type Store interface {
 	// handled. It returns true for the first claim of the key and false for
 	// every later one, across all processes (INSERT … ON CONFLICT DO NOTHING).
 	ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error)
-	// PruneEvents forgets event keys claimed before the given time and
-	// returns how many.
+	// PruneEvents forgets event keys claimed before the given time, and
+	// inbox entries received before it that are done, and returns how many
+	// (of both). Entries not done are never pruned.
 	PruneEvents(ctx context.Context, before time.Time) (int, error)
+
+	// The inbox keeps every received Socket Mode envelope from before its
+	// ack until it has been handled, so that an envelope acked by a process
+	// that dies before handling it is handled by another (or by this one,
+	// restarted). An entry is held by one process at a time with a lease,
+	// as runs are.
+
+	// PutInbox stores the entries, each held by its Owner until its
+	// LeaseUntil with Attempts 1 and not done, in one transaction, except
+	// those whose key has an entry already (INSERT … ON CONFLICT DO
+	// NOTHING). It reports for each entry whether it stored it: false for
+	// every later put of a key (also one repeated in es), across all
+	// processes, so the inbox is also the dedupe of redelivered envelopes.
+	PutInbox(ctx context.Context, es []InboxEntry) ([]bool, error)
+	// ClaimInbox takes over up to limit entries that are not done and
+	// whose lease expired before now (their holder died, or never started
+	// on them), oldest first, skipping rows another caller is claiming at
+	// the same time (FOR UPDATE SKIP LOCKED): each becomes held by owner
+	// until now+lease with Attempts incremented. It returns them.
+	ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]InboxEntry, error)
+	// ExtendInbox extends owner's lease on an entry that is not done to
+	// now+lease. It returns ErrLeaseLost when owner does not hold it (taken
+	// over after its lease expired, or done) and ErrNotFound when there is
+	// no such entry.
+	ExtendInbox(ctx context.Context, key, owner string, now time.Time, lease time.Duration) error
+	// FinishInbox marks an entry owner holds as done at now, dropping its
+	// payload and lease (the key stays, for dedupe, until PruneEvents). It
+	// returns ErrLeaseLost when owner does not hold it and ErrNotFound when
+	// there is no such entry.
+	FinishInbox(ctx context.Context, key, owner string, now time.Time) error
+	// InboxEntry returns the entry with this key, or ErrNotFound.
+	InboxEntry(ctx context.Context, key string) (InboxEntry, error)
 
 	// PutThread stores the mapping of a Slack thread if the key has none yet
 	// and returns the stored mapping: the given one, or the one another
@@ -35,7 +69,10 @@ type Store interface {
 	// ErrThreadBusy when the run's graph thread already has an active run
 	// (queued, running or waiting), and with ErrUserLimit when maxPerUser > 0
 	// and the requester already has that many active runs. Both checks and
-	// the insert are one atomic step. r.ID must be unique (ErrConflict).
+	// the insert are one atomic step. r.ID must be unique: a run with the
+	// same id gets ErrConflict, checked before the other two rules (the bot
+	// derives a run's id from the Slack message that asked, so handling one
+	// message twice finds its run instead of a busy thread).
 	CreateRun(ctx context.Context, r Run, maxPerUser int) error
 	// Run returns a run by id, or ErrNotFound.
 	Run(ctx context.Context, id string) (Run, error)
@@ -209,6 +246,25 @@ type RunFilter struct {
 	States    []RunState
 	Limit     int // 0: no limit
 }
+
+// InboxEntry is a received Socket Mode envelope in the inbox.
+type InboxEntry struct {
+	Key        string // dedupe key: "ev:<event_id>", or "env:<envelope_id>"
+	Type       string // envelope type: events_api, interactive or slash_commands
+	EnvelopeID string
+	Payload    []byte // the envelope's payload (JSON) as received; empty once done
+	ReceivedAt time.Time
+
+	// Lease: who handles it and until when (not done only).
+	Owner      string
+	LeaseUntil time.Time
+	Attempts   int // processes that took it on: 1 for the receiver, +1 per ClaimInbox
+
+	DoneAt time.Time // zero until handled
+}
+
+// Done reports whether the entry has been handled.
+func (e InboxEntry) Done() bool { return !e.DoneAt.IsZero() }
 
 // Upload is the posted report of a run.
 type Upload struct {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ type Store struct {
 	runs    map[string]*bot.Run
 	order   []string // run ids in creation order
 	uploads map[string]bot.Upload
+	inbox   map[string]*bot.InboxEntry
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -32,6 +34,7 @@ func New() *Store {
 		threads: map[bot.ThreadKey]bot.Thread{},
 		runs:    map[string]*bot.Run{},
 		uploads: map[string]bot.Upload{},
+		inbox:   map[string]*bot.InboxEntry{},
 	}
 }
 
@@ -70,7 +73,111 @@ func (s *Store) PruneEvents(_ context.Context, before time.Time) (int, error) {
 			n++
 		}
 	}
+	for k, e := range s.inbox {
+		if e.Done() && e.ReceivedAt.Before(before) {
+			delete(s.inbox, k)
+			n++
+		}
+	}
 	return n, nil
+}
+
+func cloneEntry(e *bot.InboxEntry) bot.InboxEntry {
+	c := *e
+	c.Payload = slices.Clone(e.Payload)
+	return c
+}
+
+// PutInbox implements bot.Store.
+func (s *Store) PutInbox(_ context.Context, es []bot.InboxEntry) ([]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored := make([]bool, len(es))
+	for i, e := range es {
+		if _, ok := s.inbox[e.Key]; ok {
+			continue
+		}
+		e.Attempts, e.DoneAt = 1, time.Time{}
+		c := cloneEntry(&e)
+		s.inbox[e.Key] = &c
+		stored[i] = true
+	}
+	return stored, nil
+}
+
+// ClaimInbox implements bot.Store.
+func (s *Store) ClaimInbox(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.InboxEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []*bot.InboxEntry
+	for _, e := range s.inbox {
+		if !e.Done() && e.LeaseUntil.Before(now) {
+			due = append(due, e)
+		}
+	}
+	slices.SortFunc(due, func(a, b *bot.InboxEntry) int {
+		if c := a.ReceivedAt.Compare(b.ReceivedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if limit > 0 && len(due) > limit {
+		due = due[:limit]
+	}
+	out := make([]bot.InboxEntry, 0, len(due))
+	for _, e := range due {
+		e.Owner, e.LeaseUntil = owner, now.Add(lease)
+		e.Attempts++
+		out = append(out, cloneEntry(e))
+	}
+	return out, nil
+}
+
+// heldEntry returns the entry key if owner holds it.
+func (s *Store) heldEntry(key, owner string) (*bot.InboxEntry, error) {
+	e, ok := s.inbox[key]
+	if !ok {
+		return nil, fmt.Errorf("inbox entry %s: %w", key, bot.ErrNotFound)
+	}
+	if e.Done() || e.Owner != owner {
+		return nil, fmt.Errorf("inbox entry %s (held by %q, done %v): %w", key, e.Owner, e.Done(), bot.ErrLeaseLost)
+	}
+	return e, nil
+}
+
+// ExtendInbox implements bot.Store.
+func (s *Store) ExtendInbox(_ context.Context, key, owner string, now time.Time, lease time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.heldEntry(key, owner)
+	if err != nil {
+		return err
+	}
+	e.LeaseUntil = now.Add(lease)
+	return nil
+}
+
+// FinishInbox implements bot.Store.
+func (s *Store) FinishInbox(_ context.Context, key, owner string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.heldEntry(key, owner)
+	if err != nil {
+		return err
+	}
+	e.DoneAt, e.Owner, e.LeaseUntil, e.Payload = now, "", time.Time{}, nil
+	return nil
+}
+
+// InboxEntry implements bot.Store.
+func (s *Store) InboxEntry(_ context.Context, key string) (bot.InboxEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.inbox[key]
+	if !ok {
+		return bot.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, bot.ErrNotFound)
+	}
+	return cloneEntry(e), nil
 }
 
 // PutThread implements bot.Store.

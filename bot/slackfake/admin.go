@@ -29,11 +29,14 @@ import (
 //	POST /_fake/user                   User
 //	POST /_fake/channel                Channel
 //	POST /_fake/redelivery             {"After","MaxRetries"}
+//	POST /_fake/tier_limits            Limits (enforce Slack's rate limits)
+//	POST /_fake/clear_tier_limits
 //	GET  /_fake/wait_ack?envelope_id=&timeout=5s -> Ack
 //	GET  /_fake/messages?channel=C[&thread=TS] -> []Message
 //	GET  /_fake/all_messages, /_fake/files, /_fake/views, /_fake/ephemerals,
 //	     /_fake/statuses, /_fake/acks, /_fake/envelopes, /_fake/connections,
 //	     /_fake/pings, /_fake/response_posts, /_fake/calls[?method=]
+//	GET  /_fake/rate_limited[?method=] -> {"Count"} (calls answered 429)
 func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
 	op := r.URL.Path[len("/_fake/"):]
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -183,6 +186,16 @@ func (s *Server) adminPost(ctx context.Context, op string, body []byte) (any, er
 		}
 		s.SetRedelivery(e.After, e.MaxRetries)
 		return map[string]bool{"ok": true}, nil
+	case "tier_limits":
+		l, err := decode[Limits](body)
+		if err != nil {
+			return nil, err
+		}
+		s.SetTierLimits(&l)
+		return map[string]bool{"ok": true}, nil
+	case "clear_tier_limits":
+		s.SetTierLimits(nil)
+		return map[string]bool{"ok": true}, nil
 	}
 	return nil, fmt.Errorf("slackfake: unknown admin operation %q", op)
 }
@@ -219,6 +232,8 @@ func (s *Server) adminGet(w http.ResponseWriter, r *http.Request, op string) {
 		v = s.ResponsePosts()
 	case "calls":
 		v = s.CallLog(q.Get("method"))
+	case "rate_limited":
+		v = map[string]int{"Count": s.RateLimited(q.Get("method"))}
 	case "wait_ack":
 		timeout, err := time.ParseDuration(q.Get("timeout"))
 		if err != nil {

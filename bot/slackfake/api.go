@@ -26,6 +26,7 @@ type Call struct {
 	JSON      bool       // the body was JSON
 	Status    int        // HTTP status answered
 	Error     string     // the "error" answered, "" when ok
+	Limited   bool       // answered 429 by the tier limits (WithTierLimits), not by an injected fault
 }
 
 // apiRequest is a parsed Web API request.
@@ -155,6 +156,18 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		if status, code, done := s.writeFault(w, f); done {
 			call.Status, call.Error = status, code
+			s.recordCall(call)
+			return
+		}
+	}
+
+	if s.checkToken(req).err == "" {
+		s.mu.Lock()
+		limited, retryAfter := s.tierLimitLocked(req, time.Now())
+		s.mu.Unlock()
+		if limited {
+			writeRateLimited(w, retryAfter)
+			call.Status, call.Error, call.Limited = http.StatusTooManyRequests, "ratelimited", true
 			s.recordCall(call)
 			return
 		}

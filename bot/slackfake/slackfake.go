@@ -12,7 +12,8 @@
 //	sm := socketmode.New(api)
 //
 // Tests drive Slack's side with the Send* methods (events_api, interactive and
-// slash_commands envelopes), inject faults with InjectFault, and inspect what
+// slash_commands envelopes), inject faults with InjectFault, enforce Slack's
+// rate limits with WithTierLimits (off by default), and inspect what
 // the bot did with Messages, Thread, Files, Views, Ephemerals, Acks, Statuses
 // and Calls. Every method of Server is safe for concurrent use.
 package slackfake
@@ -71,6 +72,7 @@ type config struct {
 	triggerTTL     time.Duration
 	seed           uint64
 	echoBot        bool
+	limits         *Limits
 }
 
 func defaultConfig() config {
@@ -192,6 +194,7 @@ type Server struct {
 	triggers   map[string]triggerState
 	unknown    []string
 	handlers   map[string]apiHandler
+	limits     *tierLimits // nil: no rate limits enforced
 }
 
 // New starts a Server on a loopback port using httptest.
@@ -252,6 +255,7 @@ func newServer(opts []Option) *Server {
 		homeViews: map[string]string{},
 		respURLs:  map[string]responseTarget{},
 		triggers:  map[string]triggerState{},
+		limits:    newTierLimits(cfg.limits),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,

@@ -44,6 +44,12 @@ func Run(t *testing.T, newStore func(t *testing.T) bot.Store) {
 		{"Uploads", testUploads},
 		{"ListRuns", testListRuns},
 		{"RoundTrip", testRoundTrip},
+		{"InboxPut", testInboxPut},
+		{"InboxPutConcurrent", testInboxPutConcurrent},
+		{"InboxClaim", testInboxClaim},
+		{"InboxClaimConcurrent", testInboxClaimConcurrent},
+		{"InboxLease", testInboxLease},
+		{"InboxPrune", testInboxPrune},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -167,6 +173,9 @@ func testCreateRunRules(t *testing.T, s bot.Store) {
 		t.Errorf("new run = %+v", r)
 	}
 	wantErr(t, s.CreateRun(c, newRun("r1", "9.0", "U9"), 0), bot.ErrConflict)
+	// The same run again (one message handled twice): a conflict, not a
+	// busy thread, although its thread has an active run.
+	wantErr(t, s.CreateRun(c, newRun("r1", "1.0", "U1"), 1), bot.ErrConflict)
 	wantErr(t, s.CreateRun(c, newRun("r2", "1.0", "U2"), 0), bot.ErrThreadBusy)
 	must(t, s.CreateRun(c, newRun("r3", "2.0", "U1"), 2))
 	wantErr(t, s.CreateRun(c, newRun("r4", "3.0", "U1"), 2), bot.ErrUserLimit)
@@ -568,5 +577,244 @@ func testRoundTrip(t *testing.T, s bot.Store) {
 	if got.Interrupt == nil || *got.Interrupt != pi || got.Decision == nil || got.Decision.Text != d.Text ||
 		!got.Decision.At.Equal(d.At) || got.Decision.Action != d.Action || got.Decision.By != "U1" {
 		t.Errorf("interrupt/decision round trip: %+v %+v", got.Interrupt, got.Decision)
+	}
+}
+
+func entry(key string, received float64, owner string, lease time.Duration) bot.InboxEntry {
+	return bot.InboxEntry{Key: key, Type: "events_api", EnvelopeID: "env-" + key,
+		Payload:    []byte(`{"event_id":"` + key + `","event":{"type":"app_mention","text":"調べて <@U0>"}}`),
+		ReceivedAt: at(received), Owner: owner, LeaseUntil: at(received).Add(lease)}
+}
+
+func put(t *testing.T, s bot.Store, e bot.InboxEntry) {
+	t.Helper()
+	if !putOne(t, s, e) {
+		t.Fatalf("first put of %s refused", e.Key)
+	}
+}
+
+func putOne(t *testing.T, s bot.Store, e bot.InboxEntry) bool {
+	t.Helper()
+	ok, err := s.PutInbox(ctx(t), []bot.InboxEntry{e})
+	must(t, err)
+	if len(ok) != 1 {
+		t.Fatalf("PutInbox of 1 entry answered %v", ok)
+	}
+	return ok[0]
+}
+
+func keys(es []bot.InboxEntry) string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Key)
+	}
+	return fmt.Sprint(out)
+}
+
+func testInboxPut(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	_, err := s.InboxEntry(c, "ev:1")
+	wantErr(t, err, bot.ErrNotFound)
+	e := entry("ev:1", 0.123, "A", 30*time.Second)
+	put(t, s, e)
+	got, err := s.InboxEntry(c, "ev:1")
+	must(t, err)
+	if got.Key != e.Key || got.Type != e.Type || got.EnvelopeID != e.EnvelopeID || string(got.Payload) != string(e.Payload) ||
+		!got.ReceivedAt.Equal(e.ReceivedAt) || got.Owner != "A" || !got.LeaseUntil.Equal(e.LeaseUntil) ||
+		got.Attempts != 1 || got.Done() {
+		t.Fatalf("stored entry:\n got %+v\nwant %+v", got, e)
+	}
+	// A redelivery (any process) is refused and changes nothing.
+	again := entry("ev:1", 5, "B", time.Minute)
+	again.Payload = []byte(`{}`)
+	if putOne(t, s, again) {
+		t.Fatal("duplicate put accepted")
+	}
+	got, _ = s.InboxEntry(c, "ev:1")
+	if got.Owner != "A" || string(got.Payload) != string(e.Payload) || got.Attempts != 1 {
+		t.Errorf("duplicate put changed the entry: %+v", got)
+	}
+	// Several at once (a burst stored in one write): new keys are stored,
+	// a known key and a key repeated in the batch are not.
+	ok, err := s.PutInbox(c, []bot.InboxEntry{entry("ev:2", 6, "B", time.Minute), entry("ev:1", 6, "B", time.Minute),
+		entry("ev:3", 6, "B", time.Minute), entry("ev:2", 6, "C", time.Minute)})
+	must(t, err)
+	if fmt.Sprint(ok) != "[true false true false]" {
+		t.Errorf("batch put = %v, want [true false true false]", ok)
+	}
+	for _, k := range []string{"ev:2", "ev:3"} {
+		if got, err := s.InboxEntry(c, k); err != nil || got.Owner != "B" || got.Attempts != 1 {
+			t.Errorf("%s = %+v, %v", k, got, err)
+		}
+	}
+	if ok, err := s.PutInbox(c, nil); err != nil || len(ok) != 0 {
+		t.Errorf("empty put = %v, %v", ok, err)
+	}
+}
+
+func testInboxPutConcurrent(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			ok, err := s.PutInbox(c, []bot.InboxEntry{entry("ev:race", 0, fmt.Sprintf("P%d", i), time.Minute)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ok[0] {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d puts accepted, want 1", wins.Load())
+	}
+}
+
+func testInboxClaim(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	put(t, s, entry("ev:live", 0, "A", 30*time.Second))  // A works on it until 30
+	put(t, s, entry("ev:old", 1, "A", 5*time.Second))    // A's lease ran out at 6
+	put(t, s, entry("ev:orphan", 2, "", 0))              // nobody took it on
+	put(t, s, entry("ev:done", 0.5, "A", 5*time.Second)) // handled
+	put(t, s, entry("ev:later", 3, "A", 5*time.Second))  // lease until 8
+	must(t, s.FinishInbox(c, "ev:done", "A", at(1)))
+
+	got, err := s.ClaimInbox(c, "B", at(7), time.Minute, 0)
+	must(t, err)
+	if keys(got) != "[ev:old ev:orphan]" {
+		t.Fatalf("claimed %s at 7, want [ev:old ev:orphan] (oldest first)", keys(got))
+	}
+	for _, e := range got {
+		if e.Owner != "B" || !e.LeaseUntil.Equal(at(67)) || e.Attempts != 2 || len(e.Payload) == 0 || e.Done() {
+			t.Errorf("claimed entry = %+v", e)
+		}
+	}
+	// Held by B now: not claimable again until B's lease runs out.
+	got, err = s.ClaimInbox(c, "C", at(9), time.Minute, 1)
+	must(t, err)
+	if keys(got) != "[ev:later]" {
+		t.Fatalf("claimed %s at 9 with limit 1, want [ev:later]", keys(got))
+	}
+	got, err = s.ClaimInbox(c, "C", at(10), time.Minute, 0)
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("claimed %s at 10, want nothing", keys(got))
+	}
+	// Everything not done comes back once its lease expires.
+	got, err = s.ClaimInbox(c, "D", at(100), time.Minute, 0)
+	must(t, err)
+	if keys(got) != "[ev:live ev:old ev:orphan ev:later]" {
+		t.Fatalf("claimed %s at 100", keys(got))
+	}
+	if got[1].Attempts != 3 || got[0].Attempts != 2 {
+		t.Errorf("attempts = %d, %d; want 2, 3", got[0].Attempts, got[1].Attempts)
+	}
+}
+
+func testInboxClaimConcurrent(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	for i := range 6 {
+		put(t, s, entry(fmt.Sprintf("ev:%d", i), float64(i), "dead", time.Second))
+	}
+	var mu sync.Mutex
+	got := map[string]string{}
+	var wg sync.WaitGroup
+	for p := range 8 {
+		wg.Go(func() {
+			owner := fmt.Sprintf("P%d", p)
+			es, err := s.ClaimInbox(c, owner, at(60), time.Minute, 2)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(es) > 2 {
+				t.Errorf("limit 2, got %d", len(es))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range es {
+				if prev, ok := got[e.Key]; ok {
+					t.Errorf("entry %s claimed by %s and %s", e.Key, prev, owner)
+				}
+				got[e.Key] = owner
+				if e.Owner != owner || e.Attempts != 2 {
+					t.Errorf("claimed entry = %+v", e)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(got) != 6 {
+		t.Fatalf("claimed %v, want each of 6 entries once", got)
+	}
+}
+
+func testInboxLease(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	put(t, s, entry("ev:1", 0, "A", 10*time.Second))
+	must(t, s.ExtendInbox(c, "ev:1", "A", at(8), 10*time.Second))
+	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(8), 10*time.Second), bot.ErrLeaseLost)
+	wantErr(t, s.ExtendInbox(c, "nope", "A", at(8), 10*time.Second), bot.ErrNotFound)
+	wantErr(t, s.FinishInbox(c, "nope", "A", at(8)), bot.ErrNotFound)
+	if got, _ := s.ClaimInbox(c, "B", at(17), time.Minute, 0); len(got) != 0 {
+		t.Fatalf("claimed %s under an extended lease", keys(got))
+	}
+	// A's lease runs out: B takes over and A is fenced off.
+	got, err := s.ClaimInbox(c, "B", at(19), 10*time.Second, 0)
+	must(t, err)
+	if keys(got) != "[ev:1]" {
+		t.Fatalf("takeover claimed %s", keys(got))
+	}
+	wantErr(t, s.ExtendInbox(c, "ev:1", "A", at(20), 10*time.Second), bot.ErrLeaseLost)
+	wantErr(t, s.FinishInbox(c, "ev:1", "A", at(20)), bot.ErrLeaseLost)
+	must(t, s.FinishInbox(c, "ev:1", "B", at(21)))
+	e, err := s.InboxEntry(c, "ev:1")
+	must(t, err)
+	if !e.Done() || !e.DoneAt.Equal(at(21)) || e.Owner != "" || len(e.Payload) != 0 || e.Attempts != 2 {
+		t.Errorf("done entry = %+v", e)
+	}
+	wantErr(t, s.FinishInbox(c, "ev:1", "B", at(22)), bot.ErrLeaseLost)
+	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(22), time.Second), bot.ErrLeaseLost)
+	if got, _ := s.ClaimInbox(c, "C", at(1000), time.Minute, 0); len(got) != 0 {
+		t.Errorf("a done entry was claimed: %s", keys(got))
+	}
+	// Done, the key still refuses a redelivery.
+	if putOne(t, s, entry("ev:1", 30, "C", time.Second)) {
+		t.Error("a done entry's key was put again")
+	}
+}
+
+func testInboxPrune(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	put(t, s, entry("ev:old-done", 0, "A", time.Second))
+	put(t, s, entry("ev:old-pending", 1, "A", time.Second))
+	put(t, s, entry("ev:new-done", 20, "A", time.Second))
+	must(t, s.FinishInbox(c, "ev:old-done", "A", at(0.5)))
+	must(t, s.FinishInbox(c, "ev:new-done", "A", at(20.5)))
+	claimed, err := s.ClaimEvent(c, "msg:C1:1.0", at(2))
+	must(t, err)
+	if !claimed {
+		t.Fatal("claim event")
+	}
+	n, err := s.PruneEvents(c, at(10))
+	must(t, err)
+	if n != 2 {
+		t.Errorf("pruned %d, want 2 (one event id, one done entry)", n)
+	}
+	if _, err := s.InboxEntry(c, "ev:old-done"); !errors.Is(err, bot.ErrNotFound) {
+		t.Errorf("old done entry not pruned: %v", err)
+	}
+	for _, k := range []string{"ev:old-pending", "ev:new-done"} {
+		if _, err := s.InboxEntry(c, k); err != nil {
+			t.Errorf("%s pruned: %v", k, err)
+		}
+	}
+	// A pruned key is forgotten: it can be put again.
+	if !putOne(t, s, entry("ev:old-done", 30, "B", time.Second)) {
+		t.Error("a pruned key cannot be put again")
 	}
 }

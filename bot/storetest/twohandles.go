@@ -21,7 +21,8 @@ func raceRun(id, thread, user string) bot.Run {
 // RunTwoHandles races goroutines over two Stores on one database (two
 // connection pools, or two processes' worth of handles): acquiring a run,
 // deciding an interrupt, creating runs on one thread and under a per-user
-// limit, and bulk acquiring must each succeed exactly as often as the rules
+// limit, bulk acquiring, storing a redelivered envelope in the inbox and
+// taking over inbox entries must each succeed exactly as often as the rules
 // allow, whichever handle the callers use.
 func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	t.Helper()
@@ -135,6 +136,49 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	for id, k := range got {
 		if k != 1 {
 			t.Errorf("run %s acquired %d times", id, k)
+		}
+	}
+
+	// The inbox: a redelivered envelope is stored once whichever handle
+	// (process) gets it, and an entry left by a dead process is taken over
+	// by exactly one caller.
+	for round := range 4 {
+		key := fmt.Sprintf("ev:two-%d", round)
+		wins, _ := race(func(i int, s bot.Store) error {
+			ok, err := s.PutInbox(ctx, []bot.InboxEntry{{Key: key, Type: "events_api", EnvelopeID: fmt.Sprintf("e%d", i),
+				Payload: []byte(`{}`), ReceivedAt: raceT0, Owner: "dead", LeaseUntil: raceT0.Add(time.Second)}})
+			if err != nil {
+				t.Error(err)
+				return err
+			}
+			if !ok[0] {
+				return errors.New("duplicate")
+			}
+			return nil
+		})
+		if wins != 1 {
+			t.Fatalf("inbox round %d: %d puts accepted, want 1", round, wins)
+		}
+	}
+	claimed := map[string]int{}
+	race(func(i int, s bot.Store) error {
+		es, err := s.ClaimInbox(ctx, fmt.Sprintf("P%d", i), raceT0.Add(time.Minute), time.Minute, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range es {
+			claimed[e.Key]++
+		}
+		return err
+	})
+	if len(claimed) != 4 {
+		t.Errorf("claimed %v, want the 4 entries once each", claimed)
+	}
+	for k, n := range claimed {
+		if n != 1 {
+			t.Errorf("entry %s claimed %d times", k, n)
 		}
 	}
 }

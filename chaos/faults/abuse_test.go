@@ -56,26 +56,50 @@ func TestOversizedQuestion(t *testing.T) {
 // the work stays bounded, and every mention gets exactly one outcome.
 func TestMentionFlood(t *testing.T) {
 	const limit = 3
-	w := newWorld(t, config{MaxRunsPerUser: limit, LLMLatency: 200 * time.Millisecond})
+	w := newWorld(t, config{MaxRunsPerUser: limit, LLMLatency: 200 * time.Millisecond, SlackLimits: true})
 	ctx := context.Background()
 	total := n(300, 3000)
 	start := time.Now()
 	ms := questions(total, total/10, func(int) string { return "UFLOOD" })
 	ms = w.send(ctx, ms)
 	sendTime := time.Since(start)
-	vs := w.settle(ctx, ms, 150*time.Second)
+	vs := w.settle(ctx, ms, 300*time.Second)
 	counts, sum := tally(t, vs)
+	// The flood does not monopolise the channels: a few refusals in each,
+	// the rest to the user alone, then silence after saying so.
+	inThread := map[string]int{}
 	for i, v := range vs {
 		if v.Kind == outRejected && !strings.Contains(v.Reply, "research runs in progress") {
 			t.Errorf("mention %d: unclear rejection %.200q", i, v.Reply)
 			break
 		}
 	}
+	for _, m := range ms {
+		for _, msg := range w.slack.Thread(m.Channel, m.TS) {
+			if msg.IsBot() && strings.Contains(msg.Text, "research runs in progress") {
+				inThread[m.Channel]++
+			}
+		}
+	}
+	maxInThread := 0
+	for ch, n := range inThread {
+		maxInThread = max(maxInThread, n)
+		if n > 2 {
+			t.Errorf("channel %s: %d refusals posted in threads; a flood should get one per window", ch, n)
+		}
+	}
+	ephemerals := 0
+	for _, e := range w.slack.Ephemerals() {
+		if e.User == "UFLOOD" {
+			ephemerals++
+		}
+	}
 	runs := counts[outReport] + counts[outFailed]
 	// Bounded work: the LLM was called for the accepted runs only.
 	perRun := float64(w.llm.Calls()) / float64(max(runs, 1))
-	figure(t, "flood", "mentions=%d %s accepted_runs=%d llm_calls=%d llm_calls_per_run=%.1f send=%s elapsed=%s dropped_events=%d",
-		total, sum, runs, w.llm.Calls(), perRun, sendTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), int(metricValue(t, w, "deepresearch_bot_dropped_events_total")))
+	figure(t, "flood", "mentions=%d %s accepted_runs=%d llm_calls=%d llm_calls_per_run=%.1f send=%s elapsed=%s dropped_events=%d refusals_in_thread_max_per_channel=%d ephemeral_refusals=%d slack_429=%d",
+		total, sum, runs, w.llm.Calls(), perRun, sendTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), int(metricValue(t, w, "deepresearch_bot_dropped_events_total")),
+		maxInThread, ephemerals, w.slack.RateLimited(""))
 	if runs > total/2 {
 		t.Errorf("%d of %d flood mentions became runs; the per-user limit of %d did not hold", runs, total, limit)
 	}

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +64,10 @@ func appGoroutines() int {
 // channel on average. The multi-process variant is in chaos/ (not here).
 func TestLoad(t *testing.T) {
 	runs := n(100, 1000)
-	w := newWorld(t, config{Postgres: true, PoolMax: 16, MaxConcurrentRuns: runs, LLMLatency: 100 * time.Millisecond, LLMTimeout: 20 * time.Second})
+	// The fake enforces Slack's limits; the bot keeps to its default budget
+	// (chat.update 50/min, Tier 3), so every run needs a final edit and the
+	// finals alone take runs/50 minutes.
+	w := newWorld(t, config{Postgres: true, PoolMax: 16, MaxConcurrentRuns: runs, LLMLatency: 100 * time.Millisecond, LLMTimeout: 20 * time.Second, SlackLimits: true})
 	ctx := context.Background()
 	time.Sleep(300 * time.Millisecond)
 	baseline := appGoroutines()
@@ -76,7 +80,7 @@ func TestLoad(t *testing.T) {
 	start := time.Now()
 	ms := w.send(ctx, questions(runs, 5, func(i int) string { return "UL" + string(rune('A'+i%26)) + string(rune('A'+i/26%26)) }))
 	sendDone := time.Now()
-	vs := w.settle(ctx, ms, 170*time.Second)
+	vs := w.settle(ctx, ms, 150*time.Second+time.Duration(runs)*1200*time.Millisecond)
 	end := time.Now()
 	stop()
 	sw.Wait()
@@ -110,7 +114,25 @@ func TestLoad(t *testing.T) {
 	if rates.UpdateAvgMax > 1.05 {
 		t.Errorf("chat.update averages %.2f/s in one channel (Slack allows ~1/s)", rates.UpdateAvgMax)
 	}
+	// Workspace-wide chat.update calls in any 60 s window (Tier 3: 50 per
+	// minute plus bursts).
+	var upd []time.Time
+	for _, c := range stamps {
+		if c.Method == "chat.update" {
+			upd = append(upd, c.At)
+		}
+	}
+	sort.Slice(upd, func(i, j int) bool { return upd[i].Before(upd[j]) })
+	perMin, lo := 0, 0
+	for hi := range upd {
+		for upd[hi].Sub(upd[lo]) >= time.Minute {
+			lo++
+		}
+		perMin = max(perMin, hi-lo+1)
+	}
 	rss1, _ := RSS()
+	figure(t, "load", "chat_update_workspace_max_per_60s=%d slack_429=%d (chat.update %d, chat.postMessage %d) update_skipped=%d", perMin, w.slack.RateLimited(""), w.slack.RateLimited("chat.update"), w.slack.RateLimited("chat.postMessage"),
+		int(metricValue(t, w, "deepresearch_slack_update_skipped_total")))
 	figure(t, "load", "runs=%d %s elapsed=%s send=%s goroutines_base=%d peak=%d after=%d rss_mb_start=%d peak=%d end=%d db_conns_peak=%d acquired_peak=%d pool_max=%d llm_calls=%d chat_update_per_channel_avg_max=%.2f/s chat_update_per_channel_peak_1s=%d slack: %s",
 		runs, sum, end.Sub(start).Round(time.Millisecond), sendDone.Sub(start).Round(time.Millisecond), baseline, s.goroutines, after,
 		rss0>>20, s.rss>>20, rss1>>20, s.poolTotal, s.poolAcq, s.poolMax, w.llm.Calls(), rates.UpdateAvgMax, rates.UpdatePeak, rates.Compact())

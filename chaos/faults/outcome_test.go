@@ -22,7 +22,8 @@ type mention struct {
 const (
 	outReport   = "report"   // the run is done and its report file is in the thread
 	outFailed   = "failed"   // the run failed and the status message says so
-	outRejected = "rejected" // no run; the bot replied why
+	outRejected = "rejected" // no run; the bot replied why (in the thread or to the user alone)
+	outIgnored  = "ignored"  // no run and no reply: the user was told earlier that repeats go unanswered for a while
 	outPending  = ""         // nothing final yet
 )
 
@@ -79,6 +80,23 @@ func (w *world) judge(ctx context.Context, m mention, runsByThread map[string][]
 	if v.Runs == 0 {
 		if len(botMsgs) > 0 {
 			v.Kind = outRejected
+			return v
+		}
+		// A flood's repeated refusals go to the user alone, and after a
+		// few of them the bot says it will not answer repeats for a while.
+		told := false
+		for _, e := range w.slack.Ephemerals() {
+			if e.User != m.User || e.Channel != m.Channel {
+				continue
+			}
+			if e.ThreadTS == m.TS {
+				v.Kind, v.Reply = outRejected, e.Text
+				return v
+			}
+			told = told || strings.Contains(e.Text, "won't answer the same request again")
+		}
+		if told {
+			v.Kind = outIgnored
 		}
 		return v
 	}
@@ -188,6 +206,9 @@ func tally(t testing.TB, vs []verdict) (counts map[string]int, summary string) {
 		}
 	}
 	summary = fmt.Sprintf("report=%d failed=%d rejected=%d dup=%d lost=%d", counts[outReport], counts[outFailed], counts[outRejected], counts["dup"], counts["lost"])
+	if counts[outIgnored] > 0 {
+		summary += fmt.Sprintf(" ignored_after_notice=%d", counts[outIgnored])
+	}
 	return counts, summary
 }
 

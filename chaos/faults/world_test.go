@@ -65,6 +65,10 @@ type config struct {
 	LLMTimeout        time.Duration
 	PoolMax           int32
 	Quiet             bool // log only errors
+	// SlackLimits makes the fake Slack enforce Slack's rate limits
+	// (chat.update Tier 3 per workspace, chat.postMessage ~1/s per
+	// channel), answering 429 with Retry-After beyond them.
+	SlackLimits bool
 }
 
 // world is the whole bot in this process against the fakes.
@@ -146,7 +150,11 @@ func newWorld(t testing.TB, cfg config) *world {
 	w := &world{t: t, cfg: cfg, logs: &logSink{}}
 	log := slog.New(w.logs)
 
-	w.slack = slackfake.New(slackfake.WithSeed(7), slackfake.WithPingInterval(2*time.Second))
+	fakeOpts := []slackfake.Option{slackfake.WithSeed(7), slackfake.WithPingInterval(2 * time.Second)}
+	if cfg.SlackLimits {
+		fakeOpts = append(fakeOpts, slackfake.WithTierLimits(slackfake.Limits{}))
+	}
+	w.slack = slackfake.New(fakeOpts...)
 	t.Cleanup(w.slack.Close)
 	w.startWeb()
 	w.startSearch()

@@ -43,6 +43,8 @@ type serveConfig struct {
 	ApprovePlan, ApproveDraft  bool
 	DigestTick                 time.Duration // how often the digest scheduler looks for due firings
 	Lease                      time.Duration // run lease; 0: the bot's default (30s)
+	UpdatesPerMinute           int           // chat.update budget of this process; negative: unlimited
+	UpdateBurst                int           // chat.update burst
 }
 
 // configError names a setting that is missing or wrong; it is printed as one line.
@@ -102,6 +104,14 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 			return c, configError{"DEEPRESEARCH_RUN_LEASE", fmt.Sprintf("%q is not a duration of at least 100ms (e.g. 30s)", v)}
 		}
 		c.Lease = d
+	}
+	// Slack's chat.update budget (Tier 3) is per workspace: with N replicas
+	// on one workspace, give each 1/N of it.
+	if c.UpdatesPerMinute, err = nonZeroIntVar(e, "DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE", 50); err != nil {
+		return c, err
+	}
+	if c.UpdateBurst, err = nonZeroIntVar(e, "DEEPRESEARCH_SLACK_UPDATE_BURST", 20); err != nil {
+		return c, err
 	}
 	if v := strings.TrimSpace(e("DEEPRESEARCH_DIGEST_TICK")); v != "" {
 		d, err := time.ParseDuration(v)
@@ -164,6 +174,16 @@ func intVar(e env, name string, def int) (int, error) {
 	return n, nil
 }
 
+// nonZeroIntVar reads a whole number that is positive, or negative for
+// "unlimited".
+func nonZeroIntVar(e env, name string, def int) (int, error) {
+	n, err := intVar(e, name, def)
+	if err == nil && n == 0 {
+		return 0, configError{name, "0 is not allowed; use a positive number, or -1 for no limit"}
+	}
+	return n, err
+}
+
 func boolVar(e env, name string, def bool) (bool, error) {
 	v := strings.TrimSpace(e(name))
 	if v == "" {
@@ -202,7 +222,7 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	// Deferred after parts.close, so it runs first: the scheduler hands
 	// its firings in flight back while the database is still open.
 	defer stopDigests()
-	return serveBot(ctx, cfg, parts.res, parts.store, log, ext)
+	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db))
 }
 
 // serveParts is what serve runs with.
@@ -328,6 +348,8 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bo
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns,
 		RunOptions:        bot.RunOptions{ApprovePlan: cfg.ApprovePlan, ApproveDraft: cfg.ApproveDraft},
 		Lease:             cfg.Lease,
+		UpdatesPerMinute:  cfg.UpdatesPerMinute,
+		UpdateBurst:       cfg.UpdateBurst,
 		RecoverEvery:      recoverEvery(cfg.Lease),
 		Logger:            log,
 		Registerer:        reg,

@@ -196,7 +196,8 @@ func TestServeStartsAgainstFake(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{"deepresearch_bot_ack_latency_seconds", "deepresearch_bot_events_total", "go_goroutines"} {
+	for _, m := range []string{"deepresearch_bot_ack_latency_seconds", "deepresearch_bot_events_total", "go_goroutines",
+		`deepresearch_db_pool_conns{state="total"}`, "deepresearch_db_pool_max_conns 1"} {
 		if !strings.Contains(string(metrics), m) {
 			t.Errorf("/metrics lacks %s", m)
 		}

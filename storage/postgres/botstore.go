@@ -15,8 +15,8 @@ import (
 	"deepresearch/bot"
 )
 
-// BotStore is bot.Store on the Store's database (tables bot_*, migration
-// 0002), shared by any number of processes. The compare-and-set methods are
+// BotStore is bot.Store on the Store's database (tables bot_*, migrations
+// 0002 and 0005), shared by any number of processes. The compare-and-set methods are
 // single conditional UPDATEs (READ COMMITTED re-checks the condition on the
 // latest row version, so exactly one of concurrent callers wins);
 // AcquireRuns locks its candidates with FOR UPDATE SKIP LOCKED; CreateRun
@@ -136,11 +136,18 @@ func (b *BotStore) ClaimEvent(ctx context.Context, key string, at time.Time) (bo
 
 // PruneEvents implements bot.Store.
 func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, error) {
-	tag, err := b.s.pool.Exec(ctx, `DELETE FROM bot_events WHERE claimed_at < $1`, botNanos(before))
-	if err != nil {
-		return 0, fmt.Errorf("postgres: prune events: %w", err)
+	n := 0
+	for _, q := range []string{
+		`DELETE FROM bot_events WHERE claimed_at < $1`,
+		`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < $1`,
+	} {
+		tag, err := b.s.pool.Exec(ctx, q, botNanos(before))
+		if err != nil {
+			return n, fmt.Errorf("postgres: prune events: %w", err)
+		}
+		n += int(tag.RowsAffected())
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`

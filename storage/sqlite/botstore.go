@@ -13,8 +13,8 @@ import (
 	"deepresearch/bot"
 )
 
-// BotStore is bot.Store on the Store's database (tables bot_*, migration
-// 0002). Every write is one BEGIN IMMEDIATE transaction on the writer
+// BotStore is bot.Store on the Store's database (tables bot_*, migrations
+// 0002 and 0005). Every write is one BEGIN IMMEDIATE transaction on the writer
 // connection, so writers serialise on SQLite's lock across connections and
 // processes: the checks and the change of each method are one atomic step.
 // Reads use the reader pool. Times are stored as Unix nanoseconds (0: zero
@@ -125,12 +125,21 @@ func (b *BotStore) ClaimEvent(ctx context.Context, key string, at time.Time) (bo
 func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM bot_events WHERE claimed_at < ?`, botNanos(before))
-		if err != nil {
-			return fmt.Errorf("sqlite: prune events: %w", err)
+		for _, q := range []string{
+			`DELETE FROM bot_events WHERE claimed_at < ?`,
+			`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < ?`,
+		} {
+			res, err := tx.ExecContext(ctx, q, botNanos(before))
+			if err != nil {
+				return fmt.Errorf("sqlite: prune events: %w", err)
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("sqlite: prune events: %w", err)
+			}
+			n += k
 		}
-		n, err = res.RowsAffected()
-		return err
+		return nil
 	})
 	return int(n), err
 }

@@ -33,6 +33,7 @@ func run() error {
 	retries := flag.Int("retries", 3, "maximum redeliveries of an envelope")
 	triggerTTL := flag.Duration("trigger-ttl", 3*time.Second, "trigger_id lifetime for views.open (0: never expires)")
 	echo := flag.Bool("echo", false, "echo the bot's own messages back as message events")
+	limits := flag.Bool("tier-limits", false, "enforce Slack's rate limits: chat.update 50/min (burst 20) per workspace, chat.postMessage 1/s (burst 5) per channel")
 	verbose := flag.Bool("v", false, "log debug messages to stderr")
 	flag.Parse()
 
@@ -42,14 +43,18 @@ func run() error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	fake, err := slackfake.Start(*addr,
+	opts := []slackfake.Option{
 		slackfake.WithTokens(*botToken, *appToken),
 		slackfake.WithPingInterval(*ping),
 		slackfake.WithRedelivery(*redeliver, *retries),
 		slackfake.WithTriggerTTL(*triggerTTL),
 		slackfake.WithEchoBotMessages(*echo),
 		slackfake.WithLogger(logger),
-	)
+	}
+	if *limits {
+		opts = append(opts, slackfake.WithTierLimits(slackfake.Limits{}))
+	}
+	fake, err := slackfake.Start(*addr, opts...)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}

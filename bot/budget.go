@@ -1,0 +1,387 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// This file keeps the bot within Slack's Web API rate limits when many runs
+// share a workspace and a channel:
+//
+//   - updateBudget: chat.update is Tier 3 (about 50 a minute per workspace
+//     and app, bursts tolerated). Final pictures wait for a token ahead of
+//     progress edits; a progress edit only takes a token that is free beyond
+//     a reserve kept for finals, and is skipped otherwise.
+//   - postPacer: chat.postMessage allows about one message per second per
+//     channel with short bursts.
+//   - refusalGate: one user's flood of mentions gets one refusal of a kind
+//     in the channel per window; repeats go to that user alone.
+
+// clock is the time source of the limiters; tests use a manual one.
+type clock interface {
+	Now() time.Time
+	// NewTimer returns a channel that receives once d has passed, and a
+	// function that stops the timer.
+	NewTimer(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}
+
+// sleep waits d on clk, or until ctx ends.
+func sleep(ctx context.Context, clk clock, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	c, stop := clk.NewTimer(d)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c:
+		return nil
+	}
+}
+
+// errEditSkipped is returned for a progress edit that the chat.update
+// budget did not allow; the picture stays dirty for a later tick.
+var errEditSkipped = errors.New("progress edit skipped: chat.update budget reserved for final pictures")
+
+// tokenEps absorbs floating-point error in refills.
+const tokenEps = 1e-9
+
+// updateBudget is this process's token bucket for chat.update. Finals (a
+// run's last picture, a decided approval) wait for a token in arrival
+// order; progress edits never wait: tryProgress takes a token only when no
+// final is waiting and more than reserve tokens are left. A 429 from Slack
+// pauses the bucket for its Retry-After, for every waiter. A nil
+// *updateBudget is unlimited.
+type updateBudget struct {
+	clk     clock
+	rate    float64 // tokens per second
+	burst   float64
+	reserve float64 // tokens progress edits leave for finals
+
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time // tokens were counted up to here (later than now during a pause)
+	paused  time.Time // no token before this
+	queue   []*budgetWaiter
+	changed chan struct{} // closed and replaced when the queue or the pause changes
+}
+
+// budgetWaiter is a final waiting in the queue. It is not zero-sized, so
+// that every waiter has its own address.
+type budgetWaiter struct{ _ byte }
+
+// newUpdateBudget returns a bucket of burst tokens refilled at perMinute;
+// nil (unlimited) when perMinute is negative. The reserve for finals is
+// half the burst, rounded down.
+func newUpdateBudget(perMinute, burst int, clk clock) *updateBudget {
+	if perMinute < 0 {
+		return nil
+	}
+	perMinute = max(perMinute, 1)
+	burst = max(burst, 1)
+	return &updateBudget{
+		clk:     clk,
+		rate:    float64(perMinute) / 60,
+		burst:   float64(burst),
+		reserve: float64(burst / 2),
+		tokens:  float64(burst),
+		last:    clk.Now(),
+		changed: make(chan struct{}),
+	}
+}
+
+func (u *updateBudget) refillLocked(now time.Time) {
+	if now.After(u.last) {
+		u.tokens = min(u.burst, u.tokens+now.Sub(u.last).Seconds()*u.rate)
+		u.last = now
+	}
+}
+
+func (u *updateBudget) notifyLocked() {
+	close(u.changed)
+	u.changed = make(chan struct{})
+}
+
+// readyAtLocked is when the next token is available (now or later).
+func (u *updateBudget) readyAtLocked(now time.Time) time.Time {
+	at := now
+	if u.paused.After(at) {
+		at = u.paused
+	}
+	if u.tokens < 1-tokenEps {
+		if u.last.After(at) {
+			at = u.last
+		}
+		secs := (1 - u.tokens) / u.rate
+		at = at.Add(time.Duration(math.Ceil(secs * float64(time.Second))))
+	}
+	return at
+}
+
+// tryProgress takes a token for a progress edit if one is free beyond the
+// reserve and no final is waiting; it never blocks.
+func (u *updateBudget) tryProgress() bool {
+	if u == nil {
+		return true
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clk.Now()
+	u.refillLocked(now)
+	if len(u.queue) > 0 || now.Before(u.paused) || u.tokens < 1+u.reserve-tokenEps {
+		return false
+	}
+	u.tokens--
+	return true
+}
+
+// progressAvailable reports, without taking it, whether tryProgress would
+// find a token now: a progress loop looks before it waits for a channel slot.
+func (u *updateBudget) progressAvailable() bool {
+	if u == nil {
+		return true
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clk.Now()
+	u.refillLocked(now)
+	return len(u.queue) == 0 && !now.Before(u.paused) && u.tokens >= 1+u.reserve-tokenEps
+}
+
+// wait takes a token for a final picture, waiting behind earlier finals
+// (and any pause) until one is available or ctx ends.
+func (u *updateBudget) wait(ctx context.Context) error {
+	if u == nil {
+		return nil
+	}
+	me := new(budgetWaiter)
+	u.mu.Lock()
+	u.queue = append(u.queue, me)
+	for {
+		now := u.clk.Now()
+		u.refillLocked(now)
+		var timer <-chan time.Time
+		stop := func() bool { return false }
+		if u.queue[0] == me {
+			at := u.readyAtLocked(now)
+			if !at.After(now) {
+				u.tokens--
+				u.queue = u.queue[1:]
+				u.notifyLocked()
+				u.mu.Unlock()
+				return nil
+			}
+			timer, stop = u.clk.NewTimer(at.Sub(now))
+		}
+		changed := u.changed
+		u.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			stop()
+			u.mu.Lock()
+			if i := slices.Index(u.queue, me); i >= 0 {
+				u.queue = slices.Delete(u.queue, i, i+1)
+			}
+			u.notifyLocked()
+			u.mu.Unlock()
+			return ctx.Err()
+		case <-changed:
+		case <-timer:
+		}
+		stop()
+		u.mu.Lock()
+	}
+}
+
+// pause stops handing out tokens for d (Slack's Retry-After) and starts
+// refilling from empty afterwards: Slack's bucket is emptier than ours.
+func (u *updateBudget) pause(d time.Duration) {
+	if u == nil || d <= 0 {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clk.Now()
+	u.refillLocked(now)
+	if until := now.Add(d); until.After(u.paused) {
+		u.paused = until
+	}
+	u.tokens = 0
+	if u.paused.After(u.last) {
+		u.last = u.paused
+	}
+	u.notifyLocked()
+}
+
+// retryIn is how long until a progress edit could get a token, at least
+// min: when to look again after a skip.
+func (u *updateBudget) retryIn(least time.Duration) time.Duration {
+	if u == nil {
+		return least
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clk.Now()
+	u.refillLocked(now)
+	from := now
+	if u.last.After(from) {
+		from = u.last
+	}
+	need := max(0, 1+u.reserve-u.tokens)
+	d := from.Sub(now) + time.Duration(need/u.rate*float64(time.Second))
+	return max(d, least)
+}
+
+// postPacer spaces chat.postMessage calls per channel: burst at once, then
+// one per interval. A nil *postPacer does not pace.
+type postPacer struct {
+	clk      clock
+	interval time.Duration
+	burst    float64
+
+	mu    sync.Mutex
+	chans map[string]*paceState
+}
+
+type paceState struct {
+	tokens float64 // negative: callers are waiting for future slots
+	last   time.Time
+}
+
+// newPostPacer returns a pacer; nil (no pacing) when interval is negative.
+func newPostPacer(interval time.Duration, burst int, clk clock) *postPacer {
+	if interval < 0 {
+		return nil
+	}
+	if interval == 0 {
+		interval = time.Second
+	}
+	return &postPacer{clk: clk, interval: interval, burst: float64(max(burst, 1)), chans: map[string]*paceState{}}
+}
+
+func (p *postPacer) refillLocked(st *paceState, now time.Time) {
+	if now.After(st.last) {
+		st.tokens = min(p.burst, st.tokens+float64(now.Sub(st.last))/float64(p.interval))
+		st.last = now
+	}
+}
+
+// wait reserves the channel's next slot and sleeps until it.
+func (p *postPacer) wait(ctx context.Context, channel string) error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	now := p.clk.Now()
+	st := p.chans[channel]
+	if st == nil {
+		if len(p.chans) >= 4096 { // forget idle channels
+			for ch, s := range p.chans {
+				if p.refillLocked(s, now); s.tokens >= p.burst-tokenEps {
+					delete(p.chans, ch)
+				}
+			}
+		}
+		st = &paceState{tokens: p.burst, last: now}
+		p.chans[channel] = st
+	}
+	p.refillLocked(st, now)
+	st.tokens--
+	var d time.Duration
+	if st.tokens < -tokenEps {
+		d = time.Duration(math.Ceil(-st.tokens * float64(p.interval)))
+	}
+	p.mu.Unlock()
+	if err := sleep(ctx, p.clk, d); err != nil {
+		p.mu.Lock()
+		st.tokens = min(p.burst, st.tokens+1) // give the slot back
+		p.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// refusalRoute is how a refusal reply is delivered.
+type refusalRoute string
+
+const (
+	refuseInThread  refusalRoute = "thread"    // a message in the thread
+	refuseEphemeral refusalRoute = "ephemeral" // to the user alone (Tier 4, not paced per channel)
+	refuseLast      refusalRoute = "last"      // to the user alone, saying repeats go unanswered for a while
+	refuseDropped   refusalRoute = "dropped"   // not answered (logged and counted)
+)
+
+// maxEphemeralRefusals is how many repeats of a refusal a user is told
+// privately per window before the rest are dropped.
+const maxEphemeralRefusals = 5
+
+// refusalGate keeps one user's flood of mentions from monopolising a
+// channel: the first refusal of a kind (busy, limit, too long, help) per
+// user and channel in a window is posted in the thread; the next
+// maxEphemeralRefusals are shown to the user alone; the rest are dropped.
+// A nil *refusalGate posts every refusal in the thread.
+type refusalGate struct {
+	clk    clock
+	window time.Duration
+
+	mu   sync.Mutex
+	seen map[string]*refusalState
+}
+
+type refusalState struct {
+	since time.Time
+	n     int
+}
+
+// newRefusalGate returns a gate; nil when window is negative.
+func newRefusalGate(window time.Duration, clk clock) *refusalGate {
+	if window < 0 {
+		return nil
+	}
+	return &refusalGate{clk: clk, window: window, seen: map[string]*refusalState{}}
+}
+
+// route counts a refusal of kind to user in channel and says how to deliver it.
+func (g *refusalGate) route(user, channel, kind string) refusalRoute {
+	if g == nil {
+		return refuseInThread
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clk.Now()
+	key := user + "\x00" + channel + "\x00" + kind
+	st := g.seen[key]
+	if st == nil || now.Sub(st.since) >= g.window {
+		if len(g.seen) >= 4096 {
+			for k, s := range g.seen {
+				if now.Sub(s.since) >= g.window {
+					delete(g.seen, k)
+				}
+			}
+		}
+		g.seen[key] = &refusalState{since: now, n: 1}
+		return refuseInThread
+	}
+	st.n++
+	switch {
+	case st.n < 1+maxEphemeralRefusals:
+		return refuseEphemeral
+	case st.n == 1+maxEphemeralRefusals:
+		return refuseLast
+	}
+	return refuseDropped
+}

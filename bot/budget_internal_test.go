@@ -1,0 +1,356 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// manualClock is a clock that moves only when told to.
+type manualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	at      time.Time
+	c       chan time.Time
+	stopped bool
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.c <- c.now
+		t.stopped = true
+	} else {
+		c.timers = append(c.timers, t)
+	}
+	return t.c, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !t.stopped
+		t.stopped = true
+		return was
+	}
+}
+
+// advance moves the clock and fires the timers that are due.
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.stopped:
+		case !t.at.After(c.now):
+			t.stopped = true
+			t.c <- c.now
+		default:
+			live = append(live, t)
+		}
+	}
+	c.timers = live
+}
+
+// waitTimer waits until a live timer is set for at (a goroutine is
+// sleeping until then).
+func (c *manualClock) waitTimer(t *testing.T, at time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, tm := range c.timers {
+			if !tm.stopped && tm.at.Equal(at) {
+				c.mu.Unlock()
+				return
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("no timer set for %v", at)
+}
+
+func queued(u *updateBudget) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.queue)
+}
+
+func waitQueued(t *testing.T, u *updateBudget, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for queued(u) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d finals queued, want %d", queued(u), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Progress edits leave the reserve to finals: with a burst of 4 (reserve
+// 2) two progress edits go through, the third is skipped, and two finals
+// still go through at once.
+func TestUpdateBudgetProgressKeepsReserve(t *testing.T) {
+	clk := newManualClock()
+	u := newUpdateBudget(60, 4, clk)
+	if !u.tryProgress() || !u.tryProgress() {
+		t.Fatal("progress edits refused with a full bucket")
+	}
+	if u.tryProgress() || u.progressAvailable() {
+		t.Fatal("a progress edit took a token from the finals' reserve")
+	}
+	ctx := context.Background()
+	for i := range 2 {
+		done := make(chan error, 1)
+		go func() { done <- u.wait(ctx) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("final %d waited although the reserve had a token", i)
+		}
+	}
+	// Refilled to the reserve and one more, progress may go again.
+	clk.advance(2 * time.Second)
+	if u.tryProgress() {
+		t.Fatal("progress took a token with only the reserve refilled")
+	}
+	clk.advance(time.Second)
+	if !u.tryProgress() {
+		t.Fatal("progress refused with a token beyond the reserve")
+	}
+	if d := u.retryIn(10 * time.Millisecond); d != time.Second {
+		t.Errorf("retryIn = %v, want 1s (one token beyond the reserve, at 1/s)", d)
+	}
+	if d := u.retryIn(5 * time.Second); d != 5*time.Second {
+		t.Errorf("retryIn = %v, want at least the given 5s", d)
+	}
+}
+
+// Finals queue in arrival order and are served before any progress edit:
+// while one waits, progress is skipped even when tokens come in.
+func TestUpdateBudgetFinalsFirst(t *testing.T) {
+	clk := newManualClock()
+	u := newUpdateBudget(60, 2, clk)
+	ctx := context.Background()
+	for range 2 {
+		if err := u.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := make(chan string, 2)
+	start := clk.Now()
+	go func() {
+		if u.wait(ctx) == nil {
+			order <- "A"
+		}
+	}()
+	waitQueued(t, u, 1)
+	clk.waitTimer(t, start.Add(time.Second))
+	go func() {
+		if u.wait(ctx) == nil {
+			order <- "B"
+		}
+	}()
+	waitQueued(t, u, 2)
+
+	clk.advance(5 * time.Second) // tokens for both finals and more
+	if u.tryProgress() {
+		t.Fatal("a progress edit went ahead of queued finals")
+	}
+	if got := <-order; got != "A" {
+		t.Fatalf("first final served: %s, want A", got)
+	}
+	if got := <-order; got != "B" {
+		t.Fatalf("second final served: %s, want B", got)
+	}
+	waitQueued(t, u, 0)
+	// 2 tokens were refilled after 5s (burst 2) and the finals took them.
+	if u.tryProgress() {
+		t.Fatal("progress took a token the finals used")
+	}
+
+	// A final whose context ends leaves the queue; the next one is served.
+	u2 := newUpdateBudget(60, 1, clk)
+	if err := u2.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	gone := make(chan error, 1)
+	go func() { gone <- u2.wait(cctx) }()
+	waitQueued(t, u2, 1)
+	cancel()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled final = %v", err)
+	}
+	waitQueued(t, u2, 0)
+	clk.advance(time.Second)
+	if err := u2.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A 429's Retry-After pauses every waiter, and the bucket refills from
+// empty afterwards.
+func TestUpdateBudgetPause(t *testing.T) {
+	clk := newManualClock()
+	u := newUpdateBudget(60, 10, clk)
+	start := clk.Now()
+	u.pause(3 * time.Second)
+	if u.tryProgress() {
+		t.Fatal("progress during a pause")
+	}
+	ctx := context.Background()
+	done := make(chan string, 2)
+	for _, name := range []string{"A", "B"} {
+		go func() {
+			if u.wait(ctx) == nil {
+				done <- name
+			}
+		}()
+		waitQueued(t, u, map[string]int{"A": 1, "B": 2}[name])
+	}
+	// The head sleeps until the pause ends plus one token's refill (1s).
+	clk.waitTimer(t, start.Add(4*time.Second))
+	clk.advance(3 * time.Second)
+	select {
+	case n := <-done:
+		t.Fatalf("final %s went during the pause", n)
+	default:
+	}
+	// A second 429 extends the pause for everyone.
+	u.pause(2 * time.Second)
+	clk.waitTimer(t, start.Add(6*time.Second))
+	clk.advance(3 * time.Second) // t+6s: one token
+	if got := <-done; got != "A" {
+		t.Fatalf("first after the pause: %s", got)
+	}
+	clk.waitTimer(t, start.Add(7*time.Second))
+	clk.advance(time.Second)
+	if got := <-done; got != "B" {
+		t.Fatalf("second after the pause: %s", got)
+	}
+	if u.tryProgress() {
+		t.Fatal("progress right after the pause: the bucket should refill from empty")
+	}
+}
+
+// A nil budget (negative UpdatesPerMinute) never waits nor skips.
+func TestUpdateBudgetUnlimited(t *testing.T) {
+	u := newUpdateBudget(-1, 20, realClock{})
+	if u != nil {
+		t.Fatal("want nil for a negative rate")
+	}
+	for range 1000 {
+		if !u.tryProgress() || u.wait(context.Background()) != nil {
+			t.Fatal("unlimited budget refused")
+		}
+	}
+	u.pause(time.Hour)
+}
+
+// Posts in a channel go in a burst, then one per interval; channels are
+// independent.
+func TestPostPacer(t *testing.T) {
+	clk := newManualClock()
+	p := newPostPacer(time.Second, 3, clk)
+	ctx := context.Background()
+	start := clk.Now()
+	for i := range 3 {
+		if err := p.wait(ctx, "C1"); err != nil {
+			t.Fatalf("post %d of the burst: %v", i, err)
+		}
+	}
+	done := make(chan int, 2)
+	for i := range 2 {
+		go func() {
+			if p.wait(ctx, "C1") == nil {
+				done <- i
+			}
+		}()
+		clk.waitTimer(t, start.Add(time.Duration(i+1)*time.Second))
+	}
+	if err := p.wait(ctx, "C2"); err != nil {
+		t.Fatal("another channel waited")
+	}
+	clk.advance(999 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("a post went before its slot")
+	default:
+	}
+	clk.advance(time.Millisecond)
+	<-done
+	clk.advance(time.Second)
+	<-done
+
+	// A cancelled wait gives its slot back.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- p.wait(cctx, "C1") }()
+	clk.waitTimer(t, clk.Now().Add(time.Second))
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait = %v", err)
+	}
+	clk.advance(time.Second)
+	if err := p.wait(ctx, "C1"); err != nil {
+		t.Fatal(err)
+	}
+	if newPostPacer(-1, 3, clk) != nil {
+		t.Error("a negative interval should disable pacing")
+	}
+}
+
+// One user's repeated refusals: the first of a kind in the thread, five
+// more privately, then dropped; other kinds, users and channels, and the
+// next window, start afresh.
+func TestRefusalGate(t *testing.T) {
+	clk := newManualClock()
+	g := newRefusalGate(30*time.Second, clk)
+	var got []refusalRoute
+	for range 8 {
+		got = append(got, g.route("U1", "C1", "limit"))
+	}
+	want := []refusalRoute{refuseInThread, refuseEphemeral, refuseEphemeral, refuseEphemeral, refuseEphemeral, refuseLast, refuseDropped, refuseDropped}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("routes %v, want %v", got, want)
+		}
+	}
+	for _, c := range []struct{ user, channel, kind string }{{"U1", "C1", "busy"}, {"U2", "C1", "limit"}, {"U1", "C2", "limit"}} {
+		if r := g.route(c.user, c.channel, c.kind); r != refuseInThread {
+			t.Errorf("%v: %s, want thread", c, r)
+		}
+	}
+	clk.advance(30 * time.Second)
+	if r := g.route("U1", "C1", "limit"); r != refuseInThread {
+		t.Errorf("next window: %s, want thread", r)
+	}
+	var off *refusalGate = newRefusalGate(-1, clk)
+	for range 3 {
+		if r := off.route("U1", "C1", "limit"); r != refuseInThread {
+			t.Fatalf("disabled gate: %s", r)
+		}
+	}
+}

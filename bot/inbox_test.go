@@ -1,0 +1,445 @@
+package bot_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"deepresearch/bot"
+	"deepresearch/bot/memstore"
+	"deepresearch/bot/slackfake"
+)
+
+// These tests cover the inbox: every envelope is stored before it is acked
+// and handled from the store, so that no acked envelope is lost when a
+// process dies before handling it, a redelivery is handled once, and a full
+// handler queue only delays an envelope.
+
+const testGrace = 500 * time.Millisecond
+
+func withGrace(o *bot.Options) { o.InboxGrace = testGrace }
+
+// startOn runs a bot instance on store instead of the harness's store.
+func (h *harness) startOn(store bot.Store, edit ...func(*bot.Options)) *runningBot {
+	h.t.Helper()
+	h.n++
+	o := h.options()
+	o.InstanceID = "bot-" + string(rune('A'+h.n-1))
+	w := &testWriter{t: h.t}
+	o.Logger = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test_instance", o.InstanceID)
+	for _, e := range edit {
+		e(&o)
+	}
+	b, err := bot.New(h.res, store, o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningBot{Bot: b, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- b.Run(ctx) }()
+	h.t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			h.t.Errorf("bot stop: %v", err)
+		}
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return r
+}
+
+// envelope returns what the fake sent as envelope id.
+func (h *harness) envelope(id string) slackfake.Envelope {
+	h.t.Helper()
+	for _, e := range h.fake.Envelopes() {
+		if e.ID == id {
+			return e
+		}
+	}
+	h.t.Fatalf("no envelope %s", id)
+	return slackfake.Envelope{}
+}
+
+// inboxKey is the inbox key of an envelope: its event id, or its envelope id.
+func (h *harness) inboxKey(envelopeID string) string {
+	var p struct {
+		EventID string `json:"event_id"`
+	}
+	if json.Unmarshal(h.envelope(envelopeID).Payload, &p) == nil && p.EventID != "" {
+		return "ev:" + p.EventID
+	}
+	return "env:" + envelopeID
+}
+
+func (h *harness) waitDone(ctx context.Context, key string) bot.InboxEntry {
+	h.t.Helper()
+	var e bot.InboxEntry
+	h.waitFor(ctx, "inbox entry "+key+" done", func() bool {
+		var err error
+		e, err = h.store.InboxEntry(ctx, key)
+		return err == nil && e.Done()
+	})
+	return e
+}
+
+func (h *harness) statusCount(channel, threadTS string) int {
+	n := 0
+	for _, m := range h.botMessages(channel, threadTS) {
+		if isStatus(m) {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) acksOf(envelopeID string) int {
+	n := 0
+	for _, a := range h.fake.Acks() {
+		if a.EnvelopeID == envelopeID {
+			n++
+		}
+	}
+	return n
+}
+
+// oneRun checks, after a moment for wrongly repeated work to show, that the
+// thread has exactly one run (the message's), one status message and no
+// refusal or help text.
+func (h *harness) oneRun(ctx context.Context, channel, threadTS string) {
+	h.t.Helper()
+	time.Sleep(2 * testGrace)
+	runs, err := h.store.ListRuns(ctx, bot.RunFilter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		h.t.Errorf("%d runs, want 1", len(runs))
+	}
+	if want := bot.MessageRunID(h.fake.TeamID(), channel, threadTS); len(runs) > 0 && runs[0].ID != want {
+		h.t.Errorf("run id = %s, want %s (derived from the message)", runs[0].ID, want)
+	}
+	if n := h.statusCount(channel, threadTS); n != 1 {
+		h.t.Errorf("%d status messages, want 1", n)
+	}
+	for _, m := range h.botMessages(channel, threadTS) {
+		if strings.Contains(m.Text, "still working") || strings.Contains(m.Text, "research runs in progress") {
+			h.t.Errorf("a refusal was posted: %q", m.Text)
+		}
+	}
+	for _, e := range h.fake.Ephemerals() {
+		h.t.Errorf("an ephemeral was shown: %q", e.Text)
+	}
+}
+
+// metric reads a counter or gauge without labels from a bot's /metrics.
+func metric(t *testing.T, b *bot.Bot, name string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	b.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metric %s not exposed", name)
+	return 0
+}
+
+// A process stores and acks a mention, then dies before handling it (or
+// in the middle, after storing the thread): the next process on the store
+// handles it, once, as the thread's first question.
+func TestAckedMentionSurvivesCrash(t *testing.T) {
+	tests := []struct {
+		name       string
+		leftBehind func(t *testing.T, h *harness, sent slackfake.Sent) // what the dead process wrote besides the inbox entry
+	}{
+		{"before handling", func(*testing.T, *harness, slackfake.Sent) {}},
+		{"after storing the thread", func(t *testing.T, h *harness, sent slackfake.Sent) {
+			key := bot.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+			if _, err := h.store.PutThread(testCtx(t), bot.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.start(withGrace)
+			bot.StopHandling(a.Bot)
+			ctx := testCtx(t)
+			if err := h.fake.WaitConnections(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			sent := h.mention(ctx, "U1", "C1", "survive a crash right after the ack", "")
+			key := h.inboxKey(sent.EnvelopeID)
+			e, err := h.store.InboxEntry(ctx, key)
+			if err != nil || e.Done() || e.Owner != "bot-A" || e.Attempts != 1 || e.Type != "events_api" || len(e.Payload) == 0 {
+				t.Fatalf("inbox entry after the ack = %+v, %v", e, err)
+			}
+			if err := a.stop(); err != nil {
+				t.Fatal(err)
+			}
+			if runs, _ := h.store.ListRuns(ctx, bot.RunFilter{}); len(runs) != 0 {
+				t.Fatalf("the stopped process created %d runs", len(runs))
+			}
+			tc.leftBehind(t, h, sent)
+			h.waitFor(ctx, "old connection gone", func() bool { return len(h.fake.Connections()) == 0 })
+
+			b := h.start(withGrace) // the next process
+			h.withButton(ctx, "C1", sent.TS, "dr_approve")
+			r := h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+			if r.FollowUp {
+				t.Error("the thread's first question was run as a follow-up")
+			}
+			e = h.waitDone(ctx, key)
+			if e.Attempts != 2 || len(e.Payload) != 0 {
+				t.Errorf("done entry = %+v, want 2 attempts and no payload", e)
+			}
+			h.oneRun(ctx, "C1", sent.TS)
+			if n := metric(t, b.Bot, "deepresearch_bot_inbox_recovered_total"); n != 1 {
+				t.Errorf("recovered = %v, want 1", n)
+			}
+			if n := h.acksOf(sent.EnvelopeID); n != 1 {
+				t.Errorf("%d acks, want 1", n)
+			}
+		})
+	}
+}
+
+// A click acked by a process that dies before handling it is applied by
+// the next process: the decision is not lost either.
+func TestAckedClickSurvivesCrash(t *testing.T) {
+	h := newHarness(t)
+	a := h.start(withGrace)
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "approve me after a crash", "")
+	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
+	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	bot.StopHandling(a.Bot)
+	click := h.click(ctx, "U1", "C1", approval, "dr_approve", val)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != bot.StateWaiting || r.Decision != nil {
+		t.Fatalf("the stopped process handled the click: %+v", r)
+	}
+	h.start(withGrace)
+	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
+	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitDone(ctx, h.inboxKey(click.EnvelopeID))
+	h.oneRun(ctx, "C1", sent.TS)
+}
+
+// Slack redelivers an envelope that was stored and acked, to another
+// replica, while the first still holds it: the redelivery is acked and
+// ignored, and the envelope is handled once.
+func TestRedeliveryAfterInboxWriteHandledOnce(t *testing.T) {
+	h := newHarness(t)
+	a := h.start(withGrace)
+	bot.StopHandling(a.Bot)
+	ctx := testCtx(t)
+	if err := h.fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sent := h.mention(ctx, "U1", "C1", "delivered twice, handled once", "")
+	b := h.start(withGrace) // a replica
+	if err := h.fake.WaitConnections(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // round-robin: at least one goes to the replica
+		if err := h.fake.Redeliver(ctx, sent.EnvelopeID, "timeout"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(ctx, "redeliveries acked", func() bool { return h.acksOf(sent.EnvelopeID) == 3 })
+	key := h.inboxKey(sent.EnvelopeID)
+	if e, err := h.store.InboxEntry(ctx, key); err != nil || e.Owner != "bot-A" || e.Attempts != 1 {
+		t.Fatalf("entry after redeliveries = %+v, %v; want held by bot-A, 1 attempt", e, err)
+	}
+	if dup := metric(t, a.Bot, "deepresearch_bot_duplicate_events_total") + metric(t, b.Bot, "deepresearch_bot_duplicate_events_total"); dup != 2 {
+		t.Errorf("%v duplicates counted, want 2", dup)
+	}
+	// The first process dies; the replica takes the envelope over.
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h.withButton(ctx, "C1", sent.TS, "dr_approve")
+	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	if e := h.waitDone(ctx, key); e.Attempts != 2 {
+		t.Errorf("attempts = %d, want 2", e.Attempts)
+	}
+	h.oneRun(ctx, "C1", sent.TS)
+}
+
+// Handling a message again finds the run it created: after a crash between
+// creating the run and marking the envelope done (its entry is taken over),
+// and when the same message comes as a second event (another event id).
+// Neither creates a run, posts a status message or refuses.
+func TestMessageHandledAgainFindsItsRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		repeat func(t *testing.T, h *harness, env slackfake.Envelope)
+	}{
+		{"taken over after a crash", func(t *testing.T, h *harness, env slackfake.Envelope) {
+			// What a process that died after CreateRun leaves behind.
+			past := time.Now().Add(-time.Minute)
+			ok, err := h.store.PutInbox(testCtx(t), []bot.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
+				Payload: env.Payload, ReceivedAt: past, Owner: "dead", LeaseUntil: past.Add(testGrace)}})
+			if err != nil || !ok[0] {
+				t.Fatalf("put: %v %v", ok, err)
+			}
+			e := h.waitDone(testCtx(t), "ev:crashed")
+			if e.Attempts != 2 {
+				t.Errorf("attempts = %d, want 2", e.Attempts)
+			}
+		}},
+		{"second event of the message", func(t *testing.T, h *harness, env slackfake.Envelope) {
+			var p struct {
+				Event map[string]any `json:"event"`
+			}
+			if err := json.Unmarshal(env.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			id, err := h.fake.SendEvent(testCtx(t), p.Event) // a new event id
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.waitDone(testCtx(t), h.inboxKey(id))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.start(withGrace)
+			ctx := testCtx(t)
+			sent := h.mention(ctx, "U1", "C1", "one message, one run", "")
+			h.withButton(ctx, "C1", sent.TS, "dr_approve")
+			h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+			tc.repeat(t, h, h.envelope(sent.EnvelopeID))
+			h.oneRun(ctx, "C1", sent.TS)
+			if n := len(h.botMessages("C1", sent.TS)); n != 2 { // status, approval
+				t.Errorf("%d bot messages in the thread, want 2", n)
+			}
+		})
+	}
+}
+
+// With the handler queue full, an envelope is still acked: it waits in the
+// inbox and recovery hands it to a worker once there is room. A handler
+// that runs longer than the grace keeps its entry (the lease is renewed).
+func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	entered := make(chan string, 4)
+	var calls sync.Map // action id -> *atomic.Int32
+	blocker := func(ctx context.Context, cb slack.InteractionCallback) error {
+		id := cb.ActionCallback.BlockActions[0].ActionID
+		n, _ := calls.LoadOrStore(id, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		entered <- id
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	a := h.start(withGrace, func(o *bot.Options) {
+		o.Workers, o.QueueSize = 1, 1
+		o.Interactions = map[string]bot.InteractionHandler{"block_": blocker}
+	})
+	ctx := testCtx(t)
+	if err := h.fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.click(ctx, "U1", "C1", slackfake.Message{}, "block_1", "x") // the one worker waits in it
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the blocking handler never ran")
+	}
+	h.click(ctx, "U1", "C1", slackfake.Message{}, "block_2", "x") // fills the queue
+	sent := h.mention(ctx, "U1", "C1", "wait for a free worker", "")
+	// The ack comes before the hand-over, and the two envelopes may reach
+	// the queue in either order: one of them waits in the inbox.
+	h.waitFor(ctx, "an envelope deferred", func() bool {
+		return metric(t, a.Bot, "deepresearch_bot_deferred_events_total") == 1
+	})
+	time.Sleep(3 * testGrace) // longer than the lease: the busy handler renews it
+	if runs, _ := h.store.ListRuns(ctx, bot.RunFilter{}); len(runs) != 0 {
+		t.Fatalf("%d runs while every worker is busy", len(runs))
+	}
+	close(release)
+	h.withButton(ctx, "C1", sent.TS, "dr_approve")
+	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitDone(ctx, h.inboxKey(sent.EnvelopeID))
+	h.oneRun(ctx, "C1", sent.TS)
+	for _, id := range []string{"block_1", "block_2"} {
+		n, ok := calls.Load(id)
+		if !ok || n.(*atomic.Int32).Load() != 1 {
+			t.Errorf("handler of %s ran %v times, want once", id, n)
+		}
+	}
+	if n := metric(t, a.Bot, "deepresearch_bot_dropped_events_total"); n != 0 {
+		t.Errorf("dropped = %v", n)
+	}
+}
+
+// failingInbox is a store whose inbox writes fail a number of times (the
+// database is down).
+type failingInbox struct {
+	*memstore.Store
+	fails atomic.Int32
+}
+
+func (f *failingInbox) PutInbox(ctx context.Context, es []bot.InboxEntry) ([]bool, error) {
+	if f.fails.Add(-1) >= 0 {
+		return nil, errors.New("database is down")
+	}
+	return f.Store.PutInbox(ctx, es)
+}
+
+// An envelope that cannot be stored is not acked: Slack delivers it again,
+// and once it is stored it is acked and handled once.
+func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
+	h := newHarness(t, slackfake.WithRedelivery(300*time.Millisecond, 5))
+	store := &failingInbox{Store: h.store}
+	store.fails.Store(2)
+	b := h.startOn(store, withGrace)
+	ctx := testCtx(t)
+	if err := h.fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := h.fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "store me before the ack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := h.fake.WaitAck(sent.EnvelopeID, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Attempt != 2 {
+		t.Errorf("first ack answers delivery attempt %d, want 2 (the first two were not stored)", ack.Attempt)
+	}
+	h.withButton(ctx, "C1", sent.TS, "dr_approve")
+	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.oneRun(ctx, "C1", sent.TS)
+	if n := metric(t, b.Bot, "deepresearch_bot_inbox_errors_total"); n != 2 {
+		t.Errorf("inbox errors = %v, want 2", n)
+	}
+}
