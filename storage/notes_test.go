@@ -2,69 +2,35 @@ package storage_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"deepresearch/agent"
 	"deepresearch/storage"
+	"deepresearch/storage/pgtest"
 )
 
-func openBoth(t *testing.T) map[string]*storage.DB {
+// openDB opens an empty DB of the kind: "sqlite", or "postgres" (a fresh
+// schema; without a server the test skips, unless CI is set).
+func openDB(t *testing.T, kind string) *storage.DB {
 	t.Helper()
-	ctx := context.Background()
-	out := map[string]*storage.DB{}
-	db, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir()})
+	cfg := storage.Config{DataDir: t.TempDir()}
+	if kind == "postgres" {
+		cfg = storage.Config{DatabaseURL: pgtest.Schema(t)}
+	}
+	db, err := storage.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	out["sqlite"] = db
-
-	base := os.Getenv("DEEPRESEARCH_TEST_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", err)
-		}
-		t.Logf("PostgreSQL not reachable (%v); testing SQLite only", err)
-		return out
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "notes_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	pg, err := storage.Open(ctx, storage.Config{DatabaseURL: u.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Close() })
-	out["postgres"] = pg
-	return out
+	return db
 }
 
 func TestResearchNotes(t *testing.T) {
-	for kind, db := range openBoth(t) {
+	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
+			db := openDB(t, kind)
 			ctx := context.Background()
 			notes := db.Notes()
 			at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)

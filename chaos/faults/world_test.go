@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -22,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
@@ -31,6 +27,7 @@ import (
 	"deepresearch/bot/agentrun"
 	"deepresearch/bot/slackfake"
 	"deepresearch/graph"
+	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
 	"deepresearch/tools/fetch"
@@ -163,7 +160,7 @@ func newWorld(t testing.TB, cfg config) *world {
 	// Stores.
 	ctx := context.Background()
 	if cfg.Postgres {
-		dsn := freshSchema(t)
+		dsn := pgtest.Schema(t)
 		if cfg.PGProxy {
 			p, err := NewProxy("127.0.0.1:5432")
 			if err != nil {
@@ -265,53 +262,6 @@ func (w *world) close() {
 	if w.sq != nil {
 		w.sq.Close()
 	}
-}
-
-func pgBaseURL() string {
-	if u := os.Getenv("DEEPRESEARCH_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// freshSchema creates a schema dropped when the test ends and returns a URL
-// whose search_path points at it. Without a server it skips, unless CI=true.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgBaseURL())
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Postgres is required when CI=true: %v", err)
-		}
-		t.Skipf("Postgres unreachable (%v)", err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "chaos_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, pgBaseURL())
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	u, _ := url.Parse(pgBaseURL())
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 func (w *world) hit(path string) {

@@ -2,52 +2,29 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"deepresearch/bot"
 	"deepresearch/storage"
+	"deepresearch/storage/pgtest"
 )
 
 // The pool gauges on Postgres follow pgxpool.Stat at scrape time, and the
 // pool size set in DATABASE_URL (pool_max_conns) is the one reported.
 func TestDBPoolMetricsPostgres(t *testing.T) {
-	base := os.Getenv("DEEPRESEARCH_TEST_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", err)
-		}
-		t.Skipf("PostgreSQL not reachable (%v); CI runs this test", err)
-	}
-	defer conn.Close(context.Background())
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "dbmetrics_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-	u, err := url.Parse(base)
+	u, err := url.Parse(pgtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := u.Query()
-	q.Set("search_path", schema)
 	q.Set("pool_max_conns", "3")
 	u.RawQuery = q.Encode()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 
 	db, err := storage.Open(ctx, storage.Config{DatabaseURL: u.String()})
 	if err != nil {

@@ -7,12 +7,9 @@ package crashtest
 import (
 	"bufio"
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,9 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"deepresearch/graph"
+	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
 )
@@ -208,46 +204,13 @@ func child() int {
 	return code
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = crand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func TestCrashSQLite(t *testing.T) {
 	dsn := filepath.Join(t.TempDir(), "crash.db")
 	crashLoop(t, "sqlite", dsn)
 }
 
 func TestCrashPostgres(t *testing.T) {
-	base := os.Getenv("DEEPRESEARCH_TEST_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", err)
-		}
-		t.Skipf("PostgreSQL not reachable (%v); CI runs this test", err)
-	}
-	schema := "crash_" + randomHex(6)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	crashLoop(t, "postgres", u.String())
+	crashLoop(t, "postgres", pgtest.Schema(t))
 }
 
 func crashLoop(t *testing.T, kind, dsn string) {

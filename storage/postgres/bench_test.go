@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"deepresearch/graph"
+	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 )
 
@@ -59,7 +60,7 @@ func buildChain(tb testing.TB, k int, opts graph.Options) *graph.Graph[chainStat
 func BenchmarkW3(b *testing.B) {
 	ctx := context.Background()
 	var cnt counter
-	dsn := freshSchema(b)
+	dsn := pgtest.Schema(b)
 	s, err := postgres.Open(ctx, postgres.Options{URL: dsn, Tracer: &cnt})
 	if err != nil {
 		b.Fatal(err)
@@ -103,7 +104,7 @@ type draftState struct {
 func BenchmarkW4(b *testing.B) {
 	ctx := context.Background()
 	var cnt counter
-	dsn := freshSchema(b)
+	dsn := pgtest.Schema(b)
 	s, err := postgres.Open(ctx, postgres.Options{URL: dsn, Tracer: &cnt})
 	if err != nil {
 		b.Fatal(err)

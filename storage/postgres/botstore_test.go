@@ -5,6 +5,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/storetest"
+	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/storagetest"
 )
@@ -12,17 +13,17 @@ import (
 var _ bot.Store = (*postgres.BotStore)(nil)
 
 // Each test gets a fresh schema (search_path in the URL); without a server
-// they skip, unless CI=true, when they fail.
+// they skip, unless CI is set, when they fail.
 func TestBotStoreConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) bot.Store {
-		return postgres.NewBotStore(open(t, freshSchema(t), storagetest.Options{}))
+		return postgres.NewBotStore(open(t, pgtest.Schema(t), storagetest.Options{}))
 	})
 }
 
 // TestBotStoreTwoHandles races goroutines over two Stores (two connection
 // pools) on one schema: the compare-and-set rules must hold across them.
 func TestBotStoreTwoHandles(t *testing.T) {
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 	a := open(t, dsn, storagetest.Options{}).BotStore()
 	b := open(t, dsn, storagetest.Options{}).BotStore()
 	storetest.RunTwoHandles(t, a, b)

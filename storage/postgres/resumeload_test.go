@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"deepresearch/graph"
+	"deepresearch/storage/pgtest"
 	"deepresearch/storage/storagetest"
 )
 
@@ -21,7 +22,7 @@ type approvalState struct {
 // The one-round-trip answer (ResumeLoad) applies an answer exactly once, even
 // when twenty answers race from two pools.
 func TestResumeLoadAnswersOnce(t *testing.T) {
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 	a := open(t, dsn, storagetest.Options{})
 	b := open(t, dsn, storagetest.Options{})
 	var reviews atomic.Int64

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"deepresearch/graph"
+	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/storagetest"
 )
@@ -28,7 +29,7 @@ func cp(id, parent int64) *graph.StoredCheckpoint {
 func TestStatements(t *testing.T) {
 	ctx := context.Background()
 	var cnt counter
-	s, err := postgres.Open(ctx, postgres.Options{URL: freshSchema(t), Tracer: &cnt})
+	s, err := postgres.Open(ctx, postgres.Options{URL: pgtest.Schema(t), Tracer: &cnt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestStatements(t *testing.T) {
 // no checkpoint or write outlived its chain.
 func TestNoOrphans(t *testing.T) {
 	ctx := context.Background()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 	a, b := open(t, dsn, storagetest.Options{}), open(t, dsn, storagetest.Options{})
 	for round := 0; round < 6; round++ {
 		thread := fmt.Sprint("th", round)
@@ -142,7 +143,7 @@ func TestNoOrphans(t *testing.T) {
 
 func TestMigrateTruncateTables(t *testing.T) {
 	ctx := context.Background()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 	s := open(t, dsn, storagetest.Options{})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("second Migrate: %v", err)
