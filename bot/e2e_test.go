@@ -82,6 +82,22 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 	if !strings.Contains(string(m.Blocks), "*u1*") {
 		t.Errorf("decision does not name the decider: %s", m.Blocks)
 	}
+	// The clicked message was replaced through the click's response_url,
+	// not with chat.update (which status edits need under load).
+	replaced := 0
+	for _, p := range h.fake.ResponsePosts() {
+		if p.ReplaceOriginal && strings.Contains(string(p.Blocks), "Approved") {
+			replaced++
+		}
+	}
+	for _, c := range h.fake.CallLog("chat.update") {
+		if c.Params.Get("ts") == approval.TS {
+			t.Errorf("the approval message was edited with chat.update")
+		}
+	}
+	if replaced != 1 {
+		t.Errorf("%d response_url replacements of the approval message, want 1", replaced)
+	}
 	if got := h.res.Calls(); !slices.Equal(got, []string{"start:" + run.ThreadID, "resume:" + run.ThreadID}) {
 		t.Errorf("researcher calls = %v", got)
 	}

@@ -91,7 +91,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			if question == "" {
 				return
 			}
-			b.decide(ctx, r, Decision{InterruptID: r.Interrupt.ID, Action: ActionAnswer, Text: question, By: user, At: b.now()}, channel, root)
+			b.decide(ctx, r, Decision{InterruptID: r.Interrupt.ID, Action: ActionAnswer, Text: question, By: user, At: b.now()}, channel, root, clickSource{})
 			return
 		}
 		if answerOnly {
@@ -138,7 +138,11 @@ func (b *Bot) mayDecide(r Run, user string) bool {
 }
 
 // decide records a decision once and resumes (or cancels) the run.
-func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS string) {
+// clickSource is where a decision came from when it came from a button:
+// the message clicked and the interaction's response_url.
+type clickSource struct{ messageTS, responseURL string }
+
+func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS string, from clickSource) {
 	cur, err := b.store.Decide(ctx, r.ID, d)
 	// The approval message is posted just before its run is recorded as
 	// waiting; a quick click lands in between. Give the run a moment.
@@ -169,8 +173,18 @@ func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS s
 	b.log.Info("bot: decision", "run_id", r.ID, "thread_id", r.ThreadID, "action", d.Action, "by", d.By)
 	if cur.Interrupt != nil && cur.Interrupt.MessageTS != "" && cur.Interrupt.Kind != InterruptQuestion {
 		text, blocks := decidedBlocks(*cur.Interrupt, d, b.userName(ctx, d.By))
-		if err := b.updateMessage(ctx, cur.Key.Channel, cur.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
-			b.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
+		replaced := false
+		if from.responseURL != "" && from.messageTS == cur.Interrupt.MessageTS {
+			err := b.replaceOriginal(ctx, from.responseURL, text, blocks)
+			if err != nil {
+				b.log.Warn("bot: replace decided message", "run_id", r.ID, "err", err)
+			}
+			replaced = err == nil
+		}
+		if !replaced {
+			if err := b.updateMessage(ctx, cur.Key.Channel, cur.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+				b.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
+			}
 		}
 	}
 	if d.Action == ActionCancel {
@@ -287,7 +301,7 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 			}
 			return
 		}
-		b.decide(ctx, r, Decision{InterruptID: intrID, Action: action, By: user, At: b.now()}, channel, threadTS)
+		b.decide(ctx, r, Decision{InterruptID: intrID, Action: action, By: user, At: b.now()}, channel, threadTS, clickSource{messageTS: cb.Container.MessageTs, responseURL: cb.ResponseURL})
 	}
 }
 
@@ -309,7 +323,7 @@ func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallb
 		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
 		return
 	}
-	b.decide(ctx, r, Decision{InterruptID: intrID, Action: ActionRevise, Text: text, By: user, At: b.now()}, r.Key.Channel, r.Key.ThreadTS)
+	b.decide(ctx, r, Decision{InterruptID: intrID, Action: ActionRevise, Text: text, By: user, At: b.now()}, r.Key.Channel, r.Key.ThreadTS, clickSource{})
 }
 
 func (b *Bot) onCancelButton(ctx context.Context, runID, user, channel, threadTS string) {

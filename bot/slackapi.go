@@ -260,11 +260,28 @@ func (b *Bot) respond(ctx context.Context, responseURL, text string, blocks []sl
 	if len(blocks) > 0 {
 		msg["blocks"] = blocks
 	}
+	if err := b.postResponse(ctx, responseURL, msg); err != nil {
+		b.log.Warn("bot: response_url", "err", err)
+	}
+}
+
+// replaceOriginal replaces the message an interaction came from through the
+// interaction's response_url: immediate for the person who clicked, and
+// outside the chat.update budget that status edits share.
+func (b *Bot) replaceOriginal(ctx context.Context, responseURL, text string, blocks []slack.Block) error {
+	msg := map[string]any{"replace_original": true, "text": text}
+	if len(blocks) > 0 {
+		msg["blocks"] = blocks
+	}
+	return b.postResponse(ctx, responseURL, msg)
+}
+
+func (b *Bot) postResponse(ctx context.Context, responseURL string, msg map[string]any) error {
 	body, err := json.Marshal(msg)
 	if err != nil {
-		return
+		return err
 	}
-	err = b.call(ctx, "response_url", true, func(ctx context.Context) error {
+	return b.call(ctx, "response_url", true, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(body))
 		if err != nil {
 			return err
@@ -281,9 +298,6 @@ func (b *Bot) respond(ctx context.Context, responseURL, text string, blocks []sl
 		}
 		return nil
 	})
-	if err != nil {
-		b.log.Warn("bot: response_url", "err", err)
-	}
 }
 
 // userName returns a user's display name (escaped, never a mention), cached.
