@@ -11,6 +11,12 @@
 //   - TestReplicasPostgres: three serve processes share one Postgres and the
 //     Socket Mode load; every mention is handled once, and every digest
 //     firing runs once.
+//   - TestLoadReplicasPostgres: 150 (long: 1,000) concurrent runs with
+//     simulated LLM latency across three serve processes on one Postgres;
+//     every thread gets one report and one Done message, each process's
+//     DB connections stay within its pool and its goroutines return to
+//     their baseline. It prints RSS, goroutines, connections and Slack call
+//     rates (FIGURES load3).
 //
 // The short versions run in `go test ./...` (and `make chaos`); CHAOS_LONG=1
 // runs the long ones (`make chaos-long`). Everything is in the test files.

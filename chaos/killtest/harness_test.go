@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -376,6 +377,9 @@ type fleet struct {
 	bin    string
 	env    []string
 	logDir string
+	// slotEnv overrides variables of env in one slot (e.g. a /metrics
+	// address per process); set before starting the slot.
+	slotEnv map[int]map[string]string
 
 	mu         sync.Mutex
 	slots      []*proc
@@ -424,6 +428,12 @@ func (f *fleet) start(slot int) {
 	}
 	p.cmd = exec.Command(f.bin, "serve")
 	p.cmd.Env = f.env
+	if len(f.slotEnv[slot]) > 0 {
+		p.cmd.Env = slices.Clone(f.env)
+		for k, v := range f.slotEnv[slot] {
+			p.cmd.Env = append(p.cmd.Env, k+"="+v) // the last value of a name wins
+		}
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
@@ -597,14 +607,21 @@ type threadView struct {
 }
 
 func inspect(fake *slackfake.Server, channel, ts string) threadView {
+	return viewOf(fake.Files(), fake.Thread(channel, ts), channel, ts)
+}
+
+// viewOf builds a thread's view from the fake's files and the thread's
+// messages (inspect for one thread; the load test reads the fake once for
+// many threads).
+func viewOf(files []slackfake.File, thread []slackfake.Message, channel, ts string) threadView {
 	var v threadView
-	for _, f := range fake.Files() {
+	for _, f := range files {
 		if f.Completed && f.ThreadTS == ts && len(f.Channels) > 0 && f.Channels[0] == channel {
 			v.Reports++
 			v.ReportNames = append(v.ReportNames, f.Name)
 		}
 	}
-	for _, m := range fake.Thread(channel, ts) {
+	for _, m := range thread {
 		if !m.IsBot() {
 			continue
 		}
