@@ -48,23 +48,31 @@ type Options struct {
 	Lease             time.Duration // run lease (default 30s)
 	HeartbeatEvery    time.Duration // lease renewal period (default Lease/3)
 	RecoverEvery      time.Duration // how often to look for queued runs and expired leases (default 5s)
-	ProgressInterval  time.Duration // minimum time between edits in one channel (default 1s)
+	PresenceEvery     time.Duration // how often to announce this process in the store and count the live replicas (default 2s; see UpdatesPerMinute)
+	ProgressInterval  time.Duration // minimum time between edits in one channel for the workspace; N live replicas each keep N× it (default 1s)
 	StatusRefresh     time.Duration // assistant.threads.setStatus refresh period (default 90s; Slack clears it after ~2min)
 	EventTTL          time.Duration // how long processed event ids are remembered (default 24h)
 	ShutdownTimeout   time.Duration // how long Run waits for handlers and runs to stop (default 10s)
 	SlackRetries      int           // retries of a Slack call on 429/5xx (default 4)
 
-	// UpdatesPerMinute and UpdateBurst are this process's budget for
+	// UpdatesPerMinute and UpdateBurst are the workspace's budget for
 	// chat.update (Slack Tier 3: about 50 a minute per workspace and app).
-	// Final pictures wait for a token ahead of progress edits; progress
-	// edits leave half the burst to finals and are skipped (shown later,
-	// coalesced) when the budget is short. Defaults 50 and 20; negative:
-	// unlimited. With N replicas on one workspace, give each 1/N.
+	// The replicas on one store split it among themselves automatically:
+	// each announces itself in the store every PresenceEvery, counts those
+	// seen in the last three periods (N), and keeps 1/N of the rate and of
+	// the burst (at least 1), so the fleet stays within the budget as it
+	// scales. Final pictures wait for a token ahead of progress edits;
+	// progress edits leave half the burst to finals and are skipped (shown
+	// later, coalesced) when the budget is short. Defaults 50 and 20;
+	// negative: unlimited.
 	UpdatesPerMinute int
 	UpdateBurst      int
-	// PostBurst and PostInterval pace chat.postMessage per channel: a
-	// burst, then one message per interval (Slack: about 1/s per channel).
-	// Defaults 3 and 1s; a negative PostInterval disables pacing.
+	// PostBurst and PostInterval pace chat.postMessage per channel for
+	// the whole workspace: a burst, then one message per interval (Slack:
+	// about 1/s per channel). With N live replicas each posts one message
+	// per N intervals, in bursts of PostBurst/N (at least 1); edits in a
+	// channel are likewise spaced ProgressInterval × N apart. Defaults 3
+	// and 1s; a negative PostInterval disables pacing.
 	PostBurst    int
 	PostInterval time.Duration
 	// RefusalWindow caps refusal replies (busy, per-user limit, too long,
@@ -136,6 +144,7 @@ func (o *Options) defaults() {
 	def(&o.Lease, 30*time.Second)
 	def(&o.HeartbeatEvery, o.Lease/3)
 	def(&o.RecoverEvery, 5*time.Second)
+	def(&o.PresenceEvery, 2*time.Second)
 	def(&o.ProgressInterval, time.Second)
 	def(&o.StatusRefresh, 90*time.Second)
 	def(&o.EventTTL, 24*time.Hour)
@@ -209,6 +218,11 @@ type Bot struct {
 	updates  *updateBudget // chat.update budget of the process (nil: unlimited)
 	posts    *postPacer    // chat.postMessage pace per channel (nil: unpaced)
 	refusals *refusalGate  // caps refusal replies under a flood (nil: uncapped)
+
+	live atomic.Int32 // replicas the workspace's budgets are split among (presence.go)
+	// presence goroutine only (presence.go):
+	presenceFailing    bool // the last round failed (logged once)
+	presenceRecovering int  // rounds after an outage in which the count may only grow
 
 	runSlots  chan struct{}
 	runCtx    context.Context // parent of every run; cancelled at shutdown
@@ -289,6 +303,8 @@ func New(researcher Researcher, store Store, opts Options) (*Bot, error) {
 		}
 		return counts
 	}
+	b.live.Store(1)
+	m.liveInstances.Set(1)
 	b.api = slack.New(opts.BotToken, sopts...)
 	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
@@ -329,6 +345,10 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	b.log.Info("bot: starting", "bot_user", b.botUserID, "team", b.teamID)
 
+	// Count the replicas before the first event, so that this process
+	// starts with its share of the workspace's Slack budgets.
+	b.presence(ctx)
+
 	b.runCtx, b.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
 	p := newPool(b.opts.Workers, b.opts.QueueSize)
@@ -346,6 +366,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	loops.Go(func() { b.dispatchLoop(sockCtx, in) })
 	loops.Go(func() { b.ingestLoop(sockCtx, in, p) })
 	loops.Go(func() { b.recoveryLoop(sockCtx, p) })
+	loops.Go(func() { b.presenceLoop(sockCtx) })
 
 	var runErr error
 	select {
@@ -373,6 +394,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.log.Warn("bot: runs still busy at shutdown; their leases will expire")
 	}
 	b.workCancel()
+	b.leave(ctx)
 	b.log.Info("bot: stopped")
 	return runErr
 }

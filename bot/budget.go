@@ -20,6 +20,10 @@ import (
 //     channel with short bursts.
 //   - refusalGate: one user's flood of mentions gets one refusal of a kind
 //     in the channel per window; repeats go to that user alone.
+//
+// updateBudget and postPacer are given the workspace's budget and keep this
+// process's share of it: setShare(n) splits it among n live replicas (the
+// bot counts them in the store's instance registry, see presence.go).
 
 // clock is the time source of the limiters; tests use a manual one.
 type clock interface {
@@ -67,12 +71,15 @@ const tokenEps = 1e-9
 // pauses the bucket for its Retry-After, for every waiter. A nil
 // *updateBudget is unlimited.
 type updateBudget struct {
-	clk     clock
-	rate    float64 // tokens per second
-	burst   float64
-	reserve float64 // tokens progress edits leave for finals
+	clk       clock
+	perMinute float64 // the workspace's rate
+	fullBurst int     // the workspace's burst
 
 	mu      sync.Mutex
+	share   int     // replicas the workspace's budget is split among
+	rate    float64 // this process's tokens per second: perMinute/60/share
+	burst   float64 // this process's burst: fullBurst/share, at least 1
+	reserve float64 // tokens progress edits leave for finals: half the burst
 	tokens  float64
 	last    time.Time // tokens were counted up to here (later than now during a pause)
 	paused  time.Time // no token before this
@@ -84,24 +91,64 @@ type updateBudget struct {
 // that every waiter has its own address.
 type budgetWaiter struct{ _ byte }
 
-// newUpdateBudget returns a bucket of burst tokens refilled at perMinute;
-// nil (unlimited) when perMinute is negative. The reserve for finals is
-// half the burst, rounded down.
+// newUpdateBudget returns a bucket of burst tokens refilled at perMinute
+// (the whole workspace's budget: a share of 1); nil (unlimited) when
+// perMinute is negative. The reserve for finals is half the burst, rounded
+// down.
 func newUpdateBudget(perMinute, burst int, clk clock) *updateBudget {
 	if perMinute < 0 {
 		return nil
 	}
-	perMinute = max(perMinute, 1)
-	burst = max(burst, 1)
-	return &updateBudget{
-		clk:     clk,
-		rate:    float64(perMinute) / 60,
-		burst:   float64(burst),
-		reserve: float64(burst / 2),
-		tokens:  float64(burst),
-		last:    clk.Now(),
-		changed: make(chan struct{}),
+	u := &updateBudget{
+		clk:       clk,
+		perMinute: float64(max(perMinute, 1)),
+		fullBurst: max(burst, 1),
+		last:      clk.Now(),
+		changed:   make(chan struct{}),
 	}
+	u.applyShareLocked(1)
+	u.tokens = u.burst
+	return u
+}
+
+func (u *updateBudget) applyShareLocked(n int) {
+	u.share = n
+	u.rate = u.perMinute / 60 / float64(n)
+	b := max(u.fullBurst/n, 1)
+	u.burst = float64(b)
+	u.reserve = float64(b / 2)
+}
+
+// setShare makes the bucket this process's share of the workspace's budget
+// when n replicas (at least 1) split it: the rate and the burst divided by
+// n (the burst rounded down, at least 1), the reserve half the new burst.
+// Tokens earned so far count at the old rate; tokens beyond the new burst
+// are dropped. Queued finals keep their places and recompute their wait.
+func (u *updateBudget) setShare(n int) {
+	if u == nil {
+		return
+	}
+	n = max(n, 1)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if n == u.share {
+		return
+	}
+	u.refillLocked(u.clk.Now())
+	u.applyShareLocked(n)
+	u.tokens = min(u.tokens, u.burst)
+	u.notifyLocked()
+}
+
+// current returns the bucket's rate (a minute) and burst; -1 and 0 when
+// unlimited.
+func (u *updateBudget) current() (perMinute float64, burst int) {
+	if u == nil {
+		return -1, 0
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.perMinute / float64(u.share), int(u.burst)
 }
 
 func (u *updateBudget) refillLocked(now time.Time) {
@@ -249,12 +296,15 @@ func (u *updateBudget) retryIn(least time.Duration) time.Duration {
 // postPacer spaces chat.postMessage calls per channel: burst at once, then
 // one per interval. A nil *postPacer does not pace.
 type postPacer struct {
-	clk      clock
-	interval time.Duration
-	burst    float64
+	clk          clock
+	fullInterval time.Duration // the workspace's pace in a channel
+	fullBurst    int
 
-	mu    sync.Mutex
-	chans map[string]*paceState
+	mu       sync.Mutex
+	share    int           // replicas the pace is split among
+	interval time.Duration // this process's: fullInterval × share
+	burst    float64       // this process's: fullBurst/share, at least 1
+	chans    map[string]*paceState
 }
 
 type paceState struct {
@@ -270,7 +320,45 @@ func newPostPacer(interval time.Duration, burst int, clk clock) *postPacer {
 	if interval == 0 {
 		interval = time.Second
 	}
-	return &postPacer{clk: clk, interval: interval, burst: float64(max(burst, 1)), chans: map[string]*paceState{}}
+	burst = max(burst, 1)
+	return &postPacer{clk: clk, fullInterval: interval, fullBurst: burst,
+		share: 1, interval: interval, burst: float64(burst), chans: map[string]*paceState{}}
+}
+
+// setShare makes the pace this process's share when n replicas (at least
+// 1) post in the same channels: one message per interval × n, bursts of
+// burst/n (at least 1). Slots earned so far count at the old pace; slots
+// already handed out (posts sleeping until theirs) stay as they are.
+func (p *postPacer) setShare(n int) {
+	if p == nil {
+		return
+	}
+	n = max(n, 1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n == p.share {
+		return
+	}
+	now := p.clk.Now()
+	for _, st := range p.chans {
+		p.refillLocked(st, now)
+	}
+	p.share = n
+	p.interval = p.fullInterval * time.Duration(n)
+	p.burst = float64(max(p.fullBurst/n, 1))
+	for _, st := range p.chans {
+		st.tokens = min(st.tokens, p.burst)
+	}
+}
+
+// current returns the pacer's interval and burst; -1 and 0 when unpaced.
+func (p *postPacer) current() (time.Duration, int) {
+	if p == nil {
+		return -1, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.interval, int(p.burst)
 }
 
 func (p *postPacer) refillLocked(st *paceState, now time.Time) {

@@ -354,3 +354,186 @@ func TestRefusalGate(t *testing.T) {
 		}
 	}
 }
+
+// A share of the workspace's chat.update budget: rate and burst divided by
+// the live replicas (tokens beyond the new burst dropped, the reserve half
+// the new burst), and back to the full budget when the others leave.
+// Finals waiting while the share changes keep their order and are served
+// at the new rate.
+func TestUpdateBudgetShare(t *testing.T) {
+	clk := newManualClock()
+	u := newUpdateBudget(60, 20, clk)
+	if pm, b := u.current(); pm != 60 || b != 20 {
+		t.Fatalf("full budget = %v/min, burst %d; want 60, 20", pm, b)
+	}
+	u.setShare(3)
+	if pm, b := u.current(); pm != 20 || b != 6 {
+		t.Fatalf("a third = %v/min, burst %d; want 20, 6", pm, b)
+	}
+	// 20 tokens clamped to 6, of which 3 are the finals' reserve.
+	for i := range 3 {
+		if !u.tryProgress() {
+			t.Fatalf("progress edit %d refused", i)
+		}
+	}
+	if u.tryProgress() {
+		t.Fatal("a progress edit took the reserve: tokens were not clamped to the new burst")
+	}
+	ctx := context.Background()
+	for range 3 {
+		if err := u.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Empty: the next final waits one token at 20/min, 3s.
+	start := clk.Now()
+	order := make(chan string, 3)
+	final := func(name string) {
+		if u.wait(ctx) == nil {
+			order <- name
+		}
+	}
+	go final("A")
+	waitQueued(t, u, 1)
+	clk.waitTimer(t, start.Add(3*time.Second))
+	go final("B")
+	waitQueued(t, u, 2)
+	clk.advance(time.Second) // 1/3 of a token earned at the old rate
+	// The others left: 60/min again. A needs 2/3 of a token, 0.67s.
+	u.setShare(1)
+	if pm, b := u.current(); pm != 60 || b != 20 {
+		t.Fatalf("back to the full budget = %v/min, burst %d; want 60, 20", pm, b)
+	}
+	clk.advance(700 * time.Millisecond)
+	if got := <-order; got != "A" {
+		t.Fatalf("first final served: %s, want A", got)
+	}
+	select {
+	case got := <-order:
+		t.Fatalf("final %s served without a token", got)
+	default:
+	}
+	// The share shrinks again while B waits: B's wait grows with it (one
+	// token at 30/min: 2s, minus the 0.03 token left over).
+	waitQueued(t, u, 1)
+	u.setShare(2)
+	if pm, b := u.current(); pm != 30 || b != 10 {
+		t.Fatalf("a half = %v/min, burst %d; want 30, 10", pm, b)
+	}
+	clk.advance(time.Second)
+	select {
+	case got := <-order:
+		t.Fatalf("final %s served at the old rate", got)
+	default:
+	}
+	clk.advance(time.Second)
+	if got := <-order; got != "B" {
+		t.Fatalf("second final served: %s, want B", got)
+	}
+	waitQueued(t, u, 0)
+
+	// Shares of a small burst keep at least one token; an unlimited
+	// budget has no share.
+	v := newUpdateBudget(50, 2, clk)
+	v.setShare(5)
+	if pm, b := v.current(); pm != 10 || b != 1 {
+		t.Errorf("a fifth of 50/min, burst 2 = %v/min, burst %d; want 10, 1", pm, b)
+	}
+	var off *updateBudget
+	off.setShare(3)
+	if pm, _ := off.current(); pm != -1 {
+		t.Errorf("unlimited budget's rate = %v, want -1", pm)
+	}
+}
+
+// A share of the channel pace: one post per interval × live, bursts of
+// burst/live (at least 1); back to the full pace when the others leave.
+func TestPostPacerShare(t *testing.T) {
+	clk := newManualClock()
+	p := newPostPacer(time.Second, 3, clk)
+	ctx := context.Background()
+	if err := p.wait(ctx, "C1"); err != nil { // C1: 2 of 3 tokens left
+		t.Fatal(err)
+	}
+	p.setShare(3)
+	if d, b := p.current(); d != 3*time.Second || b != 1 {
+		t.Fatalf("a third = %v, burst %d; want 3s, 1", d, b)
+	}
+	// C1 clamped to the new burst: one post now, the next 3s later.
+	start := clk.Now()
+	if err := p.wait(ctx, "C1"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		if p.wait(ctx, "C1") == nil {
+			close(done)
+		}
+	}()
+	clk.waitTimer(t, start.Add(3*time.Second))
+	clk.advance(2 * time.Second)
+	select {
+	case <-done:
+		t.Fatal("a post went before its slot at the shared pace")
+	default:
+	}
+	clk.advance(time.Second)
+	<-done
+	// A new channel gets the shared burst too.
+	if err := p.wait(ctx, "C2"); err != nil {
+		t.Fatal(err)
+	}
+	blocked := make(chan struct{})
+	go func() {
+		if p.wait(ctx, "C2") == nil {
+			close(blocked)
+		}
+	}()
+	clk.waitTimer(t, clk.Now().Add(3*time.Second))
+	clk.advance(3 * time.Second)
+	<-blocked
+	p.setShare(1)
+	if d, b := p.current(); d != time.Second || b != 3 {
+		t.Fatalf("full pace = %v, burst %d; want 1s, 3", d, b)
+	}
+	clk.advance(3 * time.Second) // C3 idle; C1, C2 refill to 3
+	for i := range 3 {
+		if err := p.wait(ctx, "C1"); err != nil {
+			t.Fatalf("post %d of the full burst: %v", i, err)
+		}
+	}
+	// More replicas than the burst: still one post at a time.
+	p.setShare(10)
+	if d, b := p.current(); d != 10*time.Second || b != 1 {
+		t.Errorf("a tenth = %v, burst %d; want 10s, 1", d, b)
+	}
+	var off *postPacer
+	off.setShare(2)
+	if d, _ := off.current(); d != -1 {
+		t.Errorf("unpaced pacer's interval = %v, want -1", d)
+	}
+}
+
+// The per-channel edit spacing grows with the live replicas.
+func TestChannelLimiterShare(t *testing.T) {
+	l := newChannelLimiter(20 * time.Millisecond)
+	l.setShare(3)
+	if d := l.every(); d != 60*time.Millisecond {
+		t.Fatalf("a third: every %v, want 60ms", d)
+	}
+	ctx := context.Background()
+	if err := l.wait(ctx, "C1"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := l.wait(ctx, "C1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("second edit in the channel after %v, want about 60ms", d)
+	}
+	l.setShare(0)
+	if d := l.every(); d != 20*time.Millisecond {
+		t.Errorf("full: every %v, want 20ms", d)
+	}
+}

@@ -1,5 +1,7 @@
 package bot
 
+import "time"
+
 // StopHandling makes b store and ack the envelopes it receives but handle
 // none of them, and take none over from the inbox, as if the process died
 // right after each ack. Runs are not affected.
@@ -7,3 +9,21 @@ func StopHandling(b *Bot) { b.skipWork.Store(true) }
 
 // MessageRunID is the id of the run a Slack message asks for.
 func MessageRunID(team, channel, ts string) string { return messageRunID(team, channel, ts) }
+
+// Shares is a bot's current share of the workspace's Slack budgets.
+type Shares struct {
+	Live             int           // replicas counted in the store's instance registry
+	UpdatesPerMinute float64       // chat.update rate (-1: unlimited)
+	UpdateBurst      int           // chat.update burst
+	PostInterval     time.Duration // chat.postMessage pace per channel (-1: unpaced)
+	PostBurst        int           // chat.postMessage burst per channel
+	EditInterval     time.Duration // spacing of edits per channel
+}
+
+// SharesOf returns b's current shares.
+func SharesOf(b *Bot) Shares {
+	s := Shares{Live: int(b.live.Load()), EditInterval: b.limiter.every()}
+	s.UpdatesPerMinute, s.UpdateBurst = b.updates.current()
+	s.PostInterval, s.PostBurst = b.posts.current()
+	return s
+}

@@ -298,3 +298,17 @@ func TestFinalStatusPostedWhenUneditable(t *testing.T) {
 		t.Errorf("first status message = %q, want it untouched (Queued)", m.Text)
 	}
 }
+
+// A Slack outage longer than one call's retries does not fail the run: the
+// upload is tried again in later rounds, and the report is posted once.
+func TestUploadSurvivesLongerOutage(t *testing.T) {
+	h := newHarness(t)
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Status: http.StatusServiceUnavailable, Times: 7})
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{}; o.SlackRetries = 2 })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "upload through an outage", "")
+	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	if n := len(h.files("C1", sent.TS)); n != 1 {
+		t.Fatalf("%d files posted, want 1", n)
+	}
+}

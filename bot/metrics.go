@@ -32,6 +32,7 @@ type Metrics struct {
 	updateWait    prometheus.Histogram   // time a final edit waited for a chat.update token
 	postWait      prometheus.Histogram   // time a chat.postMessage waited for its channel's pace
 	refusals      *prometheus.CounterVec // refusal replies by kind and how they were delivered
+	liveInstances prometheus.Gauge       // replicas the workspace's Slack budgets are split among
 }
 
 func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -90,9 +91,12 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "deepresearch_bot_refusals_total", Help: "Refusal replies (busy, limit, too_long, help) by kind and delivery (thread, ephemeral, dropped).",
 		}, []string{"kind", "how"}),
+		liveInstances: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "deepresearch_bot_live_instances", Help: "Bot processes on the store seen recently (this one included); the workspace's Slack budgets are split among them.",
+		}),
 	}
 	m.collectors = []prometheus.Collector{m.runs, m.runsActive, m.ackLatency, m.tokens, m.slackErrors, m.events, m.duplicates, m.dropped, m.deferred, m.recovered, m.inboxErrors, m.reconnects, m.runsByState,
-		m.updateSkipped, m.updateWait, m.postWait, m.refusals}
+		m.updateSkipped, m.updateWait, m.postWait, m.refusals, m.liveInstances}
 	for _, c := range m.collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("bot: register metrics: %w", err)

@@ -10,15 +10,33 @@ import (
 )
 
 // channelLimiter spaces message edits in one channel at least interval
-// apart (Slack allows about one update per second per channel).
+// apart (Slack allows about one update per second per channel). With n
+// replicas editing in the same channels, each spaces its own edits n
+// intervals apart (setShare).
 type channelLimiter struct {
-	interval time.Duration
+	full     time.Duration // the interval of the whole workspace
 	mu       sync.Mutex
+	interval time.Duration // this process's: full × share
 	next     map[string]time.Time
 }
 
 func newChannelLimiter(interval time.Duration) *channelLimiter {
-	return &channelLimiter{interval: interval, next: map[string]time.Time{}}
+	return &channelLimiter{full: interval, interval: interval, next: map[string]time.Time{}}
+}
+
+// setShare spaces this process's edits in a channel n intervals apart (n
+// at least 1), from the slots handed out next.
+func (l *channelLimiter) setShare(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.interval = l.full * time.Duration(max(n, 1))
+}
+
+// every returns the current spacing of edits in a channel.
+func (l *channelLimiter) every() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.interval
 }
 
 // wait reserves the channel's next slot and sleeps until it.
@@ -133,7 +151,7 @@ func (s *statusMessage) loop() {
 		} else {
 			s.b.metrics.updateSkipped.Inc()
 		}
-		t := time.NewTimer(s.b.updates.retryIn(s.b.opts.ProgressInterval))
+		t := time.NewTimer(s.b.updates.retryIn(s.b.limiter.every()))
 		retry, stopRetry = t.C, t.Stop
 	}
 }

@@ -426,12 +426,28 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	}
 }
 
+// uploadRounds is how many more times finish tries a report upload that
+// failed with a transient error after the Slack calls' own retries.
+const uploadRounds = 3
+
 // finish uploads the report (once) and records the run as done.
 func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *statusMessage, requester string, log *slog.Logger) {
 	if res.Elapsed == 0 {
 		res.Elapsed = b.now().Sub(r.CreatedAt)
 	}
-	if err := b.uploadReport(ctx, r, res, requester, log); err != nil {
+	// The report is the product: a Slack outage outlasting one call's
+	// retries gets a few more rounds before the run is failed.
+	err := b.uploadReport(ctx, r, res, requester, log)
+	for round := 1; err != nil && transient(err) && round <= uploadRounds && ctx.Err() == nil; round++ {
+		wait := time.Duration(round) * 2 * time.Second
+		log.Warn("bot: report upload failed; trying again", "err", err, "round", round, "wait", wait)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		err = b.uploadReport(ctx, r, res, requester, log)
+	}
+	if err != nil {
 		b.fail(ctx, r, th, fmt.Errorf("uploading the report: %w", err), status, log)
 		return
 	}

@@ -59,6 +59,14 @@ func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(
 	}
 }
 
+// transient reports whether a Slack call's error may go away by itself:
+// rate limits, server errors and connection failures.
+func transient(err error) bool {
+	var rl *slack.RateLimitedError
+	var sc slack.StatusCodeError
+	return errors.As(err, &rl) || (errors.As(err, &sc) && sc.Code >= 500) || isNetErr(err)
+}
+
 func isNetErr(err error) bool {
 	var slackErr slack.SlackErrorResponse
 	var sc slack.StatusCodeError

@@ -21,10 +21,27 @@ type Store interface {
 	// handled. It returns true for the first claim of the key and false for
 	// every later one, across all processes (INSERT … ON CONFLICT DO NOTHING).
 	ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error)
-	// PruneEvents forgets event keys claimed before the given time, and
-	// inbox entries received before it that are done, and returns how many
-	// (of both). Entries not done are never pruned.
+	// PruneEvents forgets event keys claimed before the given time, inbox
+	// entries received before it that are done, and instances last seen
+	// before it, and returns how many (of all three). Inbox entries not done
+	// are never pruned.
 	PruneEvents(ctx context.Context, before time.Time) (int, error)
+
+	// The instance registry: every bot process on the store announces
+	// itself every few seconds, and counts the processes that did recently
+	// to split Slack's per-workspace rate limits among them.
+
+	// TouchInstance records that the instance id was alive at now (insert,
+	// or update of its last-seen time).
+	TouchInstance(ctx context.Context, id string, now time.Time) error
+	// LiveInstances counts the instances last seen at or after since,
+	// across all processes (0 when none; the caller counts itself as at
+	// least one).
+	LiveInstances(ctx context.Context, since time.Time) (int, error)
+	// LeaveInstance forgets the instance (a clean shutdown), so that the
+	// others stop counting it at once. Leaving an unknown id is not an
+	// error.
+	LeaveInstance(ctx context.Context, id string) error
 
 	// The inbox keeps every received Socket Mode envelope from before its
 	// ack until it has been handled, so that an envelope acked by a process

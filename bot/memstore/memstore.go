@@ -23,6 +23,8 @@ type Store struct {
 	order   []string // run ids in creation order
 	uploads map[string]bot.Upload
 	inbox   map[string]*bot.InboxEntry
+	// instances: instance id -> when it last announced itself
+	instances map[string]time.Time
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -35,6 +37,8 @@ func New() *Store {
 		runs:    map[string]*bot.Run{},
 		uploads: map[string]bot.Upload{},
 		inbox:   map[string]*bot.InboxEntry{},
+
+		instances: map[string]time.Time{},
 	}
 }
 
@@ -79,7 +83,42 @@ func (s *Store) PruneEvents(_ context.Context, before time.Time) (int, error) {
 			n++
 		}
 	}
+	for id, seen := range s.instances {
+		if seen.Before(before) {
+			delete(s.instances, id)
+			n++
+		}
+	}
 	return n, nil
+}
+
+// TouchInstance implements bot.Store.
+func (s *Store) TouchInstance(_ context.Context, id string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.instances[id] = now
+	return nil
+}
+
+// LiveInstances implements bot.Store.
+func (s *Store) LiveInstances(_ context.Context, since time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, seen := range s.instances {
+		if !seen.Before(since) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// LeaveInstance implements bot.Store.
+func (s *Store) LeaveInstance(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.instances, id)
+	return nil
 }
 
 func cloneEntry(e *bot.InboxEntry) bot.InboxEntry {

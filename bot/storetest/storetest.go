@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) bot.Store) {
 		{"InboxClaimConcurrent", testInboxClaimConcurrent},
 		{"InboxLease", testInboxLease},
 		{"InboxPrune", testInboxPrune},
+		{"Instances", testInstances},
+		{"InstancesConcurrent", testInstancesConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -816,5 +818,95 @@ func testInboxPrune(t *testing.T, s bot.Store) {
 	// A pruned key is forgotten: it can be put again.
 	if !putOne(t, s, entry("ev:old-done", 30, "B", time.Second)) {
 		t.Error("a pruned key cannot be put again")
+	}
+}
+
+func live(t *testing.T, s bot.Store, since float64) int {
+	t.Helper()
+	n, err := s.LiveInstances(ctx(t), at(since))
+	must(t, err)
+	return n
+}
+
+// The instance registry: a touch makes an instance live from its time on
+// (the window is the caller's since, inclusive), a later touch moves it,
+// touching again does not count it twice, leaving forgets it at once (also
+// an unknown id), and PruneEvents forgets instances last seen before its
+// time.
+func testInstances(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	if n := live(t, s, 0); n != 0 {
+		t.Fatalf("live = %d in an empty store, want 0", n)
+	}
+	must(t, s.TouchInstance(c, "A", at(10)))
+	must(t, s.TouchInstance(c, "B", at(12)))
+	must(t, s.TouchInstance(c, "A", at(14)))
+	must(t, s.TouchInstance(c, "A", at(14))) // the same time again
+	for _, tc := range []struct {
+		since float64
+		want  int
+	}{{0, 2}, {12, 2}, {12.001, 1}, {14, 1}, {14.001, 0}} {
+		if n := live(t, s, tc.since); n != tc.want {
+			t.Errorf("live since %vs = %d, want %d", tc.since, n, tc.want)
+		}
+	}
+	// B stops announcing itself: it expires from a later window; A is
+	// touched again and stays.
+	must(t, s.TouchInstance(c, "A", at(20)))
+	if n := live(t, s, 15); n != 1 {
+		t.Errorf("live since 15s = %d, want 1 (B expired)", n)
+	}
+	must(t, s.TouchInstance(c, "C", at(21)))
+	if n := live(t, s, 15); n != 2 {
+		t.Errorf("live since 15s = %d, want 2 (A and C)", n)
+	}
+	must(t, s.LeaveInstance(c, "C"))
+	must(t, s.LeaveInstance(c, "C"))       // again: not an error
+	must(t, s.LeaveInstance(c, "unknown")) // never touched: not an error
+	if n := live(t, s, 15); n != 1 {
+		t.Errorf("live since 15s after C left = %d, want 1", n)
+	}
+	// C comes back after leaving.
+	must(t, s.TouchInstance(c, "C", at(22)))
+	if n := live(t, s, 15); n != 2 {
+		t.Errorf("live since 15s after C came back = %d, want 2", n)
+	}
+	// Pruning forgets B (seen at 12), not A (20) nor C (22); the count
+	// includes it.
+	n, err := s.PruneEvents(c, at(15))
+	must(t, err)
+	if n != 1 {
+		t.Errorf("pruned %d, want 1 (instance B)", n)
+	}
+	if n := live(t, s, 0); n != 2 {
+		t.Errorf("live since 0 after the prune = %d, want 2 (B forgotten)", n)
+	}
+}
+
+// Instances touching and leaving at once are each counted once.
+func testInstancesConcurrent(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			id := fmt.Sprintf("P%d", i)
+			for k := range 5 {
+				if err := s.TouchInstance(c, id, at(float64(k))); err != nil {
+					t.Error(err)
+				}
+			}
+			if i%4 == 0 {
+				if err := s.LeaveInstance(c, id); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := live(t, s, 4); n != 12 {
+		t.Errorf("live = %d, want 12 (16 touched, 4 left)", n)
+	}
+	if n := live(t, s, 4.001); n != 0 {
+		t.Errorf("live after the last touch = %d, want 0", n)
 	}
 }

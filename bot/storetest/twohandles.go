@@ -23,7 +23,8 @@ func raceRun(id, thread, user string) bot.Run {
 // deciding an interrupt, creating runs on one thread and under a per-user
 // limit, bulk acquiring, storing a redelivered envelope in the inbox and
 // taking over inbox entries must each succeed exactly as often as the rules
-// allow, whichever handle the callers use.
+// allow, whichever handle the callers use; and the instances announced
+// through either handle are counted through both.
 func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	t.Helper()
 	h := [2]bot.Store{a, b}
@@ -181,4 +182,25 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 			t.Errorf("entry %s claimed %d times", k, n)
 		}
 	}
+
+	// The instance registry: two processes see each other, and one that
+	// leaves is gone for both.
+	for i, s := range h {
+		if err := s.TouchInstance(ctx, fmt.Sprintf("I%d", i), raceT0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	liveIn := func(want int) {
+		t.Helper()
+		for i, s := range h {
+			if n, err := s.LiveInstances(ctx, raceT0.Add(-time.Second)); err != nil || n != want {
+				t.Errorf("handle %d: live instances = %d, %v; want %d", i, n, err, want)
+			}
+		}
+	}
+	liveIn(2)
+	if err := h[0].LeaveInstance(ctx, "I1"); err != nil {
+		t.Fatal(err)
+	}
+	liveIn(1)
 }

@@ -57,7 +57,9 @@ func TestLLMFaults(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	ms := w.send(ctx, questions(n(12, 100), 2, user1))
-	vs := w.settle(ctx, ms, 150*time.Second)
+	// Every run needs a final edit within the chat.update budget (50/min),
+	// and each injected 429 pauses the budget for its Retry-After.
+	vs := w.settle(ctx, ms, 120*time.Second+time.Duration(len(ms))*2*time.Second)
 	counts, sum := tally(t, vs)
 	requireClear(t, vs)
 	f := w.llm.Faulted()
@@ -105,7 +107,9 @@ func TestSlackFaults(t *testing.T) {
 	}()
 	start := time.Now()
 	ms := w.send(ctx, questions(n(12, 100), 2, user1))
-	vs := w.settle(ctx, ms, 150*time.Second)
+	// Every run needs a final edit within the chat.update budget (50/min),
+	// and each injected 429 pauses the budget for its Retry-After.
+	vs := w.settle(ctx, ms, 120*time.Second+time.Duration(len(ms))*2*time.Second)
 	cancel()
 	counts, sum := tally(t, vs)
 	requireClear(t, vs)

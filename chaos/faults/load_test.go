@@ -61,7 +61,8 @@ func appGoroutines() int {
 // Postgres, with simulated LLM latency: 100 in the short version, 1,000
 // with CHAOS_LONG=1. Goroutines return to their baseline, DB connections
 // stay within the pool, and status edits stay within Slack's ~1/s per
-// channel on average. The multi-process variant is in chaos/ (not here).
+// channel on average. The three-process variant is TestLoadReplicasPostgres
+// in chaos/killtest.
 func TestLoad(t *testing.T) {
 	runs := n(100, 1000)
 	// The fake enforces Slack's limits; the bot keeps to its default budget

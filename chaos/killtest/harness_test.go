@@ -332,9 +332,11 @@ type world struct {
 	start time.Time
 }
 
-func newWorld(t *testing.T, maxDelay time.Duration, dbURL string) *world {
+// newWorld starts the fakes; slackOpts are more options of the fake Slack
+// (e.g. slackfake.WithTierLimits, to enforce Slack's rate limits).
+func newWorld(t *testing.T, maxDelay time.Duration, dbURL string, slackOpts ...slackfake.Option) *world {
 	t.Helper()
-	fake, err := slackfake.Start("127.0.0.1:0", slackfake.WithRedelivery(3*time.Second, 5))
+	fake, err := slackfake.Start("127.0.0.1:0", append([]slackfake.Option{slackfake.WithRedelivery(3*time.Second, 5)}, slackOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,12 @@ import (
 // each process's goroutines return near their pre-load baseline. Printed
 // (FIGURES load3): peak concurrent runs, RSS, goroutines, connections, LLM
 // calls and the Slack call rates (per method, and chat.update /
-// chat.postMessage per channel) with the 429s the fake answered. The
-// one-process version is chaos/faults TestLoad.
+// chat.postMessage per channel) with the 429s the fake answered. The fake
+// enforces Slack's tier limits (chat.update 50/min with bursts of 20 per
+// workspace, chat.postMessage 1/s with bursts of 5 per channel); each
+// process is given the whole workspace's budget and the three split it
+// among themselves (bot.Options.UpdatesPerMinute), so the fleet should get
+// no 429, or very few. The one-process version is chaos/faults TestLoad.
 func TestLoadReplicasPostgres(t *testing.T) {
 	const (
 		procs    = 3
@@ -43,13 +47,27 @@ func TestLoadReplicasPostgres(t *testing.T) {
 		channels = 20
 		maxDelay = 400 * time.Millisecond // simulated latency of one LLM call, at most
 	)
-	runs, deadline := 150, 10*time.Minute
+	runs, margin := 150, 7*time.Minute
 	if long() {
-		runs, deadline = 1000, 45*time.Minute
+		runs, margin = 1000, 25*time.Minute
 	}
+	// Slack's chat.update allowance is per workspace (Tier 3, ~50/min with
+	// bursts of ~20); the fake enforces it. CHAOS_SLACK_UPDATES_PER_MINUTE
+	// sets another workspace budget, for the fake and the bot alike. Every
+	// process is given the workspace's budget: the replicas count each
+	// other in the store and split it.
+	updatesPerMinute := 50
+	if v, err := strconv.Atoi(os.Getenv("CHAOS_SLACK_UPDATES_PER_MINUTE")); err == nil && v > 0 {
+		updatesPerMinute = v
+	}
+	// Every run ends with a final edit of its status message, and the
+	// workspace allows updatesPerMinute of them: the finals alone take
+	// runs×60/updatesPerMinute seconds (3 minutes for 150 runs at 50/min).
+	finalsTime := time.Duration(runs*60/updatesPerMinute) * time.Second
+	deadline := finalsTime + margin
 	users := max(runs/2, 1)
 	dbURL := pgURL(t)
-	w := newWorld(t, maxDelay, dbURL)
+	w := newWorld(t, maxDelay, dbURL, slackfake.WithTierLimits(slackfake.Limits{UpdatesPerMinute: updatesPerMinute}))
 	w.env["DEEPRESEARCH_APPROVE_DRAFT"] = "false"
 	// Every process may work on every run at once, so that the whole load
 	// can be in flight (the mentions are spread unevenly over the three).
@@ -57,19 +75,8 @@ func TestLoadReplicasPostgres(t *testing.T) {
 	// Not a kill test: a lease long enough that a busy machine does not
 	// make runs change hands (takeovers are counted below all the same).
 	w.env["DEEPRESEARCH_RUN_LEASE"] = "10s"
-	// Slack's chat.update allowance is per workspace (Tier 3, ~50/min with
-	// bursts of ~20). The bot's budget (DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE,
-	// DEEPRESEARCH_SLACK_UPDATE_BURST) is per process, so each of the
-	// replicas must get its share: CHAOS_SLACK_UPDATES_PER_MINUTE (the
-	// workspace budget) sets each process's to 1/procs of it, and the burst
-	// to 1/procs of 20. Unset, the bot's default per process applies (the
-	// fleet then spends procs times it; the short version stays short).
-	if v, err := strconv.Atoi(os.Getenv("CHAOS_SLACK_UPDATES_PER_MINUTE")); err == nil && v > 0 {
-		updatesPerMinutePerProcess, burstPerProcess := max(v/procs, 1), max(20/procs, 1)
-		w.env["DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE"] = strconv.Itoa(updatesPerMinutePerProcess)
-		w.env["DEEPRESEARCH_SLACK_UPDATE_BURST"] = strconv.Itoa(burstPerProcess)
-		t.Logf("chat.update budget: %d/min per workspace; per process %d/min, bursts of %d", v, updatesPerMinutePerProcess, burstPerProcess)
-	}
+	w.env["DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE"] = strconv.Itoa(updatesPerMinute)
+	t.Logf("chat.update budget: %d/min per workspace (the fake enforces it; the processes split it); finals need %s; deadline %s", updatesPerMinute, finalsTime, deadline)
 	fl := newFleet(t, w, procs)
 
 	// Each process: its own /metrics address and, in its DATABASE_URL, an
@@ -388,6 +395,14 @@ func TestLoadReplicasPostgres(t *testing.T) {
 	t.Logf("FIGURES load3: slack calls/min over %s: %s", rates.Window.Round(time.Second), perMinute(rates))
 	t.Logf("FIGURES load3: chat.update per channel: avg=%.2f/s max_channel_avg=%.2f/s peak_1s=%d peak_60s=%d, workspace peak_60s=%d; chat.postMessage per channel: avg=%.2f/s max_channel_avg=%.2f/s peak_1s=%d peak_60s=%d, workspace peak_60s=%d; 429 answers=%d %v",
 		upd.avg, upd.maxAvg, upd.peak1s, upd.peak60s, upd.workspace60s, post.avg, post.maxAvg, post.peak1s, post.peak60s, post.workspace60s, total(throttled), throttled)
+	t.Logf("FIGURES load3: slack tier limits enforced (chat.update %d/min bursts of 20 per workspace, chat.postMessage 1/s bursts of 5 per channel): 429 answers chat.update=%d chat.postMessage=%d all=%d; chat.update workspace peak_60s=%d (allowed %d); live replicas seen per process min/max=%s",
+		updatesPerMinute, throttled["chat.update"], throttled["chat.postMessage"], total(throttled), upd.workspace60s, updatesPerMinute+20,
+		perSlot(func(s int) string { return fmt.Sprintf("%d/%d", smp.per[s].liveMin, smp.per[s].liveMax) }))
+	for slot := range procs {
+		if p := smp.per[slot]; p.liveMin != procs || p.liveMax != procs {
+			t.Errorf("serve %d: counted %d to %d live replicas during the load, want %d", slot, p.liveMin, p.liveMax, procs)
+		}
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -397,6 +412,7 @@ type slotPeaks struct {
 	goroutines, active, poolTotal, poolAcquired, poolMax, pgSessions int
 	rss                                                              int64
 	lastActive                                                       int
+	liveMin, liveMax                                                 int // deepresearch_bot_live_instances: the replicas it split the Slack budgets among
 }
 
 type loadSampler struct {
@@ -445,6 +461,12 @@ func (s *loadSampler) scrapeLoop(ctx context.Context, scr *scraper, slot int, ad
 		p.poolTotal = max(p.poolTotal, int(m[`deepresearch_db_pool_conns{state="total"}`]))
 		p.poolAcquired = max(p.poolAcquired, int(m[`deepresearch_db_pool_conns{state="acquired"}`]))
 		p.poolMax = int(m["deepresearch_db_pool_max_conns"])
+		if live, ok := m["deepresearch_bot_live_instances"]; ok {
+			if p.liveMin == 0 || int(live) < p.liveMin {
+				p.liveMin = int(live)
+			}
+			p.liveMax = max(p.liveMax, int(live))
+		}
 		s.storeRunning = max(s.storeRunning, int(m[`deepresearch_bot_runs{state="running"}`]))
 	})
 }

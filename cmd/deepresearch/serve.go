@@ -43,8 +43,8 @@ type serveConfig struct {
 	ApprovePlan, ApproveDraft  bool
 	DigestTick                 time.Duration // how often the digest scheduler looks for due firings
 	Lease                      time.Duration // run lease; 0: the bot's default (30s)
-	UpdatesPerMinute           int           // chat.update budget of this process; negative: unlimited
-	UpdateBurst                int           // chat.update burst
+	UpdatesPerMinute           int           // chat.update budget of the workspace, split among the live replicas; negative: unlimited
+	UpdateBurst                int           // chat.update burst of the workspace, split likewise
 }
 
 // configError names a setting that is missing or wrong; it is printed as one line.
@@ -105,8 +105,9 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 		}
 		c.Lease = d
 	}
-	// Slack's chat.update budget (Tier 3) is per workspace: with N replicas
-	// on one workspace, give each 1/N of it.
+	// Slack's chat.update budget (Tier 3) is per workspace: these are the
+	// workspace's, the same on every replica; the replicas on one database
+	// split it among themselves by how many are live (bot.Options).
 	if c.UpdatesPerMinute, err = nonZeroIntVar(e, "DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE", 50); err != nil {
 		return c, err
 	}

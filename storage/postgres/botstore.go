@@ -16,14 +16,14 @@ import (
 )
 
 // BotStore is bot.Store on the Store's database (tables bot_*, migrations
-// 0002 and 0005), shared by any number of processes. The compare-and-set methods are
-// single conditional UPDATEs (READ COMMITTED re-checks the condition on the
-// latest row version, so exactly one of concurrent callers wins);
-// AcquireRuns locks its candidates with FOR UPDATE SKIP LOCKED; CreateRun
-// serialises on transaction-scoped advisory locks on the requester and the
-// thread before it checks and inserts (and a partial unique index backs the
-// one-active-run-per-thread rule). Times are stored as Unix nanoseconds
-// (0: zero time) and read back in UTC.
+// 0002, 0005 and 0006), shared by any number of processes. The
+// compare-and-set methods are single conditional UPDATEs (READ COMMITTED
+// re-checks the condition on the latest row version, so exactly one of
+// concurrent callers wins); AcquireRuns locks its candidates with FOR UPDATE
+// SKIP LOCKED; CreateRun serialises on transaction-scoped advisory locks on
+// the requester and the thread before it checks and inserts (and a partial
+// unique index backs the one-active-run-per-thread rule). Times are stored as
+// Unix nanoseconds (0: zero time) and read back in UTC.
 type BotStore struct {
 	s *Store
 }
@@ -140,6 +140,7 @@ func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, erro
 	for _, q := range []string{
 		`DELETE FROM bot_events WHERE claimed_at < $1`,
 		`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < $1`,
+		`DELETE FROM bot_instances WHERE seen_at < $1`,
 	} {
 		tag, err := b.s.pool.Exec(ctx, q, botNanos(before))
 		if err != nil {

@@ -14,11 +14,11 @@ import (
 )
 
 // BotStore is bot.Store on the Store's database (tables bot_*, migrations
-// 0002 and 0005). Every write is one BEGIN IMMEDIATE transaction on the writer
-// connection, so writers serialise on SQLite's lock across connections and
-// processes: the checks and the change of each method are one atomic step.
-// Reads use the reader pool. Times are stored as Unix nanoseconds (0: zero
-// time) and read back in UTC.
+// 0002, 0005 and 0006). Every write is one BEGIN IMMEDIATE transaction on
+// the writer connection, so writers serialise on SQLite's lock across
+// connections and processes: the checks and the change of each method are
+// one atomic step. Reads use the reader pool. Times are stored as Unix
+// nanoseconds (0: zero time) and read back in UTC.
 type BotStore struct {
 	s *Store
 }
@@ -128,6 +128,7 @@ func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, erro
 		for _, q := range []string{
 			`DELETE FROM bot_events WHERE claimed_at < ?`,
 			`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < ?`,
+			`DELETE FROM bot_instances WHERE seen_at < ?`,
 		} {
 			res, err := tx.ExecContext(ctx, q, botNanos(before))
 			if err != nil {
