@@ -3,7 +3,6 @@ package killtest
 import (
 	"bufio"
 	"bytes"
-	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +24,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot/slackfake"
+	"deepresearch/storage/pgtest"
 )
 
 // long reports whether the long versions run (CHAOS_LONG=1).
@@ -87,43 +84,7 @@ func randomHex(n int) string {
 // pgURL creates a fresh schema on the test Postgres server (dropped at the
 // end) and returns a URL whose search_path selects it. Without a server the
 // test skips, unless CI is set.
-func pgURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("DEEPRESEARCH_TEST_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", err)
-		}
-		t.Skipf("PostgreSQL not reachable (%v); CI runs this test", err)
-	}
-	defer conn.Close(context.Background())
-	schema := "chaos_" + randomHex(6)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(ctx)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func pgURL(t *testing.T) string { return pgtest.Schema(t) }
 
 // ---------------------------------------------------------------------------
 // The fake LLM, with a record of every call and whether its answer was
