@@ -43,7 +43,7 @@ import (
 func TestLoadReplicasPostgres(t *testing.T) {
 	const (
 		procs    = 3
-		poolMax  = 16 // pool_max_conns of each process
+		poolMax  = 8 // pool_max_conns of each process (three processes share the test server's 100 connections with other packages' tests)
 		channels = 20
 		maxDelay = 400 * time.Millisecond // simulated latency of one LLM call, at most
 	)
