@@ -312,3 +312,21 @@ func TestUploadSurvivesLongerOutage(t *testing.T) {
 		t.Fatalf("%d files posted, want 1", n)
 	}
 }
+
+// When the status message could never be posted, the final message posted
+// in its place is recorded as the run's status message.
+func TestFinalMessageRecordedWhenStatusNeverPosted(t *testing.T) {
+	h := newHarness(t)
+	h.fake.InjectFault("chat.postMessage", slackfake.Fault{Status: http.StatusInternalServerError, Times: 2})
+	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{}; o.SlackRetries = 1 })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "status message never posted", "")
+	r := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	if r.StatusTS == "" {
+		t.Fatal("the run has no status message recorded")
+	}
+	m, ok := h.fake.Message("C1", r.StatusTS)
+	if !ok || !strings.HasPrefix(m.Text, "Done") {
+		t.Fatalf("recorded status message = %q (found %v), want the Done message", m.Text, ok)
+	}
+}

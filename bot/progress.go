@@ -79,6 +79,10 @@ type statusMessage struct {
 	channel  string
 	threadTS string // where a final message goes if the status message was never posted
 	ts       string
+	// posted, if set, is told the ts of a final message posted because the
+	// status message could not be edited (the run records it, so the
+	// outcome can be found where it is shown).
+	posted func(ctx context.Context, ts string)
 
 	mu      sync.Mutex
 	view    statusView
@@ -223,11 +227,15 @@ func (s *statusMessage) Final(ctx context.Context, state RunState, note string) 
 	if s.threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(s.threadTS))
 	}
-	_, err := s.b.post(ctx, s.channel, true, opts...)
+	ts, err := s.b.post(ctx, s.channel, true, opts...)
 	if err != nil {
 		s.b.log.Error("bot: could not post the run's final message", "channel", s.channel, "err", err)
+		return err
 	}
-	return err
+	if s.posted != nil {
+		s.posted(ctx, ts)
+	}
+	return nil
 }
 
 // uneditable reports whether err means the message can never be edited.

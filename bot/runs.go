@@ -290,6 +290,15 @@ func (b *Bot) execute(r Run) {
 	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, statusView{
 		Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	})
+	status.posted = func(ctx context.Context, ts string) {
+		// The status message was never posted: the final message takes its
+		// place in the store, so the run's outcome can be found.
+		if r.StatusTS == "" {
+			if _, err := b.store.SetStatusMessage(ctx, r.ID, ts); err != nil {
+				log.Warn("bot: record final message", "err", err)
+			}
+		}
+	}
 	defer status.halt()
 	status.Progress(Progress{Phase: "starting"})
 
