@@ -313,8 +313,10 @@ func TestUploadSurvivesLongerOutage(t *testing.T) {
 	}
 }
 
-// When the status message could never be posted, the final message posted
-// in its place is recorded as the run's status message.
+// When the status message could not be posted (by the run's creator or by
+// the process working on it), the run's recorded status message still ends
+// up saying Done: the one recorded meanwhile is edited, or the final
+// message posted in its place is recorded.
 func TestFinalMessageRecordedWhenStatusNeverPosted(t *testing.T) {
 	h := newHarness(t)
 	h.fake.InjectFault("chat.postMessage", slackfake.Fault{Status: http.StatusInternalServerError, Times: 2})

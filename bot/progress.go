@@ -83,6 +83,9 @@ type statusMessage struct {
 	// status message could not be edited (the run records it, so the
 	// outcome can be found where it is shown).
 	posted func(ctx context.Context, ts string)
+	// recorded, if set, returns the status message recorded for the run
+	// now (another process may have recorded one since this one started).
+	recorded func(ctx context.Context) string
 
 	mu      sync.Mutex
 	view    statusView
@@ -209,6 +212,9 @@ func (s *statusMessage) Final(ctx context.Context, state RunState, note string) 
 	s.view.State, s.view.Note = state, note
 	v := s.view
 	s.mu.Unlock()
+	if s.ts == "" && s.recorded != nil {
+		s.ts = s.recorded(ctx)
+	}
 	if s.ts != "" {
 		// A final edit waits for a chat.update token ahead of progress
 		// edits, then for the channel's edit slot.

@@ -290,6 +290,13 @@ func (b *Bot) execute(r Run) {
 	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, statusView{
 		Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	})
+	status.recorded = func(ctx context.Context) string {
+		cur, err := b.store.Run(ctx, r.ID)
+		if err != nil {
+			return ""
+		}
+		return cur.StatusTS
+	}
 	status.posted = func(ctx context.Context, ts string) {
 		// The status message was never posted: the final message takes its
 		// place in the store, so the run's outcome can be found.
