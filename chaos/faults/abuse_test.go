@@ -163,7 +163,7 @@ func TestHostilePages(t *testing.T) {
 	w := newWorld(t, config{Hostile: true})
 	ctx := context.Background()
 	ms := w.send(ctx, questions(n(3, 10), 1, user1))
-	vs := w.settle(ctx, ms, 120*time.Second)
+	vs := w.settle(ctx, ms, 360*time.Second)
 	counts, sum := tally(t, vs)
 	if counts[outReport] != len(ms) {
 		t.Errorf("want every run to finish: %s", sum)
