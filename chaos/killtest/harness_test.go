@@ -483,34 +483,24 @@ func (f *fleet) unexpectedExits() []string {
 
 // grepLogs counts log lines of every life containing s, per slot.
 func (f *fleet) grepLogs(s string) map[int]int {
-	f.mu.Lock()
-	all := append([]*proc(nil), f.all...)
-	f.mu.Unlock()
 	out := map[int]int{}
-	for _, p := range all {
-		fh, err := os.Open(p.logPath)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), s) {
-				out[p.slot]++
-			}
-		}
-		fh.Close()
-	}
+	f.eachLogLine(s, func(p *proc, _ string) { out[p.slot]++ })
 	return out
 }
 
 // logLines returns the log lines of every life containing s, each prefixed
 // with its slot and life.
 func (f *fleet) logLines(s string) []string {
+	var out []string
+	f.eachLogLine(s, func(p *proc, line string) { out = append(out, fmt.Sprintf("[%d/%d] %s", p.slot, p.life, line)) })
+	return out
+}
+
+// eachLogLine calls fn with every log line of every life containing s.
+func (f *fleet) eachLogLine(s string, fn func(p *proc, line string)) {
 	f.mu.Lock()
 	all := append([]*proc(nil), f.all...)
 	f.mu.Unlock()
-	var out []string
 	for _, p := range all {
 		fh, err := os.Open(p.logPath)
 		if err != nil {
@@ -520,12 +510,11 @@ func (f *fleet) logLines(s string) []string {
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), s) {
-				out = append(out, fmt.Sprintf("[%d/%d] %s", p.slot, p.life, sc.Text()))
+				fn(p, sc.Text())
 			}
 		}
 		fh.Close()
 	}
-	return out
 }
 
 func (f *fleet) dumpLogs(n int) {
