@@ -94,6 +94,12 @@ type Options struct {
 	MaxQuestionLen int
 	// RunOptions are the options of every new run (approval steps, depth).
 	RunOptions RunOptions
+	// Health, when set, is asked before a new research starts; an error
+	// (the model endpoint refuses the key, does not answer, does not serve
+	// the model) is told to the person who asked, in plain words, instead
+	// of starting a research that could only fail. It should be cheap: the
+	// caller caches its last answer.
+	Health func(ctx context.Context) error
 
 	// Subcommands extends /research with more subcommands (issue 6:
 	// "schedule", "schedules"). The key is the first word.

@@ -121,6 +121,15 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		b.refuse(ctx, channel, root, user, "too_long", fmt.Sprintf("Your question is too long (%d characters; the limit is %d). Please shorten it and mention me again.", n, b.opts.MaxQuestionLen))
 		return
 	}
+	if b.opts.Health != nil {
+		if herr := b.opts.Health(ctx); herr != nil {
+			if b.firstAnswer(ctx, channel, ts) {
+				b.log.Warn("bot: not ready; research refused", "err", herr)
+				b.refuse(ctx, channel, root, user, "unready", "I can't research right now: "+Escape(herr.Error())+"\nAn admin needs to fix the bot's configuration; mention me again afterwards.")
+			}
+			return
+		}
+	}
 	if !known {
 		th, err = b.store.PutThread(ctx, Thread{Key: key, ThreadID: key.ThreadID(), Requester: user, DM: dm, CreatedAt: b.now()})
 		if err != nil {
