@@ -1,23 +1,25 @@
 // Command extraction compares deepresearch's extractor (package
 // deepresearch/tools/extract) with go-trafilatura on the same pages in the
-// same run, scoring both with the Scrapinghub benchmark metric.
+// same run, scoring both with the Scrapinghub benchmark metric per source
+// and page type, pooled and cross-validated by site.
 //
 // It is a separate module so that go-trafilatura stays out of the main
 // module's dependencies:
 //
-//	cd bench/extraction && go run . [-repeat N] [-v] [DIR]
+//	cd bench/extraction && go run . [-repeat N] [-k K] [-grid] [-worst N] [DIR...]
 //
-// DIR defaults to ../../../shared/bench/extraction/scrapinghub.
+// DIR defaults to the scrapinghub and wcxb-dev folders of
+// ../../../shared/bench/extraction.
 package main
 
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 
 	"github.com/markusmobius/go-trafilatura"
 
@@ -27,49 +29,36 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx); err != nil {
+	args := os.Args[1:]
+	if !hasDir(args) {
+		// Run from bench/extraction: the repository root is two levels up.
+		for _, d := range extractbench.DefaultDirs {
+			args = append(args, filepath.Join("..", "..", d))
+		}
+	}
+	err := extractbench.RunCLI(ctx, args, os.Stdout, os.Stderr,
+		extractbench.Contender{Name: "go-trafilatura", Fn: trafilaturaFunc(true)})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
-	repeat := flag.Int("repeat", 1, "extract each page N times for steadier timing")
-	verbose := flag.Bool("v", false, "print per-page scores, worst first")
-	flag.Parse()
-	dir := "../../../shared/bench/extraction/scrapinghub"
-	if flag.NArg() > 0 {
-		dir = flag.Arg(0)
-	}
-	pages, err := extractbench.LoadDir(dir)
-	if err != nil {
-		return err
-	}
-	type contender struct {
-		name string
-		fn   extractbench.ExtractFunc
-	}
-	contenders := []contender{
-		{"deepresearch", extractbench.Ours},
-		{"go-trafilatura", trafilaturaFunc(true)},
-		{"go-trafilatura/nofallback", trafilaturaFunc(false)},
-	}
-	var lines []string
-	for _, c := range contenders {
-		res, err := extractbench.Evaluate(ctx, c.name, pages, c.fn, *repeat)
-		if err != nil {
-			return err
+// hasDir reports whether args name a directory (an argument that is not a
+// flag or a flag's value).
+func hasDir(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "-repeat", "--repeat", "-k", "--k", "-worst", "--worst", "-page", "--page", "-only", "--only":
+			i++
+			continue
 		}
-		if *verbose {
-			fmt.Println("==", c.name)
-			extractbench.WritePageTable(os.Stdout, res)
+		if len(a) > 0 && a[0] != '-' {
+			return true
 		}
-		lines = append(lines, res.Line())
 	}
-	for _, l := range lines {
-		fmt.Println(l)
-	}
-	return nil
+	return false
 }
 
 // trafilaturaFunc runs go-trafilatura as the upstream benchmark does:

@@ -47,13 +47,13 @@ type nodeScore struct {
 // blockValue rates one run of text: its non-link length, less its link
 // text, less a fixed cost per run, so that long paragraphs count for a
 // container and menus and teaser lists count against it.
-func (b blockStat) value() int {
-	return b.chars - 2*b.link - blockCost
+func (b blockStat) value(cost int) int {
+	return b.chars - 2*b.link - cost
 }
 
-// blockCost is what every run of text costs its containers: a run shorter
-// than this counts against them.
-const blockCost = 10
+// defaultBlockCost is what every run of text costs its containers: a run
+// shorter than this counts against them (Tuning.BlockCost).
+const defaultBlockCost = 10
 
 // chooseRoot picks the element whose runs of text have the greatest total
 // value (see blockStat.value): the smallest container holding the
@@ -61,7 +61,7 @@ const blockCost = 10
 // child holding descendPercent of its parent's value is preferred to the
 // parent. Teaser cards (see findCards) add no positive value.
 func (e *extractor) chooseRoot(body *html.Node) *html.Node {
-	scores := scoreBlocks(body, e.cards)
+	scores := scoreBlocks(body, e.cards, e.opts.Tuning.BlockCost)
 	best, bestScore := body, -1<<62
 	var pick func(n *html.Node, depth int)
 	pick = func(n *html.Node, depth int) {
@@ -90,7 +90,7 @@ func (e *extractor) chooseRoot(body *html.Node) *html.Node {
 	for depth := 0; depth < maxDepth && bestScore > 0; depth++ {
 		var next *html.Node
 		for c := best.FirstChild; c != nil; c = c.NextSibling {
-			if s := scores[c]; s != nil && s.value*100 >= bestScore*descendPercent &&
+			if s := scores[c]; s != nil && s.value*100 >= bestScore*e.opts.Tuning.DescendPercent &&
 				s.pos*100 >= scores[best].pos*descendPosPercent {
 				next = c
 				break
@@ -104,19 +104,19 @@ func (e *extractor) chooseRoot(body *html.Node) *html.Node {
 	return best
 }
 
-// descendPercent and descendPosPercent are the shares of its parent's
-// value and positive value a child must hold for chooseRoot to prefer the
-// child.
+// defaultDescendPercent (Tuning.DescendPercent) and descendPosPercent are
+// the shares of its parent's value and positive value a child must hold for
+// chooseRoot to prefer the child.
 const (
-	descendPercent    = 85
-	descendPosPercent = 80
+	defaultDescendPercent = 85
+	descendPosPercent     = 80
 )
 
 // scoreBlocks splits the text under body into runs of inline text, judges
 // each run good (prose) or bad, and sums both kinds for every element.
 // Runs inside the elements of cards (teasers, see findCards) add no
 // positive value: they must not draw the root towards them.
-func scoreBlocks(body *html.Node, cards map[*html.Node]bool) map[*html.Node]*nodeScore {
+func scoreBlocks(body *html.Node, cards map[*html.Node]bool, cost int) map[*html.Node]*nodeScore {
 	scores := map[*html.Node]*nodeScore{}
 	var cur blockStat
 	var owner *html.Node
@@ -124,7 +124,7 @@ func scoreBlocks(body *html.Node, cards map[*html.Node]bool) map[*html.Node]*nod
 	flush := func() {
 		if cur.chars > 0 && owner != nil {
 			g := cur.good()
-			v := cur.value()
+			v := cur.value(cost)
 			if inCard > 0 {
 				v = min(v, 0)
 			}

@@ -54,6 +54,34 @@ type Options struct {
 	// MaxNodes caps how many elements are examined (default 300000); the
 	// rest of a larger tree is ignored.
 	MaxNodes int
+	// Tuning overrides thresholds of the content heuristics. The zero
+	// value keeps the defaults.
+	Tuning Tuning
+}
+
+// Tuning holds the thresholds of the content heuristics; a zero field keeps
+// its default. The defaults were chosen by cross-validation by site (see
+// package extractbench, which searches alternatives on training folds and
+// scores them on held-out ones); callers other than a benchmark have no
+// reason to set them.
+type Tuning struct {
+	// BlockCost is what every run of text costs its containers when the
+	// root is chosen (default 10): a run shorter than this counts against
+	// them.
+	BlockCost int
+	// DescendPercent is the share of its parent's value a child must hold
+	// for the child to be preferred as the root (default 85).
+	DescendPercent int
+}
+
+func (t Tuning) withDefaults() Tuning {
+	if t.BlockCost <= 0 {
+		t.BlockCost = defaultBlockCost
+	}
+	if t.DescendPercent <= 0 || t.DescendPercent > 100 {
+		t.DescendPercent = defaultDescendPercent
+	}
+	return t
 }
 
 const (
@@ -70,6 +98,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxNodes <= 0 {
 		o.MaxNodes = defaultMaxNodes
 	}
+	o.Tuning = o.Tuning.withDefaults()
 	return o
 }
 

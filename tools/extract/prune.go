@@ -205,7 +205,7 @@ func isHidden(n *html.Node) bool {
 // size: all text, and the text of prose-like runs (see scoreBlocks).
 func (e *extractor) measure(body *html.Node) textSize {
 	e.size = map[*html.Node]textSize{}
-	scores := scoreBlocks(body, nil)
+	scores := scoreBlocks(body, nil, e.opts.Tuning.BlockCost)
 	for n, sc := range scores {
 		e.size[n] = textSize{all: sc.good + sc.bad, para: sc.good, paras: sc.goodRuns}
 	}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,17 +20,28 @@ import (
 )
 
 // Page is one benchmark page: its id, original URL, true article body and
-// raw (decompressed) HTML.
+// raw (decompressed) HTML, and the labels the report groups by.
 type Page struct {
 	ID    string
 	URL   string
 	Truth string
 	HTML  []byte
+	// Set is the base name of the directory the page came from.
+	Set string
+	// Source is the ground truth's "source" (the benchmark the page comes
+	// from), or Set when absent.
+	Source string
+	// Type is the ground truth's "page_type" (article, forum, listing, …),
+	// or "" when the source does not label pages.
+	Type string
+	// Site groups pages for cross-validation: the ground truth's "domain",
+	// else the URL's host without "www.", else the page id.
+	Site string
 }
 
 // LoadDir reads a directory in the Scrapinghub layout: ground-truth.json
-// mapping ids to {"articleBody", "url"} and html/<id>.html.gz. Pages are
-// returned sorted by id.
+// mapping ids to {"articleBody", "url"} (optionally "source", "page_type",
+// "domain") and html/<id>.html.gz. Pages are returned sorted by id.
 func LoadDir(dir string) ([]Page, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "ground-truth.json"))
 	if err != nil {
@@ -38,20 +50,53 @@ func LoadDir(dir string) ([]Page, error) {
 	var gt map[string]struct {
 		ArticleBody string `json:"articleBody"`
 		URL         string `json:"url"`
+		Source      string `json:"source"`
+		PageType    string `json:"page_type"`
+		Domain      string `json:"domain"`
 	}
 	if err := json.Unmarshal(raw, &gt); err != nil {
 		return nil, fmt.Errorf("extractbench: parse ground truth: %w", err)
 	}
+	set := filepath.Base(filepath.Clean(dir))
 	pages := make([]Page, 0, len(gt))
 	for id, e := range gt {
 		html, err := readGz(filepath.Join(dir, "html", id+".html.gz"))
 		if err != nil {
 			return nil, fmt.Errorf("extractbench: page %s: %w", id, err)
 		}
-		pages = append(pages, Page{ID: id, URL: e.URL, Truth: e.ArticleBody, HTML: html})
+		p := Page{ID: id, URL: e.URL, Truth: e.ArticleBody, HTML: html, Set: set,
+			Source: e.Source, Type: e.PageType, Site: siteOf(e.Domain, e.URL, id)}
+		if p.Source == "" {
+			p.Source = set
+		}
+		pages = append(pages, p)
 	}
 	sort.Slice(pages, func(i, j int) bool { return pages[i].ID < pages[j].ID })
 	return pages, nil
+}
+
+// LoadDirs loads several directories (see LoadDir) into one list.
+func LoadDirs(dirs []string) ([]Page, error) {
+	var all []Page
+	for _, d := range dirs {
+		pages, err := LoadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, pages...)
+	}
+	return all, nil
+}
+
+// siteOf names the site a page belongs to, for grouping folds.
+func siteOf(domain, pageURL, id string) string {
+	if d := strings.ToLower(strings.TrimSpace(domain)); d != "" {
+		return strings.TrimPrefix(d, "www.")
+	}
+	if u, err := url.Parse(pageURL); err == nil && u.Hostname() != "" {
+		return strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.")
+	}
+	return id
 }
 
 func readGz(path string) ([]byte, error) {
@@ -141,37 +186,78 @@ func Evaluate(ctx context.Context, name string, pages []Page, fn ExtractFunc, re
 	return res, nil
 }
 
-// DefaultDir is where the benchmark data lives relative to the repository
-// root (the shared folder beside the clone).
-const DefaultDir = "../shared/bench/extraction/scrapinghub"
+// DefaultDirs are the benchmark directories relative to the repository
+// root (the shared folder beside the clone): the Scrapinghub article pages
+// and the broad corpus of page types.
+var DefaultDirs = []string{
+	"../shared/bench/extraction/scrapinghub",
+	"../shared/bench/extraction/wcxb-dev",
+}
 
-// RunCLI runs the benchmark for `extract-bench [-v] [-repeat N] [DIR]` and
-// prints one result line for package extract. With -v it also prints each
-// page's precision and recall, worst first.
-func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Tunings returns the alternatives to the default tuning that -grid puts
+// to cross-validation: each threshold a step either side of its default.
+func Tunings() []extract.Tuning {
+	return []extract.Tuning{
+		{BlockCost: 5}, {BlockCost: 15}, {BlockCost: 20},
+		{DescendPercent: 75}, {DescendPercent: 95},
+	}
+}
+
+// WithTuning is the ExtractFunc of package extract with tuning t.
+func WithTuning(t extract.Tuning) ExtractFunc {
+	return func(html []byte, pageURL string) (string, error) {
+		a, err := extract.Extract(bytes.NewReader(html), pageURL, extract.Options{Tuning: t})
+		if err != nil {
+			return "", err
+		}
+		return a.Text, nil
+	}
+}
+
+// RunCLI runs the benchmark for
+// `extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [DIR...]`:
+// it scores package extract, and the other contenders given, on the pages
+// of the directories (default DefaultDirs) and prints F1, precision and
+// recall per directory, source and page type, pooled and cross-validated
+// by site (k folds), side by side. With -grid the tunings of Tunings are
+// chosen fold by fold on the training folds, so the cross-validated figures
+// of "deepresearch/cv" are held-out scores of the selection.
+func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others ...Contender) error {
 	fs := flag.NewFlagSet("extract-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	verbose := fs.Bool("v", false, "print per-page scores, worst first")
+	verbose := fs.Bool("v", false, "print per-page scores of package extract, worst first")
 	repeat := fs.Int("repeat", 1, "extract each page N times for steadier timing")
 	page := fs.String("page", "", "explain one page (id prefix): text missed and text extra")
+	k := fs.Int("k", 5, "folds of the cross-validation by site")
+	grid := fs.Bool("grid", false, "choose among alternative tunings by cross-validation")
+	worst := fs.Int("worst", 0, "print the N pages where package extract scores lowest")
+	only := fs.String("only", "", "keep only pages whose type, source or set is this")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [DIR]")
+		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [-only NAME] [DIR...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 1 {
-		fs.Usage()
-		return errors.New("extract-bench: at most one directory")
+	if *k < 2 {
+		return errors.New("extract-bench: -k must be at least 2")
 	}
-	dir := DefaultDir
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
+	dirs := fs.Args()
+	if len(dirs) == 0 {
+		dirs = DefaultDirs
 	}
-	pages, err := LoadDir(dir)
+	pages, err := LoadDirs(dirs)
 	if err != nil {
 		return err
+	}
+	if *only != "" {
+		kept := pages[:0]
+		for _, p := range pages {
+			if p.Type == *only || p.Source == *only || p.Set == *only {
+				kept = append(kept, p)
+			}
+		}
+		pages = kept
 	}
 	if *page != "" {
 		for _, p := range pages {
@@ -180,19 +266,47 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				if err != nil {
 					return err
 				}
+				fmt.Fprintf(stdout, "== %s %s %s\n", p.ID, typeOf(p), p.URL)
 				Explain(stdout, p.Truth, pred)
 			}
 		}
 		return nil
 	}
-	res, err := Evaluate(ctx, "deepresearch", pages, Ours, *repeat)
+	ours, err := Evaluate(ctx, "deepresearch", pages, Ours, *repeat)
 	if err != nil {
 		return err
 	}
-	if *verbose {
-		WritePageTable(stdout, res)
+	results := []Result{ours}
+	if *grid {
+		cands := []Result{ours}
+		for _, t := range Tunings() {
+			name := fmt.Sprintf("deepresearch%+v", t)
+			r, err := Evaluate(ctx, name, pages, WithTuning(t), 1)
+			if err != nil {
+				return err
+			}
+			cands = append(cands, r)
+		}
+		sel, chosen := SelectByFold("deepresearch/cv", pages, cands, *k)
+		for f, c := range chosen {
+			fmt.Fprintf(stdout, "fold %d: chose %s\n", f, c)
+		}
+		results = append(results, sel)
 	}
-	fmt.Fprintln(stdout, res.Line())
+	for _, c := range others {
+		r, err := Evaluate(ctx, c.Name, pages, c.Fn, *repeat)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if *verbose {
+		WritePageTable(stdout, ours)
+	}
+	if *worst > 0 {
+		WriteWorst(stdout, pages, results, 0, *worst)
+	}
+	WriteReport(stdout, pages, results, *k)
 	return nil
 }
 
