@@ -169,7 +169,7 @@ func scoreBlocks(body *html.Node, cards map[*html.Node]bool, cost int) map[*html
 				cur.punct += sentencePunct(c.Data)
 			case html.ElementNode:
 				switch c.Data {
-				case "script", "style", "noscript", "template":
+				case "script", "style", "template":
 					continue
 				}
 				if cards[c] {

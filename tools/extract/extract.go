@@ -183,11 +183,11 @@ func toUTF8(data []byte) []byte {
 // parse parses HTML; if the parser refuses the input for being nested too
 // deeply, the input is flattened beyond maxDepth and parsed again.
 func parse(data []byte) (*html.Node, error) {
-	doc, err := html.Parse(bytes.NewReader(data))
+	doc, err := html.ParseWithOptions(bytes.NewReader(data), html.ParseOptionEnableScripting(false))
 	if err == nil {
 		return doc, nil
 	}
-	doc, err2 := html.Parse(bytes.NewReader(flatten(data, maxDepth/2)))
+	doc, err2 := html.ParseWithOptions(bytes.NewReader(flatten(data, maxDepth/2)), html.ParseOptionEnableScripting(false))
 	if err2 != nil {
 		return nil, err
 	}

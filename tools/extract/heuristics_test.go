@@ -80,6 +80,21 @@ func TestHeuristics(t *testing.T) {
 				`<a href="https://twitter.com/x/status/1">November 18, 2019</a></p></blockquote></div><p>` + prose("mu", 3) + `</p></article>`,
 			want: []string{"lambda sentence number 2", "unstable rate tonight", "mu sentence number 0"},
 		},
+		{
+			name: "thread for crawlers in noscript of a scripted page",
+			body: `<div id="app">Loading…</div><noscript><header><a href="/">Forum home</a></header><div id="main-outlet">` +
+				`<h1>Question title</h1><div class="topic-body crawler-post"><span class="creator">someone</span>` +
+				`<div class="post"><p>` + prose("nu", 3) + `</p></div></div><div class="topic-body crawler-post">` +
+				`<span class="creator">another</span><div class="post"><p>` + prose("xi", 3) + `</p></div></div></div></noscript>`,
+			want: []string{"nu sentence number 2", "xi sentence number 0"},
+		},
+		{
+			name: "noscript copy of content the page already shows",
+			body: `<article><p>` + prose("omicron", 4) + `</p></article><noscript><p>` + prose("omicron", 1) +
+				`</p><p>Please enable JavaScript to view the comments powered by a service.</p></noscript>`,
+			want:    []string{"omicron sentence number 3"},
+			notWant: []string{"enable JavaScript"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

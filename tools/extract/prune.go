@@ -24,6 +24,9 @@ type extractor struct {
 	popups map[*html.Node]bool
 	// embeds holds the ancestors of embedded posts (see findEmbeds).
 	embeds map[*html.Node]bool
+	// noscriptMain reports that the page's <noscript> elements hold more
+	// text than the rest of it (see measure).
+	noscriptMain bool
 }
 
 type textSize struct{ all, para, paras int }
@@ -34,7 +37,7 @@ func newExtractor(base *url.URL, opts Options) *extractor {
 
 // dropTags are elements that never hold main text.
 var dropTags = map[string]bool{
-	"script": true, "style": true, "noscript": true, "template": true, "svg": true,
+	"script": true, "style": true, "template": true, "svg": true,
 	"canvas": true, "iframe": true, "object": true, "embed": true, "input": true, "button": true,
 	"select": true, "textarea": true, "option": true, "nav": true, "aside": true, "footer": true,
 	"head": true, "link": true, "meta": true, "img": true, "picture": true, "video": true,
@@ -212,6 +215,26 @@ func (e *extractor) measure(body *html.Node) textSize {
 	e.cards = findCards(scores)
 	e.popups = findPopups(body)
 	e.embeds = findEmbeds(body)
+	// Pages rendered by scripts often put a copy of their content for
+	// crawlers in <noscript> (forums do). That copy is the content only
+	// when the rest of the page holds less text than it; otherwise it is a
+	// duplicate, a tracking pixel or a "please enable JavaScript" notice.
+	inside := 0
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "noscript" {
+				inside += e.size[c].all
+				continue
+			}
+			walk(c, depth+1)
+		}
+	}
+	walk(body, 0)
+	e.noscriptMain = inside*2 > e.size[body].all
 	return e.size[body]
 }
 
@@ -301,7 +324,7 @@ func findPopups(body *html.Node) map[*html.Node]bool {
 				}
 			case html.ElementNode:
 				switch c.Data {
-				case "script", "style", "noscript", "template":
+				case "script", "style", "template":
 					continue
 				}
 				isLink := c.Data == "a" && attr(c, "href") != ""
@@ -442,6 +465,9 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 	tag := n.Data
 	if dropTags[tag] {
 		return true
+	}
+	if tag == "noscript" {
+		return !e.noscriptMain
 	}
 	if isHidden(n) || e.popups[n] {
 		return true

@@ -162,7 +162,7 @@ func (r *renderer) walk(n *html.Node, inLink bool, depth int) {
 
 func (r *renderer) element(c *html.Node, inLink bool, depth int) {
 	switch c.Data {
-	case "script", "style", "noscript", "template", "head", "title":
+	case "script", "style", "template", "head", "title":
 		return
 	case "br":
 		r.buf.newline()

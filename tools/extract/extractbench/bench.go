@@ -330,8 +330,8 @@ func WritePageTable(w io.Writer, r Result) {
 			errs = " err=" + strings.ReplaceAll(p.Err.Error(), "\n", " ")
 		}
 		id := p.ID
-		if len(id) > 12 {
-			id = id[:12]
+		if len(id) == 64 {
+			id = id[:12] // a content hash: its head is unique enough
 		}
 		fmt.Fprintf(w, "%.3f p=%.3f r=%.3f %s %s%s\n", f1(p.Score), pr, rc, id, p.URL, errs)
 	}
