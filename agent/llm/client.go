@@ -27,6 +27,7 @@ const (
 // concurrent use.
 type Client struct {
 	api      *openai.Client
+	base     string // the endpoint, for messages
 	opts     Options
 	provider Provider
 	log      *slog.Logger
@@ -110,8 +111,12 @@ func New(opts Options) (*Client, error) {
 	if opts.MaxRetryAfter <= 0 {
 		opts.MaxRetryAfter = DefaultMaxRetryAfter
 	}
+	if opts.SlowAfter == 0 {
+		opts.SlowAfter = DefaultSlowAfter
+	}
 	c := &Client{
 		api:      openai.NewClientWithConfig(cfg),
+		base:     base,
 		opts:     opts,
 		provider: prov,
 		log:      opts.Logger,
@@ -340,10 +345,13 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	}
 	log := c.log.With("role", string(req.Role), "node", node, "model", model)
 	start := time.Now()
+	nt := notifier{fn: c.opts.OnNotice, base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
 	for attempt := 1; ; attempt++ {
 		log.DebugContext(ctx, "llm request", "attempt", attempt, "messages", len(oreq.Messages), "tools", len(oreq.Tools))
 		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		stopWatch := nt.watch(attempt)
 		resp, err := c.api.CreateChatCompletion(actx, oreq)
+		stopWatch()
 		cancel()
 		if err == nil && len(resp.Choices) == 0 {
 			err = fmt.Errorf("%w: no choices in response", ErrMalformedResponse)
@@ -366,17 +374,22 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 			if f.retry {
 				log.WarnContext(ctx, "llm giving up", "attempts", attempt, "status", f.status, "error", f.kind)
 			}
-			return Response{}, f.toError(attempt)
+			e := f.toError(attempt)
+			nt.send(NoticeFailed, attempt, 0, e)
+			return Response{}, e
 		}
 		wait := c.backoff(attempt)
 		if f.retryAfter >= 0 {
 			if f.retryAfter > c.opts.MaxRetryAfter {
 				f.hint = fmt.Sprintf("the server asked to wait %s, longer than the %s limit", f.retryAfter, c.opts.MaxRetryAfter)
-				return Response{}, f.toError(attempt)
+				e := f.toError(attempt)
+				nt.send(NoticeFailed, attempt, 0, e)
+				return Response{}, e
 			}
 			wait = f.retryAfter
 		}
 		log.WarnContext(ctx, "llm retry", "attempt", attempt, "status", f.status, "error", f.kind, "wait", wait)
+		nt.send(NoticeRetry, attempt, wait, f.toError(attempt))
 		if err := c.sleep(ctx, wait); err != nil {
 			return Response{}, fmt.Errorf("llm: %s call canceled while waiting to retry (%v): %w", model, f.toError(attempt), err)
 		}

@@ -74,7 +74,7 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " model=%q", e.Model)
 	}
 	if e.Message != "" {
-		fmt.Fprintf(&b, ": %s", e.Message)
+		fmt.Fprintf(&b, ": %s", strings.Join(strings.Fields(e.Message), " ")) // one line
 	} else if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}

@@ -129,6 +129,16 @@ type Options struct {
 	// (see WithMeter), which takes precedence.
 	Meter *Meter
 
+	// OnNotice, if set, is told while a call waits on the model: an
+	// attempt without an answer for SlowAfter, a retry being scheduled, a
+	// call that gave up. It is called from the calling goroutine or a
+	// timer's, possibly concurrently, and must return quickly.
+	OnNotice func(Notice)
+	// SlowAfter is how long an attempt runs before NoticeSlow (and again
+	// every SlowAfter while it waits); default DefaultSlowAfter, negative
+	// disables it.
+	SlowAfter time.Duration
+
 	// Logger (default: slog.Default()). Prompts and keys are never logged;
 	// the debug level logs sizes, models, nodes and timings.
 	Logger *slog.Logger
@@ -168,7 +178,8 @@ func RoleEnv(r Role) string { return EnvModelPrefix + strings.ToUpper(string(r))
 //	OPENAI_API_VERSION              Azure api-version (default 2024-10-21)
 //	DEEPRESEARCH_LLM_PROVIDER       openai|azure|ollama|vllm (default: inferred)
 //	DEEPRESEARCH_MODEL              default model (default gpt-4o-mini on OpenAI;
-//	                                required for other endpoints)
+//	                                elsewhere left empty: PickModel takes the
+//	                                server's only model, or names the choices)
 //	DEEPRESEARCH_MODEL_PLANNER      per-role overrides (also _RESEARCHER,
 //	                                _WRITER, _REVIEWER)
 //	DEEPRESEARCH_AZURE_DEPLOYMENTS  model=deployment pairs, comma separated
@@ -212,10 +223,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		}
 		return Options{}, fmt.Errorf("%w: set %s to the key for %s", ErrMissingAPIKey, EnvAPIKey, o.BaseURL)
 	}
-	if o.Model == "" {
-		if o.BaseURL != "" && !isOpenAIHost(o.BaseURL) {
-			return Options{}, fmt.Errorf("%w: set %s to a model served by %s (e.g. llama3.1 for Ollama, or the Azure deployment's model)", ErrConfig, EnvModel, o.BaseURL)
-		}
+	if o.Model == "" && (o.BaseURL == "" || isOpenAIHost(o.BaseURL)) {
 		o.Model = DefaultModelEnv
 	}
 	for _, r := range Roles {

@@ -48,10 +48,9 @@ func TestOptionsFromEnv(t *testing.T) {
 			want: Options{BaseURL: "http://localhost:11434/v1", Model: "qwen3"},
 		},
 		{
-			name:    "custom server needs a model",
-			env:     map[string]string{"OPENAI_BASE_URL": "http://gpu:8000/v1"},
-			wantErr: ErrConfig,
-			errHas:  []string{"DEEPRESEARCH_MODEL"},
+			name: "custom server without a model leaves it to PickModel",
+			env:  map[string]string{"OPENAI_BASE_URL": "http://gpu:8000/v1"},
+			want: Options{BaseURL: "http://gpu:8000/v1"},
 		},
 		{
 			name: "everything",
