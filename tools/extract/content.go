@@ -259,3 +259,42 @@ func collapseSpace(s string) string {
 	}
 	return b.String()
 }
+
+// Defaults of Tuning.BroadPercent and Tuning.MinItemLink.
+const (
+	defaultBroadPercent = 25
+	defaultMinItemLink  = 15
+)
+
+// content returns the blocks of the main content under the pruned body:
+// those of the chosen container (see chooseRoot) or, when that holds only
+// a small share of the page's text, those of the whole page with the
+// titles of its items kept.
+func (e *extractor) content(body *html.Node, title string) []block {
+	root := e.chooseRoot(body)
+	blocks := cleanBlocks(e.render(root), title, 0)
+	if root == body {
+		return blocks
+	}
+	links, seen := len(e.links), len(e.seenLinks)
+	broad := cleanBlocks(e.render(body), title, e.opts.Tuning.MinItemLink)
+	if chars(blocks)*100 >= chars(broad)*e.opts.Tuning.BroadPercent {
+		e.links = e.links[:links]
+		if len(e.seenLinks) != seen {
+			clear(e.seenLinks)
+			for _, l := range e.links {
+				e.seenLinks[l] = true
+			}
+		}
+		return blocks
+	}
+	return broad
+}
+
+func chars(blocks []block) int {
+	n := 0
+	for _, b := range blocks {
+		n += b.chars
+	}
+	return n
+}

@@ -72,6 +72,15 @@ type Tuning struct {
 	// DescendPercent is the share of its parent's value a child must hold
 	// for the child to be preferred as the root (default 85).
 	DescendPercent int
+	// BroadPercent: when the chosen container's text is less than this
+	// share of the text of the whole (pruned) page, the page is not one
+	// article but many items (a listing, a shop, a service page) and the
+	// whole page is rendered instead (default 25).
+	BroadPercent int
+	// MinItemLink is the length (in weighted characters) from which a
+	// block that is all link text is kept on such a page: an item's title
+	// rather than a menu entry (default 15).
+	MinItemLink int
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -80,6 +89,12 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.DescendPercent <= 0 || t.DescendPercent > 100 {
 		t.DescendPercent = defaultDescendPercent
+	}
+	if t.BroadPercent <= 0 {
+		t.BroadPercent = defaultBroadPercent
+	}
+	if t.MinItemLink <= 0 {
+		t.MinItemLink = defaultMinItemLink
 	}
 	return t
 }
@@ -146,9 +161,7 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	if body != nil {
 		e := newExtractor(base, opts)
 		e.prune(body)
-		root := e.chooseRoot(body)
-		blocks := e.render(root)
-		blocks = cleanBlocks(blocks, a.Title)
+		blocks := e.content(body, a.Title)
 		a.Text = blocksText(blocks)
 		a.Markdown = blocksMarkdown(blocks)
 		a.Links = e.links

@@ -16,6 +16,19 @@ func prose(tag string, n int) string {
 	return strings.TrimSpace(b.String())
 }
 
+// listing returns n teaser items: a linked title, a date and a one-line
+// summary each.
+func listing(n int) string {
+	var b strings.Builder
+	b.WriteString(`<div class="river"><ul>`)
+	for i := range n {
+		fmt.Fprintf(&b, `<li class="card"><h3><a href="/story-%d">Title of science story number %d</a></h3><time>May 2</time>`+
+			`<p>The pi sentence number %d says what the story is about.</p></li>`, i, i, i)
+	}
+	b.WriteString(`</ul></div>`)
+	return b.String()
+}
+
 // TestHeuristics checks the generic signals one synthetic page at a time:
 // each page holds an article and one kind of furniture (or of content that
 // looks like furniture).
@@ -94,6 +107,13 @@ func TestHeuristics(t *testing.T) {
 				`</p><p>Please enable JavaScript to view the comments powered by a service.</p></noscript>`,
 			want:    []string{"omicron sentence number 3"},
 			notWant: []string{"enable JavaScript"},
+		},
+		{
+			name: "listing page: the items are the content",
+			body: `<nav><a href="/">Home</a> <a href="/news">News</a></nav><h1>Science</h1><p>The latest from our science desk.</p>` +
+				listing(6) + `<footer><a href="/about">About us</a></footer>`,
+			want:    []string{"Title of science story number 0", "pi sentence number 0", "Title of science story number 5"},
+			notWant: []string{"About us"},
 		},
 	}
 	for _, tt := range tests {

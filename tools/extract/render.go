@@ -407,8 +407,10 @@ var boilerplateRe = regexp.MustCompile(`(?i)^(advertisement|advertisements|spons
 const minProse = 50
 
 // cleanBlocks drops furniture blocks that survived pruning: the headline,
-// link lists, short boilerplate phrases.
-func cleanBlocks(blocks []block, title string) []block {
+// link lists, short boilerplate phrases. A block that is all link text is
+// kept when it is at least itemLink long (0: never), as the title of an
+// item on a page of items.
+func cleanBlocks(blocks []block, title string, itemLink int) []block {
 	normTitle := normText(title)
 	out := blocks[:0]
 	for i, b := range blocks {
@@ -421,7 +423,8 @@ func cleanBlocks(blocks []block, title string) []block {
 		// A block that is mostly links is a link list, unless its own
 		// text is a sentence or more (a list item that is a linked
 		// headline followed by its summary).
-		if b.kind != kindTable && b.kind != kindPre && b.link*2 > b.chars && b.chars-b.link < minProse {
+		if b.kind != kindTable && b.kind != kindPre && b.link*2 > b.chars && b.chars-b.link < minProse &&
+			(itemLink == 0 || b.chars < itemLink) {
 			continue
 		}
 		if b.chars < 60 && boilerplateRe.MatchString(strings.TrimSpace(b.text)) {

@@ -200,6 +200,8 @@ func Tunings() []extract.Tuning {
 	return []extract.Tuning{
 		{BlockCost: 5}, {BlockCost: 15}, {BlockCost: 20},
 		{DescendPercent: 75}, {DescendPercent: 95},
+		{BroadPercent: 15}, {BroadPercent: 35}, {BroadPercent: 50},
+		{MinItemLink: 10}, {MinItemLink: 25},
 	}
 }
 
