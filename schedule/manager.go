@@ -59,9 +59,14 @@ type Draft struct {
 type Manager struct {
 	Store     Store
 	Scheduler *Scheduler // runs "Run now" and approvals; may be nil (those fail)
-	Limits    Limits
-	Admins    []string // Slack user ids who may change any schedule
-	Clock     Clock    // nil: SystemClock
+	// Channels confirms that a schedule's owner may have digests posted in
+	// its channel (the bot: allow-list, membership, not archived), when a
+	// schedule is created, moved, resumed, run by hand or approved. nil:
+	// only the id's form is checked.
+	Channels ChannelChecker
+	Limits   Limits
+	Admins   []string // Slack user ids who may change any schedule
+	Clock    Clock    // nil: SystemClock
 }
 
 func (m *Manager) now() time.Time {
@@ -88,8 +93,11 @@ func (m *Manager) Validate(d Draft) (Draft, error) {
 	case utf8.RuneCountInString(d.Topic) > lim.MaxTopicLen:
 		errs[FieldTopic] = fmt.Sprintf("The topic is too long (at most %d characters).", lim.MaxTopicLen)
 	}
-	if d.Channel == "" {
+	switch {
+	case d.Channel == "":
 		errs[FieldChannel] = "Please pick a channel for the digests."
+	case !ValidChannelID(d.Channel):
+		errs[FieldChannel] = "Pick a public or private channel for the digests (not a direct message)."
 	}
 	loc, err := LoadLocation(strings.TrimSpace(d.TZ))
 	if err != nil {
@@ -137,6 +145,9 @@ func (m *Manager) Create(ctx context.Context, d Draft) (Schedule, error) {
 	if err != nil {
 		return Schedule{}, err
 	}
+	if err := m.checkChannel(ctx, d.Channel, d.Owner); err != nil {
+		return Schedule{}, err
+	}
 	now := m.now().Truncate(time.Second)
 	s := Schedule{ID: NewID(), Team: d.Team, Channel: d.Channel, Owner: d.Owner, Topic: d.Topic, Spec: d.Spec, TZ: d.TZ,
 		Enabled: true, Options: d.Options, ActiveSince: now, CreatedAt: now, UpdatedAt: now}
@@ -171,6 +182,9 @@ func (m *Manager) Update(ctx context.Context, id, user string, d Draft) (Schedul
 	if err != nil {
 		return s, err
 	}
+	if err := m.checkChannel(ctx, d.Channel, s.Owner); err != nil {
+		return s, err
+	}
 	now := m.now().Truncate(time.Second)
 	if d.Spec != s.Spec || d.TZ != s.TZ {
 		s.ActiveSince = now // a new rhythm: nothing from before it is "missed"
@@ -185,6 +199,11 @@ func (m *Manager) SetEnabled(ctx context.Context, id, user string, enabled bool)
 	s, err := m.get(ctx, id, user)
 	if err != nil || s.Enabled == enabled {
 		return s, err
+	}
+	if enabled {
+		if err := m.checkChannel(ctx, s.Channel, s.Owner); err != nil {
+			return s, err
+		}
 	}
 	now := m.now().Truncate(time.Second)
 	s.Enabled, s.UpdatedAt = enabled, now
@@ -214,12 +233,19 @@ func (m *Manager) RunNow(ctx context.Context, id, user string) (bool, error) {
 	if m.Scheduler == nil {
 		return false, errors.New("schedule: no scheduler in this process")
 	}
+	if err := m.checkChannel(ctx, s.Channel, s.Owner); err != nil {
+		return false, err
+	}
 	return m.Scheduler.Fire(ctx, s, m.now().Truncate(time.Minute), true)
 }
 
 // Approve runs a firing waiting for approval (once, however many clicks).
 func (m *Manager) Approve(ctx context.Context, id string, due time.Time, user string) error {
-	if _, err := m.get(ctx, id, user); err != nil {
+	s, err := m.get(ctx, id, user)
+	if err != nil {
+		return err
+	}
+	if err := m.checkChannel(ctx, s.Channel, s.Owner); err != nil {
 		return err
 	}
 	if m.Scheduler == nil {
@@ -242,4 +268,47 @@ func (m *Manager) Decline(ctx context.Context, id string, due time.Time, user st
 // List returns schedules matching f.
 func (m *Manager) List(ctx context.Context, f Filter) ([]Schedule, error) {
 	return m.Store.ListSchedules(ctx, f)
+}
+
+// ChannelChecker confirms where digests may be posted (implemented by the
+// bot, *bot.Bot).
+type ChannelChecker interface {
+	// CheckChannel says, in words for the owner, why digests owned by
+	// owner may not be posted in channel ("" when they may). It fails
+	// only when it could not find out (a transient error).
+	CheckChannel(ctx context.Context, channel, owner string) (problem string, err error)
+}
+
+// ValidChannelID reports whether id has the form of a public (C…) or
+// private (G…) channel id. Anything else (a DM, a user, markup) is refused
+// before it is stored, so a stored channel can always be shown as <#id>.
+func ValidChannelID(id string) bool {
+	if len(id) < 2 || len(id) > 32 || (id[0] != 'C' && id[0] != 'G') {
+		return false
+	}
+	for _, r := range id[1:] {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkChannel asks Channels about a schedule's channel: a refusal is a
+// *ValidationError on FieldChannel.
+func (m *Manager) checkChannel(ctx context.Context, channel, owner string) error {
+	if !ValidChannelID(channel) {
+		return &ValidationError{Fields: map[string]string{FieldChannel: "Pick a public or private channel for the digests (not a direct message)."}}
+	}
+	if m.Channels == nil {
+		return nil
+	}
+	problem, err := m.Channels.CheckChannel(ctx, channel, owner)
+	if err != nil {
+		return fmt.Errorf("schedule: checking the channel: %w", err)
+	}
+	if problem != "" {
+		return &ValidationError{Fields: map[string]string{FieldChannel: problem}}
+	}
+	return nil
 }

@@ -62,7 +62,14 @@ type Poster interface {
 type DigestRunner struct {
 	Researcher Researcher
 	Poster     Poster
+	// Channels, when set, is asked before researching: a firing whose
+	// channel is gone (deleted, archived, the bot removed) or no longer
+	// allowed fails at once instead of after a research nobody can see.
+	Channels ChannelChecker
 }
+
+// ErrChannelUnavailable fails a firing whose channel cannot take digests.
+var ErrChannelUnavailable = errors.New("schedule: the digest channel is unavailable")
 
 var _ Runner = (*DigestRunner)(nil)
 
@@ -77,6 +84,18 @@ func (r *DigestRunner) Run(ctx context.Context, job Job) (*Digest, error) {
 		return nil, errors.New("schedule: DigestRunner needs a Researcher and a Poster")
 	}
 	sc := job.Schedule
+	if !ValidChannelID(sc.Channel) {
+		return nil, fmt.Errorf("%w: %q is not a channel id", ErrChannelUnavailable, sc.Channel)
+	}
+	if r.Channels != nil {
+		problem, err := r.Channels.CheckChannel(ctx, sc.Channel, sc.Owner)
+		if err != nil {
+			return nil, fmt.Errorf("schedule: checking channel %s: %w", sc.Channel, err)
+		}
+		if problem != "" {
+			return nil, fmt.Errorf("%w: %s", ErrChannelUnavailable, problem)
+		}
+	}
 	res, err := r.Researcher.Research(ctx, ResearchRequest{
 		ThreadID: ThreadID(sc.ID, job.Due), Question: sc.Topic,
 		Language: sc.Options.Language, Depth: sc.Options.Depth, Owner: sc.Owner,

@@ -15,13 +15,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"deepresearch/bot"
 	"deepresearch/schedule"
 )
 
@@ -111,14 +111,9 @@ func DefaultPresets() []Preset { return append([]Preset(nil), defaultPresets...)
 
 // ---------------------------------------------------------------- escaping
 
-var broadcast = regexp.MustCompile(`(?i)@(channel|here|everyone)\b`)
-
-// Escape makes text from users, the LLM or the web safe for mrkdwn: it can
-// never produce links, <!channel>-style broadcasts or user mentions.
-func Escape(s string) string {
-	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-	return broadcast.ReplaceAllString(s, "@\u2060$1")
-}
+// Escape is bot.Escape: one function makes text from users, the LLM or the
+// web safe for Slack (no mention, no spoofed link, no control character).
+func Escape(s string) string { return bot.Escape(s) }
 
 func truncate(s string, n int) string {
 	r := []rune(s)
@@ -363,8 +358,8 @@ func (u *UI) onSubmit(ctx context.Context, cb slack.InteractionCallback) error {
 	}
 	u.log().Info("slackui: schedule created", "schedule_id", sc.ID, "channel", sc.Channel, "owner", sc.Owner, "spec", sc.Spec, "tz", sc.TZ)
 	next := sc.Next(time.Now())
-	text := fmt.Sprintf("Scheduled *%s* in <#%s> (`%s`, %s). First digest: %s.",
-		Escape(truncate(sc.Topic, 200)), sc.Channel, Escape(sc.Spec), Escape(sc.TZ), schedule.DateLabel(next))
+	text := fmt.Sprintf("Scheduled *%s* in %s (`%s`, %s). First digest: %s.",
+		Escape(truncate(sc.Topic, 200)), bot.ChannelRef(sc.Channel), Escape(sc.Spec), Escape(sc.TZ), schedule.DateLabel(next))
 	tell(text)
 	return nil
 }
@@ -397,7 +392,7 @@ func ScheduleBlocks(list []schedule.Schedule, now time.Time) []slack.Block {
 		if sc.Options.Depth != "" {
 			opts = append(opts, sc.Options.Depth)
 		}
-		text := fmt.Sprintf("*%s*\n`%s` (%s) in <#%s> · %s", Escape(truncate(sc.Topic, 300)), Escape(sc.Spec), Escape(sc.TZ), sc.Channel, status(sc, now))
+		text := fmt.Sprintf("*%s*\n`%s` (%s) in %s · %s", Escape(truncate(sc.Topic, 300)), Escape(sc.Spec), Escape(sc.TZ), bot.ChannelRef(sc.Channel), status(sc, now))
 		if len(opts) > 0 {
 			text += " · " + strings.Join(opts, ", ")
 		}
@@ -694,7 +689,7 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 		title = m.Topic
 	}
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(plain("📰 " + title)),
+		slack.NewHeaderBlock(plain("📰 " + Escape(title))),
 		slack.NewContextBlock("", mrkdwn(fmt.Sprintf("Scheduled digest · %s%s", schedule.DateLabel(m.Due), map[bool]string{true: " · run by hand", false: ""}[m.Manual]))),
 	}
 	var head string
