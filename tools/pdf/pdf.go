@@ -122,6 +122,17 @@ func (e *Extractor) ExtractText(ctx context.Context, data []byte) (string, error
 	return d.Text(), nil
 }
 
+// Convert returns the document's title (from its information dictionary,
+// empty if none) and text; it has the signature of a converter in
+// docs.Options.Converters.
+func (e *Extractor) Convert(ctx context.Context, data []byte) (title, text string, err error) {
+	d, err := e.Extract(ctx, data)
+	if err != nil {
+		return "", "", err
+	}
+	return d.Title, d.Text(), nil
+}
+
 // Extract parses data and returns its text page by page.
 func (e *Extractor) Extract(ctx context.Context, data []byte) (*Document, error) {
 	if int64(len(data)) > e.opts.MaxBytes {

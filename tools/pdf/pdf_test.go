@@ -249,3 +249,20 @@ func TestType0ToUnicode(t *testing.T) {
 		t.Fatalf("text = %q", text)
 	}
 }
+
+// Convert is the docs.Options.Converters form: the information title and
+// the text.
+func TestConvert(t *testing.T) {
+	data := makePDF(docSpec{pages: []string{lines(page1...), lines(page2...)}, title: "Test Report"})
+	title, text, err := New(Options{}).Convert(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if title != "Test Report" {
+		t.Errorf("title = %q", title)
+	}
+	assertInOrder(t, text, append(append([]string{}, page1...), page2...)...)
+	if _, _, err := New(Options{}).Convert(context.Background(), []byte("<html>")); !errors.Is(err, ErrNotPDF) {
+		t.Errorf("err = %v, want ErrNotPDF", err)
+	}
+}
