@@ -115,6 +115,14 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"Title of science story number 0", "pi sentence number 0", "Title of science story number 5"},
 			notWant: []string{"About us"},
 		},
+		{
+			name: "classes that hide only in some state or on small screens",
+			body: `<div class="product"><h1>Mug</h1><span class="visually-hidden">Regular price</span>` +
+				`<div class="product__description rte quick-add-hidden"><p>` + prose("rho", 2) + `</p></div>` +
+				`<div class="hidden md:block"><p>` + prose("sigma", 2) + `</p></div><div class="hidden"><p>` + prose("tau", 1) + `</p></div></div>`,
+			want:    []string{"rho sentence number 1", "sigma sentence number 1"},
+			notWant: []string{"tau sentence", "Regular price"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

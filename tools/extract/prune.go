@@ -59,10 +59,10 @@ var negWords = wordSet(`comment comments commentlist disqus respond replies repl
 	subscribe subscription signup sidebar widget widgets advert advertisement advertising ad ads adv
 	adslot adunit sponsor sponsored banner popup modal cookie cookies consent gdpr outbrain taboola
 	trending popular mostread pagination pager skip toolbar masthead login signin signup register
-	byline author authors bio tags tag taglist keywords hidden sronly visuallyhidden screenreader
+	byline author authors bio tags tag taglist keywords sronly visuallyhidden screenreader
 	caption credit credits copyright disclaimer meta metadata dateline timestamp date print
 	rail aside overlay teaser teasers more subnav topnav header follow carousel slideshow
-	gallery lightbox tooltip ticker alert notice offscreen invisible paywall
+	gallery lightbox tooltip ticker alert notice offscreen paywall
 	jump toc hide cta shoutbox community supplemental extra extras video player`)
 
 // strongNegWords mark furniture even in an element that also has a
@@ -170,8 +170,12 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 		return 1, false
 	}
 	check(attr(n, "id"))
-	for _, c := range strings.Fields(attr(n, "class")) {
+	classes := strings.Fields(attr(n, "class"))
+	for _, c := range classes {
 		check(c)
+	}
+	if hiddenClass(classes) {
+		neg++
 	}
 	switch {
 	case neg > 0 && pos == 0:
@@ -182,6 +186,27 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 		return 1, false
 	}
 	return 0, false
+}
+
+// hiddenClasses are class names that hide an element outright. Names that
+// only mention hiding ("quick-add-hidden", "no-js-hidden") hide it in some
+// state of the page, and a hiding class beside a responsive one
+// ("hidden md:block") hides it on small screens only: neither says that
+// the element is not shown.
+var hiddenClasses = wordSet(`hidden hide invisible is-hidden u-hidden d-none visually-hidden visuallyhidden
+	sr-only screen-reader-text element-invisible`)
+
+func hiddenClass(classes []string) bool {
+	hidden := false
+	for _, c := range classes {
+		if strings.Contains(c, ":") {
+			return false
+		}
+		if hiddenClasses[strings.ToLower(c)] {
+			hidden = true
+		}
+	}
+	return hidden
 }
 
 // isHidden reports elements hidden by attribute or inline style.
