@@ -37,6 +37,10 @@ type Options struct {
 	BotToken string // xoxb-…
 	AppToken string // xapp-… with connections:write
 	APIURL   string // Slack Web API base, e.g. "https://slack.com/api/"; "" for Slack's own
+	// AppID is the app's id (A…): envelopes for another api_app_id are
+	// refused. Default: learned at start-up (bots.info); when neither is
+	// known only the workspace is checked (auth.test's team_id).
+	AppID string
 
 	// InstanceID names this process as a lease owner; default host-pid-random.
 	InstanceID string
@@ -211,8 +215,11 @@ type Bot struct {
 	metrics *Metrics
 	now     func() time.Time
 
-	botUserID string
-	teamID    string
+	botUserID    string
+	teamID       string
+	botID        string
+	enterpriseID string // an org-wide install: envelopes come from the org's workspaces
+	appID        string // expected api_app_id ("" unknown)
 
 	allowed   map[string]bool
 	approvers map[string]bool
@@ -421,6 +428,8 @@ func (b *Bot) authenticate(ctx context.Context) error {
 		return fmt.Errorf("bot: auth.test: %w", err)
 	}
 	b.botUserID, b.teamID = resp.UserID, resp.TeamID
+	b.botID, b.enterpriseID = resp.BotID, resp.EnterpriseID
+	b.learnAppID(ctx)
 	return nil
 }
 

@@ -49,9 +49,9 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent)
 // a channel, which only matters as the answer to a clarifying question.
 func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, threadTS string, answerOnly bool) {
 	dm := strings.HasPrefix(channel, "D")
-	if !dm && len(b.allowed) > 0 && !b.allowed[channel] {
+	if !b.channelAllowed(channel) {
 		if !answerOnly && b.firstAnswer(ctx, channel, ts) {
-			b.ephemeral(ctx, channel, threadTS, user, "I'm not enabled in this channel. Ask an admin to add it to the allow-list, or DM me.")
+			b.ephemeral(ctx, channel, threadTS, user, notEnabledText)
 		}
 		return
 	}
@@ -221,8 +221,12 @@ func (b *Bot) ackPayload(ev socketmode.Event) any {
 		}
 		return nil
 	}
-	if strings.TrimSpace(feedbackText(cb)) == "" {
+	text := strings.TrimSpace(feedbackText(cb))
+	if text == "" {
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockFeedback: "Please say what should change."})
+	}
+	if n := utf8.RuneCountInString(text); n > b.opts.MaxQuestionLen {
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockFeedback: fmt.Sprintf("This is too long (%d characters; the limit is %d). Please shorten it.", n, b.opts.MaxQuestionLen)})
 	}
 	return nil
 }
@@ -237,6 +241,10 @@ func feedbackText(cb slack.InteractionCallback) string {
 func (b *Bot) handleInteraction(ctx context.Context, cb slack.InteractionCallback) {
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
+		if ch := interactionChannel(cb); !b.channelAllowed(ch) {
+			b.ephemeral(ctx, ch, cb.Container.ThreadTs, cb.User.ID, notEnabledText)
+			return
+		}
 		for _, a := range cb.ActionCallback.BlockActions {
 			if h := b.extension(a.ActionID); h != nil {
 				b.runExtension(ctx, h, cb)
@@ -253,6 +261,15 @@ func (b *Bot) handleInteraction(ctx context.Context, cb slack.InteractionCallbac
 			b.runExtension(ctx, h, cb)
 		}
 	}
+}
+
+// interactionChannel is the channel an interaction came from ("" for the
+// App Home and modals).
+func interactionChannel(cb slack.InteractionCallback) string {
+	if cb.Container.ChannelID != "" {
+		return cb.Container.ChannelID
+	}
+	return cb.Channel.ID
 }
 
 func (b *Bot) extension(id string) InteractionHandler {
@@ -290,6 +307,10 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 			b.ephemeral(ctx, channel, threadTS, user, "I can't find that research any more.")
 			return
 		}
+		if !b.channelAllowed(r.Key.Channel) {
+			b.ephemeral(ctx, channel, threadTS, user, notEnabledText)
+			return
+		}
 		if !b.mayDecide(r, user) {
 			b.ephemeral(ctx, channel, threadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
 			return
@@ -316,7 +337,7 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 
 func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallback) {
 	text := strings.TrimSpace(feedbackText(cb))
-	if text == "" {
+	if text == "" || utf8.RuneCountInString(text) > b.opts.MaxQuestionLen {
 		return // the ack carried the validation error
 	}
 	runID, intrID, ok := strings.Cut(cb.View.PrivateMetadata, "|")
@@ -328,6 +349,10 @@ func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallb
 		return
 	}
 	user := cb.User.ID
+	if !b.channelAllowed(r.Key.Channel) {
+		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, notEnabledText)
+		return
+	}
 	if !b.mayDecide(r, user) {
 		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
 		return
@@ -339,6 +364,10 @@ func (b *Bot) onCancelButton(ctx context.Context, runID, user, channel, threadTS
 	r, err := b.store.Run(ctx, runID)
 	if err != nil {
 		b.ephemeral(ctx, channel, threadTS, user, "I can't find that research any more.")
+		return
+	}
+	if !b.channelAllowed(r.Key.Channel) {
+		b.ephemeral(ctx, channel, threadTS, user, notEnabledText)
 		return
 	}
 	if !b.mayDecide(r, user) {

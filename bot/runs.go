@@ -309,6 +309,12 @@ func (b *Bot) execute(r Run) {
 	defer status.halt()
 	status.Progress(Progress{Phase: "starting"})
 
+	if r.Attempt > maxRunAttempts {
+		// Picked up again and again without finishing (a process dies on
+		// it, or a store write keeps failing): stop paying for it.
+		b.fail(wctx, r, th, fmt.Errorf("%w: picked up %d times", errTooManyAttempts, r.Attempt), status, log)
+		return
+	}
 	outcome, err := b.invoke(ctx, r, status.Progress, log)
 	b.countTokens(r.ID, status.lastProgress().Tokens, outcome)
 
@@ -433,6 +439,12 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	}
 	if err := b.store.WaitRun(ctx, r.ID, b.opts.InstanceID, pi, b.now()); err != nil {
 		log.Warn("bot: record waiting run", "err", err)
+		if !errors.Is(err, ErrLeaseLost) {
+			// Left running, the run would be picked up, researched and
+			// shown again after every lease; a store that refuses the
+			// row will refuse it again. Fail it once instead.
+			b.fail(ctx, r, th, fmt.Errorf("recording the run as waiting: %w", err), status, log)
+		}
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(StateWaiting)).Inc()
@@ -505,7 +517,9 @@ func (b *Bot) fail(ctx context.Context, r Run, th Thread, cause error, status *s
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(StateFailed)).Inc()
-	_ = status.Final(ctx, StateFailed, "Something went wrong: "+truncateEscaped(cause.Error(), 500)+"\nMention me again to retry.")
+	// The cause is for the log: people get a plain sentence and the run id
+	// to quote (internal error strings never reach the channel).
+	_ = status.Final(ctx, StateFailed, failedNote(r.ID))
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -12,15 +13,24 @@ import (
 
 // handleSlash serves /research: ask, status, cancel, help, plus the
 // subcommands in Options.Subcommands. Text that starts with none of these is
-// a question (ask).
+// a question (ask), unless it looks like a mistyped subcommand (one word of
+// letters, or a word close to a known subcommand), which gets the help. In
+// a channel outside Options.AllowedChannels only help is answered.
 func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 	text := strings.TrimSpace(cmd.Text)
 	word, rest, _ := strings.Cut(text, " ")
 	rest = strings.TrimSpace(rest)
 	say := func(msg string) { b.respond(ctx, cmd.ResponseURL, msg, nil) }
-	switch strings.ToLower(word) {
-	case "", "help":
-		say(helpText)
+	sub := strings.ToLower(word)
+	if sub == "" || sub == "help" {
+		say(b.slashHelp(""))
+		return
+	}
+	if !b.channelAllowed(cmd.ChannelID) {
+		say(notEnabledText)
+		return
+	}
+	switch sub {
 	case "ask":
 		b.slashAsk(ctx, cmd, rest, say)
 	case "status":
@@ -28,23 +38,122 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 	case "cancel":
 		b.slashCancel(ctx, cmd, rest, say)
 	default:
-		if h, ok := b.opts.Subcommands[strings.ToLower(word)]; ok {
+		if h, ok := b.opts.Subcommands[sub]; ok {
 			reply, err := h(ctx, cmd, rest)
 			if err != nil {
-				b.log.Warn("bot: subcommand", "subcommand", word, "err", err)
-				reply = "Sorry, that failed: " + Escape(err.Error())
+				ref := randomID(4)
+				b.log.Warn("bot: subcommand", "subcommand", sub, "ref", ref, "err", err)
+				reply = "Sorry, that failed. Please try again; if it keeps failing, tell an admin the reference `" + ref + "`."
 			}
 			if reply != "" {
 				say(reply)
 			}
 			return
 		}
-		if word == "schedule" || word == "schedules" {
+		if sub == "schedule" || sub == "schedules" {
 			say("Scheduled digests are not available yet.")
+			return
+		}
+		if b.mistypedSubcommand(word, rest) {
+			say(b.slashHelp(word))
 			return
 		}
 		b.slashAsk(ctx, cmd, text, say)
 	}
+}
+
+// notEnabledText answers anything asked in a channel outside the allow-list.
+const notEnabledText = "I'm not enabled in this channel. Ask an admin to add it to the allow-list, or DM me."
+
+// channelAllowed applies Options.AllowedChannels: DMs are always allowed,
+// every channel when the list is empty.
+func (b *Bot) channelAllowed(channel string) bool {
+	if len(b.allowed) == 0 || b.allowed[channel] {
+		return true
+	}
+	return strings.HasPrefix(channel, "D")
+}
+
+// subcommandHelp describes the subcommands an extension may register.
+var subcommandHelp = map[string]string{
+	"schedule":  "`/research schedule [topic]` schedules a recurring digest posted in a channel",
+	"schedules": "`/research schedules` lists the digests of this channel and yours, with Pause / Resume / Run now / Delete",
+}
+
+// slashHelp is the help text with every subcommand; unknown names a word
+// that is not one.
+func (b *Bot) slashHelp(unknown string) string {
+	var sb strings.Builder
+	if unknown != "" {
+		fmt.Fprintf(&sb, "I don't know the subcommand `%s`. To research it, use `/research ask %s`.\n\n", Escape(Truncate(unknown, 40)), Escape(Truncate(unknown, 40)))
+	}
+	sb.WriteString(helpText)
+	names := make([]string, 0, len(b.opts.Subcommands)+2)
+	for name := range b.opts.Subcommands {
+		names = append(names, name)
+	}
+	for name := range subcommandHelp {
+		if _, ok := b.opts.Subcommands[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		line, known := subcommandHelp[name]
+		if !known {
+			line = "`/research " + Escape(name) + "`"
+		}
+		if _, ok := b.opts.Subcommands[name]; !ok {
+			line += " (not enabled on this bot)"
+		}
+		sb.WriteString("\n• " + line + ".")
+	}
+	return sb.String()
+}
+
+// mistypedSubcommand reports whether /research text that is not a known
+// subcommand looks like a command rather than a question: a lone word of
+// ASCII letters (no question is one English word), or a first word one or
+// two edits away from a subcommand ("shedule weekly news").
+func (b *Bot) mistypedSubcommand(word, rest string) bool {
+	lw := strings.ToLower(word)
+	if rest == "" && len(lw) <= 20 && !strings.ContainsFunc(lw, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r == '-' || r == '_') }) {
+		return true
+	}
+	if len(lw) < 4 {
+		return false
+	}
+	known := []string{"ask", "status", "cancel", "help", "schedule", "schedules"}
+	for name := range b.opts.Subcommands {
+		known = append(known, name)
+	}
+	for _, k := range known {
+		if d := editDistance(lw, k); d > 0 && d <= 2 && len(k) >= 4 {
+			return true
+		}
+	}
+	return false
+}
+
+// editDistance is the Levenshtein distance of two short ASCII words.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question string, say func(string)) {
@@ -57,8 +166,8 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 		return
 	}
 	dm := strings.HasPrefix(cmd.ChannelID, "D")
-	if !dm && len(b.allowed) > 0 && !b.allowed[cmd.ChannelID] {
-		say("I'm not enabled in this channel. Ask an admin to add it to the allow-list, or DM me.")
+	if !b.channelAllowed(cmd.ChannelID) {
+		say(notEnabledText)
 		return
 	}
 	who := b.userName(ctx, cmd.UserID)
@@ -84,7 +193,7 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 		return
 	}
 	say("Started — follow the progress in the thread.")
-	b.newRun(ctx, th, cmd.UserID, question, false, ts)
+	b.newRun(ctx, th, cmd.UserID, question, false, ts, b.opts.RunOptions)
 }
 
 func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(string)) {
@@ -145,4 +254,16 @@ func (b *Bot) slashCancel(ctx context.Context, cmd slack.SlashCommand, runID str
 	if !done {
 		say("Cancelling `" + r.ID + "`.")
 	}
+}
+
+// maxRunAttempts bounds how often a run is picked up (Run.Attempt) since
+// its last input before it is failed.
+const maxRunAttempts = 5
+
+var errTooManyAttempts = errors.New("bot: the run was picked up too often without finishing")
+
+// failedNote is what a failed run's status message says: a plain sentence
+// and a reference for the log, never the internal error.
+func failedNote(runID string) string {
+	return "Something went wrong and I could not finish this research (reference `" + runID + "`; the details are in the bot's log).\nMention me again to retry."
 }

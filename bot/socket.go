@@ -348,6 +348,15 @@ func (b *Bot) handle(ctx context.Context, ev socketmode.Event) {
 			b.log.Error("bot: handler panic", "panic", fmt.Sprint(r), "envelope_id", envelopeID)
 		}
 	}()
+	if why := b.foreign(ev); why != "" {
+		envelopeID := ""
+		if ev.Request != nil {
+			envelopeID = ev.Request.EnvelopeID
+		}
+		b.log.Warn("bot: envelope for another workspace or app dropped", "from", why, "envelope_id", envelopeID)
+		b.metrics.events.WithLabelValues("foreign").Inc()
+		return
+	}
 	switch data := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
 		b.handleEvent(ctx, data)
@@ -421,3 +430,50 @@ func (p *pool) close() {
 }
 
 var errShutdown = errors.New("bot: shutting down")
+
+// learnAppID sets the app id envelopes must carry: Options.AppID, or the
+// one bots.info reports for the bot. Without either, envelopes are checked
+// by workspace only.
+func (b *Bot) learnAppID(ctx context.Context) {
+	b.appID = b.opts.AppID
+	if b.appID != "" || b.botID == "" {
+		return
+	}
+	var info *slack.Bot
+	err := b.call(ctx, "bots.info", true, func(ctx context.Context) error {
+		var err error
+		info, err = b.api.GetBotInfoContext(ctx, slack.GetBotInfoParameters{Bot: b.botID})
+		return err
+	})
+	if err != nil || info == nil || info.AppID == "" {
+		b.log.Info("bot: app id unknown; envelopes are checked by workspace only (set the app id to check it too)", "err", err)
+		return
+	}
+	b.appID = info.AppID
+}
+
+// foreign says why an envelope is not for this bot ("" when it is): its
+// team_id is another workspace's (unless the app is installed org-wide),
+// or its api_app_id another app's. Slack only sends an app its own
+// envelopes; one that is not is forged or misrouted, and is dropped.
+func (b *Bot) foreign(ev socketmode.Event) string {
+	var team, app string
+	switch d := ev.Data.(type) {
+	case slackevents.EventsAPIEvent:
+		team, app = d.TeamID, d.APIAppID
+	case slack.InteractionCallback:
+		team, app = d.Team.ID, d.APIAppID
+		if team == "" {
+			team = d.User.TeamID
+		}
+	case slack.SlashCommand:
+		team, app = d.TeamID, d.APIAppID
+	}
+	switch {
+	case team != "" && b.teamID != "" && team != b.teamID && b.enterpriseID == "":
+		return "team " + team
+	case app != "" && b.appID != "" && app != b.appID:
+		return "app " + app
+	}
+	return ""
+}

@@ -1,22 +1,32 @@
-// Package citation checks, deterministically, that every footnote of a
+// Package citation checks, deterministically, that every citation of a
 // markdown report points at a document retrieved during the run and carries
-// a quote that appears in the text that was read. Footnotes that fail are
-// dropped (their markers removed from the text) or flagged, and the rest are
-// renumbered in order of first use.
+// a quote that appears in the text that was read. Citations that fail are
+// dropped (their markers removed and the claim marked unverified) or
+// flagged, and the rest are renumbered in order of first use.
 //
-// The footnote format is the one the writer is asked for:
+// The quote may stand where reports put it: right before the marker
+//
+//	… "exact words from the page"[^1]
+//
+// in “curly”, 「Japanese」 or "straight" quotation marks, or in the footnote
+// definition, the format the writer is asked for:
 //
 //	[^3]: "exact quote" — Title, https://example.org/page
 //
-// Quotes may use “curly”, 「Japanese」 or "straight" quotation marks.
+// Numbered references ("[1]" with a "[1] Title URL" or "1. Title - URL"
+// list) and inline markdown links to the source ("([Title](url))") are
+// turned into footnotes first. A quote that is close to a passage of the page
+// (punctuation, ellipses, width, line breaks, a word or two) is replaced by
+// the exact text of the page; one that is not is never kept.
 package citation
 
 import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Doc is a document retrieved in this run.
@@ -30,7 +40,7 @@ type Doc struct {
 // false when nothing at that URL was retrieved in this run.
 type Lookup func(url string) (Doc, bool)
 
-// Status is the outcome for one footnote.
+// Status is the outcome for one citation.
 type Status string
 
 // Outcomes.
@@ -38,21 +48,28 @@ const (
 	Verified      Status = "verified"
 	NoURL         Status = "no_url"          // the footnote names no URL
 	NotRetrieved  Status = "not_retrieved"   // the URL was not read in this run
-	NoQuote       Status = "no_quote"        // the footnote carries no quote
+	NoQuote       Status = "no_quote"        // no quote, neither inline nor in the footnote
 	QuoteTooShort Status = "quote_too_short" // a quote too short to prove anything
 	QuoteNotFound Status = "quote_not_found" // the quote is not in the text read
 	Undefined     Status = "undefined"       // a marker in the text with no footnote
 	Unused        Status = "unused"          // a footnote never referenced
 )
 
-// Footnote is the check of one footnote.
+// Footnote is the check of one citation: a footnote used with one quote
+// (the footnote's own, or one written inline before its marker).
 type Footnote struct {
-	Label  string `json:"label"`            // as written by the model
+	Label  string `json:"label"`            // as written by the model (the URL for a markdown link)
 	Number int    `json:"number,omitempty"` // after renumbering (0 when dropped)
 	URL    string `json:"url,omitempty"`
 	Title  string `json:"title,omitempty"`
-	Quote  string `json:"quote,omitempty"`
-	Status Status `json:"status"`
+	// Quote is the quote as kept: the exact text of the page when it was
+	// repaired.
+	Quote string `json:"quote,omitempty"`
+	// Written is the quote as the model wrote it, when it was repaired or
+	// dropped.
+	Written string `json:"written,omitempty"`
+	Inline  bool   `json:"inline,omitempty"` // the quote stood before the marker
+	Status  Status `json:"status"`
 	// Context is the text just before the first marker, to say which claim
 	// lost its source.
 	Context string `json:"context,omitempty"`
@@ -60,13 +77,14 @@ type Footnote struct {
 
 // Report is the outcome of a check.
 type Report struct {
-	Cited     int        `json:"cited"`    // distinct footnotes referenced in the text or defined
-	Verified  int        `json:"verified"` // kept
-	Dropped   int        `json:"dropped"`  // removed (or flagged)
+	Cited     int        `json:"cited"`              // citations referenced in the text
+	Verified  int        `json:"verified"`           // kept
+	Repaired  int        `json:"repaired,omitempty"` // kept with the quote replaced by the page's exact text
+	Dropped   int        `json:"dropped"`            // removed (or flagged)
 	Footnotes []Footnote `json:"footnotes,omitempty"`
 }
 
-// Failed returns the footnotes that did not verify.
+// Failed returns the citations that did not verify.
 func (r Report) Failed() []Footnote {
 	var out []Footnote
 	for _, f := range r.Footnotes {
@@ -77,11 +95,12 @@ func (r Report) Failed() []Footnote {
 	return out
 }
 
-// Mode says what happens to a failing footnote.
+// Mode says what happens to a failing citation.
 type Mode int
 
 const (
-	// Drop removes the footnote and its markers.
+	// Drop removes the citation's markers, takes the quotation marks off
+	// a quote that was not found and marks the claim unverified.
 	Drop Mode = iota
 	// Flag keeps the footnote but marks it "(unverified)".
 	Flag
@@ -90,51 +109,111 @@ const (
 // Options tune a check.
 type Options struct {
 	Mode Mode
-	// MinQuoteRunes is the shortest quote accepted (default 8 runes of
-	// content after normalisation; Japanese carries more per rune, so 8 is
-	// about a short clause in either language).
+	// MinQuoteRunes is the shortest quote accepted, in letters and digits
+	// (default 8; Japanese carries more per rune, so 8 is about a short
+	// clause in either language). A shorter quoted phrase before a
+	// marker is not taken for the citation's quote.
 	MinQuoteRunes int
 	// ReferencesHeading is the heading put above the footnotes
 	// (default "## References").
 	ReferencesHeading string
+	// Language of the report ("ja" or other) for the unverified mark;
+	// guessed from the report when empty.
+	Language string
 }
 
 var (
 	defRE    = regexp.MustCompile(`^\s{0,3}\[\^([^\]\s]+)\]:\s?(.*)$`)
 	markerRE = regexp.MustCompile(`\[\^([^\]\s]+)\]`)
 	urlRE    = regexp.MustCompile(`(?:https?|doc)://[^\s<>()\[\]"“”「」]+`)
-	refHdrRE = regexp.MustCompile(`(?i)^#{1,6}\s*(references|sources|参考文献|出典|参照)\s*$`)
+	refHdrRE = regexp.MustCompile(`(?i)^#{1,6}\s*(references|sources|参考文献|出典|参照|情報源)\s*$`)
 )
 
 // quote pairs tried in order.
 var quotePairs = [][2]string{{"\"", "\""}, {"“", "”"}, {"「", "」"}, {"『", "』"}, {"„", "“"}, {"«", "»"}}
 
-// parseDef splits a footnote's text into quote, title and URL.
+// parseDef splits a footnote's text into quote, title and URL. The quote is
+// the longest quoted passage that is not the URL; the title what is left
+// before the URL (or after it) without separators.
 func parseDef(text string) (quote, title, url string) {
+	text = mdLinkRE.ReplaceAllString(text, "$1, $2")
 	if m := urlRE.FindString(text); m != "" {
 		url = strings.TrimRight(m, ".,;:)>」』")
 	}
 	rest := text
+	qa, qb := -1, -1 // the quote with its marks
 	for _, p := range quotePairs {
-		i := strings.Index(text, p[0])
-		if i < 0 {
-			continue
+		for i := 0; i < len(text); {
+			o := strings.Index(text[i:], p[0])
+			if o < 0 {
+				break
+			}
+			o += i
+			if o > 0 && text[o-1] == '\\' {
+				i = o + len(p[0])
+				continue
+			}
+			c := o + len(p[0])
+			for {
+				k := strings.Index(text[c:], p[1])
+				if k < 0 {
+					c = -1
+					break
+				}
+				c += k
+				if text[c-1] != '\\' {
+					break
+				}
+				c += len(p[1])
+			}
+			if c < 0 {
+				break
+			}
+			q := text[o+len(p[0]) : c]
+			if !strings.Contains(q, "://") && (qa < 0 || foldedLen(q) > foldedLen(text[qa:qb])) {
+				qa, qb = o, c+len(p[1])
+				quote = q
+			}
+			i = c + len(p[1])
 		}
-		j := strings.LastIndex(text[i+len(p[0]):], p[1])
-		if j < 0 {
-			continue
+		if qa >= 0 {
+			break
 		}
-		quote = text[i+len(p[0]) : i+len(p[0])+j]
-		rest = text[i+len(p[0])+j+len(p[1]):]
-		break
 	}
-	// title: what is between the quote and the URL, without separators
+	if qa < 0 {
+		// 'single quotes' around a whole passage at the end or start
+		for _, p := range [][2]string{{"'", "'"}, {"‘", "’"}} {
+			t := strings.TrimRight(strings.TrimSpace(text), ".。")
+			if strings.HasSuffix(t, p[1]) {
+				if o := strings.LastIndex(t[:len(t)-len(p[1])], p[0]); o >= 0 && (o == 0 || t[o-1] == ' ') {
+					qa, qb = o, len(t)
+					quote = t[o+len(p[0]) : len(t)-len(p[1])]
+					break
+				}
+			}
+		}
+	}
+	if qa >= 0 {
+		rest = text[:qa] + " " + text[qb:]
+	}
+	// title: what is before the URL, else after it, without separators
+	trim := func(s string) string {
+		s = strings.TrimSpace(s)
+		for _, lbl := range []string{"Quote:", "quote:", "引用:", "引用："} {
+			s = strings.TrimSpace(strings.TrimSuffix(s, lbl))
+		}
+		return strings.Trim(s, " —–-,:、，<>().。")
+	}
 	if url != "" {
 		if k := strings.Index(rest, url); k >= 0 {
-			rest = rest[:k]
+			title = trim(rest[:k])
+			if title == "" {
+				title = trim(rest[k+len(url):])
+			}
 		}
+	} else {
+		title = trim(rest)
 	}
-	title = strings.Trim(strings.TrimSpace(rest), " —–-,:、，<>")
 	return strings.TrimSpace(quote), title, url
 }
 
@@ -142,12 +221,82 @@ type def struct {
 	label string
 	text  string
 	line  int
+	quote string
+	title string
+	url   string
 }
 
-// Check verifies every footnote of report against the documents found by
-// lookup and returns the rewritten report (failed footnotes dropped or
-// flagged, the rest renumbered 1..n in order of first use, all definitions
-// gathered under one References heading at the end) and the outcome.
+// group is a run of adjacent markers in the body ("[^1][^2]") with the
+// quote written right before it, if any.
+type group struct {
+	start, end int // bytes of the markers
+	labels     []string
+	// the inline quote: its opening mark at qOpen, its closing mark at
+	// qClose, the text between them
+	qOpen, qClose     int
+	openLen, closeLen int
+	quote             string
+	units             []*unit
+	quoteMatch        *Match // the quote as verified, nil when it was not
+}
+
+// unit is one citation: a footnote used with one quote.
+type unit struct {
+	fn     Footnote
+	pos    int // first use
+	def    *def
+	match  Match
+	alias  *unit // a bare use of a footnote whose quote was inline
+	number int
+	listed bool
+}
+
+func (u *unit) ok() bool { return u.fn.Status == Verified }
+
+// closers maps a closing quotation mark to its opening mark.
+var closers = map[rune]string{'"': "\"", '”': "“", '’': "‘", '」': "「", '』': "『", '»': "«"}
+
+// inlineQuote finds a quotation that ends right before byte i (white space
+// and one punctuation mark may stand between), within its paragraph.
+func inlineQuote(text string, i, floor int, minRunes int) (g group, ok bool) {
+	j := i
+	skip := func() {
+		for j > floor && (text[j-1] == ' ' || text[j-1] == '\t') {
+			j--
+		}
+	}
+	skip()
+	if r, n := utf8.DecodeLastRuneInString(text[floor:j]); n > 0 && strings.ContainsRune(".,;:。、，．", r) {
+		j -= n
+		skip()
+	}
+	r, n := utf8.DecodeLastRuneInString(text[floor:j])
+	open, isClose := closers[r]
+	if n == 0 || !isClose {
+		return g, false
+	}
+	closeAt := j - n
+	lo := max(floor, closeAt-3000)
+	if k := strings.LastIndex(text[lo:closeAt], "\n\n"); k >= 0 {
+		lo += k + 2
+	}
+	k := strings.LastIndex(text[lo:closeAt], open)
+	if k < 0 {
+		return g, false
+	}
+	openAt := lo + k
+	q := text[openAt+len(open) : closeAt]
+	if markerRE.MatchString(q) || foldedLen(q) < minRunes {
+		return g, false
+	}
+	return group{qOpen: openAt, qClose: closeAt, openLen: len(open), closeLen: n, quote: q}, true
+}
+
+// Check verifies every citation of report against the documents found by
+// lookup and returns the rewritten report (failed citations dropped or
+// flagged, quotes that were nearly right replaced by the page's exact text,
+// the rest renumbered 1..n in order of first use, all definitions gathered
+// under one References heading at the end) and the outcome.
 func Check(report string, lookup Lookup, opts Options) (string, Report) {
 	if opts.MinQuoteRunes <= 0 {
 		opts.MinQuoteRunes = 8
@@ -155,7 +304,12 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 	if opts.ReferencesHeading == "" {
 		opts.ReferencesHeading = "## References"
 	}
-	lines := strings.Split(strings.ReplaceAll(report, "\r\n", "\n"), "\n")
+	report = strings.ReplaceAll(report, "\r\n", "\n")
+	if opts.Language == "" {
+		opts.Language = guessLanguage(report)
+	}
+	report = normalizeStyles(report)
+	lines := strings.Split(report, "\n")
 
 	// Footnote definitions (with continuation lines indented by 4) and the
 	// body (everything else, without an empty References heading).
@@ -176,6 +330,7 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 					d.text += " " + strings.TrimSpace(lines[i])
 				}
 				if _, dup := defs[d.label]; !dup {
+					d.quote, d.title, d.url = parseDef(d.text)
 					defs[d.label] = d
 					order = append(order, d.label)
 				}
@@ -184,87 +339,180 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 		}
 		body = append(body, ln)
 	}
-	// Drop a References heading left with nothing under it.
 	body = dropEmptyRefHeading(body)
-
-	// Markers in order of first use.
 	text := strings.Join(body, "\n")
-	var used []string
-	contexts := map[string]string{}
+
+	// Marker groups in order, each with the quote before it.
+	code := fences(text)
+	var groups []*group
 	for _, m := range markerRE.FindAllStringSubmatchIndex(text, -1) {
-		if inCode(text, m[0]) {
+		if within(code, m[0]) {
 			continue
 		}
 		label := text[m[2]:m[3]]
-		if !slices.Contains(used, label) {
-			used = append(used, label)
-			contexts[label] = contextBefore(text, m[0])
+		if n := len(groups); n > 0 {
+			g := groups[n-1]
+			if strings.Trim(text[g.end:m[0]], " ,、") == "" {
+				g.end = m[1]
+				if !slices.Contains(g.labels, label) {
+					g.labels = append(g.labels, label)
+				}
+				continue
+			}
 		}
+		g := &group{start: m[0], end: m[1], labels: []string{label}, qOpen: -1}
+		floor := 0
+		if len(groups) > 0 {
+			floor = groups[len(groups)-1].end
+		}
+		if q, ok := inlineQuote(text, m[0], floor, opts.MinQuoteRunes); ok {
+			g.qOpen, g.qClose, g.openLen, g.closeLen, g.quote = q.qOpen, q.qClose, q.openLen, q.closeLen, q.quote
+		}
+		groups = append(groups, g)
 	}
 
-	var rep Report
-	status := map[string]*Footnote{}
-	normCache := map[string]string{}
-	for _, label := range used {
-		f := &Footnote{Label: label, Context: contexts[label]}
-		status[label] = f
-		d := defs[label]
-		if d == nil {
-			f.Status = Undefined
+	c := checker{defs: defs, lookup: lookup, opts: opts, matcher: NewMatcher(), units: map[string]*unit{}, used: map[string]bool{}}
+	// Quotes written inline first: a footnote used both with an inline
+	// quote and bare takes the quote for its bare uses.
+	for _, g := range groups {
+		if g.qOpen < 0 {
 			continue
 		}
-		f.Quote, f.Title, f.URL = parseDef(d.text)
-		f.Status = verify(f, lookup, opts, normCache)
+		var kept []*unit
+		for _, l := range g.labels {
+			if u := c.unit(l, g.quote, g.start, text); u.ok() {
+				kept = append(kept, u)
+			}
+		}
+		if len(kept) == 0 {
+			for _, l := range g.labels {
+				g.units = append(g.units, c.use(c.unit(l, g.quote, g.start, text)))
+			}
+			continue
+		}
+		g.quoteMatch = &kept[0].match
+		for _, l := range g.labels {
+			if u := c.unit(l, g.quote, g.start, text); u.ok() {
+				g.units = append(g.units, c.use(u))
+			} else {
+				g.units = append(g.units, c.use(c.unit(l, "", g.start, text))) // co-cited: its own quote decides
+			}
+		}
 	}
-	for _, label := range order {
-		if status[label] == nil {
-			q, t, u := parseDef(defs[label].text)
-			status[label] = &Footnote{Label: label, Quote: q, Title: t, URL: u, Status: Unused}
-			used = append(used, label)
+	for _, g := range groups {
+		if g.qOpen < 0 {
+			for _, l := range g.labels {
+				g.units = append(g.units, c.use(c.unit(l, "", g.start, text)))
+			}
+		}
+	}
+	// Bare uses of a footnote without a quote of its own borrow the
+	// quote a use of the same footnote had inline.
+	for _, u := range c.list {
+		if u.fn.Inline || u.fn.Status != NoQuote {
+			continue
+		}
+		for _, v := range c.list {
+			if v.fn.Label == u.fn.Label && v.fn.Inline && v.ok() {
+				u.alias, u.fn.Status, u.fn.Quote = v, Verified, v.fn.Quote
+				break
+			}
 		}
 	}
 
-	// Renumber and rewrite.
+	// Renumber by first use.
+	keep := func(u *unit) bool {
+		return u.ok() || opts.Mode == Flag && u.fn.Status != Undefined
+	}
 	next := 1
-	newLabel := map[string]string{}
-	for _, label := range used {
-		f := status[label]
-		if f.Status == Verified || (opts.Mode == Flag && f.Status != Undefined && f.Status != Unused) {
-			f.Number = next
-			newLabel[label] = strconv.Itoa(next)
-			next++
+	var numbered []*unit
+	for _, g := range groups {
+		for _, u := range g.units {
+			if !keep(u) {
+				continue
+			}
+			t := u
+			if u.alias != nil {
+				t = u.alias
+			}
+			if t.number == 0 {
+				t.number = next
+				next++
+				numbered = append(numbered, t)
+			}
+			u.number = t.number
 		}
 	}
-	text = replaceOutsideCode(text, func(m string) string {
-		label := m[2 : len(m)-1]
-		if n, ok := newLabel[label]; ok {
-			return "[^" + n + "]"
-		}
-		return "\x00"
-	})
-	text = strings.ReplaceAll(strings.ReplaceAll(text, " \x00", ""), "\x00", "")
 
-	var refs []string
-	for _, label := range used {
-		f := status[label]
-		rep.Footnotes = append(rep.Footnotes, *f)
-		if f.Status == Unused {
-			continue // never referenced: neither cited nor dropped
+	// Rewrite the body.
+	type edit struct {
+		a, b int
+		s    string
+	}
+	var edits []edit
+	for _, g := range groups {
+		var nums []int
+		for _, u := range g.units {
+			if u.number > 0 && !slices.Contains(nums, u.number) {
+				nums = append(nums, u.number)
+			}
 		}
+		if g.qOpen >= 0 {
+			switch {
+			case g.quoteMatch != nil && !g.quoteMatch.Exact:
+				edits = append(edits, edit{g.qOpen + g.openLen, g.qClose, innerQuote(g.quoteMatch.Quote, text[g.qOpen:g.qOpen+g.openLen])})
+			case g.quoteMatch == nil && opts.Mode == Drop:
+				// not found: no longer a quotation
+				edits = append(edits, edit{g.qOpen, g.qOpen + g.openLen, ""}, edit{g.qClose, g.qClose + g.closeLen, ""})
+			}
+		}
+		if len(nums) > 0 {
+			var b strings.Builder
+			for _, n := range nums {
+				fmt.Fprintf(&b, "[^%d]", n)
+			}
+			edits = append(edits, edit{g.start, g.end, b.String()})
+			continue
+		}
+		a := g.start
+		for a > 0 && (text[a-1] == ' ' || text[a-1] == '\t') {
+			a--
+		}
+		if g.qOpen >= 0 && a < g.qClose+g.closeLen {
+			a = g.qClose + g.closeLen
+		}
+		edits = append(edits, edit{a, g.end, unverifiedMark(opts.Language)})
+	}
+	slices.SortFunc(edits, func(x, y edit) int { return y.a - x.a })
+	for _, e := range edits {
+		text = text[:e.a] + e.s + text[e.b:]
+	}
+
+	// References, and the report.
+	var refs []string
+	for _, u := range numbered {
+		refs = append(refs, c.defLine(u))
+	}
+	var rep Report
+	slices.SortStableFunc(c.list, func(x, y *unit) int { return x.pos - y.pos })
+	for _, u := range c.list {
+		u.fn.Number = u.number
+		rep.Footnotes = append(rep.Footnotes, u.fn)
 		rep.Cited++
-		if f.Status == Verified {
+		if u.ok() {
 			rep.Verified++
+			if u.fn.Written != "" {
+				rep.Repaired++
+			}
 		} else {
 			rep.Dropped++
 		}
-		if f.Number == 0 {
-			continue
+	}
+	for _, l := range order {
+		if !c.used[l] {
+			d := defs[l]
+			rep.Footnotes = append(rep.Footnotes, Footnote{Label: l, Quote: d.quote, Title: d.title, URL: d.url, Status: Unused})
 		}
-		line := fmt.Sprintf("[^%d]: %s", f.Number, strings.TrimSpace(defs[label].text))
-		if f.Status != Verified {
-			line += " (unverified: " + string(f.Status) + ")"
-		}
-		refs = append(refs, line)
 	}
 	out := strings.TrimRight(text, "\n \t")
 	if len(refs) > 0 {
@@ -275,32 +523,212 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 	return out, rep
 }
 
-func verify(f *Footnote, lookup Lookup, opts Options, cache map[string]string) Status {
-	if f.URL == "" {
+// checker holds what one check has learnt.
+type checker struct {
+	defs    map[string]*def
+	lookup  Lookup
+	opts    Options
+	matcher *Matcher
+	units   map[string]*unit
+	list    []*unit
+	used    map[string]bool
+}
+
+// use counts u as cited.
+func (c *checker) use(u *unit) *unit {
+	if !u.listed {
+		u.listed = true
+		c.list = append(c.list, u)
+		c.used[u.fn.Label] = true
+	}
+	return u
+}
+
+// unit returns the citation of footnote label with quote ("" for the
+// footnote's own), verifying it the first time.
+func (c *checker) unit(label, quote string, pos int, text string) *unit {
+	key := label + "\x00" + quote
+	if u := c.units[key]; u != nil {
+		return u
+	}
+	u := &unit{pos: pos, fn: Footnote{Label: label, Inline: quote != "", Context: contextBefore(text, pos)}}
+	c.units[key] = u
+	d := c.defs[label]
+	if d == nil {
+		u.fn.Status = Undefined
+		u.fn.Quote = strings.TrimSpace(quote)
+		return u
+	}
+	u.def = d
+	u.fn.URL, u.fn.Title = d.url, d.title
+	if quote == "" {
+		quote = d.quote
+	}
+	u.fn.Quote = strings.TrimSpace(quote)
+	u.fn.Status = c.verify(u, d)
+	return u
+}
+
+func (c *checker) verify(u *unit, d *def) Status {
+	if d.url == "" {
 		return NoURL
 	}
-	doc, ok := lookup(f.URL)
+	doc, ok := c.lookup(d.url)
 	if !ok {
 		return NotRetrieved
 	}
-	if f.Title == "" {
-		f.Title = doc.Title
+	if u.fn.Title == "" {
+		u.fn.Title = doc.Title
 	}
-	if f.Quote == "" {
+	if u.fn.Quote == "" {
 		return NoQuote
 	}
-	if quoteLen(f.Quote) < opts.MinQuoteRunes {
+	if foldedLen(u.fn.Quote) < c.opts.MinQuoteRunes {
 		return QuoteTooShort
 	}
-	nt, ok := cache[doc.URL]
+	m, ok := c.matcher.Find(doc, u.fn.Quote)
 	if !ok {
-		nt = Normalize(doc.Text)
-		cache[doc.URL] = nt
-	}
-	if !Contains(nt, f.Quote) {
+		u.fn.Written = u.fn.Quote
 		return QuoteNotFound
 	}
+	u.match = m
+	if !m.Exact {
+		u.fn.Written, u.fn.Quote = u.fn.Quote, m.Quote
+	}
 	return Verified
+}
+
+// defLine is the footnote definition of a kept citation: as written when
+// its quote was the footnote's own and exact, else rebuilt around the quote
+// that was verified.
+func (c *checker) defLine(u *unit) string {
+	d := u.def
+	var line string
+	switch {
+	case d == nil:
+		line = fmt.Sprintf("[^%d]: %s", u.number, u.fn.Label)
+	case !u.fn.Inline && u.fn.Written == "" && u.fn.Quote != "":
+		line = fmt.Sprintf("[^%d]: %s", u.number, strings.TrimSpace(d.text))
+	default:
+		var b strings.Builder
+		fmt.Fprintf(&b, "[^%d]: ", u.number)
+		if q := collapseSpace(u.fn.Quote); q != "" {
+			switch {
+			case c.opts.Language == "ja" && !strings.ContainsAny(q, "「」"):
+				b.WriteString("「" + q + "」 — ")
+			case strings.Contains(q, "\""):
+				b.WriteString("“" + strings.NewReplacer("“", "‘", "”", "’").Replace(q) + "” — ")
+			default:
+				b.WriteString("\"" + q + "\" — ")
+			}
+		}
+		if t := cleanTitle(u.fn.Title); t != "" && t != d.url {
+			b.WriteString(t + ", ")
+		}
+		b.WriteString(d.url)
+		line = strings.TrimSpace(b.String())
+	}
+	if !u.ok() {
+		line += " (unverified: " + string(u.fn.Status) + ")"
+	}
+	return line
+}
+
+// cleanTitle keeps a page title on one line, without markdown link syntax.
+func cleanTitle(t string) string {
+	t = strings.Join(strings.Fields(t), " ")
+	return strings.NewReplacer("[", "(", "]", ")").Replace(t)
+}
+
+// collapseSpace puts a text on one line: runs of white space become one
+// space, or none between two Japanese characters.
+func collapseSpace(s string) string {
+	fs := strings.Fields(s)
+	if len(fs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(fs[0])
+	for i := 1; i < len(fs); i++ {
+		l, _ := utf8.DecodeLastRuneInString(fs[i-1])
+		r, _ := utf8.DecodeRuneInString(fs[i])
+		if !(wide(l) && wide(r)) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(fs[i])
+	}
+	return b.String()
+}
+
+// wide reports a Japanese (or other CJK) character or full-width sign.
+func wide(r rune) bool {
+	return isCJK(r) || unicode.In(r, unicode.Han) || r >= 0x3000 && r <= 0x303f || r >= 0xff00 && r <= 0xffef
+}
+
+// balanceQuotes removes quotation marks a span of the page leaves open
+// (it may start inside a quotation of the page).
+func balanceQuotes(s string) string {
+	if strings.Count(s, "\"")%2 == 1 {
+		s = strings.ReplaceAll(s, "\"", "")
+	}
+	for _, p := range [][2]string{{"“", "”"}, {"「", "」"}, {"『", "』"}, {"«", "»"}} {
+		if strings.Count(s, p[0]) != strings.Count(s, p[1]) {
+			s = strings.NewReplacer(p[0], "", p[1], "").Replace(s)
+		}
+	}
+	return s
+}
+
+// innerQuote keeps quotation marks inside a repaired quote from closing it.
+func innerQuote(q, open string) string {
+	q = balanceQuotes(q)
+	switch open {
+	case "\"":
+		return strings.ReplaceAll(q, "\"", "'")
+	case "“":
+		return strings.NewReplacer("“", "‘", "”", "’").Replace(q)
+	case "「":
+		return strings.NewReplacer("「", "『", "」", "』").Replace(q)
+	}
+	return q
+}
+
+func unverifiedMark(lang string) string {
+	if lang == "ja" {
+		return "（未検証）"
+	}
+	return " (unverified)"
+}
+
+// guessLanguage says "ja" for a report written in Japanese: with kana,
+// and more Japanese characters than half its Latin letters (an English
+// report may quote a Japanese page).
+func guessLanguage(s string) string {
+	kana, cjk, latin := 0, 0, 0
+	for _, r := range s {
+		switch {
+		case unicode.In(r, unicode.Hiragana, unicode.Katakana):
+			kana++
+			cjk++
+		case unicode.Is(unicode.Han, r):
+			cjk++
+		case r < 0x80 && unicode.IsLetter(r):
+			latin++
+		}
+	}
+	if kana > 0 && 2*cjk > latin {
+		return "ja"
+	}
+	return "en"
+}
+
+func within(ranges [][2]int, i int) bool {
+	for _, r := range ranges {
+		if i >= r[0] && i < r[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // contextBefore returns up to 80 runes of text before offset i on its line.
@@ -355,26 +783,4 @@ func fences(text string) [][2]int {
 		out = append(out, [2]int{open, len(text)})
 	}
 	return out
-}
-
-func inCode(text string, i int) bool {
-	for _, f := range fences(text) {
-		if i >= f[0] && i < f[1] {
-			return true
-		}
-	}
-	return false
-}
-
-// replaceOutsideCode replaces footnote markers outside fenced code.
-func replaceOutsideCode(text string, fn func(string) string) string {
-	var b strings.Builder
-	last := 0
-	for _, f := range fences(text) {
-		b.WriteString(markerRE.ReplaceAllStringFunc(text[last:f[0]], fn))
-		b.WriteString(text[f[0]:f[1]])
-		last = f[1]
-	}
-	b.WriteString(markerRE.ReplaceAllStringFunc(text[last:], fn))
-	return b.String()
 }

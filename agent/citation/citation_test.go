@@ -44,9 +44,9 @@ func TestCheck(t *testing.T) {
 		}
 	}
 	for _, s := range []string{
-		"in 2024 [^1]. A fabricated source says more.",
-		"A fabricated quote; a Japanese fact[^2]. Another claim.",
-		"- Dangling marker.",
+		"in 2024 [^1]. A fabricated source says more (unverified).",
+		"A fabricated quote (unverified); a Japanese fact[^2]. Another claim (unverified).",
+		"- Dangling marker (unverified).",
 		"[^1]: \"The regulation entered into force on 1 August 2024\" — Page A, https://example.org/a",
 		"[^2]: 「2025年5月、AI推進法が成立した。」 — ページB, https://example.jp/b",
 	} {

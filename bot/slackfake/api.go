@@ -68,6 +68,8 @@ func (s *Server) apiHandlers() map[string]apiHandler {
 		"conversations.replies":                 s.conversationsReplies,
 		"conversations.history":                 s.conversationsHistory,
 		"conversations.info":                    s.conversationsInfo,
+		"conversations.members":                 s.conversationsMembers,
+		"bots.info":                             s.botsInfo,
 		"users.info":                            s.usersInfo,
 		"views.open":                            s.viewsOpen,
 		"views.push":                            s.viewsOpen,

@@ -26,9 +26,12 @@ type User struct {
 type Channel struct {
 	ID        string
 	Name      string
-	IsIM      bool   // a direct message with User
-	IsPrivate bool   // a private channel
-	User      string // the other member of a DM
+	IsIM      bool     // a direct message with User
+	IsPrivate bool     // a private channel
+	User      string   // the other member of a DM
+	Archived  bool     // conversations.info says is_archived
+	BotAbsent bool     // the bot is not a member (is_member false)
+	Members   []string // conversations.members; nil: every user of the workspace
 }
 
 // Edit is an earlier version of a message, replaced by chat.update (or a

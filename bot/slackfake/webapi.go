@@ -477,9 +477,9 @@ func (s *Server) conversationsInfo(r *apiRequest) apiResult {
 		created, _ = strconv.ParseInt(sec, 10, 64)
 	}
 	ch := map[string]any{
-		"id": c.ID, "created": created, "is_archived": false, "is_general": false,
+		"id": c.ID, "created": created, "is_archived": c.Archived, "is_general": false,
 		"is_channel": !c.IsIM && !c.IsPrivate, "is_group": c.IsPrivate, "is_im": c.IsIM, "is_mpim": false,
-		"is_private": c.IsPrivate || c.IsIM, "is_member": true, "is_ext_shared": false, "is_shared": false,
+		"is_private": c.IsPrivate || c.IsIM, "is_member": !c.BotAbsent, "is_ext_shared": false, "is_shared": false,
 		"context_team_id": s.cfg.teamID,
 	}
 	if c.IsIM {

@@ -1,0 +1,164 @@
+package citation
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Other citation styles models write, turned into footnotes before the
+// check: numbered references with a list of sources, and markdown links to
+// the source in citation position.
+var (
+	// "[1] Title URL", "[1]: Title, URL", "- [1] Title - URL"
+	numRefRE = regexp.MustCompile(`^\s{0,3}(?:[-*+]\s+)?\[(\d{1,3})\][:.]?\s+(.*\S)\s*$`)
+	// "1. Title - URL", "1) [Title](URL)"
+	numListRE = regexp.MustCompile(`^\s{0,3}(\d{1,3})[.)]\s+(.*\S)\s*$`)
+	// "[1]", "[1, 2]", "[1,2]" in the text (not a link's text: "[1](…)")
+	numMarkerRE = regexp.MustCompile(`\[(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\]`)
+	mdLink      = `\[([^\[\]\n]+)\]\(((?:https?|doc)://[^\s()]+(?:\([^\s()]*\)[^\s()]*)?)(?:\s+"[^"\n]*")?\)`
+	mdLinkRE    = regexp.MustCompile(mdLink)
+	// "([Title](url))", "([A](u1); [B](u2))", and the full-width parentheses
+	parenLinksRE = regexp.MustCompile(`[ \t]*[(（]\s*` + mdLink + `(?:\s*[,;、；]\s*` + mdLink + `)*\s*[)）]`)
+	// a link right after a closing quotation mark
+	quoteLinkRE = regexp.MustCompile(`(["”’」』])[ \t]*` + mdLink)
+)
+
+// normalizeStyles rewrites numbered references and markdown-link citations
+// as footnotes ("[^1]" with "[^1]: Title, URL"), leaving footnotes, code and
+// ordinary links alone.
+func normalizeStyles(report string) string {
+	lines := strings.Split(report, "\n")
+	code := make([]bool, len(lines))
+	in := false
+	footnotes := map[string]bool{}
+	for i, ln := range lines {
+		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
+			in = !in
+			code[i] = true
+			continue
+		}
+		code[i] = in
+		if !in {
+			if m := defRE.FindStringSubmatch(ln); m != nil {
+				footnotes[m[1]] = true
+			}
+		}
+	}
+
+	// numbered references: list lines with a URL whose number is cited in
+	// the text as "[n]"
+	refLine := map[int]string{} // line → number
+	for i, ln := range lines {
+		if code[i] || defRE.MatchString(ln) {
+			continue
+		}
+		m := numRefRE.FindStringSubmatch(ln)
+		if m == nil {
+			m = numListRE.FindStringSubmatch(ln)
+		}
+		if m != nil && !footnotes[m[1]] && urlRE.MatchString(m[2]) {
+			refLine[i] = m[1]
+		}
+	}
+	cited := map[string]bool{}
+	for i, ln := range lines {
+		if code[i] {
+			continue
+		}
+		if _, isRef := refLine[i]; isRef {
+			continue
+		}
+		for _, m := range numMarkerRE.FindAllStringSubmatchIndex(ln, -1) {
+			if !linkText(ln, m[1]) {
+				for _, n := range splitNumbers(ln[m[2]:m[3]]) {
+					cited[n] = true
+				}
+			}
+		}
+	}
+	defined := map[string]bool{}
+	for i, n := range refLine {
+		if !cited[n] {
+			continue
+		}
+		m := numRefRE.FindStringSubmatch(lines[i])
+		if m == nil {
+			m = numListRE.FindStringSubmatch(lines[i])
+		}
+		lines[i] = "[^" + n + "]: " + m[2]
+		defined[n] = true
+	}
+	var extra []string
+	seenURL := map[string]bool{}
+	for i, ln := range lines {
+		if code[i] || defRE.MatchString(ln) {
+			continue
+		}
+		if len(defined) > 0 {
+			ln = replaceNumMarkers(ln, defined)
+		}
+		// markdown links in citation position
+		link := func(title, url string) string {
+			if !seenURL[url] {
+				seenURL[url] = true
+				extra = append(extra, fmt.Sprintf("[^%s]: %s, %s", url, cleanTitle(title), url))
+			}
+			return "[^" + url + "]"
+		}
+		ln = parenLinksRE.ReplaceAllStringFunc(ln, func(s string) string {
+			var b strings.Builder
+			for _, m := range mdLinkRE.FindAllStringSubmatch(s, -1) {
+				b.WriteString(link(m[1], m[2]))
+			}
+			return b.String()
+		})
+		ln = quoteLinkRE.ReplaceAllStringFunc(ln, func(s string) string {
+			m := quoteLinkRE.FindStringSubmatch(s)
+			return m[1] + link(m[2], m[3])
+		})
+		lines[i] = ln
+	}
+	out := strings.Join(lines, "\n")
+	if len(extra) > 0 {
+		out = strings.TrimRight(out, "\n") + "\n\n" + strings.Join(extra, "\n") + "\n"
+	}
+	return out
+}
+
+// linkText reports whether the bracket ending at i is a link's text or a
+// reference definition ("[1](…)", "[1]: …").
+func linkText(ln string, i int) bool {
+	return i < len(ln) && (ln[i] == '(' || ln[i] == ':')
+}
+
+func splitNumbers(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '，' || r == '、' || r == ' ' })
+}
+
+// replaceNumMarkers turns "[1]" and "[1, 2]" into "[^1]" and "[^1][^2]"
+// when every number is a defined reference.
+func replaceNumMarkers(ln string, defined map[string]bool) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range numMarkerRE.FindAllStringSubmatchIndex(ln, -1) {
+		if linkText(ln, m[1]) || m[0] > 0 && ln[m[0]-1] == '!' {
+			continue
+		}
+		ns := splitNumbers(ln[m[2]:m[3]])
+		ok := len(ns) > 0
+		for _, n := range ns {
+			ok = ok && defined[n]
+		}
+		if !ok {
+			continue
+		}
+		b.WriteString(ln[last:m[0]])
+		for _, n := range ns {
+			b.WriteString("[^" + n + "]")
+		}
+		last = m[1]
+	}
+	b.WriteString(ln[last:])
+	return b.String()
+}

@@ -1,0 +1,86 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/slack-go/slack"
+)
+
+// maxMemberPages bounds how many pages of conversations.members (1,000
+// each) CheckChannel reads to find the owner.
+const maxMemberPages = 20
+
+// CheckChannel says why digests owned by owner may not be posted in
+// channel, in words for that person ("" when they may): the id must be a
+// public or private channel (C…/G…, never a DM or anything else), allowed
+// by Options.AllowedChannels, not archived, with the bot and the owner as
+// members. It fails only when Slack could not be asked (a transient error).
+// It implements schedule.ChannelChecker.
+func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, error) {
+	if !channelIDRE.MatchString(channel) {
+		return "Pick a public or private channel for the digests (not a direct message).", nil
+	}
+	if len(b.allowed) > 0 && !b.allowed[channel] {
+		return fmt.Sprintf("I'm not enabled in %s. Pick a channel on the allow-list.", ChannelRef(channel)), nil
+	}
+	var info *slack.Channel
+	err := b.call(ctx, "conversations.info", true, func(ctx context.Context) error {
+		var err error
+		info, err = b.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+		return err
+	})
+	if problem, ok := channelProblem(channel, err); ok {
+		return problem, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("bot: checking channel %s: %w", channel, err)
+	}
+	switch {
+	case info.IsIM || info.IsMpIM:
+		return "Pick a public or private channel for the digests (not a direct message).", nil
+	case info.IsArchived:
+		return fmt.Sprintf("%s is archived.", ChannelRef(channel)), nil
+	case !info.IsMember:
+		return fmt.Sprintf("I'm not a member of %s. Invite me first (`/invite @deepresearch`).", ChannelRef(channel)), nil
+	}
+	if owner == "" {
+		return "", nil
+	}
+	cursor := ""
+	for range maxMemberPages {
+		var members []string
+		err := b.call(ctx, "conversations.members", true, func(ctx context.Context) error {
+			var err error
+			members, cursor, err = b.api.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: channel, Cursor: cursor, Limit: 1000})
+			return err
+		})
+		if problem, ok := channelProblem(channel, err); ok {
+			return problem, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("bot: listing the members of %s: %w", channel, err)
+		}
+		if slices.Contains(members, owner) {
+			return "", nil
+		}
+		if cursor == "" {
+			break
+		}
+	}
+	return fmt.Sprintf("You are not a member of %s, so digests cannot be posted there in your name.", ChannelRef(channel)), nil
+}
+
+// channelProblem maps Slack's answers that mean "not this channel" to words.
+func channelProblem(channel string, err error) (string, bool) {
+	switch errorCode(err) {
+	case "channel_not_found":
+		return fmt.Sprintf("I can't see %s: it does not exist, or it is private and I'm not in it.", ChannelRef(channel)), true
+	case "not_in_channel":
+		return fmt.Sprintf("I'm not a member of %s. Invite me first (`/invite @deepresearch`).", ChannelRef(channel)), true
+	case "is_archived":
+		return fmt.Sprintf("%s is archived.", ChannelRef(channel)), true
+	}
+	return "", false
+}
