@@ -32,6 +32,7 @@ type fakeThread struct {
 	lastInput string
 	asked     bool
 	questions []string
+	tags      []string // StartRequest.RunID of each Start
 	answers   []bot.Answer
 }
 
@@ -147,6 +148,7 @@ func (f *fakeResearcher) Start(ctx context.Context, req bot.StartRequest, sink b
 	hold, t := f.begin("start", req.ThreadID)
 	f.mu.Lock()
 	t.questions = append(t.questions, req.Question)
+	t.tags = append(t.tags, req.RunID)
 	t.lastInput = req.Question
 	f.mu.Unlock()
 	progress(sink, "researching", 0)

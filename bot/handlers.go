@@ -73,9 +73,14 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		return
 	}
 	followUp := false // the thread has a run before this message's
+	var latest Run    // that run
+	hasLatest := false
 	if known {
 		r, err := b.store.LatestRun(ctx, th.ThreadID)
 		followUp = err == nil
+		if err == nil {
+			latest, hasLatest = r, true
+		}
 		if err == nil && r.ID == runID {
 			b.log.Info("bot: the message's run exists; not creating another", "run_id", r.ID)
 			b.tryStart(ctx, r.ID)
@@ -138,7 +143,16 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			return
 		}
 	}
-	b.newRun(ctx, th, user, question, followUp, ts)
+	opts := b.opts.RunOptions
+	if prev, ok := redeliverable(latest, question); hasLatest && ok {
+		// "retry" after a report that could not be posted: post that
+		// report, do not research again.
+		b.log.Info("bot: retry of a run whose report was not posted", "prev_run_id", prev.ID)
+		question, followUp = prev.Question, prev.FollowUp
+		opts = prev.Options
+		opts.Redeliver = prev.ID
+	}
+	b.newRun(ctx, th, user, question, followUp, ts, opts)
 }
 
 // mayDecide reports whether user may press a run's buttons.

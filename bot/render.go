@@ -251,7 +251,11 @@ func reportBlocks(res Result, requester string) []slack.Block {
 	}
 	blocks := []slack.Block{slack.NewHeaderBlock(plain(truncateEscaped(title, maxHeaderChars)))}
 	if res.Summary != "" {
-		blocks = append(blocks, slack.NewMarkdownBlock("dr_summary", truncateEscaped(res.Summary, summaryChars)))
+		// These blocks complete a file share, where Slack refuses markdown
+		// blocks (internal_error): the summary goes as mrkdwn sections.
+		for _, part := range splitLines(mrkdwnFromMarkdown(Truncate(res.Summary, summaryChars)), maxSectionChars) {
+			blocks = append(blocks, section(part))
+		}
 	}
 	facts := []string{
 		fmt.Sprintf("%d sources", res.Sources),
@@ -265,6 +269,13 @@ func reportBlocks(res Result, requester string) []slack.Block {
 		facts = append(facts, "asked by "+requester)
 	}
 	blocks = append(blocks, contextLine(strings.Join(facts, " · ")+" · full report attached"))
+	return blocks
+}
+
+// reportTitleBlocks is the plainest share message for the report file: its
+// title and facts, for when Slack refuses the summary blocks.
+func reportTitleBlocks(res Result, requester string) []slack.Block {
+	blocks := reportBlocks(Result{Title: res.Title, Sources: res.Sources, Citations: res.Citations, Tokens: res.Tokens, Elapsed: res.Elapsed}, requester)
 	return blocks
 }
 

@@ -66,6 +66,11 @@ type RunOptions struct {
 	ApproveDraft bool   // pause for draft approval
 	Depth        string // "quick", "standard", "deep"; "" lets the agent choose
 	Language     string // report language, e.g. "ja"; "" follows the question
+	// Redeliver names an earlier run of the thread whose research finished
+	// but whose report never reached Slack (the upload failed). The run
+	// asks the researcher for that run's turn again — a finished turn is
+	// returned as it is, not researched again — and posts its report.
+	Redeliver string `json:",omitempty"`
 }
 
 // Progress is a snapshot of a running research.

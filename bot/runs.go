@@ -29,7 +29,7 @@ func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
 // thread when the run cannot be created. Handling one message again is
 // harmless: the run's id is derived from the message, so a second call
 // finds the run (ErrConflict) and only makes sure it gets started.
-func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, followUp bool, msgTS string) {
+func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, followUp bool, msgTS string, opts RunOptions) {
 	now := b.now()
 	r := Run{
 		ID:        messageRunID(th.Key.Team, th.Key.Channel, msgTS),
@@ -38,7 +38,7 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 		Requester: user,
 		Question:  question,
 		FollowUp:  followUp,
-		Options:   b.opts.RunOptions,
+		Options:   opts,
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
@@ -246,6 +246,11 @@ func (b *Bot) execute(r Run) {
 	b.metrics.runsActive.Inc()
 	defer b.metrics.runsActive.Dec()
 	b.metrics.runs.WithLabelValues(string(StateRunning)).Inc()
+	// A cancel that came while the run was being acquired found it running
+	// but not yet registered here: look once more now that it is.
+	if cur, err := b.store.Run(b.workCtx, r.ID); err == nil && cur.CancelRequestedBy != "" {
+		r.CancelRequestedBy = cur.CancelRequestedBy
+	}
 	if r.CancelRequestedBy != "" {
 		cancel(cancelRequested{r.CancelRequestedBy})
 	}
@@ -321,14 +326,16 @@ func (b *Bot) execute(r Run) {
 	cause := context.Cause(ctx)
 	var cr cancelRequested
 	switch {
+	case errors.As(cause, &cr):
+		// Cancelled while the researcher finished a step: the cancel wins,
+		// whatever the step produced (a plan to approve, even a report).
+		b.cancelled(wctx, r, th, cr.by, status, log)
 	case err == nil && outcome.Interrupt != nil:
 		b.pause(wctx, r, th, *outcome.Interrupt, status, requester, log)
 	case err == nil && outcome.Result != nil:
 		b.finish(wctx, r, th, *outcome.Result, status, requester, log)
 	case err == nil:
 		b.fail(wctx, r, th, errors.New("the researcher returned neither a result nor an interrupt"), status, log)
-	case errors.As(cause, &cr):
-		b.cancelled(wctx, r, th, cr.by, status, log)
 	case errors.Is(cause, errShutdown):
 		if err := b.store.ReleaseRun(wctx, r.ID, b.opts.InstanceID, b.now()); err != nil {
 			log.Warn("bot: release run at shutdown", "err", err)
@@ -359,8 +366,12 @@ func (b *Bot) invoke(ctx context.Context, r Run, sink ProgressSink, log *slog.Lo
 		d := r.Decision
 		return b.res.Resume(ctx, r.ThreadID, d.InterruptID, Answer{Action: d.Action, Text: d.Text, By: d.By}, sink)
 	}
+	tag := r.ID
+	if r.Options.Redeliver != "" {
+		tag = r.Options.Redeliver
+	}
 	return b.res.Start(ctx, StartRequest{
-		RunID: r.ID, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
+		RunID: tag, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
 	}, sink)
 }
 
@@ -454,6 +465,26 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	}
 }
 
+// uploadFailedPrefix starts the recorded error of a run whose research
+// finished but whose report could not be posted; "retry" in its thread
+// posts that report (redeliverable).
+const uploadFailedPrefix = "uploading the report: "
+
+// retryRE matches a short message that asks to try again.
+var retryRE = regexp.MustCompile(`(?i)^\W*(please\s+)?(retry|try\s+again|again|re-?upload|upload\s+again|post\s+again|send\s+again)\b|もう一度|もう一回|再試行|リトライ|やり直|再送|再アップ`)
+
+// redeliverable returns the run whose report a retry message in its thread
+// should post: the thread's latest run, failed after its research finished.
+func redeliverable(latest Run, question string) (Run, bool) {
+	if latest.State != StateFailed || !strings.HasPrefix(latest.Error, uploadFailedPrefix) {
+		return Run{}, false
+	}
+	if len([]rune(question)) > 60 || !retryRE.MatchString(strings.TrimSpace(question)) {
+		return Run{}, false
+	}
+	return latest, true
+}
+
 // uploadRounds is how many more times finish tries a report upload that
 // failed with a transient error after the Slack calls' own retries.
 const uploadRounds = 3
@@ -476,7 +507,7 @@ func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *
 		err = b.uploadReport(ctx, r, res, requester, log)
 	}
 	if err != nil {
-		b.fail(ctx, r, th, fmt.Errorf("uploading the report: %w", err), status, log)
+		b.fail(ctx, r, th, fmt.Errorf("%s%w", uploadFailedPrefix, err), status, log)
 		return
 	}
 	p := status.lastProgress()
@@ -606,9 +637,14 @@ func reportFilename(r Run, title string) string {
 }
 
 // uploadReport posts the report file with its summary once: it skips a
-// run whose upload is recorded or already visible in the thread, retries
-// failures, and on an ambiguous failure of the final step looks in the
-// thread before trying again.
+// run whose upload is recorded or already visible in the thread. The files
+// v2 flow runs step by step so that each step is retried on its own
+// (429/5xx/network) and a failed attempt deletes the file it staged: no
+// attempt leaves an unshared file behind. A share that Slack refuses for
+// its content (invalid_blocks, msg_blocks_too_long, internal_error — which
+// is what it answers to blocks it cannot show with a file) is not retried
+// as it is: the file is shared with a plain title instead and the summary
+// posted as a message of its own.
 func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester string, log *slog.Logger) error {
 	if _, err := b.store.Upload(ctx, r.ID); err == nil {
 		log.Info("bot: report already uploaded")
@@ -634,47 +670,99 @@ func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester str
 	if title == "" {
 		title = "Research report"
 	}
-	params := slack.UploadFileParameters{
-		Filename:        name,
-		FileSize:        len(content),
-		Title:           strings.NewReplacer("<", "‹", ">", "›").Replace(neutralizeAt(Truncate(title, 200))),
+	fileID, err := b.stageFile(ctx, name, content)
+	if err != nil {
+		return err
+	}
+	share := slack.CompleteUploadExternalParameters{
+		Files:           []slack.FileSummary{{ID: fileID, Title: strings.NewReplacer("<", "‹", ">", "›").Replace(neutralizeAt(Truncate(title, 200)))}},
 		Blocks:          slack.Blocks{BlockSet: reportBlocks(res, requester)},
 		Channel:         r.Key.Channel,
 		ThreadTimestamp: r.Key.ThreadTS,
-		SnippetType:     "markdown",
 	}
-	backoff := 500 * time.Millisecond
-	var lastErr error
-	for attempt := 0; attempt <= b.opts.SlackRetries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(backoff):
-			}
-			backoff = min(backoff*2, 10*time.Second)
+	err = b.shareFile(ctx, share)
+	summaryApart := false
+	if err != nil && refusedContent(err) {
+		log.Warn("bot: Slack refused the report's summary blocks; sharing the file with its title alone", "err", err)
+		share.Blocks = slack.Blocks{BlockSet: reportTitleBlocks(res, requester)}
+		err = b.shareFile(ctx, share)
+		summaryApart = err == nil
+	}
+	if err != nil {
+		// The share may have happened although we got an error.
+		if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
+			return record(id, ts)
 		}
-		params.Content = content
-		f, err := b.api.UploadFileContext(ctx, params)
-		if err == nil {
-			log.Info("bot: report uploaded", "file_id", f.ID, "bytes", len(content))
-			return record(f.ID, "")
-		}
-		lastErr = err
-		b.metrics.slackErrors.WithLabelValues("files.upload", errorCode(err)).Inc()
-		log.Warn("bot: report upload failed", "attempt", attempt+1, "err", err)
-		var rl *slack.RateLimitedError
-		if errors.As(err, &rl) {
-			backoff = max(backoff, rl.RetryAfter)
-		}
-		if strings.HasPrefix(err.Error(), "CompleteUploadExternal") {
-			// The share may have happened although we got an error.
-			if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
-				return record(id, ts)
-			}
+		b.deleteFile(ctx, fileID, log)
+		return fmt.Errorf("sharing the report file: %w", err)
+	}
+	log.Info("bot: report uploaded", "file_id", fileID, "bytes", len(content))
+	if summaryApart && res.Summary != "" {
+		// chat.postMessage shows a markdown block that the file share refused.
+		md := neutralizeAt(Truncate(res.Summary, summaryChars))
+		if _, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(truncateEscaped(res.Summary, 300), false),
+			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_summary", md)), slack.MsgOptionTS(r.Key.ThreadTS)); err != nil {
+			log.Warn("bot: post the report summary", "err", err)
 		}
 	}
-	return lastErr
+	return record(fileID, "")
+}
+
+// stageFile reserves a file and uploads its bytes; it deletes the file when
+// the bytes cannot be uploaded.
+func (b *Bot) stageFile(ctx context.Context, name, content string) (string, error) {
+	var up *slack.GetUploadURLExternalResponse
+	err := b.call(ctx, "files.getUploadURLExternal", true, func(ctx context.Context) error {
+		var err error
+		up, err = b.api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{
+			FileName: name, FileSize: len(content), SnippetType: "markdown",
+		})
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("reserving the report file: %w", err)
+	}
+	err = b.call(ctx, "files.upload_bytes", true, func(ctx context.Context) error {
+		return b.api.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: up.UploadURL, Content: content, Filename: name})
+	})
+	if err != nil {
+		b.deleteFile(ctx, up.FileID, b.log)
+		return "", fmt.Errorf("uploading the report's bytes: %w", err)
+	}
+	return up.FileID, nil
+}
+
+// shareFile completes a staged file into the thread. A repeat after a lost
+// answer finds the file completed already, which counts as shared.
+func (b *Bot) shareFile(ctx context.Context, p slack.CompleteUploadExternalParameters) error {
+	err := b.call(ctx, "files.completeUploadExternal", true, func(ctx context.Context) error {
+		_, err := b.api.CompleteUploadExternalContext(ctx, p)
+		return err
+	})
+	if errorCode(err) == "file_already_completed" {
+		return nil
+	}
+	return err
+}
+
+// deleteFile removes a staged file that was never shared.
+func (b *Bot) deleteFile(ctx context.Context, fileID string, log *slog.Logger) {
+	err := b.call(ctx, "files.delete", true, func(ctx context.Context) error {
+		return b.api.DeleteFileContext(ctx, fileID)
+	})
+	if err != nil && errorCode(err) != "file_not_found" {
+		log.Warn("bot: delete unshared report file", "file_id", fileID, "err", err)
+	}
+}
+
+// refusedContent reports whether Slack refused a call for what it carried,
+// so that the same payload would be refused again.
+func refusedContent(err error) bool {
+	switch errorCode(err) {
+	case "invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long", "internal_error", "invalid_arguments":
+		return true
+	}
+	return false
 }
 
 // findPostedFile looks in the thread for a file we posted with this name.

@@ -193,7 +193,7 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 		return
 	}
 	say("Started — follow the progress in the thread.")
-	b.newRun(ctx, th, cmd.UserID, question, false, ts)
+	b.newRun(ctx, th, cmd.UserID, question, false, ts, b.opts.RunOptions)
 }
 
 func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(string)) {

@@ -80,6 +80,8 @@ func (s *Server) apiHandlers() map[string]apiHandler {
 		"assistant.threads.setTitle":            s.assistantSetTitle,
 		"files.getUploadURLExternal":            s.filesGetUploadURLExternal,
 		"files.completeUploadExternal":          s.filesCompleteUploadExternal,
+		"files.delete":                          s.filesDelete,
+		"files.upload":                          s.filesUploadRetired,
 	}
 }
 

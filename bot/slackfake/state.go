@@ -421,6 +421,21 @@ func (s *Server) Files() []File {
 	return out
 }
 
+// Orphans returns the files that were created but never shared by a
+// successful files.completeUploadExternal (and not deleted): what a failed
+// or repeated upload flow leaves behind in a real workspace.
+func (s *Server) Orphans() []File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []File
+	for _, id := range s.fileOrder {
+		if f := s.files[id]; !f.Completed {
+			out = append(out, cloneFile(f.File))
+		}
+	}
+	return out
+}
+
 func cloneFile(f File) File {
 	f.Content = slices.Clone(f.Content)
 	f.Channels = slices.Clone(f.Channels)

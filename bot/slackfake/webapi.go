@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +44,35 @@ func rawJSON(v string) json.RawMessage {
 	return json.RawMessage(v)
 }
 
-// validateBlocks applies Slack's main block limits.
-func validateBlocks(raw string) string {
+// Limits that Slack enforces on blocks (slack-facts.md, "Blocks and text").
+const (
+	maxViewBlocks      = 100   // per view; more → invalid_blocks
+	maxButtonText      = 75    // button text
+	maxButtonValue     = 2000  // button value
+	maxBlockID         = 255   // block_id
+	maxMessageBlockTxt = 13200 // all text in a message's blocks; more → msg_blocks_too_long (bolt-js#2509)
+)
+
+// blockSurface is where blocks are shown: a message, a view, or a file
+// share (files.completeUploadExternal), which has its own quirks.
+type blockSurface int
+
+const (
+	surfaceMessage blockSurface = iota
+	surfaceView
+	surfaceFileShare
+)
+
+// validateBlocks applies Slack's block limits for a message.
+func validateBlocks(raw string) string { return validateBlocksOn(raw, surfaceMessage) }
+
+// validateBlocksOn applies Slack's block limits for a surface: the number
+// of blocks, per-block text limits, button text and value, unique
+// action_ids, block_id length, the whole message's text (msg_blocks_too_long
+// below every documented limit), and — on a file share — the refusal of
+// markdown blocks with internal_error, which retrying does not change
+// (python-slack-sdk#1756, node-slack-sdk#2564, slack-morphism-rust#383).
+func validateBlocksOn(raw string, surface blockSurface) string {
 	if raw == "" {
 		return ""
 	}
@@ -52,12 +80,24 @@ func validateBlocks(raw string) string {
 	if err := json.Unmarshal([]byte(raw), &blocks); err != nil {
 		return "invalid_blocks_format"
 	}
-	if len(blocks) > maxBlocks {
+	limit := maxBlocks
+	if surface == surfaceView {
+		limit = maxViewBlocks
+	}
+	if len(blocks) > limit {
 		return "invalid_blocks"
 	}
+	actionIDs := map[string]bool{}
+	total := 0
 	for _, b := range blocks {
 		typ, _ := b["type"].(string)
 		if typ == "" {
+			return "invalid_blocks"
+		}
+		if surface == surfaceFileShare && typ == "markdown" {
+			return "internal_error"
+		}
+		if id, _ := b["block_id"].(string); utf8.RuneCountInString(id) > maxBlockID {
 			return "invalid_blocks"
 		}
 		textOf := func(k string) string {
@@ -82,8 +122,72 @@ func validateBlocks(raw string) string {
 				return "invalid_blocks"
 			}
 		}
+		if e := validateElements(b, actionIDs); e != "" {
+			return e
+		}
+		total += textLength(b)
+	}
+	if surface != surfaceView && total > maxMessageBlockTxt {
+		return "msg_blocks_too_long"
 	}
 	return ""
+}
+
+// validateElements checks the interactive elements anywhere in a block:
+// button text and value limits, and action_ids unique in the message.
+func validateElements(v any, actionIDs map[string]bool) string {
+	switch x := v.(type) {
+	case map[string]any:
+		if id, ok := x["action_id"].(string); ok && id != "" {
+			if actionIDs[id] {
+				return "invalid_blocks"
+			}
+			actionIDs[id] = true
+		}
+		if x["type"] == "button" {
+			if t, ok := x["text"].(map[string]any); ok {
+				if s, _ := t["text"].(string); utf8.RuneCountInString(s) > maxButtonText {
+					return "invalid_blocks"
+				}
+			}
+			if s, _ := x["value"].(string); utf8.RuneCountInString(s) > maxButtonValue {
+				return "invalid_blocks"
+			}
+		}
+		for _, c := range x {
+			if e := validateElements(c, actionIDs); e != "" {
+				return e
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if e := validateElements(c, actionIDs); e != "" {
+				return e
+			}
+		}
+	}
+	return ""
+}
+
+// textLength is the number of characters of text a block shows: every
+// "text" string anywhere in it.
+func textLength(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if s, ok := c.(string); ok && k == "text" {
+				n += utf8.RuneCountInString(s)
+				continue
+			}
+			n += textLength(c)
+		}
+	case []any:
+		for _, c := range x {
+			n += textLength(c)
+		}
+	}
+	return n
 }
 
 // resolveChannel maps a user id to the bot's DM with that user, as Slack does.
@@ -585,7 +689,7 @@ func parseView(raw string) (map[string]any, string) {
 		return nil, "invalid_arguments"
 	}
 	if b, err := json.Marshal(v["blocks"]); err == nil && v["blocks"] != nil {
-		if e := validateBlocks(string(b)); e != "" {
+		if e := validateBlocksOn(string(b), surfaceView); e != "" {
 			return nil, e
 		}
 	}
@@ -812,8 +916,13 @@ func (s *Server) filesCompleteUploadExternal(r *apiRequest) apiResult {
 		return fail("invalid_arguments")
 	}
 	blocks := r.get("blocks")
-	if e := validateBlocks(blocks); e != "" {
+	if e := validateBlocksOn(blocks, surfaceFileShare); e != "" {
 		return fail(e)
+	}
+	if r.get("initial_comment") != "" {
+		// initial_comment and blocks are exclusive: Slack shows the
+		// comment and ignores the blocks.
+		blocks = ""
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -857,6 +966,31 @@ func (s *Server) filesCompleteUploadExternal(r *apiRequest) apiResult {
 	s.notifyLocked()
 	return ok(map[string]any{"files": summaries})
 }
+
+// filesDelete deletes a file the bot created, shared or not; its share
+// messages lose it.
+func (s *Server) filesDelete(r *apiRequest) apiResult {
+	id := r.get("file")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.files[id]; !ok {
+		return fail("file_not_found")
+	}
+	delete(s.files, id)
+	for k, v := range s.uploads {
+		if v == id {
+			delete(s.uploads, k)
+		}
+	}
+	s.fileOrder = slices.DeleteFunc(s.fileOrder, func(x string) bool { return x == id })
+	s.notifyLocked()
+	return ok(nil)
+}
+
+// filesUploadRetired answers files.upload, which Slack retired on
+// 2025-11-12: files go through files.getUploadURLExternal and
+// files.completeUploadExternal.
+func (s *Server) filesUploadRetired(*apiRequest) apiResult { return fail("method_deprecated") }
 
 // handleFileDownload serves url_private of an uploaded file to the bot token.
 func (s *Server) handleFileDownload(w http.ResponseWriter, r *http.Request) {
