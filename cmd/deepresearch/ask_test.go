@@ -26,6 +26,28 @@ var askPages = map[string][2]string{
 // the environment pointing at them.
 func askWorld(t *testing.T) map[string]string {
 	t.Helper()
+	return askWorldWriting(t, footnoteQuotes)
+}
+
+// reportStyle writes the report's findings and references from the
+// evidence the writer was given: each m is [all, E number, claim, quote,
+// title, URL].
+type reportStyle func(b *strings.Builder, ms [][]string)
+
+// footnoteQuotes puts each quote in its footnote: [^1]: "quote" — Title, URL.
+func footnoteQuotes(b *strings.Builder, ms [][]string) {
+	for i, m := range ms {
+		fmt.Fprintf(b, "- %s [^%d]\n", m[2], i+1)
+	}
+	b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
+	for i, m := range ms {
+		fmt.Fprintf(b, "[^%d]: \"%s\" — %s, %s\n", i+1, m[3], m[4], m[5])
+	}
+}
+
+// askWorldWriting is askWorld with a writer that writes in the given style.
+func askWorldWriting(t *testing.T, style reportStyle) map[string]string {
+	t.Helper()
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := askPages[r.URL.Path]
 		if !ok {
@@ -73,14 +95,7 @@ func askWorld(t *testing.T) map[string]string {
 		case node == "writer":
 			var b strings.Builder
 			b.WriteString("# EU AI Act\n\n## Executive Summary\n\nThe act is in force.\n\n## Key Findings\n\n")
-			ms := ev.FindAllStringSubmatch(r.LastUser(), -1)
-			for i, m := range ms {
-				fmt.Fprintf(&b, "- %s [^%d]\n", m[2], i+1)
-			}
-			b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
-			for i, m := range ms {
-				fmt.Fprintf(&b, "[^%d]: \"%s\" — %s, %s\n", i+1, m[3], m[4], m[5])
-			}
+			style(&b, ev.FindAllStringSubmatch(r.LastUser(), -1))
 			return llmtest.Text(b.String())
 		case node == "reviewer":
 			return llmtest.JSON(map[string]any{"scores": map[string]float64{"fact_check": 1, "completeness": 0.9, "logic": 0.9, "format": 1},
