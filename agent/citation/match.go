@@ -120,6 +120,7 @@ const (
 	maxCommon     = 64   // a shingle seen more often than this is no anchor
 	maxCandidates = 4    // windows aligned per quote part
 	maxAlignRunes = 1200 // longer quote parts must match exactly
+	maxStarts     = 8    // first-word starts aligned per window
 )
 
 // span is a match of (part of) a quote on the page, in folded runes.
@@ -224,17 +225,18 @@ func (p *pageIndex) find(qf *folded, from int) []span {
 			continue
 		}
 		a, b, d := align(q, p.f.r[lo:hi], true)
-		out = append(out, span{lo + a, lo + b, d})
+		out = append(out, p.snap(q, span{lo + a, lo + b, d}))
 		// the cheapest path may trade a missing first word for a
 		// changed one: also align from where the quote's first word is
 		w := 1
 		for w < len(q) && !qf.wordB[w] {
 			w++
 		}
-		for at := lo; at+w <= hi; at++ {
+		for at, tries := lo, 0; at+w <= hi && tries < maxStarts; at++ {
 			if at != lo+a && p.f.wordB[at] && slices.Equal(p.f.r[at:at+w], q[:w]) {
+				tries++
 				_, b, d := align(q, p.f.r[at:hi], false)
-				out = append(out, span{at, at + b, d})
+				out = append(out, p.snap(q, span{at, at + b, d}))
 			}
 		}
 	}
@@ -245,6 +247,65 @@ func (p *pageIndex) find(qf *folded, from int) []span {
 		return x.a - y.a
 	})
 	return out
+}
+
+// snap moves the ends of a span that cut a word to the nearest word
+// boundaries, where the quote is closest: an alignment free at its ends may
+// stop inside a word ("future re|use").
+func (p *pageIndex) snap(q []rune, s span) span {
+	bound := func(i int) []int {
+		if i <= 0 || i >= len(p.f.r) || p.f.wordB[i] {
+			return []int{i}
+		}
+		lo, hi := i, i
+		for lo > 0 && !p.f.wordB[lo] {
+			lo--
+		}
+		for hi < len(p.f.r) && !p.f.wordB[hi] {
+			hi++
+		}
+		return []int{lo, hi}
+	}
+	starts, ends := bound(s.a), bound(s.b)
+	if len(starts) == 1 && len(ends) == 1 {
+		return s
+	}
+	best := span{dist: -1}
+	for _, a := range starts {
+		for _, b := range ends {
+			if b <= a {
+				continue
+			}
+			if d := editDistance(q, p.f.r[a:b]); best.dist < 0 || d < best.dist {
+				best = span{a, b, d}
+			}
+		}
+	}
+	if best.dist < 0 {
+		return s
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between two rune sequences.
+func editDistance(a, b []rune) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func indexRunes(s, sub []rune) int {

@@ -49,12 +49,16 @@ func normalizeStyles(report string) string {
 	// numbered references: list lines with a URL whose number is cited in
 	// the text as "[n]"
 	refLine := map[int]string{} // line → number
+	inRefs := false             // under a References heading
 	for i, ln := range lines {
+		if t := strings.TrimSpace(ln); !code[i] && strings.HasPrefix(t, "#") {
+			inRefs = refHdrRE.MatchString(t)
+		}
 		if code[i] || defRE.MatchString(ln) {
 			continue
 		}
 		m := numRefRE.FindStringSubmatch(ln)
-		if m == nil {
+		if m == nil && inRefs {
 			m = numListRE.FindStringSubmatch(ln)
 		}
 		if m != nil && !footnotes[m[1]] && urlRE.MatchString(m[2]) {
