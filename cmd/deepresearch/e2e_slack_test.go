@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+	"deepresearch/bot/slackfake"
+	"deepresearch/storage/sqlite"
+)
+
+// inlineQuotes is the style many models write: the quoted words stand in
+// the sentence right before the marker, typographic quotes included, and
+// the footnote holds only the title and the URL.
+func inlineQuotes(b *strings.Builder, ms [][]string) {
+	for i, m := range ms {
+		open, close := `"`, `"`
+		if i%2 == 1 {
+			open, close = "“", "”"
+		}
+		fmt.Fprintf(b, "- According to %s, %s%s%s[^%d]\n", m[4], open, m[3], close, i+1)
+	}
+	b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
+	for i, m := range ms {
+		fmt.Fprintf(b, "[^%d]: %s, %s\n", i+1, m[4], m[5])
+	}
+}
+
+// TestServeEndToEndInlineQuotes runs the real serve against the strict
+// slackfake (markdown blocks refused in file shares, as real Slack does),
+// the real agent and a model that quotes inline: the report file reaches
+// the thread, its citations are verified, the status message says Done.
+func TestServeEndToEndInlineQuotes(t *testing.T) {
+	fake := slackfake.New()
+	defer fake.Close()
+	vars := askWorldWriting(t, inlineQuotes)
+	vars["SLACK_BOT_TOKEN"], vars["SLACK_APP_TOKEN"], vars["SLACK_API_URL"] = fake.BotToken(), fake.AppToken(), fake.APIURL()
+	vars["DEEPRESEARCH_HTTP_ADDR"] = "off"
+	vars["DEEPRESEARCH_APPROVE_DRAFT"] = "false"
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srvCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, stderr) }()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case code := <-done:
+				t.Fatalf("serve exited (%d) while waiting for %s\n%s", code, what, stderr.String())
+			case <-ctx.Done():
+				t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	if err := fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatalf("no connection: %v\n%s", err, stderr.String())
+	}
+	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "What does the EU AI Act require?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threadID := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+	var state bot.RunState
+	waitFor("the run to end", func() bool {
+		db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(vars["DEEPRESEARCH_DATA_DIR"], "deepresearch.db")})
+		if err != nil {
+			return false
+		}
+		defer db.Close()
+		r, err := sqlite.NewBotStore(db).LatestRun(ctx, threadID)
+		state = r.State
+		return err == nil && !r.State.Active()
+	})
+	if state != bot.StateDone {
+		t.Fatalf("run ended %s\n%s", state, stderr.String())
+	}
+	var report slackfake.File
+	for _, f := range fake.Files() {
+		if f.Completed && f.ThreadTS == sent.TS {
+			report = f
+		}
+	}
+	if report.ID == "" {
+		t.Fatalf("no report file in the thread; files: %+v", fake.Files())
+	}
+	if o := fake.Orphans(); len(o) != 0 {
+		t.Errorf("unshared files left: %d", len(o))
+	}
+	// Every footnote quotes its page verbatim (the inline quotes were
+	// checked and moved into the footnotes), none is marked unverified.
+	checkFootnotes(t, string(report.Content))
+	waitFor("the status message to say done", func() bool {
+		for _, m := range fake.Thread("C1", sent.TS) {
+			if m.IsBot() && strings.Contains(string(m.Blocks), "Done") && strings.Contains(string(m.Blocks), "sources read") {
+				return true
+			}
+		}
+		return false
+	})
+	if p := fake.Pings(); len(p) > 0 {
+		t.Errorf("the bot pinged: %+v", p)
+	}
+	stop()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
