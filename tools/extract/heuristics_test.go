@@ -123,6 +123,12 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"rho sentence number 1", "sigma sentence number 1"},
 			notWant: []string{"tau sentence", "Regular price"},
 		},
+		{
+			name: "forum thread: replies are the content",
+			body: `<div class="thread"><div class="post first"><p>` + prose("upsilon", 3) + `</p></div>` +
+				`<div class="replies"><div class="reply"><p>` + prose("phi", 3) + `</p></div><div class="reply"><p>` + prose("chi", 3) + `</p></div></div></div>`,
+			want: []string{"upsilon sentence number 2", "phi sentence number 1", "chi sentence number 2"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

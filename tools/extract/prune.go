@@ -53,7 +53,7 @@ var dropRoles = map[string]bool{
 }
 
 // negWords are class/id words of page furniture.
-var negWords = wordSet(`comment comments commentlist disqus respond replies reply footer foot
+var negWords = wordSet(`comment comments commentlist disqus respond footer foot
 	nav navbar navigation menu menus breadcrumb breadcrumbs share shares sharing sharer social
 	socials related relatedposts recommended recommendations recommend promo promos promotion newsletter
 	subscribe subscription signup sidebar widget widgets advert advertisement advertising ad ads adv
@@ -61,13 +61,13 @@ var negWords = wordSet(`comment comments commentlist disqus respond replies repl
 	trending popular mostread pagination pager skip toolbar masthead login signin signup register
 	byline author authors bio tags tag taglist keywords sronly visuallyhidden screenreader
 	caption credit credits copyright disclaimer meta metadata dateline timestamp date print
-	rail aside overlay teaser teasers more subnav topnav header follow carousel slideshow
+	rail aside overlay teaser teasers more subnav topnav header follow carousel
 	gallery lightbox tooltip ticker alert notice offscreen paywall
-	jump toc hide cta shoutbox community supplemental extra extras video player`)
+	toc hide cta shoutbox community supplemental extra extras player`)
 
 // strongNegWords mark furniture even in an element that also has a
 // positive word (for example "entry-comments").
-var strongNegWords = wordSet(`comment comments commentlist disqus respond replies footer nav navbar
+var strongNegWords = wordSet(`comment comments commentlist disqus respond footer nav navbar
 	navigation menu breadcrumb breadcrumbs share sharing sharer social related relatedposts
 	recommended recommendations newsletter subscribe subscription signup sidebar advert
 	advertisement ad ads adslot adunit sponsor sponsored outbrain taboola trending mostread
