@@ -23,7 +23,7 @@ func TestMrkdwnFromMarkdown(t *testing.T) {
 		{"link with its own url as text", "[https://a.example/x](https://a.example/x)", "<https://a.example/x>"},
 		{"link with title", "see [the report](https://a.example/r)", "see the report (<https://a.example/r>)"},
 		{"spoofed link shows the real target", "[https://good.example](https://evil.example)", "https://good.example (<https://evil.example>)"},
-		{"javascript link is text", "[click](javascript:alert(1))", "[click](javascript:alert(1))"},
+		{"javascript link is inert text", "[click](javascript:alert(1))", "[click]\u2060(javascript:alert(1))"},
 		{"link target cannot break out", "[x](https://a.example/a|b>c)", "x (<https://a.example/a%7Cb%3Ec>)"},
 		{"footnote marker", "claim[^1]", "claim[1]"},
 		{"inline code literal", "use `**x** <y>`", "use `**x** &lt;y&gt;`"},
