@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"deepresearch/graph"
+	"deepresearch/redact"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
 )
@@ -31,7 +32,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 type DB struct {
 	Saver    graph.Saver
 	Kind     string // "sqlite" or "postgres"
-	Location string // the SQLite path, or the Postgres URL without its password
+	Location string // the SQLite path, or the Postgres URL with its secrets masked (redact.URL)
 	SQLite   *sqlite.Store
 	Postgres *postgres.Store
 }
@@ -62,7 +63,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open Postgres database from DATABASE_URL: %w", err)
 		}
-		return &DB{Saver: s, Kind: "postgres", Location: redact(u), Postgres: s}, nil
+		return &DB{Saver: s, Kind: "postgres", Location: redact.URL(u), Postgres: s}, nil
 	default:
 		return nil, fmt.Errorf("%w: DATABASE_URL must start with postgres:// (or be unset to use SQLite under DEEPRESEARCH_DATA_DIR)", ErrConfig)
 	}
@@ -84,17 +85,4 @@ func (db *DB) Close() error {
 		return nil
 	}
 	return db.SQLite.Close()
-}
-
-func redact(u string) string {
-	at := strings.LastIndex(u, "@")
-	scheme := strings.Index(u, "://")
-	if at < 0 || scheme < 0 {
-		return u
-	}
-	userinfo := u[scheme+3 : at]
-	if i := strings.Index(userinfo, ":"); i >= 0 {
-		return u[:scheme+3] + userinfo[:i] + ":***" + u[at:]
-	}
-	return u
 }

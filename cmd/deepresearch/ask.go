@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"deepresearch/agent"
@@ -22,14 +23,31 @@ import (
 const askUsage = `usage: deepresearch ask [flags] "question"
 
 Runs one research in the terminal: progress on stderr, the report on stdout
-(or -o FILE). With --thread ID it continues a thread: a new question is a
-follow-up ("dig deeper into X", "rewrite it shorter"); no question resumes a
-thread that was interrupted or stopped.
+(or -o FILE). With --thread ID it continues a thread of this database: a
+new question is a follow-up ("dig deeper into X", "rewrite it shorter"); no
+question resumes a thread that was interrupted or stopped. An unknown
+--thread is refused; leave it out to start a new research.
+
+Before researching it checks the model endpoint (OPENAI_BASE_URL answers,
+OPENAI_API_KEY is accepted, DEEPRESEARCH_MODEL is served) and stops with
+one line naming the variable to fix. The last line on stderr gives the
+elapsed time, and the cost when DEEPRESEARCH_LLM_PRICES prices the models.
+
+exit status: 0 done; 1 error; 2 usage; 3 the report was written without
+the model (it became unavailable during the run: an extractive report
+that quotes the sources, without synthesis or review).
 
 flags:`
 
+// exitWithoutModel is ask's exit status when the report is extractive.
+const exitWithoutModel = 3
+
 // runAsk is `deepresearch ask`.
 func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, stderr io.Writer) error {
+	start := time.Now()
+	// Page titles, plan lines and the report come from the web and the
+	// model: nothing reaches the terminal with control characters.
+	stdout, stderr = newTermWriter(stdout), newTermWriter(stderr)
 	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -48,23 +66,21 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	timeBudget := fs.Duration("time", 0, "wall-clock budget of the run (default 15m)")
 	words, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+		return flagError(err)
 	}
 	question := strings.TrimSpace(strings.Join(words, " "))
 	if question == "" && *thread == "" {
-		return usageError{`the question is empty: deepresearch ask "your question"`}
+		return usageError{msg: `the question is empty: deepresearch ask "your question"`}
 	}
 	switch agent.Depth(*depth) {
 	case agent.DepthQuick, agent.DepthStandard, agent.DepthDeep:
 	default:
-		return usageError{fmt.Sprintf("--depth %q: want quick, standard or deep", *depth)}
+		return usageError{msg: fmt.Sprintf("--depth %q: want quick, standard or deep", *depth)}
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	deps, closeAll, err := askDeps(ctx, e, logger)
+	p := &progress{w: stderr, quiet: *quiet}
+	deps, client, closeAll, err := askDeps(ctx, e, logger, depHooks{notice: p.notice, note: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
 		return err
 	}
@@ -73,8 +89,21 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	if err != nil {
 		return err
 	}
+	if *thread != "" && question != "" {
+		// A follow-up needs the thread; a typo must not start a new research.
+		if _, err := a.Get(ctx, *thread); err != nil {
+			if errors.Is(err, agent.ErrUnknownThread) {
+				return usageError{msg: fmt.Sprintf("no thread %q in this database (check --thread and DEEPRESEARCH_DATA_DIR / DATABASE_URL); leave --thread out to start a new research", *thread)}
+			}
+			return err
+		}
+	}
+	// Fail at once, naming the variable, rather than research for minutes
+	// into an extractive report.
+	if err := client.Check(ctx); err != nil {
+		return err
+	}
 
-	p := &progress{w: stderr, quiet: *quiet}
 	var res *agent.Result
 	switch {
 	case question != "":
@@ -117,27 +146,63 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		return nil
 	}
 	if *out != "" {
-		if err := os.WriteFile(*out, []byte(res.Report), 0o644); err != nil {
+		if err := os.WriteFile(*out, []byte(termSafe(res.Report)), 0o644); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
 		p.printf("report written to %s\n", *out)
 	} else {
 		fmt.Fprint(stdout, res.Report)
 	}
-	c := res.Citations
-	p.printf("done (%s): %d sources read, citations %d cited / %d verified / %d dropped, %d tokens in %d calls\n",
-		res.Finish, len(res.Sources), c.Cited, c.Verified, c.Dropped, res.Usage.Total(), res.Usage.Calls)
 	for _, u := range res.Unverified {
 		p.printf("unverified: %s\n", u)
 	}
+	if r := res.Review; r != nil && r.Simple {
+		p.printf("review score %.2f is heuristic: no reviewer model gave it\n", r.Overall)
+	}
+	c := res.Citations
+	line := fmt.Sprintf("done (%s) in %s: %d sources read, citations %d cited / %d verified / %d dropped, %d tokens in %d calls",
+		res.Finish, elapsed(time.Since(start)), len(res.Sources), c.Cited, c.Verified, c.Dropped, res.Usage.Total(), res.Usage.Calls)
+	if client.HasPrices() {
+		line += ", cost " + money(res.Usage.Cost)
+	}
+	if res.Extractive {
+		why := "the model became unavailable"
+		if f := p.lastFailure(); f != nil {
+			why = f.Error()
+		}
+		// The report is out; the status says it is not the model's.
+		p.printf("%s\n", line)
+		return exitError{code: exitWithoutModel, msg: "the report was written without the model (extractive: it quotes the sources, without synthesis or review): " + why}
+	}
+	p.printf("%s\n", line)
 	return nil
+}
+
+// elapsed rounds a duration for people: 850ms, 12.3s, 4m05s.
+func elapsed(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// money formats a cost in the prices' currency (USD by convention).
+func money(c float64) string {
+	if c > 0 && c < 0.01 {
+		return fmt.Sprintf("$%.4f", c)
+	}
+	return fmt.Sprintf("$%.2f", c)
 }
 
 // askError maps the agent's errors to one clear line.
 func askError(err error) error {
 	switch {
 	case errors.Is(err, agent.ErrEmptyQuestion):
-		return usageError{"the question is empty"}
+		return usageError{msg: "the question is empty"}
 	case errors.Is(err, agent.ErrUnknownThread):
 		return fmt.Errorf("no thread with that id in this database (check --thread and DEEPRESEARCH_DATA_DIR / DATABASE_URL)")
 	case errors.Is(err, agent.ErrWaiting):
@@ -152,8 +217,8 @@ func askError(err error) error {
 
 // askDeps builds the agent's collaborators from the environment, with the
 // checkpoint store of askStore.
-func askDeps(ctx context.Context, e env, logger *slog.Logger) (agent.Deps, func(), error) {
-	return agentDeps(ctx, e, logger, askStore)
+func askDeps(ctx context.Context, e env, logger *slog.Logger, hooks depHooks) (agent.Deps, *llm.Client, func(), error) {
+	return agentDeps(ctx, e, logger, askStore, hooks)
 }
 
 // askStore opens the database: Postgres when DATABASE_URL is a postgres
@@ -259,28 +324,77 @@ func readLine(in *bufio.Reader) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
-// progress renders agent events on stderr.
+// progress renders agent events and the model client's notices on stderr.
+// Both arrive from several goroutines.
 type progress struct {
-	w      io.Writer
-	quiet  bool
-	tokens int
-	budget int
+	w     io.Writer
+	quiet bool
+
+	mu      sync.Mutex
+	tokens  int
+	budget  int
+	failure error // the last call that gave up
 }
 
 func (p *progress) printf(format string, args ...any) {
-	if !p.quiet {
-		fmt.Fprintf(p.w, format, args...)
+	if p.quiet {
+		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, format, args...)
+}
+
+// notice says that the run waits on the model (instead of minutes of
+// silence) and remembers why a call gave up.
+func (p *progress) notice(n llm.Notice) {
+	switch n.Kind {
+	case llm.NoticeRetry:
+		p.printf("  waiting for the model (retry %d in %s: %s)\n", n.Retry, elapsed(n.Wait), noticeReason(n.Err))
+	case llm.NoticeSlow:
+		p.printf("  waiting for the model (no answer for %s, attempt %d)\n", elapsed(n.Wait), n.Attempt)
+	case llm.NoticeFailed:
+		p.mu.Lock()
+		p.failure = n.Err
+		p.mu.Unlock()
+	}
+}
+
+func (p *progress) lastFailure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failure
+}
+
+// noticeReason is the short kind of a failed attempt ("llm: server error
+// (HTTP 503)"), without the server's message.
+func noticeReason(err error) string {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		if le.Status != 0 {
+			return fmt.Sprintf("%v (HTTP %d)", le.Kind, le.Status)
+		}
+		return le.Kind.Error()
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "no answer"
 }
 
 func (p *progress) event(ev agent.Event) {
 	switch ev.Kind {
 	case agent.EventTokens:
+		p.mu.Lock()
 		if t := ev.Tokens; t != nil && t.Used > p.tokens {
 			p.tokens, p.budget = t.Used, t.Budget
 		}
+		p.mu.Unlock()
 	case agent.EventPhase:
-		p.printf("• %s (%d tokens so far)\n", ev.Phase, p.tokens)
+		p.mu.Lock()
+		tokens := p.tokens
+		p.mu.Unlock()
+		p.printf("• %s (%d tokens so far)\n", ev.Phase, tokens)
 	case agent.EventPlanMade:
 		if pl := ev.Plan; pl != nil {
 			p.printf("plan: %s\n", pl.Theme)

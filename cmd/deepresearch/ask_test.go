@@ -156,13 +156,14 @@ func TestAskInterrupts(t *testing.T) {
 	// without an answer on stdin the run stops and says how to resume
 	stdout.Reset()
 	stderr.Reset()
-	err := runAsk(ctx, []string{"--approve-plan", "--thread", "t-resume", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "--thread t-resume") {
-		t.Fatalf("err = %v", err)
+	err := runAsk(ctx, []string{"--approve-plan", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr)
+	m := regexp.MustCompile(`--thread (cli-\S+)`).FindStringSubmatch(fmt.Sprint(err))
+	if m == nil {
+		t.Fatalf("err = %v, want how to resume", err)
 	}
 	// a later process answers at the prompt
 	stdout.Reset()
-	err = runAsk(ctx, []string{"--thread", "t-resume"}, getenv(vars), strings.NewReader("r start with penalties\na\n"), &stdout, &stderr)
+	err = runAsk(ctx, []string{"--thread", m[1]}, getenv(vars), strings.NewReader("r start with penalties\na\n"), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}

@@ -13,6 +13,7 @@ import (
 	"deepresearch/agent/llm"
 	"deepresearch/storage"
 	"deepresearch/tools/fetch"
+	"deepresearch/tools/pdf"
 	"deepresearch/tools/sandbox"
 	"deepresearch/tools/search"
 	"deepresearch/tools/search/docs"
@@ -21,37 +22,62 @@ import (
 // openDB opens the database (checkpoints, research notes, bot records).
 type openDB func(ctx context.Context, e env) (*storage.DB, error)
 
+// depHooks lets a command follow the model client as it works.
+type depHooks struct {
+	// notice is the client's OnNotice (slow answers, retries, failures).
+	notice func(llm.Notice)
+	// note receives one-line remarks for the operator (the model chosen
+	// because DEEPRESEARCH_MODEL is unset).
+	note func(string)
+}
+
 // agentDeps builds the agent's collaborators from the environment: the LLM
 // client (OPENAI_API_KEY, ...), the search providers, the page fetcher, the
 // coding sandbox, and the checkpoint and research-notes stores of the
 // database opened by open. ask and serve
 // share it. Every error names the variable to set or fix; closeAll releases
 // what was opened.
-func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB) (agent.Deps, func(), error) {
+//
+// PDFs are read with tools/pdf: fetched ones through fetch.Options.ExtractPDF,
+// those in DEEPRESEARCH_DOCS_DIR through a docs converter. When
+// DEEPRESEARCH_MODEL is unset on a server other than OpenAI, the server's
+// only model is used (and hooks.note says so); the returned client is the
+// one in Deps, for Check.
+func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB, hooks depHooks) (agent.Deps, *llm.Client, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
-	fail := func(err error) (agent.Deps, func(), error) {
+	fail := func(err error) (agent.Deps, *llm.Client, func(), error) {
 		closeAll()
-		return agent.Deps{}, nil, err
+		return agent.Deps{}, nil, nil, err
 	}
 	lo, err := llm.OptionsFromEnv(e)
 	if err != nil {
 		return fail(err) // names the variable to set
 	}
 	lo.Logger = logger
+	lo.OnNotice = hooks.notice
+	lo, picked, err := llm.PickModel(ctx, lo)
+	if err != nil {
+		return fail(err)
+	}
 	client, err := llm.New(lo)
 	if err != nil {
 		return fail(err)
 	}
-	searcher, err := askSearch(ctx, e, logger)
+	if picked && hooks.note != nil {
+		hooks.note(fmt.Sprintf("using model %s, the only one %s serves (set %s to choose)", lo.Model, client.BaseURL(), llm.EnvModel))
+	}
+	pdfs := pdf.New(pdf.Options{Logger: logger})
+	searcher, err := askSearch(ctx, e, logger, pdfs)
 	if err != nil {
 		return fail(err)
 	}
-	f, err := fetch.New(fetch.Options{Allow: e("DEEPRESEARCH_FETCH_ALLOW"), UserAgent: "deepresearch/" + version, Logger: logger, TruncateOversize: true})
+	f, err := fetch.New(fetch.Options{Allow: e("DEEPRESEARCH_FETCH_ALLOW"), UserAgent: "deepresearch/" + version, Logger: logger,
+		TruncateOversize: true, ExtractPDF: pdfs.ExtractText})
 	if err != nil {
 		return fail(fmt.Errorf("DEEPRESEARCH_FETCH_ALLOW: %w", err))
 	}
@@ -75,12 +101,12 @@ func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB) (ag
 	if r, err := sandbox.New(so); err == nil {
 		d.Coder = r
 	}
-	return d, closeAll, nil
+	return d, client, closeAll, nil
 }
 
 // askSearch builds the search providers: Tavily, SearXNG and the folder of
-// internal documents, whichever are configured.
-func askSearch(ctx context.Context, e env, logger *slog.Logger) (agent.Searcher, error) {
+// internal documents (PDFs read by pdfs), whichever are configured.
+func askSearch(ctx context.Context, e env, logger *slog.Logger, pdfs *pdf.Extractor) (agent.Searcher, error) {
 	var members []search.Member
 	if key := e("TAVILY_API_KEY"); key != "" {
 		t, err := search.NewTavily(search.TavilyOptions{APIKey: key, BaseURL: e("TAVILY_BASE_URL"), Logger: logger})
@@ -97,7 +123,7 @@ func askSearch(ctx context.Context, e env, logger *slog.Logger) (agent.Searcher,
 		members = append(members, search.Member{Provider: s})
 	}
 	if dir := e("DEEPRESEARCH_DOCS_DIR"); dir != "" {
-		ix, err := docs.New(ctx, docs.Options{Root: dir, Logger: logger})
+		ix, err := docs.New(ctx, docs.Options{Root: dir, Logger: logger, Converters: map[string]docs.ConvertFunc{".pdf": pdfs.Convert}})
 		if err != nil {
 			return nil, fmt.Errorf("DEEPRESEARCH_DOCS_DIR: %w", err)
 		}

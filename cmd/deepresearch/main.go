@@ -6,12 +6,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"syscall"
+
+	"deepresearch/redact"
 
 	"deepresearch/tools/extract"
 	"deepresearch/tools/extract/extractbench"
@@ -39,20 +43,85 @@ func commandTable() map[string]command {
 		"extract-bench": {"score content extraction on a benchmark directory (precision, recall, F1, ms/page)", func(ctx context.Context, args []string, _ env, _ io.Reader, stdout, stderr io.Writer) error {
 			return extractbench.RunCLI(ctx, args, stdout, stderr)
 		}},
-		"version": {"print the version", func(_ context.Context, _ []string, _ env, _ io.Reader, stdout, _ io.Writer) error {
-			fmt.Fprintln(stdout, "deepresearch", version)
+		"version": {"print the version (also --version)", func(_ context.Context, _ []string, _ env, _ io.Reader, stdout, _ io.Writer) error {
+			fmt.Fprintln(stdout, "deepresearch", versionString())
 			return nil
 		}},
 	}
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..."; when it
+// is not, versionString reads the module version and VCS stamp that go
+// build records in the binary.
 var version = "dev"
 
+// versionString is the version to print: version if set at build time,
+// else the module version (go install …@v1.2.3) or the VCS revision with
+// its commit time and "+dirty" for a modified tree.
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, at string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return version + " (" + bi.GoVersion + ")"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	if at != "" {
+		rev += " " + at
+	}
+	return "dev " + rev + " (" + bi.GoVersion + ")"
+}
+
 // usageError is a mistake on the command line: it prints usage and exits 2.
-type usageError struct{ msg string }
+// printed: the flag package already printed the message and the usage.
+type usageError struct {
+	msg     string
+	printed bool
+}
 
 func (e usageError) Error() string { return e.msg }
+
+// flagError maps a flag.FlagSet.Parse error: nil for -h/--help (the usage
+// was printed; exit 0), else a usageError the flag package already printed.
+func flagError(err error) error {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return usageError{msg: err.Error(), printed: true}
+}
+
+// exitError ends a command that did its work with a distinct exit status
+// and one line saying why (e.g. ask's report written without the model).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
 
 func main() {
 	// The sandbox re-executes this binary as its worker for the coding action.
@@ -88,6 +157,9 @@ func run(ctx context.Context, args []string, e env, stdin io.Reader, stdout, std
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	cmd, ok := commandTable()[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "deepresearch: unknown command %q\n\n", args[0])
@@ -95,15 +167,26 @@ func run(ctx context.Context, args []string, e env, stdin io.Reader, stdout, std
 		return 2
 	}
 	err := cmd.run(ctx, args[1:], e, stdin, stdout, stderr)
-	var ue usageError
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0
+	}
+	// The one line goes to a terminal: no control characters (a server's
+	// or a page's text can be in it), no secret of DATABASE_URL (a
+	// driver's error can quote it).
+	line := termSafe(redact.Text(err.Error(), redact.Secrets(e("DATABASE_URL"))...))
+	var ue usageError
+	var xe exitError
+	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "deepresearch %s: %s\n", args[0], ue.msg)
+		if !ue.printed {
+			fmt.Fprintf(stderr, "deepresearch %s: %s\n", args[0], line)
+		}
 		return 2
+	case errors.As(err, &xe):
+		fmt.Fprintf(stderr, "deepresearch %s: %s\n", args[0], line)
+		return xe.code
 	default:
-		fmt.Fprintf(stderr, "deepresearch %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "deepresearch %s: %s\n", args[0], line)
 		return 1
 	}
 }

@@ -6,17 +6,26 @@ import (
 	"fmt"
 	"io"
 
+	"deepresearch/redact"
 	"deepresearch/storage"
 )
+
+const migrateUsage = `usage: deepresearch migrate
+
+Applies the database migrations and exits. The database is Postgres when
+DATABASE_URL is a postgres:// URL, else the SQLite file under
+DEEPRESEARCH_DATA_DIR (default ./data). serve and ask migrate on start too;
+run this to migrate ahead of a rollout.`
 
 func runMigrate(ctx context.Context, args []string, e env, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), migrateUsage) }
 	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
-		return usageError{"migrate takes no arguments; the database comes from DATABASE_URL or DEEPRESEARCH_DATA_DIR"}
+		return usageError{msg: "migrate takes no arguments; the database comes from DATABASE_URL or DEEPRESEARCH_DATA_DIR"}
 	}
 	db, err := storage.Open(ctx, storage.ConfigFromEnv(e))
 	if err != nil {
@@ -26,6 +35,6 @@ func runMigrate(ctx context.Context, args []string, e env, _ io.Reader, stdout, 
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "migrated %s database at %s\n", db.Kind, db.Location)
+	fmt.Fprintf(stdout, "migrated %s database at %s\n", db.Kind, redact.URL(db.Location))
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/agentrun"
 	"deepresearch/bot/memstore"
+	"deepresearch/redact"
 	"deepresearch/schedule"
 	"deepresearch/schedule/agentadapter"
 	"deepresearch/schedule/pgstore"
@@ -52,7 +53,40 @@ type configError struct{ name, msg string }
 
 func (e configError) Error() string { return e.name + ": " + e.msg }
 
+const serveUsage = `usage: deepresearch serve [flags]
+
+Runs the Slack bot (Socket Mode) until interrupted. Configuration comes
+from the environment: SLACK_BOT_TOKEN (xoxb-…) and SLACK_APP_TOKEN (xapp-…),
+the model (OPENAI_API_KEY, OPENAI_BASE_URL, DEEPRESEARCH_MODEL), search
+(TAVILY_API_KEY, SEARXNG_URL, DEEPRESEARCH_DOCS_DIR), the database
+(DATABASE_URL or DEEPRESEARCH_DATA_DIR); see README.md and bot/README.md
+for the full list. /healthz answers 503 with the reason while the model
+endpoint is not usable.
+
+flags:`
+
 func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error) {
+	// Flags first: --help needs no configuration.
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	httpFlag := fs.String("http", "", "address of /healthz and /metrics (env DEEPRESEARCH_HTTP_ADDR, default :9090; off disables)")
+	maxRuns := fs.Int("max-runs", 0, "runs this process works on at once (env DEEPRESEARCH_MAX_CONCURRENT_RUNS, default 8)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return serveConfig{}, err
+		}
+		return serveConfig{}, flagError(err)
+	}
+	if fs.NArg() > 0 {
+		return serveConfig{}, usageError{msg: "unexpected arguments: " + strings.Join(fs.Args(), " ")}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
 	c := serveConfig{
 		BotToken: strings.TrimSpace(e("SLACK_BOT_TOKEN")),
 		AppToken: strings.TrimSpace(e("SLACK_APP_TOKEN")),
@@ -75,6 +109,9 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 			return c, configError{"SLACK_API_URL", fmt.Sprintf("%q is not an http(s) URL; unset it to use Slack's own API", c.APIURL)}
 		}
 	}
+	if set["http"] {
+		c.HTTPAddr = *httpFlag
+	}
 	if strings.EqualFold(c.HTTPAddr, "off") {
 		c.HTTPAddr = ""
 	}
@@ -91,6 +128,9 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 	}
 	if c.MaxConcurrentRuns, err = intVar(e, "DEEPRESEARCH_MAX_CONCURRENT_RUNS", 8); err != nil {
 		return c, err
+	}
+	if set["max-runs"] {
+		c.MaxConcurrentRuns = *maxRuns
 	}
 	if c.ApprovePlan, err = boolVar(e, "DEEPRESEARCH_APPROVE_PLAN", false); err != nil {
 		return c, err
@@ -120,20 +160,6 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 			return c, configError{"DEEPRESEARCH_DIGEST_TICK", fmt.Sprintf("%q is not a positive duration such as 30s", v)}
 		}
 		c.DigestTick = d
-	}
-
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.HTTPAddr, "http", c.HTTPAddr, "address of /healthz and /metrics (env DEEPRESEARCH_HTTP_ADDR; empty disables)")
-	fs.IntVar(&c.MaxConcurrentRuns, "max-runs", c.MaxConcurrentRuns, "runs this process works on at once (env DEEPRESEARCH_MAX_CONCURRENT_RUNS)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return c, usageError{"unexpected arguments: " + strings.Join(fs.Args(), " ")}
 	}
 	return c, nil
 }
@@ -223,7 +249,15 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	// Deferred after parts.close, so it runs first: the scheduler hands
 	// its firings in flight back while the database is still open.
 	defer stopDigests()
-	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db))
+	// The model endpoint is checked before the bot says it is ready, then
+	// again in the background; while it is unusable the bot tells whoever
+	// mentions it why instead of researching, and /healthz says not ready.
+	parts.health.runCheck(ctx)
+	hctx, stopHealth := context.WithCancel(ctx)
+	defer stopHealth()
+	go parts.health.loop(hctx)
+	withHealth := func(o *bot.Options) { o.Health = parts.health.Health }
+	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db), withHealth)
 }
 
 // serveParts is what serve runs with.
@@ -233,6 +267,9 @@ type serveParts struct {
 	agent *agent.Agent
 	db    *storage.DB
 	close func() error
+	// health is the model endpoint's state (Check, re-checked); nil in
+	// tests that build parts by hand.
+	health *modelHealth
 }
 
 // serveDigests starts the digest scheduler (issue 6) on the same database
@@ -302,10 +339,20 @@ func serveDeps(ctx context.Context, e env, log *slog.Logger) (serveParts, error)
 		db, err = storage.Open(ctx, storage.ConfigFromEnv(e))
 		return db, err
 	}
-	deps, closeAll, err := agentDeps(ctx, e, log, open)
+	every := defaultCheckEvery
+	if v := strings.TrimSpace(e("DEEPRESEARCH_LLM_CHECK_EVERY")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return serveParts{}, configError{"DEEPRESEARCH_LLM_CHECK_EVERY", fmt.Sprintf("%q is not a positive duration such as 30s", v)}
+		}
+		every = d
+	}
+	health := newModelHealth(log, every)
+	deps, client, closeAll, err := agentDeps(ctx, e, log, open, depHooks{notice: health.notice, note: func(s string) { log.Info("serve: " + s) }})
 	if err != nil {
 		return serveParts{}, err
 	}
+	health.check = client.Check
 	closeDeps := func() error {
 		closeAll() // closes the database too, logging a failure
 		return nil
@@ -315,8 +362,8 @@ func serveDeps(ctx context.Context, e env, log *slog.Logger) (serveParts, error)
 		closeDeps()
 		return serveParts{}, err
 	}
-	log.Info("serve: storage", "kind", db.Kind, "location", db.Location)
-	return serveParts{res: agentrun.New(a, agentrun.Options{Logger: log}), store: serveStore(db, log), agent: a, db: db, close: closeDeps}, nil
+	log.Info("serve: storage", "kind", db.Kind, "location", redact.URL(db.Location))
+	return serveParts{res: agentrun.New(a, agentrun.Options{Logger: log}), store: serveStore(db, log), agent: a, db: db, close: closeDeps, health: health}, nil
 }
 
 // serveStore returns the bot's durable records on db (storage/sqlite and
@@ -368,7 +415,7 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bo
 		if err != nil {
 			return configError{"DEEPRESEARCH_HTTP_ADDR", fmt.Sprintf("cannot listen on %s: %v", cfg.HTTPAddr, err)}
 		}
-		srv = &http.Server{Handler: b.Handler(reg), ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: healthHandler(b.Handler(reg), bo.Health), ReadHeaderTimeout: 5 * time.Second}
 		log.Info("serve: health and metrics", "addr", ln.Addr().String())
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -383,4 +430,24 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bo
 		cancel()
 	}
 	return runErr
+}
+
+// healthHandler serves /healthz as not ready (503, with the reason) while
+// health reports an error, and hands everything else, and /healthz when
+// healthy, to next (the bot's /healthz says whether Slack is connected).
+func healthHandler(next http.Handler, health func(context.Context) error) http.Handler {
+	if health == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			if err := health(r.Context()); err != nil {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "not ready: model endpoint: %s\n", termSafe(err.Error()))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
