@@ -203,6 +203,16 @@ func (a *Agent) cleanPlan(out planOut, l limits) *Plan {
 	return pl
 }
 
+// echoes reports whether s repeats feedback (or a long part of it) rather
+// than naming something to look for.
+func echoes(s, feedback string) bool {
+	n, f := normQuery(s), normQuery(feedback)
+	if n == "" || f == "" {
+		return false
+	}
+	return n == f || len([]rune(n)) >= 24 && strings.Contains(f, n) || len([]rune(f)) >= 24 && strings.Contains(n, f)
+}
+
 func (a *Agent) fallbackPlan(q string) *Plan {
 	first := strings.SplitN(q, "\n", 2)[0]
 	query := clip(first, 200)
@@ -277,9 +287,12 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 	case s.Round == 0:
 		dispatch = s.Plan.Subtasks
 	case s.ResearchRequest != "" && s.Round < l.rounds:
-		dispatch = a.replan(ctx, c, s, l, s.ResearchRequest)
+		// a person's request may be searched as written; the reviewer's
+		// feedback is a judgement of the draft, never a query
+		byReviewer := s.Review != nil && s.Review.Feedback == s.ResearchRequest
+		dispatch = a.replan(ctx, c, s, l, s.ResearchRequest, !byReviewer)
 	case retrieved < a.opts.MinSources && s.Round < l.rounds && a.search != nil:
-		dispatch = a.replan(ctx, c, s, l, "")
+		dispatch = a.replan(ctx, c, s, l, "", false)
 	}
 	if len(dispatch) > 0 {
 		if len(dispatch) > l.subtasks {
@@ -293,8 +306,12 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 	return w, nil
 }
 
-// replan plans another round from feedback and the researchers' gaps.
-func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedback string) []Subtask {
+// replan plans another round from feedback and the researchers' gaps. The
+// planner's subtasks and queries that merely repeat the feedback are
+// dropped; when nothing is left the gaps are researched, and the feedback
+// itself only when searchable (a person's request, not a reviewer's
+// verdict). Nothing to research means the writer takes the feedback.
+func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedback string, searchable bool) []Subtask {
 	var gaps []string
 	for _, r := range s.Results {
 		if r.Turn == s.Turn && !r.Completed {
@@ -319,18 +336,32 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 	var subs []Subtask
 	seen := s.Queries
 	for _, st := range out.Subtasks {
-		qs := dedupQueries(st.Queries, seen, a.opts.MaxQueries)
-		if strings.TrimSpace(st.Title) == "" || len(qs) == 0 {
+		var own []string
+		for _, q := range st.Queries {
+			if searchable || !echoes(q, feedback) {
+				own = append(own, q)
+			}
+		}
+		qs := dedupQueries(own, seen, a.opts.MaxQueries)
+		title := strings.TrimSpace(st.Title)
+		if title == "" || len(qs) == 0 {
 			continue
 		}
+		if !searchable && echoes(title, feedback) {
+			title = qs[0]
+		}
 		seen = append(seen, qs...)
-		subs = append(subs, Subtask{Title: strings.TrimSpace(st.Title), Queries: qs})
+		subs = append(subs, Subtask{Title: title, Queries: qs})
 	}
 	if len(subs) > 0 {
 		return subs
 	}
-	// fallback: research the gaps (or the feedback) directly
-	for _, g := range append(gaps, feedback) {
+	// fallback: research the gaps (and a person's request) directly
+	direct := gaps
+	if searchable && feedback != "" {
+		direct = append(append([]string(nil), gaps...), feedback)
+	}
+	for _, g := range direct {
 		if qs := dedupQueries([]string{g}, seen, 1); len(qs) > 0 {
 			seen = append(seen, qs...)
 			subs = append(subs, Subtask{Title: clip(g, 120), Queries: qs})

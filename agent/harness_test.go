@@ -62,7 +62,9 @@ type fakeSearch struct {
 	release chan struct{}
 	// onSearch runs before each search.
 	onSearch func(n int)
-	n        atomic.Int64
+	// empty, when set, says which queries find nothing.
+	empty func(q string) bool
+	n     atomic.Int64
 }
 
 func (f *fakeSearch) Search(ctx context.Context, q search.Query) ([]search.Result, error) {
@@ -90,6 +92,9 @@ func (f *fakeSearch) Search(ctx context.Context, q search.Query) ([]search.Resul
 		}
 	} else {
 		f.mu.Unlock()
+	}
+	if f.empty != nil && f.empty(q.Text) {
+		return nil, nil
 	}
 	corpus := corpusEN
 	if agent.DetectLanguage(q.Text) != "en" {
@@ -137,6 +142,14 @@ type brain struct {
 	selectTools func(r *llmtest.Request) llmtest.Reply
 	// extraFootnotes are appended to every report (fabrications).
 	extraFootnotes []string
+	// writer, when set, writes the report from the writer's prompt.
+	writer func(user string, ja bool) string
+	// replan, when set, replies to the supervisor's replanning.
+	replan func(user string) llmtest.Reply
+	// feedback, when set, is the reviewer's feedback on review n.
+	feedback func(n int) string
+	// writerPrompts are the prompts the writer was given.
+	writerPrompts []string
 	// writerText replaces the report.
 	intent func(q string) (string, string)
 	// badJSON makes every n-th structured reply broken JSON (the client
@@ -220,6 +233,9 @@ func (b *brain) respond(r *llmtest.Request) llmtest.Reply {
 			"subtasks":       []map[string]any{{"title": "Timeline", "queries": []string{"EU AI Act timeline"}}, {"title": "Penalties", "queries": []string{"AI Act fines"}}, {"title": "SMEs", "queries": []string{"AI Act SMEs sandboxes"}}},
 			"plan_text":      "Research timeline, penalties and SMEs.", "evaluation_types": []string{"completeness", "attribution"}})
 	case "supervisor":
+		if b.replan != nil {
+			return b.replan(user)
+		}
 		st := "more detail"
 		if ja {
 			st = "詳細"
@@ -260,6 +276,12 @@ func (b *brain) respond(r *llmtest.Request) llmtest.Reply {
 		}
 		return llmtest.JSON(map[string]any{"is_completed": done, "advice": "look for numbers", "gaps": []string{}, "next_queries": []string{"numbers " + fmt.Sprint(try)}})
 	case "writer":
+		b.mu.Lock()
+		b.writerPrompts = append(b.writerPrompts, r.System()+"\n"+user)
+		b.mu.Unlock()
+		if b.writer != nil {
+			return llmtest.Text(b.writer(user, ja))
+		}
 		return llmtest.Text(b.report(user, ja))
 	case "reviewer":
 		b.mu.Lock()
@@ -270,8 +292,12 @@ func (b *brain) respond(r *llmtest.Request) llmtest.Reply {
 		if b.reviewScores != nil {
 			sc, act = b.reviewScores(n)
 		}
+		fb := "Add more detail on penalties."
+		if b.feedback != nil {
+			fb = b.feedback(n)
+		}
 		return llmtest.JSON(map[string]any{"scores": sc, "evaluations": []map[string]any{{"type": "attribution", "pass": true, "reason": "cited"}},
-			"feedback": "Add more detail on penalties.", "suggested_action": act, "issues": []map[string]string{}})
+			"feedback": fb, "suggested_action": act, "issues": []map[string]string{}})
 	}
 	return llmtest.Error(400, "brain: unexpected node "+r.Node())
 }

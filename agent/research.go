@@ -561,9 +561,8 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		for _, cpt := range s.Computations {
 			fmt.Fprintf(&b, "- %s\n", cpt)
 		}
-		if b.Len() == 0 {
-			return label(t.Language, "No sources were found for this subtask.", "このサブタスクについて情報源が見つかりませんでした。")
-		}
+		// nothing found: no answer (the subtask stays a gap), never a
+		// sentence the writer could take for a finding
 		return b.String()
 	}
 	if len(ev) == 0 && len(s.Computations) == 0 {

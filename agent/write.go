@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
 
 	"deepresearch/agent/citation"
 	"deepresearch/agent/llm"
@@ -77,7 +79,9 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 	}
 	var subs []prompts.SubtaskAnswer
 	for _, r := range turnResults(s) {
-		subs = append(subs, prompts.SubtaskAnswer{Title: r.Title, Answer: r.Answer})
+		if strings.TrimSpace(r.Answer) != "" {
+			subs = append(subs, prompts.SubtaskAnswer{Title: r.Title, Answer: r.Answer})
+		}
 	}
 	prev := s.Draft
 	if s.Intent == "rewrite" && s.Report != "" && s.Drafts == 0 {
@@ -113,7 +117,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		draft, extractive = a.extractiveReport(s), true
 	}
-	checked, rep := citation.Check(draft, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode})
+	checked, rep := citation.Check(draft, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode, Language: s.Language})
 	emit(ctx, Event{Kind: EventDraft, Citations: &rep, Message: fmt.Sprintf("draft %d: %d cited, %d verified, %d dropped", s.Drafts+1, rep.Cited, rep.Verified, rep.Dropped)})
 	return append(w, sc.draft.Set(checked), sc.draftCitations.Set(rep), sc.draftExtractive.Set(extractive), sc.usage.Set(c.usage())), nil
 }
@@ -315,7 +319,7 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	report, cit, extractive := chosen(s)
 	if strings.TrimSpace(report) == "" {
 		report, extractive = a.extractiveReport(s), true
-		report, cit = citation.Check(report, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode})
+		report, cit = citation.Check(report, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode, Language: lang})
 	}
 	var unv []string
 	for _, f := range cit.Failed() {
@@ -363,6 +367,7 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	if len(unv) > 0 {
 		report = insertSection(report, label(lang, "## Limitations", "## 未検証事項・制約"), unv)
 	}
+	report = withSourcesRead(report, s.Sources, cit, lang)
 	sum := execSummary(report)
 	if ti, ok := graph.CurrentTask(ctx); ok {
 		a.log.Info("research finished", "thread", ti.ThreadID, "finish", finish, "tokens", s.Usage.Total()-s.TurnStart,
@@ -371,6 +376,83 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	return []graph.Write{sc.report.Set(report), sc.summary.Set(sum), sc.citations.Set(cit), sc.status.Set(StatusDone),
 		sc.finish.Set(finish), sc.unverified.Set(unv), sc.extractive.Set(extractive),
 		sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: sum}})}, nil
+}
+
+// sourcesHeadings are the headings of the list of sources read, which
+// ends every report.
+var sourcesHeadings = []string{"## Sources read", "## 参照した情報源"}
+
+// withSourcesRead ends the report with the sources read in this thread
+// (title, URL), cited ones first in the order of the references, so a
+// reader sees what the research rests on even when citations were dropped.
+// A list the writer copied from an earlier report is replaced.
+func withSourcesRead(report string, sources map[string]Source, cit citation.Report, lang string) string {
+	for _, h := range sourcesHeadings {
+		if i := strings.LastIndex(report, "\n"+h+"\n"); i >= 0 && !strings.Contains(report[i+len(h)+2:], "\n#") {
+			report = report[:i]
+		}
+	}
+	rank := map[string]int{}
+	for _, f := range cit.Footnotes {
+		if f.Status == citation.Verified && f.Number > 0 {
+			if u := normURL(f.URL); rank[u] == 0 || f.Number < rank[u] {
+				rank[u] = f.Number
+			}
+		}
+	}
+	var read []Source
+	for _, src := range sources {
+		if src.Retrieved {
+			read = append(read, src)
+		}
+	}
+	sortSources(read)
+	slices.SortStableFunc(read, func(x, y Source) int {
+		rx, ry := rank[x.URL], rank[y.URL]
+		switch {
+		case rx == ry:
+			return 0
+		case rx == 0:
+			return 1
+		case ry == 0:
+			return -1
+		}
+		return rx - ry
+	})
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(report, "\n"))
+	b.WriteString("\n\n" + label(lang, sourcesHeadings[0], sourcesHeadings[1]) + "\n\n")
+	if len(read) == 0 {
+		b.WriteString(label(lang, "No pages or documents were read.\n", "読み込んだページや文書はありません。\n"))
+	}
+	const maxListed = 100
+	for i, src := range read {
+		if i == maxListed {
+			fmt.Fprintf(&b, label(lang, "- … and %d more\n", "- ほか%d件\n"), len(read)-maxListed)
+			break
+		}
+		title := sourceTitle(src.Title)
+		if title == "" {
+			title = src.URL
+		}
+		fmt.Fprintf(&b, "- %s — %s\n", title, src.URL)
+	}
+	return b.String()
+}
+
+// sourceTitle puts a page's title on one line, without control characters
+// or markup that could turn it into a link or a mention.
+func sourceTitle(t string) string {
+	t = strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsControl(r):
+			return ' '
+		case strings.ContainsRune("[]<>`*_|", r):
+			return -1
+		}
+		return r
+	}, t)
+	return clip(strings.Join(strings.Fields(t), " "), 200)
 }
 
 func urlSuffix(u string) string {

@@ -551,7 +551,7 @@ func (c *checker) unit(label, quote string, pos int, text string) *unit {
 	if u := c.units[key]; u != nil {
 		return u
 	}
-	u := &unit{pos: pos, fn: Footnote{Label: label, Inline: quote != "", Context: contextBefore(text, pos)}}
+	u := &unit{pos: pos, fn: Footnote{Label: label, Inline: quote != "", Context: unquote(contextBefore(text, pos))}}
 	c.units[key] = u
 	d := c.defs[label]
 	if d == nil {
@@ -741,6 +741,13 @@ func contextBefore(text string, i int) string {
 		r = append([]rune("…"), r[len(r)-80:]...)
 	}
 	return string(r)
+}
+
+// unquote takes the quotation marks off a claim's context: a quote that
+// was not verified must not come back as a quotation where the claim is
+// named.
+func unquote(s string) string {
+	return strings.TrimSpace(strings.NewReplacer("\"", "", "“", "", "”", "", "「", "", "」", "", "『", "", "』", "", "«", "", "»", "").Replace(s))
 }
 
 func dropEmptyRefHeading(body []string) []string {
