@@ -129,6 +129,14 @@ func TestHeuristics(t *testing.T) {
 				`<div class="replies"><div class="reply"><p>` + prose("phi", 3) + `</p></div><div class="reply"><p>` + prose("chi", 3) + `</p></div></div></div>`,
 			want: []string{"upsilon sentence number 2", "phi sentence number 1", "chi sentence number 2"},
 		},
+		{
+			name: "clickable cards and a class that hides a button of the list",
+			body: `<h1>Science</h1><div class="grid-items hide-read-more-button">` + strings.Repeat(`<div role="button" tabindex="0">`+
+				`<h3><a href="/s">A long title of a story about the stars and the sea</a></h3><p>`+prose("psi", 1)+`</p></div>`, 5) +
+				`</div><div role="button">Load more</div>`,
+			want:    []string{"A long title of a story about the stars", "psi sentence number 0"},
+			notWant: []string{"Load more"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

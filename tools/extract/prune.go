@@ -63,7 +63,7 @@ var negWords = wordSet(`comment comments commentlist disqus respond footer foot
 	caption credit credits copyright disclaimer meta metadata dateline timestamp date print
 	rail aside overlay teaser teasers more subnav topnav header follow carousel
 	gallery lightbox tooltip ticker alert notice offscreen paywall
-	toc hide cta shoutbox community supplemental extra extras player`)
+	toc cta shoutbox community supplemental extra extras player`)
 
 // strongNegWords mark furniture even in an element that also has a
 // positive word (for example "entry-comments").
@@ -498,7 +498,11 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 		return true
 	}
 	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
-		return true
+		// A "button" holding prose is a clickable card (a story's title
+		// and summary), not a control.
+		if r != "button" || e.size[n].all < 60 {
+			return true
+		}
 	}
 	size := e.size[n]
 	// holdsMain: the element carries most of the page's paragraph text.
