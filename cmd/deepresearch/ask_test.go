@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,8 +50,41 @@ func footnoteQuotes(b *strings.Builder, ms [][]string) {
 // askWorldWriting is askWorld with a writer that writes in the given style.
 func askWorldWriting(t *testing.T, style reportStyle) map[string]string {
 	t.Helper()
+	vars, _ := newAskWorld(t, worldOpts{style: style})
+	return vars
+}
+
+// worldOpts varies the world of newAskWorld.
+type worldOpts struct {
+	style reportStyle          // the writer's style (default footnoteQuotes)
+	pages map[string][2]string // path → title, text (default askPages)
+	// pdfs are served as application/pdf at their path and come first in
+	// the search results, titled "PDF <path>".
+	pdfs map[string][]byte
+	llm  []llmtest.Option // options of the fake model server
+	// wrap, if set, sees each request with the scripted reply and returns
+	// the reply to give (faults, hostile text).
+	wrap func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply
+}
+
+// newAskWorld starts a fake LLM, a SearXNG instance and a web site, and
+// returns the environment pointing at them and the model server.
+func newAskWorld(t *testing.T, o worldOpts) (map[string]string, *llmtest.Server) {
+	t.Helper()
+	style, pages := o.style, o.pages
+	if style == nil {
+		style = footnoteQuotes
+	}
+	if pages == nil {
+		pages = askPages
+	}
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := askPages[r.URL.Path]
+		if data, ok := o.pdfs[r.URL.Path]; ok {
+			w.Header().Set("Content-Type", "application/pdf")
+			w.Write(data)
+			return
+		}
+		p, ok := pages[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -61,8 +96,15 @@ func askWorldWriting(t *testing.T, style reportStyle) map[string]string {
 	t.Cleanup(web.Close)
 	sx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var res []map[string]any
-		for _, path := range []string{"/timeline", "/penalties", "/sme"} {
-			res = append(res, map[string]any{"url": web.URL + path, "title": askPages[path][0], "content": askPages[path][1][:40], "engine": "fake"})
+		for _, path := range slices.Sorted(maps.Keys(o.pdfs)) {
+			res = append(res, map[string]any{"url": web.URL + path, "title": "PDF " + path, "content": "", "engine": "fake"})
+		}
+		order := []string{"/timeline", "/penalties", "/sme"} // askPages' order
+		if o.pages != nil {
+			order = slices.Sorted(maps.Keys(pages))
+		}
+		for _, path := range order {
+			res = append(res, map[string]any{"url": web.URL + path, "title": pages[path][0], "content": pages[path][1][:40], "engine": "fake"})
 		}
 		json.NewEncoder(w).Encode(map[string]any{"query": r.URL.Query().Get("q"), "results": res})
 	}))
@@ -70,39 +112,12 @@ func askWorldWriting(t *testing.T, style reportStyle) map[string]string {
 	quote := regexp.MustCompile(`(?s)URL: (\S+)\n(.*?)(?:\n=== |\z)`)
 	ev := regexp.MustCompile(`(?m)^\[E(\d+)\] (.*)\n  quote: "(.*)"\n  source: (.*), (\S+)$`)
 	srv := llmtest.NewServer(t, func(r *llmtest.Request) llmtest.Reply {
-		node := r.Node()
-		switch {
-		case node == "coordinator":
-			return llmtest.JSON(map[string]string{"intent": "research", "reply": "", "research_question": "", "clarifying_question": "", "instruction": ""})
-		case node == "planner":
-			return llmtest.JSON(map[string]any{"theme": "EU AI Act", "investigation_points": []string{"Timeline", "Penalties"}, "search_queries": []string{"ai act timeline", "ai act fines"},
-				"subtasks":  []map[string]any{{"title": "Timeline", "queries": []string{"ai act timeline"}}, {"title": "Penalties", "queries": []string{"ai act fines"}}},
-				"plan_text": "Two points.", "evaluation_types": []string{"attribution"}})
-		case strings.HasSuffix(node, ".execute"):
-			var fs []map[string]string
-			for _, m := range quote.FindAllStringSubmatch(r.LastUser(), -1) {
-				s := strings.TrimSpace(m[2])
-				if i := strings.Index(s, ". "); i > 0 {
-					s = s[:i+1]
-				}
-				fs = append(fs, map[string]string{"claim": s, "quote": s, "url": m[1]})
-			}
-			return llmtest.JSON(map[string]any{"summary": "summary", "findings": fs})
-		case strings.HasSuffix(node, ".answer_subtask"):
-			return llmtest.Text("answer [E1]")
-		case strings.HasSuffix(node, ".reflect"):
-			return llmtest.JSON(map[string]any{"is_completed": true, "advice": "", "gaps": []string{}, "next_queries": []string{}})
-		case node == "writer":
-			var b strings.Builder
-			b.WriteString("# EU AI Act\n\n## Executive Summary\n\nThe act is in force.\n\n## Key Findings\n\n")
-			style(&b, ev.FindAllStringSubmatch(r.LastUser(), -1))
-			return llmtest.Text(b.String())
-		case node == "reviewer":
-			return llmtest.JSON(map[string]any{"scores": map[string]float64{"fact_check": 1, "completeness": 0.9, "logic": 0.9, "format": 1},
-				"evaluations": []any{}, "feedback": "", "suggested_action": "write", "issues": []any{}})
+		reply := scriptedReply(r, quote, ev, style)
+		if o.wrap != nil {
+			reply = o.wrap(r, reply)
 		}
-		return llmtest.Error(400, "unexpected node "+node)
-	})
+		return reply
+	}, o.llm...)
 	return map[string]string{
 		"OPENAI_API_KEY":           "test",
 		"OPENAI_BASE_URL":          srv.URL(),
@@ -110,7 +125,43 @@ func askWorldWriting(t *testing.T, style reportStyle) map[string]string {
 		"SEARXNG_URL":              sx.URL,
 		"DEEPRESEARCH_FETCH_ALLOW": "127.0.0.1",
 		"DEEPRESEARCH_DATA_DIR":    t.TempDir(),
+	}, srv
+}
+
+// scriptedReply is the fake model's answer to each step of the agent.
+func scriptedReply(r *llmtest.Request, quote, ev *regexp.Regexp, style reportStyle) llmtest.Reply {
+	node := r.Node()
+	switch {
+	case node == "coordinator":
+		return llmtest.JSON(map[string]string{"intent": "research", "reply": "", "research_question": "", "clarifying_question": "", "instruction": ""})
+	case node == "planner":
+		return llmtest.JSON(map[string]any{"theme": "EU AI Act", "investigation_points": []string{"Timeline", "Penalties"}, "search_queries": []string{"ai act timeline", "ai act fines"},
+			"subtasks":  []map[string]any{{"title": "Timeline", "queries": []string{"ai act timeline"}}, {"title": "Penalties", "queries": []string{"ai act fines"}}},
+			"plan_text": "Two points.", "evaluation_types": []string{"attribution"}})
+	case strings.HasSuffix(node, ".execute"):
+		var fs []map[string]string
+		for _, m := range quote.FindAllStringSubmatch(r.LastUser(), -1) {
+			s := strings.TrimSpace(m[2])
+			if i := strings.Index(s, ". "); i > 0 {
+				s = s[:i+1]
+			}
+			fs = append(fs, map[string]string{"claim": s, "quote": s, "url": m[1]})
+		}
+		return llmtest.JSON(map[string]any{"summary": "summary", "findings": fs})
+	case strings.HasSuffix(node, ".answer_subtask"):
+		return llmtest.Text("answer [E1]")
+	case strings.HasSuffix(node, ".reflect"):
+		return llmtest.JSON(map[string]any{"is_completed": true, "advice": "", "gaps": []string{}, "next_queries": []string{}})
+	case node == "writer":
+		var b strings.Builder
+		b.WriteString("# EU AI Act\n\n## Executive Summary\n\nThe act is in force.\n\n## Key Findings\n\n")
+		style(&b, ev.FindAllStringSubmatch(r.LastUser(), -1))
+		return llmtest.Text(b.String())
+	case node == "reviewer":
+		return llmtest.JSON(map[string]any{"scores": map[string]float64{"fact_check": 1, "completeness": 0.9, "logic": 0.9, "format": 1},
+			"evaluations": []any{}, "feedback": "", "suggested_action": "write", "issues": []any{}})
 	}
+	return llmtest.Error(400, "unexpected node "+node)
 }
 
 func getenv(m map[string]string) env { return func(k string) string { return m[k] } }
