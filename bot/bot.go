@@ -227,6 +227,7 @@ type Bot struct {
 	limiter *channelLimiter
 	edits   editOrder // per-message edit order across status message instances
 	names   sync.Map  // user id -> display name
+	langs   sync.Map  // user id -> lang of their Slack client
 
 	updates  *updateBudget // chat.update budget of the process (nil: unlimited)
 	posts    *postPacer    // chat.postMessage pace per channel (nil: unpaced)

@@ -64,9 +64,9 @@ func TestRenderWithinSlackLimits(t *testing.T) {
 	}
 	_, blocks := statusBlocks(statusView{Question: long, State: StateRunning, Progress: Progress{Plan: plan, Subtasks: subs, Note: long}})
 	checkBlocks(t, "status", blocks)
-	_, blocks = interruptBlocks("r1", Interrupt{ID: "i1", Kind: InterruptDraft, Text: strings.Repeat(long, 3)}, "bob")
+	_, blocks = interruptBlocks("r1", Interrupt{ID: "i1", Kind: InterruptDraft, Text: strings.Repeat(long, 3)}, "bob", langEN)
 	checkBlocks(t, "interrupt", blocks)
-	blocks = reportBlocks(Result{Title: long, Summary: long}, "bob")
+	blocks = reportBlocks(Result{Title: long, Summary: long}, "bob", langEN)
 	checkBlocks(t, "report", blocks)
 	runs := make([]Run, 100)
 	for i := range runs {

@@ -106,7 +106,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			if !b.firstAnswer(ctx, channel, ts) {
 				return
 			}
-			b.refuse(ctx, channel, root, user, "busy", "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
+			b.refuse(ctx, channel, root, user, "busy", b.userLang(ctx, user).words().Busy)
 			return
 		}
 	}
@@ -123,14 +123,14 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		if !b.firstAnswer(ctx, channel, ts) {
 			return
 		}
-		b.refuse(ctx, channel, root, user, "too_long", fmt.Sprintf("Your question is too long (%d characters; the limit is %d). Please shorten it and mention me again.", n, b.opts.MaxQuestionLen))
+		b.refuse(ctx, channel, root, user, "too_long", fmt.Sprintf(b.userLang(ctx, user).words().TooLong, n, b.opts.MaxQuestionLen))
 		return
 	}
 	if b.opts.Health != nil {
 		if herr := b.opts.Health(ctx); herr != nil {
 			if b.firstAnswer(ctx, channel, ts) {
 				b.log.Warn("bot: not ready; research refused", "err", herr)
-				b.refuse(ctx, channel, root, user, "unready", "I can't research right now: "+Escape(herr.Error())+"\nAn admin needs to fix the bot's configuration; mention me again afterwards.")
+				b.refuse(ctx, channel, root, user, "unready", fmt.Sprintf(b.userLang(ctx, user).words().Unready, Escape(herr.Error())))
 			}
 			return
 		}
@@ -195,7 +195,7 @@ func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS s
 	}
 	b.log.Info("bot: decision", "run_id", r.ID, "thread_id", r.ThreadID, "action", d.Action, "by", d.By)
 	if cur.Interrupt != nil && cur.Interrupt.MessageTS != "" && cur.Interrupt.Kind != InterruptQuestion {
-		text, blocks := decidedBlocks(*cur.Interrupt, d, b.userName(ctx, d.By))
+		text, blocks := decidedBlocks(*cur.Interrupt, d, b.userName(ctx, d.By), b.userLang(ctx, cur.Requester))
 		replaced := false
 		if from.responseURL != "" && from.messageTS == cur.Interrupt.MessageTS {
 			err := b.replaceOriginal(ctx, from.responseURL, text, blocks)

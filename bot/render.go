@@ -49,6 +49,7 @@ func contextLine(s string) *slack.ContextBlock {
 
 // statusView is what the status message shows.
 type statusView struct {
+	Lang      lang // the requester's language
 	Question  string
 	Requester string // display name, escaped
 	State     RunState
@@ -97,20 +98,23 @@ func runIcon(s RunState) string {
 	return "•"
 }
 
-func stateLabel(s RunState) string {
+func stateLabel(s RunState) string { return langEN.stateLabel(s) }
+
+func (l lang) stateLabel(s RunState) string {
+	w := l.words()
 	switch s {
 	case StateQueued:
-		return "Queued"
+		return w.Queued
 	case StateRunning:
-		return "Researching"
+		return w.Researching
 	case StateWaiting:
-		return "Waiting for you"
+		return w.Waiting
 	case StateDone:
-		return "Done"
+		return w.Done
 	case StateFailed:
-		return "Failed"
+		return w.Failed
 	case StateCancelled:
-		return "Cancelled"
+		return w.Cancelled
 	}
 	return string(s)
 }
@@ -118,11 +122,12 @@ func stateLabel(s RunState) string {
 // statusBlocks renders a run's status message.
 func statusBlocks(v statusView) (string, []slack.Block) {
 	p := v.Progress
-	head := fmt.Sprintf("%s *%s:* %s", runIcon(v.State), stateLabel(v.State), truncateEscaped(v.Question, 500))
+	w := v.Lang.words()
+	head := fmt.Sprintf("%s *%s:* %s", runIcon(v.State), v.Lang.stateLabel(v.State), truncateEscaped(v.Question, 500))
 	blocks := []slack.Block{section(head)}
 	if len(p.Plan) > 0 {
 		var sb strings.Builder
-		sb.WriteString("*Plan*\n")
+		sb.WriteString("*" + w.Plan + "*\n")
 		for i, step := range p.Plan {
 			line := fmt.Sprintf("%d. %s\n", i+1, truncateEscaped(step, 200))
 			if sb.Len()+len(line) > maxSectionChars-20 {
@@ -135,7 +140,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 	}
 	if len(p.Subtasks) > 0 {
 		var sb strings.Builder
-		sb.WriteString("*Subtasks*\n")
+		sb.WriteString("*" + w.Subtasks + "*\n")
 		for _, st := range p.Subtasks {
 			line := fmt.Sprintf("%s %s\n", stateIcon(st.State), truncateEscaped(st.Title, 200))
 			if sb.Len()+len(line) > maxSectionChars-20 {
@@ -154,100 +159,106 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 	}
 	var facts []string
 	if p.Phase != "" && v.State.Active() {
-		facts = append(facts, "phase: "+truncateEscaped(p.Phase, 40))
+		facts = append(facts, w.Phase+truncateEscaped(p.Phase, 40))
 	}
-	facts = append(facts, fmt.Sprintf("sources read: %d", p.SourcesRead))
-	facts = append(facts, fmt.Sprintf("tokens: %d", p.Tokens))
+	facts = append(facts, fmt.Sprintf(w.SourcesRead, p.SourcesRead))
+	facts = append(facts, fmt.Sprintf(w.Tokens, p.Tokens))
 	if !v.Started.IsZero() {
-		facts = append(facts, "elapsed: "+fmtElapsed(v.Now.Sub(v.Started)))
+		facts = append(facts, w.Elapsed+fmtElapsed(v.Now.Sub(v.Started)))
 	}
 	if v.Requester != "" {
-		facts = append(facts, "asked by "+v.Requester)
+		facts = append(facts, w.AskedBy+v.Requester)
 	}
 	blocks = append(blocks, contextLine(strings.Join(facts, " · ")))
 	if v.State.Active() {
-		btn := slack.NewButtonBlockElement(actCancelRun, v.RunID, plain("Cancel"))
+		btn := slack.NewButtonBlockElement(actCancelRun, v.RunID, plain(w.Cancel))
 		btn.Style = slack.StyleDanger
 		blocks = append(blocks, slack.NewActionBlock("dr_status", btn))
 	}
-	text := fmt.Sprintf("%s: %s", stateLabel(v.State), truncateEscaped(v.Question, 200))
+	text := fmt.Sprintf("%s: %s", v.Lang.stateLabel(v.State), truncateEscaped(v.Question, 200))
 	return text, blocks
 }
 
-func intrTitle(k InterruptKind) string {
+func (l lang) intrTitle(k InterruptKind) string {
+	w := l.words()
 	switch k {
 	case InterruptPlan:
-		return "📋 Research plan ready for review"
+		return w.IntrPlan
 	case InterruptDraft:
-		return "📝 Draft ready for review"
+		return w.IntrDraft
 	}
-	return "❓ Question"
+	return w.IntrQuestion
 }
 
 // interruptBlocks renders an approval request with its buttons.
-func interruptBlocks(runID string, intr Interrupt, requester string) (string, []slack.Block) {
+func interruptBlocks(runID string, intr Interrupt, requester string, l lang) (string, []slack.Block) {
+	w := l.words()
 	body := intr.Text
 	if body == "" {
 		body = intr.Draft
 	}
 	value := runID + "|" + intr.ID
 	blocks := []slack.Block{
-		section(fmt.Sprintf("*%s*", intrTitle(intr.Kind))),
+		section(fmt.Sprintf("*%s*", l.intrTitle(intr.Kind))),
 	}
 	if body != "" {
 		blocks = append(blocks, slack.NewMarkdownBlock("dr_body", truncateEscaped(body, maxMarkdown-100)))
 	}
-	approve := slack.NewButtonBlockElement(actApprove, value, plain("Approve"))
+	approve := slack.NewButtonBlockElement(actApprove, value, plain(w.Approve))
 	approve.Style = slack.StylePrimary
-	cancel := slack.NewButtonBlockElement(actCancelIntr, value, plain("Cancel"))
+	cancel := slack.NewButtonBlockElement(actCancelIntr, value, plain(w.Cancel))
 	cancel.Style = slack.StyleDanger
 	blocks = append(blocks,
 		slack.NewActionBlock(blockIntrAction,
 			approve,
-			slack.NewButtonBlockElement(actRevise, value, plain("Request changes")),
-			slack.NewButtonBlockElement(actMore, value, plain("Research more")),
+			slack.NewButtonBlockElement(actRevise, value, plain(w.RequestChanges)),
+			slack.NewButtonBlockElement(actMore, value, plain(w.ResearchMore)),
 			cancel,
 		),
-		contextLine("Only "+requester+" or an approver can decide."),
+		contextLine(fmt.Sprintf(w.OnlyDecide, requester)),
 	)
-	return intrTitle(intr.Kind), blocks
+	return l.intrTitle(intr.Kind), blocks
 }
 
-func actionLabel(a Action) string {
+func actionLabel(a Action) string { return langEN.actionLabel(a) }
+
+func (l lang) actionLabel(a Action) string {
+	w := l.words()
 	switch a {
 	case ActionApprove:
-		return "✅ Approved"
+		return w.Approved
 	case ActionRevise:
-		return "✏️ Changes requested"
+		return w.ChangesRequested
 	case ActionMore:
-		return "🔎 More research requested"
+		return w.MoreRequested
 	case ActionCancel:
-		return "🛑 Cancelled"
+		return w.CancelledAction
 	case ActionAnswer:
-		return "💬 Answered"
+		return w.Answered
 	}
 	return string(a)
 }
 
 // decidedBlocks replaces an approval request's buttons by who decided what.
-func decidedBlocks(intr PendingInterrupt, d Decision, byName string) (string, []slack.Block) {
-	line := fmt.Sprintf("%s by *%s*", actionLabel(d.Action), byName)
+func decidedBlocks(intr PendingInterrupt, d Decision, byName string, l lang) (string, []slack.Block) {
+	line := fmt.Sprintf(l.words().DecidedBy, l.actionLabel(d.Action), byName)
 	if d.Text != "" {
 		line += ": " + truncateEscaped(d.Text, 1500)
 	}
-	blocks := []slack.Block{section(fmt.Sprintf("*%s*", intrTitle(intr.Kind)))}
+	blocks := []slack.Block{section(fmt.Sprintf("*%s*", l.intrTitle(intr.Kind)))}
 	if intr.Text != "" {
 		blocks = append(blocks, slack.NewMarkdownBlock("dr_body", truncateEscaped(intr.Text, maxMarkdown-100)))
 	}
 	blocks = append(blocks, section(line))
-	return fmt.Sprintf("%s by %s", actionLabel(d.Action), byName), blocks
+	return strings.ReplaceAll(fmt.Sprintf(l.words().DecidedBy, l.actionLabel(d.Action), byName), "*", ""), blocks
 }
 
 // reportBlocks renders the short summary that accompanies the report file.
-func reportBlocks(res Result, requester string) []slack.Block {
+func reportBlocks(res Result, requester string, l lang) []slack.Block {
+	w := l.words()
 	title := res.Title
 	if title == "" {
-		title = "Research report"
+		title = w.ReportTitle
 	}
 	blocks := []slack.Block{slack.NewHeaderBlock(plain(truncateEscaped(title, maxHeaderChars)))}
 	if res.Summary != "" {
@@ -257,26 +268,29 @@ func reportBlocks(res Result, requester string) []slack.Block {
 			blocks = append(blocks, section(part))
 		}
 	}
+	if res.Extractive {
+		blocks = append(blocks, section(w.ModelNotUsed))
+	}
 	facts := []string{
-		fmt.Sprintf("%d sources", res.Sources),
-		fmt.Sprintf("%d citations", res.Citations),
-		fmt.Sprintf("%d tokens", res.Tokens),
+		fmt.Sprintf(w.NSources, res.Sources),
+		fmt.Sprintf(w.NCitations, res.Citations),
+		fmt.Sprintf(w.NTokens, res.Tokens),
 	}
 	if res.Elapsed > 0 {
 		facts = append(facts, fmtElapsed(res.Elapsed))
 	}
 	if requester != "" {
-		facts = append(facts, "asked by "+requester)
+		facts = append(facts, w.AskedBy+requester)
 	}
-	blocks = append(blocks, contextLine(strings.Join(facts, " · ")+" · full report attached"))
+	blocks = append(blocks, contextLine(strings.Join(facts, " · ")+" · "+w.FullReport))
 	return blocks
 }
 
 // reportTitleBlocks is the plainest share message for the report file: its
 // title and facts, for when Slack refuses the summary blocks.
-func reportTitleBlocks(res Result, requester string) []slack.Block {
-	blocks := reportBlocks(Result{Title: res.Title, Sources: res.Sources, Citations: res.Citations, Tokens: res.Tokens, Elapsed: res.Elapsed}, requester)
-	return blocks
+func reportTitleBlocks(res Result, requester string, l lang) []slack.Block {
+	res.Summary = ""
+	return reportBlocks(res, requester, l)
 }
 
 // feedbackModal asks for the changes a person wants.

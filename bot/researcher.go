@@ -157,4 +157,7 @@ type Result struct {
 	Citations int    // citations in the report
 	Tokens    int    // LLM tokens spent in total
 	Elapsed   time.Duration
+	// Extractive: the model could not be reached for part of the research,
+	// and the report was written from the sources' own words instead.
+	Extractive bool
 }

@@ -55,12 +55,12 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
 				return
 			}
-			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.")
+			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", b.userLang(ctx, user).words().Busy)
 		case errors.Is(err, ErrUserLimit):
 			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
 				return
 			}
-			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "limit", fmt.Sprintf("You already have %d research runs in progress. Wait for one to finish or cancel one (`/research status`).", b.opts.MaxRunsPerUser))
+			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "limit", fmt.Sprintf(b.userLang(ctx, user).words().Limit, b.opts.MaxRunsPerUser))
 		default:
 			log.Error("bot: create run", "err", err)
 			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, "Sorry, I could not start the research (storage error). Please try again.")
@@ -70,7 +70,7 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 	b.metrics.runs.WithLabelValues(string(StateQueued)).Inc()
 	log.Info("bot: run created", "requester", user, "follow_up", followUp)
 
-	text, blocks := statusBlocks(statusView{Question: question, Requester: b.userName(ctx, user), State: StateQueued, Started: now, Now: now, RunID: r.ID})
+	text, blocks := statusBlocks(statusView{Lang: b.userLang(ctx, user), Question: question, Requester: b.userName(ctx, user), State: StateQueued, Started: now, Now: now, RunID: r.ID})
 	ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
 	if err != nil {
 		log.Warn("bot: post status message", "err", err)
@@ -262,6 +262,7 @@ func (b *Bot) execute(r Run) {
 		th = Thread{Key: r.Key, ThreadID: r.ThreadID}
 	}
 	requester := b.userName(wctx, r.Requester)
+	lang := b.userLang(wctx, r.Requester)
 	// The lease is renewed from here until the outcome is recorded: posting
 	// the status message waits for the channel's pace, and the final status
 	// edit for the chat.update budget, either of which can take longer than
@@ -277,7 +278,7 @@ func (b *Bot) execute(r Run) {
 		<-hbStopped
 	}()
 	if r.StatusTS == "" {
-		text, blocks := statusBlocks(statusView{Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, Now: b.now(), RunID: r.ID})
+		text, blocks := statusBlocks(statusView{Lang: lang, Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, Now: b.now(), RunID: r.ID})
 		// The run's creator may be ahead in the channel's queue with its
 		// status message: look again once this post's slot has come.
 		posted := func() bool {
@@ -293,7 +294,7 @@ func (b *Bot) execute(r Run) {
 		}
 	}
 	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, statusView{
-		Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, RunID: r.ID,
+		Lang: lang, Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	})
 	status.recorded = func(ctx context.Context) string {
 		cur, err := b.store.Run(ctx, r.ID)
@@ -436,9 +437,9 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	var ts string
 	var err error
 	if intr.Kind == InterruptQuestion {
-		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText("❓ "+truncateEscaped(intr.Text, 3000)+"\n_Reply in this thread to answer._", false), slack.MsgOptionTS(r.Key.ThreadTS))
+		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText("❓ "+truncateEscaped(intr.Text, 3000)+"\n_"+b.userLang(ctx, r.Requester).words().ReplyToAnswer+"_", false), slack.MsgOptionTS(r.Key.ThreadTS))
 	} else {
-		text, blocks := interruptBlocks(r.ID, intr, requester)
+		text, blocks := interruptBlocks(r.ID, intr, requester, b.userLang(ctx, r.Requester))
 		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS))
 	}
 	if err != nil {
@@ -524,7 +525,7 @@ func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *
 	// process that dies in between leaves the run to be continued, and the
 	// next one renders the (idempotent) edit again. In the other order a
 	// death there would leave the message saying "Researching" forever.
-	if err := status.Final(ctx, StateDone, "The report is below."); err != nil {
+	if err := status.Final(ctx, StateDone, b.userLang(ctx, r.Requester).words().ReportBelow); err != nil {
 		// Recording the run as done anyway: leaving it to be continued
 		// would only repeat this while Slack refuses, and the report
 		// itself is in the thread.
@@ -566,7 +567,7 @@ func (b *Bot) cancelled(ctx context.Context, r Run, th Thread, by string, status
 	}
 	b.metrics.runs.WithLabelValues(string(StateCancelled)).Inc()
 	log.Info("bot: run cancelled", "by", by)
-	_ = status.Final(ctx, StateCancelled, "Cancelled by *"+b.userName(ctx, by)+"*.")
+	_ = status.Final(ctx, StateCancelled, fmt.Sprintf(b.userLang(ctx, r.Requester).words().CancelledBy, b.userName(ctx, by)))
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -582,7 +583,8 @@ func (b *Bot) cancelWaiting(ctx context.Context, r Run, by string) {
 	byName := b.userName(ctx, by)
 	if r.StatusTS != "" {
 		s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
-		v := statusView{Question: r.Question, Requester: b.userName(ctx, r.Requester), State: StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: "Cancelled by *" + byName + "*."}
+		l := b.userLang(ctx, r.Requester)
+		v := statusView{Lang: l, Question: r.Question, Requester: b.userName(ctx, r.Requester), State: StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
 		_ = s.render(ctx, v, editFinal)
 	}
 	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != InterruptQuestion {
@@ -590,7 +592,7 @@ func (b *Bot) cancelWaiting(ctx context.Context, r Run, by string) {
 		if r.Decision != nil {
 			d = *r.Decision
 		}
-		text, blocks := decidedBlocks(*r.Interrupt, d, b.userName(ctx, d.By))
+		text, blocks := decidedBlocks(*r.Interrupt, d, b.userName(ctx, d.By), b.userLang(ctx, r.Requester))
 		if err := b.updateMessage(ctx, r.Key.Channel, r.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 			b.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
 		}
@@ -676,7 +678,7 @@ func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester str
 	}
 	share := slack.CompleteUploadExternalParameters{
 		Files:           []slack.FileSummary{{ID: fileID, Title: strings.NewReplacer("<", "‹", ">", "›").Replace(neutralizeAt(Truncate(title, 200)))}},
-		Blocks:          slack.Blocks{BlockSet: reportBlocks(res, requester)},
+		Blocks:          slack.Blocks{BlockSet: reportBlocks(res, requester, b.userLang(ctx, r.Requester))},
 		Channel:         r.Key.Channel,
 		ThreadTimestamp: r.Key.ThreadTS,
 	}
@@ -684,7 +686,7 @@ func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester str
 	summaryApart := false
 	if err != nil && refusedContent(err) {
 		log.Warn("bot: Slack refused the report's summary blocks; sharing the file with its title alone", "err", err)
-		share.Blocks = slack.Blocks{BlockSet: reportTitleBlocks(res, requester)}
+		share.Blocks = slack.Blocks{BlockSet: reportTitleBlocks(res, requester, b.userLang(ctx, r.Requester))}
 		err = b.shareFile(ctx, share)
 		summaryApart = err == nil
 	}

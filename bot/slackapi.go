@@ -324,6 +324,7 @@ func (b *Bot) userName(ctx context.Context, id string) string {
 	})
 	name := id
 	if err == nil && u != nil {
+		b.langs.Store(id, langOf(u.Locale))
 		switch {
 		case u.Profile.DisplayName != "":
 			name = u.Profile.DisplayName

@@ -379,12 +379,13 @@ func toBotResult(res *agent.Result) bot.Result {
 		summary += fmt.Sprintf("\n\n_%d statement(s) could not be verified; see the report._", len(res.Unverified))
 	}
 	return bot.Result{
-		Title:     reportTitle(res),
-		Summary:   summary,
-		Report:    res.Report,
-		Sources:   cited,
-		Citations: res.Citations.Verified,
-		Tokens:    res.Usage.Total(),
+		Title:      reportTitle(res),
+		Summary:    summary,
+		Report:     res.Report,
+		Sources:    cited,
+		Citations:  res.Citations.Verified,
+		Tokens:     res.Usage.Total(),
+		Extractive: res.Extractive,
 	}
 }
 

@@ -618,7 +618,7 @@ func (s *Server) usersInfo(r *apiRequest) apiResult {
 	if r.get("include_locale") == "true" {
 		loc := u.Locale
 		if loc == "" {
-			loc = "ja-JP"
+			loc = "en-US" // a workspace's default language unless the user chose another
 		}
 		user["locale"] = loc
 	}

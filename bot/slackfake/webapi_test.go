@@ -164,7 +164,7 @@ func TestEphemeralUsersAndConversations(t *testing.T) {
 		t.Fatal("ephemeral stored as a message")
 	}
 
-	fake.AddUser(User{ID: "U1", Name: "taro", RealName: "山田太郎", TZ: "Asia/Tokyo"})
+	fake.AddUser(User{ID: "U1", Name: "taro", RealName: "山田太郎", TZ: "Asia/Tokyo", Locale: "ja-JP"})
 	fake.AddUser(User{ID: "U2", Name: "bob", TZ: "America/New_York"})
 	u, err := api.GetUserInfoContext(ctx, "U1")
 	if err != nil {

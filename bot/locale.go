@@ -1,0 +1,122 @@
+package bot
+
+import (
+	"context"
+	"strings"
+)
+
+// lang is the language of the bot's own words in Slack: the requester's
+// locale (users.info with include_locale), as the CLI and the reports
+// follow the question's language. Text from the model or the web is shown
+// as it is.
+type lang int
+
+const (
+	langEN lang = iota
+	langJA
+)
+
+// langOf maps a Slack locale ("ja-JP", "en-US", …) to the bot's languages;
+// anything but Japanese is English.
+func langOf(locale string) lang {
+	if strings.HasPrefix(strings.ToLower(locale), "ja") {
+		return langJA
+	}
+	return langEN
+}
+
+// words are the bot's own texts in one language. Strings with %s or %d are
+// format strings.
+type words struct {
+	Queued, Researching, Waiting, Done, Failed, Cancelled string
+
+	Plan, Subtasks                                   string
+	Phase, SourcesRead, Tokens, Elapsed, AskedBy     string
+	Cancel                                           string
+	IntrPlan, IntrDraft, IntrQuestion                string
+	Approve, RequestChanges, ResearchMore            string
+	OnlyDecide                                       string // %s: requester
+	Approved, ChangesRequested, MoreRequested        string
+	CancelledAction, Answered                        string
+	DecidedBy                                        string // %s action, %s name
+	ReportTitle                                      string
+	NSources, NCitations, NTokens, FullReport        string // %d
+	ReportBelow, CancelledBy, ReplyToAnswer          string // CancelledBy: %s
+	Busy, Limit, TooLong, Unready, FailedRetry       string
+	ModelNotUsed                                     string
+	SummaryApart                                     string
+	AlreadyDecided, NoLongerWaiting, AlreadyFinished string
+}
+
+var wordsEN = words{
+	Queued: "Queued", Researching: "Researching", Waiting: "Waiting for you", Done: "Done", Failed: "Failed", Cancelled: "Cancelled",
+	Plan: "Plan", Subtasks: "Subtasks",
+	Phase: "phase: ", SourcesRead: "sources read: %d", Tokens: "tokens: %d", Elapsed: "elapsed: ", AskedBy: "asked by ",
+	Cancel:   "Cancel",
+	IntrPlan: "📋 Research plan ready for review", IntrDraft: "📝 Draft ready for review", IntrQuestion: "❓ Question",
+	Approve: "Approve", RequestChanges: "Request changes", ResearchMore: "Research more",
+	OnlyDecide: "Only %s or an approver can decide.",
+	Approved:   "✅ Approved", ChangesRequested: "✏️ Changes requested", MoreRequested: "🔎 More research requested",
+	CancelledAction: "🛑 Cancelled", Answered: "💬 Answered",
+	DecidedBy:   "%s by *%s*",
+	ReportTitle: "Research report",
+	NSources:    "%d sources", NCitations: "%d citations", NTokens: "%d tokens", FullReport: "full report attached",
+	ReportBelow: "The report is below.", CancelledBy: "Cancelled by *%s*.", ReplyToAnswer: "Reply in this thread to answer.",
+	Busy:           "I'm still working on this thread's previous question. Wait for it to finish, or press Cancel on its status message.",
+	Limit:          "You already have %d research runs in progress. Wait for one to finish or cancel one (`/research status`).",
+	TooLong:        "Your question is too long (%d characters; the limit is %d). Please shorten it and mention me again.",
+	Unready:        "I can't research right now: %s\nAn admin needs to fix the bot's configuration; mention me again afterwards.",
+	FailedRetry:    "Mention me again to retry.",
+	ModelNotUsed:   "⚠️ The model could not be reached for part of this research: the report was written without it (extractive) and says so.",
+	SummaryApart:   "Summary",
+	AlreadyDecided: "%s already decided this (%s).", NoLongerWaiting: "This research is no longer waiting for that decision.",
+	AlreadyFinished: "This research has already finished (%s).",
+}
+
+var wordsJA = words{
+	Queued: "待機中", Researching: "調査中", Waiting: "確認待ち", Done: "完了", Failed: "失敗", Cancelled: "キャンセル済み",
+	Plan: "計画", Subtasks: "サブタスク",
+	Phase: "段階: ", SourcesRead: "読んだ情報源: %d", Tokens: "トークン: %d", Elapsed: "経過: ", AskedBy: "依頼者 ",
+	Cancel:   "キャンセル",
+	IntrPlan: "📋 調査計画の確認をお願いします", IntrDraft: "📝 下書きの確認をお願いします", IntrQuestion: "❓ 質問",
+	Approve: "承認", RequestChanges: "修正を依頼", ResearchMore: "さらに調査",
+	OnlyDecide: "%s さんか承認者だけが決定できます。",
+	Approved:   "✅ 承認", ChangesRequested: "✏️ 修正依頼", MoreRequested: "🔎 追加調査の依頼",
+	CancelledAction: "🛑 キャンセル", Answered: "💬 回答",
+	DecidedBy:   "%s（*%s*）",
+	ReportTitle: "調査レポート",
+	NSources:    "情報源 %d 件", NCitations: "引用 %d 件", NTokens: "%d トークン", FullReport: "レポート全文を添付",
+	ReportBelow: "レポートは下にあります。", CancelledBy: "*%s* さんがキャンセルしました。", ReplyToAnswer: "このスレッドに返信して答えてください。",
+	Busy:           "このスレッドの前の質問をまだ調査中です。終わるまでお待ちいただくか、状況メッセージのキャンセルを押してください。",
+	Limit:          "進行中の調査がすでに %d 件あります。終わるのを待つか、どれかをキャンセルしてください（`/research status`）。",
+	TooLong:        "質問が長すぎます（%d 文字、上限は %d 文字）。短くしてもう一度メンションしてください。",
+	Unready:        "いまは調査できません: %s\n管理者がボットの設定を直す必要があります。直ったらもう一度メンションしてください。",
+	FailedRetry:    "もう一度メンションすると再試行します。",
+	ModelNotUsed:   "⚠️ 調査の途中でモデルに接続できませんでした。レポートはモデルなしで（抽出のみで）作成され、その旨が記載されています。",
+	SummaryApart:   "要約",
+	AlreadyDecided: "%s さんがすでに決定しています（%s）。", NoLongerWaiting: "この調査はもうその決定を待っていません。",
+	AlreadyFinished: "この調査はすでに終了しています（%s）。",
+}
+
+func (l lang) words() *words {
+	if l == langJA {
+		return &wordsJA
+	}
+	return &wordsEN
+}
+
+// userLang is the language of a user's Slack client (users.info with
+// include_locale, asked once with the user's name); English when unknown.
+func (b *Bot) userLang(ctx context.Context, id string) lang {
+	if id == "" {
+		return langEN
+	}
+	if v, ok := b.langs.Load(id); ok {
+		return v.(lang)
+	}
+	b.userName(ctx, id)
+	if v, ok := b.langs.Load(id); ok {
+		return v.(lang)
+	}
+	return langEN
+}

@@ -1,0 +1,65 @@
+package bot_test
+
+import (
+	"strings"
+	"testing"
+
+	"deepresearch/bot"
+	"deepresearch/bot/slackfake"
+)
+
+// TestSlackTextsFollowTheRequestersLocale: the bot's own words (status,
+// buttons, approval messages, report facts) are in the requester's
+// language as users.info (include_locale) reports it.
+func TestSlackTextsFollowTheRequestersLocale(t *testing.T) {
+	tests := []struct {
+		locale string
+		want   []string // in the status message, the draft message and the report share
+		not    []string
+	}{
+		{"ja-JP", []string{"確認待ち", "下書きの確認をお願いします", "承認", "修正を依頼", "完了", "引用 7 件"}, []string{"Waiting for you", "Approve", "Done"}},
+		{"en-US", []string{"Waiting for you", "Draft ready for review", "Approve", "Request changes", "Done", "7 citations"}, []string{"確認待ち", "承認"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.locale, func(t *testing.T) {
+			h := newHarness(t)
+			h.fake.AddUser(slackfake.User{ID: "U1", Name: "taro", Locale: tt.locale})
+			h.start()
+			ctx := testCtx(t)
+			sent := h.mention(ctx, "U1", "C1", "2026年の国内生成AI規制の動向を調べて", "")
+			approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
+			var seen strings.Builder
+			seen.Write(approval.Blocks)
+			h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+			h.waitFor(ctx, "status waiting", func() bool {
+				m, ok := h.statusMessage("C1", sent.TS, 1)
+				return ok && strings.Contains(string(m.Blocks), tt.want[0])
+			})
+			h.click(ctx, "U1", "C1", approval, "dr_approve", val)
+			h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+			h.waitFor(ctx, "status done", func() bool {
+				m, _ := h.statusMessage("C1", sent.TS, 1)
+				return strings.Contains(string(m.Blocks), tt.want[4])
+			})
+			for _, m := range h.botMessages("C1", sent.TS) {
+				seen.Write(m.Blocks)
+				for _, e := range m.Edits {
+					seen.Write(e.Blocks)
+				}
+			}
+			for _, f := range h.files("C1", sent.TS) {
+				seen.Write(f.Blocks)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(seen.String(), w) {
+					t.Errorf("no %q in the bot's messages", w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(seen.String(), w) {
+					t.Errorf("%q in the bot's messages for a %s user", w, tt.locale)
+				}
+			}
+		})
+	}
+}
