@@ -177,10 +177,16 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 }
 
 // toUTF8 converts the page to UTF-8 from whatever encoding its BOM, meta
-// tags or content suggest.
+// tags or content suggest. Bytes that are UTF-8 are taken as UTF-8 whatever
+// the page declares (servers and templates often declare a charset the
+// page is not in), also when a few bytes are not: input cut inside a
+// character, or a stray byte.
 func toUTF8(data []byte) []byte {
 	if utf8.Valid(data) {
 		return data
+	}
+	if mostlyUTF8(data) {
+		return bytes.ToValidUTF8(data, []byte("\uFFFD"))
 	}
 	enc, name, _ := charset.DetermineEncoding(data, "")
 	if enc == nil || name == "utf-8" {
@@ -192,6 +198,34 @@ func toUTF8(data []byte) []byte {
 	}
 	return out
 }
+
+// mostlyUTF8 reports whether data's non-ASCII bytes are nearly all
+// well-formed UTF-8 sequences: at least one multi-byte character and at
+// most one invalid byte for every maxInvalidPer of them. Text in a legacy
+// single-byte encoding (é as 0xE9 before an ASCII letter) is almost never
+// well-formed UTF-8.
+func mostlyUTF8(data []byte) bool {
+	valid, invalid := 0, 0
+	for i := 0; i < len(data); {
+		if data[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			invalid++
+			i++
+			continue
+		}
+		valid++
+		i += n
+	}
+	return valid > 0 && invalid*maxInvalidPer <= valid
+}
+
+// maxInvalidPer: one invalid byte per this many UTF-8 characters still
+// counts as UTF-8 (see mostlyUTF8).
+const maxInvalidPer = 20
 
 // parse parses HTML; if the parser refuses the input for being nested too
 // deeply, the input is flattened beyond maxDepth and parsed again.

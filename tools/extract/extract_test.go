@@ -333,3 +333,49 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// TestCharsetMismatch: a page whose bytes are UTF-8 but whose <meta>
+// declares windows-1252 must come out as written, also when the input is
+// cut in the middle of a character (Options.MaxBytes) or carries a stray
+// byte that is not UTF-8.
+func TestCharsetMismatch(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("testdata", "utf8_declared_latin1.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := bytes.Index(page, []byte("Genève")) + len("Gen") + 1 // inside "è"
+	stray := bytes.Replace(page, []byte("Bahnhofstraße,"), []byte("Bahnhofstraße\xff,"), 1)
+	tests := []struct {
+		name     string
+		data     []byte
+		maxBytes int64
+		want     []string
+	}{
+		{"whole page", page, 0, []string{"coûte désormais 5,50 €", "« 喫茶店 »", "Über die Hälfte"}},
+		{"cut inside a character", page, int64(cut), []string{"coûte désormais 5,50 €", "« 喫茶店 »", "Über die Hälfte"}},
+		{"stray byte", stray, 0, []string{"coûte désormais 5,50 €", "« 喫茶店 »", "Über die Hälfte"}},
+		// Declared and real windows-1252 is still decoded as declared.
+		{"real windows-1252", []byte("<meta charset=\"windows-1252\"><title>Caf\xe9 cr\xe8me \xe0 Z\xfcrich \x97 na\xefve fa\xe7ades</title>" +
+			"<p>Le caf\xe9 cr\xe8me co\xfbte d\xe9sormais 5,50 \x80, \xab 5,50 \x80 \xbb. \xdcber die H\xe4lfte.</p>"), 0,
+			[]string{"coûte désormais 5,50 €", "Über die Hälfte"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Extract(bytes.NewReader(tt.data), "https://example.com/a", Options{MaxBytes: tt.maxBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(a.Text, w) {
+					t.Errorf("text lacks %q:\n%s", w, a.Text)
+				}
+			}
+			if strings.Contains(a.Text+a.Title, "Ã") {
+				t.Errorf("garbled: %s\n%s", a.Title, a.Text)
+			}
+			if !strings.HasPrefix(a.Title, "Café crème à Zürich") {
+				t.Errorf("title %q", a.Title)
+			}
+		})
+	}
+}
