@@ -312,7 +312,9 @@ func planText(p *agent.Plan) string {
 	}
 	var b strings.Builder
 	if p.Theme != "" {
-		fmt.Fprintf(&b, "*%s*\n", p.Theme)
+		// Plans are shown in a markdown block: standard markdown, where
+		// *x* would be italic.
+		fmt.Fprintf(&b, "**%s**\n", p.Theme)
 	}
 	if p.PlanText != "" {
 		fmt.Fprintf(&b, "%s\n", p.PlanText)
@@ -344,7 +346,11 @@ func draftText(in agent.Interrupt) string {
 		fmt.Fprintf(&b, "\n\nCitations: %d verified of %d cited, %d dropped.", c.Verified, c.Cited, c.Dropped)
 	}
 	if rv := in.Review; rv != nil {
-		fmt.Fprintf(&b, "\nReview score: %.2f.", rv.Overall)
+		if rv.Simple {
+			fmt.Fprintf(&b, "\nReview score: %.2f (estimated by rules: no reviewer model answered).", rv.Overall)
+		} else {
+			fmt.Fprintf(&b, "\nReview score: %.2f.", rv.Overall)
+		}
 		if fb := strings.TrimSpace(rv.Feedback); fb != "" && !rv.Approved {
 			fmt.Fprintf(&b, " Reviewer: %s", fb)
 		}

@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"strings"
 	"testing"
 
 	"deepresearch/agent"
@@ -30,5 +31,27 @@ func TestAnswerMapping(t *testing.T) {
 	res := toBotResult(&agent.Result{Status: agent.StatusReplied, Reply: "Hello!"})
 	if res.Summary != "Hello!" || res.Report != "Hello!" {
 		t.Errorf("reply → %+v", res)
+	}
+}
+
+// TestInterruptTextsForMarkdownBlocks: the plan and draft texts are shown
+// in markdown blocks, which read standard markdown (**bold**); a review
+// score that no reviewer model gave says so; an extractive report is
+// flagged in the bot's result.
+func TestInterruptTextsForMarkdownBlocks(t *testing.T) {
+	plan := toBotInterrupt(agent.Interrupt{ID: "p", Kind: agent.InterruptApprovePlan, Plan: &agent.Plan{Theme: "EU AI Act", Subtasks: []agent.Subtask{{Title: "Timeline"}}}})
+	if !strings.HasPrefix(plan.Text, "**EU AI Act**\n") {
+		t.Errorf("plan text = %q, want the theme in standard markdown bold", plan.Text)
+	}
+	draft := toBotInterrupt(agent.Interrupt{ID: "d", Kind: agent.InterruptApproveDraft, Draft: "# D\n\nx", Review: &agent.Review{Overall: 0.8, Simple: true}})
+	if !strings.Contains(draft.Text, "estimated by rules") {
+		t.Errorf("draft text = %q, want the rule-based score labelled", draft.Text)
+	}
+	draft = toBotInterrupt(agent.Interrupt{ID: "d", Kind: agent.InterruptApproveDraft, Draft: "# D\n\nx", Review: &agent.Review{Overall: 0.8}})
+	if strings.Contains(draft.Text, "estimated") {
+		t.Errorf("draft text = %q: a reviewer's score labelled as estimated", draft.Text)
+	}
+	if r := toBotResult(&agent.Result{Report: "# R\n\nx", Extractive: true}); !r.Extractive {
+		t.Error("extractive result not flagged")
 	}
 }
