@@ -181,8 +181,15 @@ func (p *pageIndex) find(qf *folded, from int) []span {
 	if len(q) == 0 || from >= len(p.f.r) {
 		return nil
 	}
-	if i := indexRunes(p.f.r[from:], q); i >= 0 {
-		return []span{{from + i, from + i + len(q), 0}}
+	for at := from; at < len(p.f.r); {
+		i := indexRunes(p.f.r[at:], q)
+		if i < 0 {
+			break
+		}
+		if s := (span{at + i, at + i + len(q), 0}); p.whole(s) {
+			return []span{s}
+		}
+		at += i + 1
 	}
 	if len(q) > maxAlignRunes || len(q) < shingle {
 		return nil
@@ -247,6 +254,11 @@ func (p *pageIndex) find(qf *folded, from int) []span {
 		return x.a - y.a
 	})
 	return out
+}
+
+// whole reports whether a span cuts no word in two.
+func (p *pageIndex) whole(s span) bool {
+	return p.f.wordB[s.a] && (s.b == len(p.f.r) || p.f.wordB[s.b])
 }
 
 // snap moves the ends of a span that cut a word to the nearest word
@@ -337,7 +349,7 @@ func (p *pageIndex) close(qf *folded, s span, qOrig string) bool {
 	if qf.r[0] != p.f.r[s.a] || qf.r[m-1] != p.f.r[s.b-1] {
 		return false
 	}
-	if !p.f.wordB[s.a] || s.b < len(p.f.r) && !p.f.wordB[s.b] {
+	if !p.whole(s) {
 		return false
 	}
 	if !slices.Equal(digitRuns(qf.r), digitRuns(p.f.r[s.a:s.b])) {
