@@ -677,7 +677,7 @@ func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester str
 		return err
 	}
 	share := slack.CompleteUploadExternalParameters{
-		Files:           []slack.FileSummary{{ID: fileID, Title: strings.NewReplacer("<", "‹", ">", "›").Replace(neutralizeAt(Truncate(title, 200)))}},
+		Files:           []slack.FileSummary{{ID: fileID, Title: plainTitle(Truncate(title, 200))}},
 		Blocks:          slack.Blocks{BlockSet: reportBlocks(res, requester, b.userLang(ctx, r.Requester))},
 		Channel:         r.Key.Channel,
 		ThreadTimestamp: r.Key.ThreadTS,
@@ -688,6 +688,16 @@ func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester str
 		log.Warn("bot: Slack refused the report's summary blocks; sharing the file with its title alone", "err", err)
 		share.Blocks = slack.Blocks{BlockSet: reportTitleBlocks(res, requester, b.userLang(ctx, r.Requester))}
 		err = b.shareFile(ctx, share)
+		if err != nil && !transient(err) {
+			// Slack may not take a second completion of a file whose
+			// first one failed: stage the bytes again as a new file.
+			b.deleteFile(ctx, fileID, log)
+			if fileID, err = b.stageFile(ctx, name, content); err != nil {
+				return err
+			}
+			share.Files[0].ID = fileID
+			err = b.shareFile(ctx, share)
+		}
 		summaryApart = err == nil
 	}
 	if err != nil {
@@ -701,7 +711,7 @@ func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester str
 	log.Info("bot: report uploaded", "file_id", fileID, "bytes", len(content))
 	if summaryApart && res.Summary != "" {
 		// chat.postMessage shows a markdown block that the file share refused.
-		md := neutralizeAt(Truncate(res.Summary, summaryChars))
+		md := truncateEscaped(res.Summary, summaryChars)
 		if _, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(truncateEscaped(res.Summary, 300), false),
 			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_summary", md)), slack.MsgOptionTS(r.Key.ThreadTS)); err != nil {
 			log.Warn("bot: post the report summary", "err", err)
