@@ -148,6 +148,8 @@ type brain struct {
 	replan func(user string) llmtest.Reply
 	// feedback, when set, is the reviewer's feedback on review n.
 	feedback func(n int) string
+	// findingQuote, when set, rewrites the quotes the summariser returns.
+	findingQuote func(q string) string
 	// writerPrompts are the prompts the writer was given.
 	writerPrompts []string
 	// writerText replaces the report.
@@ -260,7 +262,11 @@ func (b *brain) respond(r *llmtest.Request) llmtest.Reply {
 			url := strings.TrimPrefix(lines[1], "URL: ")
 			text := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[2]), "Menu Home About"))
 			s := firstSentence(text)
-			fs = append(fs, map[string]string{"claim": "Claim: " + s, "quote": s, "url": url})
+			q := s
+			if b.findingQuote != nil {
+				q = b.findingQuote(s)
+			}
+			fs = append(fs, map[string]string{"claim": "Claim: " + s, "quote": q, "url": url})
 		}
 		return llmtest.JSON(map[string]any{"summary": fmt.Sprintf("%d pages summarised.", len(fs)), "findings": fs})
 	case "answer_subtask":

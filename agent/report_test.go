@@ -216,3 +216,22 @@ func TestReviewerFeedbackNeverASubtaskOrQuery(t *testing.T) {
 		})
 	}
 }
+
+func TestNearMissFindingsRepaired(t *testing.T) {
+	e := newEnv(t)
+	// the summariser quotes one page with a word changed
+	e.brain.findingQuote = func(q string) string { return strings.Replace(q, "can reach", "may reach", 1) }
+	res := e.start("near", agent.Request{Question: "What does the EU AI Act require, and when?"})
+	if res.Status != agent.StatusDone || res.Citations.Verified == 0 {
+		t.Fatalf("status %s citations %+v\n%s", res.Status, res.Citations, res.Report)
+	}
+	if len(e.brain.writerPrompts) == 0 {
+		t.Fatal("the writer was never asked")
+	}
+	// the evidence the writer saw quotes the page exactly
+	p := e.brain.writerPrompts[0]
+	const exact = `quote: "Fines for prohibited AI practices can reach 35 million euros or 7% of worldwide annual turnover."`
+	if !strings.Contains(p, exact) {
+		t.Errorf("writer's evidence lacks the page's exact words %s:\n%s", exact, p)
+	}
+}

@@ -463,9 +463,22 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 	if err != nil {
 		out = extractiveSummary(pages, a.opts.ExcerptChars)
 	}
-	norm := make([]string, len(pages))
+	// quotes are checked against the excerpt the model was shown; a
+	// quote nearly right is replaced by the excerpt's exact text
+	m := citation.NewMatcher()
+	docs := make([]citation.Doc, len(pages))
 	for i, p := range pages {
-		norm[i] = citation.Normalize(clip(p.Text, a.opts.ExcerptChars))
+		docs[i] = citation.Doc{URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)}
+	}
+	find := func(i int, quote string) (string, bool) {
+		mt, ok := m.Find(docs[i], quote)
+		if !ok {
+			return "", false
+		}
+		if mt.Exact {
+			return quote, true
+		}
+		return mt.Quote, true
 	}
 	var fs []Finding
 	var urls []string
@@ -477,20 +490,20 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 			continue
 		}
 		// the page the quote is from: the one named, else any that has it
-		idx := -1
+		idx, quote := -1, ""
 		for i, p := range pages {
-			if normURL(f.URL) == p.URL && citation.Contains(norm[i], f.Quote) {
-				idx = i
+			if q, ok := find(i, f.Quote); idx < 0 && ok && normURL(f.URL) == p.URL {
+				idx, quote = i, q
 			}
 		}
 		for i := range pages {
-			if idx < 0 && citation.Contains(norm[i], f.Quote) {
-				idx = i
+			if q, ok := find(i, f.Quote); idx < 0 && ok {
+				idx, quote = i, q
 			}
 		}
 		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: "source", URL: normURL(f.URL)}
 		if idx >= 0 {
-			fd.URL, fd.Title, fd.Verified = pages[idx].URL, pages[idx].Title, true
+			fd.URL, fd.Title, fd.Verified, fd.Quote = pages[idx].URL, pages[idx].Title, true, strings.TrimSpace(quote)
 			fd.ID = hashID(fd.URL, fd.Quote)
 		}
 		if fd.Claim == "" {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -458,6 +459,7 @@ func (p *pageIndex) match(quote string) (Match, bool) {
 		return Match{}, false
 	}
 	var spans []span
+	var used []string // the parts with words, one per span
 	exact := true
 	from := 0
 	for _, part := range parts {
@@ -479,14 +481,21 @@ func (p *pageIndex) match(quote string) (Match, bool) {
 			exact = false
 		}
 		spans = append(spans, *got)
+		used = append(used, part)
 		from = got.b
 	}
 	if len(spans) == 0 {
 		return Match{}, false
 	}
 	var texts []string
-	for _, s := range spans {
-		texts = append(texts, balanceQuotes(collapseSpace(p.text[p.f.start[s.a]:p.f.end[s.b-1]])))
+	for i, s := range spans {
+		e := int(p.f.end[s.b-1])
+		// a quote that ends a sentence keeps the page's full stop
+		last, _ := utf8.DecodeLastRuneInString(strings.TrimSpace(used[i]))
+		if r, n := utf8.DecodeRuneInString(p.text[e:]); n > 0 && r == last && strings.ContainsRune(".!?。！？", r) {
+			e += n
+		}
+		texts = append(texts, balanceQuotes(collapseSpace(p.text[p.f.start[s.a]:e])))
 	}
 	return Match{Quote: strings.Join(texts, " … "), Exact: exact}, true
 }
