@@ -215,3 +215,20 @@ func TestCorpusGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckTwice checks that a checked report checks the same again: what
+// was kept still verifies (a report is checked again when it is revised).
+func TestCheckTwice(t *testing.T) {
+	docs := corpusDocs(t)
+	look := func(u string) (Doc, bool) {
+		d, ok := docs[u]
+		return d, ok
+	}
+	for _, c := range corpusCases(t) {
+		out, rep := Check(c.report, look, Options{})
+		again, rep2 := Check(out, look, Options{})
+		if again != out || rep2.Verified != rep.Verified || rep2.Dropped != 0 || rep2.Repaired != 0 {
+			t.Errorf("%s: second check differs (verified %d→%d, dropped %d, repaired %d):\n%s\n---\n%s", c.name, rep.Verified, rep2.Verified, rep2.Dropped, rep2.Repaired, out, again)
+		}
+	}
+}

@@ -477,7 +477,8 @@ func (p *pageIndex) match(quote string) (Match, bool) {
 		if got == nil {
 			return Match{}, false
 		}
-		if got.dist > 0 || !strings.Contains(Normalize(p.text[p.f.start[got.a]:p.f.end[got.b-1]]), strings.Trim(Normalize(part), "\"'.,;:、。")) {
+		noQ := func(s string) string { return strings.ReplaceAll(Normalize(s), "\"", "") }
+		if got.dist > 0 || !strings.Contains(noQ(p.text[p.f.start[got.a]:p.f.end[got.b-1]]), strings.Trim(noQ(part), "'.,;:、。")) {
 			exact = false
 		}
 		spans = append(spans, *got)

@@ -28,7 +28,7 @@ func TestMatcherFind(t *testing.T) {
 		{"one word changed", vacuumPage, "The standard form of VACUUM deletes dead row versions in tables and indexes", "The standard form of VACUUM removes dead row versions in tables and indexes", false},
 		{"one word missing", vacuumPage, "The standard form of VACUUM removes dead versions in tables and indexes", "The standard form of VACUUM removes dead row versions in tables and indexes", false},
 		{"first word missing on the page", vacuumPage, "VACUUM removes dead row versions in tables and indexes", "VACUUM removes dead row versions in tables and indexes", true},
-		{"starts inside a quotation", vacuumPage, "the cycle is lean by historical standards in 2025", "the cycle is lean by historical standards\" in 2025", false},
+		{"starts inside a quotation", vacuumPage, "the cycle is lean by historical standards in 2025", "the cycle is lean by historical standards\" in 2025", true},
 		{"full width", jaPage, "2025年5月、AI推進法が成立した", "２０２５年５月、ＡＩ推進法が成立した", true},
 		{"half-width kana", jaPage, "ガス火力発電の比率は3割を下回った", "ｶﾞｽ火力発電の比率は３割を下回った", true},
 		{"ja line break, no comma", jaPage, "政府は基本計画を策定し事業者に対しては協力を求める", "政府は基本計画を策定し、事業者に対しては協力を求める", false},
