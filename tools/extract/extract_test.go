@@ -191,6 +191,24 @@ func TestMetadata(t *testing.T) {
 			},
 		},
 		{
+			name: "xml:lang, upper-case rel and ld+json type, microdata date, rel=author link",
+			html: `<html xml:lang="de-AT"><head><LINK REL="Canonical" HREF="/kanon"><script type="Application/LD+JSON">` +
+				`{"@type":"NewsArticle","headline":"LD headline"}</script></head><body><p>By <a rel="author" href="/u/x">Eva Berg</a></p>` +
+				`<span itemprop="datePublished" content="2022-03-04">4. März</span></body></html>`,
+			pageURL: "https://a.example/x",
+			check: func(t *testing.T, a *Article) {
+				if a.Lang != "de-AT" && a.Lang != "de" {
+					t.Errorf("lang %q", a.Lang)
+				}
+				if a.CanonicalURL != "https://a.example/kanon" || a.Title != "LD headline" || a.Byline != "Eva Berg" {
+					t.Errorf("canonical %q title %q byline %q", a.CanonicalURL, a.Title, a.Byline)
+				}
+				if a.Published.Format("2006-01-02") != "2022-03-04" {
+					t.Errorf("published %v", a.Published)
+				}
+			},
+		},
+		{
 			name: "JSON-LD in @graph",
 			html: `<script type="application/ld+json">{"@graph":[{"@type":"WebSite","name":"S"},
 				{"@type":["BlogPosting"],"headline":"Graph headline","datePublished":"2021-05-06T07:08:09Z",

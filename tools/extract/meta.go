@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
 )
 
@@ -15,8 +16,14 @@ type meta struct {
 	published                                time.Time
 }
 
-// maxJSONLD caps the size of one JSON-LD script that is decoded.
-const maxJSONLD = 1 << 20
+// maxJSONLD caps the size of one JSON-LD script that is decoded, and
+// maxJSONLDScripts and maxMetaTags how many scripts and <meta> tags are
+// read.
+const (
+	maxJSONLD        = 1 << 20
+	maxJSONLDScripts = 64
+	maxMetaTags      = 4096
+)
 
 // parseBase resolves the page's base URL from pageURL and <base href>.
 func parseBase(pageURL string, doc *html.Node) *url.URL {
@@ -84,82 +91,56 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
+// readMeta reads the page's metadata. Selection is by goquery over the
+// tree already parsed (no second parse): <meta> properties, the canonical
+// link, JSON-LD, <time>, microdata dates, rel=author, the first h1.
 func readMeta(doc *html.Node, base *url.URL) meta {
 	var m meta
-	props := map[string]string{} // lower-cased meta name/property → first content
-	var docTitle, canonical, timeAttr, itemDate, relAuthor string
-	var ld []map[string]any
-	nodes := 0
-	var walk func(n *html.Node, depth int)
-	walk = func(n *html.Node, depth int) {
-		if depth > maxDepth || nodes > defaultMaxNodes {
-			return
-		}
-		nodes++
-		if n.Type == html.ElementNode {
-			switch n.Data {
-			case "html":
-				if m.lang == "" {
-					m.lang = attr(n, "lang")
-					if m.lang == "" {
-						m.lang = attr(n, "xml:lang")
-					}
-				}
-			case "title":
-				if docTitle == "" {
-					docTitle = textOf(n)
-				}
-			case "meta":
-				content := strings.TrimSpace(attr(n, "content"))
-				if content == "" {
-					break
-				}
-				for _, k := range []string{"property", "name", "itemprop", "http-equiv"} {
-					if v := strings.ToLower(strings.TrimSpace(attr(n, k))); v != "" {
-						if _, ok := props[v]; !ok {
-							props[v] = content
-						}
-					}
-				}
-			case "link":
-				rel := strings.ToLower(attr(n, "rel"))
-				if canonical == "" && hasWord(rel, "canonical") {
-					canonical = attr(n, "href")
-				}
-			case "script":
-				if strings.Contains(strings.ToLower(attr(n, "type")), "ld+json") && n.FirstChild != nil {
-					if s := n.FirstChild.Data; len(s) <= maxJSONLD {
-						ld = append(ld, decodeJSONLD(s)...)
-					}
-				}
-				return
-			case "style", "template":
-				return
-			case "time":
-				if timeAttr == "" {
-					timeAttr = attr(n, "datetime")
-				}
-			case "h1":
-				if m.h1 == "" {
-					m.h1 = textOf(n)
-				}
-			case "a":
-				if relAuthor == "" && hasWord(strings.ToLower(attr(n, "rel")), "author") {
-					relAuthor = textOf(n)
-				}
-			}
-			if itemDate == "" && attr(n, "itemprop") == "datePublished" {
-				itemDate = attr(n, "datetime")
-				if itemDate == "" {
-					itemDate = attr(n, "content")
-				}
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c, depth+1)
-		}
+	d := goquery.NewDocumentFromNode(doc)
+	first := func(sel, attrName string) string {
+		v, _ := d.Find(sel).First().Attr(attrName)
+		return strings.TrimSpace(v)
 	}
-	walk(doc, 0)
+	firstText := func(sel string) string {
+		if n := d.Find(sel).First(); n.Length() > 0 {
+			return textOf(n.Get(0))
+		}
+		return ""
+	}
+	m.lang = firstNonEmpty(first("html[lang]", "lang"), first("html[xml\\:lang]", "xml:lang"))
+	docTitle := firstText("title")
+	m.h1 = firstText("h1")
+	canonical := first("link[rel~=canonical i][href]", "href")
+	timeAttr := first("time[datetime]", "datetime")
+	relAuthor := firstText("a[rel~=author i]")
+	itemDate := ""
+	if n := d.Find("[itemprop=datePublished]").First(); n.Length() > 0 {
+		itemDate = firstNonEmpty(n.AttrOr("datetime", ""), n.AttrOr("content", ""))
+	}
+
+	props := map[string]string{} // lower-cased meta name/property → first content
+	d.Find("meta[content]").EachWithBreak(func(i int, s *goquery.Selection) bool {
+		content := strings.TrimSpace(s.AttrOr("content", ""))
+		if content == "" {
+			return true
+		}
+		for _, k := range []string{"property", "name", "itemprop", "http-equiv"} {
+			if v := strings.ToLower(strings.TrimSpace(s.AttrOr(k, ""))); v != "" {
+				if _, ok := props[v]; !ok {
+					props[v] = content
+				}
+			}
+		}
+		return i < maxMetaTags
+	})
+
+	var ld []map[string]any
+	d.Find(`script[type*="ld+json" i]`).EachWithBreak(func(i int, s *goquery.Selection) bool {
+		if c := s.Get(0).FirstChild; c != nil && len(c.Data) <= maxJSONLD {
+			ld = append(ld, decodeJSONLD(c.Data)...)
+		}
+		return i < maxJSONLDScripts
+	})
 
 	art := pickArticleLD(ld)
 	str := func(o map[string]any, k string) string {
