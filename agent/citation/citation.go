@@ -636,8 +636,22 @@ func (c *checker) defLine(u *unit) string {
 
 // cleanTitle keeps a page title on one line, without markdown link syntax.
 func cleanTitle(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
+	t = strings.Join(strings.Fields(printable(t)), " ")
 	return strings.NewReplacer("[", "(", "]", ")").Replace(t)
+}
+
+// printable drops control characters and bidirectional overrides, which
+// text from the web must not carry into a report (or a terminal).
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case unicode.IsControl(r), r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // collapseSpace puts a text on one line: runs of white space become one

@@ -496,7 +496,7 @@ func (p *pageIndex) match(quote string) (Match, bool) {
 		if r, n := utf8.DecodeRuneInString(p.text[e:]); n > 0 && r == last && strings.ContainsRune(".!?。！？", r) {
 			e += n
 		}
-		texts = append(texts, balanceQuotes(collapseSpace(p.text[p.f.start[s.a]:e])))
+		texts = append(texts, balanceQuotes(collapseSpace(printable(p.text[p.f.start[s.a]:e]))))
 	}
 	return Match{Quote: strings.Join(texts, " … "), Exact: exact}, true
 }

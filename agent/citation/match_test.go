@@ -32,6 +32,7 @@ func TestMatcherFind(t *testing.T) {
 		{"full width", jaPage, "2025年5月、AI推進法が成立した", "２０２５年５月、ＡＩ推進法が成立した", true},
 		{"half-width kana", jaPage, "ガス火力発電の比率は3割を下回った", "ｶﾞｽ火力発電の比率は３割を下回った", true},
 		{"ja line break, no comma", jaPage, "政府は基本計画を策定し事業者に対しては協力を求める", "政府は基本計画を策定し、事業者に対しては協力を求める", false},
+		{"control characters of the page", "Intro.\nThe \x1bregulation\u202e entered into force\x07 on 1 August 2024.", "the regulation entered into force, on 1 August 2024", "The regulation entered into force on 1 August 2024", false},
 		{"number changed", vacuumPage, "Analysts said the cycle is lean by historical standards in 2024", "", false},
 		{"negation dropped", vacuumPage, "However, it will return the space to the operating system", "", false},
 		{"negation added", vacuumPage, "an UPDATE or DELETE of a row does immediately remove the old version", "", false},
