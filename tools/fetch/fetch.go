@@ -26,6 +26,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"deepresearch/redact"
 )
 
 // Defaults for Options fields left zero.
@@ -257,7 +259,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
 	}
 	res, hit, err := f.cache.do(ctx, u.String(), func() (*Result, error) { return f.fetch(ctx, u) })
 	if hit && err == nil {
-		f.log.Debug("fetch: cache hit", "url", u.String())
+		f.log.Debug("fetch: cache hit", "url", redact.URL(u.String()))
 	}
 	return res, err
 }
@@ -274,11 +276,11 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL) (*Result, error) {
 	defer resp.Body.Close()
 	res, err := f.readResult(ctx, resp, final)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", final, err)
+		return nil, fmt.Errorf("fetch %s: %w", redact.URL(final.String()), err)
 	}
 	res.URL = u.String()
 	res.Redirects = chain
-	f.log.Debug("fetch: done", "url", res.URL, "final", res.FinalURL, "status", res.Status,
+	f.log.Debug("fetch: done", "url", redact.URL(res.URL), "final", redact.URL(res.FinalURL), "status", res.Status,
 		"type", res.ContentType, "charset", res.Charset, "bytes", len(res.Text), "took", f.opts.Now().Sub(start))
 	return res, nil
 }
@@ -291,26 +293,27 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL, checkRobots bool) (res
 	for {
 		key := u.String()
 		visited[key] = true
+		shown := redact.URL(key) // for errors: they are logged
 		hostAllowed, err := hostPolicy(f.allow, u)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", key, err)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", shown, redactErr(err))
 		}
 		if err := checkPort(f.allow, u, hostAllowed); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", key, err)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", shown, redactErr(err))
 		}
 		if checkRobots {
 			if err := f.robotsAllow(ctx, u); err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", key, err)
+				return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", shown, redactErr(err))
 			}
 		}
 		rel, err := f.hosts.acquire(ctx, u.Host)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", key, err)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", shown, redactErr(err))
 		}
 		resp, err := f.get(ctx, u)
 		if err != nil {
 			rel()
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", key, err)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w", shown, redactErr(err))
 		}
 		if !isRedirect(resp.StatusCode) || resp.Header.Get("Location") == "" {
 			return resp, u, chain, rel, nil
@@ -322,19 +325,19 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL, checkRobots bool) (res
 		chain = append(chain, key)
 		next, err := u.Parse(loc)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: redirect to %q: %w: %v", key, loc, ErrInvalidURL, err)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: redirect to %q: %w: %v", shown, redact.URL(loc), ErrInvalidURL, err)
 		}
 		next, err = parseURL(next.String())
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: redirect to %q: %w", key, loc, err)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: redirect to %q: %w", shown, redact.URL(loc), err)
 		}
 		if visited[next.String()] {
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w: back to %s", key, ErrRedirectLoop, next)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w: back to %s", shown, ErrRedirectLoop, redact.URL(next.String()))
 		}
 		if len(chain) > f.opts.MaxRedirects {
-			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w (limit %d)", chain[0], ErrTooManyRedirects, f.opts.MaxRedirects)
+			return nil, nil, nil, nil, fmt.Errorf("fetch %s: %w (limit %d)", redact.URL(chain[0]), ErrTooManyRedirects, f.opts.MaxRedirects)
 		}
-		f.log.Debug("fetch: redirect", "from", key, "to", next.String(), "status", resp.StatusCode)
+		f.log.Debug("fetch: redirect", "from", redact.URL(key), "to", redact.URL(next.String()), "status", resp.StatusCode)
 		u = next
 	}
 }
@@ -518,4 +521,14 @@ func (f *Fetcher) loadRobots(ctx context.Context, origin string) (*Robots, error
 		return nil, fmt.Errorf("read robots.txt: %w", err)
 	}
 	return ParseRobots(data), nil
+}
+
+// redactErr masks the secrets of the URL inside a transport error
+// (*url.Error quotes the request URL whole).
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.URL(ue.URL)
+	}
+	return err
 }
