@@ -216,3 +216,43 @@ func TestAskStripsTerminalEscapes(t *testing.T) {
 		}
 	}
 }
+
+// A model that hangs: the attempt times out and the retry is announced.
+func TestAskHangShowsWaiting(t *testing.T) {
+	hung := false
+	vars, _ := newAskWorld(t, worldOpts{wrap: func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
+		if r.Node() == "planner" && !hung {
+			hung = true
+			return llmtest.Hang()
+		}
+		return scripted
+	}})
+	vars["DEEPRESEARCH_LLM_TIMEOUT"] = "300ms"
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"ask", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "waiting for the model (retry 1 in ") || !strings.Contains(stderr.String(), "timed out") {
+		t.Errorf("no waiting line for the hang:\n%s", stderr.String())
+	}
+}
+
+// A review score no reviewer gave (the reviewer model failed; the score is
+// the heuristic one) says so.
+func TestAskHeuristicReviewSaysSo(t *testing.T) {
+	vars, _ := newAskWorld(t, worldOpts{wrap: func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
+		if r.Node() == "reviewer" {
+			return llmtest.ServerError()
+		}
+		return scripted
+	}})
+	vars["DEEPRESEARCH_LLM_MAX_RETRIES"] = "0"
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"ask", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if !regexp.MustCompile(`review score \d\.\d\d is heuristic: no reviewer model gave it`).MatchString(stderr.String()) {
+		t.Errorf("the heuristic score is not labelled:\n%s", stderr.String())
+	}
+}
