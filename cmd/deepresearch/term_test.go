@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestTermSafe(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain text\twith tab\nand newline", "plain text\twith tab\nand newline"},
+		{"title\x1b]52;c;ZWNobyBwd25lZA==\a end", "title]52;c;ZWNobyBwd25lZA== end"},
+		{"osc with ST\x1b]0;pwned\x1b\\", "osc with ST]0;pwned\\"},
+		{"c1 csi \u009b2J clear", "c1 csi 2J clear"},
+		{"raw byte \x9b2J", "raw byte \uFFFD2J"},
+		{"carriage\rreturn and DEL\x7f", "carriagereturn and DEL"},
+		{"NUL\x00 and bell\a", "NUL and bell"},
+		{"日本語のタイトル — ok", "日本語のタイトル — ok"},
+	} {
+		if got := termSafe(tc.in); got != tc.want {
+			t.Errorf("termSafe(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// A rune split across two writes survives whole; an escape in either half
+// does not.
+func TestTermWriterSplitRune(t *testing.T) {
+	var b bytes.Buffer
+	w := newTermWriter(&b)
+	s := "ab日\x1b[31m本"
+	raw := []byte(s)
+	for _, chunk := range [][]byte{raw[:3], raw[3:6], raw[6:]} {
+		if n, err := w.Write(chunk); err != nil || n != len(chunk) {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	if got := b.String(); got != "ab日[31m本" || strings.ContainsRune(got, '\uFFFD') {
+		t.Errorf("wrote %q", got)
+	}
+}
