@@ -30,6 +30,20 @@
 // the headers of error responses in the response value, which is how
 // Retry-After is read without a recording transport.
 //
+// While a call waits, Options.OnNotice hears of it: an attempt without an
+// answer for SlowAfter (NoticeSlow), a retry being scheduled (NoticeRetry),
+// a call that gave up (NoticeFailed), so that a terminal or a status can
+// say "waiting for the model" instead of staying silent.
+//
+// # Before the first call
+//
+// Check verifies, without a chat call, that the endpoint answers, accepts
+// the key and serves every model in use (GET /models, then GET
+// /models/{id} for one the list lacks); its one-line error names
+// OPENAI_BASE_URL, OPENAI_API_KEY or the model's variable. PickModel fills
+// in an unset DEEPRESEARCH_MODEL with the server's only model, or lists the
+// served ones in its error.
+//
 // # Usage and budgets
 //
 // Every successful call is recorded in a Meter: the one attached to the
