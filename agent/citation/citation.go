@@ -426,6 +426,7 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 	}
 	next := 1
 	var numbered []*unit
+	same := map[string]*unit{} // one footnote per source and quote
 	for _, g := range groups {
 		for _, u := range g.units {
 			if !keep(u) {
@@ -434,6 +435,14 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 			t := u
 			if u.alias != nil {
 				t = u.alias
+			}
+			if t.number == 0 && t.ok() && t.def != nil {
+				k := t.def.url + "\x00" + collapseSpace(t.fn.Quote)
+				if v := same[k]; v != nil {
+					t.number = v.number
+				} else {
+					same[k] = t
+				}
 			}
 			if t.number == 0 {
 				t.number = next

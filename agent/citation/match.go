@@ -366,8 +366,43 @@ func (p *pageIndex) close(qf *folded, s span, qOrig string) bool {
 	}
 	qw := qf.words(0, m)
 	pw := p.f.words(s.a, s.b)
+	if !slices.Equal(numberWords(qw), numberWords(pw)) {
+		return false
+	}
 	return wordDistance(qw, pw) <= 2+len(qw)/12
 }
+
+// numberWordSet holds the words that state a quantity: a repair that
+// changes one ("one third" → "two thirds", 「四割」 → 「五割」) changes
+// what the quote says.
+var numberWordSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`zero one two three four five six seven eight nine ten eleven twelve
+		thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy
+		eighty ninety hundred hundreds thousand thousands million millions billion billions trillion dozen dozens
+		half halves third thirds quarter quarters fourth fourths fifth fifths tenth tenths once twice thrice
+		double doubled triple tripled quadruple quadrupled percent majority minority most all none few several
+		〇 一 二 三 四 五 六 七 八 九 十 百 千 万 億 兆 半 倍 割 両 全 約 過 数`) {
+		m[w] = true
+	}
+	return m
+}()
+
+func numberWords(ws []string) []string {
+	var out []string
+	for i, w := range ws {
+		switch {
+		case numberWordSet[w]:
+			out = append(out, w)
+		case (w == "a" || w == "an") && i+1 < len(ws) && unitWords[ws[i+1]]:
+			out = append(out, "one") // "a third" is "one third"
+		}
+	}
+	return out
+}
+
+var unitWords = map[string]bool{"third": true, "quarter": true, "fifth": true, "tenth": true, "half": true, "dozen": true,
+	"hundred": true, "thousand": true, "million": true, "billion": true, "trillion": true}
 
 func digitRuns(rs []rune) []string {
 	var out []string
