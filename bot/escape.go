@@ -231,7 +231,7 @@ func truncateEscaped(s string, n int) string {
 
 // channelIDRE is a conversation id Slack shows as a channel: public (C…)
 // or private (G…).
-var channelIDRE = regexp.MustCompile(`^[CG][A-Z0-9]{2,30}$`)
+var channelIDRE = regexp.MustCompile(`^[CG][A-Z0-9]{1,30}$`)
 
 // ChannelRef renders a channel id as a channel link (<#C…>) when it is a
 // well-formed public or private channel id, and as escaped text otherwise,
@@ -241,4 +241,13 @@ func ChannelRef(id string) string {
 		return "<#" + id + ">"
 	}
 	return "`" + Escape(strings.ReplaceAll(id, "`", "'")) + "`"
+}
+
+// plainTitle makes untrusted text safe where Slack shows it as is (a
+// file's title): control characters removed, < and > replaced by the
+// look-alikes ‹ and ›, links shown with their target, broadcast words
+// neutralised.
+func plainTitle(s string) string {
+	s = strings.NewReplacer("<", "‹", ">", "›").Replace(CleanText(s))
+	return neutralizeAt(neutralizeLinks(s))
 }

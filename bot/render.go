@@ -338,7 +338,7 @@ func homeBlocks(runs []Run, now time.Time) []slack.Block {
 		line := fmt.Sprintf("%s *%s* · %s\n%s", runIcon(r.State), stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
 			truncateEscaped(r.Question, 300))
 		if r.Key.Channel != "" {
-			line += fmt.Sprintf("\n<#%s> · run `%s`", r.Key.Channel, r.ID)
+			line += fmt.Sprintf("\n%s · run `%s`", ChannelRef(r.Key.Channel), r.ID)
 		}
 		blocks = append(blocks, section(line))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"deepresearch/agent"
+	"deepresearch/storage/dbtext"
 )
 
 // Notes keeps the agent's research notes (step, query, summary, sources) in
@@ -26,6 +27,9 @@ func (s *Notes) SaveNote(ctx context.Context, n agent.Note) error {
 	if n.CreatedAt.IsZero() {
 		n.CreatedAt = time.Now()
 	}
+	// Summaries and queries come from the model and the web.
+	n.Subtask, n.Query, n.Summary = dbtext.String(n.Subtask), dbtext.String(n.Query), dbtext.String(n.Summary)
+	n.Sources = dbtext.Strings(n.Sources)
 	srcs, err := json.Marshal(nonNilStrings(n.Sources))
 	if err != nil {
 		return err

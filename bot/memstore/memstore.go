@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"deepresearch/bot"
+	"deepresearch/storage/dbtext"
 )
 
 // Store is an in-memory bot.Store. The zero value is not usable; call New.
@@ -243,6 +244,7 @@ func (s *Store) Thread(_ context.Context, key bot.ThreadKey) (bot.Thread, error)
 
 // CreateRun implements bot.Store.
 func (s *Store) CreateRun(_ context.Context, r bot.Run, maxPerUser int) error {
+	r = cleanRun(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.runs[r.ID]; ok {
@@ -418,6 +420,7 @@ func (s *Store) ReleaseRun(_ context.Context, id, owner string, now time.Time) e
 
 // WaitRun implements bot.Store.
 func (s *Store) WaitRun(_ context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+	intr.Text = dbtext.String(intr.Text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.held(id, owner)
@@ -432,6 +435,7 @@ func (s *Store) WaitRun(_ context.Context, id, owner string, intr bot.PendingInt
 
 // FinishRun implements bot.Store.
 func (s *Store) FinishRun(_ context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+	errText = dbtext.String(errText)
 	if state.Active() {
 		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
 	}
@@ -462,6 +466,7 @@ func (s *Store) SetStatusMessage(_ context.Context, id, ts string) (string, erro
 
 // Decide implements bot.Store.
 func (s *Store) Decide(_ context.Context, runID string, d bot.Decision) (bot.Run, error) {
+	d.Text = dbtext.String(d.Text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(runID)
@@ -531,4 +536,23 @@ func (s *Store) Upload(_ context.Context, runID string) (bot.Upload, error) {
 		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
 	}
 	return u, nil
+}
+
+// cleanRun makes a run's free text storable on every engine (dbtext): the
+// question comes from a user, the interrupt text and the error from the
+// model and the web.
+func cleanRun(r bot.Run) bot.Run {
+	r.Question = dbtext.String(r.Question)
+	r.Error = dbtext.String(r.Error)
+	if r.Interrupt != nil {
+		i := *r.Interrupt
+		i.Text = dbtext.String(i.Text)
+		r.Interrupt = &i
+	}
+	if r.Decision != nil {
+		d := *r.Decision
+		d.Text = dbtext.String(d.Text)
+		r.Decision = &d
+	}
+	return r
 }

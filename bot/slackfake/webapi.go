@@ -90,6 +90,11 @@ func validateBlocksOn(raw string, surface blockSurface) string {
 	actionIDs := map[string]bool{}
 	total := 0
 	for _, b := range blocks {
+		if surface == surfaceView {
+			// In a view action_ids need only be unique within a block:
+			// inputs are read by block_id, then action_id.
+			actionIDs = map[string]bool{}
+		}
 		typ, _ := b["type"].(string)
 		if typ == "" {
 			return "invalid_blocks"

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) bot.Store) {
 		{"Uploads", testUploads},
 		{"ListRuns", testListRuns},
 		{"RoundTrip", testRoundTrip},
+		{"HostileText", testHostileText},
 		{"InboxPut", testInboxPut},
 		{"InboxPutConcurrent", testInboxPutConcurrent},
 		{"InboxClaim", testInboxClaim},

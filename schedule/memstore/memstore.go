@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"deepresearch/schedule"
+	"deepresearch/storage/dbtext"
 )
 
 type key struct {
@@ -60,6 +61,7 @@ func (s *Store) lastDue(id string) time.Time {
 
 // CreateSchedule implements schedule.Store.
 func (s *Store) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerChannel int) error {
+	sc = sc.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.schedules[sc.ID]; ok {
@@ -93,6 +95,7 @@ func (s *Store) GetSchedule(_ context.Context, id string) (schedule.Schedule, er
 
 // UpdateSchedule implements schedule.Store.
 func (s *Store) UpdateSchedule(_ context.Context, sc schedule.Schedule) error {
+	sc = sc.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.schedules[sc.ID]
@@ -144,6 +147,8 @@ func (s *Store) ListSchedules(_ context.Context, f schedule.Filter) ([]schedule.
 
 // ClaimFiring implements schedule.Store.
 func (s *Store) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) {
+	f.Digest = f.Digest.Storable()
+	f.Error = dbtext.String(f.Error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.schedules[f.ScheduleID]; !ok {
@@ -172,6 +177,7 @@ func (s *Store) RenewFiring(_ context.Context, id string, due time.Time, owner s
 
 // FinishFiring implements schedule.Store.
 func (s *Store) FinishFiring(_ context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+	out = out.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.firings[k(id, due)]

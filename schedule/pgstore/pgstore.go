@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"deepresearch/schedule"
+	"deepresearch/storage/dbtext"
 )
 
 // Store is a schedule.Store on PostgreSQL.
@@ -53,6 +54,7 @@ const lockChannel int32 = 0x64727363 // "drsc"
 
 // CreateSchedule implements schedule.Store.
 func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, maxPerChannel int) error {
+	sc = sc.Storable()
 	opts, err := json.Marshal(sc.Options)
 	if err != nil {
 		return fmt.Errorf("pgstore: options: %w", err)
@@ -114,6 +116,7 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (schedule.Schedule, 
 
 // UpdateSchedule implements schedule.Store.
 func (s *Store) UpdateSchedule(ctx context.Context, sc schedule.Schedule) error {
+	sc = sc.Storable()
 	opts, err := json.Marshal(sc.Options)
 	if err != nil {
 		return fmt.Errorf("pgstore: options: %w", err)
@@ -192,6 +195,8 @@ func digestJSON(d *schedule.Digest) ([]byte, error) {
 
 // ClaimFiring implements schedule.Store.
 func (s *Store) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, error) {
+	f.Digest = f.Digest.Storable()
+	f.Error = dbtext.String(f.Error)
 	dg, err := digestJSON(f.Digest)
 	if err != nil {
 		return false, err
@@ -224,6 +229,7 @@ func (s *Store) RenewFiring(ctx context.Context, id string, due time.Time, owner
 
 // FinishFiring implements schedule.Store.
 func (s *Store) FinishFiring(ctx context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+	out = out.Storable()
 	dg, err := digestJSON(out.Digest)
 	if err != nil {
 		return err

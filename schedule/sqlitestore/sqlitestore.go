@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"deepresearch/schedule"
+	"deepresearch/storage/dbtext"
 )
 
 // Store is a schedule.Store on a SQLite database.
@@ -67,6 +68,7 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // CreateSchedule implements schedule.Store.
 func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, maxPerChannel int) error {
+	sc = sc.Storable()
 	opts, err := json.Marshal(sc.Options)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: options: %w", err)
@@ -125,6 +127,7 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (schedule.Schedule, 
 
 // UpdateSchedule implements schedule.Store.
 func (s *Store) UpdateSchedule(ctx context.Context, sc schedule.Schedule) error {
+	sc = sc.Storable()
 	opts, err := json.Marshal(sc.Options)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: options: %w", err)
@@ -206,6 +209,8 @@ func digestJSON(d *schedule.Digest) (any, error) {
 
 // ClaimFiring implements schedule.Store.
 func (s *Store) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, error) {
+	f.Digest = f.Digest.Storable()
+	f.Error = dbtext.String(f.Error)
 	dg, err := digestJSON(f.Digest)
 	if err != nil {
 		return false, err
@@ -248,6 +253,7 @@ func (s *Store) RenewFiring(ctx context.Context, id string, due time.Time, owner
 
 // FinishFiring implements schedule.Store.
 func (s *Store) FinishFiring(ctx context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+	out = out.Storable()
 	dg, err := digestJSON(out.Digest)
 	if err != nil {
 		return err

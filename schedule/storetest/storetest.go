@@ -56,6 +56,7 @@ func Run(t *testing.T, open NewStore) {
 	t.Run("Approve", func(t *testing.T) { testApprove(t, open(t)) })
 	t.Run("Digests", func(t *testing.T) { testDigests(t, open(t)) })
 	t.Run("DeleteCascades", func(t *testing.T) { testDelete(t, open(t)) })
+	t.Run("HostileText", func(t *testing.T) { testHostileText(t, open(t)) })
 }
 
 func testCRUD(t *testing.T, s schedule.Store) {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"deepresearch/bot"
+	"deepresearch/storage/dbtext"
 )
 
 // BotStore is bot.Store on the Store's database (tables bot_*, migrations
@@ -186,6 +187,7 @@ func (b *BotStore) Thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, e
 
 // CreateRun implements bot.Store.
 func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) error {
+	r = cleanRun(r)
 	opts, err := json.Marshal(r.Options)
 	if err != nil {
 		return fmt.Errorf("postgres: run %s options: %w", r.ID, err)
@@ -411,6 +413,7 @@ func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Ti
 
 // WaitRun implements bot.Store.
 func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+	intr.Text = dbtext.String(intr.Text)
 	_, err := b.held(ctx, "wait run "+id, id, owner,
 		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = $1,
 			intr_id = $2, intr_kind = $3, intr_text = $4, intr_message_ts = $5,
@@ -421,6 +424,7 @@ func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.Pendi
 
 // FinishRun implements bot.Store.
 func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+	errText = dbtext.String(errText)
 	switch state {
 	case bot.StateDone, bot.StateFailed, bot.StateCancelled:
 	default:
@@ -448,6 +452,7 @@ func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string,
 
 // Decide implements bot.Store.
 func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bot.Run, error) {
+	d.Text = dbtext.String(d.Text)
 	r, err := queryBotRun(ctx, b.s.pool, "decide run "+runID, `UPDATE bot_runs SET
 			dec_interrupt_id = $2, dec_action = $3, dec_text = $4, dec_by = $5, dec_at = $6, updated_at = $6,
 			state = CASE WHEN $7::boolean THEN 'cancelled' ELSE 'queued' END,
@@ -530,4 +535,23 @@ func (b *BotStore) Upload(ctx context.Context, runID string) (bot.Upload, error)
 	}
 	u.At = botFromNanos(at)
 	return u, nil
+}
+
+// cleanRun makes a run's free text storable on every engine (dbtext): the
+// question comes from a user, the interrupt text and the error from the
+// model and the web.
+func cleanRun(r bot.Run) bot.Run {
+	r.Question = dbtext.String(r.Question)
+	r.Error = dbtext.String(r.Error)
+	if r.Interrupt != nil {
+		i := *r.Interrupt
+		i.Text = dbtext.String(i.Text)
+		r.Interrupt = &i
+	}
+	if r.Decision != nil {
+		d := *r.Decision
+		d.Text = dbtext.String(d.Text)
+		r.Decision = &d
+	}
+	return r
 }

@@ -1,0 +1,259 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+	"deepresearch/bot/memstore"
+	"deepresearch/bot/slackfake"
+	"deepresearch/storage/pgtest"
+	"deepresearch/storage/postgres"
+)
+
+// scriptedResearcher asks for plan approval with planText, then finishes
+// with result. It counts its calls.
+type scriptedResearcher struct {
+	planText string
+	result   bot.Result
+
+	mu     sync.Mutex
+	starts int
+	calls  []string
+}
+
+func (s *scriptedResearcher) count(kind string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if c == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *scriptedResearcher) Start(_ context.Context, req bot.StartRequest, _ bot.ProgressSink) (bot.Outcome, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, "start")
+	s.mu.Unlock()
+	return bot.Outcome{Interrupt: &bot.Interrupt{ID: "plan-1", Kind: bot.InterruptPlan, Text: s.planText}}, nil
+}
+
+func (s *scriptedResearcher) Resume(_ context.Context, _, interruptID string, ans bot.Answer, _ bot.ProgressSink) (bot.Outcome, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, "resume")
+	s.mu.Unlock()
+	if interruptID != "plan-1" || ans.Action != bot.ActionApprove {
+		return bot.Outcome{}, fmt.Errorf("unexpected resume %s %s", interruptID, ans.Action)
+	}
+	r := s.result
+	return bot.Outcome{Result: &r}, nil
+}
+
+func (s *scriptedResearcher) Continue(context.Context, string, bot.ProgressSink) (bot.Outcome, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, "continue")
+	s.mu.Unlock()
+	return bot.Outcome{}, bot.ErrNothingToContinue
+}
+
+func (s *scriptedResearcher) Cancel(context.Context, string) error { return nil }
+
+// runOn runs a bot on fake Slack with any store until the test ends.
+func runOn(t *testing.T, fake *slackfake.Server, store bot.Store, res bot.Researcher, edit ...func(*bot.Options)) {
+	t.Helper()
+	w := &testWriter{t: t}
+	o := bot.Options{
+		BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(),
+		Lease: 2 * time.Second, HeartbeatEvery: 50 * time.Millisecond, RecoverEvery: 100 * time.Millisecond,
+		ProgressInterval: 20 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
+		RunOptions: bot.RunOptions{ApprovePlan: true},
+		Logger:     slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+	for _, e := range edit {
+		e(&o)
+	}
+	b, err := bot.New(res, store, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("bot: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("bot did not stop")
+		}
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+}
+
+func waitRun(t *testing.T, ctx context.Context, store bot.Store, threadID string, cond func(bot.Run) bool) bot.Run {
+	t.Helper()
+	var r bot.Run
+	for {
+		var err error
+		r, err = store.LatestRun(ctx, threadID)
+		if err == nil && cond(r) {
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for run of %s: %v (last %+v)", threadID, ctx.Err(), r)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func openPostgresBotStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestNULTextCompletesOnPostgres: a question, a plan and a report with
+// U+0000 (which Postgres refuses in text columns) go through to Done on
+// the Postgres store, researched once and the plan shown once.
+func TestNULTextCompletesOnPostgres(t *testing.T) {
+	pg := openPostgresBotStore(t)
+	store := pg.BotStore()
+	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
+	t.Cleanup(fake.Close)
+	res := &scriptedResearcher{
+		planText: "1. search\x00 the web\n2. read \xff pages",
+		result:   bot.Result{Title: "NUL\x00 report", Summary: "a summary\x00 with NUL", Report: "# Report\x00\nbody \x00 text", Sources: 1},
+	}
+	runOn(t, fake, store, res)
+	ctx := testCtx(t)
+	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "question with a NUL\x00 inside"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return r.State == bot.StateWaiting })
+	if strings.Contains(r.Question, "\x00") || !strings.Contains(r.Question, "question with a NUL") || r.Interrupt == nil || strings.Contains(r.Interrupt.Text, "\x00") {
+		t.Fatalf("stored run = %+v", r)
+	}
+	var plan slackfake.Message
+	var val string
+	fake.Wait(ctx, func() bool {
+		for _, m := range fake.Thread("C1", sent.TS) {
+			if v := buttonValue(m, "dr_approve"); v != "" {
+				plan, val = m, v
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := fake.SendBlockAction(ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: plan.TS, ActionID: "dr_approve", Value: val}); err != nil {
+		t.Fatal(err)
+	}
+	done := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return !r.State.Active() })
+	if done.State != bot.StateDone {
+		t.Fatalf("run ended %s: %s", done.State, done.Error)
+	}
+	if n := res.count("start"); n != 1 {
+		t.Errorf("researched %d times", n)
+	}
+	plans := 0
+	for _, m := range fake.Thread("C1", sent.TS) {
+		if strings.Contains(string(m.Blocks)+strings.Join(editTexts(m), ""), `"dr_approve"`) {
+			plans++
+		}
+	}
+	if plans != 1 {
+		t.Errorf("the plan was posted %d times", plans)
+	}
+}
+
+// TestPermanentStoreErrorFailsTheRunOnce: a store that refuses to record
+// the run as waiting (here a real Postgres constraint) fails the run once,
+// with a plain message, instead of leaving it running to be picked up,
+// researched and shown again after every lease.
+func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
+	pg := openPostgresBotStore(t)
+	if _, err := pg.Pool().Exec(context.Background(), `ALTER TABLE bot_runs ADD CONSTRAINT no_poison CHECK (intr_text NOT LIKE '%POISON%')`); err != nil {
+		t.Fatal(err)
+	}
+	store := pg.BotStore()
+	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
+	t.Cleanup(fake.Close)
+	res := &scriptedResearcher{planText: "a POISON plan"}
+	runOn(t, fake, store, res, func(o *bot.Options) { o.Lease = 300 * time.Millisecond; o.HeartbeatEvery = 100 * time.Millisecond })
+	ctx := testCtx(t)
+	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "poisoned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return !r.State.Active() })
+	if r.State != bot.StateFailed || !strings.Contains(r.Error, "no_poison") {
+		t.Fatalf("run = %s %q", r.State, r.Error)
+	}
+	// Several leases later nothing has run again.
+	time.Sleep(1500 * time.Millisecond)
+	if n := res.count("start") + res.count("continue"); n != 1 {
+		t.Errorf("researcher called %d times, want 1", n)
+	}
+	var status string
+	for _, m := range fake.Thread("C1", sent.TS) {
+		if strings.Contains(string(m.Blocks), "Something went wrong") {
+			status = string(m.Blocks)
+		}
+	}
+	if status == "" || strings.Contains(status, "no_poison") || strings.Contains(status, "SQLSTATE") || !strings.Contains(status, r.ID) {
+		t.Errorf("failed status = %.400s", status)
+	}
+}
+
+// TestRunAttemptsAreBounded: a run picked up over and over without
+// finishing (its processes die) is failed once it has been picked up more
+// than five times, without researching again.
+func TestRunAttemptsAreBounded(t *testing.T) {
+	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
+	t.Cleanup(fake.Close)
+	store := memstore.New()
+	ctx := testCtx(t)
+	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
+	if _, err := store.PutThread(ctx, bot.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := store.CreateRun(ctx, bot.Run{ID: "rwedged", ThreadID: key.ThreadID(), Key: key, Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now}, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Five processes took it and died (their leases ran out).
+	for i := range 5 {
+		if _, err := store.AcquireRun(ctx, "rwedged", fmt.Sprintf("dead-%d", i), now.Add(-time.Hour+time.Duration(i)*time.Minute), time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := &scriptedResearcher{planText: "plan"}
+	runOn(t, fake, store, res)
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return !r.State.Active() })
+	if r.State != bot.StateFailed || r.Attempt != 6 || !strings.Contains(r.Error, "picked up") {
+		t.Fatalf("run = %s attempt %d %q", r.State, r.Attempt, r.Error)
+	}
+	if n := len(res.calls); n != 0 {
+		t.Errorf("researcher called %d times", n)
+	}
+}

@@ -1,0 +1,61 @@
+package storetest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+	"deepresearch/storage/dbtext"
+)
+
+// hostileTexts are what users, the model and the web may send: NUL
+// characters (Postgres refuses them in text columns), invalid UTF-8, the
+// six characters \u0000, control characters, markup and 100 KB.
+var hostileTexts = []string{
+	"nul\x00inside", "\x00", "bad utf8 \xff\xfe\xfd", `json escape \u0000 as text`, "esc \x1b]52;c;aGk=\x07 del \x7f c1 \u0085",
+	"<!channel> [https://good.example](https://evil.example) ＠here", "日本語\x00の質問", strings.Repeat("long text é ", 9000) + "\x00end",
+}
+
+// testHostileText: every text field a run carries is accepted with any
+// content and reads back as dbtext.String made it, on every engine: a
+// row refused once would be refused on every retry and wedge the run.
+func testHostileText(t *testing.T, s bot.Store) {
+	c := ctx(t)
+	for i, text := range hostileTexts {
+		id := "rh" + string(rune('a'+i))
+		r := newRun(id, "9"+string(rune('a'+i))+".0", "U1")
+		r.Question = text
+		must(t, s.CreateRun(c, r, 0))
+		got, err := s.Run(c, id)
+		must(t, err)
+		want := dbtext.String(text)
+		if got.Question != want {
+			t.Errorf("question %d read back as %.80q, want %.80q", i, got.Question, want)
+		}
+		_, err = s.AcquireRun(c, id, "A", at(0), time.Minute)
+		must(t, err)
+		pi := bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptPlan, Text: text, MessageTS: "5.0"}
+		must(t, s.WaitRun(c, id, "A", pi, at(1)))
+		got, err = s.Run(c, id)
+		must(t, err)
+		if got.Interrupt == nil || got.Interrupt.Text != want {
+			t.Errorf("interrupt %d read back as %+v", i, got.Interrupt)
+		}
+		_, err = s.Decide(c, id, bot.Decision{InterruptID: "i1", Action: bot.ActionRevise, Text: text, By: "U1", At: at(2)})
+		must(t, err)
+		got, err = s.Run(c, id)
+		must(t, err)
+		if got.Decision == nil || got.Decision.Text != want {
+			t.Errorf("decision %d read back as %+v", i, got.Decision)
+		}
+		_, err = s.AcquireRun(c, id, "A", at(3), time.Minute)
+		must(t, err)
+		must(t, s.FinishRun(c, id, "A", bot.StateFailed, text, at(4)))
+		got, err = s.Run(c, id)
+		must(t, err)
+		if got.State != bot.StateFailed || got.Error != want {
+			t.Errorf("error %d read back as %.80q (%s)", i, got.Error, got.State)
+		}
+	}
+}
