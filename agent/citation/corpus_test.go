@@ -238,3 +238,18 @@ func TestCheckTwice(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCheckCorpus checks every report of the corpus once per op.
+func BenchmarkCheckCorpus(b *testing.B) {
+	docs := corpusDocs(b)
+	look := func(u string) (Doc, bool) {
+		d, ok := docs[u]
+		return d, ok
+	}
+	cases := corpusCases(b)
+	for b.Loop() {
+		for _, c := range cases {
+			Check(c.report, look, Options{})
+		}
+	}
+}
