@@ -385,8 +385,17 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 			}
 		}
 		if len(kept) == 0 {
+			// the quote is on none of the pages: it is dropped (and
+			// loses its quotation marks); a footnote whose own quote
+			// verifies still backs the claim (the quoted words may be
+			// a title, not a quote)
 			for _, l := range g.labels {
 				g.units = append(g.units, c.use(c.unit(l, g.quote, g.start, text)))
+				if d := c.defs[l]; d != nil && d.quote != "" {
+					if own := c.unit(l, "", g.start, text); own.ok() {
+						g.units = append(g.units, c.use(own))
+					}
+				}
 			}
 			continue
 		}

@@ -115,6 +115,13 @@ func TestCheckStyles(t *testing.T) {
 			want:     []string{"row\"[^1][^2].", "[^2]: \"本法には罰則規定は設けられていない\" — AI推進法, https://x.jp/law"},
 		},
 		{
+			name:     "quoted title before the marker, quote in the footnote",
+			in:       "The guide \"Routine Vacuuming Explained\"[^1] says old rows stay.\n\n[^1]: \"does not immediately remove the old version of the row\" — Routine Vacuuming, https://x.org/vacuum\n",
+			verified: 1, dropped: 1,
+			want: []string{"The guide Routine Vacuuming Explained[^1] says old rows stay.", "[^1]: \"does not immediately remove the old version of the row\" — Routine Vacuuming, https://x.org/vacuum"},
+			not:  []string{"unverified"},
+		},
+		{
 			name:    "flag mode keeps the quote",
 			in:      "VACUUM \"returns all freed space to the operating system\"[^1].\n\n[^1]: Routine Vacuuming, https://x.org/vacuum\n",
 			dropped: 1,
