@@ -113,6 +113,10 @@ type Options struct {
 	Interactions map[string]InteractionHandler
 	// HomeSections adds blocks to a user's App Home after the recent runs.
 	HomeSections []HomeSection
+	// Attach is called by New with the new Bot, before it runs, so that
+	// extensions call Slack through it (its retries, pacing and budgets;
+	// see client.go) and check digest channels with it (CheckChannel).
+	Attach func(*Bot)
 	// ViewAcks answers view submissions whose callback_id starts with the
 	// key in the ack itself (e.g. response_action errors, so a modal with a
 	// mistake stays open). Return nil to just close the modal.
@@ -322,6 +326,9 @@ func New(researcher Researcher, store Store, opts Options) (*Bot, error) {
 	b.api = slack.New(opts.BotToken, sopts...)
 	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
+	if opts.Attach != nil {
+		opts.Attach(b)
+	}
 	return b, nil
 }
 

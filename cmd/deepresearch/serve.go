@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -287,33 +288,59 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 	default:
 		return nil, nil, errors.New("serve: no database for schedules")
 	}
-	var opts []slack.Option
-	if cfg.APIURL != "" {
-		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
-	}
-	api := slack.New(cfg.BotToken, opts...)
 	log = log.With("component", "digests")
+	// Digests call Slack through the bot (its retries, pacing and budgets)
+	// and check their channels with it: the bot attaches itself when it is
+	// built, and the scheduler starts then.
+	runner := &schedule.DigestRunner{Researcher: agentadapter.Researcher{Agent: p.agent}}
 	sched := &schedule.Scheduler{
 		Store:  st,
 		Logger: log,
-		Runner: &schedule.DigestRunner{Researcher: agentadapter.Researcher{Agent: p.agent}, Poster: &slackui.Poster{API: api}},
+		Runner: runner,
 	}
 	if cfg.DigestTick > 0 {
 		sched.Interval = cfg.DigestTick
 	}
-	ui := &slackui.UI{API: api, Logger: log, AckErrors: true,
-		Manager: &schedule.Manager{Store: st, Scheduler: sched, Admins: cfg.Approvers}}
+	mgr := &schedule.Manager{Store: st, Scheduler: sched, Admins: cfg.Approvers}
+	ui := &slackui.UI{Logger: log, AckErrors: true, Manager: mgr}
 	sched.Approvals = ui
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		if err := sched.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("serve: digest scheduler stopped", "err", err)
+	var mu sync.Mutex
+	started := false
+	start := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if started || ctx.Err() != nil {
+			return
 		}
-	}()
-	stop = func() { cancel(); <-stopped }
+		started = true
+		go func() {
+			defer close(stopped)
+			if err := sched.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("serve: digest scheduler stopped", "err", err)
+			}
+		}()
+	}
+	stop = func() {
+		cancel()
+		mu.Lock()
+		wait := started
+		started = true // never starts after this
+		mu.Unlock()
+		if wait {
+			<-stopped
+		}
+	}
+	attach := func(b *bot.Bot) {
+		ui.API = b
+		runner.Poster = &slackui.Poster{API: b}
+		runner.Channels = b
+		mgr.Channels = b
+		start()
+	}
 	return func(o *bot.Options) {
+		o.Attach = attach
 		o.Subcommands = map[string]bot.SlashHandler{"schedule": ui.SlashSchedule, "schedules": ui.SlashSchedules}
 		o.Interactions = map[string]bot.InteractionHandler{slackui.Prefix: ui.HandleInteraction}
 		o.HomeSections = []bot.HomeSection{ui.HomeSection}

@@ -166,7 +166,7 @@ type modalMeta struct {
 func (u *UI) ScheduleModal(topic, channel, tz string, meta modalMeta) slack.ModalViewRequest {
 	topicIn := slack.NewPlainTextInputBlockElement(plain("e.g. Weekly competitor news: pricing, launches, hires"), actionInput)
 	topicIn.Multiline = true
-	topicIn.InitialValue = topic
+	topicIn.InitialValue = bot.CleanText(topic) // the user's own words, editable: no markup is parsed in an input
 	topicIn.MaxLength = 2000
 
 	chIn := slack.NewOptionsSelectBlockElement(slack.OptTypeConversations, plain("Channel"), actionInput)
@@ -390,7 +390,7 @@ func ScheduleBlocks(list []schedule.Schedule, now time.Time) []slack.Block {
 			opts = append(opts, "asks for approval")
 		}
 		if sc.Options.Depth != "" {
-			opts = append(opts, sc.Options.Depth)
+			opts = append(opts, Escape(sc.Options.Depth))
 		}
 		text := fmt.Sprintf("*%s*\n`%s` (%s) in %s · %s", Escape(truncate(sc.Topic, 300)), Escape(sc.Spec), Escape(sc.TZ), bot.ChannelRef(sc.Channel), status(sc, now))
 		if len(opts) > 0 {
