@@ -256,9 +256,54 @@ func (u *unit) ok() bool { return u.fn.Status == Verified }
 // closers maps a closing quotation mark to its opening mark.
 var closers = map[rune]string{'"': "\"", '”': "“", '’': "‘", '」': "「", '』': "『", '»': "«"}
 
+// maxAttribution is the most text that may stand between a quotation and
+// its marker: who said it ("…," said the analyst[^1], 「…」と述べた[^1]).
+const maxAttribution = 40
+
 // inlineQuote finds a quotation that ends right before byte i (white space
-// and one punctuation mark may stand between), within its paragraph.
-func inlineQuote(text string, i, floor int, minRunes int) (g group, ok bool) {
+// and one punctuation mark may stand between), or before a short
+// attribution in the same sentence, within its paragraph.
+func inlineQuote(text string, i, floor int, minRunes int) (group, bool) {
+	if g, ok := quoteEndingAt(text, i, floor, minRunes); ok {
+		return g, true
+	}
+	// look back over an attribution: no sentence end, line break or
+	// other quotation mark on the way
+	n := 0
+	for j := i; j > floor && n < maxAttribution; n++ {
+		r, size := utf8.DecodeLastRuneInString(text[floor:j])
+		if strings.ContainsRune("。．！？!?\n「『“‘«", r) || r == '.' && n > 0 {
+			break
+		}
+		if _, isClose := closers[r]; isClose {
+			g, ok := quoteEndingAt(text, j, floor, minRunes)
+			if ok && attribution(text[g.qClose+g.closeLen:i]) {
+				return g, true
+			}
+			break
+		}
+		j -= size
+	}
+	return group{}, false
+}
+
+// saidRE is an attribution that ends the clause: who, a verb of saying,
+// and at most two more words ("said Dana Whitfield", "the manual says").
+var saidRE = regexp.MustCompile(`(?i)^[,;:]?\s*(?:\S+\s+){0,4}?(?:said|says|added|adds|wrote|writes|noted|notes|stated|states|warned|warns|explained|explains|told|argued|argues|claimed|claims|reported|reports|announced|announces|concluded|concludes)(?:\s+\S+){0,2}\s*$|^[,;:]?\s+according to(?:\s+\S+){1,4}\s*$`)
+
+// attribution reports whether the text between a quotation and its marker
+// only says who said it: ", said the analyst", ", she added", 「…」と述べた.
+// A clause of its own ("… page explains that tables shrink") is not.
+func attribution(s string) bool {
+	if strings.HasPrefix(s, "と") {
+		return utf8.RuneCountInString(s) <= 12
+	}
+	return saidRE.MatchString(s) && !strings.Contains(strings.ToLower(s), " that ")
+}
+
+// quoteEndingAt finds a quotation whose closing mark stands right before
+// byte i (white space and one punctuation mark may stand between).
+func quoteEndingAt(text string, i, floor int, minRunes int) (g group, ok bool) {
 	j := i
 	skip := func() {
 		for j > floor && (text[j-1] == ' ' || text[j-1] == '\t') {
@@ -630,7 +675,7 @@ func (c *checker) defLine(u *unit) string {
 	default:
 		var b strings.Builder
 		fmt.Fprintf(&b, "[^%d]: ", u.number)
-		if q := collapseSpace(u.fn.Quote); q != "" {
+		if q := strings.Trim(collapseSpace(u.fn.Quote), " ,;:、，"); q != "" {
 			switch {
 			case c.opts.Language == "ja" && !strings.ContainsAny(q, "「」"):
 				b.WriteString("「" + q + "」 — ")

@@ -115,6 +115,18 @@ func TestCheckStyles(t *testing.T) {
 			want:     []string{"row\"[^1][^2].", "[^2]: \"本法には罰則規定は設けられていない\" — AI推進法, https://x.jp/law"},
 		},
 		{
+			name:     "attribution between the quote and the marker",
+			in:       "\"An UPDATE or DELETE of a row does not immediately remove the old version,\" the manual says[^1]. 法律は「本法には罰則規定は設けられていない」と定める[^2]。\n\n[^1]: Routine Vacuuming, https://x.org/vacuum\n[^2]: AI推進法, https://x.jp/law\n",
+			verified: 2,
+			want:     []string{"the manual says[^1].", "と定める[^2]。", "[^2]: \"本法には罰則規定は設けられていない\" — AI推進法"},
+		},
+		{
+			name:    "a quoted term is not the quote of a later claim",
+			in:      "The \"Routine Vacuuming\" page explains that tables shrink[^1].\n\n[^1]: Routine Vacuuming, https://x.org/vacuum\n",
+			dropped: 1,
+			want:    []string{"The \"Routine Vacuuming\" page explains that tables shrink (unverified)."},
+		},
+		{
 			name:     "quoted title before the marker, quote in the footnote",
 			in:       "The guide \"Routine Vacuuming Explained\"[^1] says old rows stay.\n\n[^1]: \"does not immediately remove the old version of the row\" — Routine Vacuuming, https://x.org/vacuum\n",
 			verified: 1, dropped: 1,
