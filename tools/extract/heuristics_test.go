@@ -137,6 +137,14 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"A long title of a story about the stars", "psi sentence number 0"},
 			notWant: []string{"Load more"},
 		},
+		{
+			name: "collapsed sections and tabs hold content; a hidden menu does not",
+			body: `<article><h1>Widget</h1><p>` + prose("omega", 2) + `</p><div role="tablist"><div role="tabpanel"><p>` + prose("alef", 2) +
+				`</p></div></div><div class="accordion"><button>Details</button><div hidden><p>` + prose("bet", 2) + `</p></div></div>` +
+				`<ul hidden><li><a href="/a">Account settings</a></li><li><a href="/b">Sign out of this site</a></li></ul></article>`,
+			want:    []string{"omega sentence number 1", "alef sentence number 1", "bet sentence number 1"},
+			notWant: []string{"Account settings", "Sign out"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,7 +49,7 @@ var dropTags = map[string]bool{
 var dropRoles = map[string]bool{
 	"navigation": true, "banner": true, "contentinfo": true, "complementary": true,
 	"search": true, "menu": true, "menubar": true, "dialog": true, "alertdialog": true,
-	"toolbar": true, "tablist": true, "button": true,
+	"toolbar": true, "button": true,
 }
 
 // negWords are class/id words of page furniture.
@@ -209,24 +209,25 @@ func hiddenClass(classes []string) bool {
 	return hidden
 }
 
-// isHidden reports elements hidden by attribute or inline style.
-func isHidden(n *html.Node) bool {
+// hiddenBy names the attribute that hides n ("hidden", "style",
+// "aria-hidden"), or returns "".
+func hiddenBy(n *html.Node) string {
 	for _, a := range n.Attr {
 		switch a.Key {
 		case "hidden":
-			return true
+			return a.Key
 		case "style":
 			s := strings.ToLower(strings.ReplaceAll(a.Val, " ", ""))
 			if strings.Contains(s, "display:none") || strings.Contains(s, "visibility:hidden") {
-				return true
+				return a.Key
 			}
 		case "aria-hidden":
 			if a.Val == "true" {
-				return true
+				return a.Key
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // measure fills e.size for every element under body and returns body's
@@ -494,8 +495,15 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 	if tag == "noscript" {
 		return !e.noscriptMain
 	}
-	if isHidden(n) || e.popups[n] {
+	if e.popups[n] {
 		return true
+	}
+	if h := hiddenBy(n); h != "" {
+		// Content behind the hidden attribute is collapsed, not gone: a
+		// tab, an accordion, "read more". It is kept when it holds prose.
+		if h != "hidden" || e.size[n].paras == 0 {
+			return true
+		}
 	}
 	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
 		// A "button" holding prose is a clickable card (a story's title
