@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot/slackfake"
 )
 
@@ -105,5 +106,57 @@ func TestServeModelEndpointHealth(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// A refused key or an unserved model: serve starts, but /healthz is not
+// ready and names the variable to fix.
+func TestServeNotReadyReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		llm  []llmtest.Option
+		set  map[string]string
+		want string
+	}{
+		{"wrong key", []llmtest.Option{llmtest.WithAPIKey("right")}, map[string]string{"OPENAI_API_KEY": "sk-wrong-7f3a"}, "OPENAI_API_KEY"},
+		{"model not served", []llmtest.Option{llmtest.WithModels("other")}, nil, "DEEPRESEARCH_MODEL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
+			defer fake.Close()
+			httpAddr := freeAddr(t)
+			llmVars, _ := newAskWorld(t, worldOpts{llm: tc.llm})
+			extra := map[string]string{"DEEPRESEARCH_HTTP_ADDR": httpAddr, "OPENAI_BASE_URL": llmVars["OPENAI_BASE_URL"]}
+			for k, v := range tc.set {
+				extra[k] = v
+			}
+			vars := serveEnv(t, fake, extra)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			logs := &syncBuffer{}
+			done := make(chan int, 1)
+			go func() { done <- run(ctx, []string{"serve"}, mapEnv(vars), nil, io.Discard, logs) }()
+			var code int
+			var body string
+			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				resp, err := http.Get("http://" + httpAddr + "/healthz")
+				if err != nil {
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if code, body = resp.StatusCode, string(b); code == http.StatusServiceUnavailable {
+					break
+				}
+			}
+			if code != http.StatusServiceUnavailable || !strings.Contains(body, tc.want) {
+				t.Errorf("/healthz = %d %q, want 503 naming %s\n%s", code, body, tc.want, logs.String())
+			}
+			if strings.Contains(logs.String()+body, "sk-wrong-7f3a") {
+				t.Errorf("the key was logged:\n%s%s", logs.String(), body)
+			}
+			cancel()
+			<-done
+		})
 	}
 }
