@@ -281,11 +281,32 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.apiKey == "" {
 		return true
 	}
-	if r.Header.Get("Authorization") == "Bearer "+s.apiKey || r.Header.Get("api-key") == s.apiKey {
-		return true
+	got := r.Header.Get("api-key")
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		got = strings.TrimPrefix(auth, "Bearer ")
 	}
-	writeError(w, http.StatusUnauthorized, nil, "Incorrect API key provided (llmtest).", "invalid_request_error", "invalid_api_key", "")
+	switch got {
+	case s.apiKey:
+		return true
+	case "":
+		// OpenAI's answer to a request without a key: no code.
+		writeError(w, http.StatusUnauthorized, nil, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+			"invalid_request_error", "", "")
+	default:
+		// OpenAI echoes the key masked (its start and last four characters).
+		writeError(w, http.StatusUnauthorized, nil, "Incorrect API key provided: "+maskKey(got)+". You can find your API key in your account settings.",
+			"invalid_request_error", "invalid_api_key", "")
+	}
 	return false
+}
+
+// maskKey shows a key the way OpenAI's 401 does: the first three and last
+// four characters.
+func maskKey(k string) string {
+	if len(k) < 12 {
+		return strings.Repeat("*", len(k))
+	}
+	return k[:3] + "********" + k[len(k)-4:]
 }
 
 func (s *Server) listModels(w http.ResponseWriter) {

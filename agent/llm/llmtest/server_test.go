@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -346,5 +347,63 @@ func TestRejectedFormatKeepsQueue(t *testing.T) {
 	resp, err := c.CreateChatCompletion(context.Background(), req)
 	if err != nil || resp.Choices[0].Message.Content != `{"a":1}` {
 		t.Fatalf("resp=%v err=%v", resp, err)
+	}
+}
+
+// The fake answers auth and model errors with the bodies OpenAI sends, so
+// clients are tested against what they will meet.
+func TestErrorBodiesLikeOpenAI(t *testing.T) {
+	s := NewServer(t, func(*Request) Reply { return Text("ok") }, WithModels("gpt-real"), WithAPIKey("sk-right-key-0000"))
+	type apiError struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}
+	do := func(method, path, key, body string) (int, apiError) {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.RootURL()+path, strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := s.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v struct {
+			Error apiError `json:"error"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, v.Error
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "<null>"
+		}
+		return *p
+	}
+	chat := `{"model":"gpt-nope","messages":[{"role":"user","content":"x"}]}`
+	for _, tc := range []struct {
+		name, method, path, key, body string
+		status                        int
+		code, param, msgPrefix        string
+	}{
+		{"no key", "GET", "/v1/models", "", "", 401, "<null>", "<null>", "You didn't provide an API key."},
+		{"wrong key", "GET", "/v1/models", "sk-wrong-key-7f3a", "", 401, "invalid_api_key", "<null>", "Incorrect API key provided: sk-********7f3a."},
+		{"unknown model by id", "GET", "/v1/models/gpt-nope", "sk-right-key-0000", "", 404, "model_not_found", "model", "The model 'gpt-nope' does not exist"},
+		{"chat with unknown model", "POST", "/v1/chat/completions", "sk-right-key-0000", chat, 404, "model_not_found", "<null>", "The model `gpt-nope` does not exist or you do not have access to it."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, e := do(tc.method, tc.path, tc.key, tc.body)
+			if status != tc.status || str(e.Code) != tc.code || str(e.Param) != tc.param || e.Type != "invalid_request_error" || !strings.HasPrefix(e.Message, tc.msgPrefix) {
+				t.Errorf("got %d %+v (code %s, param %s), want %d code %s param %s message %q…", status, e, str(e.Code), str(e.Param), tc.status, tc.code, tc.param, tc.msgPrefix)
+			}
+			if strings.Contains(e.Message, "wrong-key") {
+				t.Errorf("the key is echoed unmasked: %q", e.Message)
+			}
+		})
 	}
 }
