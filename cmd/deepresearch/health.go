@@ -37,11 +37,44 @@ func newModelHealth(log *slog.Logger, every time.Duration) *modelHealth {
 	return &modelHealth{log: log, every: every, wake: make(chan struct{}, 1)}
 }
 
-// Health is bot.Options.Health: the reason the model cannot be used, or nil.
+// Health is bot.Options.Health: why the model cannot be used, or nil. The
+// error's text is a plain sentence for the person in Slack (which
+// variable an admin should fix, no hosts or driver messages); it wraps the
+// check's error, which /healthz and the log show.
 func (h *modelHealth) Health(context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err
+	if h.err == nil {
+		return nil
+	}
+	return plainModelError(h.err)
+}
+
+// peopleError is an error whose text is meant for people; the detail it
+// wraps is for operators.
+type peopleError struct {
+	plain  string
+	detail error
+}
+
+func (e *peopleError) Error() string { return e.plain }
+func (e *peopleError) Unwrap() error { return e.detail }
+
+func plainModelError(err error) error {
+	var plain string
+	switch {
+	case errors.Is(err, llm.ErrUnauthorized), errors.Is(err, llm.ErrForbidden), errors.Is(err, llm.ErrMissingAPIKey):
+		plain = "the language model refuses the bot's API key (an admin should check OPENAI_API_KEY)"
+	case errors.Is(err, llm.ErrModelNotFound):
+		plain = "the language model server does not serve the configured model (an admin should check DEEPRESEARCH_MODEL and its per-role variants)"
+	case errors.Is(err, llm.ErrConnection), errors.Is(err, llm.ErrTimeout):
+		plain = "the language model server does not answer (an admin should check OPENAI_BASE_URL and that the server is running)"
+	case errors.Is(err, llm.ErrConfig):
+		plain = "the language model is not configured correctly (an admin should check DEEPRESEARCH_MODEL and OPENAI_BASE_URL)"
+	default:
+		plain = "the language model server is failing (an admin should check the bot's log)"
+	}
+	return &peopleError{plain: plain, detail: err}
 }
 
 // set records a check's outcome and logs when it changes.

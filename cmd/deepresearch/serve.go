@@ -469,9 +469,13 @@ func healthHandler(next http.Handler, health func(context.Context) error) http.H
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			if err := health(r.Context()); err != nil {
+				msg := err.Error()
+				if d := errors.Unwrap(err); d != nil { // the operator's detail
+					msg += ": " + d.Error()
+				}
 				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "not ready: model endpoint: %s\n", termSafe(err.Error()))
+				fmt.Fprintf(w, "not ready: %s\n", termSafe(msg))
 				return
 			}
 		}

@@ -85,6 +85,15 @@ func TestServeModelEndpointHealth(t *testing.T) {
 	if err := fake.Wait(wctx, told); err != nil {
 		t.Fatalf("the person was not told why (mention %s): %v\n%s", sent.EnvelopeID, err, logs.String())
 	}
+	for _, m := range fake.BotMessages("C1") {
+		// a plain sentence for people; hosts and dial errors stay in the log
+		if strings.Contains(m.Text, llmAddr) || strings.Contains(m.Text, "dial tcp") {
+			t.Errorf("internal detail reached the channel: %q", m.Text)
+		}
+	}
+	if _, body := healthz(); !strings.Contains(body, llmAddr) {
+		t.Errorf("/healthz lacks the operator's detail: %q", body)
+	}
 	if model.Calls() != 0 {
 		t.Errorf("%d model calls while the endpoint was down", model.Calls())
 	}
