@@ -81,6 +81,9 @@ func (s *Server) apiHandlers() map[string]apiHandler {
 		"files.getUploadURLExternal":            s.filesGetUploadURLExternal,
 		"files.completeUploadExternal":          s.filesCompleteUploadExternal,
 		"files.delete":                          s.filesDelete,
+		"chat.startStream":                      s.chatStartStream,
+		"chat.appendStream":                     s.chatAppendStream,
+		"chat.stopStream":                       s.chatStopStream,
 		"files.upload":                          s.filesUploadRetired,
 	}
 }

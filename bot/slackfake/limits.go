@@ -25,6 +25,13 @@ type Limits struct {
 	// 5; a negative PostInterval leaves chat.postMessage unlimited.
 	PostInterval time.Duration
 	PostBurst    int
+	// StartStreamsPerMinute bounds chat.startStream and chat.stopStream per
+	// workspace, each on its own (Tier 2, "20+ per minute"), and
+	// AppendsPerMinute chat.appendStream (Tier 4, "100+ per minute"), each
+	// a bucket as large as a minute's calls. They do not share
+	// chat.update's budget. Defaults 20 and 100; negative: unlimited.
+	StartStreamsPerMinute int
+	AppendsPerMinute      int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -39,6 +46,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.PostBurst <= 0 {
 		l.PostBurst = 5
+	}
+	if l.StartStreamsPerMinute == 0 {
+		l.StartStreamsPerMinute = 20
+	}
+	if l.AppendsPerMinute == 0 {
+		l.AppendsPerMinute = 100
 	}
 	return l
 }
@@ -73,9 +86,12 @@ func (s *Server) RateLimited(method string) int {
 // tierLimits is the enforcement state: one chat.update bucket for the
 // workspace and one chat.postMessage bucket per channel.
 type tierLimits struct {
-	cfg    Limits
-	update *bucket            // nil: unlimited
-	posts  map[string]*bucket // by channel; nil map: unlimited
+	cfg         Limits
+	update      *bucket            // nil: unlimited
+	posts       map[string]*bucket // by channel; nil map: unlimited
+	startStream *bucket            // nil: unlimited
+	stopStream  *bucket            // nil: unlimited
+	append      *bucket            // nil: unlimited
 }
 
 func newTierLimits(l *Limits) *tierLimits {
@@ -91,6 +107,15 @@ func newTierLimits(l *Limits) *tierLimits {
 	if cfg.PostInterval > 0 {
 		t.posts = map[string]*bucket{}
 	}
+	perMinute := func(n int) *bucket {
+		if n <= 0 {
+			return nil
+		}
+		return &bucket{rate: float64(n) / 60, burst: float64(n), tokens: float64(n), last: now}
+	}
+	t.startStream = perMinute(cfg.StartStreamsPerMinute)
+	t.stopStream = perMinute(cfg.StartStreamsPerMinute)
+	t.append = perMinute(cfg.AppendsPerMinute)
 	return t
 }
 
@@ -124,6 +149,12 @@ func (s *Server) tierLimitLocked(req *apiRequest, now time.Time) (limited bool, 
 	switch req.method {
 	case "chat.update":
 		b = t.update
+	case "chat.startStream":
+		b = t.startStream
+	case "chat.stopStream":
+		b = t.stopStream
+	case "chat.appendStream":
+		b = t.append
 	case "chat.postMessage":
 		if t.posts == nil {
 			return false, 0

@@ -182,6 +182,7 @@ type Server struct {
 	files      map[string]*fileState
 	fileOrder  []string
 	uploads    map[string]string // upload key -> file id
+	streams    []*Stream         // chat.startStream messages, in order
 	views      map[string]*viewState
 	viewOrder  []string
 	homeViews  map[string]string // user id -> view id

@@ -1,0 +1,278 @@
+package slackfake
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Streaming messages (chat.startStream, chat.appendStream, chat.stopStream):
+// the way a Slack AI app shows its work since 2025 — a message in a thread
+// that grows by chunks (markdown_text, task_update cards with sources,
+// plan_update, blocks) and ends with optional final blocks. Facts modelled
+// here are in shared/slack-facts.md ("Agent messages"): thread_ts is
+// required, channels (not DMs) need recipient_user_id and
+// recipient_team_id, task_display_mode is timeline (default) or plan, a
+// task card source needs text, a blocks chunk holds at most 50 blocks, and
+// a stopped stream takes no more chunks.
+
+// Stream is a streaming message as the fake saw it.
+type Stream struct {
+	Channel         string
+	TS              string
+	ThreadTS        string
+	DisplayMode     string // "timeline" or "plan"
+	RecipientUser   string
+	RecipientTeam   string
+	Chunks          []json.RawMessage // every chunk appended, in order (markdown_text from start/append as chunks too)
+	FinalBlocks     json.RawMessage   // the blocks chat.stopStream ended it with
+	Open            bool
+	StartedAt       time.Time
+	StoppedAt       time.Time
+	AppendCalls     int
+	lastAppendTotal int
+}
+
+// Tasks returns the last state of each task card of a stream by id, in
+// the order the cards first appeared.
+func (st Stream) Tasks() []TaskCard {
+	var order []string
+	cards := map[string]TaskCard{}
+	for _, raw := range st.Chunks {
+		var c TaskCard
+		if json.Unmarshal(raw, &c) != nil || c.Type != "task_update" {
+			continue
+		}
+		if _, ok := cards[c.ID]; !ok {
+			order = append(order, c.ID)
+		}
+		cards[c.ID] = c
+	}
+	out := make([]TaskCard, 0, len(order))
+	for _, id := range order {
+		out = append(out, cards[id])
+	}
+	return out
+}
+
+// PlanTitle returns the last plan_update title of a stream.
+func (st Stream) PlanTitle() string {
+	title := ""
+	for _, raw := range st.Chunks {
+		var c struct{ Type, Title string }
+		if json.Unmarshal(raw, &c) == nil && c.Type == "plan_update" {
+			title = c.Title
+		}
+	}
+	return title
+}
+
+// TaskCard is a task_update chunk.
+type TaskCard struct {
+	Type    string       `json:"type"`
+	ID      string       `json:"id"`
+	Title   string       `json:"title"`
+	Status  string       `json:"status,omitempty"`
+	Details string       `json:"details,omitempty"`
+	Output  string       `json:"output,omitempty"`
+	Sources []TaskSource `json:"sources,omitempty"`
+}
+
+// TaskSource is a source on a task card.
+type TaskSource struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
+	Text string `json:"text"`
+}
+
+var taskStatuses = []string{"pending", "in_progress", "complete", "error"}
+
+// validateChunks checks a chunks parameter as Slack does and returns the
+// chunks, or an error code.
+func validateChunks(raw string) ([]json.RawMessage, string) {
+	if raw == "" {
+		return nil, ""
+	}
+	var chunks []json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &chunks); err != nil {
+		return nil, "invalid_chunks"
+	}
+	for _, c := range chunks {
+		var head struct {
+			Type   string            `json:"type"`
+			Text   *string           `json:"text"`
+			ID     string            `json:"id"`
+			Title  string            `json:"title"`
+			Status string            `json:"status"`
+			Blocks []json.RawMessage `json:"blocks"`
+		}
+		if err := json.Unmarshal(c, &head); err != nil {
+			return nil, "invalid_chunks"
+		}
+		switch head.Type {
+		case "markdown_text":
+			if head.Text == nil {
+				return nil, "invalid_chunks"
+			}
+		case "task_update":
+			var card TaskCard
+			if err := json.Unmarshal(c, &card); err != nil || card.ID == "" || card.Title == "" {
+				return nil, "invalid_chunks"
+			}
+			if card.Status != "" && !slices.Contains(taskStatuses, card.Status) {
+				return nil, "invalid_chunks"
+			}
+			for _, src := range card.Sources {
+				if strings.TrimSpace(src.Text) == "" || src.URL == "" {
+					return nil, "invalid_chunks" // a source without text is rejected
+				}
+			}
+		case "plan_update":
+			if head.Title == "" {
+				return nil, "invalid_chunks"
+			}
+		case "blocks":
+			if len(head.Blocks) == 0 || len(head.Blocks) > maxBlocks {
+				return nil, "invalid_blocks"
+			}
+			b, _ := json.Marshal(head.Blocks)
+			if e := validateBlocks(string(b)); e != "" {
+				return nil, e
+			}
+		default:
+			return nil, "invalid_chunks"
+		}
+	}
+	return chunks, ""
+}
+
+// streamChunks reads markdown_text and chunks of a streaming call.
+func streamChunks(r *apiRequest) ([]json.RawMessage, string) {
+	chunks, e := validateChunks(r.get("chunks"))
+	if e != "" {
+		return nil, e
+	}
+	if md := r.get("markdown_text"); md != "" {
+		if len(chunks) > 0 {
+			return nil, "invalid_arguments" // one or the other
+		}
+		b, _ := json.Marshal(map[string]string{"type": "markdown_text", "text": md})
+		chunks = []json.RawMessage{b}
+	}
+	return chunks, ""
+}
+
+func (s *Server) chatStartStream(r *apiRequest) apiResult {
+	channel, threadTS := r.get("channel"), r.get("thread_ts")
+	if channel == "" {
+		return fail("channel_not_found")
+	}
+	if threadTS == "" {
+		return fail("invalid_arguments")
+	}
+	mode := r.get("task_display_mode")
+	if mode == "" {
+		mode = "timeline"
+	}
+	if mode != "timeline" && mode != "plan" {
+		return fail("invalid_arguments")
+	}
+	chunks, e := streamChunks(r)
+	if e != "" {
+		return fail(e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	channel = s.resolveChannelLocked(channel)
+	// In channels a stream is addressed to the user it answers (the
+	// method's reference; the error codes as reported in openclaw#20988).
+	if !strings.HasPrefix(channel, "D") {
+		switch {
+		case r.get("recipient_team_id") == "":
+			return fail("missing_recipient_team_id")
+		case r.get("recipient_user_id") == "":
+			return fail("missing_recipient_user_id")
+		}
+	}
+	m := &Message{Channel: channel, TS: s.nextTSLocked(), ThreadTS: threadTS, User: s.cfg.botUserID, BotID: s.cfg.botID, PostedAt: time.Now(), Params: map[string]string{"streaming": "true"}}
+	s.addMessageLocked(m)
+	st := &Stream{Channel: channel, TS: m.TS, ThreadTS: threadTS, DisplayMode: mode, RecipientUser: r.get("recipient_user_id"),
+		RecipientTeam: r.get("recipient_team_id"), Chunks: chunks, Open: true, StartedAt: time.Now()}
+	s.streams = append(s.streams, st)
+	s.notifyLocked()
+	return ok(map[string]any{"channel": channel, "ts": m.TS})
+}
+
+func (s *Server) streamLocked(channel, ts string) *Stream {
+	for _, st := range s.streams {
+		if st.Channel == channel && st.TS == ts {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *Server) chatAppendStream(r *apiRequest) apiResult {
+	chunks, e := streamChunks(r)
+	if e != "" {
+		return fail(e)
+	}
+	if len(chunks) == 0 {
+		return fail("invalid_arguments")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streamLocked(s.resolveChannelLocked(r.get("channel")), r.get("ts"))
+	switch {
+	case st == nil:
+		return fail("message_not_found")
+	case !st.Open:
+		return fail("message_not_in_streaming_state")
+	}
+	st.Chunks = append(st.Chunks, chunks...)
+	st.AppendCalls++
+	s.notifyLocked()
+	return ok(map[string]any{"channel": st.Channel, "ts": st.TS})
+}
+
+func (s *Server) chatStopStream(r *apiRequest) apiResult {
+	chunks, e := streamChunks(r)
+	if e != "" {
+		return fail(e)
+	}
+	blocks := r.get("blocks")
+	if e := validateBlocks(blocks); e != "" {
+		return fail(e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streamLocked(s.resolveChannelLocked(r.get("channel")), r.get("ts"))
+	switch {
+	case st == nil:
+		return fail("message_not_found")
+	case !st.Open:
+		return fail("message_not_in_streaming_state")
+	}
+	st.Chunks = append(st.Chunks, chunks...)
+	st.FinalBlocks = rawJSON(blocks)
+	st.Open, st.StoppedAt = false, time.Now()
+	if m := s.findMessageLocked(st.Channel, st.TS); m != nil && len(st.FinalBlocks) > 0 {
+		m.Blocks = st.FinalBlocks
+	}
+	s.notifyLocked()
+	return ok(map[string]any{"channel": st.Channel, "ts": st.TS})
+}
+
+// Streams returns the streaming messages the bot started, in order.
+func (s *Server) Streams() []Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		cp := *st
+		cp.Chunks = slices.Clone(st.Chunks)
+		out = append(out, cp)
+	}
+	return out
+}
