@@ -27,9 +27,22 @@ const maxListed = 20
 // ErrModelNotFound or ErrServer, whose one-line message names the variable
 // to fix (OPENAI_BASE_URL, OPENAI_API_KEY, DEEPRESEARCH_MODEL or a role's
 // DEEPRESEARCH_MODEL_*). Servers that do not list models (Azure
-// deployments) are checked for reachability and the key only.
+// deployments) are checked for reachability and the key only; a key that
+// may not list them (403) is checked with one chat call of one token per
+// model.
 func (c *Client) Check(ctx context.Context) error {
 	served, err := c.servedModels(ctx)
+	if errors.Is(err, ErrForbidden) {
+		// A key restricted to chat (OpenAI project keys without the
+		// model-read scope) may not list models: one tiny chat call per
+		// model tells whether it works.
+		for _, m := range c.modelsInUse() {
+			if err := c.probe(ctx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -152,6 +165,24 @@ func (c *Client) retrievable(ctx context.Context, model string) (bool, error) {
 		return true, nil // 405 and the like: the server has no such route
 	}
 	return false, c.checkError(ctx, f)
+}
+
+// probe makes one chat call of one completion token with m's model: an
+// error only when the key is refused, the model is not served or the
+// server cannot be reached.
+func (c *Client) probe(ctx context.Context, m modelUse) error {
+	actx, cancel := context.WithTimeout(ctx, min(c.opts.Timeout, checkTimeout))
+	defer cancel()
+	resp, err := c.api.CreateChatCompletion(actx, c.buildRequest(m.model, Request{Messages: []Message{User("Reply with OK.")}, MaxTokens: 1}))
+	if err == nil {
+		return nil
+	}
+	f := c.classify(actx, err, resp.Header(), m.model, m.env)
+	switch f.kind {
+	case ErrUnauthorized, ErrForbidden, ErrModelNotFound, ErrConnection, ErrTimeout:
+		return c.checkError(ctx, f)
+	}
+	return nil // the server answered: whatever it disliked, a real request may not
 }
 
 // checkError turns a failed check request into an *Error whose message

@@ -3,8 +3,12 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -182,5 +186,41 @@ func TestNoticeSlow(t *testing.T) {
 	}
 	if n.Attempt != 1 || n.Wait < 10*time.Millisecond {
 		t.Errorf("slow notice = %+v", n)
+	}
+}
+
+// A key that may chat but not list models (403 on GET /models, as OpenAI
+// answers a project key without the model-read scope) passes Check through
+// one tiny chat call per model; a model the server refuses still fails.
+func TestCheckKeyWithoutModelRead(t *testing.T) {
+	fake := llmtest.NewServer(t, func(*llmtest.Request) llmtest.Reply { return llmtest.Text("OK") }, llmtest.WithModels("m-one"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/models") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"error":{"message":"You have insufficient permissions for this operation. Missing scopes: api.model.read.","type":"invalid_request_error","param":null,"code":null}}`)
+			return
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		model   string
+		wantErr error
+	}{{"m-one", nil}, {"m-two", ErrModelNotFound}} {
+		c, err := New(Options{APIKey: "k", BaseURL: srv.URL + "/v1", Model: tc.model, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Check(context.Background())
+		if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+			t.Errorf("model %s: Check = %v, want %v", tc.model, err, tc.wantErr)
+		}
+		if tc.wantErr != nil && !strings.Contains(fmt.Sprint(err), "DEEPRESEARCH_MODEL") {
+			t.Errorf("model %s: error does not name DEEPRESEARCH_MODEL: %v", tc.model, err)
+		}
+	}
+	if r := fake.LastRequest(); r == nil || r.MaxTokens != 1 {
+		t.Errorf("probe request = %+v, want one token", r)
 	}
 }
