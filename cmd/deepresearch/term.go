@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -47,8 +48,10 @@ func unsafeRune(r rune) bool {
 }
 
 // termWriter passes everything written through termSafe. A UTF-8 sequence
-// split across writes is held back until it is complete.
+// split across writes is held back until it is complete. It is safe for
+// concurrent use (progress lines and log records share stderr).
 type termWriter struct {
+	mu    sync.Mutex
 	w     io.Writer
 	carry []byte
 }
@@ -56,6 +59,8 @@ type termWriter struct {
 func newTermWriter(w io.Writer) *termWriter { return &termWriter{w: w} }
 
 func (t *termWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	data := p
 	if len(t.carry) > 0 {
 		data = append(t.carry, p...)
