@@ -26,10 +26,13 @@ import (
 // so that a benchmark run takes seconds; the ratio is what matters.
 const latMin, latMax = 30 * time.Millisecond, 80 * time.Millisecond
 
-func latency(key string) time.Duration {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return latMin + time.Duration(h.Sum32()%uint32(latMax-latMin+1))
+func latency(key string) time.Duration { return between(0, key, latMin, latMax) }
+
+// between is a seeded latency in [lo, hi] for a call identified by key.
+func between(seed uint64, key string, lo, hi time.Duration) time.Duration {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s", seed, key)
+	return lo + time.Duration(h.Sum64()%uint64(hi-lo+1))
 }
 
 // span is one call to an external service (LLM, search, fetch).
@@ -37,6 +40,8 @@ type span struct {
 	start, end time.Time
 	ns         string
 	step, task int
+	kind       string // "llm", "search" or "fetch"
+	node       string // the LLM call's node
 }
 
 type tracer struct {
@@ -44,8 +49,11 @@ type tracer struct {
 	spans []span
 }
 
-func (tr *tracer) track(ctx context.Context, fn func()) {
-	s := span{start: time.Now()}
+func (tr *tracer) track(ctx context.Context, kind string, fn func()) {
+	s := span{start: time.Now(), kind: kind}
+	if kind == "llm" {
+		s.node = llm.NodeFrom(ctx)
+	}
 	if ti, ok := graph.CurrentTask(ctx); ok {
 		s.ns, s.step, s.task = ti.NS, ti.Step, ti.Task
 	}
@@ -121,24 +129,24 @@ type tracedLLM struct {
 }
 
 func (t tracedLLM) Chat(ctx context.Context, req llm.Request) (r llm.Response, err error) {
-	t.tr.track(ctx, func() { r, err = t.LLM.Chat(ctx, req) })
+	t.tr.track(ctx, "llm", func() { r, err = t.LLM.Chat(ctx, req) })
 	return
 }
 
 func (t tracedLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schema, out any) (r llm.Response, err error) {
-	t.tr.track(ctx, func() { r, err = t.LLM.ChatJSON(ctx, req, s, out) })
+	t.tr.track(ctx, "llm", func() { r, err = t.LLM.ChatJSON(ctx, req, s, out) })
 	return
 }
 
 type slowSearch struct {
 	fakeSearch
-	tr    *tracer
-	scale float64
+	tr  *tracer
+	lat func(key string) time.Duration
 }
 
 func (s *slowSearch) Search(ctx context.Context, q search.Query) (rs []search.Result, err error) {
-	s.tr.track(ctx, func() {
-		time.Sleep(time.Duration(float64(latency("search "+q.Text)) * s.scale))
+	s.tr.track(ctx, "search", func() {
+		time.Sleep(s.lat("search " + q.Text))
 		rs, err = s.fakeSearch.Search(ctx, q)
 	})
 	return
@@ -146,13 +154,13 @@ func (s *slowSearch) Search(ctx context.Context, q search.Query) (rs []search.Re
 
 type slowFetch struct {
 	fakeFetch
-	tr    *tracer
-	scale float64
+	tr  *tracer
+	lat func(key string) time.Duration
 }
 
 func (f *slowFetch) Fetch(ctx context.Context, u string) (p agent.Page, err error) {
-	f.tr.track(ctx, func() {
-		time.Sleep(time.Duration(float64(latency("fetch "+u)) * f.scale))
+	f.tr.track(ctx, "fetch", func() {
+		time.Sleep(f.lat("fetch " + u))
 		p, err = f.fakeFetch.Fetch(ctx, u)
 	})
 	return
@@ -175,12 +183,13 @@ func newBenchWorld(tb testing.TB, scale float64, conc int) *benchWorld {
 	})
 	tb.Cleanup(srv.Close)
 	tr := &tracer{}
+	scaled := func(key string) time.Duration { return time.Duration(float64(latency(key)) * scale) }
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * conc, MaxIdleConnsPerHost: 4 * conc}}
 	client, err := llm.New(llm.Options{APIKey: "k", BaseURL: srv.URL(), Model: "fake", HTTPClient: hc, Sleep: llm.NoSleep, Logger: slog.New(slog.DiscardHandler), Timeout: time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a, err := agent.New(agent.Deps{LLM: tracedLLM{client, tr}, Search: &slowSearch{tr: tr, scale: scale}, Fetch: &slowFetch{tr: tr, scale: scale},
+	a, err := agent.New(agent.Deps{LLM: tracedLLM{client, tr}, Search: &slowSearch{tr: tr, lat: scaled}, Fetch: &slowFetch{tr: tr, lat: scaled},
 		Saver: memstore.New(memstore.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})
 	if err != nil {
 		tb.Fatal(err)

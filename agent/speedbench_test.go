@@ -1,0 +1,166 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"deepresearch/agent"
+	"deepresearch/agent/llm"
+	"deepresearch/agent/llm/llmtest"
+	"deepresearch/storage/memstore"
+)
+
+// The simulated latencies (before scaling by SPEEDBENCH_SCALE).
+const (
+	modelMin, modelMax   = 300 * time.Millisecond, 800 * time.Millisecond
+	searchMin, searchMax = 200 * time.Millisecond, 400 * time.Millisecond
+	fetchMin, fetchMax   = 100 * time.Millisecond, 300 * time.Millisecond
+)
+
+// chain is the longest chain of calls that truly depend on each other: the
+// plan names the queries, a page is read from a search result, its summary
+// needs the page, the reflection the summaries, the report the findings and
+// the review the report. Everything else can overlap with these.
+var chain = []string{"planner", "search", "fetch", "execute", "reflect", "writer", "reviewer"}
+
+// speedWorld is one research on protocol fakes with seeded latencies: the
+// production LLM client against llmtest, search and pages in process.
+type speedWorld struct {
+	srv *llmtest.Server
+	a   *agent.Agent
+	tr  *tracer
+
+	mu      sync.Mutex
+	nominal map[string]time.Duration // the longest simulated latency per kind of call
+}
+
+func (w *speedWorld) lat(kind, key string, lo, hi time.Duration, seed uint64, scale float64) time.Duration {
+	d := time.Duration(float64(between(seed, key, lo, hi)) * scale)
+	w.mu.Lock()
+	w.nominal[kind] = max(w.nominal[kind], d)
+	w.mu.Unlock()
+	return d
+}
+
+// lowerBound adds up the longest simulated latency of each link of chain:
+// what a run that overlaps everything else would take.
+func (w *speedWorld) lowerBound() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var lb time.Duration
+	for _, k := range chain {
+		lb += w.nominal[k]
+	}
+	return lb
+}
+
+func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorld {
+	w := &speedWorld{tr: &tracer{}, nominal: map[string]time.Duration{}}
+	// a model that wants more, as models do: every subtask's first
+	// reflection asks for another try, and the first review a rewrite
+	b := newBrain()
+	b.reflectDone = func(try int) bool { return try >= 2 }
+	b.reviewScores = func(n int) (agent.Scores, string) {
+		if n == 1 {
+			return agent.Scores{FactCheck: 0.95, Completeness: 0.6, Logic: 0.7, Format: 1}, "write"
+		}
+		return agent.Scores{FactCheck: 0.95, Completeness: 0.9, Logic: 0.9, Format: 1}, "write"
+	}
+	var opts []llmtest.Option
+	if faults > 0 {
+		opts = append(opts, llmtest.WithFaults(llmtest.Faults{Rate: faults, Seed: seed}))
+	}
+	w.srv = llmtest.NewServer(tb, func(r *llmtest.Request) llmtest.Reply {
+		kind := nodeKind(r.Node())
+		d := w.lat(kind, r.Node()+"\x00"+strconv.Itoa(len(r.Body)), modelMin, modelMax, seed, scale)
+		return llmtest.Delayed(d, b.respond(r))
+	}, opts...)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	tb.Cleanup(hc.CloseIdleConnections)
+	// the production client with its defaults (timeouts, backoff, Retry-After)
+	client, err := llm.New(llm.Options{APIKey: "k", BaseURL: w.srv.URL(), Model: "fake", HTTPClient: hc,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	search := &slowSearch{tr: w.tr, lat: func(key string) time.Duration {
+		return w.lat("search", key, searchMin, searchMax, seed, scale)
+	}}
+	fetch := &slowFetch{tr: w.tr, lat: func(key string) time.Duration {
+		return w.lat("fetch", key, fetchMin, fetchMax, seed, scale)
+	}}
+	w.a, err = agent.New(agent.Deps{LLM: tracedLLM{client, w.tr}, Search: search, Fetch: fetch,
+		Saver: memstore.New(memstore.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w
+}
+
+// BenchmarkResearchSpeed runs whole researches, an English and a Japanese
+// question, on simulated latencies (model 300–800 ms, search 200–400 ms,
+// page 100–300 ms, seeded), clean and with 30 % of model calls failing
+// (429 with Retry-After, 500, hangs, malformed JSON), and prints per run:
+// wall time, calls, tokens, effective parallelism (sum of call durations ÷
+// wall) and the lower bound (see chain). Each iteration is one run with the
+// seed of its index. SPEEDBENCH_SCALE multiplies every latency (default 1).
+//
+//	go test -run '^$' -bench ResearchSpeed -benchtime 3x ./agent/
+func BenchmarkResearchSpeed(b *testing.B) {
+	scale := 1.0
+	if v, err := strconv.ParseFloat(os.Getenv("SPEEDBENCH_SCALE"), 64); err == nil && v > 0 {
+		scale = v
+	}
+	for _, faults := range []float64{0, 0.3} {
+		for _, q := range []string{"What does the EU AI Act require?", "2026年の国内生成AI規制の動向を調べて"} {
+			lang := agent.DetectLanguage(q)
+			name := lang + "/clean"
+			if faults > 0 {
+				name = fmt.Sprintf("%s/faults%02.0f", lang, faults*100)
+			}
+			b.Run(name, func(b *testing.B) {
+				var wallSum, parSum float64
+				failed := 0
+				for i := 0; i < b.N; i++ {
+					w := newSpeedWorld(b, uint64(i+1), scale, faults)
+					t0 := time.Now()
+					res, err := w.a.Start(context.Background(), "speed-"+strconv.Itoa(i), agent.Request{Question: q}, nil)
+					wall := time.Since(t0)
+					status, tokens, verified := "error", 0, 0
+					if err == nil {
+						status, tokens, verified = string(res.Status), res.Usage.Total(), res.Citations.Verified
+					}
+					if err != nil || res.Status != agent.StatusDone {
+						failed++
+						b.Logf("run %d failed: %v", i, err)
+					}
+					var busy time.Duration
+					n := map[string]int{}
+					w.tr.mu.Lock()
+					for _, s := range w.tr.spans {
+						busy += s.end.Sub(s.start)
+						n[s.kind]++
+					}
+					w.tr.mu.Unlock()
+					par := busy.Seconds() / wall.Seconds()
+					lb := w.lowerBound()
+					fmt.Fprintf(os.Stderr, "speed %s seed %d: wall %v, model calls %d (%d requests, %v faulted), searches %d, fetches %d, tokens %d, parallelism %.2f, lower bound %v (wall/bound %.2f), verified citations %d, %s\n",
+						name, i+1, wall.Round(10*time.Millisecond), n["llm"], w.srv.Calls(), w.srv.Faulted(), n["search"], n["fetch"],
+						tokens, par, lb.Round(10*time.Millisecond), wall.Seconds()/lb.Seconds(), verified, status)
+					wallSum += wall.Seconds()
+					parSum += par
+				}
+				b.ReportMetric(wallSum/float64(b.N), "wall-s")
+				b.ReportMetric(parSum/float64(b.N), "parallelism")
+				b.ReportMetric(float64(failed), "failed")
+			})
+		}
+	}
+}
