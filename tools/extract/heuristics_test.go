@@ -145,6 +145,12 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"omega sentence number 1", "alef sentence number 1", "bet sentence number 1"},
 			notWant: []string{"Account settings", "Sign out"},
 		},
+		{
+			name: "page builder wraps each section in a widget",
+			body: `<div class="page">` + strings.Repeat(`<div class="elementor-widget-wrap"><div class="elementor-widget-container"><h2>Section</h2><p>`+
+				prose("gimel", 2)+`</p></div></div>`, 4) + `</div>`,
+			want: []string{"gimel sentence number 1"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

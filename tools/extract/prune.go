@@ -56,7 +56,7 @@ var dropRoles = map[string]bool{
 var negWords = wordSet(`comment comments commentlist disqus respond footer foot
 	nav navbar navigation menu menus breadcrumb breadcrumbs share shares sharing sharer social
 	socials related relatedposts recommended recommendations recommend promo promos promotion newsletter
-	subscribe subscription signup sidebar widget widgets advert advertisement advertising ad ads adv
+	subscribe subscription signup sidebar advert advertisement advertising ad ads adv
 	adslot adunit sponsor sponsored banner popup modal cookie cookies consent gdpr outbrain taboola
 	trending popular mostread pagination pager skip toolbar masthead login signin signup register
 	byline author authors bio tags tag taglist keywords sronly visuallyhidden screenreader

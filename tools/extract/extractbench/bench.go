@@ -233,6 +233,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	k := fs.Int("k", 5, "folds of the cross-validation by site")
 	grid := fs.Bool("grid", false, "choose among alternative tunings by cross-validation")
 	worst := fs.Int("worst", 0, "print the N pages where package extract scores lowest")
+	behind := fs.Bool("behind", false, "with -worst: the pages where package extract trails another contender most")
 	only := fs.String("only", "", "keep only pages whose type, source or set is this")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [-only NAME] [DIR...]")
@@ -306,7 +307,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 		WritePageTable(stdout, ours)
 	}
 	if *worst > 0 {
-		WriteWorst(stdout, pages, results, 0, *worst)
+		WriteWorst(stdout, pages, results, 0, *worst, *behind)
 	}
 	WriteReport(stdout, pages, results, *k)
 	return nil

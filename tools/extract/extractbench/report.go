@@ -228,24 +228,41 @@ func truncName(s string, n int) string {
 	return s
 }
 
-// WriteWorst prints the n pages of a group with the lowest F1 for result r,
-// with the other results' F1 on the same page, to show where r loses.
-func WriteWorst(w io.Writer, pages []Page, results []Result, r, n int) {
+// pageF1 is one page's F1.
+func pageF1(s PageScore) float64 {
+	p, _ := s.Precision()
+	rc, _ := s.Recall()
+	if p+rc == 0 {
+		return 0
+	}
+	return 2 * p * rc / (p + rc)
+}
+
+// WriteWorst prints the n pages with the lowest F1 for result r, with the
+// other results' F1 on the same page, to show where r loses. With behind
+// set it prints instead the pages where r trails the best other result
+// the most.
+func WriteWorst(w io.Writer, pages []Page, results []Result, r, n int, behind bool) {
 	idx := make([]int, len(pages))
 	for i := range idx {
 		idx[i] = i
 	}
-	f1 := func(s PageScore) float64 {
-		p, _ := s.Precision()
-		rc, _ := s.Recall()
-		if p+rc == 0 {
-			return 0
+	f1 := pageF1
+	key := func(i int) float64 {
+		if !behind {
+			return f1(results[r].Pages[i].Score)
 		}
-		return 2 * p * rc / (p + rc)
+		best := 0.0
+		for j, o := range results {
+			if j != r {
+				best = max(best, f1(o.Pages[i].Score))
+			}
+		}
+		return f1(results[r].Pages[i].Score) - best
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
-		da := f1(results[r].Pages[a].Score)
-		db := f1(results[r].Pages[b].Score)
+		da := key(a)
+		db := key(b)
 		switch {
 		case da < db:
 			return -1
