@@ -128,7 +128,7 @@ func (c *Client) modelsInUse() []modelUse {
 // servedModels lists the model ids; nil (and no error) when the server has
 // no listing (404).
 func (c *Client) servedModels(ctx context.Context) ([]string, error) {
-	actx, cancel := context.WithTimeout(ctx, min(c.opts.Timeout, checkTimeout))
+	actx, cancel := context.WithTimeout(ctx, c.checkTimeout())
 	defer cancel()
 	list, err := c.api.ListModels(actx)
 	if err != nil {
@@ -151,7 +151,7 @@ func (c *Client) servedModels(ctx context.Context) ([]string, error) {
 // retrievable asks for one model by id: false when the server answers
 // 404, true when it answers with the model or cannot say (no such route).
 func (c *Client) retrievable(ctx context.Context, model string) (bool, error) {
-	actx, cancel := context.WithTimeout(ctx, min(c.opts.Timeout, checkTimeout))
+	actx, cancel := context.WithTimeout(ctx, c.checkTimeout())
 	defer cancel()
 	m, err := c.api.GetModel(actx, model)
 	if err == nil {
@@ -171,7 +171,7 @@ func (c *Client) retrievable(ctx context.Context, model string) (bool, error) {
 // error only when the key is refused, the model is not served or the
 // server cannot be reached.
 func (c *Client) probe(ctx context.Context, m modelUse) error {
-	actx, cancel := context.WithTimeout(ctx, min(c.opts.Timeout, checkTimeout))
+	actx, cancel := context.WithTimeout(ctx, c.checkTimeout())
 	defer cancel()
 	resp, err := c.api.CreateChatCompletion(actx, c.buildRequest(m.model, Request{Messages: []Message{User("Reply with OK.")}, MaxTokens: 1}))
 	if err == nil {
@@ -200,7 +200,7 @@ func (c *Client) checkError(ctx context.Context, f failure) error {
 		}
 		if errors.Is(cause, context.DeadlineExceeded) {
 			f.kind = ErrTimeout
-			f.msg = fmt.Sprintf("%s did not answer within %s", c.base, checkTimeout)
+			f.msg = fmt.Sprintf("%s did not answer within %s", c.base, c.checkTimeout())
 		} else {
 			f.msg = fmt.Sprintf("%s does not answer (%v)", c.base, cause)
 		}
@@ -210,6 +210,9 @@ func (c *Client) checkError(ctx context.Context, f failure) error {
 	}
 	return f.toError(1)
 }
+
+// checkTimeout bounds one request of a check.
+func (c *Client) checkTimeout() time.Duration { return min(c.opts.Timeout, checkTimeout) }
 
 // listed reports whether the server lists model, taking Ollama's implicit
 // ":latest" tag into account.

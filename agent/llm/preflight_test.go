@@ -224,3 +224,18 @@ func TestCheckKeyWithoutModelRead(t *testing.T) {
 		t.Errorf("probe request = %+v, want one token", r)
 	}
 }
+
+// A server that accepts connections but never answers is reported when the
+// check's time is up, naming OPENAI_BASE_URL.
+func TestCheckSilentServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(srv.Close)
+	c, err := New(Options{BaseURL: srv.URL + "/v1", Model: "m", Timeout: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Check(context.Background())
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "OPENAI_BASE_URL") || !strings.Contains(err.Error(), "within 100ms") {
+		t.Fatalf("err = %v, want a timeout naming OPENAI_BASE_URL after 100ms", err)
+	}
+}
