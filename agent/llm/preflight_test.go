@@ -239,3 +239,18 @@ func TestCheckSilentServer(t *testing.T) {
 		t.Fatalf("err = %v, want a timeout naming OPENAI_BASE_URL after 100ms", err)
 	}
 }
+
+// BenchmarkCheck measures the preflight against the in-process fake: one
+// listing, models found in it.
+func BenchmarkCheck(b *testing.B) {
+	srv := llmtest.NewServer(b, nil, llmtest.WithModels("m-one", "m-two"))
+	c, err := New(Options{BaseURL: srv.URL(), Model: "m-one", RoleModels: map[Role]string{RoleWriter: "m-two"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := c.Check(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -39,3 +39,19 @@ func TestTermWriterSplitRune(t *testing.T) {
 		t.Errorf("wrote %q", got)
 	}
 }
+
+// BenchmarkTermSafe: a 20 KB report, clean (the common case, no copy) and
+// with escapes to strip.
+func BenchmarkTermSafe(b *testing.B) {
+	clean := strings.Repeat("The EU AI Act entered into force on 1 August 2024. 日本語も。\n", 300)
+	dirty := strings.Repeat("The EU AI Act\x1b]52;c;ZWNobw==\a entered into force \u009b2J on 1 August 2024.\n", 300)
+	for _, bc := range []struct{ name, s string }{{"clean", clean}, {"dirty", dirty}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.s)))
+			b.ReportAllocs()
+			for b.Loop() {
+				termSafe(bc.s)
+			}
+		})
+	}
+}
