@@ -82,6 +82,7 @@ func (s *Server) apiHandlers() map[string]apiHandler {
 		"files.completeUploadExternal":          s.filesCompleteUploadExternal,
 		"files.delete":                          s.filesDelete,
 		"chat.startStream":                      s.chatStartStream,
+		"assistant.search.context":              s.assistantSearchContext,
 		"chat.appendStream":                     s.chatAppendStream,
 		"chat.stopStream":                       s.chatStopStream,
 		"files.upload":                          s.filesUploadRetired,

@@ -55,7 +55,7 @@ func (s *Server) SendAppMention(ctx context.Context, e AppMention) (Sent, error)
 	m := s.AddMessage(Message{Channel: e.Channel, TS: e.TS, ThreadTS: e.ThreadTS, User: e.User, Text: e.Text})
 	ev := map[string]any{
 		"type": "app_mention", "user": e.User, "text": m.Text, "ts": m.TS, "channel": e.Channel,
-		"event_ts": m.TS, "team": s.cfg.teamID, "client_msg_id": newUUID(),
+		"event_ts": m.TS, "team": s.cfg.teamID, "client_msg_id": newUUID(), "action_token": s.ActionToken(e.User),
 	}
 	if e.ThreadTS != "" {
 		ev["thread_ts"] = e.ThreadTS
@@ -88,6 +88,7 @@ func (s *Server) SendMessage(ctx context.Context, e MessageEvent) (Sent, error) 
 	}
 	if e.BotID == "" {
 		ev["client_msg_id"] = newUUID()
+		ev["action_token"] = s.ActionToken(e.User)
 	} else {
 		ev["bot_id"] = e.BotID
 	}

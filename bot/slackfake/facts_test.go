@@ -203,3 +203,40 @@ func postForm(t *testing.T, fake *Server, method, form string, out any) {
 		t.Fatal(err)
 	}
 }
+
+// TestFeedbackButtons: a feedback_buttons element goes in a context_actions
+// block, with a positive and a negative button that each have text and a
+// value; elsewhere, or incomplete, Slack refuses the message.
+func TestFeedbackButtons(t *testing.T) {
+	fake := New()
+	defer fake.Close()
+	ctx := testCtx(t)
+	api := newAPI(fake)
+	txt := func(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.PlainTextType, s, false, false) }
+	good := slack.NewFeedbackButtonsBlockElement("dr_feedback", slack.NewFeedbackButton(txt("Good"), "positive"), slack.NewFeedbackButton(txt("Bad"), "negative"))
+	noValue := slack.NewFeedbackButtonsBlockElement("dr_feedback", slack.NewFeedbackButton(txt("Good"), ""), slack.NewFeedbackButton(txt("Bad"), "negative"))
+	contextActions := func(els ...slack.BlockElement) slack.Block {
+		return &slack.ContextActionsBlock{Type: slack.MBTContextActions, Elements: &slack.BlockElements{ElementSet: els}}
+	}
+	for _, tt := range []struct {
+		name  string
+		block slack.Block
+		want  string
+	}{
+		{"in context_actions", contextActions(good), ""},
+		{"a button without value", contextActions(noValue), "invalid_blocks"},
+		{"empty context_actions", contextActions(), "invalid_blocks"},
+		{"in an actions block", slack.NewActionBlock("a", good), "invalid_blocks"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("x", false), slack.MsgOptionBlocks(tt.block))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -32,6 +32,9 @@ type Limits struct {
 	// chat.update's budget. Defaults 20 and 100; negative: unlimited.
 	StartStreamsPerMinute int
 	AppendsPerMinute      int
+	// SearchesPerMinute bounds assistant.search.context per workspace
+	// ("10+ per minute" for most teams). Default 10; negative: unlimited.
+	SearchesPerMinute int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -52,6 +55,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.AppendsPerMinute == 0 {
 		l.AppendsPerMinute = 100
+	}
+	if l.SearchesPerMinute == 0 {
+		l.SearchesPerMinute = 10
 	}
 	return l
 }
@@ -92,6 +98,7 @@ type tierLimits struct {
 	startStream *bucket            // nil: unlimited
 	stopStream  *bucket            // nil: unlimited
 	append      *bucket            // nil: unlimited
+	search      *bucket            // nil: unlimited
 }
 
 func newTierLimits(l *Limits) *tierLimits {
@@ -116,6 +123,7 @@ func newTierLimits(l *Limits) *tierLimits {
 	t.startStream = perMinute(cfg.StartStreamsPerMinute)
 	t.stopStream = perMinute(cfg.StartStreamsPerMinute)
 	t.append = perMinute(cfg.AppendsPerMinute)
+	t.search = perMinute(cfg.SearchesPerMinute)
 	return t
 }
 
@@ -153,6 +161,8 @@ func (s *Server) tierLimitLocked(req *apiRequest, now time.Time) (limited bool, 
 		b = t.startStream
 	case "chat.stopStream":
 		b = t.stopStream
+	case "assistant.search.context":
+		b = t.search
 	case "chat.appendStream":
 		b = t.append
 	case "chat.postMessage":

@@ -174,28 +174,29 @@ type Server struct {
 	maxRetry  int
 
 	// Web API
-	calls      []Call
-	faults     map[string][]*faultState
-	channels   map[string]*channelState
-	chanOrder  []string
-	users      map[string]User
-	files      map[string]*fileState
-	fileOrder  []string
-	uploads    map[string]string // upload key -> file id
-	streams    []*Stream         // chat.startStream messages, in order
-	views      map[string]*viewState
-	viewOrder  []string
-	homeViews  map[string]string // user id -> view id
-	ephemerals []Ephemeral
-	statuses   []Status
-	prompts    []SuggestedPrompts
-	titles     []Title
-	responses  []ResponsePost
-	respURLs   map[string]responseTarget
-	triggers   map[string]triggerState
-	unknown    []string
-	handlers   map[string]apiHandler
-	limits     *tierLimits // nil: no rate limits enforced
+	calls        []Call
+	faults       map[string][]*faultState
+	channels     map[string]*channelState
+	chanOrder    []string
+	users        map[string]User
+	files        map[string]*fileState
+	fileOrder    []string
+	uploads      map[string]string      // upload key -> file id
+	streams      []*Stream              // chat.startStream messages, in order
+	actionTokens map[string]actionToken // action_token of users' message events
+	views        map[string]*viewState
+	viewOrder    []string
+	homeViews    map[string]string // user id -> view id
+	ephemerals   []Ephemeral
+	statuses     []Status
+	prompts      []SuggestedPrompts
+	titles       []Title
+	responses    []ResponsePost
+	respURLs     map[string]responseTarget
+	triggers     map[string]triggerState
+	unknown      []string
+	handlers     map[string]apiHandler
+	limits       *tierLimits // nil: no rate limits enforced
 }
 
 // New starts a Server on a loopback port using httptest.
@@ -236,27 +237,28 @@ func newServer(opts []Option) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg:       cfg,
-		log:       cfg.logger,
-		ctx:       ctx,
-		cancel:    cancel,
-		changed:   make(chan struct{}),
-		rng:       mrand.New(mrand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15)),
-		tickets:   map[string]string{},
-		conns:     map[string]*wsConn{},
-		envs:      map[string]*envelopeState{},
-		redeliver: cfg.redeliverAfter,
-		maxRetry:  cfg.maxRetries,
-		faults:    map[string][]*faultState{},
-		channels:  map[string]*channelState{},
-		users:     map[string]User{},
-		files:     map[string]*fileState{},
-		uploads:   map[string]string{},
-		views:     map[string]*viewState{},
-		homeViews: map[string]string{},
-		respURLs:  map[string]responseTarget{},
-		triggers:  map[string]triggerState{},
-		limits:    newTierLimits(cfg.limits),
+		cfg:          cfg,
+		log:          cfg.logger,
+		ctx:          ctx,
+		cancel:       cancel,
+		changed:      make(chan struct{}),
+		rng:          mrand.New(mrand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15)),
+		tickets:      map[string]string{},
+		conns:        map[string]*wsConn{},
+		envs:         map[string]*envelopeState{},
+		redeliver:    cfg.redeliverAfter,
+		maxRetry:     cfg.maxRetries,
+		faults:       map[string][]*faultState{},
+		channels:     map[string]*channelState{},
+		users:        map[string]User{},
+		files:        map[string]*fileState{},
+		uploads:      map[string]string{},
+		actionTokens: map[string]actionToken{},
+		views:        map[string]*viewState{},
+		homeViews:    map[string]string{},
+		respURLs:     map[string]responseTarget{},
+		triggers:     map[string]triggerState{},
+		limits:       newTierLimits(cfg.limits),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,

@@ -126,6 +126,18 @@ func validateBlocksOn(raw string, surface blockSurface) string {
 			if utf8.RuneCountInString(textOf("text")) > maxMarkdownChars {
 				return "invalid_blocks"
 			}
+		case "context_actions":
+			if e := validateContextActions(b); e != "" {
+				return e
+			}
+		case "actions":
+			// feedback_buttons and icon_button live in context_actions only.
+			els, _ := b["elements"].([]any)
+			for _, el := range els {
+				if m, _ := el.(map[string]any); m["type"] == "feedback_buttons" || m["type"] == "icon_button" {
+					return "invalid_blocks"
+				}
+			}
 		}
 		if e := validateElements(b, actionIDs); e != "" {
 			return e
@@ -134,6 +146,37 @@ func validateBlocksOn(raw string, surface blockSurface) string {
 	}
 	if surface != surfaceView && total > maxMessageBlockTxt {
 		return "msg_blocks_too_long"
+	}
+	return ""
+}
+
+// validateContextActions checks a context_actions block, the row of small
+// actions under an AI app's answer: one to five elements, each a
+// feedback_buttons (a positive and a negative button, each with text and a
+// value) or an icon_button (docs.slack.dev: context actions block,
+// feedback buttons element).
+func validateContextActions(b map[string]any) string {
+	els, _ := b["elements"].([]any)
+	if len(els) == 0 || len(els) > 5 {
+		return "invalid_blocks"
+	}
+	for _, el := range els {
+		m, _ := el.(map[string]any)
+		switch m["type"] {
+		case "feedback_buttons":
+			for _, k := range []string{"positive_button", "negative_button"} {
+				btn, _ := m[k].(map[string]any)
+				text, _ := btn["text"].(map[string]any)
+				label, _ := text["text"].(string)
+				value, _ := btn["value"].(string)
+				if label == "" || value == "" || utf8.RuneCountInString(label) > maxButtonText || utf8.RuneCountInString(value) > maxButtonValue {
+					return "invalid_blocks"
+				}
+			}
+		case "icon_button":
+		default:
+			return "invalid_blocks"
+		}
 	}
 	return ""
 }
@@ -475,11 +518,7 @@ func (s *Server) chatGetPermalink(r *apiRequest) apiResult {
 	if m == nil {
 		return fail("message_not_found")
 	}
-	link := "https://" + s.cfg.teamDomain + ".slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
-	if m.ThreadTS != "" && m.ThreadTS != m.TS {
-		link += "?thread_ts=" + m.ThreadTS + "&cid=" + channel
-	}
-	return ok(map[string]any{"channel": channel, "permalink": link})
+	return ok(map[string]any{"channel": channel, "permalink": s.permalinkLocked(m)})
 }
 
 // page applies limit/cursor pagination to n items.
