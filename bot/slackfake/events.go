@@ -131,6 +131,17 @@ type AssistantThreadStarted struct {
 
 // SendAssistantThreadStarted delivers assistant_thread_started.
 func (s *Server) SendAssistantThreadStarted(ctx context.Context, e AssistantThreadStarted) (Sent, error) {
+	return s.sendAssistantThreadEvent(ctx, "assistant_thread_started", e)
+}
+
+// SendAssistantThreadContextChanged delivers assistant_thread_context_changed:
+// the user, with the assistant pane open on thread ThreadTS, now looks at
+// ContextChannel.
+func (s *Server) SendAssistantThreadContextChanged(ctx context.Context, e AssistantThreadStarted) (Sent, error) {
+	return s.sendAssistantThreadEvent(ctx, "assistant_thread_context_changed", e)
+}
+
+func (s *Server) sendAssistantThreadEvent(ctx context.Context, typ string, e AssistantThreadStarted) (Sent, error) {
 	s.mu.Lock()
 	s.learnUserLocked(e.User)
 	if e.Channel == "" {
@@ -148,7 +159,7 @@ func (s *Server) SendAssistantThreadStarted(ctx context.Context, e AssistantThre
 		ctxObj = map[string]any{"channel_id": e.ContextChannel, "team_id": s.cfg.teamID, "enterprise_id": ""}
 	}
 	ev := map[string]any{
-		"type": "assistant_thread_started",
+		"type": typ,
 		"assistant_thread": map[string]any{
 			"user_id": e.User, "context": ctxObj, "channel_id": e.Channel, "thread_ts": e.ThreadTS,
 		},

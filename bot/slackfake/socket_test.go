@@ -378,6 +378,16 @@ func TestSocketModeHomeAndAssistantEvents(t *testing.T) {
 		at.AssistantThread.Context.ChannelID != "C1" {
 		t.Fatalf("assistant = %+v", ev.Data)
 	}
+	// The user looks at another channel with the pane open.
+	if _, err := fake.SendAssistantThreadContextChanged(ctx, AssistantThreadStarted{User: "U7", Channel: at.AssistantThread.ChannelID,
+		ThreadTS: at.AssistantThread.ThreadTimeStamp, ContextChannel: "C2"}); err != nil {
+		t.Fatal(err)
+	}
+	ev = b.next(t, socketmode.EventTypeEventsAPI)
+	cc, ok := ev.Data.(slackevents.EventsAPIEvent).InnerEvent.Data.(*slackevents.AssistantThreadContextChangedEvent)
+	if !ok || cc.AssistantThread.Context.ChannelID != "C2" || cc.AssistantThread.ThreadTimeStamp != at.AssistantThread.ThreadTimeStamp {
+		t.Fatalf("context changed = %+v", ev.Data)
+	}
 	// A DM reply in the thread.
 	if _, err := fake.SendMessage(ctx, MessageEvent{User: "U7", Channel: at.AssistantThread.ChannelID, ThreadTS: at.AssistantThread.ThreadTimeStamp, Text: "競合を調べて"}); err != nil {
 		t.Fatal(err)
