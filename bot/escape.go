@@ -87,6 +87,9 @@ func neutralizeLinks(s string) string {
 	if !strings.Contains(s, "]") {
 		return s
 	}
+	if !strings.Contains(s, "](") {
+		return linkJoint.ReplaceAllString(s, "]${1}"+wordJoiner+"${2}")
+	}
 	s = inlineLink.ReplaceAllStringFunc(s, func(m string) string {
 		sub := inlineLink.FindStringSubmatch(m)
 		text, url := strings.TrimSpace(sub[1]), sub[2]
@@ -215,8 +218,14 @@ func truncateEscaped(s string, n int) string {
 	if utf8.RuneCountInString(e) <= n {
 		return e
 	}
-	// Cut the source shorter until the escaped text fits.
+	// Cut the source shorter until the escaped text fits. Escaping a
+	// prefix gives (nearly) a prefix of the escaped text, so when 4n runes
+	// of the source already escape to more than n, the cut lies within
+	// them: a 100 KB text costs a few escapes of 4n runes, not of 100 KB.
 	r := []rune(s)
+	if len(r) > 4*n && utf8.RuneCountInString(Escape(string(r[:4*n]))) > n {
+		r = r[:4*n]
+	}
 	lo, hi := 0, len(r)
 	for lo < hi {
 		mid := (lo + hi + 1) / 2

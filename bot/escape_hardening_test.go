@@ -108,3 +108,12 @@ func TestHazardsFindsWhatEscapePrevents(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTruncateEscaped100KB: a 100 KB hostile text cut to a section's
+// 3,000 characters (go test -run '^$' -bench TruncateEscaped ./bot/).
+func BenchmarkTruncateEscaped100KB(b *testing.B) {
+	s := strings.Repeat("[https://good.example](https://evil.example) <!channel> ＠here \x00 日本語 ", 1500)
+	for b.Loop() {
+		_ = truncateEscaped(s, 3000)
+	}
+}
