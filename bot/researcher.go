@@ -157,6 +157,10 @@ type Result struct {
 	Citations int    // citations in the report
 	Tokens    int    // LLM tokens spent in total
 	Elapsed   time.Duration
+	// Reply: the message needed an answer, not a research (small talk, a
+	// question about the bot); Summary is the answer, posted as a message
+	// instead of a report file.
+	Reply bool
 	// Extractive: the model could not be reached for part of the research,
 	// and the report was written from the sources' own words instead.
 	Extractive bool

@@ -657,6 +657,18 @@ func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester str
 		_, err := b.store.RecordUpload(ctx, Upload{RunID: r.ID, FileID: fileID, MessageTS: ts, At: b.now()})
 		return err
 	}
+	if res.Reply {
+		// An answer, not a report: a message in the thread, in a markdown
+		// block (chat.postMessage renders it). At least once: a crash
+		// between the post and the record posts it again.
+		ts, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(truncateEscaped(res.Summary, 3000), false),
+			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_reply", truncateEscaped(res.Summary, maxMarkdown-100))),
+			slack.MsgOptionTS(r.Key.ThreadTS))
+		if err != nil {
+			return fmt.Errorf("posting the reply: %w", err)
+		}
+		return record("", ts)
+	}
 	if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
 		log.Info("bot: report found in thread; not posting again", "file_id", id)
 		return record(id, ts)

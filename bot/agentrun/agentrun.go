@@ -369,7 +369,7 @@ func firstLines(s string, n int) string {
 // toBotResult maps a finished turn to the bot's Result.
 func toBotResult(res *agent.Result) bot.Result {
 	if res.Status == agent.StatusReplied {
-		return bot.Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total()}
+		return bot.Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true}
 	}
 	cited := 0
 	for _, s := range res.Sources {

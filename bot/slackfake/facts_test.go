@@ -212,7 +212,9 @@ func TestFeedbackButtons(t *testing.T) {
 	defer fake.Close()
 	ctx := testCtx(t)
 	api := newAPI(fake)
-	txt := func(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.PlainTextType, s, false, false) }
+	txt := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+	}
 	good := slack.NewFeedbackButtonsBlockElement("dr_feedback", slack.NewFeedbackButton(txt("Good"), "positive"), slack.NewFeedbackButton(txt("Bad"), "negative"))
 	noValue := slack.NewFeedbackButtonsBlockElement("dr_feedback", slack.NewFeedbackButton(txt("Good"), ""), slack.NewFeedbackButton(txt("Bad"), "negative"))
 	contextActions := func(els ...slack.BlockElement) slack.Block {

@@ -1,0 +1,50 @@
+package bot_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"deepresearch/bot"
+)
+
+// replyResearcher answers every message as small talk.
+type replyResearcher struct{ *fakeResearcher }
+
+func (r replyResearcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
+	return bot.Outcome{Result: &bot.Result{Title: "Reply", Summary: "You're welcome! **Ask me** anything.", Report: "You're welcome!", Reply: true}}, nil
+}
+
+// TestSmallTalkGetsAReplyNotAFile: a message that needs an answer, not a
+// research ("hi there, thanks!"), is answered with a message in the
+// thread; no report file is uploaded and the run is done (before: it was
+// uploaded as a report file — and failed when Slack refused the share).
+func TestSmallTalkGetsAReplyNotAFile(t *testing.T) {
+	h := newHarness(t)
+	o := h.options()
+	o.InstanceID = "bot-A"
+	b, err := bot.New(replyResearcher{newFakeResearcher()}, h.store, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "hi there, thanks!", "")
+	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	if n := len(h.fake.Files()); n != 0 {
+		t.Errorf("%d files uploaded for small talk", n)
+	}
+	var reply bool
+	for _, m := range h.botMessages("C1", sent.TS) {
+		if strings.Contains(string(m.Blocks), "**Ask me** anything") {
+			reply = true
+		}
+	}
+	if !reply {
+		t.Error("no reply message in the thread")
+	}
+}
