@@ -48,3 +48,33 @@ func TestSmallTalkGetsAReplyNotAFile(t *testing.T) {
 		t.Error("no reply message in the thread")
 	}
 }
+
+// extractiveResearcher finishes with a report written without the model.
+type extractiveResearcher struct{ *fakeResearcher }
+
+func (r extractiveResearcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
+	return bot.Outcome{Result: &bot.Result{Title: "EU AI Act", Summary: "Quotes from the sources.", Report: "# EU AI Act\n\n> quotes", Extractive: true}}, nil
+}
+
+// TestExtractiveReportSaysSo: a report written without the model (the
+// endpoint failed after a good start) says so where it is shared.
+func TestExtractiveReportSaysSo(t *testing.T) {
+	h := newHarness(t)
+	o := h.options()
+	o.InstanceID = "bot-A"
+	b, err := bot.New(extractiveResearcher{newFakeResearcher()}, h.store, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "What does the EU AI Act require?", "")
+	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	files := h.files("C1", sent.TS)
+	if len(files) != 1 || !strings.Contains(string(files[0].Blocks), "written without it") {
+		t.Fatalf("share of an extractive report: %+v", files)
+	}
+}
