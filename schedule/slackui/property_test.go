@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"deepresearch/bot"
+	"deepresearch/bot/slackfake"
 	"deepresearch/schedule"
 	"deepresearch/schedule/slackui"
 )
@@ -134,4 +135,57 @@ func TestSlackUIRenderersNeverPingSpoofOrCarryControls(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSubmissionWithAForeignChannelIsRefused: a view submission whose
+// channel is someone's DM, a user, or markup is refused in the ack (the
+// modal shows why) and never stored.
+func TestSubmissionWithAForeignChannelIsRefused(t *testing.T) {
+	for _, ch := range []string{"D0SOMEONE", "U0123", "C1|x> <!channel> <#C1", "", "<#C1>"} {
+		cb := slack.InteractionCallback{Type: slack.InteractionTypeViewSubmission, User: slack.User{ID: "U1"}}
+		cb.View.CallbackID = slackui.CallbackCreate
+		cb.View.State = &slack.ViewState{Values: map[string]map[string]slack.BlockAction{
+			slackui.BlockTopic:   {"value": {Value: "AI news"}},
+			slackui.BlockChannel: {"value": {SelectedConversation: ch}},
+			slackui.BlockFreq:    {"value": {SelectedOption: slack.OptionBlockObject{Value: "0 9 * * 1"}}},
+			slackui.BlockTZ:      {"value": {Value: "UTC"}},
+		}}
+		ui := &slackui.UI{API: &recordingAPI{}, AckErrors: true, Manager: &schedule.Manager{}}
+		resp := ui.ViewSubmissionResponse(cb)
+		if resp == nil || resp.Errors[slackui.BlockChannel] == "" {
+			t.Errorf("channel %q: ack = %+v, want an error on the channel", ch, resp)
+			continue
+		}
+		if h := bot.Hazards(resp.Errors[slackui.BlockChannel]); len(h) > 0 {
+			t.Errorf("channel %q: message %v", ch, h)
+		}
+	}
+}
+
+// TestChannelRefusalAfterTheAckIsTold: the channel check runs after the
+// ack (it asks Slack); its refusal reaches the user as an ephemeral
+// message and nothing is stored.
+func TestChannelRefusalAfterTheAckIsTold(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.ui.Manager.Channels = refuseAll{}
+	v := h.openModal(t)
+	sent, err := h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "UOWNER", ViewID: v.ID, Values: values("", "0 9 * * 1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t, sent.EnvelopeID)
+	if l, _ := h.store.ListSchedules(ctx, schedule.Filter{}); len(l) != 0 {
+		t.Fatalf("stored %+v", l)
+	}
+	eph := h.fake.Ephemerals()
+	if len(eph) == 0 || !strings.Contains(eph[len(eph)-1].Text, "I'm not a member of that channel") {
+		t.Fatalf("ephemerals = %+v", eph)
+	}
+}
+
+type refuseAll struct{}
+
+func (refuseAll) CheckChannel(context.Context, string, string) (string, error) {
+	return "I'm not a member of that channel. Invite me first.", nil
 }

@@ -346,9 +346,11 @@ func (u *UI) onSubmit(ctx context.Context, cb slack.InteractionCallback) error {
 			tell("Sorry, I could not save the schedule. Please try again.")
 			return fmt.Errorf("slackui: create schedule: %w", err)
 		}
-		if u.AckErrors && errors.Is(err, schedule.ErrInvalid) {
+		if _, verr := u.Manager.Validate(d); u.AckErrors && verr != nil {
 			return nil // the ack showed them in the modal
 		}
+		// Refusals found after the ack (the channel: the bot or the owner
+		// is not in it, it is archived or not allowed) are told here.
 		var lines []string
 		for _, msg := range errs {
 			lines = append(lines, "• "+Escape(msg))
