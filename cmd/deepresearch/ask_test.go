@@ -128,6 +128,9 @@ func newAskWorld(t *testing.T, o worldOpts) (map[string]string, *llmtest.Server)
 	}, srv
 }
 
+// sentenceEnd ends a sentence: a full stop before a space or a line break.
+var sentenceEnd = regexp.MustCompile(`\.\s`)
+
 // scriptedReply is the fake model's answer to each step of the agent.
 func scriptedReply(r *llmtest.Request, quote, ev *regexp.Regexp, style reportStyle) llmtest.Reply {
 	node := r.Node()
@@ -142,8 +145,8 @@ func scriptedReply(r *llmtest.Request, quote, ev *regexp.Regexp, style reportSty
 		var fs []map[string]string
 		for _, m := range quote.FindAllStringSubmatch(r.LastUser(), -1) {
 			s := strings.TrimSpace(m[2])
-			if i := strings.Index(s, ". "); i > 0 {
-				s = s[:i+1]
+			if loc := sentenceEnd.FindStringIndex(s); loc != nil { // the first sentence
+				s = s[:loc[0]+1]
 			}
 			fs = append(fs, map[string]string{"claim": s, "quote": s, "url": m[1]})
 		}
