@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +21,23 @@ var hostileTexts = []string{
 // testHostileText: every text field a run carries is accepted with any
 // content and reads back as dbtext.String made it, on every engine: a
 // row refused once would be refused on every retry and wedge the run.
+// randomTexts are seeded random byte strings (any byte, NUL included).
+func randomTexts(n int) []string {
+	r := rand.New(rand.NewPCG(7, 2026))
+	out := make([]string, n)
+	for i := range out {
+		b := make([]byte, 1+r.IntN(64))
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
 func testHostileText(t *testing.T, s bot.Store) {
 	c := ctx(t)
-	for i, text := range hostileTexts {
+	for i, text := range append(append([]string{}, hostileTexts...), randomTexts(12)...) {
 		id := "rh" + string(rune('a'+i))
 		r := newRun(id, "9"+string(rune('a'+i))+".0", "U1")
 		r.Question = text

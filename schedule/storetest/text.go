@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +21,23 @@ var hostileTexts = []string{
 // testHostileText: topics, options, errors and digests with any text are
 // stored and read back as dbtext made them, on every engine (jsonb refuses
 // \u0000, text columns refuse NUL).
+// randomTexts are seeded random byte strings (any byte, NUL included).
+func randomTexts(n int) []string {
+	r := rand.New(rand.NewPCG(7, 2026))
+	out := make([]string, n)
+	for i := range out {
+		b := make([]byte, 1+r.IntN(64))
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
 func testHostileText(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
-	for i, text := range hostileTexts {
+	for i, text := range append(append([]string{}, hostileTexts...), randomTexts(12)...) {
 		id := "h" + string(rune('a'+i))
 		sc := mk(id, "C9")
 		sc.Topic, sc.Options.Language = text, text
