@@ -73,7 +73,15 @@ type Options struct {
 	CitationMode citation.Mode
 	// MaxConcurrency caps the graph tasks of one step (0: no cap).
 	MaxConcurrency int
-	Durability     graph.Durability
+	// RunModelCalls caps the model calls one run has in flight (default
+	// DefaultRunModelCalls), ProcessModelCalls those of every run of this
+	// Agent (default DefaultProcessModelCalls), HostFetches the pages one
+	// run reads at once from one host (default DefaultHostFetches). A
+	// negative value removes the cap.
+	RunModelCalls     int
+	ProcessModelCalls int
+	HostFetches       int
+	Durability        graph.Durability
 }
 
 type limits struct {
@@ -121,6 +129,8 @@ type Agent struct {
 	rsc    *rSchema
 	g      *graph.Graph[State]
 	sub    *graph.Graph[rState]
+	// modelCalls is the process-wide model call limit.
+	modelCalls slots
 }
 
 // Errors.
@@ -169,8 +179,16 @@ func New(d Deps, o Options) (*Agent, error) {
 	def(&o.PageChars, 40000)
 	def(&o.ExcerptChars, 4000)
 	def(&o.MaxEvidence, 60)
+	for _, p := range []struct {
+		v   *int
+		def int
+	}{{&o.RunModelCalls, DefaultRunModelCalls}, {&o.ProcessModelCalls, DefaultProcessModelCalls}, {&o.HostFetches, DefaultHostFetches}} {
+		if *p.v == 0 {
+			*p.v = p.def
+		}
+	}
 	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, coder: d.Coder, notes: d.Notes,
-		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema()}
+		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls)}
 	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
 	sub, err := a.buildResearcher(gopts)
 	if err != nil {
@@ -402,6 +420,7 @@ func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, eve
 		meter.Add(llm.Record{Time: a.now(), Node: "earlier", PromptTokens: used})
 	}
 	ctx = llm.WithMeter(ctx, meter)
+	ctx = a.withRunLimits(ctx)
 	cfg.ThreadID = thread
 	if events != nil {
 		var mu sync.Mutex

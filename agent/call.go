@@ -33,6 +33,9 @@ func (c *caller) usage() Usage {
 }
 
 func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
+	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return // called off (a run cancelled, an answer no longer needed): not a failure
+	}
 	c.mu.Lock()
 	if err != nil {
 		c.u.Failures++
@@ -70,6 +73,11 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 	// graph.Memo stores the answer before returning it, so a node re-run
 	// after a crash or a later failure does not pay for this call again.
 	m, err := graph.Memo(ctx, memoKey(c.node, req, schemaName[T]()), func() (memoJSON, error) {
+		release, err := c.a.modelSlot(ctx)
+		if err != nil {
+			return memoJSON{}, err
+		}
+		defer release()
 		resp, err := c.a.llm.ChatJSON(ctx, req, schema, out)
 		if err != nil {
 			return memoJSON{Resp: resp}, err
@@ -92,6 +100,11 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 func (c *caller) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	ctx = llm.WithNode(ctx, c.node)
 	resp, err := graph.Memo(ctx, memoKey(c.node, req, ""), func() (llm.Response, error) {
+		release, err := c.a.modelSlot(ctx)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		defer release()
 		return c.a.llm.Chat(ctx, req)
 	})
 	c.record(ctx, resp, err)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"strings"
+	"unicode"
 
 	"deepresearch/agent/llm"
 	"deepresearch/graph"
@@ -22,6 +23,10 @@ func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error)
 	phase(ctx, PhaseCoordinating)
 	sc, c := a.sc, a.caller(nCoordinator)
 	hasReport := s.Report != ""
+	if !hasReport && len(s.History) == 0 && plainQuestion(s.Question, s.Language) {
+		// nothing for the model to decide: research the question as asked
+		return []graph.Write{sc.intent.Set("research")}, nil
+	}
 	mayAsk := !s.Req.NoClarify && !s.Clarified
 	p, err := prompts.Render(prompts.Coordinator, prompts.CoordinatorData{
 		Question: s.Question, Language: s.Language, Today: today(a.now()), History: s.History,
@@ -368,4 +373,52 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 		}
 	}
 	return subs
+}
+
+// plainQuestion reports whether a first message is plainly a research
+// question — long enough to be specific, asked as a question or a research
+// request, and not addressed to the bot itself — so that asking the model
+// whether it is small talk, a rewrite or too vague adds nothing. Anything
+// else goes to the coordinator.
+func plainQuestion(q, lang string) bool {
+	q = strings.TrimSpace(q)
+	lower := strings.ToLower(q)
+	switch lang {
+	case "en":
+		words := strings.FieldsFunc(lower, func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+		})
+		if len(words) < 5 {
+			return false
+		}
+		for _, w := range words {
+			switch w {
+			case "you", "your", "you're", "yourself", "hi", "hello", "hey", "thanks", "thank":
+				return false
+			}
+		}
+		if strings.HasSuffix(q, "?") {
+			return true
+		}
+		switch words[0] {
+		case "what", "how", "why", "which", "who", "when", "where", "compare", "explain", "research", "investigate",
+			"analyze", "analyse", "summarize", "summarise", "describe", "assess", "evaluate", "review", "survey", "list":
+			return true
+		}
+	case "ja":
+		if len([]rune(q)) < 12 {
+			return false
+		}
+		for _, w := range []string{"あなた", "君", "きみ", "こんにちは", "ありがとう"} {
+			if strings.Contains(q, w) {
+				return false
+			}
+		}
+		for _, w := range []string{"調べ", "調査", "動向", "比較", "分析", "まとめ", "について", "とは", "教えて", "現状", "影響", "違い", "？", "?"} {
+			if strings.Contains(q, w) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -77,3 +77,27 @@ func TestScoresWeighted(t *testing.T) {
 		t.Errorf("%v", f)
 	}
 }
+
+func TestPlainQuestion(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want bool
+	}{
+		{"What does the EU AI Act require?", true},
+		{"Compare the GPU export rules of the US and the EU", true},
+		{"the EU AI Act requirements for providers?", true},
+		{"hello there", false},
+		{"regulation?", false},
+		{"What can you do for our team?", false},
+		{"Thanks, that was really helpful!", false},
+		{"Rewrite it shorter and in bullet points", false},
+		{"2026年の国内生成AI規制の動向を調べて", true},
+		{"生成AIと著作権の関係について教えて", true},
+		{"こんにちは、元気ですか？", false},
+		{"AIの規制", false},
+	} {
+		if got := plainQuestion(tc.q, DetectLanguage(tc.q)); got != tc.want {
+			t.Errorf("plainQuestion(%q) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}

@@ -357,7 +357,12 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			release, err := fetchSlot(ctx, r.URL)
+			if err != nil {
+				return
+			}
 			pg, err := a.fetch.Fetch(ctx, r.URL)
+			release()
 			if err != nil || strings.TrimSpace(pg.Text) == "" {
 				a.log.Debug("fetch failed", "url", r.URL, "err", err)
 				return
@@ -562,45 +567,67 @@ func evidenceOf(fs []Finding, max int) []prompts.Evidence {
 	return ev
 }
 
-// rAnswer writes the subtask answer from the evidence (seed 002).
+// rAnswer writes the subtask answer from the evidence (seed 002) and, at
+// the same time, has the reflection judge that evidence: the two calls do
+// not depend on each other. When the reflection asks for another try, an
+// answer still under way is cancelled (the next try writes a new one).
 func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	ev := evidenceOf(s.Findings, 30)
-	fallback := func() string {
-		var b strings.Builder
-		for _, e := range ev {
-			fmt.Fprintf(&b, "- %s [E%d]\n", e.Claim, e.N)
-		}
-		for _, cpt := range s.Computations {
-			fmt.Fprintf(&b, "- %s\n", cpt)
-		}
-		// nothing found: no answer (the subtask stays a gap), never a
-		// sentence the writer could take for a finding
-		return b.String()
+	var b strings.Builder
+	for _, e := range ev {
+		fmt.Fprintf(&b, "- %s [E%d]\n", e.Claim, e.N)
 	}
-	if len(ev) == 0 && len(s.Computations) == 0 {
-		return []graph.Write{rs.answer.Set(fallback())}, nil
+	for _, cpt := range s.Computations {
+		fmt.Fprintf(&b, "- %s\n", cpt)
 	}
-	if s.Stopped != "" || a.exhausted(ctx, t.Deadline) != "" {
-		return []graph.Write{rs.answer.Set(fallback())}, nil
-	}
-	c := a.caller(t.node(rAnswer))
-	p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
-		Evidence: ev, Computations: s.Computations, Advice: s.Advice})
-	if err != nil {
-		return nil, err
-	}
+	// nothing found: no answer (the subtask stays a gap), never a sentence
+	// the writer could take for a finding
+	fallback := b.String()
+	stopped := s.Stopped != "" || a.exhausted(ctx, t.Deadline) != ""
 	cctx, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
-	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
-	ans := strings.TrimSpace(resp.Content)
-	if err != nil || ans == "" {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+
+	c := a.caller(t.node(rAnswer))
+	ans := fallback
+	actx, cancelAnswer := context.WithCancel(cctx)
+	defer cancelAnswer()
+	answered := make(chan struct{})
+	if len(ev) == 0 && len(s.Computations) == 0 || stopped {
+		close(answered)
+	} else {
+		p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
+			Evidence: ev, Computations: s.Computations, Advice: s.Advice})
+		if err != nil {
+			return nil, err
 		}
-		ans = fallback()
+		go func() {
+			defer close(answered)
+			resp, err := c.chat(actx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+			if txt := strings.TrimSpace(resp.Content); err == nil && txt != "" {
+				ans = txt
+			}
+		}()
 	}
-	return []graph.Write{rs.answer.Set(ans), rs.usage.Set(c.usage())}, nil
+	w := []graph.Write{rs.reflection.Set(nil)}
+	if !stopped && (a.search != nil || a.fetch != nil) {
+		rc := a.caller(t.node(rReflect))
+		v, err := a.reflect(cctx, rc, s, fallback)
+		if err != nil {
+			cancelAnswer()
+			<-answered
+			return nil, err
+		}
+		if !v.Failed && !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries {
+			cancelAnswer() // another try follows; its answer replaces this one
+		}
+		w = append(w, rs.reflection.Set(&v), rs.usage.Set(rc.usage()))
+	}
+	<-answered
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return append(w, rs.answer.Set(ans), rs.usage.Set(c.usage())), nil
 }
 
 type reflectOut struct {
@@ -610,7 +637,38 @@ type reflectOut struct {
 	NextQueries []string `json:"next_queries"`
 }
 
-// rReflect judges the subtask answer and decides whether to try again.
+// verdict is a reflection made by rAnswer for rReflect to act on.
+type verdict struct {
+	Out    reflectOut `json:"out"`
+	Failed bool       `json:"failed,omitempty"` // the model gave no reflection
+}
+
+// reflect asks the model whether the evidence answers the subtask. A
+// failed call is a verdict too (Failed); only a cancelled run is an error.
+func (a *Agent) reflect(ctx context.Context, c *caller, s rState, answer string) (verdict, error) {
+	t := s.Task
+	src := 0
+	for _, x := range s.Sources {
+		if x.Retrieved {
+			src++
+		}
+	}
+	p, err := prompts.Render(prompts.Reflect, prompts.ReflectData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
+		Answer: answer, Try: s.Try + 1, MaxTries: t.MaxTries, Sources: src})
+	if err != nil {
+		return verdict{}, err
+	}
+	var out reflectOut
+	if err := structured(ctx, c, llm.RoleResearcher, p, false, &out); err != nil {
+		if ctx.Err() != nil {
+			return verdict{}, ctx.Err()
+		}
+		return verdict{Failed: true}, nil
+	}
+	return verdict{Out: out}, nil
+}
+
+// rReflect acts on the reflection and decides whether to try again.
 func (a *Agent) rReflect(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	try := s.Try + 1
@@ -636,31 +694,26 @@ func (a *Agent) rReflect(ctx context.Context, s rState) ([]graph.Write, error) {
 	if a.search == nil && a.fetch == nil {
 		return finish(true, verified > 0)
 	}
-	c := a.caller(t.node(rReflect))
-	src := 0
-	for _, x := range s.Sources {
-		if x.Retrieved {
-			src++
+	v := s.Reflection
+	if v == nil {
+		// a checkpoint from before rAnswer reflected: reflect on the answer
+		c := a.caller(t.node(rReflect))
+		cctx, cancel := a.withDeadline(ctx, t.Deadline)
+		defer cancel()
+		got, err := a.reflect(cctx, c, s, s.Answer)
+		if err != nil {
+			return nil, err
 		}
-	}
-	p, err := prompts.Render(prompts.Reflect, prompts.ReflectData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
-		Answer: s.Answer, Try: try, MaxTries: t.MaxTries, Sources: src})
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := a.withDeadline(ctx, t.Deadline)
-	defer cancel()
-	var out reflectOut
-	if err := structured(cctx, c, llm.RoleResearcher, p, false, &out); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		// without a reflection, stop here: done if anything was found
+		v = &got
 		w = append(w, rs.usage.Set(c.usage()))
+	}
+	if v.Failed {
+		// without a reflection, stop here: done if anything was found
 		return finish(true, verified > 0)
 	}
+	out := v.Out
 	completed := out.IsCompleted && verified > 0
 	done := completed || try >= t.MaxTries
 	return finish(done, completed, rs.advice.Set(strings.TrimSpace(out.Advice)), rs.gaps.Set(out.Gaps),
-		rs.nextQueries.Set(out.NextQueries), rs.usage.Set(c.usage()))
+		rs.nextQueries.Set(out.NextQueries))
 }

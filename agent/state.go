@@ -174,6 +174,7 @@ type rState struct {
 	Queries      []string          `json:"queries,omitempty"`
 	Computations []string          `json:"computations,omitempty"`
 	Answer       string            `json:"answer,omitempty"`
+	Reflection   *verdict          `json:"reflection,omitempty"` // this try's, made with the answer
 	Advice       string            `json:"advice,omitempty"`
 	Gaps         []string          `json:"gaps,omitempty"`
 	NextQueries  []string          `json:"next_queries,omitempty"`
@@ -202,6 +203,7 @@ type rSchema struct {
 	sources                 graph.Channel[map[string]Source]
 	queries, computations   graph.Channel[[]string]
 	answer, advice, stopped graph.Channel[string]
+	reflection              graph.Channel[*verdict]
 	gaps, nextQueries       graph.Channel[[]string]
 	done, completed         graph.Channel[bool]
 	usage                   graph.Channel[Usage]
@@ -220,6 +222,7 @@ func newRSchema() *rSchema {
 		queries:      graph.Append(s, "queries", func(st *rState) *[]string { return &st.Queries }),
 		computations: graph.Append(s, "computations", func(st *rState) *[]string { return &st.Computations }),
 		answer:       graph.LastValue(s, "answer", func(st *rState) *string { return &st.Answer }),
+		reflection:   graph.LastValue(s, "reflection", func(st *rState) **verdict { return &st.Reflection }),
 		advice:       graph.LastValue(s, "advice", func(st *rState) *string { return &st.Advice }),
 		stopped:      graph.LastValue(s, "stopped", func(st *rState) *string { return &st.Stopped }),
 		gaps:         graph.LastValue(s, "gaps", func(st *rState) *[]string { return &st.Gaps }),

@@ -1,0 +1,219 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"deepresearch/agent"
+	"deepresearch/agent/llm"
+)
+
+// inflight counts concurrent calls per key and remembers the highest.
+type inflight struct {
+	mu       sync.Mutex
+	now, top map[string]int
+}
+
+func newInflight() *inflight { return &inflight{now: map[string]int{}, top: map[string]int{}} }
+
+func (f *inflight) enter(k string) func() {
+	f.mu.Lock()
+	f.now[k]++
+	f.top[k] = max(f.top[k], f.now[k])
+	f.mu.Unlock()
+	// hold the slot a moment so that calls that may overlap do
+	time.Sleep(5 * time.Millisecond)
+	return func() {
+		f.mu.Lock()
+		f.now[k]--
+		f.mu.Unlock()
+	}
+}
+
+func (f *inflight) max(k string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.top[k]
+}
+
+type countingLLM struct {
+	agent.LLM
+	f *inflight
+}
+
+func (c countingLLM) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	defer c.f.enter("llm")()
+	return c.LLM.Chat(ctx, req)
+}
+
+func (c countingLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schema, out any) (llm.Response, error) {
+	defer c.f.enter("llm")()
+	return c.LLM.ChatJSON(ctx, req, s, out)
+}
+
+type countingFetch struct {
+	fakeFetch
+	f *inflight
+}
+
+func (c *countingFetch) Fetch(ctx context.Context, u string) (agent.Page, error) {
+	host := u
+	if p, err := url.Parse(u); err == nil {
+		host = p.Host
+	}
+	defer c.f.enter(host)()
+	return c.fakeFetch.Fetch(ctx, u)
+}
+
+// Model calls and page fetches run concurrently, but never more at once
+// than the run's limits allow.
+func TestConcurrencyLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		model, hostFetch int
+		wantParallel     bool
+	}{
+		{"defaults", 0, 0, true},
+		{"one at a time", 1, 1, false},
+		{"two", 2, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			f := newInflight()
+			e.opts.RunModelCalls, e.opts.HostFetches = tc.model, tc.hostFetch
+			a, err := agent.New(agent.Deps{LLM: countingLLM{e.client, f}, Search: e.search, Fetch: &countingFetch{f: f},
+				Saver: e.store, Notes: e.notes, Logger: slog.New(slog.DiscardHandler)}, e.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Start(context.Background(), "lim", agent.Request{Question: "What does the EU AI Act require?"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReport(t, res)
+			model := f.max("llm")
+			if tc.model > 0 && model > tc.model {
+				t.Errorf("%d model calls at once, limit %d", model, tc.model)
+			}
+			if got := model > 1; got != tc.wantParallel {
+				t.Errorf("model calls in parallel = %v (max %d), want %v", got, model, tc.wantParallel)
+			}
+			limit := tc.hostFetch
+			if limit == 0 {
+				limit = agent.DefaultHostFetches
+			}
+			for _, h := range []string{"news.example", "law.example", "blog.example", "gov.example", "think.example", "stats.example"} {
+				if n := f.max(h); n > limit {
+					t.Errorf("%d fetches at once from %s, limit %d", n, h, limit)
+				}
+			}
+		})
+	}
+}
+
+// barrierLLM holds every answer_subtask call until a reflect call of the
+// same researcher has started: it only returns if the two run at once.
+type barrierLLM struct {
+	agent.LLM
+	mu       sync.Mutex
+	reflects map[string]chan struct{}
+	timeouts int
+}
+
+func (b *barrierLLM) ch(node string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := node[:len(node)-len(nodeKind(node))]
+	c, ok := b.reflects[k]
+	if !ok {
+		c = make(chan struct{})
+		b.reflects[k] = c
+	}
+	return c
+}
+
+func (b *barrierLLM) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if n := llm.NodeFrom(ctx); nodeKind(n) == "answer_subtask" {
+		select {
+		case <-b.ch(n):
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		case <-time.After(10 * time.Second):
+			b.mu.Lock()
+			b.timeouts++
+			b.mu.Unlock()
+			return llm.Response{}, errors.New("barrier: no reflection started while answering")
+		}
+	}
+	return b.LLM.Chat(ctx, req)
+}
+
+func (b *barrierLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schema, out any) (llm.Response, error) {
+	if n := llm.NodeFrom(ctx); nodeKind(n) == "reflect" {
+		c := b.ch(n)
+		b.mu.Lock()
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+		b.mu.Unlock()
+	}
+	return b.LLM.ChatJSON(ctx, req, s, out)
+}
+
+// The subtask answer and the reflection do not depend on each other and
+// run at the same time; the answer of the last try is the model's.
+func TestAnswerAndReflectionOverlap(t *testing.T) {
+	e := newEnv(t)
+	bl := &barrierLLM{LLM: e.client, reflects: map[string]chan struct{}{}}
+	a, err := agent.New(agent.Deps{LLM: bl, Search: e.search, Fetch: e.fetch, Saver: e.store, Notes: e.notes, Logger: slog.New(slog.DiscardHandler)}, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Start(context.Background(), "overlap", agent.Request{Question: "What does the EU AI Act require?"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, res)
+	if n := e.brain.count("answer_subtask"); n == 0 {
+		t.Fatal("no subtask answer was asked for")
+	}
+	if bl.timeouts != 0 {
+		t.Errorf("%d answers waited in vain for their reflection", bl.timeouts)
+	}
+	if res.Usage.Failures != 0 {
+		t.Errorf("%d failed calls", res.Usage.Failures)
+	}
+}
+
+// A first message that is plainly a research question goes straight to the
+// planner; anything else (small talk, a follow-up, a vague word) is the
+// coordinator's to decide.
+func TestPlainQuestionSkipsCoordinator(t *testing.T) {
+	for _, tc := range []struct {
+		q     string
+		coord int
+	}{
+		{"What does the EU AI Act require?", 0},
+		{"2026年の国内生成AI規制の動向を調べて", 0},
+		{"regulation?", 1},
+		{"What can you research for me today?", 1},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			e := newEnv(t)
+			res := e.start("plain", agent.Request{Question: tc.q})
+			if n := e.brain.count("coordinator"); n != tc.coord {
+				t.Errorf("coordinator called %d times, want %d", n, tc.coord)
+			}
+			if res.Status != agent.StatusDone {
+				t.Errorf("status %s", res.Status)
+			}
+		})
+	}
+}

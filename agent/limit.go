@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"sync"
+)
+
+// Default concurrency limits (see Options).
+const (
+	DefaultRunModelCalls     = 8
+	DefaultProcessModelCalls = 256
+	DefaultHostFetches       = 4
+)
+
+// slots is a counting semaphore; a nil *slots never blocks.
+type slots chan struct{}
+
+func newSlots(n int) slots {
+	if n <= 0 {
+		return nil
+	}
+	return make(slots, n)
+}
+
+// take waits for a slot (or ctx); release gives it back.
+func (s slots) take(ctx context.Context) (release func(), err error) {
+	if s == nil {
+		return func() {}, nil
+	}
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// runLimits are the limits of one run (one Start, Resume or Continue): its
+// model calls and its page fetches per host.
+type runLimits struct {
+	model slots
+	per   int
+	mu    sync.Mutex
+	hosts map[string]slots
+}
+
+type runLimitsKey struct{}
+
+func (a *Agent) withRunLimits(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runLimitsKey{}, &runLimits{model: newSlots(a.opts.RunModelCalls), per: a.opts.HostFetches, hosts: map[string]slots{}})
+}
+
+func runLimitsFrom(ctx context.Context) *runLimits {
+	l, _ := ctx.Value(runLimitsKey{}).(*runLimits)
+	return l
+}
+
+// modelSlot waits until both the run and the process may make another
+// model call.
+func (a *Agent) modelSlot(ctx context.Context) (func(), error) {
+	var run slots
+	if l := runLimitsFrom(ctx); l != nil {
+		run = l.model
+	}
+	relRun, err := run.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	relProc, err := a.modelCalls.take(ctx)
+	if err != nil {
+		relRun()
+		return nil, err
+	}
+	return func() { relProc(); relRun() }, nil
+}
+
+// fetchSlot waits until the run may fetch another page from rawURL's host.
+func fetchSlot(ctx context.Context, rawURL string) (func(), error) {
+	l := runLimitsFrom(ctx)
+	if l == nil || l.per <= 0 {
+		return func() {}, nil
+	}
+	host := rawURL
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
+		host = strings.ToLower(u.Hostname())
+	}
+	l.mu.Lock()
+	s, ok := l.hosts[host]
+	if !ok {
+		s = newSlots(l.per)
+		l.hosts[host] = s
+	}
+	l.mu.Unlock()
+	return s.take(ctx)
+}
