@@ -260,6 +260,9 @@ func collapseSpace(s string) string {
 	return b.String()
 }
 
+// defaultMinContent is the default of Tuning.MinContent.
+const defaultMinContent = 250
+
 // Defaults of Tuning.BroadPercent and Tuning.MinItemLink.
 const (
 	defaultBroadPercent = 25

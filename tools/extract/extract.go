@@ -81,6 +81,10 @@ type Tuning struct {
 	// block that is all link text is kept on such a page: an item's title
 	// rather than a menu entry (default 15).
 	MinItemLink int
+	// MinContent is the length of content (weighted characters) below
+	// which a page with four times as much prose is read again without
+	// trusting class names (default 250).
+	MinContent int
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -95,6 +99,9 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.MinItemLink <= 0 {
 		t.MinItemLink = defaultMinItemLink
+	}
+	if t.MinContent <= 0 {
+		t.MinContent = defaultMinContent
 	}
 	return t
 }
@@ -162,6 +169,22 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 		e := newExtractor(base, opts)
 		e.prune(body)
 		blocks := e.content(body, a.Title)
+		if mc := opts.Tuning.MinContent; chars(blocks) < mc && e.size[body].para >= 4*mc {
+			// The page has prose but class names removed nearly all of
+			// it: they lie (a theme that calls every section a "toc" or a
+			// "hero"). Read the page again trusting tags, roles and
+			// visibility only, and keep that when it finds more.
+			if doc2, err := parse(data); err == nil {
+				if body2 := findBody(doc2); body2 != nil {
+					e2 := newExtractor(base, opts)
+					e2.lenient = true
+					e2.prune(body2)
+					if b2 := e2.content(body2, a.Title); chars(b2) > chars(blocks) {
+						e, blocks = e2, b2
+					}
+				}
+			}
+		}
 		a.Text = blocksText(blocks)
 		a.Markdown = blocksMarkdown(blocks)
 		a.Links = e.links

@@ -151,6 +151,13 @@ func TestHeuristics(t *testing.T) {
 				prose("gimel", 2)+`</p></div></div>`, 4) + `</div>`,
 			want: []string{"gimel sentence number 1"},
 		},
+		{
+			name: "every section named like furniture",
+			body: `<nav><a href="/">Home</a></nav><div class="page">` + strings.Repeat(`<section class="toc-para"><h2>Part</h2><p>`+
+				prose("dalet", 3)+`</p></section>`, 4) + `</div><footer>Contact us</footer>`,
+			want:    []string{"dalet sentence number 2"},
+			notWant: []string{"Contact us"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,8 @@ type extractor struct {
 	popups map[*html.Node]bool
 	// embeds holds the ancestors of embedded posts (see findEmbeds).
 	embeds map[*html.Node]bool
+	// lenient ignores class and id names when pruning (see ExtractBytes).
+	lenient bool
 	// noscriptMain reports that the page's <noscript> elements hold more
 	// text than the rest of it (see measure).
 	noscriptMain bool
@@ -523,6 +525,9 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 		// which some sites wrap around everything) only when it carries a
 		// large share of the text.
 		return !holdsMain && size.all*3 < total.all
+	}
+	if e.lenient {
+		return false
 	}
 	v, strong := classVerdict(n)
 	if v >= 0 {

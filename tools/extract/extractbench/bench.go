@@ -202,6 +202,7 @@ func Tunings() []extract.Tuning {
 		{DescendPercent: 75}, {DescendPercent: 95},
 		{BroadPercent: 15}, {BroadPercent: 35}, {BroadPercent: 50},
 		{MinItemLink: 10}, {MinItemLink: 25},
+		{MinContent: 125}, {MinContent: 500}, {MinContent: 1000},
 	}
 }
 
