@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestTermSafe(t *testing.T) {
@@ -54,4 +55,45 @@ func BenchmarkTermSafe(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzTermSafe: whatever a page or the model sends, what reaches the
+// terminal has no control character but newline and tab, is valid UTF-8,
+// keeps every printable rune in order, and is stable under a second pass;
+// the writer agrees with the function however the text is split.
+func FuzzTermSafe(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\x1b]52;c;ZWNobw==\ab", "\u009b2J", "\x9b2J", "日本\r\n\t", "\x00\x7f\u0085"} {
+		f.Add(s, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, s string, cut uint8) {
+		got := termSafe(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("termSafe(%q) = %q is not valid UTF-8", s, got)
+		}
+		for _, r := range got {
+			if unsafeRune(r) {
+				t.Fatalf("termSafe(%q) = %q keeps %U", s, got, r)
+			}
+		}
+		if again := termSafe(got); again != got {
+			t.Fatalf("not stable: %q then %q", got, again)
+		}
+		var kept []rune // every invalid byte becomes one U+FFFD
+		for _, r := range s {
+			if !unsafeRune(r) {
+				kept = append(kept, r)
+			}
+		}
+		if string(kept) != got {
+			t.Fatalf("termSafe(%q) = %q, want the printable runes %q", s, got, string(kept))
+		}
+		var b bytes.Buffer
+		w := newTermWriter(&b)
+		i := int(cut) % (len(s) + 1)
+		w.Write([]byte(s[:i]))
+		w.Write([]byte(s[i:]))
+		if utf8.ValidString(s) && b.String() != got {
+			t.Fatalf("split at %d: writer %q, termSafe %q", i, b.String(), got)
+		}
+	})
 }
