@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -49,4 +50,32 @@ func TestSecrets(t *testing.T) {
 	if strings.Contains(line, "pw1") || strings.Contains(line, "pw3") {
 		t.Errorf("Text left a secret: %q", line)
 	}
+}
+
+// FuzzURL: a secret put in the userinfo or under a secret-named query key
+// never survives URL, whatever else the URL holds.
+func FuzzURL(f *testing.F) {
+	f.Add("db.internal:5432", "app", "password", "hunter2", "sslmode=require")
+	f.Add("h", "", "X-Amz-Signature", "abc", "")
+	f.Add("h", "p/a th", "client_secret", "s p%ce", "a=b&c")
+	f.Fuzz(func(t *testing.T, host, path, key, secret, rest string) {
+		if !secretKey(key) || len(secret) < 3 || strings.Contains(host+path+rest+key, "Zq9") {
+			t.Skip()
+		}
+		secret = "Zq9" + secret // distinct from the URL's other parts
+		u := url.URL{Scheme: "postgres", Host: url.PathEscape(host), Path: "/" + path, User: url.UserPassword("u", secret)}
+		q, _ := url.ParseQuery(rest)
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set(key, secret)
+		u.RawQuery = q.Encode()
+		raw := u.String()
+		got := URL(raw)
+		for _, form := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret)} {
+			if strings.Contains(got, form) {
+				t.Fatalf("URL(%q) = %q keeps the secret", raw, got)
+			}
+		}
+	})
 }
