@@ -72,3 +72,9 @@ func (b *Bot) UploadFileContext(ctx context.Context, params slack.UploadFilePara
 	})
 	return f, err
 }
+
+// RespondContext posts msg to an interaction's response_url (replacing or
+// answering the message it came from), with the bot's retries.
+func (b *Bot) RespondContext(ctx context.Context, responseURL string, msg map[string]any) error {
+	return b.postResponse(ctx, responseURL, msg)
+}

@@ -6,7 +6,8 @@ import (
 )
 
 // conversationsMembers answers conversations.members: the channel's
-// Members (every user of the workspace and the bot when nil), paginated by
+// Members (every user of the workspace, and the bot unless BotAbsent, when
+// nil), paginated by
 // limit with a cursor that is the next offset. Unknown channels answer
 // channel_not_found.
 func (s *Server) conversationsMembers(r *apiRequest) apiResult {
@@ -19,9 +20,11 @@ func (s *Server) conversationsMembers(r *apiRequest) apiResult {
 	members := cs.info.Members
 	if members == nil {
 		for id := range s.users {
-			members = append(members, id)
+			if id != s.cfg.botUserID {
+				members = append(members, id)
+			}
 		}
-		if !slices.Contains(members, s.cfg.botUserID) && !cs.info.BotAbsent {
+		if !cs.info.BotAbsent {
 			members = append(members, s.cfg.botUserID)
 		}
 		slices.Sort(members)

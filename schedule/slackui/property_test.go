@@ -22,6 +22,11 @@ import (
 // retries, pacing and budget.
 var _ slackui.API = (*bot.Bot)(nil)
 
+// And it answers response_urls for the lists' buttons.
+var _ interface {
+	RespondContext(ctx context.Context, responseURL string, msg map[string]any) error
+} = (*bot.Bot)(nil)
+
 // recordingAPI keeps what slackui would send to Slack.
 type recordingAPI struct {
 	mu   sync.Mutex

@@ -575,8 +575,13 @@ func (u *UI) forbidden(ctx context.Context, id string) string {
 }
 
 // respond replaces the message that holds the buttons (an ephemeral list).
+// When the API is the bot it posts (one client, with the bot's retries).
 func (u *UI) respond(ctx context.Context, url, text string, blocks []slack.Block) error {
-	body, err := json.Marshal(map[string]any{"replace_original": true, "response_type": "ephemeral", "text": text, "blocks": blocks})
+	msg := map[string]any{"replace_original": true, "response_type": "ephemeral", "text": text, "blocks": blocks}
+	if r, ok := u.API.(responder); ok {
+		return r.RespondContext(ctx, url, msg)
+	}
+	body, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
@@ -599,6 +604,11 @@ func (u *UI) respond(ctx context.Context, url, text string, blocks []slack.Block
 		return fmt.Errorf("response_url: HTTP %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// responder posts to response_urls (*bot.Bot does).
+type responder interface {
+	RespondContext(ctx context.Context, responseURL string, msg map[string]any) error
 }
 
 // ---------------------------------------------------------------- approval
