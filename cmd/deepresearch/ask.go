@@ -140,9 +140,10 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	switch res.Status {
 	case agent.StatusReplied:
 		fmt.Fprintln(stdout, res.Reply)
+		p.printf("replied in %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client))
 		return nil
 	case agent.StatusCancelled:
-		p.printf("cancelled\n")
+		p.printf("cancelled after %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client))
 		return nil
 	}
 	if *out != "" {
@@ -160,11 +161,8 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		p.printf("review score %.2f is heuristic: no reviewer model gave it\n", r.Overall)
 	}
 	c := res.Citations
-	line := fmt.Sprintf("done (%s) in %s: %d sources read, citations %d cited / %d verified / %d dropped, %d tokens in %d calls",
-		res.Finish, elapsed(time.Since(start)), len(res.Sources), c.Cited, c.Verified, c.Dropped, res.Usage.Total(), res.Usage.Calls)
-	if client.HasPrices() {
-		line += ", cost " + money(res.Usage.Cost)
-	}
+	line := fmt.Sprintf("done (%s) in %s: %d sources read, citations %d cited / %d verified / %d dropped, %s",
+		res.Finish, elapsed(time.Since(start)), len(res.Sources), c.Cited, c.Verified, c.Dropped, usageLine(res.Usage, client))
 	if res.Extractive {
 		why := "the model became unavailable"
 		if f := p.lastFailure(); f != nil {
@@ -176,6 +174,16 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	}
 	p.printf("%s\n", line)
 	return nil
+}
+
+// usageLine is the run's tokens and calls, and its cost when the prices
+// of the models in use are known (DEEPRESEARCH_LLM_PRICES).
+func usageLine(u agent.Usage, client *llm.Client) string {
+	s := fmt.Sprintf("%d tokens in %d calls", u.Total(), u.Calls)
+	if client.HasPrices() {
+		s += ", cost " + money(u.Cost)
+	}
+	return s
 }
 
 // elapsed rounds a duration for people: 850ms, 12.3s, 4m05s.

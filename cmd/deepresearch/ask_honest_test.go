@@ -256,3 +256,25 @@ func TestAskHeuristicReviewSaysSo(t *testing.T) {
 		t.Errorf("the heuristic score is not labelled:\n%s", stderr.String())
 	}
 }
+
+// Small talk gets its answer on stdout and the same last line: elapsed
+// time and cost.
+func TestAskReplyLastLine(t *testing.T) {
+	vars, _ := newAskWorld(t, worldOpts{wrap: func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
+		if r.Node() == "coordinator" {
+			return llmtest.JSON(map[string]string{"intent": "chat", "reply": "Hello! Ask me a research question.", "research_question": "", "clarifying_question": "", "instruction": ""})
+		}
+		return scripted
+	}})
+	vars["DEEPRESEARCH_LLM_PRICES"] = "fake=2.5/10"
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"ask", "hi there, thanks!"}, getenv(vars), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Hello!") {
+		t.Errorf("stdout = %q", stdout.String())
+	}
+	if last := lastLine(stderr.String()); !regexp.MustCompile(`^replied in [0-9.]+m?s: \d+ tokens in \d+ calls, cost \$0\.\d+$`).MatchString(last) {
+		t.Errorf("last line = %q", last)
+	}
+}
