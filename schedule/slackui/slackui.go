@@ -329,8 +329,8 @@ func (u *UI) onSubmit(ctx context.Context, cb slack.InteractionCallback) error {
 	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
 	tell := func(text string) {
 		ch := meta.Channel
-		if ch == "" {
-			ch = d.Channel
+		if ch == "" && schedule.ValidChannelID(d.Channel) {
+			ch = d.Channel // never a DM or anything else the form was given
 		}
 		if ch == "" {
 			return
