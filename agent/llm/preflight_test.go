@@ -254,3 +254,21 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// A key refused everywhere (403 on the listing and on chat) fails Check,
+// naming OPENAI_API_KEY.
+func TestCheckForbiddenKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"error":{"message":"Project does not have access to this resource.","type":"invalid_request_error","param":null,"code":null}}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Options{APIKey: "k", BaseURL: srv.URL + "/v1", Model: "m", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Check(context.Background()); !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Fatalf("Check = %v, want ErrForbidden naming OPENAI_API_KEY", err)
+	}
+}
