@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -255,5 +256,44 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 	}
 	if n := len(res.calls); n != 0 {
 		t.Errorf("researcher called %d times", n)
+	}
+}
+
+// flakyWaitStore fails WaitRun a number of times, as a database blip would.
+type flakyWaitStore struct {
+	*memstore.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *flakyWaitStore) WaitRun(ctx context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+	s.mu.Lock()
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+	}
+	return s.Store.WaitRun(ctx, id, owner, intr, now)
+}
+
+// TestStoreBlipWhileRecordingWaitingIsRetried: one failed write of the
+// waiting state (a blip) is tried again; the run waits for approval
+// instead of failing.
+func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
+	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
+	t.Cleanup(fake.Close)
+	store := &flakyWaitStore{Store: memstore.New(), fails: 1}
+	res := &scriptedResearcher{planText: "a plan"}
+	runOn(t, fake, store, res)
+	ctx := testCtx(t)
+	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "blip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return r.State != bot.StateQueued && r.State != bot.StateRunning })
+	if r.State != bot.StateWaiting || res.count("start") != 1 {
+		t.Fatalf("run = %s (%q), starts %d", r.State, r.Error, res.count("start"))
 	}
 }

@@ -449,7 +449,17 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	if pi.Text == "" {
 		pi.Text = Truncate(intr.Draft, maxMarkdown-200)
 	}
-	if err := b.store.WaitRun(ctx, r.ID, b.opts.InstanceID, pi, b.now()); err != nil {
+	err = b.store.WaitRun(ctx, r.ID, b.opts.InstanceID, pi, b.now())
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		// A blip of the database passes; a refusal of the row does not.
+		log.Warn("bot: record waiting run; trying once more", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		err = b.store.WaitRun(ctx, r.ID, b.opts.InstanceID, pi, b.now())
+	}
+	if err != nil {
 		log.Warn("bot: record waiting run", "err", err)
 		if !errors.Is(err, ErrLeaseLost) {
 			// Left running, the run would be picked up, researched and
