@@ -89,13 +89,11 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	if err != nil {
 		return err
 	}
-	if *thread != "" && question != "" {
-		// A follow-up needs the thread; a typo must not start a new research.
+	if *thread != "" {
+		// A follow-up or a resume needs the thread; a typo must not start
+		// a new research.
 		if _, err := a.Get(ctx, *thread); err != nil {
-			if errors.Is(err, agent.ErrUnknownThread) {
-				return usageError{msg: fmt.Sprintf("no thread %q in this database (check --thread and DEEPRESEARCH_DATA_DIR / DATABASE_URL); leave --thread out to start a new research", *thread)}
-			}
-			return err
+			return askError(err)
 		}
 	}
 	// Fail at once, naming the variable, rather than research for minutes
@@ -212,7 +210,8 @@ func askError(err error) error {
 	case errors.Is(err, agent.ErrEmptyQuestion):
 		return usageError{msg: "the question is empty"}
 	case errors.Is(err, agent.ErrUnknownThread):
-		return fmt.Errorf("no thread with that id in this database (check --thread and DEEPRESEARCH_DATA_DIR / DATABASE_URL)")
+		// With or without a question: a typo must not start a new research.
+		return usageError{msg: "no thread with that --thread id in this database (check it and DEEPRESEARCH_DATA_DIR / DATABASE_URL); leave --thread out to start a new research"}
 	case errors.Is(err, agent.ErrWaiting):
 		return fmt.Errorf("the thread is waiting for an answer: run deepresearch ask --thread ID without a question to answer it")
 	case errors.Is(err, llm.ErrUnauthorized), errors.Is(err, llm.ErrForbidden):

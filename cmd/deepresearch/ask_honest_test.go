@@ -156,13 +156,15 @@ func TestAskRetryLineElapsedAndCost(t *testing.T) {
 // like a missing question, before anything is researched.
 func TestAskUnknownThreadRefused(t *testing.T) {
 	vars, srv := newAskWorld(t, worldOpts{})
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"ask", "--thread", "cli-typo", "and the fines?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr)
-	if code != 2 || !strings.Contains(stderr.String(), `no thread "cli-typo"`) {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	if srv.Calls() != 0 || stdout.Len() != 0 {
-		t.Errorf("a research started: %d calls, stdout %q", srv.Calls(), stdout.String())
+	for _, args := range [][]string{{"--thread", "cli-typo", "and the fines?"}, {"--thread", "cli-typo"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"ask"}, args...), getenv(vars), strings.NewReader(""), &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "no thread with that --thread id") || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr.String())
+		}
+		if srv.Calls() != 0 || stdout.Len() != 0 {
+			t.Errorf("%q: a research started: %d calls, stdout %q", args, srv.Calls(), stdout.String())
+		}
 	}
 }
 
