@@ -77,9 +77,11 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorl
 	if faults > 0 {
 		opts = append(opts, llmtest.WithFaults(llmtest.Faults{Rate: faults, Seed: seed}))
 	}
+	seq := map[string]int{} // the server calls its responder under its lock
 	w.srv = llmtest.NewServer(tb, func(r *llmtest.Request) llmtest.Reply {
-		kind := nodeKind(r.Node())
-		d := w.lat(kind, r.Node()+"\x00"+strconv.Itoa(len(r.Body)), modelMin, modelMax, seed, scale)
+		// the n-th request of a node takes the same time whatever the prompt
+		seq[r.Node()]++
+		d := w.lat(nodeKind(r.Node()), r.Node()+"#"+strconv.Itoa(seq[r.Node()]), modelMin, modelMax, seed, scale)
 		return llmtest.Delayed(d, b.respond(r))
 	}, opts...)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

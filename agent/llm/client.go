@@ -34,6 +34,8 @@ type Client struct {
 	sleep    func(context.Context, time.Duration) error
 	now      func() time.Time
 	jsonMode atomic.Int32 // index into jsonModes; only ever increases
+	noStream atomic.Bool  // the endpoint refused stream=true
+	lat      latencies    // recent first-answer latencies, for hedging
 }
 
 var jsonModes = []JSONMode{JSONModeSchema, JSONModeObject, JSONModePrompt}
@@ -96,8 +98,17 @@ func New(opts Options) (*Client, error) {
 	} else if opts.MaxRetries < 0 {
 		opts.MaxRetries = 0
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
+	if opts.Timeout < 0 {
+		opts.Timeout = 0
+	}
+	if opts.FirstTokenTimeout <= 0 {
+		opts.FirstTokenTimeout = DefaultFirstTokenTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.HedgeAfter == 0 {
+		opts.HedgeAfter = DefaultHedgeAfter
 	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = DefaultMinBackoff
@@ -167,6 +178,23 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 type headerDoer struct{ c *http.Client }
 
 func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
+	resp, err := d.do(r)
+	if err != nil {
+		return resp, err
+	}
+	if box, ok := r.Context().Value(headerBoxKey{}).(*headerBox); ok {
+		box.set(resp.Header)
+		if resp.StatusCode/100 == 2 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			// a server that ignored stream=true: its plain answer is used
+			if err := asStream(resp); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (d headerDoer) do(r *http.Request) (*http.Response, error) {
 	role, _ := r.Context().Value(roleKey).(Role)
 	node := NodeFrom(r.Context())
 	if role != "" || node != "" {
@@ -218,7 +246,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 // at start-up to fail fast with a clear message; some servers (Azure) do
 // not serve the list and answer 404, which Ping ignores.
 func (c *Client) Ping(ctx context.Context) error {
-	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	actx, cancel := context.WithTimeout(ctx, c.plainTimeout())
 	defer cancel()
 	list, err := c.api.ListModels(actx)
 	if err == nil {
@@ -348,11 +376,9 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	nt := notifier{fn: c.opts.OnNotice, base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
 	for attempt := 1; ; attempt++ {
 		log.DebugContext(ctx, "llm request", "attempt", attempt, "messages", len(oreq.Messages), "tools", len(oreq.Tools))
-		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 		stopWatch := nt.watch(attempt)
-		resp, err := c.api.CreateChatCompletion(actx, oreq)
+		resp, hdr, err := c.attempt(ctx, oreq, model, nt, attempt)
 		stopWatch()
-		cancel()
 		if err == nil && len(resp.Choices) == 0 {
 			err = fmt.Errorf("%w: no choices in response", ErrMalformedResponse)
 		}
@@ -369,7 +395,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 		if ctx.Err() != nil {
 			return Response{}, fmt.Errorf("llm: %s call canceled: %w", model, context.Cause(ctx))
 		}
-		f := c.classify(ctx, err, resp.Header(), model, env)
+		f := c.classify(ctx, err, hdr, model, env)
 		if !f.retry || attempt > c.opts.MaxRetries {
 			if f.retry {
 				log.WarnContext(ctx, "llm giving up", "attempts", attempt, "status", f.status, "error", f.kind)

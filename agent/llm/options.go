@@ -102,9 +102,27 @@ type Options struct {
 	// MaxRetries is the number of retries after the first attempt
 	// (default 3). Use a negative value to disable retries.
 	MaxRetries int
-	// Timeout bounds one attempt (default 2m). The caller's context bounds
-	// the whole call including retries.
+	// Timeout bounds one attempt as a whole when set. Unset, a streamed
+	// attempt is bounded by FirstTokenTimeout and IdleTimeout only (a long
+	// answer that keeps coming is not cut), and a plain one by
+	// DefaultTimeout. The caller's context bounds the whole call including
+	// retries.
 	Timeout time.Duration
+	// FirstTokenTimeout is how long a streamed attempt waits for its first
+	// chunk (default 60s, never more than Timeout); IdleTimeout how long it
+	// waits for each next one (default 30s). Either ends the attempt as a
+	// timeout, which is retried.
+	FirstTokenTimeout, IdleTimeout time.Duration
+	// NoStream asks for whole answers instead of streams. Without it the
+	// client streams, and falls back to whole answers by itself when the
+	// server refuses stream=true.
+	NoStream bool
+	// HedgeAfter is the least an attempt waits for its answer to start
+	// before the same request is sent again alongside it (default 1s); the
+	// wait is three times the slowest start seen lately for the model (8s
+	// before any is seen). The first answer wins and the other request is
+	// cancelled. Negative disables hedging.
+	HedgeAfter time.Duration
 	// MinBackoff and MaxBackoff bound the exponential backoff between retries
 	// (defaults 500ms and 30s); a random jitter of up to half the delay is
 	// subtracted.

@@ -212,7 +212,7 @@ func (c *Client) checkError(ctx context.Context, f failure) error {
 }
 
 // checkTimeout bounds one request of a check.
-func (c *Client) checkTimeout() time.Duration { return min(c.opts.Timeout, checkTimeout) }
+func (c *Client) checkTimeout() time.Duration { return min(c.plainTimeout(), checkTimeout) }
 
 // listed reports whether the server lists model, taking Ollama's implicit
 // ":latest" tag into account.

@@ -68,10 +68,14 @@ func (c *Client) classify(ctx context.Context, err error, hdr http.Header, model
 	var jsonType *json.UnmarshalTypeError
 	var netErr net.Error
 	var urlErr *url.Error
+	var stall *stallError
 	switch {
+	case errors.As(err, &stall) && ctx.Err() == nil:
+		f.kind, f.retry = ErrTimeout, true
+		f.msg = stall.Error()
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		f.kind, f.retry = ErrTimeout, true
-		f.hint = fmt.Sprintf("no answer within %s per attempt; raise %s for slow local models", c.opts.Timeout, EnvTimeout)
+		f.hint = fmt.Sprintf("no answer within %s per attempt; raise %s for slow local models", c.plainTimeout(), EnvTimeout)
 	case errors.As(err, &jsonSyntax), errors.As(err, &jsonType), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, ErrMalformedResponse):
 		f.kind, f.retry = ErrMalformedResponse, true

@@ -46,8 +46,16 @@ type Reply struct {
 	// Hang never answers: the handler blocks until the client gives up or
 	// the server closes (then the connection is dropped).
 	Hang bool
-	// Malformed sends a 200 with a truncated JSON body.
+	// Malformed sends a 200 with a truncated JSON body (a stream: a
+	// truncated event).
 	Malformed bool
+
+	// Streaming (requests with stream=true): the headers go out at once,
+	// Delay and Hang hold the first chunk, ChunkDelay spaces the chunks, and
+	// StallAfter > 0 stops after that many chunks without ending the stream
+	// (until the client gives up), like a server that stalls mid-answer.
+	ChunkDelay time.Duration
+	StallAfter int
 }
 
 // ToolCall is a scripted tool call. Args may be a string (sent verbatim) or
@@ -97,6 +105,12 @@ func Malformed() Reply { return Reply{Malformed: true} }
 
 // Hang never replies.
 func Hang() Reply { return Reply{Hang: true} }
+
+// Stalled returns r streamed up to n chunks, then stalled.
+func Stalled(n int, r Reply) Reply {
+	r.StallAfter = n
+	return r
+}
 
 // Delayed returns r answered after d.
 func Delayed(d time.Duration, r Reply) Reply {

@@ -81,6 +81,10 @@ func WithoutJSONSchema() Option { return func(s *Server) { s.noJSONSchema = true
 // than text.
 func WithoutResponseFormat() Option { return func(s *Server) { s.noResponseFormat = true } }
 
+// WithoutStreaming makes the server reject stream=true with a 400, like
+// servers that do not stream.
+func WithoutStreaming() Option { return func(s *Server) { s.noStream = true } }
+
 // Server is the fake. Safe for concurrent use.
 type Server struct {
 	ts        *httptest.Server
@@ -92,6 +96,7 @@ type Server struct {
 	models           []string
 	noJSONSchema     bool
 	noResponseFormat bool
+	noStream         bool
 
 	mu         sync.Mutex
 	queue      []Reply
@@ -403,10 +408,10 @@ func clip(s string, n int) string {
 }
 
 // rejectRequest answers what a real server refuses regardless of the
-// script: streaming, unknown models (WithModels) and unsupported
+// script: streaming (WithoutStreaming), unknown models (WithModels) and unsupported
 // response_format (WithoutJSONSchema, WithoutResponseFormat).
 func (s *Server) rejectRequest(req *Request) *Reply {
-	if req.Stream {
+	if req.Stream && s.noStream {
 		r := Error(http.StatusBadRequest, "llmtest: stream=true is not supported")
 		return &r
 	}
@@ -427,6 +432,10 @@ func (s *Server) rejectRequest(req *Request) *Reply {
 }
 
 func (s *Server) write(w http.ResponseWriter, r *http.Request, req *Request, reply Reply, id int) {
+	if req.Stream && (reply.Status == 0 || reply.Status == http.StatusOK) && reply.Body == "" {
+		s.writeStream(w, r, req, reply, id)
+		return
+	}
 	if reply.Delay > 0 {
 		t := time.NewTimer(reply.Delay)
 		defer t.Stop()
@@ -475,10 +484,19 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req *Request, rep
 		return
 	}
 
-	content, err := reply.content()
+	resp, err := completion(req, reply, id)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, nil, err.Error(), "server_error", "", "")
 		return
+	}
+	writeJSON(w, http.StatusOK, reply.Header, resp)
+}
+
+// completion is the reply as a chat completion.
+func completion(req *Request, reply Reply, id int) (openai.ChatCompletionResponse, error) {
+	content, err := reply.content()
+	if err != nil {
+		return openai.ChatCompletionResponse{}, err
 	}
 	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content,
 		Refusal: reply.Refusal, ReasoningContent: reply.Reasoning}
@@ -486,8 +504,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req *Request, rep
 	for i, tc := range reply.ToolCalls {
 		args, err := tc.args()
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, nil, err.Error(), "server_error", "", "")
-			return
+			return openai.ChatCompletionResponse{}, err
 		}
 		callID := tc.ID
 		if callID == "" {
@@ -516,15 +533,14 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req *Request, rep
 		usage = *reply.Usage
 	}
 	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
-	resp := openai.ChatCompletionResponse{
+	return openai.ChatCompletionResponse{
 		ID:      fmt.Sprintf("chatcmpl-llmtest-%d", id),
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   model,
 		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
 		Usage:   usage,
-	}
-	writeJSON(w, http.StatusOK, reply.Header, resp)
+	}, nil
 }
 
 // PromptTokens is the fake's crude prompt count: characters/4 over every
