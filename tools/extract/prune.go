@@ -22,8 +22,6 @@ type extractor struct {
 	cards map[*html.Node]bool
 	// popups are link clusters inside paragraphs (see findPopups).
 	popups map[*html.Node]bool
-	// embeds holds the ancestors of embedded posts (see findEmbeds).
-	embeds map[*html.Node]bool
 	// lenient ignores class and id names when pruning (see ExtractBytes).
 	lenient bool
 	// noscriptMain reports that the page's <noscript> elements hold more
@@ -242,7 +240,6 @@ func (e *extractor) measure(body *html.Node) textSize {
 	}
 	e.cards = findCards(scores)
 	e.popups = findPopups(body)
-	e.embeds = findEmbeds(body)
 	// Pages rendered by scripts often put a copy of their content for
 	// crawlers in <noscript> (forums do). That copy is the content only
 	// when the rest of the page holds less text than it; otherwise it is a
@@ -264,36 +261,6 @@ func (e *extractor) measure(body *html.Node) textSize {
 	walk(body, 0)
 	e.noscriptMain = inside*2 > e.size[body].all
 	return e.size[body]
-}
-
-// findEmbeds returns the ancestors of embedded posts: blockquotes whose
-// class names a tweet or an embed (the markup of embedded tweets,
-// Instagram and Facebook posts, which quote text into the article).
-func findEmbeds(body *html.Node) map[*html.Node]bool {
-	var embeds map[*html.Node]bool
-	var walk func(n *html.Node, depth int)
-	walk = func(n *html.Node, depth int) {
-		if depth > maxDepth {
-			return
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type != html.ElementNode {
-				continue
-			}
-			if c.Data == "blockquote" && isEmbedName(attr(c, "class")) {
-				if embeds == nil {
-					embeds = map[*html.Node]bool{}
-				}
-				for a := c.Parent; a != nil && a != body && !embeds[a]; a = a.Parent {
-					embeds[a] = true
-				}
-				continue
-			}
-			walk(c, depth+1)
-		}
-	}
-	walk(body, 0)
-	return embeds
 }
 
 // isEmbedName reports a class or id naming an embedded post.
@@ -529,13 +496,7 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 	if e.lenient {
 		return false
 	}
-	v, strong := classVerdict(n)
-	if v >= 0 {
-		return false
-	}
-	if !strong && e.embeds[n] {
-		// A wrapper named for video or media (a responsive embed
-		// container) that holds an embedded post keeps it.
+	if v, _ := classVerdict(n); v >= 0 {
 		return false
 	}
 	// A furniture-named element that holds most of the page's paragraph

@@ -27,7 +27,6 @@ type block struct {
 	ordered bool // list item of an ordered list
 	index   int  // number of an ordered list item
 	quote   int  // blockquote depth
-	caption bool // inside a figure or caption
 	text    string
 	md      string
 	rows    [][]string // table cells
@@ -103,7 +102,6 @@ type renderer struct {
 	ordered bool
 	index   int
 	quote   int
-	caption int
 	lists   []listCtx
 	nodes   int
 }
@@ -126,7 +124,7 @@ func (r *renderer) flush() {
 	md := strings.TrimRight(string(b.md), " \n")
 	r.blocks = append(r.blocks, block{
 		kind: r.kind, level: r.level, ordered: r.ordered, index: r.index, quote: r.quote,
-		caption: r.caption > 0, text: text, md: md, chars: b.chars, link: b.link,
+		text: text, md: md, chars: b.chars, link: b.link,
 	})
 	*b = inline{text: b.text[:0], md: b.md[:0]}
 }
@@ -202,10 +200,8 @@ func (r *renderer) element(c *html.Node, inLink bool, depth int) {
 		r.quote--
 	case "figure", "figcaption", "caption":
 		r.flush()
-		r.caption++
 		r.walk(c, inLink, depth+1)
 		r.flush()
-		r.caption--
 	case "pre":
 		r.flush()
 		text := strings.Trim(rawText(c), "\n")
@@ -428,10 +424,6 @@ func cleanBlocks(blocks []block, title string, itemLink int) []block {
 			continue
 		}
 		if b.chars < 60 && boilerplateRe.MatchString(strings.TrimSpace(b.text)) {
-			continue
-		}
-		if b.caption {
-			// Figure captions and photo credits are not part of the text.
 			continue
 		}
 		out = append(out, b)
