@@ -38,7 +38,8 @@ func commandTable() map[string]command {
 		"ask":     {"run one research in the terminal (ask [flags] \"question\")", runAsk},
 		"serve":   {"run the Slack bot (Socket Mode) until interrupted", runServe},
 		"extract": {"print the main text of an HTML page (extract [--url URL] [--json] FILE|-)", func(ctx context.Context, args []string, _ env, stdin io.Reader, stdout, stderr io.Writer) error {
-			return extract.RunCLI(ctx, args, stdin, stdout, stderr)
+			// Page text goes to a terminal: no control characters from the web.
+			return extract.RunCLI(ctx, args, stdin, newTermWriter(stdout), newTermWriter(stderr))
 		}},
 		"extract-bench": {"score content extraction on a benchmark directory (precision, recall, F1, ms/page)", func(ctx context.Context, args []string, _ env, _ io.Reader, stdout, stderr io.Writer) error {
 			return extractbench.RunCLI(ctx, args, stdout, stderr)
