@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -164,30 +165,25 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	a.Title, a.Byline, a.SiteName, a.Description = m.title, m.byline, m.siteName, m.description
 	a.CanonicalURL, a.Published, a.Lang = m.canonical, m.published, m.lang
 
-	body := findBody(doc)
-	if body != nil {
-		e := newExtractor(base, opts)
-		e.prune(body)
-		blocks := e.content(body, a.Title)
-		if mc := opts.Tuning.MinContent; chars(blocks) < mc && e.size[body].para >= 4*mc {
+	if body := findBody(doc); body != nil {
+		c := extractContent(body, base, opts, a.Title, false)
+		doc, body = nil, nil // the second reading below must not hold two trees
+		if mc := opts.Tuning.MinContent; chars(c.blocks) < mc && c.prose >= 4*mc {
 			// The page has prose but class names removed nearly all of
 			// it: they lie (a theme that calls every section a "toc" or a
 			// "hero"). Read the page again trusting tags, roles and
 			// visibility only, and keep that when it finds more.
 			if doc2, err := parse(data); err == nil {
 				if body2 := findBody(doc2); body2 != nil {
-					e2 := newExtractor(base, opts)
-					e2.lenient = true
-					e2.prune(body2)
-					if b2 := e2.content(body2, a.Title); chars(b2) > chars(blocks) {
-						e, blocks = e2, b2
+					if c2 := extractContent(body2, base, opts, a.Title, true); chars(c2.blocks) > chars(c.blocks) {
+						c = c2
 					}
 				}
 			}
 		}
-		a.Text = blocksText(blocks)
-		a.Markdown = blocksMarkdown(blocks)
-		a.Links = e.links
+		a.Text = blocksText(c.blocks)
+		a.Markdown = blocksMarkdown(c.blocks)
+		a.Links = c.links
 		if a.Title == "" {
 			a.Title = m.h1
 		}
@@ -197,6 +193,25 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	}
 	sanitize(a)
 	return a, nil
+}
+
+// content is what one reading of a page's body found: the blocks of its
+// main content, the links in them, and the length of the body's prose
+// before pruning.
+type content struct {
+	blocks []block
+	links  []string
+	prose  int
+}
+
+// extractContent prunes body and returns its main content; lenient
+// ignores class and id names.
+func extractContent(body *html.Node, base *url.URL, opts Options, title string, lenient bool) content {
+	e := newExtractor(base, opts)
+	e.lenient = lenient
+	e.prune(body)
+	blocks := e.content(body, title)
+	return content{blocks: blocks, links: e.links, prose: e.size[body].para}
 }
 
 // toUTF8 converts the page to UTF-8 from whatever encoding its BOM, meta
