@@ -119,7 +119,7 @@ type Options struct {
 	NoStream bool
 	// HedgeAfter is the least an attempt waits for its answer to start
 	// before the same request is sent again alongside it (default 1s); the
-	// wait is three times the slowest start seen lately for the model (8s
+	// wait is twice the slowest start of the last 32 for the model (4s
 	// before any is seen). The first answer wins and the other request is
 	// cancelled. Negative disables hedging.
 	HedgeAfter time.Duration

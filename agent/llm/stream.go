@@ -23,9 +23,9 @@ const (
 	DefaultHedgeAfter        = time.Second
 	// hedgeFactor is the wide margin: an attempt is hedged once it has
 	// waited this many times the slowest first answer seen lately.
-	hedgeFactor = 3
+	hedgeFactor = 2
 	// hedgeInitial is the wait before hedging while nothing has been seen.
-	hedgeInitial = 5 * time.Second
+	hedgeInitial = 4 * time.Second
 	// maxHedges is how many extra requests one attempt may send.
 	maxHedges      = 2
 	latencySamples = 32
