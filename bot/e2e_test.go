@@ -411,7 +411,9 @@ func TestClickByStrangerAndApprover(t *testing.T) {
 			resumes++
 		}
 	}
-	if resumes != 1 || r.Decision == nil || r.Decision.By != "U3" {
+	// Both may decide; the clicks are handled concurrently, so either one
+	// is the decision — and only one resumes the run.
+	if resumes != 1 || r.Decision == nil || (r.Decision.By != "U3" && r.Decision.By != "U1") {
 		t.Errorf("resumes = %d, decision = %+v", resumes, r.Decision)
 	}
 	h.noPings()
