@@ -154,7 +154,7 @@ func Extract(r io.Reader, pageURL string, opts Options) (*Article, error) {
 // ExtractBytes is Extract over a page already in memory.
 func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	opts = opts.withDefaults()
-	data = toUTF8(data)
+	data = fixMojibake(toUTF8(data))
 	doc, err := parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("extract: parse html: %w", err)
