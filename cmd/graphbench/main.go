@@ -551,6 +551,32 @@ type stmtCounter struct {
 	mu                  sync.Mutex
 	inTx                map[*pgx.Conn]bool
 	batchWrites         map[*pgx.Conn]bool
+	kinds               map[string]sqlKind // by statement text: classified once, not in every timed query
+}
+
+type sqlKind uint8
+
+const (
+	sqlRead sqlKind = iota
+	sqlBegin
+	sqlCommit
+	sqlRollback
+	sqlWrite
+)
+
+func classify(sql string) sqlKind {
+	s := strings.ToLower(strings.TrimSpace(sql))
+	switch {
+	case strings.HasPrefix(s, "begin"):
+		return sqlBegin
+	case s == "commit":
+		return sqlCommit
+	case s == "rollback":
+		return sqlRollback
+	case writeRE.MatchString(s):
+		return sqlWrite
+	}
+	return sqlRead
 }
 
 var writeRE = regexp.MustCompile(`(?i)\b(insert|update|delete|truncate)\b`)
@@ -560,21 +586,25 @@ func (c *stmtCounter) query(conn *pgx.Conn, sql string) {
 		return
 	}
 	c.statements.Add(1)
-	s := strings.ToLower(strings.TrimSpace(sql))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inTx == nil {
-		c.inTx, c.batchWrites = map[*pgx.Conn]bool{}, map[*pgx.Conn]bool{}
+		c.inTx, c.batchWrites, c.kinds = map[*pgx.Conn]bool{}, map[*pgx.Conn]bool{}, map[string]sqlKind{}
+	}
+	k, ok := c.kinds[sql]
+	if !ok {
+		k = classify(sql)
+		c.kinds[sql] = k
 	}
 	switch {
-	case strings.HasPrefix(s, "begin"):
+	case k == sqlBegin:
 		c.inTx[conn] = true
-	case s == "commit":
+	case k == sqlCommit:
 		c.inTx[conn] = false
 		c.commits.Add(1)
-	case s == "rollback":
+	case k == sqlRollback:
 		c.inTx[conn] = false
-	case !c.inTx[conn] && writeRE.MatchString(s):
+	case !c.inTx[conn] && k == sqlWrite:
 		c.commits.Add(1)
 	}
 }
@@ -592,13 +622,18 @@ func (c *stmtCounter) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.T
 		return
 	}
 	c.statements.Add(1)
-	if writeRE.MatchString(d.SQL) {
-		c.mu.Lock()
-		if c.batchWrites == nil {
-			c.inTx, c.batchWrites = map[*pgx.Conn]bool{}, map[*pgx.Conn]bool{}
-		}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.batchWrites == nil {
+		c.inTx, c.batchWrites, c.kinds = map[*pgx.Conn]bool{}, map[*pgx.Conn]bool{}, map[string]sqlKind{}
+	}
+	k, ok := c.kinds[d.SQL]
+	if !ok {
+		k = classify(d.SQL)
+		c.kinds[d.SQL] = k
+	}
+	if k == sqlWrite {
 		c.batchWrites[conn] = true
-		c.mu.Unlock()
 	}
 }
 func (c *stmtCounter) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.TraceBatchEndData) {
@@ -610,11 +645,29 @@ func (c *stmtCounter) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.Tra
 	delete(c.batchWrites, conn)
 }
 
+// pgURL is PG_URL (default the local bench database). Without an sslmode
+// it connects in plain text, as node-postgres (the peer's driver) does with
+// the same URL; pgx alone would prefer TLS, which costs both ends CPU on
+// every statement and makes the comparison unequal.
 func pgURL() string {
-	if u := os.Getenv("PG_URL"); u != "" {
-		return u
+	u := os.Getenv("PG_URL")
+	if u == "" {
+		u = "postgres://postgres@127.0.0.1:5432/bench"
 	}
-	return "postgres://postgres@127.0.0.1:5432/bench?sslmode=disable"
+	if !strings.Contains(u, "sslmode=") {
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		u += sep + "sslmode=disable"
+	}
+	return u
+}
+
+func sslMode(u string) string {
+	_, after, _ := strings.Cut(u, "sslmode=")
+	mode, _, _ := strings.Cut(after, "&")
+	return mode
 }
 
 func (b *bench) postgres(ctx context.Context) error {
@@ -700,6 +753,7 @@ func (b *bench) pgMeasure(ctx context.Context, ops int, op func(k int, warm bool
 	}
 	extra := map[string]any{
 		"checkpointer":         "deepresearch/storage/postgres",
+		"sslmode":              sslMode(pgURL()),
 		"durability":           graph.DurabilityAsync.String() + " (group commit; every write is committed before Invoke returns)",
 		"table_bytes":          after.total,
 		"bytes_per_invocation": round(float64(after.total)/float64(ops), 1),
