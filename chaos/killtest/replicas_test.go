@@ -20,7 +20,10 @@ import (
 // must be handled once (one status message, one report, one final message
 // per thread), and every digest firing must run once across the three.
 func TestReplicasPostgres(t *testing.T) {
-	const procs = 3
+	const (
+		procs           = 3
+		mentionChannels = 5
+	)
 	mentions, schedules := 40, 3
 	if long() {
 		mentions, schedules = 200, 6
@@ -29,6 +32,10 @@ func TestReplicasPostgres(t *testing.T) {
 	w := newWorld(t, 20*time.Millisecond, dbURL)
 	w.env["DEEPRESEARCH_APPROVE_DRAFT"] = "false"
 	w.env["DEEPRESEARCH_DIGEST_TICK"] = "1s"
+	// The fake does not enforce Slack's rate limits here, and the bot's
+	// own chat.update budget would only pace the final edits: budgets and
+	// their split among replicas are TestLoadReplicasPostgres's subject.
+	w.env["DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE"] = "-1"
 	fl := newFleet(t, w, procs)
 	for i := range procs {
 		fl.start(i)
@@ -50,6 +57,10 @@ func TestReplicasPostgres(t *testing.T) {
 	st := pgstore.New(pool)
 	now := time.Now()
 	for i := range schedules {
+		// The digest channel exists, with the bot and the owner in it: a
+		// firing checks that before researching.
+		w.slack.AddChannel(slackfake.Channel{ID: fmt.Sprintf("CD%02d", i), Name: fmt.Sprintf("digests-%02d", i),
+			Members: []string{"UOWNER", w.slack.BotUserID()}})
 		s := schedule.Schedule{ID: fmt.Sprintf("sch%02d", i), Team: w.slack.TeamID(), Channel: fmt.Sprintf("CD%02d", i), Owner: "UOWNER",
 			Topic: fmt.Sprintf("RUNTAG-9%02d competitor news", i), Spec: "* * * * *", TZ: "UTC", Enabled: true,
 			ActiveSince: now.Add(-90 * time.Second), CreatedAt: now, UpdatedAt: now}
@@ -58,10 +69,11 @@ func TestReplicasPostgres(t *testing.T) {
 		}
 	}
 
-	// Mentions from many users, several at once.
+	// Mentions from many users, several at once, over a few channels (the
+	// bot paces its posts to about one a second per channel, as Slack
+	// asks, so one channel would make the test wait on that pace).
 	type sent struct {
-		tag string
-		ts  string
+		tag, ch, ts string
 	}
 	var mu sync.Mutex
 	var all []sent
@@ -70,14 +82,14 @@ func TestReplicasPostgres(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
-				tag := fmt.Sprintf("RUNTAG-%03d", i)
-				s, err := w.slack.SendAppMention(ctx, slackfake.AppMention{User: fmt.Sprintf("U%03d", i), Channel: "C1", Text: tag + " What does the EU AI Act require?"})
+				tag, ch := fmt.Sprintf("RUNTAG-%03d", i), fmt.Sprintf("C%d", 1+i%mentionChannels)
+				s, err := w.slack.SendAppMention(ctx, slackfake.AppMention{User: fmt.Sprintf("U%03d", i), Channel: ch, Text: tag + " What does the EU AI Act require?"})
 				if err != nil {
 					t.Errorf("mention %d: %v", i, err)
 					continue
 				}
 				mu.Lock()
-				all = append(all, sent{tag, s.TS})
+				all = append(all, sent{tag, ch, s.TS})
 				mu.Unlock()
 			}
 		})
@@ -90,7 +102,7 @@ func TestReplicasPostgres(t *testing.T) {
 
 	finished := func() bool {
 		for _, s := range all {
-			v := inspect(w.slack, "C1", s.ts)
+			v := inspect(w.slack, s.ch, s.ts)
 			if v.Reports == 0 || v.Finals == 0 {
 				return false
 			}
@@ -124,7 +136,7 @@ func TestReplicasPostgres(t *testing.T) {
 
 	var dupStatus, dupReports, dupFinals, lost int
 	for _, s := range all {
-		v := inspect(w.slack, "C1", s.ts)
+		v := inspect(w.slack, s.ch, s.ts)
 		if v.Reports != 1 || v.Finals != 1 || v.Status != 1 || v.Failed != 0 {
 			t.Errorf("%s: reports %d, final %d, status messages %d, failed %d", s.tag, v.Reports, v.Finals, v.Status, v.Failed)
 		}
