@@ -26,9 +26,20 @@
 // malformed 2xx bodies) are retried with exponential backoff and jitter,
 // honouring Retry-After (seconds or HTTP date) and retry-after-ms. Other 4xx
 // are not retried; 401, 403 and 404 map to ErrUnauthorized, ErrForbidden and
-// ErrModelNotFound with a hint naming the variable to fix. go-openai stores
-// the headers of error responses in the response value, which is how
-// Retry-After is read without a recording transport.
+// ErrModelNotFound with a hint naming the variable to fix. Retry-After is
+// read from the response headers (for a failed stream, the transport keeps
+// them, since go-openai drops them).
+//
+// Answers are streamed (stream=true with usage) and put back together, so
+// structured outputs and tool calls work as with whole answers. An attempt
+// times out when its first chunk takes longer than FirstTokenTimeout or a
+// next one longer than IdleTimeout — not after a fixed total, which would
+// cut long answers or leave a dead connection waiting for minutes. An
+// attempt that has not started answering twice as late as the slowest
+// start seen lately is hedged: the same request goes out again (at most
+// twice), the first answer wins and the others are cancelled. A server that
+// refuses stream=true gets plain requests from then on; one that ignores it
+// is read as it answered.
 //
 // While a call waits, Options.OnNotice hears of it: an attempt without an
 // answer for SlowAfter (NoticeSlow), a retry being scheduled (NoticeRetry),

@@ -179,8 +179,10 @@ const (
 	EnvPrices       = "DEEPRESEARCH_LLM_PRICES"        // "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6" (per 1M tokens)
 	EnvMaxRetries   = "DEEPRESEARCH_LLM_MAX_RETRIES"   // integer
 	EnvTimeout      = "DEEPRESEARCH_LLM_TIMEOUT"       // Go duration, e.g. "90s"
-	EnvJSONMode     = "DEEPRESEARCH_LLM_JSON_MODE"     // json_schema|json_object|prompt
-	DefaultModelEnv = "gpt-4o-mini"                    // default when DEEPRESEARCH_MODEL is unset and the endpoint is OpenAI
+	EnvFirstToken   = "DEEPRESEARCH_LLM_FIRST_TOKEN_TIMEOUT"
+	EnvIdle         = "DEEPRESEARCH_LLM_IDLE_TIMEOUT"
+	EnvJSONMode     = "DEEPRESEARCH_LLM_JSON_MODE" // json_schema|json_object|prompt
+	DefaultModelEnv = "gpt-4o-mini"                // default when DEEPRESEARCH_MODEL is unset and the endpoint is OpenAI
 )
 
 // RoleEnv returns the environment variable that overrides the model of role,
@@ -204,7 +206,11 @@ func RoleEnv(r Role) string { return EnvModelPrefix + strings.ToUpper(string(r))
 //	DEEPRESEARCH_LLM_PRICES         model=prompt/completion prices per 1M
 //	                                tokens, comma separated
 //	DEEPRESEARCH_LLM_MAX_RETRIES    retries after the first attempt (default 3)
-//	DEEPRESEARCH_LLM_TIMEOUT        per-attempt timeout, Go duration (default 2m)
+//	DEEPRESEARCH_LLM_TIMEOUT        a whole attempt's limit, Go duration (default:
+//	                                none for streamed answers, 2m for plain ones)
+//	DEEPRESEARCH_LLM_FIRST_TOKEN_TIMEOUT  wait for a streamed answer's first
+//	                                chunk (default 60s)
+//	DEEPRESEARCH_LLM_IDLE_TIMEOUT   wait between chunks (default 30s)
 //	DEEPRESEARCH_LLM_JSON_MODE      json_schema|json_object|prompt
 //
 // Errors wrap ErrMissingAPIKey or ErrConfig and name the variable to fix.
@@ -276,12 +282,17 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		}
 		o.MaxRetries = n
 	}
-	if v := get(EnvTimeout); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return Options{}, fmt.Errorf("%w: %s=%q: want a positive Go duration such as 90s", ErrConfig, EnvTimeout, v)
+	for _, e := range []struct {
+		name string
+		dst  *time.Duration
+	}{{EnvTimeout, &o.Timeout}, {EnvFirstToken, &o.FirstTokenTimeout}, {EnvIdle, &o.IdleTimeout}} {
+		if v := get(e.name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return Options{}, fmt.Errorf("%w: %s=%q: want a positive Go duration such as 90s", ErrConfig, e.name, v)
+			}
+			*e.dst = d
 		}
-		o.Timeout = d
 	}
 	return o, nil
 }

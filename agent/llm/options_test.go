@@ -60,6 +60,7 @@ func TestOptionsFromEnv(t *testing.T) {
 				"DEEPRESEARCH_AZURE_DEPLOYMENTS": "gpt-4o=prod4o, gpt-4.1=w",
 				"DEEPRESEARCH_LLM_PRICES":        "gpt-4o=2.5/10,gpt-4.1=2/8",
 				"DEEPRESEARCH_LLM_MAX_RETRIES":   "0", "DEEPRESEARCH_LLM_TIMEOUT": "90s", "DEEPRESEARCH_LLM_JSON_MODE": "json_object",
+				"DEEPRESEARCH_LLM_FIRST_TOKEN_TIMEOUT": "20s", "DEEPRESEARCH_LLM_IDLE_TIMEOUT": "5s",
 			},
 			want: Options{
 				APIKey: "k", BaseURL: "https://acme.openai.azure.com", AzureAPIVersion: "2024-06-01", Model: "gpt-4o",
@@ -67,10 +68,12 @@ func TestOptionsFromEnv(t *testing.T) {
 				AzureDeployments: map[string]string{"gpt-4o": "prod4o", "gpt-4.1": "w"},
 				Prices:           map[string]Price{"gpt-4o": {2.5, 10}, "gpt-4.1": {2, 8}},
 				MaxRetries:       -1, Timeout: 90 * time.Second, JSONMode: JSONModeObject,
+				FirstTokenTimeout: 20 * time.Second, IdleTimeout: 5 * time.Second,
 			},
 		},
 		{name: "bad prices", env: map[string]string{"OPENAI_API_KEY": "k", "DEEPRESEARCH_LLM_PRICES": "gpt-4o=cheap"}, wantErr: ErrConfig, errHas: []string{"DEEPRESEARCH_LLM_PRICES"}},
 		{name: "bad timeout", env: map[string]string{"OPENAI_API_KEY": "k", "DEEPRESEARCH_LLM_TIMEOUT": "soon"}, wantErr: ErrConfig, errHas: []string{"DEEPRESEARCH_LLM_TIMEOUT"}},
+		{name: "bad idle timeout", env: map[string]string{"OPENAI_API_KEY": "k", "DEEPRESEARCH_LLM_IDLE_TIMEOUT": "0s"}, wantErr: ErrConfig, errHas: []string{"DEEPRESEARCH_LLM_IDLE_TIMEOUT"}},
 		{name: "bad url", env: map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "localhost:11434"}, wantErr: ErrConfig, errHas: []string{"OPENAI_BASE_URL"}},
 		{name: "bad provider", env: map[string]string{"OPENAI_API_KEY": "k", "DEEPRESEARCH_LLM_PROVIDER": "bard"}, wantErr: ErrConfig},
 	}
