@@ -281,7 +281,11 @@ func WriteWorst(w io.Writer, pages []Page, results []Result, r, n int, behind bo
 				others = append(others, fmt.Sprintf("%s=%.3f", o.Name, f1(o.Pages[i].Score)))
 			}
 		}
+		id := p.ID
+		if len(id) == 64 {
+			id = id[:12] // a content hash: its head is unique enough
+		}
 		fmt.Fprintf(w, "%.3f p=%.3f r=%.3f %-10s %-12s %s %s %s\n", f1(results[r].Pages[i].Score), pr, rc,
-			typeOf(p), truncName(p.ID, 12), truncName(p.URL, 70), strings.Join(others, " "), p.Set)
+			typeOf(p), id, truncName(p.URL, 70), strings.Join(others, " "), p.Set)
 	}
 }
