@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -277,9 +278,10 @@ func (w *world) hits(path string) int64 {
 	return v.(*atomic.Int64).Load()
 }
 
-// startWeb serves the article pages and the hostile ones.
-func (w *world) startWeb() {
-	// A gzip bomb: 64 MiB of zeros in ~64 KiB.
+// gzipBomb is 64 MiB of zeros in ~64 KiB, compressed once per test binary
+// and only if a test asks for it (compressing under the race detector takes
+// seconds).
+var gzipBomb = sync.OnceValue(func() []byte {
 	var bomb bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
 	zero := make([]byte, 1<<20)
@@ -287,7 +289,18 @@ func (w *world) startWeb() {
 		zw.Write(zero)
 	}
 	zw.Close()
-	huge := bytes.Repeat([]byte("<p>filler text that goes on and on. </p>\n"), (48<<20)/41)
+	return bomb.Bytes()
+})
+
+// hugeLine repeated hugeLines times is the 48 MiB page, written as it is
+// served (never held in memory).
+const (
+	hugeLine  = "<p>filler text that goes on and on. </p>\n"
+	hugeLines = (48 << 20) / len(hugeLine)
+)
+
+// startWeb serves the article pages and the hostile ones.
+func (w *world) startWeb() {
 	// "日本語のページです。" in Shift_JIS, served as text/html without a
 	// charset in the header but with a <meta> naming it.
 	sjis := []byte("<html><head><meta charset=\"shift_jis\"><title>SJIS</title></head><body><article><p>\x93\xfa\x96\x7b\x8c\xea\x82\xcc\x83\x79\x81\x5b\x83\x57\x82\xc5\x82\xb7\x81\x42</p></article></body></html>")
@@ -301,12 +314,18 @@ func (w *world) startWeb() {
 			return
 		case "/huge":
 			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-			rw.Write(huge)
+			bw := bufio.NewWriterSize(rw, 64<<10)
+			for range hugeLines {
+				if _, err := bw.WriteString(hugeLine); err != nil {
+					return // the fetcher stopped reading at its cap
+				}
+			}
+			bw.Flush()
 			return
 		case "/bomb":
 			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 			rw.Header().Set("Content-Encoding", "gzip")
-			rw.Write(bomb.Bytes())
+			rw.Write(gzipBomb())
 			return
 		case "/loop":
 			http.Redirect(rw, r, "/loop2", http.StatusFound)
