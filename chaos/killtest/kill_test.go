@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ type killPlan struct {
 }
 
 func planFor() killPlan {
-	p := killPlan{runs: 6, kills: 12, minGap: 400 * time.Millisecond, maxGap: 2500 * time.Millisecond, deadline: 5 * time.Minute}
+	p := killPlan{runs: 6, kills: 6, minGap: 400 * time.Millisecond, maxGap: 2 * time.Second, deadline: 4 * time.Minute}
 	if long() {
 		p = killPlan{runs: 50, kills: 150, minGap: 500 * time.Millisecond, maxGap: 4 * time.Second, deadline: 30 * time.Minute}
 	}
@@ -51,9 +52,14 @@ func planFor() killPlan {
 	return p
 }
 
+// maxPickups is the bot's bound on how often a run is picked up since its
+// last input (bot's maxRunAttempts): a run picked up more often is failed
+// as one that kills its process, so the killer keeps every run below it.
+const maxPickups = 5
+
 type mention struct {
-	tag, user string
-	sent      slackfake.Sent
+	tag, user, ch string
+	sent          slackfake.Sent
 }
 
 // clickLog records the approval clicks per interrupt (button value).
@@ -89,6 +95,11 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	if err := w.slack.WaitConnections(ctx, 1); err != nil {
 		t.Fatalf("no serve process connected: %v", err)
 	}
+	// The bot's records, read while the processes run: a run that ended
+	// without its report ends the wait (the checks below say why), and the
+	// killer keeps within the bot's bound on pickups per run.
+	store, closeStore := openBotStore(t, engine, dbURL, w.env["DEEPRESEARCH_DATA_DIR"])
+	defer closeStore()
 
 	// Mentions arrive over the first part of the test, while kills happen.
 	var mu sync.Mutex
@@ -96,9 +107,12 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	var sendWG sync.WaitGroup
 	sendWG.Go(func() {
 		for i := range plan.runs {
-			m := mention{tag: fmt.Sprintf("RUNTAG-%03d", i), user: fmt.Sprintf("U%03d", i)}
+			// A few channels: the bot paces its posts to about one a second
+			// per channel (split among the live processes), which one busy
+			// channel would make the test wait on.
+			m := mention{tag: fmt.Sprintf("RUNTAG-%03d", i), user: fmt.Sprintf("U%03d", i), ch: fmt.Sprintf("C%d", 1+i%3)}
 			sctx, scancel := context.WithTimeout(ctx, time.Minute)
-			sent, err := w.slack.SendAppMention(sctx, slackfake.AppMention{User: m.user, Channel: "C1",
+			sent, err := w.slack.SendAppMention(sctx, slackfake.AppMention{User: m.user, Channel: m.ch,
 				Text: m.tag + " What does the EU AI Act require?"})
 			scancel()
 			if err != nil {
@@ -123,12 +137,53 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 			return false
 		}
 		for _, m := range ms {
-			v := inspect(w.slack, "C1", m.sent.TS)
+			v := inspect(w.slack, m.ch, m.sent.TS)
 			if v.Reports == 0 || v.Finals == 0 {
 				return false
 			}
 		}
 		return true
+	}
+	// gaveUp reports a run that ended failed or cancelled: it will never
+	// get its report, so waiting longer only delays the failure.
+	gaveUp := func() bool {
+		for _, m := range snapshot() {
+			key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
+			r, err := store.LatestRun(ctx, key.ThreadID())
+			if err == nil && (r.State == bot.StateFailed || r.State == bot.StateCancelled) {
+				t.Logf("%s: run %s ended %s (%s)", m.tag, r.ID, r.State, r.Error)
+				return true
+			}
+		}
+		return false
+	}
+	// atBound reports a run picked up so often that killing the process
+	// in slot could take it past the bot's bound (maxPickups): the bot
+	// would then fail it by design, as a run that kills its process. A run
+	// leased to another live process is safe from this kill.
+	atBound := func(slot int) bool {
+		rs, err := store.ListRuns(ctx, bot.RunFilter{States: []bot.RunState{bot.StateQueued, bot.StateRunning}})
+		if err != nil {
+			return true // unknown: do not kill
+		}
+		for _, r := range rs {
+			if r.Attempt < maxPickups-1 {
+				continue
+			}
+			safe := r.State == bot.StateRunning && time.Now().Before(r.LeaseUntil)
+			if safe {
+				safe = false
+				for other := range procs {
+					if pid := fl.pid(other); other != slot && pid != 0 && strings.Contains(r.Owner, fmt.Sprintf("-%d-", pid)) {
+						safe = true
+					}
+				}
+			}
+			if !safe {
+				return true
+			}
+		}
+		return false
 	}
 
 	// The clicker approves drafts like a person: a little after the approval
@@ -140,7 +195,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	clickWG.Go(func() {
 		for clickCtx.Err() == nil {
 			for i, m := range snapshot() {
-				v := inspect(w.slack, "C1", m.sent.TS)
+				v := inspect(w.slack, m.ch, m.sent.TS)
 				if v.Reports > 0 {
 					continue
 				}
@@ -165,7 +220,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 					}
 					for range times {
 						cctx, ccancel := context.WithTimeout(clickCtx, time.Minute)
-						_, err := w.slack.SendBlockAction(cctx, slackfake.BlockAction{User: m.user, Channel: "C1", MessageTS: msg.TS,
+						_, err := w.slack.SendBlockAction(cctx, slackfake.BlockAction{User: m.user, Channel: m.ch, MessageTS: msg.TS,
 							ActionID: "dr_approve", Value: val})
 						ccancel()
 						if err != nil {
@@ -196,10 +251,14 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 
 	// The killer: SIGKILL a random process at random moments, restart it
 	// after a random pause.
-	killed := 0
-	for killed < plan.kills && ctx.Err() == nil && !allDone() {
+	killed, spared := 0, 0
+	for killed < plan.kills && ctx.Err() == nil && !allDone() && !gaveUp() {
 		time.Sleep(randDur(plan.minGap, plan.maxGap))
 		slot := int(randDur(0, time.Duration(procs-1)))
+		if atBound(slot) {
+			spared++
+			continue
+		}
 		if fl.kill(slot) {
 			killed++
 		}
@@ -210,21 +269,21 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	sendWG.Wait()
 
 	// Let everything finish.
-	for !allDone() {
+	for !allDone() && !gaveUp() {
 		if ctx.Err() != nil {
 			for _, m := range snapshot() {
-				v := inspect(w.slack, "C1", m.sent.TS)
+				v := inspect(w.slack, m.ch, m.sent.TS)
 				if v.Reports > 0 && v.Finals > 0 {
 					continue
 				}
 				t.Logf("%s: reports %d finals %d status %d pending approvals %d", m.tag, v.Reports, v.Finals, v.Status, len(v.Pending))
-				for _, msg := range w.slack.Thread("C1", m.sent.TS) {
+				for _, msg := range w.slack.Thread(m.ch, m.sent.TS) {
 					t.Logf("    %s bot=%v text=%.80q edits=%d files=%v", msg.TS, msg.IsBot(), msg.Text, len(msg.Edits), msg.Files)
 					for _, e := range msg.Edits[max(len(msg.Edits)-6, 0):] {
 						t.Logf("        was at %s: %.60q", e.At.Format("15:04:05.000"), e.Text)
 					}
 				}
-				key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: "C1", ThreadTS: m.sent.TS}
+				key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 				for _, l := range fl.logLines(key.ThreadID()) {
 					t.Logf("    log %s", l)
 				}
@@ -244,7 +303,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	ms := snapshot()
 	var dupReports, dupFinals, lostRuns, failed, staleStatus, extraApprovalMsgs int
 	for _, m := range ms {
-		v := inspect(w.slack, "C1", m.sent.TS)
+		v := inspect(w.slack, m.ch, m.sent.TS)
 		switch {
 		case v.Reports == 0:
 			lostRuns++
@@ -270,11 +329,9 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 
 	// Approvals: every run was approved once, by its requester, and the
 	// first click was the one applied.
-	store, closeStore := openBotStore(t, engine, dbURL, w.env["DEEPRESEARCH_DATA_DIR"])
-	defer closeStore()
 	lostApprovals := 0
 	for _, m := range ms {
-		key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: "C1", ThreadTS: m.sent.TS}
+		key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 		r, err := store.LatestRun(context.Background(), key.ThreadID())
 		if err != nil {
 			t.Errorf("%s: run: %v", m.tag, err)
@@ -321,8 +378,8 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	for _, n := range cl.clicks {
 		clicks += n
 	}
-	t.Logf("FIGURES %s: runs %d, processes %d, lives %d, kills %d (%.1f per run), kill phase %s, all done after %s",
-		engine, len(ms), procs, fl.lives(), len(kills), float64(len(kills))/float64(max(len(ms), 1)),
+	t.Logf("FIGURES %s: runs %d, processes %d, lives %d, kills %d (%.1f per run; %d rounds spared a run at %d pickups), kill phase %s, all done after %s",
+		engine, len(ms), procs, fl.lives(), len(kills), float64(len(kills))/float64(max(len(ms), 1)), spared, maxPickups-1,
 		killPhaseEnd.Sub(w.slackStart()).Round(time.Second), doneAt.Sub(w.slackStart()).Round(time.Second))
 	t.Logf("FIGURES %s: duplicate reports %d, duplicate final messages %d, lost runs %d, failed runs %d, stale status messages %d, extra approval messages %d",
 		engine, dupReports, dupFinals, lostRuns, failed, staleStatus, extraApprovalMsgs)
