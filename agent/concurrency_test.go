@@ -217,3 +217,30 @@ func TestPlainQuestionSkipsCoordinator(t *testing.T) {
 		})
 	}
 }
+
+// The process-wide cap holds across runs of one Agent.
+func TestProcessModelCallLimit(t *testing.T) {
+	e := newEnv(t)
+	f := newInflight()
+	e.opts.ProcessModelCalls = 2
+	a, err := agent.New(agent.Deps{LLM: countingLLM{e.client, f}, Search: e.search, Fetch: e.fetch,
+		Saver: e.store, Notes: e.notes, Logger: slog.New(slog.DiscardHandler)}, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, q := range []string{"What does the EU AI Act require?", "2026年の国内生成AI規制の動向を調べて", "How are AI Act fines calculated?"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := a.Start(context.Background(), "p-"+q, agent.Request{Question: q}, nil)
+			if err != nil || res.Status != agent.StatusDone {
+				t.Errorf("%s: %v %+v", q, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := f.max("llm"); n > 2 || n < 2 {
+		t.Errorf("%d model calls at once across runs, want exactly the cap of 2", n)
+	}
+}
