@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,5 +243,32 @@ func TestProcessModelCallLimit(t *testing.T) {
 	wg.Wait()
 	if n := f.max("llm"); n > 2 || n < 2 {
 		t.Errorf("%d model calls at once across runs, want exactly the cap of 2", n)
+	}
+}
+
+// A try that finds nothing new is not reflected on again: the verdict on
+// the same evidence stands. The last try still gets its answer.
+func TestNothingNewNoSecondReflection(t *testing.T) {
+	e := newEnv(t)
+	e.brain.reflectDone = func(int) bool { return false }
+	e.search.empty = func(q string) bool { return strings.Contains(q, "details") } // the select step's queries
+	res := e.start("same", agent.Request{Question: "What does the EU AI Act require?"})
+	checkReport(t, res)
+	subtasks := len(res.Plan.Subtasks)
+	if n := e.brain.count("reflect"); n != subtasks {
+		t.Errorf("%d reflections for %d subtasks whose later tries found nothing new", n, subtasks)
+	}
+	if n := e.brain.count("select"); n != 2*subtasks {
+		t.Errorf("%d select calls, want %d (tries 2 and 3 of each subtask)", n, 2*subtasks)
+	}
+	// the last try answers from the evidence (try 1's answer was called off)
+	last := 0
+	for _, r := range e.srv.Requests() {
+		if nodeKind(r.Node()) == "answer_subtask" {
+			last++
+		}
+	}
+	if last < subtasks {
+		t.Errorf("%d subtask answers asked for, want at least %d", last, subtasks)
 	}
 }

@@ -588,6 +588,19 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	cctx, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
 
+	reflecting := !stopped && (a.search != nil || a.fetch != nil)
+	n := len(evidenceOf(s.Findings, 0)) + len(s.Computations)
+	var v verdict
+	reused := false
+	if prev := s.Reflection; reflecting && prev != nil && !prev.Failed && s.Try > 0 && prev.Evidence == n {
+		// this try found nothing new: the last verdict on the same evidence
+		// stands, and asking again adds nothing
+		reflecting, v, reused = false, *prev, true
+		if !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries {
+			return []graph.Write{rs.reflection.Set(&v)}, nil // another try follows; the answer can wait
+		}
+	}
+
 	c := a.caller(t.node(rAnswer))
 	ans := fallback
 	actx, cancelAnswer := context.WithCancel(cctx)
@@ -610,18 +623,23 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		}()
 	}
 	w := []graph.Write{rs.reflection.Set(nil)}
-	if !stopped && (a.search != nil || a.fetch != nil) {
+	if reused {
+		w = []graph.Write{rs.reflection.Set(&v)}
+	}
+	if reflecting {
 		rc := a.caller(t.node(rReflect))
-		v, err := a.reflect(cctx, rc, s, fallback)
+		var err error
+		v, err = a.reflect(cctx, rc, s, fallback)
 		if err != nil {
 			cancelAnswer()
 			<-answered
 			return nil, err
 		}
+		v.Evidence = n
 		if !v.Failed && !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries {
 			cancelAnswer() // another try follows; its answer replaces this one
 		}
-		w = append(w, rs.reflection.Set(&v), rs.usage.Set(rc.usage()))
+		w = []graph.Write{rs.reflection.Set(&v), rs.usage.Set(rc.usage())}
 	}
 	<-answered
 	if ctx.Err() != nil {
@@ -639,8 +657,9 @@ type reflectOut struct {
 
 // verdict is a reflection made by rAnswer for rReflect to act on.
 type verdict struct {
-	Out    reflectOut `json:"out"`
-	Failed bool       `json:"failed,omitempty"` // the model gave no reflection
+	Out      reflectOut `json:"out"`
+	Failed   bool       `json:"failed,omitempty"`   // the model gave no reflection
+	Evidence int        `json:"evidence,omitempty"` // verified findings and computations it judged
 }
 
 // reflect asks the model whether the evidence answers the subtask. A
