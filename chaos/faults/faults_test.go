@@ -14,8 +14,15 @@ import (
 
 func user1(int) string { return "U1" }
 
+// The fault tests below run in parallel with each other (go test starts
+// them once the package's sequential tests are done): each has its own
+// world, they mostly wait on injected delays, and what they assert is per
+// world. TestLoad and TestHostilePages measure the whole process
+// (goroutines, peak RSS) and stay sequential.
+
 // TestBaseline: without faults every mention gets its report.
 func TestBaseline(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, config{})
 	ctx := context.Background()
 	ms := w.send(ctx, questions(3, 1, user1))
@@ -50,6 +57,7 @@ func requireClear(t *testing.T, vs []verdict) {
 // Retry-After, 500, hangs, malformed JSON). Every mention ends with its
 // report or a clear failure in the thread, once.
 func TestLLMFaults(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, config{
 		LLMFaults:  &llmtest.Faults{Rate: 0.3, Seed: 42, RetryAfter: 300 * time.Millisecond},
 		LLMTimeout: 1500 * time.Millisecond,
@@ -75,6 +83,7 @@ func TestLLMFaults(t *testing.T) {
 // chat.postMessage, chat.update and files.*, and Socket Mode connections
 // are told to reconnect or dropped every few seconds.
 func TestSlackFaults(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, config{})
 	w.slack.SetRedelivery(2*time.Second, 3)
 	for _, m := range []string{"chat.postMessage", "chat.update", "files.getUploadURLExternal", "files.completeUploadExternal", "files.upload"} {
@@ -130,6 +139,7 @@ func TestSlackFaults(t *testing.T) {
 // TestSearchDown: the search provider answers 503 throughout. Each run
 // finishes with what it has or ends with a clear message.
 func TestSearchDown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, config{})
 	w.searchDown.Store(true)
 	ctx := context.Background()
@@ -150,6 +160,7 @@ func TestSearchDown(t *testing.T) {
 // a few seconds while runs are in flight (through a proxy, the shared
 // server stays up), then restored.
 func TestPostgresCut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, config{Postgres: true, PGProxy: true, LLMLatency: 400 * time.Millisecond})
 	ctx := context.Background()
 	start := time.Now()

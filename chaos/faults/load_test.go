@@ -58,14 +58,14 @@ func appGoroutines() int {
 }
 
 // TestLoad: many concurrent runs through the whole bot in one process on
-// Postgres, with simulated LLM latency: 50 in the short version (more than
+// Postgres, with simulated LLM latency: 30 in the short version (more than
 // the pool's 16 connections and the chat.update burst of 20), 1,000 with
 // CHAOS_LONG=1. Goroutines return to their baseline, DB connections
 // stay within the pool, and status edits stay within Slack's ~1/s per
 // channel on average. The three-process variant is TestLoadReplicasPostgres
 // in chaos/killtest.
 func TestLoad(t *testing.T) {
-	runs := n(50, 1000)
+	runs := n(30, 1000)
 	// The fake enforces Slack's limits; the bot keeps to its default budget
 	// (chat.update 50/min, Tier 3), so every run needs a final edit and the
 	// finals alone take runs/50 minutes.
