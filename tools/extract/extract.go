@@ -3,6 +3,16 @@
 // paragraph shape, boilerplate words in class and id attributes, semantic
 // tags — and no rules keyed on particular sites.
 //
+// Pages are not all articles. When the container chosen for the content
+// holds only a small share of the page's text, the page is a page of items
+// (a listing, a shop's collection, a service page) and the whole pruned
+// page is rendered with its items' titles. A copy of the content for
+// crawlers in <noscript> is read when it holds more text than the rest (forum
+// software does this), and a page whose class names would remove nearly
+// all of its prose is read again trusting tags, roles and visibility only.
+// Thresholds are chosen by cross-validation by site on a corpus of page
+// types (see package extractbench and Tuning).
+//
 // Extract is safe on hostile input: the input is capped (Options.MaxBytes),
 // the HTML parser rejects nesting deeper than 512 elements (such input is
 // flattened and parsed again), the number of elements examined is capped

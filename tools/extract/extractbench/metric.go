@@ -2,7 +2,11 @@
 // Scrapinghub article-extraction benchmark layout (html/<id>.html.gz plus
 // ground-truth.json) with the upstream evaluate.py metric: 4-token shingles
 // compared as multisets, per-page precision and recall averaged over pages,
-// and F1 of the two means.
+// and F1 of the two means. Reports (see RunCLI and WriteReport) give the
+// figures per directory, source and page type, pooled and cross-validated
+// by site: pages are split into k folds by a hash of their site, and the
+// thresholds of package extract can be chosen on the training folds and
+// scored on the held-out one (SelectByFold).
 package extractbench
 
 import (

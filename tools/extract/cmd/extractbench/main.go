@@ -1,7 +1,11 @@
-// Command extractbench scores package extract on a directory in the
-// Scrapinghub article-extraction benchmark layout.
+// Command extractbench scores package extract on directories in the
+// Scrapinghub article-extraction benchmark layout (default: the scrapinghub
+// and wcxb-dev folders of ../shared/bench/extraction), per directory,
+// source and page type, pooled and cross-validated by site. Run it from the
+// repository root; bench/extraction runs the same report beside
+// go-trafilatura.
 //
-//	go run ./tools/extract/cmd/extractbench [-v] [-repeat N] [DIR]
+//	go run ./tools/extract/cmd/extractbench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [-only NAME] [DIR...]
 package main
 
 import (
