@@ -101,8 +101,8 @@ func New(opts Options) (*Client, error) {
 	if opts.Timeout < 0 {
 		opts.Timeout = 0
 	}
-	if opts.FirstTokenTimeout <= 0 {
-		opts.FirstTokenTimeout = DefaultFirstTokenTimeout
+	if opts.FirstTokenTimeout < 0 {
+		opts.FirstTokenTimeout = 0 // the default, by model (see firstTokenTimeout)
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout

@@ -109,8 +109,8 @@ type Options struct {
 	// retries.
 	Timeout time.Duration
 	// FirstTokenTimeout is how long a streamed attempt waits for its first
-	// chunk (default 60s, never more than Timeout); IdleTimeout how long it
-	// waits for each next one (default 30s). Either ends the attempt as a
+	// chunk (default 60s, 5m for reasoning models; never more than Timeout);
+	// IdleTimeout how long it waits for each next one (default 30s). Either ends the attempt as a
 	// timeout, which is retried.
 	FirstTokenTimeout, IdleTimeout time.Duration
 	// NoStream asks for whole answers instead of streams. Without it the
@@ -120,8 +120,9 @@ type Options struct {
 	// HedgeAfter is the least an attempt waits for its answer to start
 	// before the same request is sent again alongside it (default 1s); the
 	// wait is twice the slowest start of the last 32 for the model (4s
-	// before any is seen). The first answer wins and the other request is
-	// cancelled. Negative disables hedging.
+	// before any is seen; a reasoning model is not hedged before then). The
+	// first answer wins and the other requests are cancelled. Negative
+	// disables hedging.
 	HedgeAfter time.Duration
 	// MinBackoff and MaxBackoff bound the exponential backoff between retries
 	// (defaults 500ms and 30s); a random jitter of up to half the delay is

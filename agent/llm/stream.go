@@ -21,6 +21,9 @@ const (
 	DefaultFirstTokenTimeout = 60 * time.Second
 	DefaultIdleTimeout       = 30 * time.Second
 	DefaultHedgeAfter        = time.Second
+	// reasoningFirstToken is the default first-token deadline of reasoning
+	// models (o1, o3, gpt-5 …), which may think for minutes.
+	reasoningFirstToken = 5 * time.Minute
 	// hedgeFactor is the wide margin: an attempt is hedged once it has
 	// waited this many times the slowest first answer seen lately.
 	hedgeFactor = 2
@@ -83,16 +86,26 @@ func (c *Client) hedgeAfter(model string) time.Duration {
 	d := hedgeInitial
 	if s := c.lat.slowest(model); s > 0 {
 		d = hedgeFactor * s
+	} else if isReasoningModel(model) {
+		return 0 // it thinks before its first token: wait to learn how long
 	}
 	d = max(d, c.opts.HedgeAfter)
-	if ft := c.firstTokenTimeout(); d >= ft {
+	if ft := c.firstTokenTimeout(model); d >= ft {
 		return 0 // the first-token deadline comes first
 	}
 	return d
 }
 
-func (c *Client) firstTokenTimeout() time.Duration {
+// firstTokenTimeout is FirstTokenTimeout, or for a reasoning model (which
+// streams nothing while it thinks) reasoningFirstToken unless it was set.
+func (c *Client) firstTokenTimeout(model string) time.Duration {
 	d := c.opts.FirstTokenTimeout
+	if d <= 0 {
+		d = DefaultFirstTokenTimeout
+		if isReasoningModel(model) {
+			d = reasoningFirstToken
+		}
+	}
 	if c.opts.Timeout > 0 && c.opts.Timeout < d {
 		d = c.opts.Timeout
 	}
@@ -243,7 +256,7 @@ func (c *Client) stream(ctx context.Context, oreq openai.ChatCompletionRequest, 
 	ctx = context.WithValue(ctx, headerBoxKey{}, box)
 
 	var stalled atomic.Pointer[stallError]
-	ft, idle := c.firstTokenTimeout(), c.opts.IdleTimeout
+	ft, idle := c.firstTokenTimeout(model), c.opts.IdleTimeout
 	watchdog := time.AfterFunc(ft, func() {
 		stalled.CompareAndSwap(nil, &stallError{what: "first token", after: ft})
 		cancel()

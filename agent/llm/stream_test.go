@@ -177,3 +177,39 @@ func TestStreamFallback(t *testing.T) {
 		}
 	})
 }
+
+// Deadlines and hedging by model: a reasoning model thinks before its first
+// token, so it gets a longer first-token deadline and no hedge until its
+// latency is known.
+func TestStreamDefaultsByModel(t *testing.T) {
+	srv := llmtest.NewServer(t, nil)
+	for _, tc := range []struct {
+		name                 string
+		opts                 func(*Options)
+		model                string
+		seen                 time.Duration
+		wantFirst, wantHedge time.Duration
+	}{
+		{"chat model, cold", nil, "gpt-4o-mini", 0, DefaultFirstTokenTimeout, hedgeInitial},
+		{"chat model, warm", nil, "gpt-4o-mini", 700 * time.Millisecond, DefaultFirstTokenTimeout, 1400 * time.Millisecond},
+		{"chat model, fast", nil, "gpt-4o-mini", 100 * time.Millisecond, DefaultFirstTokenTimeout, DefaultHedgeAfter},
+		{"reasoning model, cold", nil, "o3-mini", 0, reasoningFirstToken, 0},
+		{"reasoning model, warm", nil, "o3-mini", 20 * time.Second, reasoningFirstToken, 40 * time.Second},
+		{"set first token", func(o *Options) { o.FirstTokenTimeout = 10 * time.Second }, "o3-mini", 0, 10 * time.Second, 0},
+		{"total below first token", func(o *Options) { o.Timeout = 3 * time.Second }, "gpt-4o-mini", 0, 3 * time.Second, 0},
+		{"no hedging", func(o *Options) { o.HedgeAfter = -1 }, "gpt-4o-mini", time.Second, DefaultFirstTokenTimeout, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newTestClient(t, srv, tc.opts)
+			if tc.seen > 0 {
+				c.lat.add(tc.model, tc.seen)
+			}
+			if got := c.firstTokenTimeout(tc.model); got != tc.wantFirst {
+				t.Errorf("first-token deadline %v, want %v", got, tc.wantFirst)
+			}
+			if got := c.hedgeAfter(tc.model); got != tc.wantHedge {
+				t.Errorf("hedge after %v, want %v", got, tc.wantHedge)
+			}
+		})
+	}
+}
