@@ -6,7 +6,7 @@
 #                     restarted on SQLite and Postgres, three replicas on one Postgres (a few minutes)
 #   make chaos-long   the long versions (CHAOS_LONG=1): 50 runs per engine with ~150 kills each,
 #                     200 mentions and 6 digest schedules across three replicas (tens of minutes)
-#                     TestLoadReplicasPostgres (chaos/killtest): 40 concurrent runs over three serve
+#                     TestLoadReplicasPostgres (chaos/killtest): 30 concurrent runs over three serve
 #                     processes on one Postgres, 1,000 with CHAOS_LONG=1 — figures in "FIGURES load3" lines:
 #                     CHAOS_LONG=1 go test -count=1 -v -run TestLoadReplicasPostgres -timeout 60m ./chaos/killtest/
 #   make bench-graph  graph runtime benchmarks beside LangGraph.js (scripts/bench-graph.sh)

@@ -11,7 +11,7 @@
 //   - TestReplicasPostgres: three serve processes share one Postgres and the
 //     Socket Mode load; every mention is handled once, and every digest
 //     firing runs once.
-//   - TestLoadReplicasPostgres: 40 (long: 1,000) concurrent runs with
+//   - TestLoadReplicasPostgres: 30 (long: 1,000) concurrent runs with
 //     simulated LLM latency across three serve processes on one Postgres;
 //     every thread gets one report and one Done message, each process's
 //     DB connections stay within its pool and its goroutines return to

@@ -24,7 +24,7 @@ import (
 )
 
 // TestLoadReplicasPostgres: many concurrent research runs across three
-// serve processes on one Postgres, with simulated LLM latency — 40 runs in
+// serve processes on one Postgres, with simulated LLM latency — 30 runs in
 // the short version, 1,000 with CHAOS_LONG=1 — sent at once over 20
 // channels by many users. While they run, each process's RSS, goroutines and
 // database connections (its pgxpool on /metrics, and its sessions in
@@ -47,9 +47,9 @@ func TestLoadReplicasPostgres(t *testing.T) {
 		channels = 20
 		maxDelay = 400 * time.Millisecond // simulated latency of one LLM call, at most
 	)
-	// Short: 40 runs, ~13 a process, more than each pool's 8 connections and
+	// Short: 30 runs, ~10 a process, more than each pool's 8 connections and
 	// the chat.update burst of 20.
-	runs, margin := 40, 4*time.Minute
+	runs, margin := 30, 4*time.Minute
 	if long() {
 		runs, margin = 1000, 25*time.Minute
 	}
@@ -64,7 +64,7 @@ func TestLoadReplicasPostgres(t *testing.T) {
 	}
 	// Every run ends with a final edit of its status message, and the
 	// workspace allows updatesPerMinute of them: the finals alone take
-	// runs×60/updatesPerMinute seconds (48 s for 40 runs at 50/min, 20
+	// runs×60/updatesPerMinute seconds (36 s for 30 runs at 50/min, 20
 	// minutes for 1,000).
 	finalsTime := time.Duration(runs*60/updatesPerMinute) * time.Second
 	deadline := finalsTime + margin

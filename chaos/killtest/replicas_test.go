@@ -22,7 +22,7 @@ import (
 func TestReplicasPostgres(t *testing.T) {
 	const (
 		procs           = 3
-		mentionChannels = 5
+		mentionChannels = 10
 	)
 	mentions, schedules := 40, 3
 	if long() {
