@@ -405,6 +405,11 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 			return Response{}, e
 		}
 		wait := c.backoff(attempt)
+		if f.kind == ErrMalformedResponse && attempt == 1 {
+			// a broken or cut-off body is a glitch of one response, not a
+			// server asking for room: try again at once, once
+			wait = 0
+		}
 		if f.retryAfter >= 0 {
 			if f.retryAfter > c.opts.MaxRetryAfter {
 				f.hint = fmt.Sprintf("the server asked to wait %s, longer than the %s limit", f.retryAfter, c.opts.MaxRetryAfter)

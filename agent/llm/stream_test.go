@@ -213,3 +213,29 @@ func TestStreamDefaultsByModel(t *testing.T) {
 		})
 	}
 }
+
+// A malformed answer is retried at once the first time; a server error
+// waits for the backoff.
+func TestMalformedRetriedAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		first  llmtest.Reply
+		waited bool
+	}{
+		{"malformed", llmtest.Malformed(), false},
+		{"server error", llmtest.ServerError(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, nil)
+			srv.Enqueue(tc.first, llmtest.Text("ok"))
+			c, rec := newTestClient(t, srv, nil)
+			resp, err := c.Chat(context.Background(), Request{Messages: []Message{User("x")}})
+			if err != nil || resp.Content != "ok" {
+				t.Fatalf("resp=%+v err=%v", resp, err)
+			}
+			if s := rec.sleeps(); len(s) != 1 || (s[0] > 0) != tc.waited {
+				t.Errorf("sleeps %v, waited want %v", s, tc.waited)
+			}
+		})
+	}
+}
