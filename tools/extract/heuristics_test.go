@@ -158,6 +158,15 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"dalet sentence number 2"},
 			notWant: []string{"Contact us"},
 		},
+		{
+			name: "section ids made from their headings",
+			body: `<div class="body" role="main"><section id="data-structures"><h1>5. Data Structures</h1><p>` + prose("he", 2) + `</p>` +
+				`<section id="more-on-lists"><h2>5.1. More on Lists</h2><p>` + prose("vav", 3) + `</p></section>` +
+				`<section id="comments-and-tags"><header><h2>5.2. Comments and tags</h2></header><p>` + prose("zayin", 3) + `</p></section></section></div>` +
+				`<div id="more-stories"><h2>Elsewhere</h2><p>Other stories, picked for you today.</p></div>`,
+			want:    []string{"vav sentence number 2", "zayin sentence number 2"},
+			notWant: []string{"picked for you"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -169,7 +169,9 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 	case "articleBody", "text", "reviewBody":
 		return 1, false
 	}
-	check(attr(n, "id"))
+	if id := attr(n, "id"); !headingSlug(n, id) {
+		check(id)
+	}
 	classes := strings.Fields(attr(n, "class"))
 	for _, c := range classes {
 		check(c)
@@ -186,6 +188,39 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 		return 1, false
 	}
 	return 0, false
+}
+
+// headingSlug reports an id made from the text of the element's own
+// heading ("more-on-lists" on a section headed "5.1. More on Lists", as
+// documentation generators write them): it names the section's subject,
+// not its role, and says nothing about furniture.
+func headingSlug(n *html.Node, id string) bool {
+	slug := normText(id)
+	if len(slug) < 4 {
+		return false
+	}
+	var h *html.Node
+	for c, depth := n.FirstChild, 0; c != nil && h == nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		switch c.Data {
+		case "h1", "h2", "h3", "h4", "h5", "h6":
+			h = c
+		default:
+			// A heading inside the first wrapper (<header><h2>…).
+			if depth == 0 {
+				for g := c.FirstChild; g != nil; g = g.NextSibling {
+					if g.Type == html.ElementNode && len(g.Data) == 2 && g.Data[0] == 'h' && g.Data[1] >= '1' && g.Data[1] <= '6' {
+						h = g
+						break
+					}
+				}
+				depth++
+			}
+		}
+	}
+	return h != nil && strings.Contains(normText(textOf(h)), slug)
 }
 
 // hiddenClasses are class names that hide an element outright. Names that
