@@ -162,9 +162,10 @@ func TestHeuristics(t *testing.T) {
 			name: "section ids made from their headings",
 			body: `<div class="body" role="main"><section id="data-structures"><h1>5. Data Structures</h1><p>` + prose("he", 2) + `</p>` +
 				`<section id="more-on-lists"><h2>5.1. More on Lists</h2><p>` + prose("vav", 3) + `</p></section>` +
-				`<section id="comments-and-tags"><header><h2>5.2. Comments and tags</h2></header><p>` + prose("zayin", 3) + `</p></section></section></div>` +
+				`<section id="comments-and-tags"><header><h2>5.2. Comments and tags</h2></header><p>` + prose("zayin", 3) + `</p></section>` +
+				`<h2 id="related-work">6. Related work</h2><p>` + prose("het", 2) + `</p></section></div>` +
 				`<div id="more-stories"><h2>Elsewhere</h2><p>Other stories, picked for you today.</p></div>`,
-			want:    []string{"vav sentence number 2", "zayin sentence number 2"},
+			want:    []string{"vav sentence number 2", "zayin sentence number 2", "6. Related work"},
 			notWant: []string{"picked for you"},
 		},
 	}

@@ -200,6 +200,9 @@ func headingSlug(n *html.Node, id string) bool {
 		return false
 	}
 	var h *html.Node
+	if len(n.Data) == 2 && n.Data[0] == 'h' && n.Data[1] >= '1' && n.Data[1] <= '6' {
+		h = n // the heading's own id
+	}
 	for c, depth := n.FirstChild, 0; c != nil && h == nil; c = c.NextSibling {
 		if c.Type != html.ElementNode {
 			continue
