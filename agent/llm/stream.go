@@ -28,7 +28,7 @@ const (
 	// waited this many times the slowest first answer seen lately.
 	hedgeFactor = 2
 	// hedgeInitial is the wait before hedging while nothing has been seen.
-	hedgeInitial = 4 * time.Second
+	hedgeInitial = 3 * time.Second
 	// maxHedges is how many extra requests one attempt may send.
 	maxHedges      = 2
 	latencySamples = 32
