@@ -35,7 +35,7 @@ type killPlan struct {
 }
 
 func planFor() killPlan {
-	p := killPlan{runs: 6, kills: 6, minGap: 400 * time.Millisecond, maxGap: 2 * time.Second, deadline: 4 * time.Minute}
+	p := killPlan{runs: 6, kills: 6, minGap: 400 * time.Millisecond, maxGap: 2 * time.Second, deadline: 3 * time.Minute}
 	if long() {
 		p = killPlan{runs: 50, kills: 150, minGap: 500 * time.Millisecond, maxGap: 4 * time.Second, deadline: 30 * time.Minute}
 	}
