@@ -43,6 +43,7 @@ type words struct {
 	NSources, NCitations, NTokens, FullReport        string // %d
 	ReportBelow, CancelledBy, ReplyToAnswer          string // CancelledBy: %s
 	Busy, Limit, TooLong, Unready, FailedRetry       string
+	FailedNote                                       string // %s: the run id as reference
 	ModelNotUsed                                     string
 	SummaryApart                                     string
 	AlreadyDecided, NoLongerWaiting, AlreadyFinished string
@@ -67,6 +68,7 @@ var wordsEN = words{
 	TooLong:        "Your question is too long (%d characters; the limit is %d). Please shorten it and mention me again.",
 	Unready:        "I can't research right now: %s\nAn admin needs to fix the bot's configuration; mention me again afterwards.",
 	FailedRetry:    "Mention me again to retry.",
+	FailedNote:     "Something went wrong and I could not finish this research (reference %s; the details are in the bot's log).\nMention me again to retry.",
 	ModelNotUsed:   "⚠️ The model could not be reached for part of this research: the report was written without it (extractive) and says so.",
 	SummaryApart:   "Summary",
 	AlreadyDecided: "%s already decided this (%s).", NoLongerWaiting: "This research is no longer waiting for that decision.",
@@ -92,6 +94,7 @@ var wordsJA = words{
 	TooLong:        "質問が長すぎます（%d 文字、上限は %d 文字）。短くしてもう一度メンションしてください。",
 	Unready:        "いまは調査できません: %s\n管理者がボットの設定を直す必要があります。直ったらもう一度メンションしてください。",
 	FailedRetry:    "もう一度メンションすると再試行します。",
+	FailedNote:     "問題が起きたため、この調査を完了できませんでした（参照 %s、詳細はボットのログにあります）。\nもう一度メンションすると再試行します。",
 	ModelNotUsed:   "⚠️ 調査の途中でモデルに接続できませんでした。レポートはモデルなしで（抽出のみで）作成され、その旨が記載されています。",
 	SummaryApart:   "要約",
 	AlreadyDecided: "%s さんがすでに決定しています（%s）。", NoLongerWaiting: "この調査はもうその決定を待っていません。",

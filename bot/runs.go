@@ -554,14 +554,23 @@ func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *
 
 func (b *Bot) fail(ctx context.Context, r Run, th Thread, cause error, status *statusMessage, log *slog.Logger) {
 	log.Error("bot: run failed", "err", cause)
+	// The final picture comes before the run is recorded as failed, as in
+	// finish: a process that dies in between leaves the run to be picked
+	// up and failed again (the edit is idempotent); the other order would
+	// leave "Researching" on the message forever. A run this process no
+	// longer holds is not shown as failed.
+	if _, err := b.store.Heartbeat(ctx, r.ID, b.opts.InstanceID, b.now(), b.opts.Lease); errors.Is(err, ErrLeaseLost) {
+		log.Warn("bot: failed run is no longer ours; not recording it", "err", err)
+		return
+	}
+	// The cause is for the log: people get a plain sentence and the run id
+	// to quote (internal error strings never reach the channel).
+	_ = status.Final(ctx, StateFailed, b.userLang(ctx, r.Requester).failedNote(r.ID))
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateFailed, cause.Error(), b.now()); err != nil {
 		log.Warn("bot: record failed run", "err", err)
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(StateFailed)).Inc()
-	// The cause is for the log: people get a plain sentence and the run id
-	// to quote (internal error strings never reach the channel).
-	_ = status.Final(ctx, StateFailed, failedNote(r.ID))
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}

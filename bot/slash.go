@@ -264,6 +264,8 @@ var errTooManyAttempts = errors.New("bot: the run was picked up too often withou
 
 // failedNote is what a failed run's status message says: a plain sentence
 // and a reference for the log, never the internal error.
-func failedNote(runID string) string {
-	return "Something went wrong and I could not finish this research (reference `" + runID + "`; the details are in the bot's log).\nMention me again to retry."
+func failedNote(runID string) string { return langEN.failedNote(runID) }
+
+func (l lang) failedNote(runID string) string {
+	return fmt.Sprintf(l.words().FailedNote, "`"+runID+"`")
 }

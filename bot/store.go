@@ -116,7 +116,10 @@ type Store interface {
 	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
 	// ReleaseRun puts a running run held by owner back to queued with no
 	// lease (graceful shutdown: another process continues it at once).
-	// ErrLeaseLost when owner does not hold it.
+	// A clean hand-back is no failed try: it takes back the pickup that
+	// it ends (Attempt, never below 1), so rolling restarts do not count
+	// toward the bound on pickups while crashes do. ErrLeaseLost when owner
+	// does not hold it.
 	ReleaseRun(ctx context.Context, id, owner string, now time.Time) error
 	// WaitRun moves a running run held by owner to waiting for the
 	// interrupt it (the lease is dropped, the decision cleared).

@@ -415,6 +415,11 @@ func (s *Store) ReleaseRun(_ context.Context, id, owner string, now time.Time) e
 		return err
 	}
 	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = bot.StateQueued, "", time.Time{}, now
+	if r.Attempt > 1 {
+		// A run handed back cleanly is no failed try: its next pickup
+		// does not count toward the bound (see bot.Store.ReleaseRun).
+		r.Attempt--
+	}
 	return nil
 }
 

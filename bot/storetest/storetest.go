@@ -452,6 +452,16 @@ func testFinishAndRelease(t *testing.T, s bot.Store) {
 	if r.Attempt != 2 {
 		t.Errorf("attempt after release = %d, want 2", r.Attempt)
 	}
+	// Clean hand-backs (rolling restarts) do not pile up toward the bound
+	// on pickups: each takes back the pickup it ends.
+	for i := range 4 {
+		must(t, s.ReleaseRun(c, "r1", "B", at(2)))
+		r, err = s.AcquireRun(c, "r1", "B", at(2), time.Minute)
+		must(t, err)
+		if r.Attempt != 2 {
+			t.Fatalf("attempt after %d more releases = %d, want 2", i+1, r.Attempt)
+		}
+	}
 	if err := s.FinishRun(c, "r1", "B", bot.StateRunning, "", at(3)); err == nil {
 		t.Error("FinishRun accepted an active state")
 	}

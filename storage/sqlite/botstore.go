@@ -415,7 +415,7 @@ func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Tim
 // ReleaseRun implements bot.Store.
 func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
 	_, err := b.held(ctx, "release run "+id, id, owner,
-		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, updated_at = ?`+botHeldWhere, botNanos(now))
+		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, attempt = CASE WHEN attempt > 1 THEN attempt - 1 ELSE attempt END, updated_at = ?`+botHeldWhere, botNanos(now))
 	return err
 }
 
