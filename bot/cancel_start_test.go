@@ -29,17 +29,7 @@ func (s *stubbornResearcher) Start(ctx context.Context, req bot.StartRequest, si
 func TestCancelPressedAsTheRunStarts(t *testing.T) {
 	h := newHarness(t)
 	res := &stubbornResearcher{fakeResearcher: newFakeResearcher(), entered: make(chan struct{}), release: make(chan struct{})}
-	o := h.options()
-	o.InstanceID = "bot-A"
-	o.RunOptions = bot.RunOptions{ApprovePlan: true}
-	b, err := bot.New(res, h.store, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	h.startWith(res, func(o *bot.Options) { o.RunOptions = bot.RunOptions{ApprovePlan: true} })
 
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "research something", "")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,36 +15,6 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 )
-
-// startWith runs a bot on the harness's fake Slack and store with another
-// researcher.
-func (h *harness) startWith(res bot.Researcher, edit ...func(*bot.Options)) *runningBot {
-	h.t.Helper()
-	h.n++
-	o := h.options()
-	o.InstanceID = fmt.Sprintf("bot-%c", 'A'+h.n-1)
-	w := &testWriter{t: h.t}
-	o.Logger = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	for _, e := range edit {
-		e(&o)
-	}
-	b, err := bot.New(res, h.store, o)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningBot{Bot: b, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- b.Run(ctx) }()
-	h.t.Cleanup(func() {
-		if err := r.stop(); err != nil {
-			h.t.Errorf("bot stop: %v", err)
-		}
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return r
-}
 
 func (h *harness) responseWith(t *testing.T, s string) slackfake.ResponsePost {
 	t.Helper()

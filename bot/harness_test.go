@@ -88,6 +88,12 @@ func (h *harness) options() bot.Options {
 // start runs a bot instance; edit adjusts its options.
 func (h *harness) start(edit ...func(*bot.Options)) *runningBot {
 	h.t.Helper()
+	return h.startWith(h.res, edit...)
+}
+
+// startWith runs a bot with another researcher than the harness's own.
+func (h *harness) startWith(res bot.Researcher, edit ...func(*bot.Options)) *runningBot {
+	h.t.Helper()
 	h.n++
 	o := h.options()
 	o.InstanceID = "bot-" + string(rune('A'+h.n-1))
@@ -96,7 +102,7 @@ func (h *harness) start(edit ...func(*bot.Options)) *runningBot {
 	for _, e := range edit {
 		e(&o)
 	}
-	b, err := bot.New(h.res, h.store, o)
+	b, err := bot.New(res, h.store, o)
 	if err != nil {
 		h.t.Fatal(err)
 	}

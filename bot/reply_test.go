@@ -21,16 +21,7 @@ func (r replyResearcher) Start(ctx context.Context, req bot.StartRequest, sink b
 // uploaded as a report file — and failed when Slack refused the share).
 func TestSmallTalkGetsAReplyNotAFile(t *testing.T) {
 	h := newHarness(t)
-	o := h.options()
-	o.InstanceID = "bot-A"
-	b, err := bot.New(replyResearcher{newFakeResearcher()}, h.store, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	h.startWith(replyResearcher{newFakeResearcher()})
 
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "hi there, thanks!", "")
@@ -60,16 +51,7 @@ func (r extractiveResearcher) Start(ctx context.Context, req bot.StartRequest, s
 // endpoint failed after a good start) says so where it is shared.
 func TestExtractiveReportSaysSo(t *testing.T) {
 	h := newHarness(t)
-	o := h.options()
-	o.InstanceID = "bot-A"
-	b, err := bot.New(extractiveResearcher{newFakeResearcher()}, h.store, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	h.startWith(extractiveResearcher{newFakeResearcher()})
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "What does the EU AI Act require?", "")
 	h.waitState(ctx, "C1", sent.TS, bot.StateDone)

@@ -35,25 +35,8 @@ func TestServeDigest(t *testing.T) {
 	fake.AddUser(slackfake.User{ID: "U1", Name: "alice", RealName: "Alice Owner", TZ: "Asia/Tokyo"})
 	fake.AddUser(slackfake.User{ID: "U2", Name: "bob", RealName: "Bob Other", TZ: "Europe/London"})
 	vars := serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": "off", "DEEPRESEARCH_DIGEST_TICK": "200ms"})
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	srvCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	stderr := &syncBuffer{}
-	done := make(chan int, 1)
-	go func() { done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, stderr) }()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			select {
-			case code := <-done:
-				t.Fatalf("serve exited (%d) while waiting for %s\n%s", code, what, stderr.String())
-			case <-ctx.Done():
-				t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), stderr.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
+	srv := startServe(t, vars, 120*time.Second)
+	ctx, stop, stderr, done, waitFor := srv.ctx, srv.stop, srv.stderr, srv.done, srv.waitFor
 	ack := func(s slackfake.Sent, err error) slackfake.Ack {
 		t.Helper()
 		if err != nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,25 +40,8 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 	vars["SLACK_BOT_TOKEN"], vars["SLACK_APP_TOKEN"], vars["SLACK_API_URL"] = fake.BotToken(), fake.AppToken(), fake.APIURL()
 	vars["DEEPRESEARCH_HTTP_ADDR"] = "off"
 	vars["DEEPRESEARCH_APPROVE_DRAFT"] = "false"
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srvCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	stderr := &syncBuffer{}
-	done := make(chan int, 1)
-	go func() { done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, stderr) }()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			select {
-			case code := <-done:
-				t.Fatalf("serve exited (%d) while waiting for %s\n%s", code, what, stderr.String())
-			case <-ctx.Done():
-				t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), stderr.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
+	srv := startServe(t, vars, 90*time.Second)
+	ctx, stop, stderr, done, waitFor := srv.ctx, srv.stop, srv.stderr, srv.done, srv.waitFor
 	if err := fake.WaitConnections(ctx, 1); err != nil {
 		t.Fatalf("no connection: %v\n%s", err, stderr.String())
 	}

@@ -221,29 +221,49 @@ func TestServeStartsAgainstFake(t *testing.T) {
 // with progress and a draft to approve; approving it posts a .md report in
 // the thread whose footnotes all quote the pages they cite. Nothing the bot
 // posts pings anyone, and the run is recorded in the database.
+// servedProcess is `serve` running in the test's process on vars.
+type servedProcess struct {
+	t      *testing.T
+	ctx    context.Context // the test's deadline, for calls to the fakes
+	stop   context.CancelFunc
+	stderr *syncBuffer
+	done   chan int // serve's exit code
+}
+
+// startServe runs serve until the test ends or stop is called; ctx ends
+// after timeout.
+func startServe(t *testing.T, vars map[string]string, timeout time.Duration) *servedProcess {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	srvCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	p := &servedProcess{t: t, ctx: ctx, stop: stop, stderr: &syncBuffer{}, done: make(chan int, 1)}
+	go func() { p.done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, p.stderr) }()
+	return p
+}
+
+// waitFor polls cond until it holds; serve exiting or the deadline fails
+// the test with serve's log.
+func (p *servedProcess) waitFor(what string, cond func() bool) {
+	p.t.Helper()
+	for !cond() {
+		select {
+		case code := <-p.done:
+			p.t.Fatalf("serve exited (%d) while waiting for %s\n%s", code, what, p.stderr.String())
+		case <-p.ctx.Done():
+			p.t.Fatalf("waiting for %s: %v\n%s", what, p.ctx.Err(), p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func TestServeEndToEnd(t *testing.T) {
 	fake := slackfake.New()
 	defer fake.Close()
 	vars := serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": "off"})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srvCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	stderr := &syncBuffer{}
-	done := make(chan int, 1)
-	go func() { done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, stderr) }()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			select {
-			case code := <-done:
-				t.Fatalf("serve exited (%d) while waiting for %s\n%s", code, what, stderr.String())
-			case <-ctx.Done():
-				t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), stderr.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
+	srv := startServe(t, vars, 90*time.Second)
+	ctx, stop, stderr, done, waitFor := srv.ctx, srv.stop, srv.stderr, srv.done, srv.waitFor
 	if err := fake.WaitConnections(ctx, 1); err != nil {
 		t.Fatalf("no connection: %v\n%s", err, stderr.String())
 	}
