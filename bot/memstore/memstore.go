@@ -244,7 +244,7 @@ func (s *Store) Thread(_ context.Context, key bot.ThreadKey) (bot.Thread, error)
 
 // CreateRun implements bot.Store.
 func (s *Store) CreateRun(_ context.Context, r bot.Run, maxPerUser int) error {
-	r = cleanRun(r)
+	r = r.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.runs[r.ID]; ok {
@@ -541,23 +541,4 @@ func (s *Store) Upload(_ context.Context, runID string) (bot.Upload, error) {
 		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
 	}
 	return u, nil
-}
-
-// cleanRun makes a run's free text storable on every engine (dbtext): the
-// question comes from a user, the interrupt text and the error from the
-// model and the web.
-func cleanRun(r bot.Run) bot.Run {
-	r.Question = dbtext.String(r.Question)
-	r.Error = dbtext.String(r.Error)
-	if r.Interrupt != nil {
-		i := *r.Interrupt
-		i.Text = dbtext.String(i.Text)
-		r.Interrupt = &i
-	}
-	if r.Decision != nil {
-		d := *r.Decision
-		d.Text = dbtext.String(d.Text)
-		r.Decision = &d
-	}
-	return r
 }

@@ -192,7 +192,7 @@ func (b *BotStore) Thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, e
 
 // CreateRun implements bot.Store.
 func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) error {
-	r = cleanRun(r)
+	r = r.Storable()
 	opts, err := json.Marshal(r.Options)
 	if err != nil {
 		return fmt.Errorf("sqlite: run %s options: %w", r.ID, err)
@@ -558,23 +558,4 @@ func (b *BotStore) Upload(ctx context.Context, runID string) (bot.Upload, error)
 	}
 	u.At = botFromNanos(at)
 	return u, nil
-}
-
-// cleanRun makes a run's free text storable on every engine (dbtext): the
-// question comes from a user, the interrupt text and the error from the
-// model and the web.
-func cleanRun(r bot.Run) bot.Run {
-	r.Question = dbtext.String(r.Question)
-	r.Error = dbtext.String(r.Error)
-	if r.Interrupt != nil {
-		i := *r.Interrupt
-		i.Text = dbtext.String(i.Text)
-		r.Interrupt = &i
-	}
-	if r.Decision != nil {
-		d := *r.Decision
-		d.Text = dbtext.String(d.Text)
-		r.Decision = &d
-	}
-	return r
 }
