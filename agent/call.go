@@ -68,7 +68,7 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 	if err != nil {
 		return err
 	}
-	ctx = llm.WithNode(ctx, c.node)
+	ctx = c.watchModel(llm.WithNode(ctx, c.node))
 	req := llm.Request{Role: role, Messages: messages(p), Final: final}
 	// graph.Memo stores the answer before returning it, so a node re-run
 	// after a crash or a later failure does not pay for this call again.
@@ -98,7 +98,7 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 
 // chat asks for text (or tool calls).
 func (c *caller) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	ctx = llm.WithNode(ctx, c.node)
+	ctx = c.watchModel(llm.WithNode(ctx, c.node))
 	resp, err := graph.Memo(ctx, memoKey(c.node, req, ""), func() (llm.Response, error) {
 		release, err := c.a.modelSlot(ctx)
 		if err != nil {
@@ -171,6 +171,19 @@ func (a *Agent) withDeadline(ctx context.Context, deadline time.Time) (context.C
 
 // emit sends a progress event from a node.
 func emit(ctx context.Context, e Event) { graph.Emit(ctx, e) }
+
+// watchModel shows the run's waits on the model in its own progress (a
+// retry, an answer slow to come) instead of minutes of silence.
+func (c *caller) watchModel(ctx context.Context) context.Context {
+	return llm.WithNotices(ctx, func(n llm.Notice) {
+		switch n.Kind {
+		case llm.NoticeRetry:
+			emit(ctx, Event{Kind: EventWaiting, Message: fmt.Sprintf("waiting for the model (retry %d)", n.Retry)})
+		case llm.NoticeSlow:
+			emit(ctx, Event{Kind: EventWaiting, Message: fmt.Sprintf("waiting for the model (%s without an answer)", n.Wait.Round(time.Second))})
+		}
+	})
+}
 
 func phase(ctx context.Context, p Phase) { emit(ctx, Event{Kind: EventPhase, Phase: p}) }
 

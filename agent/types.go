@@ -292,6 +292,7 @@ const (
 	EventReviewed        EventKind = "reviewed"
 	EventBudget          EventKind = "budget"
 	EventWarning         EventKind = "warning"
+	EventWaiting         EventKind = "waiting" // the run waits on the model: a retry, or an answer slow to come (Message)
 )
 
 // Phase is a stage of the run.

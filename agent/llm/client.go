@@ -373,7 +373,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	}
 	log := c.log.With("role", string(req.Role), "node", node, "model", model)
 	start := time.Now()
-	nt := notifier{fn: c.opts.OnNotice, base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
+	nt := notifier{fn: noticesTo(ctx, c.opts.OnNotice), base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
 	for attempt := 1; ; attempt++ {
 		log.DebugContext(ctx, "llm request", "attempt", attempt, "messages", len(oreq.Messages), "tools", len(oreq.Tools))
 		stopWatch := nt.watch(attempt)

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -36,6 +37,27 @@ type Notice struct {
 	Retry   int           // NoticeRetry: the retry about to be made, from 1
 	Wait    time.Duration // NoticeRetry: pause before the retry; NoticeSlow: time without an answer
 	Err     error         // NoticeRetry, NoticeFailed: the classified error (*Error)
+}
+
+type noticeKey struct{}
+
+// WithNotices makes the calls made with ctx tell fn of their waits too,
+// beside Options.OnNotice: a research run shows "waiting for the model"
+// in its own progress while the client's hook serves the whole process.
+func WithNotices(ctx context.Context, fn func(Notice)) context.Context {
+	return context.WithValue(ctx, noticeKey{}, fn)
+}
+
+// noticesTo joins the client's hook and the call's.
+func noticesTo(ctx context.Context, global func(Notice)) func(Notice) {
+	local, _ := ctx.Value(noticeKey{}).(func(Notice))
+	switch {
+	case local == nil:
+		return global
+	case global == nil:
+		return local
+	}
+	return func(n Notice) { global(n); local(n) }
 }
 
 // notifier sends the notices of one call.

@@ -76,6 +76,9 @@ type brain struct {
 	entered chan struct{}
 	once    sync.Once
 	calls   sync.Map // kind → *atomic.Int64
+	// failFirst, when set, makes the first call of that kind answer 500.
+	failFirst  atomic.Value // string
+	failedOnce atomic.Bool
 }
 
 func nodeKind(n string) string {
@@ -97,6 +100,9 @@ func (b *brain) respond(r *llmtest.Request) llmtest.Reply {
 	if h, _ := b.hangAt.Load().(string); h != "" && h == kind {
 		b.once.Do(func() { close(b.entered) })
 		return llmtest.Hang()
+	}
+	if f, _ := b.failFirst.Load().(string); f == kind && b.failedOnce.CompareAndSwap(false, true) {
+		return llmtest.Error(500, "overloaded")
 	}
 	user := r.LastUser()
 	switch kind {

@@ -127,7 +127,7 @@ func (t *tracker) event(ev agent.Event) {
 				t.p.Tokens += tk.Call
 			}
 		}
-	case agent.EventDraft, agent.EventBudget, agent.EventWarning:
+	case agent.EventDraft, agent.EventBudget, agent.EventWarning, agent.EventWaiting:
 		if m := strings.TrimSpace(ev.Message); m != "" {
 			t.p.Note = m
 		}
