@@ -251,15 +251,17 @@ func TestProcessModelCallLimit(t *testing.T) {
 func TestNothingNewNoSecondReflection(t *testing.T) {
 	e := newEnv(t)
 	e.brain.reflectDone = func(int) bool { return false }
-	e.search.empty = func(q string) bool { return strings.Contains(q, "details") } // the select step's queries
+	e.search.empty = func(q string) bool { // the reflection's and the select step's queries
+		return strings.Contains(q, "numbers") || strings.Contains(q, "details")
+	}
 	res := e.start("same", agent.Request{Question: "What does the EU AI Act require?"})
 	checkReport(t, res)
 	subtasks := len(res.Plan.Subtasks)
 	if n := e.brain.count("reflect"); n != subtasks {
 		t.Errorf("%d reflections for %d subtasks whose later tries found nothing new", n, subtasks)
 	}
-	if n := e.brain.count("select"); n != 2*subtasks {
-		t.Errorf("%d select calls, want %d (tries 2 and 3 of each subtask)", n, 2*subtasks)
+	if n := e.brain.count("select"); n != subtasks {
+		t.Errorf("%d select calls, want %d (try 3 of each subtask; try 2 searched the reflection's queries)", n, subtasks)
 	}
 	// the last try answers from the evidence (try 1's answer was called off)
 	last := 0
@@ -270,5 +272,34 @@ func TestNothingNewNoSecondReflection(t *testing.T) {
 	}
 	if last < subtasks {
 		t.Errorf("%d subtask answers asked for, want at least %d", last, subtasks)
+	}
+}
+
+// A reflection that names the next queries has chosen the next try's
+// searches, as the planner chose the first try's: without a coder (the one
+// action only the select step can choose) no select call is made, and the
+// next try searches those queries.
+func TestReflectionQueriesNeedNoSelect(t *testing.T) {
+	e := newEnv(t)
+	e.brain.reflectDone = func(try int) bool { return try >= 2 }
+	res := e.start("next", agent.Request{Question: "What does the EU AI Act require?"})
+	checkReport(t, res)
+	subtasks := len(res.Plan.Subtasks)
+	for _, r := range e.srv.Requests() {
+		// a later try may ask, when the reflection's queries were searched already
+		if nodeKind(r.Node()) == "select" && strings.Contains(r.System()+r.LastUser(), "Attempt 2 of") {
+			t.Errorf("%s asked the model for the second try's actions; the reflection named them", r.Node())
+		}
+	}
+	e.search.mu.Lock()
+	n := 0
+	for _, q := range e.search.queries {
+		if q == "numbers 1" {
+			n++
+		}
+	}
+	e.search.mu.Unlock()
+	if n != subtasks {
+		t.Errorf("the first reflection's query was searched %d times, want once per subtask (%d)", n, subtasks)
 	}
 }

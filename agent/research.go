@@ -131,6 +131,13 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		}
 		return []graph.Write{rs.actions.Set([]action{{Kind: "search", Queries: qs}})}, nil
 	}
+	if a.coder == nil && a.search != nil {
+		// the reflection that asked for this try named its searches, as the
+		// planner named the first try's; only coding needs the select step
+		if qs := dedupQueries(s.NextQueries, prev, a.opts.MaxQueries); len(qs) > 0 {
+			return []graph.Write{rs.actions.Set([]action{{Kind: "search", Queries: qs}})}, nil
+		}
+	}
 	c := a.caller(t.node(rSelect))
 	links := unread(s)
 	var know []string

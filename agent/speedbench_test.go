@@ -3,9 +3,11 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -151,6 +153,9 @@ func BenchmarkResearchSpeed(b *testing.B) {
 						n[s.kind]++
 					}
 					w.tr.mu.Unlock()
+					if os.Getenv("SPEEDBENCH_TRACE") != "" {
+						w.tr.dump(os.Stderr, t0)
+					}
 					par := busy.Seconds() / wall.Seconds()
 					lb := w.lowerBound()
 					fmt.Fprintf(os.Stderr, "speed %s seed %d: wall %v, model calls %d (%d requests, %v faulted), searches %d, fetches %d, tokens %d, parallelism %.2f, lower bound %v (wall/bound %.2f), verified citations %d, %s\n",
@@ -164,5 +169,17 @@ func BenchmarkResearchSpeed(b *testing.B) {
 				b.ReportMetric(float64(failed), "failed")
 			})
 		}
+	}
+}
+
+// dump prints the calls of a run in the order they started (offset from
+// t0, duration, kind, node): SPEEDBENCH_TRACE=1 shows where a run waits.
+func (tr *tracer) dump(wr io.Writer, t0 time.Time) {
+	tr.mu.Lock()
+	sp := append([]span(nil), tr.spans...)
+	tr.mu.Unlock()
+	sort.Slice(sp, func(i, j int) bool { return sp[i].start.Before(sp[j].start) })
+	for _, s := range sp {
+		fmt.Fprintf(wr, "  %6.2fs %6.2fs %-6s %s %s\n", s.start.Sub(t0).Seconds(), s.end.Sub(s.start).Seconds(), s.kind, s.node, s.ns)
 	}
 }
