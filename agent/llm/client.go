@@ -374,6 +374,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	log := c.log.With("role", string(req.Role), "node", node, "model", model)
 	start := time.Now()
 	nt := notifier{fn: noticesTo(ctx, c.opts.OnNotice), base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
+	retriedAtOnce, backoffs := false, 0
 	for attempt := 1; ; attempt++ {
 		log.DebugContext(ctx, "llm request", "attempt", attempt, "messages", len(oreq.Messages), "tools", len(oreq.Tools))
 		stopWatch := nt.watch(attempt)
@@ -404,11 +405,18 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 			nt.send(NoticeFailed, attempt, 0, e)
 			return Response{}, e
 		}
-		wait := c.backoff(attempt)
-		if f.kind == ErrMalformedResponse && attempt == 1 {
-			// a broken or cut-off body is a glitch of one response, not a
-			// server asking for room: try again at once, once
-			wait = 0
+		var wait time.Duration
+		switch {
+		case f.retryAfter >= 0:
+			// the server's wait is the whole wait (set below)
+		case f.perRequest() && !retriedAtOnce:
+			// a broken body, a 500 or a request that hung is a glitch of
+			// that one request, not a server asking for room: a fresh
+			// request is as likely to succeed now as later (once per call)
+			retriedAtOnce = true
+		default:
+			backoffs++
+			wait = c.backoff(backoffs)
 		}
 		if f.retryAfter >= 0 {
 			if f.retryAfter > c.opts.MaxRetryAfter {

@@ -223,11 +223,65 @@ func TestRetry500ThenSuccess(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("sleeps = %v", got)
 	}
-	// Exponential with up to 50% jitter subtracted.
-	for i, base := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
-		if got[i] < base/2 || got[i] > base {
-			t.Errorf("sleep %d = %v, want in [%v, %v]", i, got[i], base/2, base)
-		}
+	// the first 500 is retried at once; then exponential backoff, counted
+	// from the first wait, with up to 50% jitter subtracted
+	if got[0] != 0 {
+		t.Errorf("sleep 0 = %v, want 0", got[0])
+	}
+	if base := 100 * time.Millisecond; got[1] < base/2 || got[1] > base {
+		t.Errorf("sleep 1 = %v, want in [%v, %v]", got[1], base/2, base)
+	}
+}
+
+// A failure of one request (a 500 or 502 without Retry-After, a malformed
+// body, a request that hung) is retried at once the first time a call meets
+// one: a fresh request is as likely to succeed now as later. A server asking
+// for room (503, 429) waits, and Retry-After is the whole wait.
+func TestPerRequestFailureRetriedAtOnce(t *testing.T) {
+	const lo, hi = 100 * time.Millisecond, time.Second
+	tests := []struct {
+		name    string
+		replies []llmtest.Reply
+		want    []time.Duration // 0 or an exact Retry-After; -n: backoff number n (jittered)
+	}{
+		{"500", []llmtest.Reply{llmtest.ServerError()}, []time.Duration{0}},
+		{"502", []llmtest.Reply{llmtest.Error(502, "bad gateway")}, []time.Duration{0}},
+		{"malformed", []llmtest.Reply{llmtest.Malformed()}, []time.Duration{0}},
+		{"hang", []llmtest.Reply{llmtest.Hang()}, []time.Duration{0}},
+		{"two per-request failures", []llmtest.Reply{llmtest.Malformed(), llmtest.ServerError()}, []time.Duration{0, -1}},
+		{"three", []llmtest.Reply{llmtest.ServerError(), llmtest.Hang(), llmtest.ServerError()}, []time.Duration{0, -1, -2}},
+		{"503 waits", []llmtest.Reply{llmtest.Error(503, "overloaded")}, []time.Duration{-1}},
+		{"429 then 500", []llmtest.Reply{llmtest.RateLimited(2 * time.Second), llmtest.ServerError()}, []time.Duration{2 * time.Second, 0}},
+		{"500 then 429", []llmtest.Reply{llmtest.ServerError(), llmtest.RateLimited(2 * time.Second)}, []time.Duration{0, 2 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, nil)
+			srv.Enqueue(append(tt.replies, llmtest.Text("ok"))...)
+			c, rec := newTestClient(t, srv, func(o *Options) {
+				o.MinBackoff, o.MaxBackoff = lo, hi
+				o.FirstTokenTimeout, o.HedgeAfter = 50*time.Millisecond, -1
+			})
+			resp, err := c.Chat(context.Background(), Request{Messages: []Message{User("x")}})
+			if err != nil || resp.Content != "ok" {
+				t.Fatalf("resp=%+v err=%v", resp, err)
+			}
+			got := rec.sleeps()
+			if len(got) != len(tt.want) {
+				t.Fatalf("slept %v, want %d waits", got, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if w >= 0 && got[i] != w {
+					t.Errorf("wait %d = %v, want %v", i, got[i], w)
+				}
+				if w < 0 {
+					base := lo << (-w - 1)
+					if got[i] < base/2 || got[i] > base {
+						t.Errorf("wait %d = %v, want backoff %d in [%v, %v]", i, got[i], -w, base/2, base)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -90,6 +90,19 @@ func (c *Client) classify(ctx context.Context, err error, hdr http.Header, model
 	return f
 }
 
+// perRequest reports whether the failure belongs to the one request (a
+// malformed or cut-off body, a 500 or 502, a request that got no answer in
+// time) rather than to a server that asks for room or is unreachable.
+func (f failure) perRequest() bool {
+	switch f.kind {
+	case ErrMalformedResponse, ErrTimeout:
+		return f.status == 0 || f.status/100 == 2
+	case ErrServer:
+		return f.status == http.StatusInternalServerError || f.status == http.StatusBadGateway
+	}
+	return false
+}
+
 func (c *Client) classifyStatus(f *failure, env string) {
 	lower := strings.ToLower(f.msg + " " + f.code)
 	switch s := f.status; {

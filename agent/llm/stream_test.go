@@ -214,8 +214,9 @@ func TestStreamDefaultsByModel(t *testing.T) {
 	}
 }
 
-// A malformed answer is retried at once the first time; a server error
-// waits for the backoff.
+// A malformed answer is retried at once the first time; an overloaded
+// server (503) waits for the backoff (TestPerRequestFailureRetriedAtOnce
+// has the other kinds).
 func TestMalformedRetriedAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -223,7 +224,7 @@ func TestMalformedRetriedAtOnce(t *testing.T) {
 		waited bool
 	}{
 		{"malformed", llmtest.Malformed(), false},
-		{"server error", llmtest.ServerError(), true},
+		{"overloaded", llmtest.Error(503, "overloaded"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, nil)
