@@ -300,8 +300,9 @@ func (p *pageIndex) snap(q []rune, s span) span {
 	return best
 }
 
-// editDistance is the Levenshtein distance between two rune sequences.
-func editDistance(a, b []rune) int {
+// editDistance is the Levenshtein distance between two sequences (runes,
+// or words).
+func editDistance[T comparable](a, b []T) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -369,7 +370,7 @@ func (p *pageIndex) close(qf *folded, s span, qOrig string) bool {
 	if !slices.Equal(numberWords(qw), numberWords(pw)) {
 		return false
 	}
-	return wordDistance(qw, pw) <= 2+len(qw)/12
+	return editDistance(qw, pw) <= 2+len(qw)/12
 }
 
 // numberWordSet holds the words that state a quantity: a repair that
@@ -423,27 +424,6 @@ func digitRuns(rs []rune) []string {
 		out = append(out, string(rs[cur:]))
 	}
 	return out
-}
-
-// wordDistance is the edit distance between two word sequences.
-func wordDistance(a, b []string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 var (
