@@ -1,43 +1,20 @@
 package storetest
 
 import (
-	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
 	"deepresearch/bot"
 	"deepresearch/storage/dbtext"
+	"deepresearch/storage/dbtext/dbtexttest"
 )
-
-// hostileTexts are what users, the model and the web may send: NUL
-// characters (Postgres refuses them in text columns), invalid UTF-8, the
-// six characters \u0000, control characters, markup and 100 KB.
-var hostileTexts = []string{
-	"nul\x00inside", "\x00", "bad utf8 \xff\xfe\xfd", `json escape \u0000 as text`, "esc \x1b]52;c;aGk=\x07 del \x7f c1 \u0085",
-	"<!channel> [https://good.example](https://evil.example) ＠here", "日本語\x00の質問", strings.Repeat("long text é ", 9000) + "\x00end",
-}
 
 // testHostileText: every text field a run carries is accepted with any
 // content and reads back as dbtext.String made it, on every engine: a
 // row refused once would be refused on every retry and wedge the run.
-// randomTexts are seeded random byte strings (any byte, NUL included).
-func randomTexts(n int) []string {
-	r := rand.New(rand.NewPCG(7, 2026))
-	out := make([]string, n)
-	for i := range out {
-		b := make([]byte, 1+r.IntN(64))
-		for j := range b {
-			b[j] = byte(r.IntN(256))
-		}
-		out[i] = string(b)
-	}
-	return out
-}
-
 func testHostileText(t *testing.T, s bot.Store) {
 	c := ctx(t)
-	for i, text := range append(append([]string{}, hostileTexts...), randomTexts(12)...) {
+	for i, text := range dbtexttest.Hostile(12) {
 		id := "rh" + string(rune('a'+i))
 		r := newRun(id, "9"+string(rune('a'+i))+".0", "U1")
 		r.Question = text
