@@ -168,6 +168,19 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"vav sentence number 2", "zayin sentence number 2", "6. Related work"},
 			notWant: []string{"picked for you"},
 		},
+		{
+			name: "whole page hidden until its scripts run",
+			body: `<div style="visibility: hidden"><nav><a href="/">Home</a></nav><article><h1>Headline</h1><p>` + prose("tet", 3) +
+				`</p><p>` + prose("yod", 2) + `</p><div style="display:none"><p>Choose your region and language.</p></div></article></div>`,
+			want:    []string{"tet sentence number 2", "yod sentence number 1"},
+			notWant: []string{"Choose your region"},
+		},
+		{
+			name:    "hidden prose that is not most of the page",
+			body:    `<article><h1>Headline</h1><p>` + prose("kaf", 3) + `</p><div aria-hidden="true"><p>` + prose("lamed", 2) + `</p></div></article>`,
+			want:    []string{"kaf sentence number 2"},
+			notWant: []string{"lamed"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -508,7 +508,12 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 	if h := hiddenBy(n); h != "" {
 		// Content behind the hidden attribute is collapsed, not gone: a
 		// tab, an accordion, "read more". It is kept when it holds prose.
-		if h != "hidden" || e.size[n].paras == 0 {
+		// So is a hidden element that holds most of the page's text and
+		// some prose: that is the page itself, hidden until its scripts
+		// run (hydration, a consent or age gate), not something hidden
+		// from the reader.
+		wholePage := e.size[n].paras > 0 && e.size[n].all*4 >= total.all*3
+		if !wholePage && (h != "hidden" || e.size[n].paras == 0) {
 			return true
 		}
 	}
