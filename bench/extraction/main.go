@@ -50,7 +50,7 @@ func hasDir(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch a {
-		case "-repeat", "--repeat", "-k", "--k", "-worst", "--worst", "-page", "--page", "-only", "--only":
+		case "-repeat", "--repeat", "-k", "--k", "-worst", "--worst", "-page", "--page", "-only", "--only", "-train", "--train":
 			i++
 			continue
 		}

@@ -218,7 +218,7 @@ func WithTuning(t extract.Tuning) ExtractFunc {
 }
 
 // RunCLI runs the benchmark for
-// `extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [DIR...]`:
+// `extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [DIR...]`:
 // it scores package extract, and the other contenders given, on the pages
 // of the directories (default DefaultDirs) and prints F1, precision and
 // recall per directory, source and page type, pooled and cross-validated
@@ -236,6 +236,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	worst := fs.Int("worst", 0, "print the N pages where package extract scores lowest")
 	behind := fs.Bool("behind", false, "with -worst: the pages where package extract trails another contender most")
 	only := fs.String("only", "", "keep only pages whose type, source or set is this")
+	train := fs.Int("train", -1, "with -worst: list only pages outside held-out fold F (of -k), to find rules on training folds")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [-only NAME] [DIR...]")
 		fs.PrintDefaults()
@@ -308,10 +309,35 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 		WritePageTable(stdout, ours)
 	}
 	if *worst > 0 {
-		WriteWorst(stdout, pages, results, 0, *worst, *behind)
+		wp, wr := pages, results
+		if *train >= 0 {
+			wp, wr = trainingPages(pages, results, *train, *k)
+		}
+		WriteWorst(stdout, wp, wr, 0, *worst, *behind)
 	}
 	WriteReport(stdout, pages, results, *k)
 	return nil
+}
+
+// trainingPages keeps the pages, and their results, whose site is not in
+// fold f of k.
+func trainingPages(pages []Page, results []Result, f, k int) ([]Page, []Result) {
+	var kept []Page
+	out := make([]Result, len(results))
+	for j, r := range results {
+		out[j] = r
+		out[j].Pages = nil
+	}
+	for i, p := range pages {
+		if Fold(p.Site, k) == f {
+			continue
+		}
+		kept = append(kept, p)
+		for j, r := range results {
+			out[j].Pages = append(out[j].Pages, r.Pages[i])
+		}
+	}
+	return kept, out
 }
 
 // WritePageTable prints each page's F1, precision and recall, worst F1 first.
