@@ -181,6 +181,15 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"kaf sentence number 2"},
 			notWant: []string{"lamed"},
 		},
+		{
+			name: "names that say more content than furniture across the corpus",
+			body: `<div id="skip-target" class="page"><article><h1>Headline</h1><p>` + prose("mem", 3) + `</p>` +
+				`<section class="community-stories"><h2>From members</h2><p>` + prose("nun", 2) + `</p></section>` +
+				`<div class="supplemental-info"><p>` + prose("samekh", 2) + `</p></div>` +
+				`<div class="social-follow"><a href="/x">Follow us on X</a> <a href="/f">and elsewhere</a></div></article></div>`,
+			want:    []string{"mem sentence number 2", "nun sentence number 1", "samekh sentence number 1"},
+			notWant: []string{"Follow us on X"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
