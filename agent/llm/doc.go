@@ -40,7 +40,9 @@
 // cut long answers or leave a dead connection waiting for minutes. An
 // attempt that has not started answering twice as late as the slowest
 // start seen lately is hedged: the same request goes out again (at most
-// twice), the first answer wins and the others are cancelled. A server that
+// twice), the first answer wins and the others are cancelled; when all of
+// them still hang one interval after the last, the attempt gives up (a
+// timeout) and a fresh one follows. A server that
 // refuses stream=true gets plain requests from then on; one that ignores it
 // is read as it answered.
 //

@@ -146,15 +146,23 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 		defer t.Stop()
 		hedge = t.C
 	}
+	var giveUp <-chan time.Time
 	for {
 		select {
 		case <-started:
-			started, hedge, answering = nil, nil, true // no hedge needed
+			started, hedge, giveUp, answering = nil, nil, nil, true // no hedge needed
+		case <-giveUp:
+			// the request and every hedge hang: waiting on for the
+			// first-token deadline would only wait; a fresh attempt may not
+			return openai.ChatCompletionResponse{}, nil,
+				&stallError{what: "first token", after: time.Duration(hedges+1) * d}
 		case <-hedge:
 			hedges++
 			hedge = nil
 			if hedges < maxHedges {
 				hedge = time.After(d)
+			} else {
+				giveUp = time.After(d)
 			}
 			c.log.WarnContext(ctx, "llm hedging a slow attempt", "model", model, "attempt", attempt, "hedge", hedges)
 			nt.send(NoticeSlow, attempt, time.Duration(hedges)*d, nil)

@@ -240,3 +240,27 @@ func TestMalformedRetriedAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// An attempt whose request and hedges all hang gives up one hedge interval
+// after the last hedge (a deadline from the latencies seen, not the
+// first-token deadline of a minute) and is retried at once.
+func TestHangingHedgesGiveUp(t *testing.T) {
+	srv := llmtest.NewServer(t, nil)
+	srv.Enqueue(llmtest.Hang(), llmtest.Hang(), llmtest.Hang(), llmtest.Text("ok"))
+	c, rec := newTestClient(t, srv, func(o *Options) { o.HedgeAfter = 10 * time.Millisecond })
+	c.lat.add("test-model", 5*time.Millisecond)
+	// the guard is far below the first-token deadline (60s), far above the
+	// give-up time (four hedge intervals)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := c.Chat(ctx, Request{Messages: []Message{User("x")}})
+	if err != nil || resp.Content != "ok" {
+		t.Fatalf("resp=%+v err=%v", resp, err)
+	}
+	if srv.Calls() != 4 || resp.Attempts != 2 {
+		t.Errorf("calls=%d attempts=%d, want 4 requests in 2 attempts", srv.Calls(), resp.Attempts)
+	}
+	if s := rec.sleeps(); len(s) != 1 || s[0] != 0 {
+		t.Errorf("waits %v, want one retry at once", s)
+	}
+}
