@@ -29,6 +29,17 @@ func listing(n int) string {
 	return b.String()
 }
 
+// cards returns n clickable story cards, each a linked title and its own
+// summary.
+func cards(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `<div role="button" tabindex="0"><h3><a href="/s%d">A long title of a story about the stars and the sea</a></h3><p>%s</p></div>`,
+			i, prose(fmt.Sprintf("psi%d", i), 1))
+	}
+	return b.String()
+}
+
 // TestHeuristics checks the generic signals one synthetic page at a time:
 // each page holds an article and one kind of furniture (or of content that
 // looks like furniture).
@@ -47,6 +58,8 @@ func TestHeuristics(t *testing.T) {
 		name          string
 		body          string
 		want, notWant []string
+		// count is how many times a phrase must be in the text.
+		count map[string]int
 	}{
 		{
 			name:    "teaser list outweighing the article",
@@ -131,10 +144,9 @@ func TestHeuristics(t *testing.T) {
 		},
 		{
 			name: "clickable cards and a class that hides a button of the list",
-			body: `<h1>Science</h1><div class="grid-items hide-read-more-button">` + strings.Repeat(`<div role="button" tabindex="0">`+
-				`<h3><a href="/s">A long title of a story about the stars and the sea</a></h3><p>`+prose("psi", 1)+`</p></div>`, 5) +
+			body: `<h1>Science</h1><div class="grid-items hide-read-more-button">` + cards(5) +
 				`</div><div role="button">Load more</div>`,
-			want:    []string{"A long title of a story about the stars", "psi sentence number 0"},
+			want:    []string{"A long title of a story about the stars", "psi0 sentence number 0", "psi4 sentence number 0"},
 			notWant: []string{"Load more"},
 		},
 		{
@@ -190,6 +202,19 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"mem sentence number 2", "nun sentence number 1", "samekh sentence number 1"},
 			notWant: []string{"Follow us on X"},
 		},
+		{
+			name: "the same section written twice (for small and large screens) is read once",
+			body: `<article><h1>Headline</h1><p>` + prose("ayin", 2) + `</p><div class="mobile-only"><p>` + prose("pe", 2) + `</p></div>` +
+				`<div class="desktop-only"><p>` + prose("pe", 2) + `</p></div></article>`,
+			want:  []string{"ayin sentence number 1"},
+			count: map[string]int{"pe sentence number 1": 1},
+		},
+		{
+			name:  "a refrain in the same container is kept",
+			body:  `<article><h1>Headline</h1><p>` + prose("tsadi", 2) + `</p><p>` + prose("qof", 1) + `</p><p>` + prose("tsadi", 2) + `</p></article>`,
+			want:  []string{"qof sentence number 0"},
+			count: map[string]int{"tsadi sentence number 1": 2},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,6 +231,11 @@ func TestHeuristics(t *testing.T) {
 			for _, w := range tt.notWant {
 				if strings.Contains(a.Text, w) {
 					t.Errorf("text has %q:\n%s", w, a.Text)
+				}
+			}
+			for w, want := range tt.count {
+				if n := strings.Count(a.Text, w); n != want {
+					t.Errorf("text has %q %d times, want %d:\n%s", w, n, want, a.Text)
 				}
 			}
 		})

@@ -32,6 +32,9 @@ type block struct {
 	rows    [][]string // table cells
 	chars   int        // weighted length
 	link    int        // weighted length inside links
+	// parent is the parent of the element the block was rendered from
+	// (see repeatedSection).
+	parent *html.Node
 }
 
 // inline accumulates the inline content of one block.
@@ -104,6 +107,8 @@ type renderer struct {
 	quote   int
 	lists   []listCtx
 	nodes   int
+	// owner is the element of the block being rendered.
+	owner *html.Node
 }
 
 // render turns the subtree of root into blocks.
@@ -124,7 +129,7 @@ func (r *renderer) flush() {
 	md := strings.TrimRight(string(b.md), " \n")
 	r.blocks = append(r.blocks, block{
 		kind: r.kind, level: r.level, ordered: r.ordered, index: r.index, quote: r.quote,
-		text: text, md: md, chars: b.chars, link: b.link,
+		text: text, md: md, chars: b.chars, link: b.link, parent: r.parentOfOwner(),
 	})
 	*b = inline{text: b.text[:0], md: b.md[:0]}
 }
@@ -133,11 +138,18 @@ func (r *renderer) flush() {
 // surrounding kind afterwards.
 func (r *renderer) withBlock(n *html.Node, kind blockKind, level int, inLink bool, depth int) {
 	r.flush()
-	sk, sl := r.kind, r.level
-	r.kind, r.level = kind, level
+	sk, sl, so := r.kind, r.level, r.owner
+	r.kind, r.level, r.owner = kind, level, n
 	r.walk(n, inLink, depth+1)
 	r.flush()
-	r.kind, r.level = sk, sl
+	r.kind, r.level, r.owner = sk, sl, so
+}
+
+func (r *renderer) parentOfOwner() *html.Node {
+	if r.owner == nil {
+		return nil
+	}
+	return r.owner.Parent
 }
 
 func (r *renderer) walk(n *html.Node, inLink bool, depth int) {
@@ -398,6 +410,43 @@ var boilerplateRe = regexp.MustCompile(`(?i)^(advertisement|advertisements|spons
 	`scroll to continue( with content)?|skip (to )?(main )?content|listen to (this )?article|` +
 	`recommended|more from|see also|you may also like|trending|popular)\b`)
 
+// repeatedSection marks the paragraphs that repeat an earlier one written
+// in another container: sites write a section for small screens and again
+// for large ones, or a box that repeats the article, and the reader reads
+// it once. A paragraph repeated in the same container (a refrain) is kept,
+// and so are tables, list items and code, which repeat on purpose
+// (schedules, examples).
+func repeatedSection(blocks []block) map[int]bool {
+	type at struct {
+		i      int
+		parent *html.Node
+	}
+	var last map[string]at
+	var out map[int]bool
+	for i, b := range blocks {
+		if b.kind != kindPara || b.chars < minRepeat {
+			continue
+		}
+		k := normText(b.text)
+		prev, ok := last[k]
+		if last == nil {
+			last = map[string]at{}
+		}
+		last[k] = at{i, b.parent}
+		if ok && prev.parent != b.parent {
+			if out == nil {
+				out = map[int]bool{}
+			}
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// minRepeat is the length (weighted characters) from which a paragraph
+// that repeats an earlier one is dropped.
+const minRepeat = 60
+
 // minProse is how much text outside links keeps a block that is mostly
 // links.
 const minProse = 50
@@ -408,8 +457,12 @@ const minProse = 50
 // item on a page of items.
 func cleanBlocks(blocks []block, title string, itemLink int) []block {
 	normTitle := normText(title)
+	repeats := repeatedSection(blocks)
 	out := blocks[:0]
 	for i, b := range blocks {
+		if repeats[i] {
+			continue
+		}
 		if b.kind == kindHeading && b.level == 1 {
 			continue
 		}
