@@ -238,7 +238,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	only := fs.String("only", "", "keep only pages whose type, source or set is this")
 	train := fs.Int("train", -1, "with -worst: list only pages outside held-out fold F (of -k), to find rules on training folds")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [-only NAME] [DIR...]")
+		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [DIR...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
