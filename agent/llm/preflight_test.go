@@ -6,33 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"deepresearch/agent/llm/llmtest"
 )
 
-// closedURL returns the base URL of a port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
-}
-
 func TestCheck(t *testing.T) {
 	srv := llmtest.NewServer(t, nil, llmtest.WithAPIKey("right"), llmtest.WithModels("m-one", "m-two"))
 	open := llmtest.NewServer(t, nil) // lists one model, serves any
-	closed := closedURL(t)
+	closed := llmtest.ClosedURL(t)
 	for _, tc := range []struct {
 		name    string
 		opts    Options
@@ -104,33 +90,16 @@ func TestPickModel(t *testing.T) {
 	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Fatalf("wrong key: err = %v", err)
 	}
-	_, _, err = PickModel(ctx, Options{BaseURL: closedURL(t)})
+	_, _, err = PickModel(ctx, Options{BaseURL: llmtest.ClosedURL(t)})
 	if !errors.Is(err, ErrConnection) || !strings.Contains(err.Error(), "OPENAI_BASE_URL") {
 		t.Fatalf("closed port: err = %v", err)
 	}
 }
 
-type noticeRecorder struct {
-	mu sync.Mutex
-	n  []Notice
-}
-
-func (r *noticeRecorder) add(n Notice) {
-	r.mu.Lock()
-	r.n = append(r.n, n)
-	r.mu.Unlock()
-}
-
-func (r *noticeRecorder) all() []Notice {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Notice(nil), r.n...)
-}
-
 func TestNoticeRetryAndFailure(t *testing.T) {
 	srv := llmtest.NewServer(t, nil)
 	srv.Enqueue(llmtest.ServerError(), llmtest.ServerError(), llmtest.Text("ok"))
-	rec := &noticeRecorder{}
+	rec := &noticeLog{}
 	c, _ := newTestClient(t, srv, func(o *Options) { o.OnNotice = rec.add })
 	ctx := WithNode(context.Background(), "planner")
 	if _, err := c.Chat(ctx, Request{Role: RolePlanner, Messages: []Message{User("x")}}); err != nil {
@@ -147,7 +116,7 @@ func TestNoticeRetryAndFailure(t *testing.T) {
 	}
 	// a call that gives up says so once, with the classified error
 	srv.Enqueue(llmtest.Error(401, "bad key"))
-	rec2 := &noticeRecorder{}
+	rec2 := &noticeLog{}
 	c2, _ := newTestClient(t, srv, func(o *Options) { o.OnNotice = rec2.add })
 	if _, err := c2.Chat(ctx, Request{Messages: []Message{User("x")}}); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("err = %v", err)

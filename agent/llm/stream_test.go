@@ -25,6 +25,12 @@ func (l *noticeLog) add(n Notice) {
 	l.mu.Unlock()
 }
 
+func (l *noticeLog) all() []Notice {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Notice(nil), l.n...)
+}
+
 func (l *noticeLog) kinds(k NoticeKind) []Notice {
 	l.mu.Lock()
 	defer l.mu.Unlock()

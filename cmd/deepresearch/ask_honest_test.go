@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,25 +12,13 @@ import (
 	"deepresearch/agent/llm/llmtest"
 )
 
-// closedBaseURL is an OpenAI base URL on a port nothing listens on.
-func closedBaseURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
-}
-
 // A wrong key, a base URL that does not answer, or a model the server does
 // not serve: ask stops before researching, with one line naming the
 // variable, and exit status 1. With DEEPRESEARCH_MODEL unset on such a
 // server, its only model is used (and ask says so), or the served models
 // are listed.
 func TestAskModelEndpointPreflight(t *testing.T) {
-	closed := closedBaseURL(t)
+	closed := llmtest.ClosedURL(t)
 	for _, tc := range []struct {
 		name string
 		llm  []llmtest.Option

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -596,4 +597,17 @@ func writeRaw(w http.ResponseWriter, status int, h http.Header, body string) {
 	}
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
+}
+
+// ClosedURL returns an OpenAI base URL on a local port nothing listens on:
+// an endpoint that does not answer.
+func ClosedURL(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/v1"
 }
