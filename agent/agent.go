@@ -21,7 +21,7 @@ import (
 	"deepresearch/agent/citation"
 	"deepresearch/agent/llm"
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 )
 
 // Deps are the agent's collaborators. LLM is required; without Search the
@@ -147,7 +147,7 @@ func New(d Deps, o Options) (*Agent, error) {
 		return nil, errors.New("agent: Deps.LLM is required")
 	}
 	if d.Saver == nil {
-		d.Saver = memstore.New(memstore.Options{})
+		d.Saver = memsaver.New(memsaver.Options{})
 	}
 	if d.Notes == nil {
 		d.Notes = NewMemNotes()

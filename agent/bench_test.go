@@ -18,7 +18,7 @@ import (
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 	"deepresearch/tools/search"
 )
 
@@ -190,7 +190,7 @@ func newBenchWorld(tb testing.TB, scale float64, conc int) *benchWorld {
 		tb.Fatal(err)
 	}
 	a, err := agent.New(agent.Deps{LLM: tracedLLM{client, tr}, Search: &slowSearch{tr: tr, lat: scaled}, Fetch: &slowFetch{tr: tr, lat: scaled},
-		Saver: memstore.New(memstore.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})
+		Saver: memsaver.New(memsaver.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 	"deepresearch/tools/search"
 )
 
@@ -354,7 +354,7 @@ type env struct {
 	client *llm.Client
 	search *fakeSearch
 	fetch  *fakeFetch
-	store  *memstore.Store
+	store  *memsaver.Store
 	notes  *agent.MemNotes
 	opts   agent.Options
 	now    func() time.Time
@@ -366,7 +366,7 @@ type env struct {
 func newEnv(t *testing.T, srvOpts ...llmtest.Option) *env {
 	t.Helper()
 	b := newBrain()
-	e := &env{t: t, brain: b, search: &fakeSearch{}, fetch: &fakeFetch{}, store: memstore.New(memstore.Options{}), notes: agent.NewMemNotes()}
+	e := &env{t: t, brain: b, search: &fakeSearch{}, fetch: &fakeFetch{}, store: memsaver.New(memsaver.Options{}), notes: agent.NewMemNotes()}
 	e.srv = llmtest.NewServer(t, b.respond, srvOpts...)
 	e.client = e.newClient(nil)
 	return e
@@ -422,6 +422,6 @@ func (e *env) start(thread string, req agent.Request) *agent.Result {
 	return res
 }
 
-var _ graph.Saver = (*memstore.Store)(nil)
+var _ graph.Saver = (*memsaver.Store)(nil)
 
 func discard() io.Writer { return io.Discard }

@@ -16,7 +16,7 @@ import (
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 )
 
 // The simulated latencies (before scaling by SPEEDBENCH_SCALE).
@@ -101,7 +101,7 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorl
 		return w.lat("fetch", key, fetchMin, fetchMax, seed, scale)
 	}}
 	w.a, err = agent.New(agent.Deps{LLM: tracedLLM{client, w.tr}, Search: search, Fetch: fetch,
-		Saver: memstore.New(memstore.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})
+		Saver: memsaver.New(memsaver.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 )
 
 func BenchmarkChain50(b *testing.B) {
@@ -15,7 +15,7 @@ func BenchmarkChain50(b *testing.B) {
 		b.Run(fmt.Sprint("saver=", saver), func(b *testing.B) {
 			opts := graph.Options{}
 			if saver {
-				opts.Saver = memstore.New(memstore.Options{})
+				opts.Saver = memsaver.New(memsaver.Options{})
 			}
 			g := buildChain(b, 50, opts, nil)
 			in := []graph.Write{{Channel: "count", Value: 0}}

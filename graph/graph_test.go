@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 )
 
 type chainState struct {
@@ -81,9 +81,9 @@ func TestChain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := graph.Options{Durability: tc.dur}
-			var store *memstore.Store
+			var store *memsaver.Store
 			if tc.saver {
-				store = memstore.New(memstore.Options{})
+				store = memsaver.New(memsaver.Options{})
 				opts.Saver = store
 			}
 			g := buildChain(t, 50, opts, nil)
@@ -184,7 +184,7 @@ func TestFanOutBarrier(t *testing.T) {
 			var runs atomic.Int64
 			opts := graph.Options{}
 			if saver {
-				opts.Saver = memstore.New(memstore.Options{})
+				opts.Saver = memsaver.New(memsaver.Options{})
 			}
 			g := buildFan(t, 256, opts, &runs, nil)
 			res, err := g.Invoke(context.Background(), graph.Config{ThreadID: "f", Input: []graph.Write{{Channel: "total", Value: 0}}})
@@ -206,7 +206,7 @@ func TestFanOutBarrier(t *testing.T) {
 // A failing task leaves its siblings' writes stored; the next Invoke runs
 // only the failed task.
 func TestResumeAfterFailureRunsOnlyUnfinishedTasks(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	var reduce atomic.Int64
 	fail := map[int]bool{3: true, 7: true}
 	g := buildFan(t, 10, graph.Options{Saver: store}, &reduce, fail)
@@ -288,7 +288,7 @@ func buildDraft(t testing.TB, saver graph.Saver, dynamic bool) *graph.Graph[draf
 }
 
 func TestInterruptBeforeAndResumeFromAnotherProcess(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	g1 := buildDraft(t, store, false)
 	res, err := g1.Invoke(ctx, graph.Config{ThreadID: "w4", Input: []graph.Write{{Channel: "topic", Value: "t0"}}})
@@ -322,7 +322,7 @@ func TestInterruptBeforeAndResumeFromAnotherProcess(t *testing.T) {
 }
 
 func TestPauseInsideNode(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	g := buildDraft(t, store, true)
 	res, err := g.Invoke(ctx, graph.Config{ThreadID: "d", Input: []graph.Write{{Channel: "topic", Value: "x"}}})
@@ -347,7 +347,7 @@ func TestPauseInsideNode(t *testing.T) {
 
 // Twenty concurrent resumes of one interrupt: exactly one is applied.
 func TestConcurrentResumeAppliesOnce(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	var reviews atomic.Int64
 	g := buildDraft(t, store, false)
@@ -459,7 +459,7 @@ func TestGotoMergeAndEvents(t *testing.T) {
 		return []graph.Write{seen.Set(map[string]int{"a": 2, "c": 1}), steps.Set([]string{"c"})}, nil
 	})
 	b.AddEdge(graph.Start, "a")
-	g, err := b.Compile(graph.Options{Saver: memstore.New(memstore.Options{})})
+	g, err := b.Compile(graph.Options{Saver: memsaver.New(memsaver.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestGotoMergeAndEvents(t *testing.T) {
 
 // Two graphs racing on one thread from the same head: the chain never forks.
 func TestOneWriterPerThread(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	g := buildChain(t, 5, graph.Options{Saver: store}, nil)
 	cs := newChainSchema()
@@ -543,7 +543,7 @@ func TestOneWriterPerThread(t *testing.T) {
 }
 
 func TestForkFromEarlierCheckpoint(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	g := buildChain(t, 4, graph.Options{Saver: store}, nil)
 	cs := newChainSchema()
@@ -583,7 +583,7 @@ func TestForkFromEarlierCheckpoint(t *testing.T) {
 }
 
 func TestSubgraphWorkersResumeInsideAfterFailure(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	// the subgraph: a 3-node chain whose middle node fails once for job 1
 	type sub struct {
@@ -663,7 +663,7 @@ func TestSubgraphWorkersResumeInsideAfterFailure(t *testing.T) {
 }
 
 func TestUpdateStateAndPrune(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	g := buildChain(t, 30, graph.Options{Saver: store, SnapshotEvery: 10}, nil)
 	cs := newChainSchema()
@@ -703,7 +703,7 @@ func TestUpdateStateAndPrune(t *testing.T) {
 }
 
 func TestDeletedThreadStaysDeleted(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	ctx := context.Background()
 	g := buildDraft(t, store, false)
 	res, err := g.Invoke(ctx, graph.Config{ThreadID: "del", Input: []graph.Write{{Channel: "topic", Value: "x"}}})
@@ -732,7 +732,7 @@ func TestTaskBudget(t *testing.T) {
 }
 
 func TestCancelledContextStopsAndResumes(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	cs := newChainSchema()
 	ctx, cancel := context.WithCancel(context.Background())
 	b := graph.New(cs.s)
@@ -763,7 +763,7 @@ func TestCancelledContextStopsAndResumes(t *testing.T) {
 
 // A node whose second call fails is run again; its first call is not.
 func TestMemoSurvivesRerun(t *testing.T) {
-	store := memstore.New(memstore.Options{})
+	store := memsaver.New(memsaver.Options{})
 	cs := newChainSchema()
 	var calls sync.Map
 	count := func(k string) int {

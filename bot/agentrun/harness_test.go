@@ -16,7 +16,7 @@ import (
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot"
 	"deepresearch/bot/agentrun"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 	"deepresearch/tools/search"
 )
 
@@ -162,12 +162,12 @@ type world struct {
 	t     *testing.T
 	brain *brain
 	srv   *llmtest.Server
-	store *memstore.Store
+	store *memsaver.Store
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{t: t, brain: &brain{entered: make(chan struct{})}, store: memstore.New(memstore.Options{})}
+	w := &world{t: t, brain: &brain{entered: make(chan struct{})}, store: memsaver.New(memsaver.Options{})}
 	w.srv = llmtest.NewServer(t, w.brain.respond)
 	return w
 }

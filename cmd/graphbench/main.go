@@ -33,7 +33,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
+	"deepresearch/graph/memsaver"
 	"deepresearch/storage/postgres"
 )
 
@@ -193,7 +193,7 @@ func (b *bench) run(ctx context.Context, name string) error {
 	case "W1":
 		return b.chain(ctx, "W1", 50, 200, nil, false)
 	case "W1m":
-		return b.chain(ctx, "W1m", 50, 200, memstore.New(memstore.Options{}), false)
+		return b.chain(ctx, "W1m", 50, 200, memsaver.New(memsaver.Options{}), false)
 	case "W2":
 		return b.fan(ctx)
 	case "W3":

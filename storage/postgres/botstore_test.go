@@ -7,7 +7,7 @@ import (
 	"deepresearch/bot/storetest"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
-	"deepresearch/storage/storagetest"
+	"deepresearch/graph/savertest"
 )
 
 var _ bot.Store = (*postgres.BotStore)(nil)
@@ -16,7 +16,7 @@ var _ bot.Store = (*postgres.BotStore)(nil)
 // they skip, unless CI is set, when they fail.
 func TestBotStoreConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) bot.Store {
-		return postgres.NewBotStore(open(t, pgtest.Schema(t), storagetest.Options{}))
+		return postgres.NewBotStore(open(t, pgtest.Schema(t), savertest.Options{}))
 	})
 }
 
@@ -24,7 +24,7 @@ func TestBotStoreConformance(t *testing.T) {
 // pools) on one schema: the compare-and-set rules must hold across them.
 func TestBotStoreTwoHandles(t *testing.T) {
 	dsn := pgtest.Schema(t)
-	a := open(t, dsn, storagetest.Options{}).BotStore()
-	b := open(t, dsn, storagetest.Options{}).BotStore()
+	a := open(t, dsn, savertest.Options{}).BotStore()
+	b := open(t, dsn, savertest.Options{}).BotStore()
 	storetest.RunTwoHandles(t, a, b)
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
 	"deepresearch/storage/migrate"
 )
 
@@ -230,7 +229,7 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := memstore.CheckBatch(b, s.maxBytes); err != nil {
+	if err := graph.CheckBatch(b, s.maxBytes); err != nil {
 		return err
 	}
 	if len(b.Checkpoints) == 0 {
@@ -516,7 +515,7 @@ func (s *Store) ResumeLoad(ctx context.Context, thread, ns string, cpID int64, w
 }
 
 // List implements graph.Saver. Metadata is filtered in Go with
-// memstore.MetaMatches, so every store matches alike.
+// graph.MetaMatches, so every store matches alike.
 func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOptions) ([]graph.CheckpointInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -542,7 +541,7 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 		if err := rows.Scan(&in.ID, &in.ParentID, &step, &in.Source, &in.Meta, &created, &in.HasSnapshot); err != nil {
 			return nil, fmt.Errorf("postgres: list: %w", err)
 		}
-		if !memstore.MetaMatches(in.Meta, opts.Meta) {
+		if !graph.MetaMatches(in.Meta, opts.Meta) {
 			continue
 		}
 		in.Step, in.Meta, in.CreatedAt = int(step), orNil(in.Meta), time.Unix(0, created)

@@ -9,10 +9,10 @@ import (
 	"deepresearch/graph"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
-	"deepresearch/storage/storagetest"
+	"deepresearch/graph/savertest"
 )
 
-func open(t *testing.T, dsn string, o storagetest.Options) *postgres.Store {
+func open(t *testing.T, dsn string, o savertest.Options) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), postgres.Options{URL: dsn, MaxRecordBytes: o.MaxRecordBytes, Now: o.Now, MaxConns: 4})
 	if err != nil {
@@ -23,11 +23,11 @@ func open(t *testing.T, dsn string, o storagetest.Options) *postgres.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, storagetest.Harness{
-		New: func(t *testing.T, o storagetest.Options) graph.Saver {
+	savertest.Run(t, savertest.Harness{
+		New: func(t *testing.T, o savertest.Options) graph.Saver {
 			return open(t, pgtest.Schema(t), o)
 		},
-		Pair: func(t *testing.T, o storagetest.Options) (graph.Saver, graph.Saver) {
+		Pair: func(t *testing.T, o savertest.Options) (graph.Saver, graph.Saver) {
 			dsn := pgtest.Schema(t)
 			return open(t, dsn, o), open(t, dsn, o)
 		},
@@ -37,21 +37,21 @@ func TestConformance(t *testing.T) {
 // TestProcesses: worker processes open one fresh schema at once (racing the
 // migrations) and race commits and a resume on it.
 func TestProcesses(t *testing.T) {
-	if dsn := storagetest.WorkerTarget(); dsn != "" {
+	if dsn := savertest.WorkerTarget(); dsn != "" {
 		s, err := postgres.Open(context.Background(), postgres.Options{URL: dsn, MaxConns: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if err := storagetest.Worker(context.Background(), s); err != nil {
+		if err := savertest.Worker(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	dsn := pgtest.Schema(t)
-	r := storagetest.RunProcesses(t, "TestProcesses", dsn, 3)
-	s := open(t, dsn, storagetest.Options{})
-	storagetest.CheckProcesses(t, s, r)
+	r := savertest.RunProcesses(t, "TestProcesses", dsn, 3)
+	s := open(t, dsn, savertest.Options{})
+	savertest.CheckProcesses(t, s, r)
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"deepresearch/graph"
 	"deepresearch/storage/pgtest"
-	"deepresearch/storage/storagetest"
+	"deepresearch/graph/savertest"
 )
 
 type approvalState struct {
@@ -23,8 +23,8 @@ type approvalState struct {
 // when twenty answers race from two pools.
 func TestResumeLoadAnswersOnce(t *testing.T) {
 	dsn := pgtest.Schema(t)
-	a := open(t, dsn, storagetest.Options{})
-	b := open(t, dsn, storagetest.Options{})
+	a := open(t, dsn, savertest.Options{})
+	b := open(t, dsn, savertest.Options{})
 	var reviews atomic.Int64
 	build := func(s graph.Saver) *graph.Graph[approvalState] {
 		sc := graph.NewSchema[approvalState]()

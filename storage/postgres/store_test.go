@@ -16,7 +16,7 @@ import (
 	"deepresearch/graph"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
-	"deepresearch/storage/storagetest"
+	"deepresearch/graph/savertest"
 )
 
 func cp(id, parent int64) *graph.StoredCheckpoint {
@@ -76,7 +76,7 @@ func TestStatements(t *testing.T) {
 func TestNoOrphans(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Schema(t)
-	a, b := open(t, dsn, storagetest.Options{}), open(t, dsn, storagetest.Options{})
+	a, b := open(t, dsn, savertest.Options{}), open(t, dsn, savertest.Options{})
 	for round := 0; round < 6; round++ {
 		thread := fmt.Sprint("th", round)
 		const writers = 4
@@ -144,7 +144,7 @@ func TestNoOrphans(t *testing.T) {
 func TestMigrateTruncateTables(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Schema(t)
-	s := open(t, dsn, storagetest.Options{})
+	s := open(t, dsn, savertest.Options{})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}

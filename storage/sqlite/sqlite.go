@@ -23,7 +23,6 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"deepresearch/graph"
-	"deepresearch/storage/memstore"
 	"deepresearch/storage/migrate"
 )
 
@@ -262,7 +261,7 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := memstore.CheckBatch(b, s.maxBytes); err != nil {
+	if err := graph.CheckBatch(b, s.maxBytes); err != nil {
 		return err
 	}
 	now := s.now().UnixNano()
@@ -474,7 +473,7 @@ func (s *Store) Load(ctx context.Context, thread, ns string, id int64) (*graph.C
 }
 
 // List implements graph.Saver. Metadata is filtered in Go with
-// memstore.MetaMatches, so every store matches alike.
+// graph.MetaMatches, so every store matches alike.
 func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOptions) ([]graph.CheckpointInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -498,7 +497,7 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 		if err := rows.Scan(&in.ID, &in.ParentID, &in.Step, &in.Source, &in.Meta, &created, &in.HasSnapshot); err != nil {
 			return nil, fmt.Errorf("sqlite: list: %w", err)
 		}
-		if !memstore.MetaMatches(in.Meta, opts.Meta) {
+		if !graph.MetaMatches(in.Meta, opts.Meta) {
 			continue
 		}
 		in.Meta = orNil(in.Meta)

@@ -8,10 +8,10 @@ import (
 
 	"deepresearch/graph"
 	"deepresearch/storage/sqlite"
-	"deepresearch/storage/storagetest"
+	"deepresearch/graph/savertest"
 )
 
-func open(t *testing.T, path string, o storagetest.Options) *sqlite.Store {
+func open(t *testing.T, path string, o savertest.Options) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path, MaxRecordBytes: o.MaxRecordBytes, Now: o.Now})
 	if err != nil {
@@ -22,11 +22,11 @@ func open(t *testing.T, path string, o storagetest.Options) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, storagetest.Harness{
-		New: func(t *testing.T, o storagetest.Options) graph.Saver {
+	savertest.Run(t, savertest.Harness{
+		New: func(t *testing.T, o savertest.Options) graph.Saver {
 			return open(t, filepath.Join(t.TempDir(), "data", "db.sqlite"), o)
 		},
-		Pair: func(t *testing.T, o storagetest.Options) (graph.Saver, graph.Saver) {
+		Pair: func(t *testing.T, o savertest.Options) (graph.Saver, graph.Saver) {
 			path := filepath.Join(t.TempDir(), "db.sqlite")
 			return open(t, path, o), open(t, path, o)
 		},
@@ -36,21 +36,21 @@ func TestConformance(t *testing.T) {
 // TestProcesses: worker processes open one fresh file at once (racing the
 // migrations) and race commits and a resume on it.
 func TestProcesses(t *testing.T) {
-	if path := storagetest.WorkerTarget(); path != "" {
+	if path := savertest.WorkerTarget(); path != "" {
 		s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if err := storagetest.Worker(context.Background(), s); err != nil {
+		if err := savertest.Worker(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	path := filepath.Join(t.TempDir(), "db.sqlite")
-	r := storagetest.RunProcesses(t, "TestProcesses", path, 3)
-	s := open(t, path, storagetest.Options{})
-	storagetest.CheckProcesses(t, s, r)
+	r := savertest.RunProcesses(t, "TestProcesses", path, 3)
+	s := open(t, path, savertest.Options{})
+	savertest.CheckProcesses(t, s, r)
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,10 @@
-// Package memstore is the in-memory checkpoint store: the reference
+// Package memsaver is the in-memory checkpoint store: the reference
 // implementation of graph.Saver, used by tests and by `ask` runs that need no
 // persistence. It copies every byte slice it is given or returns.
-package memstore
+package memsaver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -97,38 +96,6 @@ func (s *Store) chainOf(thread, ns string, create bool) *chain {
 	return c
 }
 
-// CheckBatch checks what can be checked of a batch without looking at the
-// store: no blob over maxBytes (ErrTooLarge), checkpoint ids > 0 and distinct,
-// and each checkpoint after the first the child of the one before it. The SQL
-// stores call it too, so that every store rejects the same batches alike.
-func CheckBatch(b *graph.Batch, maxBytes int) error {
-	for _, c := range b.Checkpoints {
-		for _, f := range [][]byte{c.Snapshot, c.Delta, c.Next, c.Meta} {
-			if len(f) > maxBytes {
-				return fmt.Errorf("checkpoint %d: %d bytes > %d: %w", c.ID, len(f), maxBytes, graph.ErrTooLarge)
-			}
-		}
-	}
-	for _, w := range b.Writes {
-		if len(w.Value) > maxBytes {
-			return fmt.Errorf("write %s: %d bytes > %d: %w", w.Channel, len(w.Value), maxBytes, graph.ErrTooLarge)
-		}
-	}
-	seen := make(map[int64]bool, len(b.Checkpoints))
-	for i, cp := range b.Checkpoints {
-		if cp.ID <= 0 {
-			return fmt.Errorf("invalid batch: checkpoint id %d is not positive", cp.ID)
-		}
-		if seen[cp.ID] {
-			return fmt.Errorf("invalid batch: checkpoint id %d appears twice", cp.ID)
-		}
-		seen[cp.ID] = true
-		if i > 0 && cp.ParentID != b.Checkpoints[i-1].ID {
-			return fmt.Errorf("invalid batch: checkpoint %d has parent %d, want %d", cp.ID, cp.ParentID, b.Checkpoints[i-1].ID)
-		}
-	}
-	return nil
-}
 
 // Load implements graph.Saver.
 func (s *Store) Load(ctx context.Context, thread, ns string, id int64) (*graph.Chain, error) {
@@ -154,7 +121,7 @@ func (s *Store) Load(ctx context.Context, thread, ns string, id int64) (*graph.C
 			if len(path) == 0 {
 				return nil, graph.ErrNotFound
 			}
-			return nil, fmt.Errorf("memstore: checkpoint %d missing below %d: %w", cur, id, graph.ErrNotFound)
+			return nil, fmt.Errorf("memsaver: checkpoint %d missing below %d: %w", cur, id, graph.ErrNotFound)
 		}
 		path = append(path, cp)
 		if cp.Snapshot != nil {
@@ -199,7 +166,7 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := CheckBatch(b, s.maxBytes); err != nil {
+	if err := graph.CheckBatch(b, s.maxBytes); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -230,12 +197,12 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 		return nil
 	}
 	if p := b.Checkpoints[0].ParentID; p != 0 && (c == nil || c.cps[p] == nil) {
-		return fmt.Errorf("memstore: parent %d of checkpoint %d is not in the chain: %w", p, b.Checkpoints[0].ID, graph.ErrNotFound)
+		return fmt.Errorf("memsaver: parent %d of checkpoint %d is not in the chain: %w", p, b.Checkpoints[0].ID, graph.ErrNotFound)
 	}
 	if c != nil {
 		for _, cp := range b.Checkpoints {
 			if _, dup := c.cps[cp.ID]; dup {
-				return fmt.Errorf("memstore: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
+				return fmt.Errorf("memsaver: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
 			}
 		}
 	} else {
@@ -319,7 +286,7 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 		if opts.Source != "" && cp.Source != opts.Source {
 			continue
 		}
-		if !MetaMatches(cp.Meta, opts.Meta) {
+		if !graph.MetaMatches(cp.Meta, opts.Meta) {
 			continue
 		}
 		out = append(out, graph.CheckpointInfo{
@@ -333,34 +300,6 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 	return out, nil
 }
 
-// MetaMatches reports whether the JSON object meta has every pair of want.
-// Stores that filter metadata in Go share it.
-func MetaMatches(meta []byte, want map[string]string) bool {
-	if len(want) == 0 {
-		return true
-	}
-	var m map[string]any
-	if json.Unmarshal(meta, &m) != nil {
-		return false
-	}
-	for k, v := range want {
-		got, ok := m[k]
-		if !ok {
-			return false
-		}
-		switch g := got.(type) {
-		case string:
-			if g != v {
-				return false
-			}
-		default:
-			if fmt.Sprint(g) != v {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // DeleteThread implements graph.Saver.
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {

@@ -1,8 +1,8 @@
-// Package storagetest is the conformance suite every graph.Saver runs (memory,
+// Package savertest is the conformance suite every graph.Saver runs (memory,
 // SQLite, Postgres), in the manner of go-cloud's drivertest: one set of
-// behaviours, asserted the same way against every store, with memstore as the
+// behaviours, asserted the same way against every store, with memsaver as the
 // reference. A store's test calls Run with a Harness that opens fresh stores.
-package storagetest
+package savertest
 
 import (
 	"bytes"
