@@ -26,6 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"deepresearch/research"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
@@ -97,7 +99,7 @@ type Options struct {
 	// a longer one is answered with a reply asking to shorten it.
 	MaxQuestionLen int
 	// RunOptions are the options of every new run (approval steps, depth).
-	RunOptions RunOptions
+	RunOptions research.RunOptions
 	// Health, when set, is asked before a new research starts; an error
 	// (the model endpoint refuses the key, does not answer, does not serve
 	// the model) is told to the person who asked, in plain words, instead
@@ -310,12 +312,12 @@ func New(researcher Researcher, store Store, opts Options) (*Bot, error) {
 		}
 		sopts = append(sopts, slack.OptionAPIURL(u))
 	}
-	m.sampler = func(ctx context.Context) map[RunState]int {
-		runs, err := store.ListRuns(ctx, RunFilter{States: []RunState{StateQueued, StateRunning, StateWaiting}})
+	m.sampler = func(ctx context.Context) map[research.RunState]int {
+		runs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
 		if err != nil {
 			return nil
 		}
-		counts := map[RunState]int{}
+		counts := map[research.RunState]int{}
 		for _, r := range runs {
 			counts[r.State]++
 		}

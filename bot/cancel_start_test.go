@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 // stubbornResearcher finishes the step it is in even when its context is
@@ -17,10 +18,10 @@ type stubbornResearcher struct {
 	release chan struct{}
 }
 
-func (s *stubbornResearcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
+func (s *stubbornResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
 	close(s.entered)
 	<-s.release
-	return bot.Outcome{Interrupt: &bot.Interrupt{ID: req.ThreadID + "#plan", Kind: bot.InterruptPlan, Text: "1. plan step"}}, nil
+	return research.Outcome{Interrupt: &research.Interrupt{ID: req.ThreadID + "#plan", Kind: research.InterruptPlan, Text: "1. plan step"}}, nil
 }
 
 // TestCancelPressedAsTheRunStarts: a Cancel pressed while the run starts
@@ -29,7 +30,7 @@ func (s *stubbornResearcher) Start(ctx context.Context, req bot.StartRequest, si
 func TestCancelPressedAsTheRunStarts(t *testing.T) {
 	h := newHarness(t)
 	res := &stubbornResearcher{fakeResearcher: newFakeResearcher(), entered: make(chan struct{}), release: make(chan struct{})}
-	h.startWith(res, func(o *bot.Options) { o.RunOptions = bot.RunOptions{ApprovePlan: true} })
+	h.startWith(res, func(o *bot.Options) { o.RunOptions = research.RunOptions{ApprovePlan: true} })
 
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "research something", "")
@@ -44,7 +45,7 @@ func TestCancelPressedAsTheRunStarts(t *testing.T) {
 		return h.runOf(ctx, "C1", sent.TS).CancelRequestedBy == "U1"
 	})
 	close(res.release)
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateCancelled)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
 	h.waitFor(ctx, "status says cancelled", func() bool {
 		m, _ := h.fake.Message("C1", r.StatusTS)
 		return strings.Contains(string(m.Blocks), "Cancelled")

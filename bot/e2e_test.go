@@ -10,6 +10,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 func TestMentionProgressApprovalReport(t *testing.T) {
@@ -30,8 +31,8 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 			t.Errorf("approval message has no %s button", id)
 		}
 	}
-	run := h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
-	if want := (bot.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}).ThreadID(); run.ThreadID != want {
+	run := h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	if want := (research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}).ThreadID(); run.ThreadID != want {
 		t.Errorf("thread id = %q, want %q", run.ThreadID, want)
 	}
 
@@ -65,7 +66,7 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 	if !strings.Contains(string(f.Blocks), "Summary: regulation is moving") {
 		t.Errorf("summary blocks = %s", f.Blocks)
 	}
-	run = h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	run = h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if _, err := h.store.Upload(ctx, run.ID); err != nil {
 		t.Errorf("upload not recorded: %v", err)
 	}
@@ -113,7 +114,7 @@ func TestRequestChangesViaModal(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "compare vector databases", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_revise")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.click(ctx, "U1", "C1", approval, "dr_revise", val)
 	var view slackfake.View
 	h.waitFor(ctx, "feedback modal", func() bool {
@@ -156,10 +157,10 @@ func TestRequestChangesViaModal(t *testing.T) {
 		m, _ := h.fake.Message("C1", approval.TS)
 		return strings.Contains(string(m.Blocks), "Changes requested") && strings.Contains(string(m.Blocks), "shorter, with a table")
 	})
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.click(ctx, "U1", "C1", second, "dr_approve", val2)
 	h.waitFor(ctx, "report file", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.noPings()
 }
 
@@ -169,15 +170,15 @@ func TestResearchMoreAndCancelButtons(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "competitor news", "")
 	m, val := h.withButton(ctx, "C1", sent.TS, "dr_more")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.click(ctx, "U1", "C1", m, "dr_more", val)
 	m2, val2 := h.withButton(ctx, "C1", sent.TS, "dr_cancel_intr", m.TS)
 	if !strings.Contains(string(m2.Blocks), "revised after more") {
 		t.Errorf("after research more: %s", m2.Blocks)
 	}
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.click(ctx, "U1", "C1", m2, "dr_cancel_intr", val2)
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateCancelled)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
 	h.waitFor(ctx, "cancel shown", func() bool {
 		m, _ := h.fake.Message("C1", m2.TS)
 		s, _ := h.fake.Message("C1", r.StatusTS)
@@ -201,9 +202,9 @@ func TestCancelWhileRunning(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "long research", "")
 	status, val := h.withButton(ctx, "C1", sent.TS, "dr_cancel")
-	h.waitState(ctx, "C1", sent.TS, bot.StateRunning)
+	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
 	h.click(ctx, "U1", "C1", status, "dr_cancel", val)
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateCancelled)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
 	h.waitFor(ctx, "status cancelled", func() bool {
 		m, _ := h.fake.Message("C1", status.TS)
 		return strings.Contains(string(m.Blocks), "Cancelled by") && buttonValue(m, "dr_cancel") == ""
@@ -216,11 +217,11 @@ func TestCancelWhileRunning(t *testing.T) {
 
 func TestFollowUpInThreadAndDM(t *testing.T) {
 	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "first question", "")
 	h.waitFor(ctx, "first report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	first := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	first := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 
 	// A plain reply in a channel thread (no mention) is not for the bot.
 	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U1", Channel: "C1", ThreadTS: sent.TS, Text: "thanks!"}); err != nil {
@@ -228,7 +229,7 @@ func TestFollowUpInThreadAndDM(t *testing.T) {
 	}
 	h.mention(ctx, "U1", "C1", "dig deeper into the EU part", sent.TS)
 	h.waitFor(ctx, "second report", func() bool { return len(h.files("C1", sent.TS)) == 2 })
-	second := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	second := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if second.ID == first.ID || second.ThreadID != first.ThreadID || !second.FollowUp {
 		t.Errorf("follow-up run = %+v (first %s)", second, first.ID)
 	}
@@ -242,12 +243,12 @@ func TestFollowUpInThreadAndDM(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor(ctx, "DM report", func() bool { return len(h.files("D0U2", dm.TS)) == 1 })
-	h.waitState(ctx, "D0U2", dm.TS, bot.StateDone)
+	h.waitState(ctx, "D0U2", dm.TS, research.StateDone)
 	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U2", Channel: "D0U2", ThreadTS: dm.TS, Text: "rewrite shorter"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor(ctx, "DM follow-up report", func() bool { return len(h.files("D0U2", dm.TS)) == 2 })
-	dmRun := h.waitState(ctx, "D0U2", dm.TS, bot.StateDone)
+	dmRun := h.waitState(ctx, "D0U2", dm.TS, research.StateDone)
 	if !dmRun.FollowUp {
 		t.Errorf("DM reply was not a follow-up: %+v", dmRun)
 	}
@@ -264,7 +265,7 @@ func TestSocketDisconnectMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := h.mention(ctx, "U1", "C1", "research during a disconnect", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateRunning)
+	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
 
 	// Slack asks for a refresh, then the new connection drops abruptly.
 	first := h.fake.Connections()[0].ID
@@ -285,10 +286,10 @@ func TestSocketDisconnectMidRun(t *testing.T) {
 	})
 	close(hold)
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.noPings()
 }
 
@@ -310,9 +311,9 @@ func TestRedeliveredEventIsHandledOnce(t *testing.T) {
 		return n == 2
 	})
 	h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	time.Sleep(200 * time.Millisecond) // let a wrongly handled duplicate show up
-	runs, _ := h.store.ListRuns(ctx, bot.RunFilter{})
+	runs, _ := h.store.ListRuns(ctx, research.RunFilter{})
 	if len(runs) != 1 {
 		t.Errorf("%d runs, want 1", len(runs))
 	}
@@ -333,7 +334,7 @@ func TestRestartWhileWaitingForApproval(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "survive a restart", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestRestartWhileWaitingForApproval(t *testing.T) {
 	}
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if r.Owner != "" || r.Attempt != 1 {
 		t.Errorf("run after restart = %+v", r)
 	}
@@ -359,23 +360,23 @@ func TestRestartWhileRunning(t *testing.T) {
 	a := h.start()
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "survive a restart mid-run", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateRunning)
+	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.runOf(ctx, "C1", sent.TS); r.State != bot.StateQueued {
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateQueued {
 		t.Fatalf("after shutdown the run is %s, want queued", r.State)
 	}
 	close(hold)
 	h.start()
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	if calls := h.res.Calls(); !slices.Contains(calls, "continue:"+h.runOf(ctx, "C1", sent.TS).ThreadID) {
 		t.Errorf("the new process did not continue the run: %v", calls)
 	}
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if n := len(h.botMessages("C1", sent.TS)); n != 3 { // status, approval, report
 		t.Errorf("%d bot messages in the thread, want 3", n)
 	}
@@ -387,7 +388,7 @@ func TestClickByStrangerAndApprover(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "who may approve?", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.click(ctx, "U2", "C1", approval, "dr_approve", val)
 	h.waitFor(ctx, "ephemeral to the stranger", func() bool {
 		for _, e := range h.fake.Ephemerals() {
@@ -397,14 +398,14 @@ func TestClickByStrangerAndApprover(t *testing.T) {
 		}
 		return false
 	})
-	if r := h.runOf(ctx, "C1", sent.TS); r.State != bot.StateWaiting {
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateWaiting {
 		t.Fatalf("a stranger's click changed the run to %s", r.State)
 	}
 	// Two approvers' clicks (a double click) resume once.
 	h.click(ctx, "U3", "C1", approval, "dr_approve", val)
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	resumes := 0
 	for _, c := range h.res.Calls() {
 		if c == "resume:"+r.ThreadID {
@@ -429,12 +430,12 @@ func TestTwoReplicasDoubleClick(t *testing.T) {
 	}
 	sent := h.mention(ctx, "U1", "C1", "two replicas", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	// Round-robin delivery sends the two clicks to different replicas.
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	time.Sleep(200 * time.Millisecond)
 	resumes := 0
 	for _, c := range h.res.Calls() {
@@ -450,10 +451,10 @@ func TestTwoReplicasDoubleClick(t *testing.T) {
 func TestClarifyingQuestionAnsweredInThread(t *testing.T) {
 	h := newHarness(t)
 	h.res.askFirst = true
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "regulation news", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.waitFor(ctx, "question posted", func() bool {
 		for _, m := range h.botMessages("C1", sent.TS) {
 			if strings.Contains(m.Text, "Which period?") {

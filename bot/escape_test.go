@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 func TestEscapeNeverPings(t *testing.T) {
@@ -57,20 +58,20 @@ func TestTruncateEscaped(t *testing.T) {
 func TestRenderWithinSlackLimits(t *testing.T) {
 	long := strings.Repeat("長い計画の手順 <!here> ", 400)
 	var plan []string
-	var subs []Subtask
+	var subs []research.Subtask
 	for range 200 {
 		plan = append(plan, long[:300])
-		subs = append(subs, Subtask{Title: long[:300], State: SubtaskRunning})
+		subs = append(subs, research.Subtask{Title: long[:300], State: research.SubtaskRunning})
 	}
-	_, blocks := statusBlocks(statusView{Question: long, State: StateRunning, Progress: Progress{Plan: plan, Subtasks: subs, Note: long}})
+	_, blocks := statusBlocks(statusView{Question: long, State: research.StateRunning, Progress: research.Progress{Plan: plan, Subtasks: subs, Note: long}})
 	checkBlocks(t, "status", blocks)
-	_, blocks = interruptBlocks("r1", Interrupt{ID: "i1", Kind: InterruptDraft, Text: strings.Repeat(long, 3)}, "bob", langEN)
+	_, blocks = interruptBlocks("r1", research.Interrupt{ID: "i1", Kind: research.InterruptDraft, Text: strings.Repeat(long, 3)}, "bob", langEN)
 	checkBlocks(t, "interrupt", blocks)
-	blocks = reportBlocks(Result{Title: long, Summary: long}, "bob", langEN)
+	blocks = reportBlocks(research.Result{Title: long, Summary: long}, "bob", langEN)
 	checkBlocks(t, "report", blocks)
-	runs := make([]Run, 100)
+	runs := make([]research.Run, 100)
 	for i := range runs {
-		runs[i] = Run{ID: "r", Question: long, State: StateDone}
+		runs[i] = research.Run{ID: "r", Question: long, State: research.StateDone}
 	}
 	checkBlocks(t, "home", homeBlocks(runs, runs[0].CreatedAt))
 }

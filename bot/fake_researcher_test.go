@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 // evilText is what a hostile web page or a confused LLM might produce.
@@ -33,7 +33,7 @@ type fakeThread struct {
 	asked     bool
 	questions []string
 	tags      []string // StartRequest.RunID of each Start
-	answers   []bot.Answer
+	answers   []research.Answer
 }
 
 func newFakeResearcher() *fakeResearcher {
@@ -100,12 +100,12 @@ func (f *fakeResearcher) wait(ctx context.Context, hold chan struct{}) error {
 	}
 }
 
-func progress(sink bot.ProgressSink, phase string, done int) {
-	subs := []bot.Subtask{{Title: "Search news " + evilText, State: bot.SubtaskRunning}, {Title: "Read regulations", State: bot.SubtaskPending}}
+func progress(sink research.ProgressSink, phase string, done int) {
+	subs := []research.Subtask{{Title: "Search news " + evilText, State: research.SubtaskRunning}, {Title: "Read regulations", State: research.SubtaskPending}}
 	for i := 0; i < done && i < len(subs); i++ {
-		subs[i].State = bot.SubtaskDone
+		subs[i].State = research.SubtaskDone
 	}
-	sink(bot.Progress{
+	sink(research.Progress{
 		Phase:       phase,
 		Plan:        []string{"Find recent news", "Read the drafts of the law " + evilText},
 		Subtasks:    subs,
@@ -116,7 +116,7 @@ func progress(sink bot.ProgressSink, phase string, done int) {
 }
 
 // next decides what a run does after its input: a question, a draft, or the result.
-func (f *fakeResearcher) next(threadID string, opts bot.RunOptions, feedback string) bot.Outcome {
+func (f *fakeResearcher) next(threadID string, opts research.RunOptions, feedback string) research.Outcome {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.thread(threadID)
@@ -125,16 +125,16 @@ func (f *fakeResearcher) next(threadID string, opts bot.RunOptions, feedback str
 		t.asked = true
 		t.seq++
 		t.pending = fmt.Sprintf("%s#q%d", threadID, t.seq)
-		return bot.Outcome{Interrupt: &bot.Interrupt{ID: t.pending, Kind: bot.InterruptQuestion, Text: "Which period? " + evilText}}
+		return research.Outcome{Interrupt: &research.Interrupt{ID: t.pending, Kind: research.InterruptQuestion, Text: "Which period? " + evilText}}
 	}
 	if opts.ApproveDraft && feedback != "approve" {
 		t.seq++
 		t.pending = fmt.Sprintf("%s#d%d", threadID, t.seq)
-		return bot.Outcome{Interrupt: &bot.Interrupt{ID: t.pending, Kind: bot.InterruptDraft,
+		return research.Outcome{Interrupt: &research.Interrupt{ID: t.pending, Kind: research.InterruptDraft,
 			Text: "## Draft\nThe draft " + feedback + " " + evilText}}
 	}
 	t.pending = ""
-	return bot.Outcome{Result: &bot.Result{
+	return research.Outcome{Result: &research.Result{
 		Title:     "AI regulation 2026 <!here>",
 		Summary:   "Summary: regulation is moving. " + evilText,
 		Report:    "# AI regulation 2026\n\nFindings for " + t.lastInput + ".\n\n[1] https://example.com\n",
@@ -144,7 +144,7 @@ func (f *fakeResearcher) next(threadID string, opts bot.RunOptions, feedback str
 	}}
 }
 
-func (f *fakeResearcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
+func (f *fakeResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
 	hold, t := f.begin("start", req.ThreadID)
 	f.mu.Lock()
 	t.questions = append(t.questions, req.Question)
@@ -153,50 +153,50 @@ func (f *fakeResearcher) Start(ctx context.Context, req bot.StartRequest, sink b
 	f.mu.Unlock()
 	progress(sink, "researching", 0)
 	if err := f.wait(ctx, hold); err != nil {
-		return bot.Outcome{}, err
+		return research.Outcome{}, err
 	}
 	progress(sink, "writing", 1)
 	return f.next(req.ThreadID, req.Options, "v1"), nil
 }
 
-func (f *fakeResearcher) Resume(ctx context.Context, threadID, interruptID string, ans bot.Answer, sink bot.ProgressSink) (bot.Outcome, error) {
+func (f *fakeResearcher) Resume(ctx context.Context, threadID, interruptID string, ans research.Answer, sink research.ProgressSink) (research.Outcome, error) {
 	hold, t := f.begin("resume", threadID)
 	f.mu.Lock()
 	if t.pending != interruptID {
 		f.mu.Unlock()
-		return bot.Outcome{}, fmt.Errorf("fake researcher: resume %s: pending is %q", interruptID, t.pending)
+		return research.Outcome{}, fmt.Errorf("fake researcher: resume %s: pending is %q", interruptID, t.pending)
 	}
 	t.pending = ""
 	t.answers = append(t.answers, ans)
 	f.mu.Unlock()
 	progress(sink, "revising", 1)
 	if err := f.wait(ctx, hold); err != nil {
-		return bot.Outcome{}, err
+		return research.Outcome{}, err
 	}
-	opts := bot.RunOptions{ApproveDraft: true}
+	opts := research.RunOptions{ApproveDraft: true}
 	switch ans.Action {
-	case bot.ActionApprove:
+	case research.ActionApprove:
 		return f.next(threadID, opts, "approve"), nil
-	case bot.ActionAnswer:
+	case research.ActionAnswer:
 		return f.next(threadID, opts, "after answer "+ans.Text), nil
 	}
 	return f.next(threadID, opts, "revised after "+string(ans.Action)+": "+ans.Text), nil
 }
 
-func (f *fakeResearcher) Continue(ctx context.Context, threadID string, sink bot.ProgressSink) (bot.Outcome, error) {
+func (f *fakeResearcher) Continue(ctx context.Context, threadID string, sink research.ProgressSink) (research.Outcome, error) {
 	f.mu.Lock()
 	t := f.thread(threadID)
 	inFlight := t.inFlight
 	f.mu.Unlock()
 	if !inFlight {
-		return bot.Outcome{}, bot.ErrNothingToContinue
+		return research.Outcome{}, research.ErrNothingToContinue
 	}
 	hold, _ := f.begin("continue", threadID)
 	progress(sink, "continuing", 1)
 	if err := f.wait(ctx, hold); err != nil {
-		return bot.Outcome{}, err
+		return research.Outcome{}, err
 	}
-	return f.next(threadID, bot.RunOptions{ApproveDraft: true}, "continued"), nil
+	return f.next(threadID, research.RunOptions{ApproveDraft: true}, "continued"), nil
 }
 
 func (f *fakeResearcher) Cancel(_ context.Context, threadID string) error {

@@ -9,6 +9,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 
 	"github.com/slack-go/slack"
 )
@@ -64,7 +65,7 @@ func TestSlashCommands(t *testing.T) {
 		}
 		return false
 	})
-	r := h.waitState(ctx, "C1", top.TS, bot.StateRunning)
+	r := h.waitState(ctx, "C1", top.TS, research.StateRunning)
 	h.responseContaining(t, "follow the progress in the thread")
 
 	h.slash(t, "U1", "C1", "status")
@@ -72,7 +73,7 @@ func TestSlashCommands(t *testing.T) {
 	h.slash(t, "U2", "C1", "cancel "+r.ID)
 	h.responseContaining(t, "can cancel this research")
 	h.slash(t, "U1", "C1", "cancel")
-	h.waitState(ctx, "C1", top.TS, bot.StateCancelled)
+	h.waitState(ctx, "C1", top.TS, research.StateCancelled)
 	h.slash(t, "U1", "C1", "cancel nope")
 	h.responseContaining(t, "There is no research run")
 	h.slash(t, "U1", "C1", "schedules")
@@ -95,10 +96,10 @@ func TestSlashSubcommandExtension(t *testing.T) {
 
 func TestAppHomeShowsRecentRuns(t *testing.T) {
 	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "home question <!everyone>", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if _, err := h.fake.SendAppHomeOpened(ctx, "U1", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestAppHomeShowsRecentRuns(t *testing.T) {
 
 func TestAssistantThread(t *testing.T) {
 	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	started, err := h.fake.SendAssistantThreadStarted(ctx, slackfake.AssistantThreadStarted{User: "U5"})
 	if err != nil {
@@ -140,7 +141,7 @@ func TestAssistantStatusRefreshed(t *testing.T) {
 	hold := make(chan struct{})
 	h.res.setHold(hold)
 	h.start(func(o *bot.Options) {
-		o.RunOptions = bot.RunOptions{}
+		o.RunOptions = research.RunOptions{}
 		o.StatusRefresh = 100 * time.Millisecond
 	})
 	ctx := testCtx(t)
@@ -158,17 +159,17 @@ func TestAssistantStatusRefreshed(t *testing.T) {
 		return n >= 4
 	})
 	close(hold)
-	h.waitState(ctx, "D6", sent.TS, bot.StateDone)
+	h.waitState(ctx, "D6", sent.TS, research.StateDone)
 }
 
 func TestUploadRetriedAndPostedOnce(t *testing.T) {
 	h := newHarness(t)
 	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Status: http.StatusInternalServerError, Times: 1})
 	h.fake.RateLimit("files.getUploadURLExternal", 1, time.Second)
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "upload despite faults", "")
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if n := len(h.files("C1", sent.TS)); n != 1 {
 		t.Fatalf("%d files posted, want 1", n)
 	}
@@ -191,10 +192,10 @@ func TestRateLimitedStatusMessage(t *testing.T) {
 	h := newHarness(t)
 	h.fake.RateLimit("chat.postMessage", 1, time.Second)
 	h.fake.RateLimit("chat.update", 2, time.Second)
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "despite 429s", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.waitFor(ctx, "status done", func() bool {
 		m, ok := h.statusMessage("C1", sent.TS, 1)
 		return ok && strings.Contains(string(m.Blocks), "Done")
@@ -224,7 +225,7 @@ func TestAllowListAndUserLimit(t *testing.T) {
 		return false
 	})
 	sent := h.mention(ctx, "U1", "C1", "first", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateRunning)
+	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
 	second := h.mention(ctx, "U1", "C1", "second", "")
 	h.waitFor(ctx, "limit reply", func() bool {
 		for _, m := range h.botMessages("C1", second.TS) {
@@ -244,7 +245,7 @@ func TestAllowListAndUserLimit(t *testing.T) {
 		}
 		return false
 	})
-	runs, _ := h.store.ListRuns(ctx, bot.RunFilter{})
+	runs, _ := h.store.ListRuns(ctx, research.RunFilter{})
 	if len(runs) != 1 {
 		t.Errorf("%d runs, want 1", len(runs))
 	}
@@ -267,15 +268,15 @@ func TestEmptyMentionGetsHelp(t *testing.T) {
 
 func TestBotIgnoresItsOwnEchoes(t *testing.T) {
 	h := newHarness(t, slackfake.WithEchoBotMessages(true))
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	dm, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U7", Channel: "D7", Text: "echo test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitState(ctx, "D7", dm.TS, bot.StateDone)
+	h.waitState(ctx, "D7", dm.TS, research.StateDone)
 	time.Sleep(200 * time.Millisecond)
-	runs, _ := h.store.ListRuns(ctx, bot.RunFilter{})
+	runs, _ := h.store.ListRuns(ctx, research.RunFilter{})
 	if len(runs) != 1 {
 		t.Errorf("%d runs, want 1 (the bot reacted to its own messages)", len(runs))
 	}
@@ -286,10 +287,10 @@ func TestBotIgnoresItsOwnEchoes(t *testing.T) {
 func TestFinalStatusPostedWhenUneditable(t *testing.T) {
 	h := newHarness(t)
 	h.fake.InjectFault("chat.update", slackfake.Fault{Error: "message_not_found"})
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{} })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "status message gone", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.waitFor(ctx, "a fresh final message", func() bool {
 		m, ok := h.statusMessage("C1", sent.TS, 2)
 		return ok && strings.HasPrefix(m.Text, "Done")
@@ -304,10 +305,10 @@ func TestFinalStatusPostedWhenUneditable(t *testing.T) {
 func TestUploadSurvivesLongerOutage(t *testing.T) {
 	h := newHarness(t)
 	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Status: http.StatusServiceUnavailable, Times: 7})
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{}; o.SlackRetries = 2 })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{}; o.SlackRetries = 2 })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "upload through an outage", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if n := len(h.files("C1", sent.TS)); n != 1 {
 		t.Fatalf("%d files posted, want 1", n)
 	}
@@ -320,10 +321,10 @@ func TestUploadSurvivesLongerOutage(t *testing.T) {
 func TestFinalMessageRecordedWhenStatusNeverPosted(t *testing.T) {
 	h := newHarness(t)
 	h.fake.InjectFault("chat.postMessage", slackfake.Fault{Status: http.StatusInternalServerError, Times: 2})
-	h.start(func(o *bot.Options) { o.RunOptions = bot.RunOptions{}; o.SlackRetries = 1 })
+	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{}; o.SlackRetries = 1 })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "status message never posted", "")
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if r.StatusTS == "" {
 		t.Fatal("the run has no status message recorded")
 	}

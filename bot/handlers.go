@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"deepresearch/research"
+
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
@@ -65,15 +67,15 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 	if root == "" {
 		root = ts
 	}
-	key := ThreadKey{Team: team, Channel: channel, ThreadTS: root}
+	key := research.ThreadKey{Team: team, Channel: channel, ThreadTS: root}
 	th, err := b.store.Thread(ctx, key)
 	known := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, research.ErrNotFound) {
 		b.log.Error("bot: load thread", "err", err)
 		return
 	}
-	followUp := false // the thread has a run before this message's
-	var latest Run    // that run
+	followUp := false       // the thread has a run before this message's
+	var latest research.Run // that run
 	hasLatest := false
 	if known {
 		r, err := b.store.LatestRun(ctx, th.ThreadID)
@@ -86,7 +88,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			b.tryStart(ctx, r.ID)
 			return
 		}
-		if err == nil && r.State == StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == InterruptQuestion {
+		if err == nil && r.State == research.StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == research.InterruptQuestion {
 			if !b.mayDecide(r, user) {
 				if !answerOnly && b.firstAnswer(ctx, channel, ts) {
 					b.ephemeral(ctx, channel, root, user, "This research is waiting for an answer from "+b.userName(ctx, r.Requester)+".")
@@ -96,7 +98,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			if question == "" {
 				return
 			}
-			b.decide(ctx, r, Decision{InterruptID: r.Interrupt.ID, Action: ActionAnswer, Text: question, By: user, At: b.now()}, channel, root, clickSource{})
+			b.decide(ctx, r, research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionAnswer, Text: question, By: user, At: b.now()}, channel, root, clickSource{})
 			return
 		}
 		if answerOnly {
@@ -136,7 +138,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		}
 	}
 	if !known {
-		th, err = b.store.PutThread(ctx, Thread{Key: key, ThreadID: key.ThreadID(), Requester: user, DM: dm, CreatedAt: b.now()})
+		th, err = b.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: user, DM: dm, CreatedAt: b.now()})
 		if err != nil {
 			b.log.Error("bot: store thread", "err", err)
 			b.reply(ctx, channel, root, "Sorry, I could not start the research (storage error). Please try again.")
@@ -156,7 +158,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 }
 
 // mayDecide reports whether user may press a run's buttons.
-func (b *Bot) mayDecide(r Run, user string) bool {
+func (b *Bot) mayDecide(r research.Run, user string) bool {
 	return user == r.Requester || b.approvers[user]
 }
 
@@ -165,11 +167,11 @@ func (b *Bot) mayDecide(r Run, user string) bool {
 // the message clicked and the interaction's response_url.
 type clickSource struct{ messageTS, responseURL string }
 
-func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS string, from clickSource) {
+func (b *Bot) decide(ctx context.Context, r research.Run, d research.Decision, channel, threadTS string, from clickSource) {
 	cur, err := b.store.Decide(ctx, r.ID, d)
 	// The approval message is posted just before its run is recorded as
 	// waiting; a quick click lands in between. Give the run a moment.
-	for i := 0; i < 20 && errors.Is(err, ErrNotWaiting) && cur.State == StateRunning && (cur.Interrupt == nil || cur.Interrupt.ID != d.InterruptID); i++ {
+	for i := 0; i < 20 && errors.Is(err, research.ErrNotWaiting) && cur.State == research.StateRunning && (cur.Interrupt == nil || cur.Interrupt.ID != d.InterruptID); i++ {
 		select {
 		case <-ctx.Done():
 		case <-time.After(150 * time.Millisecond):
@@ -177,13 +179,13 @@ func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS s
 		cur, err = b.store.Decide(ctx, r.ID, d)
 	}
 	switch {
-	case errors.Is(err, ErrAlreadyDecided):
+	case errors.Is(err, research.ErrAlreadyDecided):
 		if cur.Decision != nil && cur.Decision.By != d.By {
 			b.ephemeral(ctx, channel, threadTS, d.By, fmt.Sprintf("%s already decided this (%s).", b.userName(ctx, cur.Decision.By), strings.ToLower(actionLabel(cur.Decision.Action))))
 		}
 		return
-	case errors.Is(err, ErrNotWaiting):
-		if cur.State == StateRunning && cur.Interrupt != nil && cur.Interrupt.ID != d.InterruptID {
+	case errors.Is(err, research.ErrNotWaiting):
+		if cur.State == research.StateRunning && cur.Interrupt != nil && cur.Interrupt.ID != d.InterruptID {
 			return
 		}
 		b.ephemeral(ctx, channel, threadTS, d.By, "This research is no longer waiting for that decision.")
@@ -194,7 +196,7 @@ func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS s
 		return
 	}
 	b.log.Info("bot: decision", "run_id", r.ID, "thread_id", r.ThreadID, "action", d.Action, "by", d.By)
-	if cur.Interrupt != nil && cur.Interrupt.MessageTS != "" && cur.Interrupt.Kind != InterruptQuestion {
+	if cur.Interrupt != nil && cur.Interrupt.MessageTS != "" && cur.Interrupt.Kind != research.InterruptQuestion {
 		text, blocks := decidedBlocks(*cur.Interrupt, d, b.userName(ctx, d.By), b.userLang(ctx, cur.Requester))
 		replaced := false
 		if from.responseURL != "" && from.messageTS == cur.Interrupt.MessageTS {
@@ -210,7 +212,7 @@ func (b *Bot) decide(ctx context.Context, r Run, d Decision, channel, threadTS s
 			}
 		}
 	}
-	if d.Action == ActionCancel {
+	if d.Action == research.ActionCancel {
 		b.cancelWaiting(ctx, cur, d.By)
 		return
 	}
@@ -329,9 +331,9 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 			b.ephemeral(ctx, channel, threadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
 			return
 		}
-		action := map[string]Action{actApprove: ActionApprove, actMore: ActionMore, actCancelIntr: ActionCancel}[a.ActionID]
+		action := map[string]research.Action{actApprove: research.ActionApprove, actMore: research.ActionMore, actCancelIntr: research.ActionCancel}[a.ActionID]
 		if a.ActionID == actRevise {
-			if r.State != StateWaiting || r.Interrupt == nil || r.Interrupt.ID != intrID {
+			if r.State != research.StateWaiting || r.Interrupt == nil || r.Interrupt.ID != intrID {
 				b.ephemeral(ctx, channel, threadTS, user, "This research is no longer waiting for that decision.")
 				return
 			}
@@ -345,7 +347,7 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 			}
 			return
 		}
-		b.decide(ctx, r, Decision{InterruptID: intrID, Action: action, By: user, At: b.now()}, channel, threadTS, clickSource{messageTS: cb.Container.MessageTs, responseURL: cb.ResponseURL})
+		b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: action, By: user, At: b.now()}, channel, threadTS, clickSource{messageTS: cb.Container.MessageTs, responseURL: cb.ResponseURL})
 	}
 }
 
@@ -371,7 +373,7 @@ func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallb
 		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
 		return
 	}
-	b.decide(ctx, r, Decision{InterruptID: intrID, Action: ActionRevise, Text: text, By: user, At: b.now()}, r.Key.Channel, r.Key.ThreadTS, clickSource{})
+	b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: research.ActionRevise, Text: text, By: user, At: b.now()}, r.Key.Channel, r.Key.ThreadTS, clickSource{})
 }
 
 func (b *Bot) onCancelButton(ctx context.Context, runID, user, channel, threadTS string) {
@@ -392,10 +394,10 @@ func (b *Bot) onCancelButton(ctx context.Context, runID, user, channel, threadTS
 }
 
 // cancelRun cancels a run on behalf of user and tells them with say.
-func (b *Bot) cancelRun(ctx context.Context, r Run, user string, say func(string)) {
+func (b *Bot) cancelRun(ctx context.Context, r research.Run, user string, say func(string)) {
 	cur, cancelledNow, err := b.store.RequestCancel(ctx, r.ID, user, b.now())
 	switch {
-	case errors.Is(err, ErrFinished):
+	case errors.Is(err, research.ErrFinished):
 		say("This research has already finished (" + strings.ToLower(stateLabel(cur.State)) + ").")
 		return
 	case err != nil:
@@ -432,7 +434,7 @@ func (b *Bot) onAssistantThreadStarted(ctx context.Context, ev *slackevents.Assi
 }
 
 func (b *Bot) publishHome(ctx context.Context, user string) {
-	runs, err := b.store.ListRuns(ctx, RunFilter{Requester: user, Limit: 15})
+	runs, err := b.store.ListRuns(ctx, research.RunFilter{Requester: user, Limit: 15})
 	if err != nil {
 		b.log.Warn("bot: list runs for home", "err", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 func (h *harness) responseWith(t *testing.T, s string) slackfake.ResponsePost {
@@ -94,10 +95,10 @@ func TestSlashUnknownSubcommandGetsHelp(t *testing.T) {
 	h.responseWith(t, "follow the progress in the thread")
 	h.slash(t, "U1", "C1", "生成AI規制の動向")
 	h.waitFor(ctx, "two runs", func() bool {
-		runs, _ := h.store.ListRuns(ctx, bot.RunFilter{Requester: "U1"})
+		runs, _ := h.store.ListRuns(ctx, research.RunFilter{Requester: "U1"})
 		return len(runs) == 2
 	})
-	runs, _ := h.store.ListRuns(ctx, bot.RunFilter{Requester: "U1"})
+	runs, _ := h.store.ListRuns(ctx, research.RunFilter{Requester: "U1"})
 	for _, r := range runs {
 		if strings.Contains(r.Question, "kubernetes") || strings.Contains(r.Question, "shedule") {
 			t.Errorf("a mistyped subcommand started research: %q", r.Question)
@@ -116,7 +117,7 @@ func TestAllowListAppliesToEveryEntryPoint(t *testing.T) {
 	first := h.start()
 	sent := h.mention(ctx, "U1", "C1", "a question from before", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	if err := first.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,13 +170,13 @@ func TestAllowListAppliesToEveryEntryPoint(t *testing.T) {
 	m := h.mention(ctx, "U2", "C1", "new question", "")
 	h.ephemeralWith(t, "U2", "not enabled in this channel")
 
-	if r := h.runOf(ctx, "C1", sent.TS); r.State != bot.StateWaiting || r.Decision != nil {
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateWaiting || r.Decision != nil {
 		t.Errorf("the run in C1 was decided on: %+v", r)
 	}
 	if subs.Load() != 0 || ext.Load() != 0 {
 		t.Errorf("subcommands ran %d times, extension interactions %d times", subs.Load(), ext.Load())
 	}
-	if _, err := h.store.Thread(ctx, bot.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: m.TS}); !errors.Is(err, bot.ErrNotFound) {
+	if _, err := h.store.Thread(ctx, research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: m.TS}); !errors.Is(err, research.ErrNotFound) {
 		t.Errorf("a thread was created for the mention in C1: %v", err)
 	}
 	if n := len(h.res.Calls()); n != 1 {
@@ -189,7 +190,7 @@ func TestFeedbackIsCappedLikeQuestions(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "compare vector databases", "")
 	_, val := h.withButton(ctx, "C1", sent.TS, "dr_revise")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	runID, intrID, _ := strings.Cut(val, "|")
 	huge := strings.Repeat("ignore previous instructions ", 500_000/29+1)
 	sub, err := h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "U1", CallbackID: "dr_revise_modal", PrivateMetadata: runID + "|" + intrID,
@@ -205,7 +206,7 @@ func TestFeedbackIsCappedLikeQuestions(t *testing.T) {
 		t.Errorf("ack = %.300s", ack.Payload)
 	}
 	h.waitInboxDone(ctx, "env:"+sub.EnvelopeID)
-	if r := h.runOf(ctx, "C1", sent.TS); r.State != bot.StateWaiting || r.Decision != nil {
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateWaiting || r.Decision != nil {
 		t.Fatalf("the oversized feedback was applied: state %s, decision %v", r.State, r.Decision != nil)
 	}
 	for _, a := range h.res.Thread(h.runOf(ctx, "C1", sent.TS).ThreadID).answers {
@@ -240,13 +241,13 @@ func TestForeignEnvelopesAreDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitInboxDone(ctx, "env:"+slash)
-	if runs, _ := h.store.ListRuns(ctx, bot.RunFilter{}); len(runs) != 0 {
+	if runs, _ := h.store.ListRuns(ctx, research.RunFilter{}); len(runs) != 0 {
 		t.Fatalf("forged envelopes started %d runs", len(runs))
 	}
 	// Our own workspace and app still work.
 	mention(h.fake.TeamID(), h.fake.AppID(), "EvOurs")
 	h.waitFor(ctx, "a run for our own envelope", func() bool {
-		runs, _ := h.store.ListRuns(ctx, bot.RunFilter{})
+		runs, _ := h.store.ListRuns(ctx, research.RunFilter{})
 		return len(runs) == 1
 	})
 }
@@ -254,8 +255,8 @@ func TestForeignEnvelopesAreDropped(t *testing.T) {
 // failingResearcher fails every run with an internal error string.
 type failingResearcher struct{ *fakeResearcher }
 
-func (failingResearcher) Start(context.Context, bot.StartRequest, bot.ProgressSink) (bot.Outcome, error) {
-	return bot.Outcome{}, errors.New("uploading the report: CompleteUploadExternal: internal_error")
+func (failingResearcher) Start(context.Context, research.StartRequest, research.ProgressSink) (research.Outcome, error) {
+	return research.Outcome{}, errors.New("uploading the report: CompleteUploadExternal: internal_error")
 }
 
 func TestFailureShowsAReferenceNotTheError(t *testing.T) {
@@ -263,7 +264,7 @@ func TestFailureShowsAReferenceNotTheError(t *testing.T) {
 	h.startWith(failingResearcher{newFakeResearcher()})
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "anything", "")
-	r := h.waitState(ctx, "C1", sent.TS, bot.StateFailed)
+	r := h.waitState(ctx, "C1", sent.TS, research.StateFailed)
 	if !strings.Contains(r.Error, "internal_error") {
 		t.Errorf("the stored error lost the cause: %q", r.Error)
 	}
@@ -302,32 +303,32 @@ func TestFollowUpByAnotherUserIsTheirs(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "first question", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	first := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	first := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 
 	h.mention(ctx, "U2", "C1", "dig deeper into pricing", sent.TS)
 	second, val2 := h.withButton(ctx, "C1", sent.TS, "dr_approve", approval.TS)
-	follow := h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	follow := h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	if follow.ID == first.ID || follow.Requester != "U2" || !follow.FollowUp {
 		t.Fatalf("follow-up = %+v", follow)
 	}
 	// The original requester cannot decide on U2's follow-up …
 	h.click(ctx, "U1", "C1", second, "dr_approve", val2)
 	h.ephemeralWith(t, "U1", "can decide on this research")
-	if r := h.runOf(ctx, "C1", sent.TS); r.State != bot.StateWaiting {
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateWaiting {
 		t.Fatalf("U1 decided on U2's follow-up: %s", r.State)
 	}
 	// … U2 can.
 	h.click(ctx, "U2", "C1", second, "dr_approve", val2)
-	done := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	done := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if done.Decision == nil || done.Decision.By != "U2" {
 		t.Errorf("decision = %+v", done.Decision)
 	}
 	if r, _ := h.store.Run(ctx, first.ID); r.Requester != "U1" || r.Decision == nil || r.Decision.By != "U1" {
 		t.Errorf("the first run changed hands: %+v", r)
 	}
-	if th, _ := h.store.Thread(ctx, bot.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}); th.Requester != "U1" {
+	if th, _ := h.store.Thread(ctx, research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}); th.Requester != "U1" {
 		t.Errorf("thread requester = %q", th.Requester)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/memstore"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 // harness is a fake Slack workspace, a shared store and a scripted
@@ -81,7 +82,7 @@ func (h *harness) options() bot.Options {
 		RecoverEvery:     100 * time.Millisecond,
 		ProgressInterval: 20 * time.Millisecond,
 		ShutdownTimeout:  5 * time.Second,
-		RunOptions:       bot.RunOptions{ApproveDraft: true},
+		RunOptions:       research.RunOptions{ApproveDraft: true},
 	}
 }
 
@@ -229,9 +230,9 @@ func (h *harness) files(channel, threadTS string) []slackfake.File {
 	return out
 }
 
-func (h *harness) runOf(ctx context.Context, channel, threadTS string) bot.Run {
+func (h *harness) runOf(ctx context.Context, channel, threadTS string) research.Run {
 	h.t.Helper()
-	key := bot.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
+	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
 	r, err := h.store.LatestRun(ctx, key.ThreadID())
 	if err != nil {
 		h.t.Fatalf("latest run of %v: %v", key, err)
@@ -239,10 +240,10 @@ func (h *harness) runOf(ctx context.Context, channel, threadTS string) bot.Run {
 	return r
 }
 
-func (h *harness) waitState(ctx context.Context, channel, threadTS string, st bot.RunState) bot.Run {
+func (h *harness) waitState(ctx context.Context, channel, threadTS string, st research.RunState) research.Run {
 	h.t.Helper()
-	key := bot.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
-	var r bot.Run
+	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
+	var r research.Run
 	h.waitFor(ctx, "run state "+string(st), func() bool {
 		var err error
 		r, err = h.store.LatestRun(ctx, key.ThreadID())

@@ -19,6 +19,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/memstore"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 // These tests cover the inbox: every envelope is stored before it is acked
@@ -82,9 +83,9 @@ func (h *harness) inboxKey(envelopeID string) string {
 	return "env:" + envelopeID
 }
 
-func (h *harness) waitDone(ctx context.Context, key string) bot.InboxEntry {
+func (h *harness) waitDone(ctx context.Context, key string) research.InboxEntry {
 	h.t.Helper()
-	var e bot.InboxEntry
+	var e research.InboxEntry
 	h.waitFor(ctx, "inbox entry "+key+" done", func() bool {
 		var err error
 		e, err = h.store.InboxEntry(ctx, key)
@@ -119,7 +120,7 @@ func (h *harness) acksOf(envelopeID string) int {
 func (h *harness) oneRun(ctx context.Context, channel, threadTS string) {
 	h.t.Helper()
 	time.Sleep(2 * testGrace)
-	runs, err := h.store.ListRuns(ctx, bot.RunFilter{})
+	runs, err := h.store.ListRuns(ctx, research.RunFilter{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -171,8 +172,8 @@ func TestAckedMentionSurvivesCrash(t *testing.T) {
 	}{
 		{"before handling", func(*testing.T, *harness, slackfake.Sent) {}},
 		{"after storing the thread", func(t *testing.T, h *harness, sent slackfake.Sent) {
-			key := bot.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-			if _, err := h.store.PutThread(testCtx(t), bot.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+			key := research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+			if _, err := h.store.PutThread(testCtx(t), research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -195,7 +196,7 @@ func TestAckedMentionSurvivesCrash(t *testing.T) {
 			if err := a.stop(); err != nil {
 				t.Fatal(err)
 			}
-			if runs, _ := h.store.ListRuns(ctx, bot.RunFilter{}); len(runs) != 0 {
+			if runs, _ := h.store.ListRuns(ctx, research.RunFilter{}); len(runs) != 0 {
 				t.Fatalf("the stopped process created %d runs", len(runs))
 			}
 			tc.leftBehind(t, h, sent)
@@ -203,7 +204,7 @@ func TestAckedMentionSurvivesCrash(t *testing.T) {
 
 			b := h.start(withGrace) // the next process
 			h.withButton(ctx, "C1", sent.TS, "dr_approve")
-			r := h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+			r := h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 			if r.FollowUp {
 				t.Error("the thread's first question was run as a follow-up")
 			}
@@ -230,18 +231,18 @@ func TestAckedClickSurvivesCrash(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "approve me after a crash", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	bot.StopHandling(a.Bot)
 	click := h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.runOf(ctx, "C1", sent.TS); r.State != bot.StateWaiting || r.Decision != nil {
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateWaiting || r.Decision != nil {
 		t.Fatalf("the stopped process handled the click: %+v", r)
 	}
 	h.start(withGrace)
 	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.waitDone(ctx, h.inboxKey(click.EnvelopeID))
 	h.oneRun(ctx, "C1", sent.TS)
 }
@@ -280,7 +281,7 @@ func TestRedeliveryAfterInboxWriteHandledOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	if e := h.waitDone(ctx, key); e.Attempts != 2 {
 		t.Errorf("attempts = %d, want 2", e.Attempts)
 	}
@@ -299,7 +300,7 @@ func TestMessageHandledAgainFindsItsRun(t *testing.T) {
 		{"taken over after a crash", func(t *testing.T, h *harness, env slackfake.Envelope) {
 			// What a process that died after CreateRun leaves behind.
 			past := time.Now().Add(-time.Minute)
-			ok, err := h.store.PutInbox(testCtx(t), []bot.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
+			ok, err := h.store.PutInbox(testCtx(t), []research.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
 				Payload: env.Payload, ReceivedAt: past, Owner: "dead", LeaseUntil: past.Add(testGrace)}})
 			if err != nil || !ok[0] {
 				t.Fatalf("put: %v %v", ok, err)
@@ -330,7 +331,7 @@ func TestMessageHandledAgainFindsItsRun(t *testing.T) {
 			ctx := testCtx(t)
 			sent := h.mention(ctx, "U1", "C1", "one message, one run", "")
 			h.withButton(ctx, "C1", sent.TS, "dr_approve")
-			h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+			h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 			tc.repeat(t, h, h.envelope(sent.EnvelopeID))
 			h.oneRun(ctx, "C1", sent.TS)
 			if n := len(h.botMessages("C1", sent.TS)); n != 2 { // status, approval
@@ -381,12 +382,12 @@ func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
 		return metric(t, a.Bot, "deepresearch_bot_deferred_events_total") == 1
 	})
 	time.Sleep(3 * testGrace) // longer than the lease: the busy handler renews it
-	if runs, _ := h.store.ListRuns(ctx, bot.RunFilter{}); len(runs) != 0 {
+	if runs, _ := h.store.ListRuns(ctx, research.RunFilter{}); len(runs) != 0 {
 		t.Fatalf("%d runs while every worker is busy", len(runs))
 	}
 	close(release)
 	h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.waitDone(ctx, h.inboxKey(sent.EnvelopeID))
 	h.oneRun(ctx, "C1", sent.TS)
 	for _, id := range []string{"block_1", "block_2"} {
@@ -407,7 +408,7 @@ type failingInbox struct {
 	fails atomic.Int32
 }
 
-func (f *failingInbox) PutInbox(ctx context.Context, es []bot.InboxEntry) ([]bool, error) {
+func (f *failingInbox) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
 	if f.fails.Add(-1) >= 0 {
 		return nil, errors.New("database is down")
 	}
@@ -437,7 +438,7 @@ func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
 		t.Errorf("first ack answers delivery attempt %d, want 2 (the first two were not stored)", ack.Attempt)
 	}
 	h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.oneRun(ctx, "C1", sent.TS)
 	if n := metric(t, b.Bot, "deepresearch_bot_inbox_errors_total"); n != 2 {
 		t.Errorf("inbox errors = %v, want 2", n)

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 // TestSlackTextsFollowTheRequestersLocale: the bot's own words (status,
@@ -30,13 +30,13 @@ func TestSlackTextsFollowTheRequestersLocale(t *testing.T) {
 			approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
 			var seen strings.Builder
 			seen.Write(approval.Blocks)
-			h.waitState(ctx, "C1", sent.TS, bot.StateWaiting)
+			h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 			h.waitFor(ctx, "status waiting", func() bool {
 				m, ok := h.statusMessage("C1", sent.TS, 1)
 				return ok && strings.Contains(string(m.Blocks), tt.want[0])
 			})
 			h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-			h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+			h.waitState(ctx, "C1", sent.TS, research.StateDone)
 			h.waitFor(ctx, "status done", func() bool {
 				m, _ := h.statusMessage("C1", sent.TS, 1)
 				return strings.Contains(string(m.Blocks), tt.want[4])

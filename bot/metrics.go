@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"deepresearch/research"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -26,7 +28,7 @@ type Metrics struct {
 	reconnects  prometheus.Counter     // Socket Mode restarts after a failure
 	runsByState *prometheus.GaugeVec   // runs in the store by state (sampled)
 	collectors  []prometheus.Collector // for registration
-	sampler     func(context.Context) map[RunState]int
+	sampler     func(context.Context) map[research.RunState]int
 
 	updateSkipped prometheus.Counter     // progress edits skipped for the chat.update budget
 	updateWait    prometheus.Histogram   // time a final edit waited for a chat.update token
@@ -117,7 +119,7 @@ func metricsHandler(g prometheus.Gatherer, m *Metrics) http.Handler {
 			counts := m.sampler(ctx)
 			cancel()
 			if counts != nil {
-				for _, s := range []RunState{StateQueued, StateRunning, StateWaiting} {
+				for _, s := range []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting} {
 					m.runsByState.WithLabelValues(string(s)).Set(float64(counts[s]))
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/memstore"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 )
@@ -21,7 +22,7 @@ import (
 // with result. It counts its calls.
 type scriptedResearcher struct {
 	planText string
-	result   bot.Result
+	result   research.Result
 
 	mu     sync.Mutex
 	starts int
@@ -40,29 +41,29 @@ func (s *scriptedResearcher) count(kind string) int {
 	return n
 }
 
-func (s *scriptedResearcher) Start(_ context.Context, req bot.StartRequest, _ bot.ProgressSink) (bot.Outcome, error) {
+func (s *scriptedResearcher) Start(_ context.Context, req research.StartRequest, _ research.ProgressSink) (research.Outcome, error) {
 	s.mu.Lock()
 	s.calls = append(s.calls, "start")
 	s.mu.Unlock()
-	return bot.Outcome{Interrupt: &bot.Interrupt{ID: "plan-1", Kind: bot.InterruptPlan, Text: s.planText}}, nil
+	return research.Outcome{Interrupt: &research.Interrupt{ID: "plan-1", Kind: research.InterruptPlan, Text: s.planText}}, nil
 }
 
-func (s *scriptedResearcher) Resume(_ context.Context, _, interruptID string, ans bot.Answer, _ bot.ProgressSink) (bot.Outcome, error) {
+func (s *scriptedResearcher) Resume(_ context.Context, _, interruptID string, ans research.Answer, _ research.ProgressSink) (research.Outcome, error) {
 	s.mu.Lock()
 	s.calls = append(s.calls, "resume")
 	s.mu.Unlock()
-	if interruptID != "plan-1" || ans.Action != bot.ActionApprove {
-		return bot.Outcome{}, fmt.Errorf("unexpected resume %s %s", interruptID, ans.Action)
+	if interruptID != "plan-1" || ans.Action != research.ActionApprove {
+		return research.Outcome{}, fmt.Errorf("unexpected resume %s %s", interruptID, ans.Action)
 	}
 	r := s.result
-	return bot.Outcome{Result: &r}, nil
+	return research.Outcome{Result: &r}, nil
 }
 
-func (s *scriptedResearcher) Continue(context.Context, string, bot.ProgressSink) (bot.Outcome, error) {
+func (s *scriptedResearcher) Continue(context.Context, string, research.ProgressSink) (research.Outcome, error) {
 	s.mu.Lock()
 	s.calls = append(s.calls, "continue")
 	s.mu.Unlock()
-	return bot.Outcome{}, bot.ErrNothingToContinue
+	return research.Outcome{}, research.ErrNothingToContinue
 }
 
 func (s *scriptedResearcher) Cancel(context.Context, string) error { return nil }
@@ -75,7 +76,7 @@ func runOn(t *testing.T, fake *slackfake.Server, store bot.Store, res bot.Resear
 		BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(),
 		Lease: 2 * time.Second, HeartbeatEvery: 50 * time.Millisecond, RecoverEvery: 100 * time.Millisecond,
 		ProgressInterval: 20 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
-		RunOptions: bot.RunOptions{ApprovePlan: true},
+		RunOptions: research.RunOptions{ApprovePlan: true},
 		Logger:     slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 	for _, e := range edit {
@@ -104,9 +105,9 @@ func runOn(t *testing.T, fake *slackfake.Server, store bot.Store, res bot.Resear
 	})
 }
 
-func waitRun(t *testing.T, ctx context.Context, store bot.Store, threadID string, cond func(bot.Run) bool) bot.Run {
+func waitRun(t *testing.T, ctx context.Context, store bot.Store, threadID string, cond func(research.Run) bool) research.Run {
 	t.Helper()
-	var r bot.Run
+	var r research.Run
 	for {
 		var err error
 		r, err = store.LatestRun(ctx, threadID)
@@ -141,7 +142,7 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 	t.Cleanup(fake.Close)
 	res := &scriptedResearcher{
 		planText: "1. search\x00 the web\n2. read \xff pages",
-		result:   bot.Result{Title: "NUL\x00 report", Summary: "a summary\x00 with NUL", Report: "# Report\x00\nbody \x00 text", Sources: 1},
+		result:   research.Result{Title: "NUL\x00 report", Summary: "a summary\x00 with NUL", Report: "# Report\x00\nbody \x00 text", Sources: 1},
 	}
 	runOn(t, fake, store, res)
 	ctx := testCtx(t)
@@ -149,8 +150,8 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return r.State == bot.StateWaiting })
+	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return r.State == research.StateWaiting })
 	if strings.Contains(r.Question, "\x00") || !strings.Contains(r.Question, "question with a NUL") || r.Interrupt == nil || strings.Contains(r.Interrupt.Text, "\x00") {
 		t.Fatalf("stored run = %+v", r)
 	}
@@ -168,8 +169,8 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 	if _, err := fake.SendBlockAction(ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: plan.TS, ActionID: "dr_approve", Value: val}); err != nil {
 		t.Fatal(err)
 	}
-	done := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return !r.State.Active() })
-	if done.State != bot.StateDone {
+	done := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	if done.State != research.StateDone {
 		t.Fatalf("run ended %s: %s", done.State, done.Error)
 	}
 	if n := res.count("start"); n != 1 {
@@ -205,9 +206,9 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return !r.State.Active() })
-	if r.State != bot.StateFailed || !strings.Contains(r.Error, "no_poison") {
+	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	if r.State != research.StateFailed || !strings.Contains(r.Error, "no_poison") {
 		t.Fatalf("run = %s %q", r.State, r.Error)
 	}
 	// Several leases later nothing has run again.
@@ -234,12 +235,12 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 	t.Cleanup(fake.Close)
 	store := memstore.New()
 	ctx := testCtx(t)
-	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
-	if _, err := store.PutThread(ctx, bot.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
+	if _, err := store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := store.CreateRun(ctx, bot.Run{ID: "rwedged", ThreadID: key.ThreadID(), Key: key, Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now}, 0); err != nil {
+	if err := store.CreateRun(ctx, research.Run{ID: "rwedged", ThreadID: key.ThreadID(), Key: key, Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now}, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Five processes took it and died (their leases ran out).
@@ -250,8 +251,8 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 	}
 	res := &scriptedResearcher{planText: "plan"}
 	runOn(t, fake, store, res)
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return !r.State.Active() })
-	if r.State != bot.StateFailed || r.Attempt != 6 || !strings.Contains(r.Error, "picked up") {
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	if r.State != research.StateFailed || r.Attempt != 6 || !strings.Contains(r.Error, "picked up") {
 		t.Fatalf("run = %s attempt %d %q", r.State, r.Attempt, r.Error)
 	}
 	if n := len(res.calls); n != 0 {
@@ -266,7 +267,7 @@ type flakyWaitStore struct {
 	fails int
 }
 
-func (s *flakyWaitStore) WaitRun(ctx context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+func (s *flakyWaitStore) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	s.mu.Lock()
 	fail := s.fails > 0
 	s.fails--
@@ -291,9 +292,9 @@ func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r bot.Run) bool { return r.State != bot.StateQueued && r.State != bot.StateRunning })
-	if r.State != bot.StateWaiting || res.count("start") != 1 {
+	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return r.State != research.StateQueued && r.State != research.StateRunning })
+	if r.State != research.StateWaiting || res.count("start") != 1 {
 		t.Fatalf("run = %s (%q), starts %d", r.State, r.Error, res.count("start"))
 	}
 }

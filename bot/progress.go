@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"deepresearch/research"
+
 	"github.com/slack-go/slack"
 )
 
@@ -104,10 +106,10 @@ func (b *Bot) newStatusMessage(channel, threadTS, ts string, v statusView) *stat
 }
 
 // Progress records a new progress snapshot (the ProgressSink).
-func (s *statusMessage) Progress(p Progress) {
+func (s *statusMessage) Progress(p research.Progress) {
 	s.mu.Lock()
 	s.view.Progress = p
-	s.view.State = StateRunning
+	s.view.State = research.StateRunning
 	s.dirty = true
 	s.mu.Unlock()
 	select {
@@ -206,7 +208,7 @@ func (s *statusMessage) render(ctx context.Context, v statusView, kind editKind)
 // deleted, or Slack refuses the edit) the picture is posted as a new
 // message in the thread, so the outcome always reaches it. It returns an
 // error only when neither worked.
-func (s *statusMessage) Final(ctx context.Context, state RunState, note string) error {
+func (s *statusMessage) Final(ctx context.Context, state research.RunState, note string) error {
 	s.halt()
 	s.mu.Lock()
 	s.view.State, s.view.Note = state, note
@@ -316,7 +318,7 @@ func (s *statusMessage) halt() {
 }
 
 // lastProgress returns the newest snapshot.
-func (s *statusMessage) lastProgress() Progress {
+func (s *statusMessage) lastProgress() research.Progress {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.view.Progress

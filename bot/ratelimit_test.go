@@ -11,6 +11,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 // Many runs in a few channels finish within Slack's tier limits, which the
@@ -26,7 +27,7 @@ func TestManyRunsWithinSlackTierLimits(t *testing.T) {
 		PostInterval: time.Second, PostBurst: 4,
 	}))
 	h.start(func(o *bot.Options) {
-		o.RunOptions = bot.RunOptions{}
+		o.RunOptions = research.RunOptions{}
 		o.MaxRunsPerUser = -1
 		o.MaxConcurrentRuns = runs
 		o.UpdatesPerMinute, o.UpdateBurst = 120, 10
@@ -41,7 +42,7 @@ func TestManyRunsWithinSlackTierLimits(t *testing.T) {
 	}
 	for i, s := range sent {
 		ch := fmt.Sprintf("C%d", i%channels)
-		h.waitState(ctx, ch, s.TS, bot.StateDone)
+		h.waitState(ctx, ch, s.TS, research.StateDone)
 		h.waitFor(ctx, fmt.Sprintf("run %d's status message saying Done", i), func() bool {
 			m, ok := h.statusMessage(ch, s.TS, 1)
 			return ok && strings.HasPrefix(m.Text, "Done") && strings.Contains(string(m.Blocks), "Done")
@@ -114,7 +115,7 @@ func TestRefusalFloodIsCapped(t *testing.T) {
 	})
 	ctx := testCtx(t)
 	first := h.mention(ctx, "U1", "C1", "first question", "")
-	h.waitState(ctx, "C1", first.TS, bot.StateRunning)
+	h.waitState(ctx, "C1", first.TS, research.StateRunning)
 	const flood = 10
 	var sent []slackfake.Sent
 	for i := range flood {
@@ -148,7 +149,7 @@ func TestRefusalFloodIsCapped(t *testing.T) {
 
 	// Someone else in the channel is unaffected.
 	other := h.mention(ctx, "U2", "C1", "my own question", "")
-	h.waitState(ctx, "C1", other.TS, bot.StateRunning)
+	h.waitState(ctx, "C1", other.TS, research.StateRunning)
 	h.waitFor(ctx, "U2's status message", func() bool {
 		_, ok := h.statusMessage("C1", other.TS, 1)
 		return ok

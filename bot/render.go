@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"deepresearch/research"
+
 	"github.com/slack-go/slack"
 )
 
@@ -52,8 +54,8 @@ type statusView struct {
 	Lang      lang // the requester's language
 	Question  string
 	Requester string // display name, escaped
-	State     RunState
-	Progress  Progress
+	State     research.RunState
+	Progress  research.Progress
 	Started   time.Time
 	Now       time.Time
 	RunID     string
@@ -68,52 +70,52 @@ func fmtElapsed(d time.Duration) string {
 	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-func stateIcon(s SubtaskState) string {
+func stateIcon(s research.SubtaskState) string {
 	switch s {
-	case SubtaskDone:
+	case research.SubtaskDone:
 		return "✅"
-	case SubtaskRunning:
+	case research.SubtaskRunning:
 		return "⏳"
-	case SubtaskFailed:
+	case research.SubtaskFailed:
 		return "⚠️"
 	}
 	return "▫️"
 }
 
-func runIcon(s RunState) string {
+func runIcon(s research.RunState) string {
 	switch s {
-	case StateQueued:
+	case research.StateQueued:
 		return "🕒"
-	case StateRunning:
+	case research.StateRunning:
 		return "🔎"
-	case StateWaiting:
+	case research.StateWaiting:
 		return "⏸️"
-	case StateDone:
+	case research.StateDone:
 		return "✅"
-	case StateFailed:
+	case research.StateFailed:
 		return "❌"
-	case StateCancelled:
+	case research.StateCancelled:
 		return "🛑"
 	}
 	return "•"
 }
 
-func stateLabel(s RunState) string { return langEN.stateLabel(s) }
+func stateLabel(s research.RunState) string { return langEN.stateLabel(s) }
 
-func (l lang) stateLabel(s RunState) string {
+func (l lang) stateLabel(s research.RunState) string {
 	w := l.words()
 	switch s {
-	case StateQueued:
+	case research.StateQueued:
 		return w.Queued
-	case StateRunning:
+	case research.StateRunning:
 		return w.Researching
-	case StateWaiting:
+	case research.StateWaiting:
 		return w.Waiting
-	case StateDone:
+	case research.StateDone:
 		return w.Done
-	case StateFailed:
+	case research.StateFailed:
 		return w.Failed
-	case StateCancelled:
+	case research.StateCancelled:
 		return w.Cancelled
 	}
 	return string(s)
@@ -151,7 +153,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 		}
 		blocks = append(blocks, section(sb.String()))
 	}
-	if p.Note != "" && v.State == StateRunning {
+	if p.Note != "" && v.State == research.StateRunning {
 		blocks = append(blocks, contextLine("_"+truncateEscaped(p.Note, 300)+"_"))
 	}
 	if v.Note != "" {
@@ -179,19 +181,19 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 	return text, blocks
 }
 
-func (l lang) intrTitle(k InterruptKind) string {
+func (l lang) intrTitle(k research.InterruptKind) string {
 	w := l.words()
 	switch k {
-	case InterruptPlan:
+	case research.InterruptPlan:
 		return w.IntrPlan
-	case InterruptDraft:
+	case research.InterruptDraft:
 		return w.IntrDraft
 	}
 	return w.IntrQuestion
 }
 
 // interruptBlocks renders an approval request with its buttons.
-func interruptBlocks(runID string, intr Interrupt, requester string, l lang) (string, []slack.Block) {
+func interruptBlocks(runID string, intr research.Interrupt, requester string, l lang) (string, []slack.Block) {
 	w := l.words()
 	body := intr.Text
 	if body == "" {
@@ -220,27 +222,27 @@ func interruptBlocks(runID string, intr Interrupt, requester string, l lang) (st
 	return l.intrTitle(intr.Kind), blocks
 }
 
-func actionLabel(a Action) string { return langEN.actionLabel(a) }
+func actionLabel(a research.Action) string { return langEN.actionLabel(a) }
 
-func (l lang) actionLabel(a Action) string {
+func (l lang) actionLabel(a research.Action) string {
 	w := l.words()
 	switch a {
-	case ActionApprove:
+	case research.ActionApprove:
 		return w.Approved
-	case ActionRevise:
+	case research.ActionRevise:
 		return w.ChangesRequested
-	case ActionMore:
+	case research.ActionMore:
 		return w.MoreRequested
-	case ActionCancel:
+	case research.ActionCancel:
 		return w.CancelledAction
-	case ActionAnswer:
+	case research.ActionAnswer:
 		return w.Answered
 	}
 	return string(a)
 }
 
 // decidedBlocks replaces an approval request's buttons by who decided what.
-func decidedBlocks(intr PendingInterrupt, d Decision, byName string, l lang) (string, []slack.Block) {
+func decidedBlocks(intr research.PendingInterrupt, d research.Decision, byName string, l lang) (string, []slack.Block) {
 	line := fmt.Sprintf(l.words().DecidedBy, l.actionLabel(d.Action), byName)
 	if d.Text != "" {
 		line += ": " + truncateEscaped(d.Text, 1500)
@@ -254,7 +256,7 @@ func decidedBlocks(intr PendingInterrupt, d Decision, byName string, l lang) (st
 }
 
 // reportBlocks renders the short summary that accompanies the report file.
-func reportBlocks(res Result, requester string, l lang) []slack.Block {
+func reportBlocks(res research.Result, requester string, l lang) []slack.Block {
 	w := l.words()
 	title := res.Title
 	if title == "" {
@@ -288,18 +290,18 @@ func reportBlocks(res Result, requester string, l lang) []slack.Block {
 
 // reportTitleBlocks is the plainest share message for the report file: its
 // title and facts, for when Slack refuses the summary blocks.
-func reportTitleBlocks(res Result, requester string, l lang) []slack.Block {
+func reportTitleBlocks(res research.Result, requester string, l lang) []slack.Block {
 	res.Summary = ""
 	return reportBlocks(res, requester, l)
 }
 
 // feedbackModal asks for the changes a person wants.
-func feedbackModal(runID, intrID string, kind InterruptKind) slack.ModalViewRequest {
+func feedbackModal(runID, intrID string, kind research.InterruptKind) slack.ModalViewRequest {
 	input := slack.NewPlainTextInputBlockElement(plain("What should change?"), actionFeedback)
 	input.Multiline = true
 	input.MaxLength = 3000
 	what := "draft"
-	if kind == InterruptPlan {
+	if kind == research.InterruptPlan {
 		what = "plan"
 	}
 	return slack.ModalViewRequest{
@@ -322,7 +324,7 @@ const helpText = "*deepresearch* researches a question on the web and in interna
 	"• `/research status` lists your runs, `/research cancel [run]` cancels one, `/research help` shows this."
 
 // homeBlocks renders the App Home with the user's recent runs.
-func homeBlocks(runs []Run, now time.Time) []slack.Block {
+func homeBlocks(runs []research.Run, now time.Time) []slack.Block {
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain("Your research")),
 		section(helpText),

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"deepresearch/research"
+
 	"github.com/slack-go/slack"
 )
 
@@ -53,10 +55,10 @@ func renderedPayloads(s string, all bool) map[string]any {
 	add := func(what, text string, blocks []slack.Block) {
 		out[what] = map[string]any{"text": text, "blocks": blocks}
 	}
-	p := Progress{Phase: s, Plan: []string{s, s}, Subtasks: []Subtask{{Title: s, State: SubtaskRunning}}, Note: s, SourcesRead: 3}
-	langs, kinds, actions, states := []lang{langEN, langJA}, []InterruptKind{InterruptPlan, InterruptDraft, InterruptQuestion}, []Action{ActionApprove, ActionRevise, ActionMore, ActionCancel, ActionAnswer}, AllStates
+	p := research.Progress{Phase: s, Plan: []string{s, s}, Subtasks: []research.Subtask{{Title: s, State: research.SubtaskRunning}}, Note: s, SourcesRead: 3}
+	langs, kinds, actions, states := []lang{langEN, langJA}, []research.InterruptKind{research.InterruptPlan, research.InterruptDraft, research.InterruptQuestion}, []research.Action{research.ActionApprove, research.ActionRevise, research.ActionMore, research.ActionCancel, research.ActionAnswer}, research.AllStates
 	if !all {
-		langs, kinds, actions, states = langs[:1], kinds[:1], actions[1:2], []RunState{StateRunning, StateFailed}
+		langs, kinds, actions, states = langs[:1], kinds[:1], actions[1:2], []research.RunState{research.StateRunning, research.StateFailed}
 	}
 	for _, l := range langs {
 		for _, st := range states {
@@ -64,25 +66,25 @@ func renderedPayloads(s string, all bool) map[string]any {
 			add(fmt.Sprintf("status %s %d", st, l), text, blocks)
 		}
 	}
-	text, blocks := statusBlocks(statusView{Question: s, State: StateFailed, RunID: "r1", Note: failedNote("r1")})
+	text, blocks := statusBlocks(statusView{Question: s, State: research.StateFailed, RunID: "r1", Note: failedNote("r1")})
 	add("status failed note", text, blocks)
 	for _, l := range langs {
 		for _, k := range kinds {
-			text, blocks := interruptBlocks("r1", Interrupt{ID: "i1", Kind: k, Text: s, Draft: s}, name, l)
+			text, blocks := interruptBlocks("r1", research.Interrupt{ID: "i1", Kind: k, Text: s, Draft: s}, name, l)
 			add(fmt.Sprintf("interrupt %s %d", k, l), text, blocks)
-			text, blocks = interruptBlocks("r1", Interrupt{ID: "i1", Kind: k, Draft: s}, name, l)
+			text, blocks = interruptBlocks("r1", research.Interrupt{ID: "i1", Kind: k, Draft: s}, name, l)
 			add(fmt.Sprintf("interrupt draft only %s %d", k, l), text, blocks)
 			for _, a := range actions {
-				text, blocks := decidedBlocks(PendingInterrupt{ID: "i1", Kind: k, Text: s}, Decision{InterruptID: "i1", Action: a, Text: s, By: "U1"}, name, l)
+				text, blocks := decidedBlocks(research.PendingInterrupt{ID: "i1", Kind: k, Text: s}, research.Decision{InterruptID: "i1", Action: a, Text: s, By: "U1"}, name, l)
 				add(fmt.Sprintf("decided %s %s %d", k, a, l), text, blocks)
 			}
 		}
-		add(fmt.Sprintf("report %d", l), "", reportBlocks(Result{Title: s, Summary: s, Report: s, Sources: 1}, name, l))
-		add(fmt.Sprintf("report title %d", l), "", reportTitleBlocks(Result{Title: s, Summary: s}, name, l))
-		add(fmt.Sprintf("report untitled %d", l), "", reportBlocks(Result{Summary: s + "\n\n" + s}, name, l))
+		add(fmt.Sprintf("report %d", l), "", reportBlocks(research.Result{Title: s, Summary: s, Report: s, Sources: 1}, name, l))
+		add(fmt.Sprintf("report title %d", l), "", reportTitleBlocks(research.Result{Title: s, Summary: s}, name, l))
+		add(fmt.Sprintf("report untitled %d", l), "", reportBlocks(research.Result{Summary: s + "\n\n" + s}, name, l))
 	}
 	add("summary apart", "", []slack.Block{slack.NewMarkdownBlock("dr_summary", truncateEscaped(s, summaryChars))}) // runs.go uploadReport
-	add("home", "", homeBlocks([]Run{{ID: "r1", Question: s, State: StateDone, Key: ThreadKey{Channel: s}}, {ID: "r2", Question: s, Key: ThreadKey{Channel: "C0123"}}}, now))
+	add("home", "", homeBlocks([]research.Run{{ID: "r1", Question: s, State: research.StateDone, Key: research.ThreadKey{Channel: s}}, {ID: "r2", Question: s, Key: research.ThreadKey{Channel: "C0123"}}}, now))
 	b := &Bot{opts: Options{Subcommands: map[string]SlashHandler{s: nil}}}
 	out["help"] = map[string]any{"text": b.slashHelp(s)}
 	out["channel ref"] = map[string]any{"text": ChannelRef(s)}
@@ -122,7 +124,7 @@ func TestRenderersNeverPingSpoofOrCarryControls(t *testing.T) {
 		big.WriteString(hostileString(r))
 	}
 	checkRendered(t, big.String(), false)
-	for _, blocks := range [][]slack.Block{reportBlocks(Result{Title: big.String(), Summary: big.String()}, "x", langEN)} {
+	for _, blocks := range [][]slack.Block{reportBlocks(research.Result{Title: big.String(), Summary: big.String()}, "x", langEN)} {
 		checkBlocks(t, "report 100 KB", blocks)
 	}
 }

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 // replyResearcher answers every message as small talk.
 type replyResearcher struct{ *fakeResearcher }
 
-func (r replyResearcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
-	return bot.Outcome{Result: &bot.Result{Title: "Reply", Summary: "You're welcome! **Ask me** anything.", Report: "You're welcome!", Reply: true}}, nil
+func (r replyResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
+	return research.Outcome{Result: &research.Result{Title: "Reply", Summary: "You're welcome! **Ask me** anything.", Report: "You're welcome!", Reply: true}}, nil
 }
 
 // TestSmallTalkGetsAReplyNotAFile: a message that needs an answer, not a
@@ -25,7 +25,7 @@ func TestSmallTalkGetsAReplyNotAFile(t *testing.T) {
 
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "hi there, thanks!", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if n := len(h.fake.Files()); n != 0 {
 		t.Errorf("%d files uploaded for small talk", n)
 	}
@@ -43,8 +43,8 @@ func TestSmallTalkGetsAReplyNotAFile(t *testing.T) {
 // extractiveResearcher finishes with a report written without the model.
 type extractiveResearcher struct{ *fakeResearcher }
 
-func (r extractiveResearcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
-	return bot.Outcome{Result: &bot.Result{Title: "EU AI Act", Summary: "Quotes from the sources.", Report: "# EU AI Act\n\n> quotes", Extractive: true}}, nil
+func (r extractiveResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
+	return research.Outcome{Result: &research.Result{Title: "EU AI Act", Summary: "Quotes from the sources.", Report: "# EU AI Act\n\n> quotes", Extractive: true}}, nil
 }
 
 // TestExtractiveReportSaysSo: a report written without the model (the
@@ -54,7 +54,7 @@ func TestExtractiveReportSaysSo(t *testing.T) {
 	h.startWith(extractiveResearcher{newFakeResearcher()})
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "What does the EU AI Act require?", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	files := h.files("C1", sent.TS)
 	if len(files) != 1 || !strings.Contains(string(files[0].Blocks), "written without it") {
 		t.Fatalf("share of an extractive report: %+v", files)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"deepresearch/research"
+
 	"github.com/slack-go/slack"
 )
 
@@ -29,9 +31,9 @@ func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
 // thread when the run cannot be created. Handling one message again is
 // harmless: the run's id is derived from the message, so a second call
 // finds the run (ErrConflict) and only makes sure it gets started.
-func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, followUp bool, msgTS string, opts RunOptions) {
+func (b *Bot) newRun(ctx context.Context, th research.Thread, user, question string, followUp bool, msgTS string, opts research.RunOptions) {
 	now := b.now()
-	r := Run{
+	r := research.Run{
 		ID:        messageRunID(th.Key.Team, th.Key.Channel, msgTS),
 		ThreadID:  th.ThreadID,
 		Key:       th.Key,
@@ -45,18 +47,18 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
 	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
 		switch {
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, research.ErrConflict):
 			// The message came as two events, or its handling is repeated
 			// after a crash. If no one works on the run, start it here;
 			// execute posts the status message if it was never posted.
 			log.Info("bot: the message's run exists; not creating another")
 			b.tryStart(ctx, r.ID)
-		case errors.Is(err, ErrThreadBusy):
+		case errors.Is(err, research.ErrThreadBusy):
 			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
 				return
 			}
 			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", b.userLang(ctx, user).words().Busy)
-		case errors.Is(err, ErrUserLimit):
+		case errors.Is(err, research.ErrUserLimit):
 			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
 				return
 			}
@@ -67,10 +69,10 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 		}
 		return
 	}
-	b.metrics.runs.WithLabelValues(string(StateQueued)).Inc()
+	b.metrics.runs.WithLabelValues(string(research.StateQueued)).Inc()
 	log.Info("bot: run created", "requester", user, "follow_up", followUp)
 
-	text, blocks := statusBlocks(statusView{Lang: b.userLang(ctx, user), Question: question, Requester: b.userName(ctx, user), State: StateQueued, Started: now, Now: now, RunID: r.ID})
+	text, blocks := statusBlocks(statusView{Lang: b.userLang(ctx, user), Question: question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID})
 	ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
 	if err != nil {
 		log.Warn("bot: post status message", "err", err)
@@ -89,7 +91,7 @@ func (b *Bot) newRun(ctx context.Context, th Thread, user, question string, foll
 // creator recorded its message (recovery, or the message handled twice),
 // which posts one when it finds none. The set-if-empty picks one; the loser
 // deletes the message it posted.
-func (b *Bot) recordStatus(ctx context.Context, r Run, ts string, log *slog.Logger) string {
+func (b *Bot) recordStatus(ctx context.Context, r research.Run, ts string, log *slog.Logger) string {
 	stored, err := b.store.SetStatusMessage(ctx, r.ID, ts)
 	if err != nil {
 		log.Warn("bot: record status message", "err", err)
@@ -152,7 +154,7 @@ func (b *Bot) tryStart(ctx context.Context, runID string) {
 	r, err := b.store.AcquireRun(ctx, runID, b.opts.InstanceID, b.now(), b.opts.Lease)
 	if err != nil {
 		<-b.runSlots
-		if !errors.Is(err, ErrNotAcquired) {
+		if !errors.Is(err, research.ErrNotAcquired) {
 			b.log.Warn("bot: acquire run", "run_id", runID, "err", err)
 		}
 		return
@@ -161,7 +163,7 @@ func (b *Bot) tryStart(ctx context.Context, runID string) {
 }
 
 // launch works on an acquired run in its own goroutine; a slot is held.
-func (b *Bot) launch(r Run) {
+func (b *Bot) launch(r research.Run) {
 	b.runWG.Add(1)
 	go func() {
 		defer b.runWG.Done()
@@ -231,7 +233,7 @@ grab:
 
 // execute works on an acquired run until it pauses, finishes, is cancelled,
 // loses its lease or the process shuts down.
-func (b *Bot) execute(r Run) {
+func (b *Bot) execute(r research.Run) {
 	ctx, cancel := context.WithCancelCause(b.runCtx)
 	defer cancel(nil)
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
@@ -245,7 +247,7 @@ func (b *Bot) execute(r Run) {
 	}()
 	b.metrics.runsActive.Inc()
 	defer b.metrics.runsActive.Dec()
-	b.metrics.runs.WithLabelValues(string(StateRunning)).Inc()
+	b.metrics.runs.WithLabelValues(string(research.StateRunning)).Inc()
 	// A cancel that came while the run was being acquired found it running
 	// but not yet registered here: look once more now that it is.
 	if cur, err := b.store.Run(b.workCtx, r.ID); err == nil && cur.CancelRequestedBy != "" {
@@ -259,7 +261,7 @@ func (b *Bot) execute(r Run) {
 	wctx := b.workCtx
 	th, err := b.store.Thread(wctx, r.Key)
 	if err != nil {
-		th = Thread{Key: r.Key, ThreadID: r.ThreadID}
+		th = research.Thread{Key: r.Key, ThreadID: r.ThreadID}
 	}
 	requester := b.userName(wctx, r.Requester)
 	lang := b.userLang(wctx, r.Requester)
@@ -269,7 +271,7 @@ func (b *Bot) execute(r Run) {
 	// a short lease when many runs share a channel or a workspace.
 	hbDone := make(chan struct{})
 	hbStopped := make(chan struct{})
-	go func(r Run) {
+	go func(r research.Run) {
 		defer close(hbStopped)
 		b.heartbeat(ctx, r, th, cancel, hbDone)
 	}(r)
@@ -278,7 +280,7 @@ func (b *Bot) execute(r Run) {
 		<-hbStopped
 	}()
 	if r.StatusTS == "" {
-		text, blocks := statusBlocks(statusView{Lang: lang, Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, Now: b.now(), RunID: r.ID})
+		text, blocks := statusBlocks(statusView{Lang: lang, Question: r.Question, Requester: requester, State: research.StateRunning, Started: r.CreatedAt, Now: b.now(), RunID: r.ID})
 		// The run's creator may be ahead in the channel's queue with its
 		// status message: look again once this post's slot has come.
 		posted := func() bool {
@@ -294,7 +296,7 @@ func (b *Bot) execute(r Run) {
 		}
 	}
 	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, statusView{
-		Lang: lang, Question: r.Question, Requester: requester, State: StateRunning, Started: r.CreatedAt, RunID: r.ID,
+		Lang: lang, Question: r.Question, Requester: requester, State: research.StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	})
 	status.recorded = func(ctx context.Context) string {
 		cur, err := b.store.Run(ctx, r.ID)
@@ -313,7 +315,7 @@ func (b *Bot) execute(r Run) {
 		}
 	}
 	defer status.halt()
-	status.Progress(Progress{Phase: "starting"})
+	status.Progress(research.Progress{Phase: "starting"})
 
 	if r.Attempt > maxRunAttempts {
 		// Picked up again and again without finishing (a process dies on
@@ -355,23 +357,23 @@ func (b *Bot) execute(r Run) {
 // invoke calls the Researcher: Continue on a retry (falling back to the
 // input when nothing was checkpointed), else Resume with the decision or
 // Start with the question.
-func (b *Bot) invoke(ctx context.Context, r Run, sink ProgressSink, log *slog.Logger) (Outcome, error) {
+func (b *Bot) invoke(ctx context.Context, r research.Run, sink research.ProgressSink, log *slog.Logger) (research.Outcome, error) {
 	if r.Attempt > 1 {
 		out, err := b.res.Continue(ctx, r.ThreadID, sink)
-		if !errors.Is(err, ErrNothingToContinue) {
+		if !errors.Is(err, research.ErrNothingToContinue) {
 			log.Info("bot: continued run", "attempt", r.Attempt, "err", err)
 			return out, err
 		}
 	}
 	if r.Decision != nil && r.Interrupt != nil && r.Decision.InterruptID == r.Interrupt.ID {
 		d := r.Decision
-		return b.res.Resume(ctx, r.ThreadID, d.InterruptID, Answer{Action: d.Action, Text: d.Text, By: d.By}, sink)
+		return b.res.Resume(ctx, r.ThreadID, d.InterruptID, research.Answer{Action: d.Action, Text: d.Text, By: d.By}, sink)
 	}
 	tag := r.ID
 	if r.Options.Redeliver != "" {
 		tag = r.Options.Redeliver
 	}
-	return b.res.Start(ctx, StartRequest{
+	return b.res.Start(ctx, research.StartRequest{
 		RunID: tag, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
 	}, sink)
 }
@@ -379,7 +381,7 @@ func (b *Bot) invoke(ctx context.Context, r Run, sink ProgressSink, log *slog.Lo
 // heartbeat renews the lease until done; it cancels the run when the lease
 // is lost or someone asked to cancel. In assistant threads it refreshes the
 // status line before Slack clears it.
-func (b *Bot) heartbeat(ctx context.Context, r Run, th Thread, cancel context.CancelCauseFunc, done <-chan struct{}) {
+func (b *Bot) heartbeat(ctx context.Context, r research.Run, th research.Thread, cancel context.CancelCauseFunc, done <-chan struct{}) {
 	t := time.NewTicker(b.opts.HeartbeatEvery)
 	defer t.Stop()
 	lastStatus := b.now()
@@ -394,10 +396,10 @@ func (b *Bot) heartbeat(ctx context.Context, r Run, th Thread, cancel context.Ca
 		}
 		cur, err := b.store.Heartbeat(ctx, r.ID, b.opts.InstanceID, b.now(), b.opts.Lease)
 		switch {
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, research.ErrLeaseLost):
 			// A cancel of a running run keeps it running, so this is a takeover
 			// or the run ended elsewhere.
-			if cur2, err2 := b.store.Run(ctx, r.ID); err2 == nil && cur2.State == StateCancelled {
+			if cur2, err2 := b.store.Run(ctx, r.ID); err2 == nil && cur2.State == research.StateCancelled {
 				cancel(cancelRequested{cur2.CancelRequestedBy})
 			} else {
 				cancel(errLeaseLost)
@@ -415,7 +417,7 @@ func (b *Bot) heartbeat(ctx context.Context, r Run, th Thread, cancel context.Ca
 	}
 }
 
-func (b *Bot) countTokens(runID string, progressTokens int, out Outcome) {
+func (b *Bot) countTokens(runID string, progressTokens int, out research.Outcome) {
 	n := progressTokens
 	if out.Result != nil && out.Result.Tokens > n {
 		n = out.Result.Tokens
@@ -430,13 +432,13 @@ func (b *Bot) countTokens(runID string, progressTokens int, out Outcome) {
 // message says "Waiting for you" before the run is recorded as waiting:
 // once it is, a click can resume the run in any process, and an edit from
 // here arriving after that run's own edits would leave a stale picture.
-func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, status *statusMessage, requester string, log *slog.Logger) {
-	if err := status.Final(ctx, StateWaiting, ""); err != nil {
+func (b *Bot) pause(ctx context.Context, r research.Run, th research.Thread, intr research.Interrupt, status *statusMessage, requester string, log *slog.Logger) {
+	if err := status.Final(ctx, research.StateWaiting, ""); err != nil {
 		log.Warn("bot: waiting status", "err", err)
 	}
 	var ts string
 	var err error
-	if intr.Kind == InterruptQuestion {
+	if intr.Kind == research.InterruptQuestion {
 		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText("❓ "+truncateEscaped(intr.Text, 3000)+"\n_"+b.userLang(ctx, r.Requester).words().ReplyToAnswer+"_", false), slack.MsgOptionTS(r.Key.ThreadTS))
 	} else {
 		text, blocks := interruptBlocks(r.ID, intr, requester, b.userLang(ctx, r.Requester))
@@ -445,12 +447,12 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	if err != nil {
 		log.Error("bot: post interrupt", "err", err)
 	}
-	pi := PendingInterrupt{ID: intr.ID, Kind: intr.Kind, Text: intr.Text, MessageTS: ts}
+	pi := research.PendingInterrupt{ID: intr.ID, Kind: intr.Kind, Text: intr.Text, MessageTS: ts}
 	if pi.Text == "" {
 		pi.Text = Truncate(intr.Draft, maxMarkdown-200)
 	}
 	err = b.store.WaitRun(ctx, r.ID, b.opts.InstanceID, pi, b.now())
-	if err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err != nil && !errors.Is(err, research.ErrLeaseLost) {
 		// A blip of the database passes; a refusal of the row does not.
 		log.Warn("bot: record waiting run; trying once more", "err", err)
 		select {
@@ -461,7 +463,7 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 	}
 	if err != nil {
 		log.Warn("bot: record waiting run", "err", err)
-		if !errors.Is(err, ErrLeaseLost) {
+		if !errors.Is(err, research.ErrLeaseLost) {
 			// Left running, the run would be picked up, researched and
 			// shown again after every lease; a store that refuses the
 			// row will refuse it again. Fail it once instead.
@@ -469,7 +471,7 @@ func (b *Bot) pause(ctx context.Context, r Run, th Thread, intr Interrupt, statu
 		}
 		return
 	}
-	b.metrics.runs.WithLabelValues(string(StateWaiting)).Inc()
+	b.metrics.runs.WithLabelValues(string(research.StateWaiting)).Inc()
 	log.Info("bot: run waiting", "interrupt_id", intr.ID, "kind", intr.Kind)
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
@@ -486,12 +488,12 @@ var retryRE = regexp.MustCompile(`(?i)^\W*(please\s+)?(retry|try\s+again|again|r
 
 // redeliverable returns the run whose report a retry message in its thread
 // should post: the thread's latest run, failed after its research finished.
-func redeliverable(latest Run, question string) (Run, bool) {
-	if latest.State != StateFailed || !strings.HasPrefix(latest.Error, uploadFailedPrefix) {
-		return Run{}, false
+func redeliverable(latest research.Run, question string) (research.Run, bool) {
+	if latest.State != research.StateFailed || !strings.HasPrefix(latest.Error, uploadFailedPrefix) {
+		return research.Run{}, false
 	}
 	if len([]rune(question)) > 60 || !retryRE.MatchString(strings.TrimSpace(question)) {
-		return Run{}, false
+		return research.Run{}, false
 	}
 	return latest, true
 }
@@ -501,7 +503,7 @@ func redeliverable(latest Run, question string) (Run, bool) {
 const uploadRounds = 3
 
 // finish uploads the report (once) and records the run as done.
-func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *statusMessage, requester string, log *slog.Logger) {
+func (b *Bot) finish(ctx context.Context, r research.Run, th research.Thread, res research.Result, status *statusMessage, requester string, log *slog.Logger) {
 	if res.Elapsed == 0 {
 		res.Elapsed = b.now().Sub(r.CreatedAt)
 	}
@@ -535,58 +537,58 @@ func (b *Bot) finish(ctx context.Context, r Run, th Thread, res Result, status *
 	// process that dies in between leaves the run to be continued, and the
 	// next one renders the (idempotent) edit again. In the other order a
 	// death there would leave the message saying "Researching" forever.
-	if err := status.Final(ctx, StateDone, b.userLang(ctx, r.Requester).words().ReportBelow); err != nil {
+	if err := status.Final(ctx, research.StateDone, b.userLang(ctx, r.Requester).words().ReportBelow); err != nil {
 		// Recording the run as done anyway: leaving it to be continued
 		// would only repeat this while Slack refuses, and the report
 		// itself is in the thread.
 		log.Error("bot: final status", "err", err)
 	}
-	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateDone, "", b.now()); err != nil {
+	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateDone, "", b.now()); err != nil {
 		log.Warn("bot: record finished run", "err", err)
 		return
 	}
-	b.metrics.runs.WithLabelValues(string(StateDone)).Inc()
+	b.metrics.runs.WithLabelValues(string(research.StateDone)).Inc()
 	log.Info("bot: run done", "sources", res.Sources, "tokens", res.Tokens)
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
 }
 
-func (b *Bot) fail(ctx context.Context, r Run, th Thread, cause error, status *statusMessage, log *slog.Logger) {
+func (b *Bot) fail(ctx context.Context, r research.Run, th research.Thread, cause error, status *statusMessage, log *slog.Logger) {
 	log.Error("bot: run failed", "err", cause)
 	// The final picture comes before the run is recorded as failed, as in
 	// finish: a process that dies in between leaves the run to be picked
 	// up and failed again (the edit is idempotent); the other order would
 	// leave "Researching" on the message forever. A run this process no
 	// longer holds is not shown as failed.
-	if _, err := b.store.Heartbeat(ctx, r.ID, b.opts.InstanceID, b.now(), b.opts.Lease); errors.Is(err, ErrLeaseLost) {
+	if _, err := b.store.Heartbeat(ctx, r.ID, b.opts.InstanceID, b.now(), b.opts.Lease); errors.Is(err, research.ErrLeaseLost) {
 		log.Warn("bot: failed run is no longer ours; not recording it", "err", err)
 		return
 	}
 	// The cause is for the log: people get a plain sentence and the run id
 	// to quote (internal error strings never reach the channel).
-	_ = status.Final(ctx, StateFailed, b.userLang(ctx, r.Requester).failedNote(r.ID))
-	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateFailed, cause.Error(), b.now()); err != nil {
+	_ = status.Final(ctx, research.StateFailed, b.userLang(ctx, r.Requester).failedNote(r.ID))
+	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateFailed, cause.Error(), b.now()); err != nil {
 		log.Warn("bot: record failed run", "err", err)
 		return
 	}
-	b.metrics.runs.WithLabelValues(string(StateFailed)).Inc()
+	b.metrics.runs.WithLabelValues(string(research.StateFailed)).Inc()
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
 }
 
 // cancelled finishes a run this process was working on after a cancel.
-func (b *Bot) cancelled(ctx context.Context, r Run, th Thread, by string, status *statusMessage, log *slog.Logger) {
+func (b *Bot) cancelled(ctx context.Context, r research.Run, th research.Thread, by string, status *statusMessage, log *slog.Logger) {
 	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
 		log.Warn("bot: researcher cancel", "err", err)
 	}
-	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, StateCancelled, "", b.now()); err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateCancelled, "", b.now()); err != nil && !errors.Is(err, research.ErrLeaseLost) {
 		log.Warn("bot: record cancelled run", "err", err)
 	}
-	b.metrics.runs.WithLabelValues(string(StateCancelled)).Inc()
+	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	log.Info("bot: run cancelled", "by", by)
-	_ = status.Final(ctx, StateCancelled, fmt.Sprintf(b.userLang(ctx, r.Requester).words().CancelledBy, b.userName(ctx, by)))
+	_ = status.Final(ctx, research.StateCancelled, fmt.Sprintf(b.userLang(ctx, r.Requester).words().CancelledBy, b.userName(ctx, by)))
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -594,20 +596,20 @@ func (b *Bot) cancelled(ctx context.Context, r Run, th Thread, by string, status
 
 // cancelWaiting tidies up after a queued or waiting run was cancelled in the
 // store by this process: no one is running it.
-func (b *Bot) cancelWaiting(ctx context.Context, r Run, by string) {
+func (b *Bot) cancelWaiting(ctx context.Context, r research.Run, by string) {
 	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
 		b.log.Warn("bot: researcher cancel", "run_id", r.ID, "err", err)
 	}
-	b.metrics.runs.WithLabelValues(string(StateCancelled)).Inc()
+	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	byName := b.userName(ctx, by)
 	if r.StatusTS != "" {
 		s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
 		l := b.userLang(ctx, r.Requester)
-		v := statusView{Lang: l, Question: r.Question, Requester: b.userName(ctx, r.Requester), State: StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
+		v := statusView{Lang: l, Question: r.Question, Requester: b.userName(ctx, r.Requester), State: research.StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
 		_ = s.render(ctx, v, editFinal)
 	}
-	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != InterruptQuestion {
-		d := Decision{InterruptID: r.Interrupt.ID, Action: ActionCancel, By: by}
+	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != research.InterruptQuestion {
+		d := research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionCancel, By: by}
 		if r.Decision != nil {
 			d = *r.Decision
 		}
@@ -632,7 +634,7 @@ func (b *Bot) cancelLocal(runID, by string) bool {
 	return ok
 }
 
-func (b *Bot) setAssistantStatus(ctx context.Context, key ThreadKey, status string) {
+func (b *Bot) setAssistantStatus(ctx context.Context, key research.ThreadKey, status string) {
 	err := b.call(ctx, "assistant.threads.setStatus", true, func(ctx context.Context) error {
 		return b.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 			ChannelID: key.Channel, ThreadTS: key.ThreadTS, Status: status,
@@ -646,7 +648,7 @@ func (b *Bot) setAssistantStatus(ctx context.Context, key ThreadKey, status stri
 var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
 
 // reportFilename is unique per run, so a posted report can be recognised.
-func reportFilename(r Run, title string) string {
+func reportFilename(r research.Run, title string) string {
 	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(title), "-"), "-")
 	if len(slug) > 40 {
 		slug = strings.Trim(slug[:40], "-")
@@ -666,14 +668,14 @@ func reportFilename(r Run, title string) string {
 // is what it answers to blocks it cannot show with a file) is not retried
 // as it is: the file is shared with a plain title instead and the summary
 // posted as a message of its own.
-func (b *Bot) uploadReport(ctx context.Context, r Run, res Result, requester string, log *slog.Logger) error {
+func (b *Bot) uploadReport(ctx context.Context, r research.Run, res research.Result, requester string, log *slog.Logger) error {
 	if _, err := b.store.Upload(ctx, r.ID); err == nil {
 		log.Info("bot: report already uploaded")
 		return nil
 	}
 	name := reportFilename(r, res.Title)
 	record := func(fileID, ts string) error {
-		_, err := b.store.RecordUpload(ctx, Upload{RunID: r.ID, FileID: fileID, MessageTS: ts, At: b.now()})
+		_, err := b.store.RecordUpload(ctx, research.Upload{RunID: r.ID, FileID: fileID, MessageTS: ts, At: b.now()})
 		return err
 	}
 	if res.Reply {
@@ -809,7 +811,7 @@ func refusedContent(err error) bool {
 }
 
 // findPostedFile looks in the thread for a file we posted with this name.
-func (b *Bot) findPostedFile(ctx context.Context, key ThreadKey, name string) (fileID, ts string, ok bool) {
+func (b *Bot) findPostedFile(ctx context.Context, key research.ThreadKey, name string) (fileID, ts string, ok bool) {
 	var msgs []slack.Message
 	err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
 		var err error

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"deepresearch/research"
+
 	"github.com/slack-go/slack"
 )
 
@@ -185,8 +187,8 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 	if team == "" {
 		team = b.teamID
 	}
-	key := ThreadKey{Team: team, Channel: cmd.ChannelID, ThreadTS: ts}
-	th, err := b.store.PutThread(ctx, Thread{Key: key, ThreadID: key.ThreadID(), Requester: cmd.UserID, DM: dm, CreatedAt: b.now()})
+	key := research.ThreadKey{Team: team, Channel: cmd.ChannelID, ThreadTS: ts}
+	th, err := b.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: cmd.UserID, DM: dm, CreatedAt: b.now()})
 	if err != nil {
 		b.log.Error("bot: store thread", "err", err)
 		say("Sorry, I could not start the research (storage error).")
@@ -197,7 +199,7 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 }
 
 func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(string)) {
-	runs, err := b.store.ListRuns(ctx, RunFilter{Requester: cmd.UserID, Limit: 10})
+	runs, err := b.store.ListRuns(ctx, research.RunFilter{Requester: cmd.UserID, Limit: 10})
 	if err != nil {
 		say("Sorry, I could not read your runs (storage error).")
 		return
@@ -217,7 +219,7 @@ func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(
 
 func (b *Bot) slashCancel(ctx context.Context, cmd slack.SlashCommand, runID string, say func(string)) {
 	if runID == "" {
-		active, err := b.store.ListRuns(ctx, RunFilter{Requester: cmd.UserID, States: []RunState{StateQueued, StateRunning, StateWaiting}})
+		active, err := b.store.ListRuns(ctx, research.RunFilter{Requester: cmd.UserID, States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
 		if err != nil {
 			say("Sorry, I could not read your runs (storage error).")
 			return
@@ -238,7 +240,7 @@ func (b *Bot) slashCancel(ctx context.Context, cmd slack.SlashCommand, runID str
 		}
 	}
 	r, err := b.store.Run(ctx, runID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, research.ErrNotFound) {
 		say("There is no research run `" + Escape(runID) + "`. See `/research status`.")
 		return
 	} else if err != nil {

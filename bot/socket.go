@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"deepresearch/research"
+
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
@@ -148,10 +150,10 @@ func (b *Bot) ingestLoop(ctx context.Context, in <-chan received, p *pool) {
 // Options.InboxGrace).
 func (b *Bot) ingest(ctx context.Context, p *pool, batch []received) {
 	now := b.now()
-	es := make([]InboxEntry, len(batch))
+	es := make([]research.InboxEntry, len(batch))
 	for i, r := range batch {
 		req := r.ev.Request
-		es[i] = InboxEntry{
+		es[i] = research.InboxEntry{
 			Key: eventKey(*req), Type: req.Type, EnvelopeID: req.EnvelopeID, Payload: req.Payload,
 			ReceivedAt: now, Owner: b.opts.InstanceID, LeaseUntil: now.Add(b.opts.InboxGrace),
 		}
@@ -202,7 +204,7 @@ func (b *Bot) ack(ctx context.Context, envelopeID string, payload any, start tim
 // work handles an inbox entry this process holds, in a pool worker, and
 // marks it done. The lease is renewed while the handler runs. A handler cut
 // short by shutdown leaves the entry to be handled again.
-func (b *Bot) work(e InboxEntry, ev socketmode.Event) {
+func (b *Bot) work(e research.InboxEntry, ev socketmode.Event) {
 	ctx := b.workCtx
 	owner := b.opts.InstanceID
 	if b.now().After(e.LeaseUntil.Add(-b.opts.InboxGrace / 2)) {
@@ -247,7 +249,7 @@ func (b *Bot) holdInbox(ctx context.Context, key string) (release func()) {
 		defer mu.Unlock()
 		if err != nil {
 			b.log.Warn("bot: renew inbox lease", "key", key, "err", err)
-			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
+			if errors.Is(err, research.ErrLeaseLost) || errors.Is(err, research.ErrNotFound) {
 				return
 			}
 		}
@@ -309,7 +311,7 @@ func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
 
 // parseEnvelope rebuilds the event of a stored envelope as slack-go's
 // Socket Mode client parses it.
-func parseEnvelope(e InboxEntry) (socketmode.Event, error) {
+func parseEnvelope(e research.InboxEntry) (socketmode.Event, error) {
 	req := &socketmode.Request{Type: e.Type, EnvelopeID: e.EnvelopeID, Payload: json.RawMessage(e.Payload)}
 	switch e.Type {
 	case socketmode.RequestTypeEventsAPI:

@@ -2,10 +2,9 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"deepresearch/storage/dbtext"
+	"deepresearch/research"
 )
 
 // Store keeps what the bot must not lose across restarts and share between
@@ -57,13 +56,13 @@ type Store interface {
 	// NOTHING). It reports for each entry whether it stored it: false for
 	// every later put of a key (also one repeated in es), across all
 	// processes, so the inbox is also the dedupe of redelivered envelopes.
-	PutInbox(ctx context.Context, es []InboxEntry) ([]bool, error)
+	PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error)
 	// ClaimInbox takes over up to limit entries that are not done and
 	// whose lease expired before now (their holder died, or never started
 	// on them), oldest first, skipping rows another caller is claiming at
 	// the same time (FOR UPDATE SKIP LOCKED): each becomes held by owner
 	// until now+lease with Attempts incremented. It returns them.
-	ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]InboxEntry, error)
+	ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error)
 	// ExtendInbox extends owner's lease on an entry that is not done to
 	// now+lease. It returns ErrLeaseLost when owner does not hold it (taken
 	// over after its lease expired, or done) and ErrNotFound when there is
@@ -75,14 +74,14 @@ type Store interface {
 	// there is no such entry.
 	FinishInbox(ctx context.Context, key, owner string, now time.Time) error
 	// InboxEntry returns the entry with this key, or ErrNotFound.
-	InboxEntry(ctx context.Context, key string) (InboxEntry, error)
+	InboxEntry(ctx context.Context, key string) (research.InboxEntry, error)
 
 	// PutThread stores the mapping of a Slack thread if the key has none yet
 	// and returns the stored mapping: the given one, or the one another
 	// caller stored first (insert-if-absent, then read).
-	PutThread(ctx context.Context, t Thread) (Thread, error)
+	PutThread(ctx context.Context, t research.Thread) (research.Thread, error)
 	// Thread returns the mapping of a Slack thread, or ErrNotFound.
-	Thread(ctx context.Context, key ThreadKey) (Thread, error)
+	Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error)
 
 	// CreateRun inserts a new run in state queued. It is refused with
 	// ErrThreadBusy when the run's graph thread already has an active run
@@ -92,30 +91,30 @@ type Store interface {
 	// same id gets ErrConflict, checked before the other two rules (the bot
 	// derives a run's id from the Slack message that asked, so handling one
 	// message twice finds its run instead of a busy thread).
-	CreateRun(ctx context.Context, r Run, maxPerUser int) error
+	CreateRun(ctx context.Context, r research.Run, maxPerUser int) error
 	// Run returns a run by id, or ErrNotFound.
-	Run(ctx context.Context, id string) (Run, error)
+	Run(ctx context.Context, id string) (research.Run, error)
 	// LatestRun returns the most recently created run of a graph thread, or
 	// ErrNotFound.
-	LatestRun(ctx context.Context, threadID string) (Run, error)
+	LatestRun(ctx context.Context, threadID string) (research.Run, error)
 	// ListRuns returns runs matching f, newest first.
-	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
+	ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error)
 
 	// AcquireRun is a compare-and-set that makes owner the run's lease
 	// holder until now+lease and sets its state to running, if the run is
 	// queued, or running with a lease that expired before now. It
 	// increments Attempt and returns the updated run. Otherwise it returns
 	// ErrNotAcquired (the run is held by someone else, waiting, or finished).
-	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
+	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error)
 	// AcquireRuns acquires, as AcquireRun does, up to limit runs that are
 	// queued or running with an expired lease, oldest first, skipping rows
 	// another caller is acquiring at the same time (FOR UPDATE SKIP LOCKED).
-	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
+	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error)
 	// Heartbeat extends the lease of a running run held by owner to
 	// now+lease and returns the run (whose CancelRequestedBy tells the owner
 	// to stop). It returns ErrLeaseLost when owner no longer holds a
 	// running run (lease taken over, run cancelled or finished).
-	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
+	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error)
 	// ReleaseRun puts a running run held by owner back to queued with no
 	// lease (graceful shutdown: another process continues it at once).
 	// A clean hand-back is no failed try: it takes back the pickup that
@@ -126,11 +125,11 @@ type Store interface {
 	// WaitRun moves a running run held by owner to waiting for the
 	// interrupt it (the lease is dropped, the decision cleared).
 	// ErrLeaseLost when owner does not hold it.
-	WaitRun(ctx context.Context, id, owner string, intr PendingInterrupt, now time.Time) error
+	WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error
 	// FinishRun moves a running run held by owner to a final state (done,
 	// failed or cancelled) with an error text for failed. ErrLeaseLost when
 	// owner does not hold it.
-	FinishRun(ctx context.Context, id, owner string, state RunState, errText string, now time.Time) error
+	FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error
 	// SetStatusMessage records the ts of the run's status message if it has
 	// none yet and returns the stored ts (set-if-empty, then read).
 	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
@@ -143,175 +142,18 @@ type Store interface {
 	// be acquired and resumed. It returns the updated run. A second decision
 	// gets ErrAlreadyDecided and the run as stored (whose Decision says who
 	// decided what); a run not waiting on that interrupt gets ErrNotWaiting.
-	Decide(ctx context.Context, runID string, d Decision) (Run, error)
+	Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error)
 	// RequestCancel cancels a run on behalf of user by. A queued or waiting
 	// run becomes cancelled at once (cancelled=true). A running run gets
 	// CancelRequestedBy set and stays running until its owner, told by
 	// Heartbeat, finishes it (cancelled=false). A finished run gets
 	// ErrFinished. The returned run is the stored one after the change.
-	RequestCancel(ctx context.Context, runID, by string, now time.Time) (r Run, cancelled bool, err error)
+	RequestCancel(ctx context.Context, runID, by string, now time.Time) (r research.Run, cancelled bool, err error)
 
 	// RecordUpload records that the report of a run was posted as file
 	// fileID. It returns false (and changes nothing) when the run already
 	// has an upload recorded (insert-if-absent).
-	RecordUpload(ctx context.Context, u Upload) (bool, error)
+	RecordUpload(ctx context.Context, u research.Upload) (bool, error)
 	// Upload returns the recorded upload of a run, or ErrNotFound.
-	Upload(ctx context.Context, runID string) (Upload, error)
-}
-
-// Store errors. Implementations return them (wrapped or not); callers test
-// with errors.Is.
-var (
-	ErrNotFound       = errors.New("bot: not found")
-	ErrConflict       = errors.New("bot: already exists")
-	ErrThreadBusy     = errors.New("bot: the thread has an active run")
-	ErrUserLimit      = errors.New("bot: too many active runs for the user")
-	ErrNotAcquired    = errors.New("bot: run not acquired")
-	ErrLeaseLost      = errors.New("bot: run lease lost")
-	ErrAlreadyDecided = errors.New("bot: interrupt already decided")
-	ErrNotWaiting     = errors.New("bot: run is not waiting on that interrupt")
-	ErrFinished       = errors.New("bot: run already finished")
-)
-
-// ThreadKey identifies a Slack thread: the team, the channel and the ts of
-// the thread's parent message.
-type ThreadKey struct {
-	Team     string
-	Channel  string
-	ThreadTS string
-}
-
-// ThreadID derives the graph thread id of a Slack thread.
-func (k ThreadKey) ThreadID() string {
-	return "slack:" + k.Team + ":" + k.Channel + ":" + k.ThreadTS
-}
-
-// Thread maps a Slack thread to its graph thread.
-type Thread struct {
-	Key       ThreadKey
-	ThreadID  string // graph thread id
-	Requester string // user who started the thread's first run
-	DM        bool   // a direct message (assistant) thread
-	CreatedAt time.Time
-}
-
-// RunState is the state of a run job.
-type RunState string
-
-// Run states. Queued, running and waiting are active; the others are final.
-const (
-	StateQueued    RunState = "queued"
-	StateRunning   RunState = "running"
-	StateWaiting   RunState = "waiting"
-	StateDone      RunState = "done"
-	StateFailed    RunState = "failed"
-	StateCancelled RunState = "cancelled"
-)
-
-// Active reports whether the state is queued, running or waiting.
-func (s RunState) Active() bool {
-	return s == StateQueued || s == StateRunning || s == StateWaiting
-}
-
-// AllStates lists every run state.
-var AllStates = []RunState{StateQueued, StateRunning, StateWaiting, StateDone, StateFailed, StateCancelled}
-
-// Run is one research job: a question (or a follow-up) on a graph thread,
-// from creation to a final state.
-type Run struct {
-	ID        string
-	ThreadID  string
-	Key       ThreadKey // where it lives in Slack
-	Requester string
-	Question  string
-	FollowUp  bool
-	Options   RunOptions
-	State     RunState
-
-	// Lease: who works on it and until when (running only).
-	Owner      string
-	LeaseUntil time.Time
-	Attempt    int // acquisitions since the last input; >1 means a retry
-
-	StatusTS          string            // the status message, edited in place
-	Interrupt         *PendingInterrupt // set while waiting (and kept after, for the record)
-	Decision          *Decision         // the decision on Interrupt, once made
-	CancelRequestedBy string            // set by RequestCancel on a running run
-	Error             string            // for failed
-
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	FinishedAt time.Time
-}
-
-// Storable returns the run with its free text made storable on every
-// engine (dbtext: no NUL, valid UTF-8): the question comes from a user, the
-// interrupt text and the error from the model and the web, the decision's
-// text from a person. Every store writes runs through it.
-func (r Run) Storable() Run {
-	r.Question = dbtext.String(r.Question)
-	r.Error = dbtext.String(r.Error)
-	if r.Interrupt != nil {
-		i := *r.Interrupt
-		i.Text = dbtext.String(i.Text)
-		r.Interrupt = &i
-	}
-	if r.Decision != nil {
-		d := *r.Decision
-		d.Text = dbtext.String(d.Text)
-		r.Decision = &d
-	}
-	return r
-}
-
-// PendingInterrupt is an interrupt a waiting run shows in Slack.
-type PendingInterrupt struct {
-	ID        string
-	Kind      InterruptKind
-	Text      string
-	MessageTS string // the message with the buttons (or the question)
-}
-
-// Decision is someone's answer to an interrupt.
-type Decision struct {
-	InterruptID string
-	Action      Action
-	Text        string
-	By          string
-	At          time.Time
-}
-
-// RunFilter selects runs for ListRuns; zero fields match everything.
-type RunFilter struct {
-	Requester string
-	Channel   string
-	States    []RunState
-	Limit     int // 0: no limit
-}
-
-// InboxEntry is a received Socket Mode envelope in the inbox.
-type InboxEntry struct {
-	Key        string // dedupe key: "ev:<event_id>", or "env:<envelope_id>"
-	Type       string // envelope type: events_api, interactive or slash_commands
-	EnvelopeID string
-	Payload    []byte // the envelope's payload (JSON) as received; empty once done
-	ReceivedAt time.Time
-
-	// Lease: who handles it and until when (not done only).
-	Owner      string
-	LeaseUntil time.Time
-	Attempts   int // processes that took it on: 1 for the receiver, +1 per ClaimInbox
-
-	DoneAt time.Time // zero until handled
-}
-
-// Done reports whether the entry has been handled.
-func (e InboxEntry) Done() bool { return !e.DoneAt.IsZero() }
-
-// Upload is the posted report of a run.
-type Upload struct {
-	RunID     string
-	FileID    string
-	MessageTS string
-	At        time.Time
+	Upload(ctx context.Context, runID string) (research.Upload, error)
 }

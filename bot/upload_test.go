@@ -7,10 +7,11 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 // noDraftApproval makes runs finish without waiting for a click.
-func noDraftApproval(o *bot.Options) { o.RunOptions = bot.RunOptions{} }
+func noDraftApproval(o *bot.Options) { o.RunOptions = research.RunOptions{} }
 
 // TestReportSharedWithBlocksSlackAccepts: the report file is shared with
 // its summary in blocks that files.completeUploadExternal accepts (no
@@ -21,7 +22,7 @@ func TestReportSharedWithBlocksSlackAccepts(t *testing.T) {
 	h.start(noDraftApproval)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "what changed in AI regulation?", "")
-	h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	files := h.files("C1", sent.TS)
 	if len(files) != 1 {
 		t.Fatalf("%d files in the thread, want 1", len(files))
@@ -50,7 +51,7 @@ func TestReportShareRefusedFallsBack(t *testing.T) {
 			h.start(noDraftApproval)
 			ctx := testCtx(t)
 			sent := h.mention(ctx, "U1", "C1", "what changed in AI regulation?", "")
-			h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+			h.waitState(ctx, "C1", sent.TS, research.StateDone)
 			if n := len(h.files("C1", sent.TS)); n != 1 {
 				t.Fatalf("%d files in the thread, want 1", n)
 			}
@@ -84,7 +85,7 @@ func TestReportShareFailsCleanlyThenRetryPostsIt(t *testing.T) {
 	ctx := testCtx(t)
 	question := "what changed in AI regulation?"
 	sent := h.mention(ctx, "U1", "C1", question, "")
-	failed := h.waitState(ctx, "C1", sent.TS, bot.StateFailed)
+	failed := h.waitState(ctx, "C1", sent.TS, research.StateFailed)
 	// One share with the summary, one with the title alone, one of the
 	// bytes staged again as a new file: never the whole flow over and over.
 	if n := h.fake.Calls("files.completeUploadExternal"); n > 3 {
@@ -109,7 +110,7 @@ func TestReportShareFailsCleanlyThenRetryPostsIt(t *testing.T) {
 	}
 	h.waitFor(ctx, "retry run done", func() bool {
 		r := h.runOf(ctx, "C1", sent.TS)
-		return r.ID != failed.ID && r.State == bot.StateDone
+		return r.ID != failed.ID && r.State == research.StateDone
 	})
 	if o := h.fake.Orphans(); len(o) != 0 {
 		t.Errorf("unshared files left: %+v", o)
@@ -124,11 +125,11 @@ func TestRetryWordsOnlyRedeliverAfterUploadFailure(t *testing.T) {
 	h.start(noDraftApproval)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "first question", "")
-	done := h.waitState(ctx, "C1", sent.TS, bot.StateDone)
+	done := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.mention(ctx, "U1", "C1", "retry", sent.TS)
 	h.waitFor(ctx, "follow-up done", func() bool {
 		r := h.runOf(ctx, "C1", sent.TS)
-		return r.ID != done.ID && r.State == bot.StateDone
+		return r.ID != done.ID && r.State == research.StateDone
 	})
 	th := h.res.Thread(done.ThreadID)
 	if len(th.tags) != 2 || th.tags[1] == done.ID || th.questions[1] != "retry" {

@@ -18,6 +18,7 @@ import (
 	"deepresearch/agent"
 	"deepresearch/bot"
 	"deepresearch/graph"
+	"deepresearch/research"
 )
 
 // Options tune the adapter.
@@ -64,7 +65,7 @@ func New(a *agent.Agent, o Options) *Researcher {
 var errCancelled = errors.New("agentrun: the run was cancelled")
 
 // Start asks a new question on the thread (a follow-up when it has history).
-func (r *Researcher) Start(ctx context.Context, req bot.StartRequest, sink bot.ProgressSink) (bot.Outcome, error) {
+func (r *Researcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
 	areq := agent.Request{
 		Question:     req.Question,
 		Language:     req.Options.Language,
@@ -95,7 +96,7 @@ func (r *Researcher) Start(ctx context.Context, req bot.StartRequest, sink bot.P
 		}
 	}
 	if err != nil {
-		return bot.Outcome{}, err
+		return research.Outcome{}, err
 	}
 	return r.outcome(out, started)
 }
@@ -104,7 +105,7 @@ func (r *Researcher) Start(ctx context.Context, req bot.StartRequest, sink bot.P
 // answered is never answered again; when its turn has finished, Resume
 // returns that turn's outcome (the bot resuming after a crash), otherwise
 // the refusal.
-func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, ans bot.Answer, sink bot.ProgressSink) (bot.Outcome, error) {
+func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, ans research.Answer, sink research.ProgressSink) (research.Outcome, error) {
 	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
 		return r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, events)
 	})
@@ -119,7 +120,7 @@ func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, a
 		}
 	}
 	if err != nil {
-		return bot.Outcome{}, err
+		return research.Outcome{}, err
 	}
 	return r.outcome(out, time.Time{})
 }
@@ -129,28 +130,28 @@ func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, a
 // unknown thread, a finished turn (the new input never reached a
 // checkpoint), an unanswered interrupt (the answer never reached one; the
 // bot resumes again), or work discarded by Cancel.
-func (r *Researcher) Continue(ctx context.Context, threadID string, sink bot.ProgressSink) (bot.Outcome, error) {
+func (r *Researcher) Continue(ctx context.Context, threadID string, sink research.ProgressSink) (research.Outcome, error) {
 	r.mu.Lock()
 	cancelled := r.cancelled[threadID]
 	r.mu.Unlock()
 	if cancelled {
-		return bot.Outcome{}, bot.ErrNothingToContinue
+		return research.Outcome{}, research.ErrNothingToContinue
 	}
 	cur, err := r.a.Get(ctx, threadID)
 	switch {
 	case errors.Is(err, agent.ErrUnknownThread):
-		return bot.Outcome{}, bot.ErrNothingToContinue
+		return research.Outcome{}, research.ErrNothingToContinue
 	case err != nil:
-		return bot.Outcome{}, wrapCtx(ctx, err)
+		return research.Outcome{}, wrapCtx(ctx, err)
 	case cur.Status != "" || len(cur.Interrupts) > 0:
 		// done, replied, cancelled, or waiting for an answer
-		return bot.Outcome{}, bot.ErrNothingToContinue
+		return research.Outcome{}, research.ErrNothingToContinue
 	}
 	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
 		return r.a.Continue(ctx, threadID, events)
 	})
 	if err != nil {
-		return bot.Outcome{}, err
+		return research.Outcome{}, err
 	}
 	return r.outcome(out, time.Time{})
 }
@@ -205,7 +206,7 @@ func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
 // run makes one agent call for a thread with a cancellable context and a
 // progress tracker. resumed seeds the progress with what the thread already
 // has (plan, sources), as a continued turn's events start mid-way.
-func (r *Researcher) run(ctx context.Context, threadID string, sink bot.ProgressSink, resumed bool,
+func (r *Researcher) run(ctx context.Context, threadID string, sink research.ProgressSink, resumed bool,
 	fn func(context.Context, func(agent.Event)) (*agent.Result, error)) (*agent.Result, error) {
 	if threadID == "" {
 		return nil, agent.ErrNoThread
@@ -258,10 +259,10 @@ func wrapCtx(ctx context.Context, err error) error {
 // outcome maps where the agent stopped to the bot's Outcome. started, when
 // set, is when the turn began (for Result.Elapsed); zero lets the bot use
 // its run's age.
-func (r *Researcher) outcome(res *agent.Result, started time.Time) (bot.Outcome, error) {
+func (r *Researcher) outcome(res *agent.Result, started time.Time) (research.Outcome, error) {
 	if len(res.Interrupts) > 0 {
 		in := toBotInterrupt(res.Interrupts[0])
-		return bot.Outcome{Interrupt: &in}, nil
+		return research.Outcome{Interrupt: &in}, nil
 	}
 	switch res.Status {
 	case agent.StatusDone, agent.StatusReplied:
@@ -269,40 +270,40 @@ func (r *Researcher) outcome(res *agent.Result, started time.Time) (bot.Outcome,
 		if !started.IsZero() {
 			out.Elapsed = r.now().Sub(started)
 		}
-		return bot.Outcome{Result: &out}, nil
+		return research.Outcome{Result: &out}, nil
 	case agent.StatusCancelled:
-		return bot.Outcome{}, fmt.Errorf("agentrun: thread %s: %w", res.ThreadID, errCancelled)
+		return research.Outcome{}, fmt.Errorf("agentrun: thread %s: %w", res.ThreadID, errCancelled)
 	}
-	return bot.Outcome{}, fmt.Errorf("agentrun: thread %s: the agent stopped with status %q and nothing to show", res.ThreadID, res.Status)
+	return research.Outcome{}, fmt.Errorf("agentrun: thread %s: the agent stopped with status %q and nothing to show", res.ThreadID, res.Status)
 }
 
 // toAgentAnswer maps the bot's decision to the agent's answer.
-func toAgentAnswer(a bot.Answer) agent.Answer {
+func toAgentAnswer(a research.Answer) agent.Answer {
 	text := strings.TrimSpace(a.Text)
 	switch a.Action {
-	case bot.ActionApprove:
+	case research.ActionApprove:
 		return agent.Answer{Action: agent.ActionApprove}
-	case bot.ActionRevise:
+	case research.ActionRevise:
 		return agent.Answer{Action: agent.ActionRevise, Feedback: text}
-	case bot.ActionMore:
+	case research.ActionMore:
 		return agent.Answer{Action: agent.ActionResearch, Feedback: text}
-	case bot.ActionCancel:
+	case research.ActionCancel:
 		return agent.Answer{Action: agent.ActionCancel}
-	case bot.ActionAnswer:
+	case research.ActionAnswer:
 		return agent.Answer{Action: agent.ActionAnswer, Text: text}
 	}
 	return agent.Answer{Action: agent.Action(a.Action), Text: text, Feedback: text}
 }
 
 // toBotInterrupt maps an agent pause to what the bot shows.
-func toBotInterrupt(in agent.Interrupt) bot.Interrupt {
+func toBotInterrupt(in agent.Interrupt) research.Interrupt {
 	switch in.Kind {
 	case agent.InterruptClarify:
-		return bot.Interrupt{ID: in.ID, Kind: bot.InterruptQuestion, Text: in.Question}
+		return research.Interrupt{ID: in.ID, Kind: research.InterruptQuestion, Text: in.Question}
 	case agent.InterruptApprovePlan:
-		return bot.Interrupt{ID: in.ID, Kind: bot.InterruptPlan, Text: planText(in.Plan)}
+		return research.Interrupt{ID: in.ID, Kind: research.InterruptPlan, Text: planText(in.Plan)}
 	}
-	return bot.Interrupt{ID: in.ID, Kind: bot.InterruptDraft, Text: draftText(in), Draft: in.Draft}
+	return research.Interrupt{ID: in.ID, Kind: research.InterruptDraft, Text: draftText(in), Draft: in.Draft}
 }
 
 // planText renders a plan as markdown for approval.
@@ -367,9 +368,9 @@ func firstLines(s string, n int) string {
 }
 
 // toBotResult maps a finished turn to the bot's Result.
-func toBotResult(res *agent.Result) bot.Result {
+func toBotResult(res *agent.Result) research.Result {
 	if res.Status == agent.StatusReplied {
-		return bot.Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true}
+		return research.Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true}
 	}
 	cited := 0
 	for _, s := range res.Sources {
@@ -384,7 +385,7 @@ func toBotResult(res *agent.Result) bot.Result {
 	if len(res.Unverified) > 0 {
 		summary += fmt.Sprintf("\n\n_%d statement(s) could not be verified; see the report._", len(res.Unverified))
 	}
-	return bot.Result{
+	return research.Result{
 		Title:      reportTitle(res),
 		Summary:    summary,
 		Report:     res.Report,

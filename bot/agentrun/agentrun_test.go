@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"deepresearch/agent"
-	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 const question = "What does the EU AI Act require?"
@@ -19,7 +19,7 @@ func TestRunToCompletion(t *testing.T) {
 	r, _ := w.researcher()
 	ctx := testCtx(t)
 	var rec recorder
-	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t1", Question: question, Options: bot.RunOptions{Depth: "quick"}}, rec.sink)
+	out, err := r.Start(ctx, research.StartRequest{ThreadID: "t1", Question: question, Options: research.RunOptions{Depth: "quick"}}, rec.sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestRunToCompletion(t *testing.T) {
 			sawPlan = true
 		}
 		for _, s := range p.Subtasks {
-			sawRunning = sawRunning || s.State == bot.SubtaskRunning
+			sawRunning = sawRunning || s.State == research.SubtaskRunning
 		}
 	}
 	for _, ph := range []string{"planning", "researching", "writing", "reviewing"} {
@@ -71,7 +71,7 @@ func TestRunToCompletion(t *testing.T) {
 		t.Fatalf("subtasks = %+v", last.Subtasks)
 	}
 	for _, s := range last.Subtasks {
-		if s.State != bot.SubtaskDone {
+		if s.State != research.SubtaskDone {
 			t.Errorf("subtask %q is %s at the end", s.Title, s.State)
 		}
 	}
@@ -88,10 +88,10 @@ func TestRunToCompletion(t *testing.T) {
 	}
 
 	// the turn is finished: nothing to continue
-	if _, err := r.Continue(ctx, "t1", rec.sink); !errors.Is(err, bot.ErrNothingToContinue) {
+	if _, err := r.Continue(ctx, "t1", rec.sink); !errors.Is(err, research.ErrNothingToContinue) {
 		t.Errorf("Continue after done: %v", err)
 	}
-	if _, err := r.Continue(ctx, "unknown", rec.sink); !errors.Is(err, bot.ErrNothingToContinue) {
+	if _, err := r.Continue(ctx, "unknown", rec.sink); !errors.Is(err, research.ErrNothingToContinue) {
 		t.Errorf("Continue on an unknown thread: %v", err)
 	}
 }
@@ -101,8 +101,8 @@ func TestDraftApproval(t *testing.T) {
 	r, _ := w.researcher()
 	ctx := testCtx(t)
 	var rec recorder
-	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t2", Question: question,
-		Options: bot.RunOptions{Depth: "quick", ApproveDraft: true}}, rec.sink)
+	out, err := r.Start(ctx, research.StartRequest{ThreadID: "t2", Question: question,
+		Options: research.RunOptions{Depth: "quick", ApproveDraft: true}}, rec.sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestDraftApproval(t *testing.T) {
 	if in == nil || out.Result != nil {
 		t.Fatalf("outcome = %+v", out)
 	}
-	if in.Kind != bot.InterruptDraft || in.ID == "" {
+	if in.Kind != research.InterruptDraft || in.ID == "" {
 		t.Errorf("interrupt = %+v", in)
 	}
 	if !strings.Contains(in.Draft, "# EU AI Act report") || !strings.Contains(in.Draft, "[^1]:") {
@@ -120,14 +120,14 @@ func TestDraftApproval(t *testing.T) {
 		t.Errorf("text = %q", in.Text)
 	}
 	// a waiting thread has nothing to continue: the bot resumes it
-	if _, err := r.Continue(ctx, "t2", rec.sink); !errors.Is(err, bot.ErrNothingToContinue) {
+	if _, err := r.Continue(ctx, "t2", rec.sink); !errors.Is(err, research.ErrNothingToContinue) {
 		t.Errorf("Continue while waiting: %v", err)
 	}
 
 	// another process answers
 	r2, _ := w.researcher()
 	var rec2 recorder
-	out, err = r2.Resume(ctx, "t2", in.ID, bot.Answer{Action: bot.ActionApprove, By: "U1"}, rec2.sink)
+	out, err = r2.Resume(ctx, "t2", in.ID, research.Answer{Action: research.ActionApprove, By: "U1"}, rec2.sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestDraftApproval(t *testing.T) {
 	// refuses it, and since the turn has finished, Resume returns that
 	// turn's outcome unchanged (a bot process that died before recording
 	// the outcome gets it back instead of failing the run)
-	again, err := r2.Resume(ctx, "t2", in.ID, bot.Answer{Action: bot.ActionRevise, Text: "other", By: "U1"}, rec2.sink)
+	again, err := r2.Resume(ctx, "t2", in.ID, research.Answer{Action: research.ActionRevise, Text: "other", By: "U1"}, rec2.sink)
 	if err != nil || again.Result == nil || again.Result.Report != out.Result.Report {
 		t.Errorf("a second answer: err %v, outcome %+v; want the finished turn's report unchanged", err, again)
 	}
@@ -151,35 +151,35 @@ func TestResearchMoreAndRevise(t *testing.T) {
 	w := newWorld(t)
 	r, _ := w.researcher()
 	ctx := testCtx(t)
-	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t3", Question: question,
-		Options: bot.RunOptions{Depth: "quick", ApproveDraft: true, ApprovePlan: true}}, nil)
+	out, err := r.Start(ctx, research.StartRequest{ThreadID: "t3", Question: question,
+		Options: research.RunOptions{Depth: "quick", ApproveDraft: true, ApprovePlan: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptPlan || !strings.Contains(out.Interrupt.Text, "1. Timeline") {
+	if out.Interrupt == nil || out.Interrupt.Kind != research.InterruptPlan || !strings.Contains(out.Interrupt.Text, "1. Timeline") {
 		t.Fatalf("plan interrupt = %+v", out.Interrupt)
 	}
 	planners := w.brain.count("planner")
-	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionRevise, Text: "start with penalties"}, nil)
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionRevise, Text: "start with penalties"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptPlan || w.brain.count("planner") != planners+1 {
+	if out.Interrupt == nil || out.Interrupt.Kind != research.InterruptPlan || w.brain.count("planner") != planners+1 {
 		t.Fatalf("revise did not replan: %+v", out.Interrupt)
 	}
-	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionApprove}, nil)
-	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptDraft {
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionApprove}, nil)
+	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != research.InterruptDraft {
 		t.Fatalf("after plan approval: %+v, %v", out, err)
 	}
 	researched := w.brain.count("reflect")
-	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionMore, Text: "look for SMEs"}, nil)
-	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != bot.InterruptDraft {
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionMore, Text: "look for SMEs"}, nil)
+	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != research.InterruptDraft {
 		t.Fatalf("after research more: %+v, %v", out, err)
 	}
 	if w.brain.count("reflect") == researched {
 		t.Error("research more did not research")
 	}
-	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, bot.Answer{Action: bot.ActionApprove}, nil)
+	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionApprove}, nil)
 	if err != nil || out.Result == nil {
 		t.Fatalf("after approve: %+v, %v", out, err)
 	}
@@ -192,7 +192,7 @@ func TestCancelRunning(t *testing.T) {
 	w.brain.hangAt.Store("writer")
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Start(ctx, bot.StartRequest{ThreadID: "t4", Question: question, Options: bot.RunOptions{Depth: "quick"}}, nil)
+		_, err := r.Start(ctx, research.StartRequest{ThreadID: "t4", Question: question, Options: research.RunOptions{Depth: "quick"}}, nil)
 		done <- err
 	}()
 	select {
@@ -213,11 +213,11 @@ func TestCancelRunning(t *testing.T) {
 		t.Fatal("Cancel returned while the run was still going")
 	}
 	w.brain.hangAt.Store("")
-	if _, err := r.Continue(ctx, "t4", nil); !errors.Is(err, bot.ErrNothingToContinue) {
+	if _, err := r.Continue(ctx, "t4", nil); !errors.Is(err, research.ErrNothingToContinue) {
 		t.Errorf("Continue after cancel: %v", err)
 	}
 	// a later Start begins afresh and finishes
-	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t4", Question: "Tell me about the AI Act fines", FollowUp: true, Options: bot.RunOptions{Depth: "quick"}}, nil)
+	out, err := r.Start(ctx, research.StartRequest{ThreadID: "t4", Question: "Tell me about the AI Act fines", FollowUp: true, Options: research.RunOptions{Depth: "quick"}}, nil)
 	if err != nil || out.Result == nil {
 		t.Fatalf("Start after cancel: %+v, %v", out, err)
 	}
@@ -230,7 +230,7 @@ func TestCancelWaiting(t *testing.T) {
 	w := newWorld(t)
 	r, a := w.researcher()
 	ctx := testCtx(t)
-	out, err := r.Start(ctx, bot.StartRequest{ThreadID: "t5", Question: question, Options: bot.RunOptions{Depth: "quick", ApproveDraft: true}}, nil)
+	out, err := r.Start(ctx, research.StartRequest{ThreadID: "t5", Question: question, Options: research.RunOptions{Depth: "quick", ApproveDraft: true}}, nil)
 	if err != nil || out.Interrupt == nil {
 		t.Fatalf("%+v, %v", out, err)
 	}
@@ -243,7 +243,7 @@ func TestCancelWaiting(t *testing.T) {
 	if err != nil || res.Status != agent.StatusCancelled || res.Finish != agent.FinishCancelled {
 		t.Fatalf("thread after cancel: %+v, %v", res, err)
 	}
-	if _, err := r.Resume(ctx, "t5", out.Interrupt.ID, bot.Answer{Action: bot.ActionApprove}, nil); err == nil {
+	if _, err := r.Resume(ctx, "t5", out.Interrupt.ID, research.Answer{Action: research.ActionApprove}, nil); err == nil {
 		t.Error("the cancelled interrupt could still be answered")
 	}
 	// cancelling again, or an unknown thread, is not an error
@@ -253,7 +253,7 @@ func TestCancelWaiting(t *testing.T) {
 	if err := r2.Cancel(ctx, "nothing-here"); err != nil {
 		t.Error(err)
 	}
-	out, err = r.Start(ctx, bot.StartRequest{ThreadID: "t5", Question: question, FollowUp: true, Options: bot.RunOptions{Depth: "quick"}}, nil)
+	out, err = r.Start(ctx, research.StartRequest{ThreadID: "t5", Question: question, FollowUp: true, Options: research.RunOptions{Depth: "quick"}}, nil)
 	if err != nil || out.Result == nil {
 		t.Fatalf("Start after cancel: %+v, %v", out, err)
 	}
@@ -269,7 +269,7 @@ func TestContinueAfterStop(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Start(runCtx, bot.StartRequest{ThreadID: "t6", Question: question, Options: bot.RunOptions{Depth: "quick"}}, nil)
+		_, err := r.Start(runCtx, research.StartRequest{ThreadID: "t6", Question: question, Options: research.RunOptions{Depth: "quick"}}, nil)
 		done <- err
 	}()
 	<-w.brain.entered
@@ -305,7 +305,7 @@ func TestStartRepeatedForFinishedRun(t *testing.T) {
 	w := newWorld(t)
 	r, _ := w.researcher()
 	ctx := testCtx(t)
-	req := bot.StartRequest{RunID: "run1", ThreadID: "t7", Question: question, Options: bot.RunOptions{Depth: "quick"}}
+	req := research.StartRequest{RunID: "run1", ThreadID: "t7", Question: question, Options: research.RunOptions{Depth: "quick"}}
 	first, err := r.Start(ctx, req, nil)
 	if err != nil || first.Result == nil {
 		t.Fatalf("Start: %+v, %v", first, err)

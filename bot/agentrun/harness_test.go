@@ -14,9 +14,9 @@ import (
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
-	"deepresearch/bot"
 	"deepresearch/bot/agentrun"
 	"deepresearch/graph/memsaver"
+	"deepresearch/research"
 	"deepresearch/tools/search"
 )
 
@@ -192,19 +192,19 @@ func (w *world) researcher() (*agentrun.Researcher, *agent.Agent) {
 // recorder is a ProgressSink that keeps every snapshot.
 type recorder struct {
 	mu    sync.Mutex
-	snaps []bot.Progress
+	snaps []research.Progress
 }
 
-func (r *recorder) sink(p bot.Progress) {
+func (r *recorder) sink(p research.Progress) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.snaps = append(r.snaps, p)
 }
 
-func (r *recorder) all() []bot.Progress {
+func (r *recorder) all() []research.Progress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]bot.Progress(nil), r.snaps...)
+	return append([]research.Progress(nil), r.snaps...)
 }
 
 func testCtx(t *testing.T) context.Context {

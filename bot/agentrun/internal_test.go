@@ -5,19 +5,19 @@ import (
 	"testing"
 
 	"deepresearch/agent"
-	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 func TestAnswerMapping(t *testing.T) {
 	cases := []struct {
-		in   bot.Answer
+		in   research.Answer
 		want agent.Answer
 	}{
-		{bot.Answer{Action: bot.ActionApprove, Text: "ignored"}, agent.Answer{Action: agent.ActionApprove}},
-		{bot.Answer{Action: bot.ActionRevise, Text: " shorter "}, agent.Answer{Action: agent.ActionRevise, Feedback: "shorter"}},
-		{bot.Answer{Action: bot.ActionMore, Text: "SMEs"}, agent.Answer{Action: agent.ActionResearch, Feedback: "SMEs"}},
-		{bot.Answer{Action: bot.ActionCancel}, agent.Answer{Action: agent.ActionCancel}},
-		{bot.Answer{Action: bot.ActionAnswer, Text: "2026"}, agent.Answer{Action: agent.ActionAnswer, Text: "2026"}},
+		{research.Answer{Action: research.ActionApprove, Text: "ignored"}, agent.Answer{Action: agent.ActionApprove}},
+		{research.Answer{Action: research.ActionRevise, Text: " shorter "}, agent.Answer{Action: agent.ActionRevise, Feedback: "shorter"}},
+		{research.Answer{Action: research.ActionMore, Text: "SMEs"}, agent.Answer{Action: agent.ActionResearch, Feedback: "SMEs"}},
+		{research.Answer{Action: research.ActionCancel}, agent.Answer{Action: agent.ActionCancel}},
+		{research.Answer{Action: research.ActionAnswer, Text: "2026"}, agent.Answer{Action: agent.ActionAnswer, Text: "2026"}},
 	}
 	for _, c := range cases {
 		if got := toAgentAnswer(c.in); got != c.want {
@@ -25,7 +25,7 @@ func TestAnswerMapping(t *testing.T) {
 		}
 	}
 	in := toBotInterrupt(agent.Interrupt{ID: "i1", Kind: agent.InterruptClarify, Question: "Which year?"})
-	if in.Kind != bot.InterruptQuestion || in.Text != "Which year?" || in.ID != "i1" {
+	if in.Kind != research.InterruptQuestion || in.Text != "Which year?" || in.ID != "i1" {
 		t.Errorf("clarify → %+v", in)
 	}
 	res := toBotResult(&agent.Result{Status: agent.StatusReplied, Reply: "Hello!"})

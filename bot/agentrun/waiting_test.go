@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 // TestProgressShowsWaitingForTheModel: while a model call is retried, the
@@ -15,7 +15,7 @@ func TestProgressShowsWaitingForTheModel(t *testing.T) {
 	w.brain.failFirst.Store("planner")
 	r, _ := w.researcher()
 	rec := &recorder{}
-	out, err := r.Start(testCtx(t), bot.StartRequest{RunID: "run1", ThreadID: "tw", Question: question, Options: bot.RunOptions{Depth: "quick"}}, rec.sink)
+	out, err := r.Start(testCtx(t), research.StartRequest{RunID: "run1", ThreadID: "tw", Question: question, Options: research.RunOptions{Depth: "quick"}}, rec.sink)
 	if err != nil || out.Result == nil {
 		t.Fatalf("Start: %+v, %v", out, err)
 	}

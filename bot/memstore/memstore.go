@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 )
 
@@ -19,11 +20,11 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	events  map[string]time.Time
-	threads map[bot.ThreadKey]bot.Thread
-	runs    map[string]*bot.Run
+	threads map[research.ThreadKey]research.Thread
+	runs    map[string]*research.Run
 	order   []string // run ids in creation order
-	uploads map[string]bot.Upload
-	inbox   map[string]*bot.InboxEntry
+	uploads map[string]research.Upload
+	inbox   map[string]*research.InboxEntry
 	// instances: instance id -> when it last announced itself
 	instances map[string]time.Time
 }
@@ -34,16 +35,16 @@ var _ bot.Store = (*Store)(nil)
 func New() *Store {
 	return &Store{
 		events:  map[string]time.Time{},
-		threads: map[bot.ThreadKey]bot.Thread{},
-		runs:    map[string]*bot.Run{},
-		uploads: map[string]bot.Upload{},
-		inbox:   map[string]*bot.InboxEntry{},
+		threads: map[research.ThreadKey]research.Thread{},
+		runs:    map[string]*research.Run{},
+		uploads: map[string]research.Upload{},
+		inbox:   map[string]*research.InboxEntry{},
 
 		instances: map[string]time.Time{},
 	}
 }
 
-func clone(r *bot.Run) bot.Run {
+func clone(r *research.Run) research.Run {
 	c := *r
 	if r.Interrupt != nil {
 		i := *r.Interrupt
@@ -122,14 +123,14 @@ func (s *Store) LeaveInstance(_ context.Context, id string) error {
 	return nil
 }
 
-func cloneEntry(e *bot.InboxEntry) bot.InboxEntry {
+func cloneEntry(e *research.InboxEntry) research.InboxEntry {
 	c := *e
 	c.Payload = slices.Clone(e.Payload)
 	return c
 }
 
 // PutInbox implements bot.Store.
-func (s *Store) PutInbox(_ context.Context, es []bot.InboxEntry) ([]bool, error) {
+func (s *Store) PutInbox(_ context.Context, es []research.InboxEntry) ([]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stored := make([]bool, len(es))
@@ -146,16 +147,16 @@ func (s *Store) PutInbox(_ context.Context, es []bot.InboxEntry) ([]bool, error)
 }
 
 // ClaimInbox implements bot.Store.
-func (s *Store) ClaimInbox(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.InboxEntry, error) {
+func (s *Store) ClaimInbox(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var due []*bot.InboxEntry
+	var due []*research.InboxEntry
 	for _, e := range s.inbox {
 		if !e.Done() && e.LeaseUntil.Before(now) {
 			due = append(due, e)
 		}
 	}
-	slices.SortFunc(due, func(a, b *bot.InboxEntry) int {
+	slices.SortFunc(due, func(a, b *research.InboxEntry) int {
 		if c := a.ReceivedAt.Compare(b.ReceivedAt); c != 0 {
 			return c
 		}
@@ -164,7 +165,7 @@ func (s *Store) ClaimInbox(_ context.Context, owner string, now time.Time, lease
 	if limit > 0 && len(due) > limit {
 		due = due[:limit]
 	}
-	out := make([]bot.InboxEntry, 0, len(due))
+	out := make([]research.InboxEntry, 0, len(due))
 	for _, e := range due {
 		e.Owner, e.LeaseUntil = owner, now.Add(lease)
 		e.Attempts++
@@ -174,13 +175,13 @@ func (s *Store) ClaimInbox(_ context.Context, owner string, now time.Time, lease
 }
 
 // heldEntry returns the entry key if owner holds it.
-func (s *Store) heldEntry(key, owner string) (*bot.InboxEntry, error) {
+func (s *Store) heldEntry(key, owner string) (*research.InboxEntry, error) {
 	e, ok := s.inbox[key]
 	if !ok {
-		return nil, fmt.Errorf("inbox entry %s: %w", key, bot.ErrNotFound)
+		return nil, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
 	}
 	if e.Done() || e.Owner != owner {
-		return nil, fmt.Errorf("inbox entry %s (held by %q, done %v): %w", key, e.Owner, e.Done(), bot.ErrLeaseLost)
+		return nil, fmt.Errorf("inbox entry %s (held by %q, done %v): %w", key, e.Owner, e.Done(), research.ErrLeaseLost)
 	}
 	return e, nil
 }
@@ -210,18 +211,18 @@ func (s *Store) FinishInbox(_ context.Context, key, owner string, now time.Time)
 }
 
 // InboxEntry implements bot.Store.
-func (s *Store) InboxEntry(_ context.Context, key string) (bot.InboxEntry, error) {
+func (s *Store) InboxEntry(_ context.Context, key string) (research.InboxEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.inbox[key]
 	if !ok {
-		return bot.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, bot.ErrNotFound)
+		return research.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
 	}
 	return cloneEntry(e), nil
 }
 
 // PutThread implements bot.Store.
-func (s *Store) PutThread(_ context.Context, t bot.Thread) (bot.Thread, error) {
+func (s *Store) PutThread(_ context.Context, t research.Thread) (research.Thread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.threads[t.Key]; ok {
@@ -232,23 +233,23 @@ func (s *Store) PutThread(_ context.Context, t bot.Thread) (bot.Thread, error) {
 }
 
 // Thread implements bot.Store.
-func (s *Store) Thread(_ context.Context, key bot.ThreadKey) (bot.Thread, error) {
+func (s *Store) Thread(_ context.Context, key research.ThreadKey) (research.Thread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.threads[key]
 	if !ok {
-		return bot.Thread{}, fmt.Errorf("thread %v: %w", key, bot.ErrNotFound)
+		return research.Thread{}, fmt.Errorf("thread %v: %w", key, research.ErrNotFound)
 	}
 	return t, nil
 }
 
 // CreateRun implements bot.Store.
-func (s *Store) CreateRun(_ context.Context, r bot.Run, maxPerUser int) error {
+func (s *Store) CreateRun(_ context.Context, r research.Run, maxPerUser int) error {
 	r = r.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.runs[r.ID]; ok {
-		return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+		return fmt.Errorf("run %s: %w", r.ID, research.ErrConflict)
 	}
 	perUser := 0
 	for _, o := range s.runs {
@@ -256,16 +257,16 @@ func (s *Store) CreateRun(_ context.Context, r bot.Run, maxPerUser int) error {
 			continue
 		}
 		if o.ThreadID == r.ThreadID {
-			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+			return fmt.Errorf("thread %s: %w", r.ThreadID, research.ErrThreadBusy)
 		}
 		if o.Requester == r.Requester {
 			perUser++
 		}
 	}
 	if maxPerUser > 0 && perUser >= maxPerUser {
-		return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, bot.ErrUserLimit)
+		return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 	}
-	r.State = bot.StateQueued
+	r.State = research.StateQueued
 	r.Owner, r.LeaseUntil, r.Attempt = "", time.Time{}, 0
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = r.CreatedAt
@@ -276,27 +277,27 @@ func (s *Store) CreateRun(_ context.Context, r bot.Run, maxPerUser int) error {
 	return nil
 }
 
-func (s *Store) get(id string) (*bot.Run, error) {
+func (s *Store) get(id string) (*research.Run, error) {
 	r, ok := s.runs[id]
 	if !ok {
-		return nil, fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+		return nil, fmt.Errorf("run %s: %w", id, research.ErrNotFound)
 	}
 	return r, nil
 }
 
 // Run implements bot.Store.
-func (s *Store) Run(_ context.Context, id string) (bot.Run, error) {
+func (s *Store) Run(_ context.Context, id string) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
 	return clone(r), nil
 }
 
 // LatestRun implements bot.Store.
-func (s *Store) LatestRun(_ context.Context, threadID string) (bot.Run, error) {
+func (s *Store) LatestRun(_ context.Context, threadID string) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.order) - 1; i >= 0; i-- {
@@ -304,14 +305,14 @@ func (s *Store) LatestRun(_ context.Context, threadID string) (bot.Run, error) {
 			return clone(r), nil
 		}
 	}
-	return bot.Run{}, fmt.Errorf("latest run of %s: %w", threadID, bot.ErrNotFound)
+	return research.Run{}, fmt.Errorf("latest run of %s: %w", threadID, research.ErrNotFound)
 }
 
 // ListRuns implements bot.Store.
-func (s *Store) ListRuns(_ context.Context, f bot.RunFilter) ([]bot.Run, error) {
+func (s *Store) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []bot.Run
+	var out []research.Run
 	for i := len(s.order) - 1; i >= 0; i-- {
 		r := s.runs[s.order[i]]
 		if f.Requester != "" && r.Requester != f.Requester {
@@ -331,18 +332,18 @@ func (s *Store) ListRuns(_ context.Context, f bot.RunFilter) ([]bot.Run, error) 
 	return out, nil
 }
 
-func acquirable(r *bot.Run, now time.Time) bool {
+func acquirable(r *research.Run, now time.Time) bool {
 	switch r.State {
-	case bot.StateQueued:
+	case research.StateQueued:
 		return true
-	case bot.StateRunning:
+	case research.StateRunning:
 		return r.LeaseUntil.Before(now)
 	}
 	return false
 }
 
-func acquire(r *bot.Run, owner string, now time.Time, lease time.Duration) {
-	r.State = bot.StateRunning
+func acquire(r *research.Run, owner string, now time.Time, lease time.Duration) {
+	r.State = research.StateRunning
 	r.Owner = owner
 	r.LeaseUntil = now.Add(lease)
 	r.Attempt++
@@ -350,25 +351,25 @@ func acquire(r *bot.Run, owner string, now time.Time, lease time.Duration) {
 }
 
 // AcquireRun implements bot.Store.
-func (s *Store) AcquireRun(_ context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+func (s *Store) AcquireRun(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
 	if !acquirable(r, now) {
-		return bot.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, bot.ErrNotAcquired)
+		return research.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, research.ErrNotAcquired)
 	}
 	acquire(r, owner, now, lease)
 	return clone(r), nil
 }
 
 // AcquireRuns implements bot.Store.
-func (s *Store) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.Run, error) {
+func (s *Store) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []bot.Run
+	var out []research.Run
 	for _, id := range s.order {
 		if limit > 0 && len(out) >= limit {
 			break
@@ -382,24 +383,24 @@ func (s *Store) AcquireRuns(_ context.Context, owner string, now time.Time, leas
 	return out, nil
 }
 
-func (s *Store) held(id, owner string) (*bot.Run, error) {
+func (s *Store) held(id, owner string) (*research.Run, error) {
 	r, err := s.get(id)
 	if err != nil {
 		return nil, err
 	}
-	if r.State != bot.StateRunning || r.Owner != owner {
-		return nil, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, bot.ErrLeaseLost)
+	if r.State != research.StateRunning || r.Owner != owner {
+		return nil, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, research.ErrLeaseLost)
 	}
 	return r, nil
 }
 
 // Heartbeat implements bot.Store.
-func (s *Store) Heartbeat(_ context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+func (s *Store) Heartbeat(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.held(id, owner)
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
 	r.LeaseUntil = now.Add(lease)
 	r.UpdatedAt = now
@@ -414,7 +415,7 @@ func (s *Store) ReleaseRun(_ context.Context, id, owner string, now time.Time) e
 	if err != nil {
 		return err
 	}
-	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = bot.StateQueued, "", time.Time{}, now
+	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = research.StateQueued, "", time.Time{}, now
 	if r.Attempt > 1 {
 		// A run handed back cleanly is no failed try: its next pickup
 		// does not count toward the bound (see bot.Store.ReleaseRun).
@@ -424,7 +425,7 @@ func (s *Store) ReleaseRun(_ context.Context, id, owner string, now time.Time) e
 }
 
 // WaitRun implements bot.Store.
-func (s *Store) WaitRun(_ context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+func (s *Store) WaitRun(_ context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -432,14 +433,14 @@ func (s *Store) WaitRun(_ context.Context, id, owner string, intr bot.PendingInt
 	if err != nil {
 		return err
 	}
-	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = bot.StateWaiting, "", time.Time{}, now
+	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = research.StateWaiting, "", time.Time{}, now
 	r.Interrupt = &intr
 	r.Decision = nil
 	return nil
 }
 
 // FinishRun implements bot.Store.
-func (s *Store) FinishRun(_ context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+func (s *Store) FinishRun(_ context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
 	if state.Active() {
 		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
@@ -470,59 +471,59 @@ func (s *Store) SetStatusMessage(_ context.Context, id, ts string) (string, erro
 }
 
 // Decide implements bot.Store.
-func (s *Store) Decide(_ context.Context, runID string, d bot.Decision) (bot.Run, error) {
+func (s *Store) Decide(_ context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(runID)
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
 	if r.Interrupt == nil || r.Interrupt.ID != d.InterruptID {
-		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrNotWaiting)
+		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrNotWaiting)
 	}
 	if r.Decision != nil {
-		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrAlreadyDecided)
+		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrAlreadyDecided)
 	}
-	if r.State != bot.StateWaiting {
-		return clone(r), fmt.Errorf("run %s is %s: %w", runID, r.State, bot.ErrNotWaiting)
+	if r.State != research.StateWaiting {
+		return clone(r), fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrNotWaiting)
 	}
 	dc := d
 	r.Decision = &dc
 	r.UpdatedAt = d.At
-	if d.Action == bot.ActionCancel {
-		r.State, r.FinishedAt, r.CancelRequestedBy = bot.StateCancelled, d.At, d.By
+	if d.Action == research.ActionCancel {
+		r.State, r.FinishedAt, r.CancelRequestedBy = research.StateCancelled, d.At, d.By
 	} else {
-		r.State, r.Attempt = bot.StateQueued, 0
+		r.State, r.Attempt = research.StateQueued, 0
 	}
 	return clone(r), nil
 }
 
 // RequestCancel implements bot.Store.
-func (s *Store) RequestCancel(_ context.Context, runID, by string, now time.Time) (bot.Run, bool, error) {
+func (s *Store) RequestCancel(_ context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(runID)
 	if err != nil {
-		return bot.Run{}, false, err
+		return research.Run{}, false, err
 	}
 	switch r.State {
-	case bot.StateQueued, bot.StateWaiting:
-		r.State, r.Owner, r.LeaseUntil = bot.StateCancelled, "", time.Time{}
+	case research.StateQueued, research.StateWaiting:
+		r.State, r.Owner, r.LeaseUntil = research.StateCancelled, "", time.Time{}
 		r.CancelRequestedBy, r.UpdatedAt, r.FinishedAt = by, now, now
 		return clone(r), true, nil
-	case bot.StateRunning:
+	case research.StateRunning:
 		if r.CancelRequestedBy == "" {
 			r.CancelRequestedBy = by
 			r.UpdatedAt = now
 		}
 		return clone(r), false, nil
 	}
-	return clone(r), false, fmt.Errorf("run %s is %s: %w", runID, r.State, bot.ErrFinished)
+	return clone(r), false, fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrFinished)
 }
 
 // RecordUpload implements bot.Store.
-func (s *Store) RecordUpload(_ context.Context, u bot.Upload) (bool, error) {
+func (s *Store) RecordUpload(_ context.Context, u research.Upload) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.uploads[u.RunID]; ok {
@@ -533,12 +534,12 @@ func (s *Store) RecordUpload(_ context.Context, u bot.Upload) (bool, error) {
 }
 
 // Upload implements bot.Store.
-func (s *Store) Upload(_ context.Context, runID string) (bot.Upload, error) {
+func (s *Store) Upload(_ context.Context, runID string) (research.Upload, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.uploads[runID]
 	if !ok {
-		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
+		return research.Upload{}, fmt.Errorf("upload of %s: %w", runID, research.ErrNotFound)
 	}
 	return u, nil
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 // Run runs the conformance suite.
@@ -70,12 +71,14 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func key(ts string) bot.ThreadKey { return bot.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: ts} }
+func key(ts string) research.ThreadKey {
+	return research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: ts}
+}
 
-func newRun(id, thread, user string) bot.Run {
+func newRun(id, thread, user string) research.Run {
 	k := key(thread)
-	return bot.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id,
-		Options: bot.RunOptions{ApproveDraft: true, Depth: "deep"}, CreatedAt: at(0), UpdatedAt: at(0)}
+	return research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id,
+		Options: research.RunOptions{ApproveDraft: true, Depth: "deep"}, CreatedAt: at(0), UpdatedAt: at(0)}
 }
 
 func must(t *testing.T, err error) {
@@ -92,7 +95,7 @@ func wantErr(t *testing.T, err, target error) {
 	}
 }
 
-func create(t *testing.T, s bot.Store, r bot.Run) bot.Run {
+func create(t *testing.T, s bot.Store, r research.Run) research.Run {
 	t.Helper()
 	must(t, s.CreateRun(ctx(t), r, 0))
 	got, err := s.Run(ctx(t), r.ID)
@@ -148,8 +151,8 @@ func testClaimEventConcurrent(t *testing.T, s bot.Store) {
 func testThreads(t *testing.T, s bot.Store) {
 	c := ctx(t)
 	_, err := s.Thread(c, key("1.0"))
-	wantErr(t, err, bot.ErrNotFound)
-	th := bot.Thread{Key: key("1.0"), ThreadID: key("1.0").ThreadID(), Requester: "U1", DM: true, CreatedAt: at(0)}
+	wantErr(t, err, research.ErrNotFound)
+	th := research.Thread{Key: key("1.0"), ThreadID: key("1.0").ThreadID(), Requester: "U1", DM: true, CreatedAt: at(0)}
 	got, err := s.PutThread(c, th)
 	must(t, err)
 	if got != th {
@@ -172,24 +175,24 @@ func testThreads(t *testing.T, s bot.Store) {
 func testCreateRunRules(t *testing.T, s bot.Store) {
 	c := ctx(t)
 	r := create(t, s, newRun("r1", "1.0", "U1"))
-	if r.State != bot.StateQueued || r.Attempt != 0 || r.Owner != "" {
+	if r.State != research.StateQueued || r.Attempt != 0 || r.Owner != "" {
 		t.Errorf("new run = %+v", r)
 	}
-	wantErr(t, s.CreateRun(c, newRun("r1", "9.0", "U9"), 0), bot.ErrConflict)
+	wantErr(t, s.CreateRun(c, newRun("r1", "9.0", "U9"), 0), research.ErrConflict)
 	// The same run again (one message handled twice): a conflict, not a
 	// busy thread, although its thread has an active run.
-	wantErr(t, s.CreateRun(c, newRun("r1", "1.0", "U1"), 1), bot.ErrConflict)
-	wantErr(t, s.CreateRun(c, newRun("r2", "1.0", "U2"), 0), bot.ErrThreadBusy)
+	wantErr(t, s.CreateRun(c, newRun("r1", "1.0", "U1"), 1), research.ErrConflict)
+	wantErr(t, s.CreateRun(c, newRun("r2", "1.0", "U2"), 0), research.ErrThreadBusy)
 	must(t, s.CreateRun(c, newRun("r3", "2.0", "U1"), 2))
-	wantErr(t, s.CreateRun(c, newRun("r4", "3.0", "U1"), 2), bot.ErrUserLimit)
+	wantErr(t, s.CreateRun(c, newRun("r4", "3.0", "U1"), 2), research.ErrUserLimit)
 	must(t, s.CreateRun(c, newRun("r5", "3.0", "U1"), 0)) // no limit
 	// A finished run frees its thread and its user's slot.
 	_, err := s.AcquireRun(c, "r1", "A", at(1), time.Minute)
 	must(t, err)
-	must(t, s.FinishRun(c, "r1", "A", bot.StateDone, "", at(2)))
+	must(t, s.FinishRun(c, "r1", "A", research.StateDone, "", at(2)))
 	must(t, s.CreateRun(c, newRun("r6", "1.0", "U2"), 1))
 	_, err = s.Run(c, "nope")
-	wantErr(t, err, bot.ErrNotFound)
+	wantErr(t, err, research.ErrNotFound)
 }
 
 func testAcquireAndLease(t *testing.T, s bot.Store) {
@@ -197,20 +200,20 @@ func testAcquireAndLease(t *testing.T, s bot.Store) {
 	create(t, s, newRun("r1", "1.0", "U1"))
 	r, err := s.AcquireRun(c, "r1", "A", at(0), 10*time.Second)
 	must(t, err)
-	if r.State != bot.StateRunning || r.Owner != "A" || r.Attempt != 1 || !r.LeaseUntil.Equal(at(10)) {
+	if r.State != research.StateRunning || r.Owner != "A" || r.Attempt != 1 || !r.LeaseUntil.Equal(at(10)) {
 		t.Fatalf("acquired = %+v", r)
 	}
 	_, err = s.AcquireRun(c, "r1", "B", at(5), 10*time.Second)
-	wantErr(t, err, bot.ErrNotAcquired)
+	wantErr(t, err, research.ErrNotAcquired)
 	r, err = s.Heartbeat(c, "r1", "A", at(8), 10*time.Second)
 	must(t, err)
 	if !r.LeaseUntil.Equal(at(18)) {
 		t.Errorf("lease after heartbeat = %v", r.LeaseUntil)
 	}
 	_, err = s.Heartbeat(c, "r1", "B", at(8), 10*time.Second)
-	wantErr(t, err, bot.ErrLeaseLost)
+	wantErr(t, err, research.ErrLeaseLost)
 	_, err = s.AcquireRun(c, "r1", "B", at(17), 10*time.Second)
-	wantErr(t, err, bot.ErrNotAcquired)
+	wantErr(t, err, research.ErrNotAcquired)
 	// The lease expires: B takes over, A is fenced off.
 	r, err = s.AcquireRun(c, "r1", "B", at(19), 10*time.Second)
 	must(t, err)
@@ -218,12 +221,12 @@ func testAcquireAndLease(t *testing.T, s bot.Store) {
 		t.Fatalf("takeover = %+v", r)
 	}
 	_, err = s.Heartbeat(c, "r1", "A", at(20), 10*time.Second)
-	wantErr(t, err, bot.ErrLeaseLost)
-	wantErr(t, s.FinishRun(c, "r1", "A", bot.StateDone, "", at(20)), bot.ErrLeaseLost)
-	wantErr(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i"}, at(20)), bot.ErrLeaseLost)
-	wantErr(t, s.ReleaseRun(c, "r1", "A", at(20)), bot.ErrLeaseLost)
+	wantErr(t, err, research.ErrLeaseLost)
+	wantErr(t, s.FinishRun(c, "r1", "A", research.StateDone, "", at(20)), research.ErrLeaseLost)
+	wantErr(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i"}, at(20)), research.ErrLeaseLost)
+	wantErr(t, s.ReleaseRun(c, "r1", "A", at(20)), research.ErrLeaseLost)
 	_, err = s.AcquireRun(c, "nope", "A", at(0), time.Second)
-	if !errors.Is(err, bot.ErrNotFound) && !errors.Is(err, bot.ErrNotAcquired) {
+	if !errors.Is(err, research.ErrNotFound) && !errors.Is(err, research.ErrNotAcquired) {
 		t.Errorf("acquire unknown run: %v", err)
 	}
 }
@@ -239,7 +242,7 @@ func testAcquireConcurrent(t *testing.T, s bot.Store) {
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case !errors.Is(err, bot.ErrNotAcquired):
+			case !errors.Is(err, research.ErrNotAcquired):
 				t.Error(err)
 			}
 		})
@@ -262,7 +265,7 @@ func testAcquireRuns(t *testing.T, s bot.Store) {
 	must(t, err)
 	_, err = s.AcquireRun(c, "r1", "A", at(10), time.Minute)
 	must(t, err)
-	must(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptDraft}, at(10)))
+	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft}, at(10)))
 
 	// Several processes race for the rest: each run goes to exactly one.
 	var mu sync.Mutex
@@ -286,7 +289,7 @@ func testAcquireRuns(t *testing.T, s bot.Store) {
 					t.Errorf("run %s acquired by %s and %s", r.ID, prev, owner)
 				}
 				got[r.ID] = owner
-				if r.State != bot.StateRunning || r.Owner != owner || r.Attempt != 1 {
+				if r.State != research.StateRunning || r.Owner != owner || r.Attempt != 1 {
 					t.Errorf("acquired run = %+v", r)
 				}
 			}
@@ -313,29 +316,29 @@ func testWaitDecide(t *testing.T, s bot.Store) {
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
 	must(t, err)
-	d := bot.Decision{InterruptID: "i1", Action: bot.ActionApprove, By: "U1", At: at(2)}
+	d := research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: "U1", At: at(2)}
 	_, err = s.Decide(c, "r1", d)
-	wantErr(t, err, bot.ErrNotWaiting)
-	pi := bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptDraft, Text: "draft", MessageTS: "5.0"}
+	wantErr(t, err, research.ErrNotWaiting)
+	pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft, Text: "draft", MessageTS: "5.0"}
 	must(t, s.WaitRun(c, "r1", "A", pi, at(1)))
 	r, err := s.Run(c, "r1")
 	must(t, err)
-	if r.State != bot.StateWaiting || r.Owner != "" || r.Interrupt == nil || *r.Interrupt != pi || r.Decision != nil {
+	if r.State != research.StateWaiting || r.Owner != "" || r.Interrupt == nil || *r.Interrupt != pi || r.Decision != nil {
 		t.Fatalf("waiting run = %+v", r)
 	}
-	if _, err := s.AcquireRun(c, "r1", "B", at(100), time.Minute); !errors.Is(err, bot.ErrNotAcquired) {
+	if _, err := s.AcquireRun(c, "r1", "B", at(100), time.Minute); !errors.Is(err, research.ErrNotAcquired) {
 		t.Fatalf("a waiting run was acquired: %v", err)
 	}
-	_, err = s.Decide(c, "r1", bot.Decision{InterruptID: "other", Action: bot.ActionApprove, By: "U1", At: at(2)})
-	wantErr(t, err, bot.ErrNotWaiting)
+	_, err = s.Decide(c, "r1", research.Decision{InterruptID: "other", Action: research.ActionApprove, By: "U1", At: at(2)})
+	wantErr(t, err, research.ErrNotWaiting)
 	d.Text = "ok"
 	r, err = s.Decide(c, "r1", d)
 	must(t, err)
-	if r.State != bot.StateQueued || r.Decision == nil || *r.Decision != d || r.Attempt != 0 {
+	if r.State != research.StateQueued || r.Decision == nil || *r.Decision != d || r.Attempt != 0 {
 		t.Fatalf("decided run = %+v", r)
 	}
-	r2, err := s.Decide(c, "r1", bot.Decision{InterruptID: "i1", Action: bot.ActionRevise, By: "U2", At: at(3)})
-	wantErr(t, err, bot.ErrAlreadyDecided)
+	r2, err := s.Decide(c, "r1", research.Decision{InterruptID: "i1", Action: research.ActionRevise, By: "U2", At: at(3)})
+	wantErr(t, err, research.ErrAlreadyDecided)
 	if r2.Decision == nil || r2.Decision.By != "U1" {
 		t.Errorf("second decision sees %+v", r2.Decision)
 	}
@@ -345,7 +348,7 @@ func testWaitDecide(t *testing.T, s bot.Store) {
 		t.Errorf("resumed run = %+v", r)
 	}
 	// A new interrupt clears the old decision.
-	must(t, s.WaitRun(c, "r1", "B", bot.PendingInterrupt{ID: "i2", Kind: bot.InterruptPlan}, at(5)))
+	must(t, s.WaitRun(c, "r1", "B", research.PendingInterrupt{ID: "i2", Kind: research.InterruptPlan}, at(5)))
 	r, _ = s.Run(c, "r1")
 	if r.Decision != nil || r.Interrupt.ID != "i2" {
 		t.Errorf("after second wait = %+v", r)
@@ -357,16 +360,16 @@ func testDecideConcurrent(t *testing.T, s bot.Store) {
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
 	must(t, err)
-	must(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptDraft}, at(1)))
+	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft}, at(1)))
 	var wins atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() {
-			_, err := s.Decide(c, "r1", bot.Decision{InterruptID: "i1", Action: bot.ActionApprove, By: fmt.Sprintf("U%d", i), At: at(2)})
+			_, err := s.Decide(c, "r1", research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: fmt.Sprintf("U%d", i), At: at(2)})
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case !errors.Is(err, bot.ErrAlreadyDecided) && !errors.Is(err, bot.ErrNotWaiting):
+			case !errors.Is(err, research.ErrAlreadyDecided) && !errors.Is(err, research.ErrNotWaiting):
 				t.Error(err)
 			}
 		})
@@ -382,10 +385,10 @@ func testDecideCancel(t *testing.T, s bot.Store) {
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
 	must(t, err)
-	must(t, s.WaitRun(c, "r1", "A", bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptPlan}, at(1)))
-	r, err := s.Decide(c, "r1", bot.Decision{InterruptID: "i1", Action: bot.ActionCancel, By: "U1", At: at(2)})
+	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan}, at(1)))
+	r, err := s.Decide(c, "r1", research.Decision{InterruptID: "i1", Action: research.ActionCancel, By: "U1", At: at(2)})
 	must(t, err)
-	if r.State != bot.StateCancelled || r.FinishedAt.IsZero() {
+	if r.State != research.StateCancelled || r.FinishedAt.IsZero() {
 		t.Fatalf("cancel decision = %+v", r)
 	}
 	runs, err := s.AcquireRuns(c, "B", at(3), time.Minute, 0)
@@ -401,11 +404,11 @@ func testRequestCancel(t *testing.T, s bot.Store) {
 	create(t, s, newRun("q", "1.0", "U1"))
 	r, now, err := s.RequestCancel(c, "q", "U1", at(1))
 	must(t, err)
-	if !now || r.State != bot.StateCancelled || r.CancelRequestedBy != "U1" {
+	if !now || r.State != research.StateCancelled || r.CancelRequestedBy != "U1" {
 		t.Fatalf("cancel queued = %+v %v", r, now)
 	}
 	_, _, err = s.RequestCancel(c, "q", "U1", at(2))
-	wantErr(t, err, bot.ErrFinished)
+	wantErr(t, err, research.ErrFinished)
 
 	// Running: flagged; the owner sees it in Heartbeat and finishes it.
 	create(t, s, newRun("r", "2.0", "U1"))
@@ -413,7 +416,7 @@ func testRequestCancel(t *testing.T, s bot.Store) {
 	must(t, err)
 	r, now, err = s.RequestCancel(c, "r", "U2", at(1))
 	must(t, err)
-	if now || r.State != bot.StateRunning || r.CancelRequestedBy != "U2" {
+	if now || r.State != research.StateRunning || r.CancelRequestedBy != "U2" {
 		t.Fatalf("cancel running = %+v %v", r, now)
 	}
 	hb, err := s.Heartbeat(c, "r", "A", at(2), time.Minute)
@@ -421,20 +424,20 @@ func testRequestCancel(t *testing.T, s bot.Store) {
 	if hb.CancelRequestedBy != "U2" {
 		t.Errorf("heartbeat does not carry the cancel: %+v", hb)
 	}
-	must(t, s.FinishRun(c, "r", "A", bot.StateCancelled, "", at(3)))
+	must(t, s.FinishRun(c, "r", "A", research.StateCancelled, "", at(3)))
 
 	// Waiting: cancelled at once; a later decision is refused.
 	create(t, s, newRun("w", "3.0", "U1"))
 	_, err = s.AcquireRun(c, "w", "A", at(0), time.Minute)
 	must(t, err)
-	must(t, s.WaitRun(c, "w", "A", bot.PendingInterrupt{ID: "i"}, at(1)))
+	must(t, s.WaitRun(c, "w", "A", research.PendingInterrupt{ID: "i"}, at(1)))
 	_, now, err = s.RequestCancel(c, "w", "U1", at(2))
 	must(t, err)
 	if !now {
 		t.Error("waiting run not cancelled at once")
 	}
-	_, err = s.Decide(c, "w", bot.Decision{InterruptID: "i", Action: bot.ActionApprove, By: "U1", At: at(3)})
-	wantErr(t, err, bot.ErrNotWaiting)
+	_, err = s.Decide(c, "w", research.Decision{InterruptID: "i", Action: research.ActionApprove, By: "U1", At: at(3)})
+	wantErr(t, err, research.ErrNotWaiting)
 }
 
 func testFinishAndRelease(t *testing.T, s bot.Store) {
@@ -444,7 +447,7 @@ func testFinishAndRelease(t *testing.T, s bot.Store) {
 	must(t, err)
 	must(t, s.ReleaseRun(c, "r1", "A", at(1)))
 	r, _ := s.Run(c, "r1")
-	if r.State != bot.StateQueued || r.Owner != "" {
+	if r.State != research.StateQueued || r.Owner != "" {
 		t.Fatalf("released = %+v", r)
 	}
 	r, err = s.AcquireRun(c, "r1", "B", at(2), time.Minute) // at once, no lease expiry needed
@@ -462,15 +465,15 @@ func testFinishAndRelease(t *testing.T, s bot.Store) {
 			t.Fatalf("attempt after %d more releases = %d, want 2", i+1, r.Attempt)
 		}
 	}
-	if err := s.FinishRun(c, "r1", "B", bot.StateRunning, "", at(3)); err == nil {
+	if err := s.FinishRun(c, "r1", "B", research.StateRunning, "", at(3)); err == nil {
 		t.Error("FinishRun accepted an active state")
 	}
-	must(t, s.FinishRun(c, "r1", "B", bot.StateFailed, "boom", at(3)))
+	must(t, s.FinishRun(c, "r1", "B", research.StateFailed, "boom", at(3)))
 	r, _ = s.Run(c, "r1")
-	if r.State != bot.StateFailed || r.Error != "boom" || !r.FinishedAt.Equal(at(3)) || r.Owner != "" {
+	if r.State != research.StateFailed || r.Error != "boom" || !r.FinishedAt.Equal(at(3)) || r.Owner != "" {
 		t.Errorf("failed run = %+v", r)
 	}
-	wantErr(t, s.FinishRun(c, "r1", "B", bot.StateDone, "", at(4)), bot.ErrLeaseLost)
+	wantErr(t, s.FinishRun(c, "r1", "B", research.StateDone, "", at(4)), research.ErrLeaseLost)
 }
 
 func testStatusMessage(t *testing.T, s bot.Store) {
@@ -492,8 +495,8 @@ func testStatusMessage(t *testing.T, s bot.Store) {
 func testUploads(t *testing.T, s bot.Store) {
 	c := ctx(t)
 	_, err := s.Upload(c, "r1")
-	wantErr(t, err, bot.ErrNotFound)
-	u := bot.Upload{RunID: "r1", FileID: "F1", MessageTS: "1.5", At: at(1)}
+	wantErr(t, err, research.ErrNotFound)
+	u := research.Upload{RunID: "r1", FileID: "F1", MessageTS: "1.5", At: at(1)}
 	var wins atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -531,24 +534,24 @@ func testListRuns(t *testing.T, s bot.Store) {
 	}
 	_, err := s.AcquireRun(c, "r2", "A", at(5), time.Minute)
 	must(t, err)
-	must(t, s.FinishRun(c, "r2", "A", bot.StateDone, "", at(6)))
-	ids := func(rs []bot.Run) []string {
+	must(t, s.FinishRun(c, "r2", "A", research.StateDone, "", at(6)))
+	ids := func(rs []research.Run) []string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.ID)
 		}
 		return out
 	}
-	all, err := s.ListRuns(c, bot.RunFilter{Requester: "U1"})
+	all, err := s.ListRuns(c, research.RunFilter{Requester: "U1"})
 	must(t, err)
 	if got := fmt.Sprint(ids(all)); got != "[r3 r2 r0]" {
 		t.Errorf("U1's runs = %s, want newest first [r3 r2 r0]", got)
 	}
-	lim, _ := s.ListRuns(c, bot.RunFilter{Requester: "U1", Limit: 2})
+	lim, _ := s.ListRuns(c, research.RunFilter{Requester: "U1", Limit: 2})
 	if got := fmt.Sprint(ids(lim)); got != "[r3 r2]" {
 		t.Errorf("limited = %s", got)
 	}
-	active, _ := s.ListRuns(c, bot.RunFilter{States: []bot.RunState{bot.StateQueued, bot.StateRunning, bot.StateWaiting}})
+	active, _ := s.ListRuns(c, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
 	if got := fmt.Sprint(ids(active)); got != "[r3 r1 r0]" {
 		t.Errorf("active = %s", got)
 	}
@@ -558,8 +561,8 @@ func testListRuns(t *testing.T, s bot.Store) {
 		t.Errorf("latest = %s", latest.ID)
 	}
 	_, err = s.LatestRun(c, "nope")
-	wantErr(t, err, bot.ErrNotFound)
-	byChan, _ := s.ListRuns(c, bot.RunFilter{Channel: "C9"})
+	wantErr(t, err, research.ErrNotFound)
+	byChan, _ := s.ListRuns(c, research.RunFilter{Channel: "C9"})
 	if len(byChan) != 0 {
 		t.Errorf("channel filter = %v", ids(byChan))
 	}
@@ -571,7 +574,7 @@ func testRoundTrip(t *testing.T, s bot.Store) {
 	r := newRun("r1", "1.0", "U1")
 	r.Question = "2026年の国内生成AI規制 <!here> & \"quotes\""
 	r.FollowUp = true
-	r.Options = bot.RunOptions{ApprovePlan: true, ApproveDraft: true, Depth: "deep", Language: "ja"}
+	r.Options = research.RunOptions{ApprovePlan: true, ApproveDraft: true, Depth: "deep", Language: "ja"}
 	r.CreatedAt = at(0.123)
 	r.UpdatedAt = at(0.123)
 	got := create(t, s, r)
@@ -581,9 +584,9 @@ func testRoundTrip(t *testing.T, s bot.Store) {
 	}
 	_, err := s.AcquireRun(c, "r1", "A", at(1), time.Minute)
 	must(t, err)
-	pi := bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptQuestion, Text: "which period?", MessageTS: "2.0"}
+	pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptQuestion, Text: "which period?", MessageTS: "2.0"}
 	must(t, s.WaitRun(c, "r1", "A", pi, at(2)))
-	d := bot.Decision{InterruptID: "i1", Action: bot.ActionAnswer, Text: "2025–2026", By: "U1", At: at(3.5)}
+	d := research.Decision{InterruptID: "i1", Action: research.ActionAnswer, Text: "2025–2026", By: "U1", At: at(3.5)}
 	_, err = s.Decide(c, "r1", d)
 	must(t, err)
 	got, _ = s.Run(c, "r1")
@@ -593,22 +596,22 @@ func testRoundTrip(t *testing.T, s bot.Store) {
 	}
 }
 
-func entry(key string, received float64, owner string, lease time.Duration) bot.InboxEntry {
-	return bot.InboxEntry{Key: key, Type: "events_api", EnvelopeID: "env-" + key,
+func entry(key string, received float64, owner string, lease time.Duration) research.InboxEntry {
+	return research.InboxEntry{Key: key, Type: "events_api", EnvelopeID: "env-" + key,
 		Payload:    []byte(`{"event_id":"` + key + `","event":{"type":"app_mention","text":"調べて <@U0>"}}`),
 		ReceivedAt: at(received), Owner: owner, LeaseUntil: at(received).Add(lease)}
 }
 
-func put(t *testing.T, s bot.Store, e bot.InboxEntry) {
+func put(t *testing.T, s bot.Store, e research.InboxEntry) {
 	t.Helper()
 	if !putOne(t, s, e) {
 		t.Fatalf("first put of %s refused", e.Key)
 	}
 }
 
-func putOne(t *testing.T, s bot.Store, e bot.InboxEntry) bool {
+func putOne(t *testing.T, s bot.Store, e research.InboxEntry) bool {
 	t.Helper()
-	ok, err := s.PutInbox(ctx(t), []bot.InboxEntry{e})
+	ok, err := s.PutInbox(ctx(t), []research.InboxEntry{e})
 	must(t, err)
 	if len(ok) != 1 {
 		t.Fatalf("PutInbox of 1 entry answered %v", ok)
@@ -616,7 +619,7 @@ func putOne(t *testing.T, s bot.Store, e bot.InboxEntry) bool {
 	return ok[0]
 }
 
-func keys(es []bot.InboxEntry) string {
+func keys(es []research.InboxEntry) string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Key)
@@ -627,7 +630,7 @@ func keys(es []bot.InboxEntry) string {
 func testInboxPut(t *testing.T, s bot.Store) {
 	c := ctx(t)
 	_, err := s.InboxEntry(c, "ev:1")
-	wantErr(t, err, bot.ErrNotFound)
+	wantErr(t, err, research.ErrNotFound)
 	e := entry("ev:1", 0.123, "A", 30*time.Second)
 	put(t, s, e)
 	got, err := s.InboxEntry(c, "ev:1")
@@ -649,7 +652,7 @@ func testInboxPut(t *testing.T, s bot.Store) {
 	}
 	// Several at once (a burst stored in one write): new keys are stored,
 	// a known key and a key repeated in the batch are not.
-	ok, err := s.PutInbox(c, []bot.InboxEntry{entry("ev:2", 6, "B", time.Minute), entry("ev:1", 6, "B", time.Minute),
+	ok, err := s.PutInbox(c, []research.InboxEntry{entry("ev:2", 6, "B", time.Minute), entry("ev:1", 6, "B", time.Minute),
 		entry("ev:3", 6, "B", time.Minute), entry("ev:2", 6, "C", time.Minute)})
 	must(t, err)
 	if fmt.Sprint(ok) != "[true false true false]" {
@@ -671,7 +674,7 @@ func testInboxPutConcurrent(t *testing.T, s bot.Store) {
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
-			ok, err := s.PutInbox(c, []bot.InboxEntry{entry("ev:race", 0, fmt.Sprintf("P%d", i), time.Minute)})
+			ok, err := s.PutInbox(c, []research.InboxEntry{entry("ev:race", 0, fmt.Sprintf("P%d", i), time.Minute)})
 			if err != nil {
 				t.Error(err)
 				return
@@ -770,9 +773,9 @@ func testInboxLease(t *testing.T, s bot.Store) {
 	c := ctx(t)
 	put(t, s, entry("ev:1", 0, "A", 10*time.Second))
 	must(t, s.ExtendInbox(c, "ev:1", "A", at(8), 10*time.Second))
-	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(8), 10*time.Second), bot.ErrLeaseLost)
-	wantErr(t, s.ExtendInbox(c, "nope", "A", at(8), 10*time.Second), bot.ErrNotFound)
-	wantErr(t, s.FinishInbox(c, "nope", "A", at(8)), bot.ErrNotFound)
+	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(8), 10*time.Second), research.ErrLeaseLost)
+	wantErr(t, s.ExtendInbox(c, "nope", "A", at(8), 10*time.Second), research.ErrNotFound)
+	wantErr(t, s.FinishInbox(c, "nope", "A", at(8)), research.ErrNotFound)
 	if got, _ := s.ClaimInbox(c, "B", at(17), time.Minute, 0); len(got) != 0 {
 		t.Fatalf("claimed %s under an extended lease", keys(got))
 	}
@@ -782,16 +785,16 @@ func testInboxLease(t *testing.T, s bot.Store) {
 	if keys(got) != "[ev:1]" {
 		t.Fatalf("takeover claimed %s", keys(got))
 	}
-	wantErr(t, s.ExtendInbox(c, "ev:1", "A", at(20), 10*time.Second), bot.ErrLeaseLost)
-	wantErr(t, s.FinishInbox(c, "ev:1", "A", at(20)), bot.ErrLeaseLost)
+	wantErr(t, s.ExtendInbox(c, "ev:1", "A", at(20), 10*time.Second), research.ErrLeaseLost)
+	wantErr(t, s.FinishInbox(c, "ev:1", "A", at(20)), research.ErrLeaseLost)
 	must(t, s.FinishInbox(c, "ev:1", "B", at(21)))
 	e, err := s.InboxEntry(c, "ev:1")
 	must(t, err)
 	if !e.Done() || !e.DoneAt.Equal(at(21)) || e.Owner != "" || len(e.Payload) != 0 || e.Attempts != 2 {
 		t.Errorf("done entry = %+v", e)
 	}
-	wantErr(t, s.FinishInbox(c, "ev:1", "B", at(22)), bot.ErrLeaseLost)
-	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(22), time.Second), bot.ErrLeaseLost)
+	wantErr(t, s.FinishInbox(c, "ev:1", "B", at(22)), research.ErrLeaseLost)
+	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(22), time.Second), research.ErrLeaseLost)
 	if got, _ := s.ClaimInbox(c, "C", at(1000), time.Minute, 0); len(got) != 0 {
 		t.Errorf("a done entry was claimed: %s", keys(got))
 	}
@@ -818,7 +821,7 @@ func testInboxPrune(t *testing.T, s bot.Store) {
 	if n != 2 {
 		t.Errorf("pruned %d, want 2 (one event id, one done entry)", n)
 	}
-	if _, err := s.InboxEntry(c, "ev:old-done"); !errors.Is(err, bot.ErrNotFound) {
+	if _, err := s.InboxEntry(c, "ev:old-done"); !errors.Is(err, research.ErrNotFound) {
 		t.Errorf("old done entry not pruned: %v", err)
 	}
 	for _, k := range []string{"ev:old-pending", "ev:new-done"} {

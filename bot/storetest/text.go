@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 	"deepresearch/storage/dbtext/dbtexttest"
 )
@@ -27,14 +28,14 @@ func testHostileText(t *testing.T, s bot.Store) {
 		}
 		_, err = s.AcquireRun(c, id, "A", at(0), time.Minute)
 		must(t, err)
-		pi := bot.PendingInterrupt{ID: "i1", Kind: bot.InterruptPlan, Text: text, MessageTS: "5.0"}
+		pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan, Text: text, MessageTS: "5.0"}
 		must(t, s.WaitRun(c, id, "A", pi, at(1)))
 		got, err = s.Run(c, id)
 		must(t, err)
 		if got.Interrupt == nil || got.Interrupt.Text != want {
 			t.Errorf("interrupt %d read back as %+v", i, got.Interrupt)
 		}
-		_, err = s.Decide(c, id, bot.Decision{InterruptID: "i1", Action: bot.ActionRevise, Text: text, By: "U1", At: at(2)})
+		_, err = s.Decide(c, id, research.Decision{InterruptID: "i1", Action: research.ActionRevise, Text: text, By: "U1", At: at(2)})
 		must(t, err)
 		got, err = s.Run(c, id)
 		must(t, err)
@@ -43,10 +44,10 @@ func testHostileText(t *testing.T, s bot.Store) {
 		}
 		_, err = s.AcquireRun(c, id, "A", at(3), time.Minute)
 		must(t, err)
-		must(t, s.FinishRun(c, id, "A", bot.StateFailed, text, at(4)))
+		must(t, s.FinishRun(c, id, "A", research.StateFailed, text, at(4)))
 		got, err = s.Run(c, id)
 		must(t, err)
-		if got.State != bot.StateFailed || got.Error != want {
+		if got.State != research.StateFailed || got.Error != want {
 			t.Errorf("error %d read back as %.80q (%s)", i, got.Error, got.State)
 		}
 	}

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 var raceT0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
-func raceRun(id, thread, user string) bot.Run {
-	k := bot.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: thread}
-	return bot.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id, CreatedAt: raceT0, UpdatedAt: raceT0}
+func raceRun(id, thread, user string) research.Run {
+	k := research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: thread}
+	return research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id, CreatedAt: raceT0, UpdatedAt: raceT0}
 }
 
 // RunTwoHandles races goroutines over two Stores on one database (two
@@ -55,7 +56,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 		}
 		wins, winner := race(func(i int, s bot.Store) error {
 			_, err := s.AcquireRun(ctx, id, fmt.Sprintf("P%d", i), raceT0, time.Minute)
-			if err != nil && !errors.Is(err, bot.ErrNotAcquired) {
+			if err != nil && !errors.Is(err, research.ErrNotAcquired) {
 				t.Error(err)
 			}
 			return err
@@ -69,12 +70,12 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 				t.Fatalf("round %d: run = %+v, %v; want owner %s, attempt 1", round, r, err, owner)
 			}
 		}
-		if err := h[(winner+1)%2].WaitRun(ctx, id, owner, bot.PendingInterrupt{ID: "i", Kind: bot.InterruptDraft}, raceT0.Add(time.Second)); err != nil {
+		if err := h[(winner+1)%2].WaitRun(ctx, id, owner, research.PendingInterrupt{ID: "i", Kind: research.InterruptDraft}, raceT0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		wins, winner = race(func(i int, s bot.Store) error {
-			_, err := s.Decide(ctx, id, bot.Decision{InterruptID: "i", Action: bot.ActionApprove, By: fmt.Sprintf("U%d", i), At: raceT0.Add(2 * time.Second)})
-			if err != nil && !errors.Is(err, bot.ErrAlreadyDecided) {
+			_, err := s.Decide(ctx, id, research.Decision{InterruptID: "i", Action: research.ActionApprove, By: fmt.Sprintf("U%d", i), At: raceT0.Add(2 * time.Second)})
+			if err != nil && !errors.Is(err, research.ErrAlreadyDecided) {
 				t.Error(err)
 			}
 			return err
@@ -84,7 +85,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 		}
 		for _, s := range h {
 			r, err := s.Run(ctx, id)
-			if err != nil || r.State != bot.StateQueued || r.Decision == nil || r.Decision.By != fmt.Sprintf("U%d", winner) {
+			if err != nil || r.State != research.StateQueued || r.Decision == nil || r.Decision.By != fmt.Sprintf("U%d", winner) {
 				t.Fatalf("round %d: decided run = %+v, %v; want decision by U%d", round, r, err, winner)
 			}
 		}
@@ -97,7 +98,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	// most 3 active runs for a user.
 	wins, _ := race(func(i int, s bot.Store) error {
 		err := s.CreateRun(ctx, raceRun(fmt.Sprintf("t%d", i), "same.0", fmt.Sprintf("V%d", i)), 0)
-		if err != nil && !errors.Is(err, bot.ErrThreadBusy) {
+		if err != nil && !errors.Is(err, research.ErrThreadBusy) {
 			t.Error(err)
 		}
 		return err
@@ -107,7 +108,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	}
 	wins, _ = race(func(i int, s bot.Store) error {
 		err := s.CreateRun(ctx, raceRun(fmt.Sprintf("u%d", i), fmt.Sprintf("u%d.0", i), "W"), 3)
-		if err != nil && !errors.Is(err, bot.ErrUserLimit) {
+		if err != nil && !errors.Is(err, research.ErrUserLimit) {
 			t.Error(err)
 		}
 		return err
@@ -146,7 +147,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	for round := range 4 {
 		key := fmt.Sprintf("ev:two-%d", round)
 		wins, _ := race(func(i int, s bot.Store) error {
-			ok, err := s.PutInbox(ctx, []bot.InboxEntry{{Key: key, Type: "events_api", EnvelopeID: fmt.Sprintf("e%d", i),
+			ok, err := s.PutInbox(ctx, []research.InboxEntry{{Key: key, Type: "events_api", EnvelopeID: fmt.Sprintf("e%d", i),
 				Payload: []byte(`{}`), ReceivedAt: raceT0, Owner: "dead", LeaseUntil: raceT0.Add(time.Second)}})
 			if err != nil {
 				t.Error(err)

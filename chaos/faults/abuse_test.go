@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/tools/fetch"
 )
 
@@ -231,7 +231,7 @@ func TestForgedClick(t *testing.T) {
 	defer cancel()
 	ms := w.send(ctx, []mention{{User: "U1", Channel: "C1", Text: "What does the EU AI Act require?"}})
 	approval := w.waitButton(ctx, ms[0], "dr_approve")
-	threadID := bot.ThreadKey{Team: w.slack.TeamID(), Channel: "C1", ThreadTS: ms[0].TS}.ThreadID()
+	threadID := research.ThreadKey{Team: w.slack.TeamID(), Channel: "C1", ThreadTS: ms[0].TS}.ThreadID()
 	llmBefore := w.llm.Calls()
 	for _, act := range []string{"dr_approve", "dr_cancel_intr", "dr_more"} {
 		w.click(ctx, ms[0], approval, "UEVIL", act)
@@ -267,7 +267,7 @@ func TestForgedClick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != bot.StateWaiting || r.Decision != nil || r.CancelRequestedBy != "" {
+	if r.State != research.StateWaiting || r.Decision != nil || r.CancelRequestedBy != "" {
 		t.Fatalf("after forged clicks the run is %s (decision %+v, cancel by %q)", r.State, r.Decision, r.CancelRequestedBy)
 	}
 	if w.llm.Calls() != llmBefore {

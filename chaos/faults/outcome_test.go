@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 // mention is one question sent to the bot.
@@ -57,14 +57,14 @@ func (w *world) send(ctx context.Context, ms []mention) []mention {
 func latestText(m slackfake.Message) string { return m.Text + "\n" + string(m.Blocks) }
 
 // judge classifies one mention from Slack's and the store's view.
-func (w *world) judge(ctx context.Context, m mention, runsByThread map[string][]bot.Run) verdict {
+func (w *world) judge(ctx context.Context, m mention, runsByThread map[string][]research.Run) verdict {
 	var v verdict
 	for _, f := range w.slack.Files() {
 		if f.Completed && len(f.Channels) > 0 && f.Channels[0] == m.Channel && f.ThreadTS == m.TS {
 			v.Files++
 		}
 	}
-	threadID := bot.ThreadKey{Team: w.slack.TeamID(), Channel: m.Channel, ThreadTS: m.TS}.ThreadID()
+	threadID := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.Channel, ThreadTS: m.TS}.ThreadID()
 	runs := runsByThread[threadID]
 	v.Runs = len(runs)
 	var botMsgs []slackfake.Message
@@ -109,11 +109,11 @@ func (w *world) judge(ctx context.Context, m mention, runsByThread map[string][]
 		}
 	}
 	switch latest.State {
-	case bot.StateDone:
+	case research.StateDone:
 		if v.Files >= 1 && strings.Contains(status, "Done") {
 			v.Kind = outReport
 		}
-	case bot.StateFailed:
+	case research.StateFailed:
 		// The status message, or a message of its own, says it failed.
 		for _, msg := range botMsgs {
 			t := latestText(msg)
@@ -127,13 +127,13 @@ func (w *world) judge(ctx context.Context, m mention, runsByThread map[string][]
 }
 
 // runsByThread lists the store's runs grouped by graph thread.
-func (w *world) runsByThread(ctx context.Context) (map[string][]bot.Run, error) {
-	runs, err := w.store.ListRuns(ctx, bot.RunFilter{})
+func (w *world) runsByThread(ctx context.Context) (map[string][]research.Run, error) {
+	runs, err := w.store.ListRuns(ctx, research.RunFilter{})
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
-	out := map[string][]bot.Run{}
+	out := map[string][]research.Run{}
 	for _, r := range runs {
 		out[r.ThreadID] = append(out[r.ThreadID], r)
 	}

@@ -28,6 +28,7 @@ import (
 	"deepresearch/bot/agentrun"
 	"deepresearch/bot/slackfake"
 	"deepresearch/graph"
+	"deepresearch/research"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
@@ -216,7 +217,7 @@ func newWorld(t testing.TB, cfg config) *world {
 	b, err := bot.New(agentrun.New(a, agentrun.Options{Logger: log}), w.store, bot.Options{
 		BotToken: w.slack.BotToken(), AppToken: w.slack.AppToken(), APIURL: w.slack.APIURL(),
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns, MaxRunsPerUser: cfg.MaxRunsPerUser,
-		RunOptions:   bot.RunOptions{ApproveDraft: cfg.ApproveDraft},
+		RunOptions:   research.RunOptions{ApproveDraft: cfg.ApproveDraft},
 		Lease:        10 * time.Second,
 		RecoverEvery: 500 * time.Millisecond,
 		Logger:       log,

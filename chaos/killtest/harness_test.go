@@ -218,9 +218,9 @@ func webAndSearch(t *testing.T) (searxURL string) {
 	return sx.URL
 }
 
-// research answers every node of the agent. maxDelay bounds the simulated
+// scriptedResearch answers every node of the agent. maxDelay bounds the simulated
 // latency of one call.
-func research(maxDelay time.Duration) llmtest.Responder {
+func scriptedResearch(maxDelay time.Duration) llmtest.Responder {
 	quote := regexp.MustCompile(`(?s)URL: (\S+)\n(.*?)(?:\n=== |\z)`)
 	ev := regexp.MustCompile(`(?m)^\[E(\d+)\] (.*)\n  quote: "(.*)"\n  source: (.*), (\S+)$`)
 	return func(r *llmtest.Request) llmtest.Reply {
@@ -302,7 +302,7 @@ func newWorld(t *testing.T, maxDelay time.Duration, dbURL string, slackOpts ...s
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Close)
-	w := &world{slack: fake, llm: newLLM(t, research(maxDelay)), start: time.Now()}
+	w := &world{slack: fake, llm: newLLM(t, scriptedResearch(maxDelay)), start: time.Now()}
 	w.env = map[string]string{
 		"SLACK_BOT_TOKEN":                fake.BotToken(),
 		"SLACK_APP_TOKEN":                fake.AppToken(),

@@ -14,6 +14,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
 )
@@ -148,9 +149,9 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	// get its report, so waiting longer only delays the failure.
 	gaveUp := func() bool {
 		for _, m := range snapshot() {
-			key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
+			key := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 			r, err := store.LatestRun(ctx, key.ThreadID())
-			if err == nil && (r.State == bot.StateFailed || r.State == bot.StateCancelled) {
+			if err == nil && (r.State == research.StateFailed || r.State == research.StateCancelled) {
 				t.Logf("%s: run %s ended %s (%s)", m.tag, r.ID, r.State, r.Error)
 				return true
 			}
@@ -162,7 +163,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	// would then fail it by design, as a run that kills its process. A run
 	// leased to another live process is safe from this kill.
 	atBound := func(slot int) bool {
-		rs, err := store.ListRuns(ctx, bot.RunFilter{States: []bot.RunState{bot.StateQueued, bot.StateRunning}})
+		rs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning}})
 		if err != nil {
 			return true // unknown: do not kill
 		}
@@ -170,7 +171,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 			if r.Attempt < maxPickups-1 {
 				continue
 			}
-			safe := r.State == bot.StateRunning && time.Now().Before(r.LeaseUntil)
+			safe := r.State == research.StateRunning && time.Now().Before(r.LeaseUntil)
 			if safe {
 				safe = false
 				for other := range procs {
@@ -283,7 +284,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 						t.Logf("        was at %s: %.60q", e.At.Format("15:04:05.000"), e.Text)
 					}
 				}
-				key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
+				key := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 				for _, l := range fl.logLines(key.ThreadID()) {
 					t.Logf("    log %s", l)
 				}
@@ -331,16 +332,16 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	// first click was the one applied.
 	lostApprovals := 0
 	for _, m := range ms {
-		key := bot.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
+		key := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 		r, err := store.LatestRun(context.Background(), key.ThreadID())
 		if err != nil {
 			t.Errorf("%s: run: %v", m.tag, err)
 			continue
 		}
-		if r.State != bot.StateDone {
+		if r.State != research.StateDone {
 			t.Errorf("%s: run %s is %s (%s)", m.tag, r.ID, r.State, r.Error)
 		}
-		if r.Decision == nil || r.Interrupt == nil || r.Decision.InterruptID != r.Interrupt.ID || r.Decision.Action != bot.ActionApprove || r.Decision.By != m.user {
+		if r.Decision == nil || r.Interrupt == nil || r.Decision.InterruptID != r.Interrupt.ID || r.Decision.Action != research.ActionApprove || r.Decision.By != m.user {
 			t.Errorf("%s: decision %+v on interrupt %+v", m.tag, r.Decision, r.Interrupt)
 			continue
 		}

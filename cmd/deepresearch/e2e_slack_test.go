@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/storage/sqlite"
 )
 
@@ -49,8 +49,8 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	threadID := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
-	var state bot.RunState
+	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+	var state research.RunState
 	waitFor("the run to end", func() bool {
 		db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(vars["DEEPRESEARCH_DATA_DIR"], "deepresearch.db")})
 		if err != nil {
@@ -61,7 +61,7 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 		state = r.State
 		return err == nil && !r.State.Active()
 	})
-	if state != bot.StateDone {
+	if state != research.StateDone {
 		t.Fatalf("run ended %s\n%s", state, stderr.String())
 	}
 	var report slackfake.File

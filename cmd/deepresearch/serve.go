@@ -24,6 +24,7 @@ import (
 	"deepresearch/bot/agentrun"
 	"deepresearch/bot/memstore"
 	"deepresearch/redact"
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/schedule/agentadapter"
 	"deepresearch/schedule/pgstore"
@@ -421,7 +422,7 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bo
 		Approvers:         cfg.Approvers,
 		MaxRunsPerUser:    cfg.MaxRunsPerUser,
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns,
-		RunOptions:        bot.RunOptions{ApprovePlan: cfg.ApprovePlan, ApproveDraft: cfg.ApproveDraft},
+		RunOptions:        research.RunOptions{ApprovePlan: cfg.ApprovePlan, ApproveDraft: cfg.ApproveDraft},
 		Lease:             cfg.Lease,
 		UpdatesPerMinute:  cfg.UpdatesPerMinute,
 		UpdateBurst:       cfg.UpdateBurst,

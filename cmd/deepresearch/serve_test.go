@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/storage/sqlite"
 )
 
@@ -314,7 +314,7 @@ func TestServeEndToEnd(t *testing.T) {
 	checkFootnotes(t, string(report.Content))
 
 	// The run is recorded as done in the database.
-	threadID := bot.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	waitFor("the run to be done", func() bool {
 		db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(vars["DEEPRESEARCH_DATA_DIR"], "deepresearch.db")})
 		if err != nil {
@@ -322,7 +322,7 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 		defer db.Close()
 		r, err := sqlite.NewBotStore(db).LatestRun(ctx, threadID)
-		return err == nil && r.State == bot.StateDone
+		return err == nil && r.State == research.StateDone
 	})
 	// The status message showed the research as it went, and its end.
 	statusHas := func(m slackfake.Message, parts ...string) bool {

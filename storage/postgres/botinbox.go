@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"deepresearch/research"
 
-	"deepresearch/bot"
+	"github.com/jackc/pgx/v5"
 )
 
 // The inbox of bot.Store (table bot_inbox, migration 0005). ClaimInbox locks
@@ -18,11 +18,11 @@ import (
 
 const botInboxCols = `key, type, envelope_id, payload, received_at, owner, lease_until, attempts, done_at`
 
-func scanBotInbox(row pgx.Row) (bot.InboxEntry, error) {
-	var e bot.InboxEntry
+func scanBotInbox(row pgx.Row) (research.InboxEntry, error) {
+	var e research.InboxEntry
 	var received, leaseUntil, done int64
 	if err := row.Scan(&e.Key, &e.Type, &e.EnvelopeID, &e.Payload, &received, &e.Owner, &leaseUntil, &e.Attempts, &done); err != nil {
-		return bot.InboxEntry{}, err
+		return research.InboxEntry{}, err
 	}
 	e.ReceivedAt, e.LeaseUntil, e.DoneAt = botFromNanos(received), botFromNanos(leaseUntil), botFromNanos(done)
 	return e, nil
@@ -30,7 +30,7 @@ func scanBotInbox(row pgx.Row) (bot.InboxEntry, error) {
 
 // PutInbox implements bot.Store. The entries go in one statement (arrays
 // unnested); a key repeated in es is sent once.
-func (b *BotStore) PutInbox(ctx context.Context, es []bot.InboxEntry) ([]bool, error) {
+func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
 	stored := make([]bool, len(es))
 	if len(es) == 0 {
 		return stored, nil
@@ -77,7 +77,7 @@ func (b *BotStore) PutInbox(ctx context.Context, es []bot.InboxEntry) ([]bool, e
 }
 
 // ClaimInbox implements bot.Store.
-func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.InboxEntry, error) {
+func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -94,7 +94,7 @@ func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, 
 		return nil, fmt.Errorf("postgres: claim inbox: %w", err)
 	}
 	defer rows.Close()
-	var got []bot.InboxEntry
+	var got []research.InboxEntry
 	for rows.Next() {
 		e, err := scanBotInbox(rows)
 		if err != nil {
@@ -131,11 +131,11 @@ func (b *BotStore) heldInbox(ctx context.Context, what, key, owner, q string, ar
 	err = b.s.pool.QueryRow(ctx, `SELECT owner, done_at FROM bot_inbox WHERE key = $1`, key).Scan(&curOwner, &done)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%s: %w", what, bot.ErrNotFound)
+		return fmt.Errorf("%s: %w", what, research.ErrNotFound)
 	case err != nil:
 		return fmt.Errorf("postgres: %s: %w", what, err)
 	}
-	return fmt.Errorf("%s (held by %q, done %v): %w", what, curOwner, done != 0, bot.ErrLeaseLost)
+	return fmt.Errorf("%s (held by %q, done %v): %w", what, curOwner, done != 0, research.ErrLeaseLost)
 }
 
 // botInboxHeld fences an update by owner; heldInbox fills in the parameter numbers.
@@ -154,13 +154,13 @@ func (b *BotStore) FinishInbox(ctx context.Context, key, owner string, now time.
 }
 
 // InboxEntry implements bot.Store.
-func (b *BotStore) InboxEntry(ctx context.Context, key string) (bot.InboxEntry, error) {
+func (b *BotStore) InboxEntry(ctx context.Context, key string) (research.InboxEntry, error) {
 	e, err := scanBotInbox(b.s.pool.QueryRow(ctx, `SELECT `+botInboxCols+` FROM bot_inbox WHERE key = $1`, key))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return bot.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, bot.ErrNotFound)
+		return research.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
 	case err != nil:
-		return bot.InboxEntry{}, fmt.Errorf("postgres: inbox entry %s: %w", key, err)
+		return research.InboxEntry{}, fmt.Errorf("postgres: inbox entry %s: %w", key, err)
 	}
 	return e, nil
 }

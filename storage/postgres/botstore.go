@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 )
 
@@ -72,9 +73,9 @@ func botRunCols(p string) string {
 }
 
 // scanBotRun reads one row of botRunCols and returns the run and its seq.
-func scanBotRun(row pgx.Row) (bot.Run, int64, error) {
+func scanBotRun(row pgx.Row) (research.Run, int64, error) {
 	var (
-		r                           bot.Run
+		r                           research.Run
 		seq                         int64
 		options, state              string
 		leaseUntil, decAt           int64
@@ -88,18 +89,18 @@ func scanBotRun(row pgx.Row) (bot.Run, int64, error) {
 		&intrID, &intrKind, &intrText, &intrMsg,
 		&decID, &decAction, &decText, &decBy, &decAt,
 		&r.CancelRequestedBy, &r.Error, &created, &updated, &finished); err != nil {
-		return bot.Run{}, 0, err
+		return research.Run{}, 0, err
 	}
 	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
-		return bot.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
+		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
-	r.State = bot.RunState(state)
+	r.State = research.RunState(state)
 	r.LeaseUntil = botFromNanos(leaseUntil)
 	if intrID != nil {
-		r.Interrupt = &bot.PendingInterrupt{ID: *intrID, Kind: bot.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
+		r.Interrupt = &research.PendingInterrupt{ID: *intrID, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
 	}
 	if decID != nil {
-		r.Decision = &bot.Decision{InterruptID: *decID, Action: bot.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
+		r.Decision = &research.Decision{InterruptID: *decID, Action: research.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
 	}
 	r.CreatedAt, r.UpdatedAt, r.FinishedAt = botFromNanos(created), botFromNanos(updated), botFromNanos(finished)
 	return r, seq, nil
@@ -111,18 +112,18 @@ type botQuerier interface {
 
 // queryBotRun reads one run with q (which returns botRunCols); ErrNotFound if
 // there is no row.
-func queryBotRun(ctx context.Context, db botQuerier, what, q string, args ...any) (bot.Run, error) {
+func queryBotRun(ctx context.Context, db botQuerier, what, q string, args ...any) (research.Run, error) {
 	r, _, err := scanBotRun(db.QueryRow(ctx, q, args...))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return bot.Run{}, fmt.Errorf("%s: %w", what, bot.ErrNotFound)
+		return research.Run{}, fmt.Errorf("%s: %w", what, research.ErrNotFound)
 	case err != nil:
-		return bot.Run{}, fmt.Errorf("postgres: %s: %w", what, err)
+		return research.Run{}, fmt.Errorf("postgres: %s: %w", what, err)
 	}
 	return r, nil
 }
 
-func getBotRun(ctx context.Context, db botQuerier, id string, lock string) (bot.Run, error) {
+func getBotRun(ctx context.Context, db botQuerier, id string, lock string) (research.Run, error) {
 	return queryBotRun(ctx, db, "run "+id, `SELECT `+botRunCols("")+` FROM bot_runs WHERE id = $1`+lock, id)
 }
 
@@ -154,16 +155,16 @@ func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, erro
 
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
 
-func (b *BotStore) thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, error) {
-	var t bot.Thread
+func (b *BotStore) thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
+	var t research.Thread
 	var created int64
 	err := b.s.pool.QueryRow(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = $1 AND channel = $2 AND thread_ts = $3`,
 		key.Team, key.Channel, key.ThreadTS).Scan(&t.Key.Team, &t.Key.Channel, &t.Key.ThreadTS, &t.ThreadID, &t.Requester, &t.DM, &created)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return bot.Thread{}, fmt.Errorf("thread %v: %w", key, bot.ErrNotFound)
+		return research.Thread{}, fmt.Errorf("thread %v: %w", key, research.ErrNotFound)
 	case err != nil:
-		return bot.Thread{}, fmt.Errorf("postgres: thread: %w", err)
+		return research.Thread{}, fmt.Errorf("postgres: thread: %w", err)
 	}
 	t.CreatedAt = botFromNanos(created)
 	return t, nil
@@ -172,21 +173,21 @@ func (b *BotStore) thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, e
 // PutThread implements bot.Store. The insert waits for a concurrent insert
 // of the same key to finish; the read that follows (a new snapshot) then
 // sees whichever mapping was stored first.
-func (b *BotStore) PutThread(ctx context.Context, t bot.Thread) (bot.Thread, error) {
+func (b *BotStore) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
 	if _, err := b.s.pool.Exec(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 		t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, botNanos(t.CreatedAt)); err != nil {
-		return bot.Thread{}, fmt.Errorf("postgres: put thread: %w", err)
+		return research.Thread{}, fmt.Errorf("postgres: put thread: %w", err)
 	}
 	return b.thread(ctx, t.Key)
 }
 
 // Thread implements bot.Store.
-func (b *BotStore) Thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, error) {
+func (b *BotStore) Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
 	return b.thread(ctx, key)
 }
 
 // CreateRun implements bot.Store.
-func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) error {
+func (b *BotStore) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
 	r = r.Storable()
 	opts, err := json.Marshal(r.Options)
 	if err != nil {
@@ -196,8 +197,8 @@ func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) err
 		r.UpdatedAt = r.CreatedAt
 	}
 	var intrID, decID *string
-	var intr bot.PendingInterrupt
-	var dec bot.Decision
+	var intr research.PendingInterrupt
+	var dec research.Decision
 	if r.Interrupt != nil {
 		intr, intrID = *r.Interrupt, &r.Interrupt.ID
 	}
@@ -225,11 +226,11 @@ func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) err
 		}
 		switch {
 		case exists:
-			return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+			return fmt.Errorf("run %s: %w", r.ID, research.ErrConflict)
 		case busy:
-			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+			return fmt.Errorf("thread %s: %w", r.ThreadID, research.ErrThreadBusy)
 		case maxPerUser > 0 && perUser >= maxPerUser:
-			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, bot.ErrUserLimit)
+			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO bot_runs (
 				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
@@ -253,26 +254,26 @@ func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) err
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		if pgErr.ConstraintName == "bot_runs_active_thread" {
-			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+			return fmt.Errorf("thread %s: %w", r.ThreadID, research.ErrThreadBusy)
 		}
-		return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+		return fmt.Errorf("run %s: %w", r.ID, research.ErrConflict)
 	}
 	return err
 }
 
 // Run implements bot.Store.
-func (b *BotStore) Run(ctx context.Context, id string) (bot.Run, error) {
+func (b *BotStore) Run(ctx context.Context, id string) (research.Run, error) {
 	return getBotRun(ctx, b.s.pool, id, "")
 }
 
 // LatestRun implements bot.Store.
-func (b *BotStore) LatestRun(ctx context.Context, threadID string) (bot.Run, error) {
+func (b *BotStore) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
 	return queryBotRun(ctx, b.s.pool, "latest run of "+threadID,
 		`SELECT `+botRunCols("")+` FROM bot_runs WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1`, threadID)
 }
 
 // ListRuns implements bot.Store.
-func (b *BotStore) ListRuns(ctx context.Context, f bot.RunFilter) ([]bot.Run, error) {
+func (b *BotStore) ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error) {
 	var where []string
 	var args []any
 	if f.Requester != "" {
@@ -305,7 +306,7 @@ func (b *BotStore) ListRuns(ctx context.Context, f bot.RunFilter) ([]bot.Run, er
 		return nil, fmt.Errorf("postgres: list runs: %w", err)
 	}
 	defer rows.Close()
-	var out []bot.Run
+	var out []research.Run
 	for rows.Next() {
 		r, _, err := scanBotRun(rows)
 		if err != nil {
@@ -323,23 +324,23 @@ func (b *BotStore) ListRuns(ctx context.Context, f bot.RunFilter) ([]bot.Run, er
 const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < $2))`
 
 // AcquireRun implements bot.Store.
-func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	r, err := queryBotRun(ctx, b.s.pool, "acquire run "+id, `UPDATE bot_runs
 		SET state = 'running', owner = $1, lease_until = $3, attempt = attempt + 1, updated_at = $2
 		WHERE id = $4 AND `+botAcquirable+` RETURNING `+botRunCols(""),
 		owner, botNanos(now), botNanos(now.Add(lease)), id)
-	if !errors.Is(err, bot.ErrNotFound) {
+	if !errors.Is(err, research.ErrNotFound) {
 		return r, err
 	}
 	cur, err := getBotRun(ctx, b.s.pool, id, "")
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
-	return bot.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, bot.ErrNotAcquired)
+	return research.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, research.ErrNotAcquired)
 }
 
 // AcquireRuns implements bot.Store.
-func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.Run, error) {
+func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -358,7 +359,7 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 	defer rows.Close()
 	type seqRun struct {
 		seq int64
-		run bot.Run
+		run research.Run
 	}
 	var got []seqRun
 	for rows.Next() {
@@ -372,7 +373,7 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
-	out := make([]bot.Run, len(got))
+	out := make([]research.Run, len(got))
 	for i, g := range got {
 		out[i] = g.run
 	}
@@ -382,24 +383,24 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 // held runs the update q fenced by owner (q ends with botHeldWhere, its
 // last two parameters being the id and the owner) and maps "no row" to
 // ErrNotFound or ErrLeaseLost.
-func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (bot.Run, error) {
+func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
 	args = append(args, id, owner)
 	r, err := queryBotRun(ctx, b.s.pool, what, fmt.Sprintf(q, len(args)-1, len(args)), args...)
-	if !errors.Is(err, bot.ErrNotFound) {
+	if !errors.Is(err, research.ErrNotFound) {
 		return r, err
 	}
 	cur, err := getBotRun(ctx, b.s.pool, id, "")
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
-	return bot.Run{}, fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, bot.ErrLeaseLost)
+	return research.Run{}, fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, research.ErrLeaseLost)
 }
 
 // botHeldWhere fences an update by owner; held fills in the parameter numbers.
 var botHeldWhere = ` WHERE id = $%d AND state = 'running' AND owner = $%d RETURNING ` + botRunCols("")
 
 // Heartbeat implements bot.Store.
-func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	return b.held(ctx, "heartbeat run "+id, id, owner,
 		`UPDATE bot_runs SET lease_until = $1, updated_at = $2`+botHeldWhere, botNanos(now.Add(lease)), botNanos(now))
 }
@@ -412,7 +413,7 @@ func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Ti
 }
 
 // WaitRun implements bot.Store.
-func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
 	_, err := b.held(ctx, "wait run "+id, id, owner,
 		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = $1,
@@ -423,10 +424,10 @@ func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.Pendi
 }
 
 // FinishRun implements bot.Store.
-func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
 	switch state {
-	case bot.StateDone, bot.StateFailed, bot.StateCancelled:
+	case research.StateDone, research.StateFailed, research.StateCancelled:
 	default:
 		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
 	}
@@ -443,7 +444,7 @@ func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string,
 		WHERE id = $2 RETURNING status_ts`, ts, id).Scan(&out)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+		return "", fmt.Errorf("run %s: %w", id, research.ErrNotFound)
 	case err != nil:
 		return "", fmt.Errorf("postgres: set status message: %w", err)
 	}
@@ -451,7 +452,7 @@ func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string,
 }
 
 // Decide implements bot.Store.
-func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bot.Run, error) {
+func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
 	r, err := queryBotRun(ctx, b.s.pool, "decide run "+runID, `UPDATE bot_runs SET
 			dec_interrupt_id = $2, dec_action = $3, dec_text = $4, dec_by = $5, dec_at = $6, updated_at = $6,
@@ -461,27 +462,27 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bo
 			attempt = CASE WHEN $7::boolean THEN attempt ELSE 0 END
 		WHERE id = $1 AND state = 'waiting' AND intr_id = $2 AND dec_interrupt_id IS NULL
 		RETURNING `+botRunCols(""),
-		runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == bot.ActionCancel)
-	if !errors.Is(err, bot.ErrNotFound) {
+		runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == research.ActionCancel)
+	if !errors.Is(err, research.ErrNotFound) {
 		return r, err
 	}
 	if r, err = getBotRun(ctx, b.s.pool, runID, ""); err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
 	// Why the compare-and-set failed, in memstore's order of checks.
 	switch {
 	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
-		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrNotWaiting)
+		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrNotWaiting)
 	case r.Decision != nil:
-		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, bot.ErrAlreadyDecided)
+		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrAlreadyDecided)
 	}
-	return r, fmt.Errorf("run %s is %s: %w", runID, r.State, bot.ErrNotWaiting)
+	return r, fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrNotWaiting)
 }
 
 // RequestCancel implements bot.Store: one transaction holding the run's row
 // lock from the read to the change.
-func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (bot.Run, bool, error) {
-	var r bot.Run
+func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
+	var r research.Run
 	var cancelled bool
 	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
 		cur, err := getBotRun(ctx, tx, runID, " FOR NO KEY UPDATE")
@@ -489,12 +490,12 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 			return err
 		}
 		switch cur.State {
-		case bot.StateQueued, bot.StateWaiting:
+		case research.StateQueued, research.StateWaiting:
 			cancelled = true
 			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
 				cancel_requested_by = $2, updated_at = $3, finished_at = $3 WHERE id = $1 RETURNING `+botRunCols(""), runID, by, botNanos(now))
 			return err
-		case bot.StateRunning:
+		case research.StateRunning:
 			if cur.CancelRequestedBy != "" {
 				r = cur
 				return nil
@@ -504,16 +505,16 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 			return err
 		}
 		r = cur
-		return fmt.Errorf("run %s is %s: %w", runID, cur.State, bot.ErrFinished)
+		return fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
 	})
-	if err != nil && !errors.Is(err, bot.ErrFinished) {
-		return bot.Run{}, false, err
+	if err != nil && !errors.Is(err, research.ErrFinished) {
+		return research.Run{}, false, err
 	}
 	return r, cancelled, err
 }
 
 // RecordUpload implements bot.Store.
-func (b *BotStore) RecordUpload(ctx context.Context, u bot.Upload) (bool, error) {
+func (b *BotStore) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
 	tag, err := b.s.pool.Exec(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
 		u.RunID, u.FileID, u.MessageTS, botNanos(u.At))
 	if err != nil {
@@ -523,15 +524,15 @@ func (b *BotStore) RecordUpload(ctx context.Context, u bot.Upload) (bool, error)
 }
 
 // Upload implements bot.Store.
-func (b *BotStore) Upload(ctx context.Context, runID string) (bot.Upload, error) {
-	u := bot.Upload{RunID: runID}
+func (b *BotStore) Upload(ctx context.Context, runID string) (research.Upload, error) {
+	u := research.Upload{RunID: runID}
 	var at int64
 	err := b.s.pool.QueryRow(ctx, `SELECT file_id, message_ts, at FROM bot_uploads WHERE run_id = $1`, runID).Scan(&u.FileID, &u.MessageTS, &at)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
+		return research.Upload{}, fmt.Errorf("upload of %s: %w", runID, research.ErrNotFound)
 	case err != nil:
-		return bot.Upload{}, fmt.Errorf("postgres: upload: %w", err)
+		return research.Upload{}, fmt.Errorf("postgres: upload: %w", err)
 	}
 	u.At = botFromNanos(at)
 	return u, nil

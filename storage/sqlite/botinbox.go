@@ -8,25 +8,25 @@ import (
 	"sort"
 	"time"
 
-	"deepresearch/bot"
+	"deepresearch/research"
 )
 
 // The inbox of bot.Store (table bot_inbox, migration 0005).
 
 const botInboxCols = `key, type, envelope_id, payload, received_at, owner, lease_until, attempts, done_at`
 
-func scanBotInbox(sc botScanner) (bot.InboxEntry, error) {
-	var e bot.InboxEntry
+func scanBotInbox(sc botScanner) (research.InboxEntry, error) {
+	var e research.InboxEntry
 	var received, leaseUntil, done int64
 	if err := sc.Scan(&e.Key, &e.Type, &e.EnvelopeID, &e.Payload, &received, &e.Owner, &leaseUntil, &e.Attempts, &done); err != nil {
-		return bot.InboxEntry{}, err
+		return research.InboxEntry{}, err
 	}
 	e.ReceivedAt, e.LeaseUntil, e.DoneAt = botFromNanos(received), botFromNanos(leaseUntil), botFromNanos(done)
 	return e, nil
 }
 
 // PutInbox implements bot.Store.
-func (b *BotStore) PutInbox(ctx context.Context, es []bot.InboxEntry) ([]bool, error) {
+func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
 	stored := make([]bool, len(es))
 	if len(es) == 0 {
 		return stored, nil
@@ -57,11 +57,11 @@ func (b *BotStore) PutInbox(ctx context.Context, es []bot.InboxEntry) ([]bool, e
 }
 
 // ClaimInbox implements bot.Store.
-func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.InboxEntry, error) {
+func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	var got []bot.InboxEntry
+	var got []research.InboxEntry
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		got = got[:0]
 		rows, err := tx.QueryContext(ctx, `UPDATE bot_inbox SET owner = ?1, lease_until = ?3, attempts = attempts + 1
@@ -113,11 +113,11 @@ func (b *BotStore) heldInbox(ctx context.Context, what, key, owner, q string, ar
 		err = tx.QueryRowContext(ctx, `SELECT owner, done_at FROM bot_inbox WHERE key = ?`, key).Scan(&curOwner, &done)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%s: %w", what, bot.ErrNotFound)
+			return fmt.Errorf("%s: %w", what, research.ErrNotFound)
 		case err != nil:
 			return fmt.Errorf("sqlite: %s: %w", what, err)
 		}
-		return fmt.Errorf("%s (held by %q, done %v): %w", what, curOwner, done != 0, bot.ErrLeaseLost)
+		return fmt.Errorf("%s (held by %q, done %v): %w", what, curOwner, done != 0, research.ErrLeaseLost)
 	})
 }
 
@@ -136,13 +136,13 @@ func (b *BotStore) FinishInbox(ctx context.Context, key, owner string, now time.
 }
 
 // InboxEntry implements bot.Store.
-func (b *BotStore) InboxEntry(ctx context.Context, key string) (bot.InboxEntry, error) {
+func (b *BotStore) InboxEntry(ctx context.Context, key string) (research.InboxEntry, error) {
 	e, err := scanBotInbox(b.s.r.QueryRowContext(ctx, `SELECT `+botInboxCols+` FROM bot_inbox WHERE key = ?`, key))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return bot.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, bot.ErrNotFound)
+		return research.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
 	case err != nil:
-		return bot.InboxEntry{}, fmt.Errorf("sqlite: inbox entry %s: %w", key, err)
+		return research.InboxEntry{}, fmt.Errorf("sqlite: inbox entry %s: %w", key, err)
 	}
 	return e, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 )
 
@@ -59,9 +60,9 @@ const botRunCols = `seq, id, thread_id, team, channel, thread_ts, requester, que
 type botScanner interface{ Scan(dest ...any) error }
 
 // scanBotRun reads one row of botRunCols and returns the run and its seq.
-func scanBotRun(sc botScanner) (bot.Run, int64, error) {
+func scanBotRun(sc botScanner) (research.Run, int64, error) {
 	var (
-		r                           bot.Run
+		r                           research.Run
 		seq                         int64
 		options, state              string
 		leaseUntil, decAt           int64
@@ -75,36 +76,36 @@ func scanBotRun(sc botScanner) (bot.Run, int64, error) {
 		&intrID, &intrKind, &intrText, &intrMsg,
 		&decID, &decAction, &decText, &decBy, &decAt,
 		&r.CancelRequestedBy, &r.Error, &created, &updated, &finished); err != nil {
-		return bot.Run{}, 0, err
+		return research.Run{}, 0, err
 	}
 	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
-		return bot.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
+		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
-	r.State = bot.RunState(state)
+	r.State = research.RunState(state)
 	r.LeaseUntil = botFromNanos(leaseUntil)
 	if intrID.Valid {
-		r.Interrupt = &bot.PendingInterrupt{ID: intrID.String, Kind: bot.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
+		r.Interrupt = &research.PendingInterrupt{ID: intrID.String, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
 	}
 	if decID.Valid {
-		r.Decision = &bot.Decision{InterruptID: decID.String, Action: bot.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
+		r.Decision = &research.Decision{InterruptID: decID.String, Action: research.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
 	}
 	r.CreatedAt, r.UpdatedAt, r.FinishedAt = botFromNanos(created), botFromNanos(updated), botFromNanos(finished)
 	return r, seq, nil
 }
 
 // queryBotRun reads one run with q (which selects botRunCols); ErrNotFound if none.
-func queryBotRun(ctx context.Context, tx *sql.Tx, what, q string, args ...any) (bot.Run, error) {
+func queryBotRun(ctx context.Context, tx *sql.Tx, what, q string, args ...any) (research.Run, error) {
 	r, _, err := scanBotRun(tx.QueryRowContext(ctx, q, args...))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return bot.Run{}, fmt.Errorf("%s: %w", what, bot.ErrNotFound)
+		return research.Run{}, fmt.Errorf("%s: %w", what, research.ErrNotFound)
 	case err != nil:
-		return bot.Run{}, fmt.Errorf("sqlite: %s: %w", what, err)
+		return research.Run{}, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return r, nil
 }
 
-func getBotRun(ctx context.Context, tx *sql.Tx, id string) (bot.Run, error) {
+func getBotRun(ctx context.Context, tx *sql.Tx, id string) (research.Run, error) {
 	return queryBotRun(ctx, tx, "run "+id, `SELECT `+botRunCols+` FROM bot_runs WHERE id = ?`, id)
 }
 
@@ -148,19 +149,19 @@ func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, erro
 
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
 
-func scanBotThread(sc botScanner) (bot.Thread, error) {
-	var t bot.Thread
+func scanBotThread(sc botScanner) (research.Thread, error) {
+	var t research.Thread
 	var created int64
 	if err := sc.Scan(&t.Key.Team, &t.Key.Channel, &t.Key.ThreadTS, &t.ThreadID, &t.Requester, &t.DM, &created); err != nil {
-		return bot.Thread{}, err
+		return research.Thread{}, err
 	}
 	t.CreatedAt = botFromNanos(created)
 	return t, nil
 }
 
 // PutThread implements bot.Store.
-func (b *BotStore) PutThread(ctx context.Context, t bot.Thread) (bot.Thread, error) {
-	var out bot.Thread
+func (b *BotStore) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
+	var out research.Thread
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, botNanos(t.CreatedAt)); err != nil {
@@ -178,20 +179,20 @@ func (b *BotStore) PutThread(ctx context.Context, t bot.Thread) (bot.Thread, err
 }
 
 // Thread implements bot.Store.
-func (b *BotStore) Thread(ctx context.Context, key bot.ThreadKey) (bot.Thread, error) {
+func (b *BotStore) Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
 	t, err := scanBotThread(b.s.r.QueryRowContext(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = ? AND channel = ? AND thread_ts = ?`,
 		key.Team, key.Channel, key.ThreadTS))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return bot.Thread{}, fmt.Errorf("thread %v: %w", key, bot.ErrNotFound)
+		return research.Thread{}, fmt.Errorf("thread %v: %w", key, research.ErrNotFound)
 	case err != nil:
-		return bot.Thread{}, fmt.Errorf("sqlite: thread: %w", err)
+		return research.Thread{}, fmt.Errorf("sqlite: thread: %w", err)
 	}
 	return t, nil
 }
 
 // CreateRun implements bot.Store.
-func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) error {
+func (b *BotStore) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
 	r = r.Storable()
 	opts, err := json.Marshal(r.Options)
 	if err != nil {
@@ -201,8 +202,8 @@ func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) err
 		r.UpdatedAt = r.CreatedAt
 	}
 	var intrID, decID sql.NullString
-	var intr bot.PendingInterrupt
-	var dec bot.Decision
+	var intr research.PendingInterrupt
+	var dec research.Decision
 	if r.Interrupt != nil {
 		intr, intrID = *r.Interrupt, sql.NullString{String: r.Interrupt.ID, Valid: true}
 	}
@@ -221,11 +222,11 @@ func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) err
 		}
 		switch {
 		case exists:
-			return fmt.Errorf("run %s: %w", r.ID, bot.ErrConflict)
+			return fmt.Errorf("run %s: %w", r.ID, research.ErrConflict)
 		case busy:
-			return fmt.Errorf("thread %s: %w", r.ThreadID, bot.ErrThreadBusy)
+			return fmt.Errorf("thread %s: %w", r.ThreadID, research.ErrThreadBusy)
 		case maxPerUser > 0 && perUser >= maxPerUser:
-			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, bot.ErrUserLimit)
+			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_runs (
 				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
@@ -245,8 +246,8 @@ func (b *BotStore) CreateRun(ctx context.Context, r bot.Run, maxPerUser int) err
 }
 
 // Run implements bot.Store.
-func (b *BotStore) Run(ctx context.Context, id string) (bot.Run, error) {
-	var r bot.Run
+func (b *BotStore) Run(ctx context.Context, id string) (research.Run, error) {
+	var r research.Run
 	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
 		r, err = getBotRun(ctx, tx, id)
 		return err
@@ -255,8 +256,8 @@ func (b *BotStore) Run(ctx context.Context, id string) (bot.Run, error) {
 }
 
 // LatestRun implements bot.Store.
-func (b *BotStore) LatestRun(ctx context.Context, threadID string) (bot.Run, error) {
-	var r bot.Run
+func (b *BotStore) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
+	var r research.Run
 	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
 		r, err = queryBotRun(ctx, tx, "latest run of "+threadID,
 			`SELECT `+botRunCols+` FROM bot_runs WHERE thread_id = ? ORDER BY seq DESC LIMIT 1`, threadID)
@@ -266,7 +267,7 @@ func (b *BotStore) LatestRun(ctx context.Context, threadID string) (bot.Run, err
 }
 
 // ListRuns implements bot.Store.
-func (b *BotStore) ListRuns(ctx context.Context, f bot.RunFilter) ([]bot.Run, error) {
+func (b *BotStore) ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error) {
 	var where []string
 	var args []any
 	if f.Requester != "" {
@@ -296,7 +297,7 @@ func (b *BotStore) ListRuns(ctx context.Context, f bot.RunFilter) ([]bot.Run, er
 		return nil, fmt.Errorf("sqlite: list runs: %w", err)
 	}
 	defer rows.Close()
-	var out []bot.Run
+	var out []research.Run
 	for rows.Next() {
 		r, _, err := scanBotRun(rows)
 		if err != nil {
@@ -317,35 +318,35 @@ const botAcquireSet = `UPDATE bot_runs SET state = 'running', owner = ?1, lease_
 const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < ?2))`
 
 // AcquireRun implements bot.Store.
-func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
-	var r bot.Run
+func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
+	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = queryBotRun(ctx, tx, "acquire run "+id, botAcquireSet+` WHERE id = ?4 AND `+botAcquirable+` RETURNING `+botRunCols,
 			owner, botNanos(now), botNanos(now.Add(lease)), id)
-		if !errors.Is(err, bot.ErrNotFound) {
+		if !errors.Is(err, research.ErrNotFound) {
 			return err
 		}
 		cur, err := getBotRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, bot.ErrNotAcquired)
+		return fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, research.ErrNotAcquired)
 	})
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
 	return r, nil
 }
 
 // AcquireRuns implements bot.Store.
-func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]bot.Run, error) {
+func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	if limit <= 0 {
 		limit = -1
 	}
 	type seqRun struct {
 		seq int64
-		run bot.Run
+		run research.Run
 	}
 	var got []seqRun
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
@@ -373,7 +374,7 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 		return nil, err
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
-	out := make([]bot.Run, len(got))
+	out := make([]research.Run, len(got))
 	for i, g := range got {
 		out[i] = g.run
 	}
@@ -383,19 +384,19 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 // held runs the fenced update q (whose WHERE ends with "id = ? AND state =
 // 'running' AND owner = ?" as its last two parameters, and which returns
 // botRunCols) and maps "no row" to ErrNotFound or ErrLeaseLost.
-func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (bot.Run, error) {
-	var r bot.Run
+func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
+	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = queryBotRun(ctx, tx, what, q, append(args, id, owner)...)
-		if !errors.Is(err, bot.ErrNotFound) {
+		if !errors.Is(err, research.ErrNotFound) {
 			return err
 		}
 		cur, err := getBotRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, bot.ErrLeaseLost)
+		return fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, research.ErrLeaseLost)
 	})
 	return r, err
 }
@@ -403,11 +404,11 @@ func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...
 const botHeldWhere = ` WHERE id = ? AND state = 'running' AND owner = ? RETURNING ` + botRunCols
 
 // Heartbeat implements bot.Store.
-func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (bot.Run, error) {
+func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	r, err := b.held(ctx, "heartbeat run "+id, id, owner,
 		`UPDATE bot_runs SET lease_until = ?, updated_at = ?`+botHeldWhere, botNanos(now.Add(lease)), botNanos(now))
 	if err != nil {
-		return bot.Run{}, err
+		return research.Run{}, err
 	}
 	return r, nil
 }
@@ -420,7 +421,7 @@ func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Ti
 }
 
 // WaitRun implements bot.Store.
-func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.PendingInterrupt, now time.Time) error {
+func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
 	_, err := b.held(ctx, "wait run "+id, id, owner,
 		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = ?,
@@ -431,10 +432,10 @@ func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr bot.Pendi
 }
 
 // FinishRun implements bot.Store.
-func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state bot.RunState, errText string, now time.Time) error {
+func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
 	switch state {
-	case bot.StateDone, bot.StateFailed, bot.StateCancelled:
+	case research.StateDone, research.StateFailed, research.StateCancelled:
 	default:
 		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
 	}
@@ -452,7 +453,7 @@ func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string,
 			WHERE id = ?2 RETURNING status_ts`, ts, id).Scan(&out)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+			return fmt.Errorf("run %s: %w", id, research.ErrNotFound)
 		case err != nil:
 			return fmt.Errorf("sqlite: set status message: %w", err)
 		}
@@ -462,9 +463,9 @@ func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string,
 }
 
 // Decide implements bot.Store.
-func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bot.Run, error) {
+func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
-	var r bot.Run
+	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = queryBotRun(ctx, tx, "decide run "+runID, `UPDATE bot_runs SET
@@ -475,8 +476,8 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bo
 				attempt = CASE WHEN ?7 THEN attempt ELSE 0 END
 			WHERE id = ?1 AND state = 'waiting' AND intr_id = ?2 AND dec_interrupt_id IS NULL
 			RETURNING `+botRunCols,
-			runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == bot.ActionCancel)
-		if !errors.Is(err, bot.ErrNotFound) {
+			runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == research.ActionCancel)
+		if !errors.Is(err, research.ErrNotFound) {
 			return err
 		}
 		if r, err = getBotRun(ctx, tx, runID); err != nil {
@@ -489,19 +490,19 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d bot.Decision) (bo
 
 // botDecideRefusal says why decision d cannot be applied to run r, in
 // memstore's order of checks.
-func botDecideRefusal(r bot.Run, d bot.Decision) error {
+func botDecideRefusal(r research.Run, d research.Decision) error {
 	switch {
 	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
-		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, bot.ErrNotWaiting)
+		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, research.ErrNotWaiting)
 	case r.Decision != nil:
-		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, bot.ErrAlreadyDecided)
+		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, research.ErrAlreadyDecided)
 	}
-	return fmt.Errorf("run %s is %s: %w", r.ID, r.State, bot.ErrNotWaiting)
+	return fmt.Errorf("run %s is %s: %w", r.ID, r.State, research.ErrNotWaiting)
 }
 
 // RequestCancel implements bot.Store.
-func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (bot.Run, bool, error) {
-	var r bot.Run
+func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
+	var r research.Run
 	var cancelled bool
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		cur, err := getBotRun(ctx, tx, runID)
@@ -509,12 +510,12 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 			return err
 		}
 		switch cur.State {
-		case bot.StateQueued, bot.StateWaiting:
+		case research.StateQueued, research.StateWaiting:
 			cancelled = true
 			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
 				cancel_requested_by = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1 RETURNING `+botRunCols, runID, by, botNanos(now))
 			return err
-		case bot.StateRunning:
+		case research.StateRunning:
 			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET
 				updated_at = CASE WHEN cancel_requested_by = '' THEN ?3 ELSE updated_at END,
 				cancel_requested_by = CASE WHEN cancel_requested_by = '' THEN ?2 ELSE cancel_requested_by END
@@ -522,16 +523,16 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 			return err
 		}
 		r = cur
-		return fmt.Errorf("run %s is %s: %w", runID, cur.State, bot.ErrFinished)
+		return fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
 	})
-	if err != nil && !errors.Is(err, bot.ErrFinished) {
-		return bot.Run{}, false, err
+	if err != nil && !errors.Is(err, research.ErrFinished) {
+		return research.Run{}, false, err
 	}
 	return r, cancelled, err
 }
 
 // RecordUpload implements bot.Store.
-func (b *BotStore) RecordUpload(ctx context.Context, u bot.Upload) (bool, error) {
+func (b *BotStore) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
 	var n int64
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -546,15 +547,15 @@ func (b *BotStore) RecordUpload(ctx context.Context, u bot.Upload) (bool, error)
 }
 
 // Upload implements bot.Store.
-func (b *BotStore) Upload(ctx context.Context, runID string) (bot.Upload, error) {
-	u := bot.Upload{RunID: runID}
+func (b *BotStore) Upload(ctx context.Context, runID string) (research.Upload, error) {
+	u := research.Upload{RunID: runID}
 	var at int64
 	err := b.s.r.QueryRowContext(ctx, `SELECT file_id, message_ts, at FROM bot_uploads WHERE run_id = ?`, runID).Scan(&u.FileID, &u.MessageTS, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return bot.Upload{}, fmt.Errorf("upload of %s: %w", runID, bot.ErrNotFound)
+		return research.Upload{}, fmt.Errorf("upload of %s: %w", runID, research.ErrNotFound)
 	case err != nil:
-		return bot.Upload{}, fmt.Errorf("sqlite: upload: %w", err)
+		return research.Upload{}, fmt.Errorf("sqlite: upload: %w", err)
 	}
 	u.At = botFromNanos(at)
 	return u, nil

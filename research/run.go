@@ -1,0 +1,297 @@
+// Package research holds the product's words for a research run: the run
+// and its states, the interrupt a paused run shows and the decision on it,
+// progress, and the result.
+package research
+
+import (
+	"errors"
+	"time"
+
+	"deepresearch/storage/dbtext"
+)
+
+// ErrNothingToContinue is returned by Researcher.Continue when the thread has
+// no unfinished work to carry on.
+var ErrNothingToContinue = errors.New("research: nothing to continue on this thread")
+
+// ProgressSink receives progress while a run works. Each Progress is the
+// whole current picture, not a delta, so the bot may drop intermediate ones.
+// It must not block for long; the bot's sink only records the value.
+type ProgressSink func(Progress)
+
+// StartRequest is a question for a thread.
+type StartRequest struct {
+	// RunID identifies the bot's run. A Start repeated for the same run
+	// (the process died after the turn finished but before the run was
+	// recorded as done) returns that turn's outcome instead of asking
+	// again.
+	RunID     string
+	ThreadID  string
+	Question  string
+	FollowUp  bool   // the thread has earlier runs
+	Requester string // Slack user id (for audit; never rendered as a mention)
+	Options   RunOptions
+}
+
+// RunOptions tune one run.
+type RunOptions struct {
+	ApprovePlan  bool   // pause for plan approval
+	ApproveDraft bool   // pause for draft approval
+	Depth        string // "quick", "standard", "deep"; "" lets the agent choose
+	Language     string // report language, e.g. "ja"; "" follows the question
+	// Redeliver names an earlier run of the thread whose research finished
+	// but whose report never reached Slack (the upload failed). The run
+	// asks the researcher for that run's turn again — a finished turn is
+	// returned as it is, not researched again — and posts its report.
+	Redeliver string `json:",omitempty"`
+}
+
+// Progress is a snapshot of a running research.
+type Progress struct {
+	Phase       string    // e.g. "planning", "researching", "writing", "reviewing"
+	Plan        []string  // the plan's steps, if planned
+	Subtasks    []Subtask // parallel subtasks and their state
+	SourcesRead int       // pages/documents read so far
+	Tokens      int       // LLM tokens spent so far (prompt + completion)
+	Note        string    // one short line on what is happening now
+}
+
+// Subtask is one unit of research and its state.
+type Subtask struct {
+	Title string
+	State SubtaskState
+}
+
+// SubtaskState is the state of a Subtask.
+type SubtaskState string
+
+// Subtask states.
+const (
+	SubtaskPending SubtaskState = "pending"
+	SubtaskRunning SubtaskState = "running"
+	SubtaskDone    SubtaskState = "done"
+	SubtaskFailed  SubtaskState = "failed"
+)
+
+// Outcome is how a Researcher call ended: exactly one of Interrupt and
+// Result is set.
+type Outcome struct {
+	Interrupt *Interrupt
+	Result    *Result
+}
+
+// InterruptKind says what a paused run waits for.
+type InterruptKind string
+
+// Interrupt kinds.
+const (
+	InterruptPlan     InterruptKind = "plan"     // approve the research plan
+	InterruptDraft    InterruptKind = "draft"    // approve the draft report
+	InterruptQuestion InterruptKind = "question" // answer a clarifying question in the thread
+)
+
+// Interrupt is a paused run's request to a person.
+type Interrupt struct {
+	ID   string // the graph's interrupt id; Resume answers it
+	Kind InterruptKind
+	// Text is what to show: the plan, the draft's summary (markdown), or the
+	// question. It comes from the LLM and is escaped by the bot.
+	Text string
+	// Draft is the full draft report for InterruptDraft (attached as a
+	// file when long); may be empty.
+	Draft string
+}
+
+// Action is a person's decision on an interrupt.
+type Action string
+
+// Actions.
+const (
+	ActionApprove Action = "approve" // go on as planned/drafted
+	ActionRevise  Action = "revise"  // request changes; Answer.Text says which
+	ActionMore    Action = "more"    // research more before writing again
+	ActionCancel  Action = "cancel"  // stop the run (the bot never resumes with it; it cancels)
+	ActionAnswer  Action = "answer"  // the answer to a clarifying question, in Answer.Text
+)
+
+// Answer resumes an interrupt.
+type Answer struct {
+	Action Action
+	Text   string // feedback for ActionRevise, the answer for ActionAnswer
+	By     string // Slack user id of who decided
+}
+
+// Result is a finished research.
+type Result struct {
+	Title     string // short title of the report
+	Summary   string // a few sentences (markdown)
+	Report    string // the full report (markdown)
+	Sources   int    // distinct sources cited
+	Citations int    // citations in the report
+	Tokens    int    // LLM tokens spent in total
+	Elapsed   time.Duration
+	// Reply: the message needed an answer, not a research (small talk, a
+	// question about the bot); Summary is the answer, posted as a message
+	// instead of a report file.
+	Reply bool
+	// Extractive: the model could not be reached for part of the research,
+	// and the report was written from the sources' own words instead.
+	Extractive bool
+}
+
+// Store errors. Implementations return them (wrapped or not); callers test
+// with errors.Is.
+var (
+	ErrNotFound       = errors.New("research: not found")
+	ErrConflict       = errors.New("research: already exists")
+	ErrThreadBusy     = errors.New("research: the thread has an active run")
+	ErrUserLimit      = errors.New("research: too many active runs for the user")
+	ErrNotAcquired    = errors.New("research: run not acquired")
+	ErrLeaseLost      = errors.New("research: run lease lost")
+	ErrAlreadyDecided = errors.New("research: interrupt already decided")
+	ErrNotWaiting     = errors.New("research: run is not waiting on that interrupt")
+	ErrFinished       = errors.New("research: run already finished")
+)
+
+// ThreadKey identifies a Slack thread: the team, the channel and the ts of
+// the thread's parent message.
+type ThreadKey struct {
+	Team     string
+	Channel  string
+	ThreadTS string
+}
+
+// ThreadID derives the graph thread id of a Slack thread.
+func (k ThreadKey) ThreadID() string {
+	return "slack:" + k.Team + ":" + k.Channel + ":" + k.ThreadTS
+}
+
+// Thread maps a Slack thread to its graph thread.
+type Thread struct {
+	Key       ThreadKey
+	ThreadID  string // graph thread id
+	Requester string // user who started the thread's first run
+	DM        bool   // a direct message (assistant) thread
+	CreatedAt time.Time
+}
+
+// RunState is the state of a run job.
+type RunState string
+
+// Run states. Queued, running and waiting are active; the others are final.
+const (
+	StateQueued    RunState = "queued"
+	StateRunning   RunState = "running"
+	StateWaiting   RunState = "waiting"
+	StateDone      RunState = "done"
+	StateFailed    RunState = "failed"
+	StateCancelled RunState = "cancelled"
+)
+
+// Active reports whether the state is queued, running or waiting.
+func (s RunState) Active() bool {
+	return s == StateQueued || s == StateRunning || s == StateWaiting
+}
+
+// AllStates lists every run state.
+var AllStates = []RunState{StateQueued, StateRunning, StateWaiting, StateDone, StateFailed, StateCancelled}
+
+// Run is one research job: a question (or a follow-up) on a graph thread,
+// from creation to a final state.
+type Run struct {
+	ID        string
+	ThreadID  string
+	Key       ThreadKey // where it lives in Slack
+	Requester string
+	Question  string
+	FollowUp  bool
+	Options   RunOptions
+	State     RunState
+
+	// Lease: who works on it and until when (running only).
+	Owner      string
+	LeaseUntil time.Time
+	Attempt    int // acquisitions since the last input; >1 means a retry
+
+	StatusTS          string            // the status message, edited in place
+	Interrupt         *PendingInterrupt // set while waiting (and kept after, for the record)
+	Decision          *Decision         // the decision on Interrupt, once made
+	CancelRequestedBy string            // set by RequestCancel on a running run
+	Error             string            // for failed
+
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Storable returns the run with its free text made storable on every
+// engine (dbtext: no NUL, valid UTF-8): the question comes from a user, the
+// interrupt text and the error from the model and the web, the decision's
+// text from a person. Every store writes runs through it.
+func (r Run) Storable() Run {
+	r.Question = dbtext.String(r.Question)
+	r.Error = dbtext.String(r.Error)
+	if r.Interrupt != nil {
+		i := *r.Interrupt
+		i.Text = dbtext.String(i.Text)
+		r.Interrupt = &i
+	}
+	if r.Decision != nil {
+		d := *r.Decision
+		d.Text = dbtext.String(d.Text)
+		r.Decision = &d
+	}
+	return r
+}
+
+// PendingInterrupt is an interrupt a waiting run shows in Slack.
+type PendingInterrupt struct {
+	ID        string
+	Kind      InterruptKind
+	Text      string
+	MessageTS string // the message with the buttons (or the question)
+}
+
+// Decision is someone's answer to an interrupt.
+type Decision struct {
+	InterruptID string
+	Action      Action
+	Text        string
+	By          string
+	At          time.Time
+}
+
+// RunFilter selects runs for ListRuns; zero fields match everything.
+type RunFilter struct {
+	Requester string
+	Channel   string
+	States    []RunState
+	Limit     int // 0: no limit
+}
+
+// InboxEntry is a received Socket Mode envelope in the inbox.
+type InboxEntry struct {
+	Key        string // dedupe key: "ev:<event_id>", or "env:<envelope_id>"
+	Type       string // envelope type: events_api, interactive or slash_commands
+	EnvelopeID string
+	Payload    []byte // the envelope's payload (JSON) as received; empty once done
+	ReceivedAt time.Time
+
+	// Lease: who handles it and until when (not done only).
+	Owner      string
+	LeaseUntil time.Time
+	Attempts   int // processes that took it on: 1 for the receiver, +1 per ClaimInbox
+
+	DoneAt time.Time // zero until handled
+}
+
+// Done reports whether the entry has been handled.
+func (e InboxEntry) Done() bool { return !e.DoneAt.IsZero() }
+
+// Upload is the posted report of a run.
+type Upload struct {
+	RunID     string
+	FileID    string
+	MessageTS string
+	At        time.Time
+}
