@@ -20,6 +20,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"deepresearch/clock"
 )
 
 // Start and End are the virtual entry and exit of every graph.
@@ -75,30 +77,20 @@ type RetryPolicy struct {
 }
 
 func (p RetryPolicy) backoff(attempt int, rnd func() float64) time.Duration {
-	d := p.Initial
-	if d <= 0 {
-		d = 500 * time.Millisecond
+	b := clock.Backoff{Initial: p.Initial, Max: p.Max, Factor: p.Multiplier}
+	if b.Initial <= 0 {
+		b.Initial = 500 * time.Millisecond
 	}
-	m := p.Multiplier
-	if m <= 0 {
-		m = 2
-	}
-	maxd := p.Max
-	if maxd <= 0 {
-		maxd = 30 * time.Second
-	}
-	f := float64(d)
-	for i := 1; i < attempt; i++ {
-		f *= m
-		if f > float64(maxd) {
-			f = float64(maxd)
-			break
-		}
+	if b.Max <= 0 {
+		b.Max = 30 * time.Second
 	}
 	if p.Jitter {
-		f += f * 0.5 * rnd()
+		// Up to half again on top of the delay (the cap included) is a
+		// delay half as long again of which a third is random.
+		b.Initial, b.Max = b.Initial*3/2, b.Max*3/2
+		b.Jitter, b.Rand = 1.0/3, rnd
 	}
-	return time.Duration(f)
+	return b.Delay(attempt)
 }
 
 // NodeOption configures one node.
@@ -310,7 +302,7 @@ func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
 		g.opts.SnapshotEvery = 256
 	}
 	if g.opts.Sleep == nil {
-		g.opts.Sleep = sleepCtx
+		g.opts.Sleep = clock.Real{}.Sleep
 	}
 	if g.opts.Rand == nil {
 		g.opts.Rand = rand.Float64
@@ -319,17 +311,6 @@ func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	return g, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Errors of a run.
