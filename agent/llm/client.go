@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"deepresearch/clock"
 )
 
 // Headers the client adds to every request so that servers (and the
@@ -159,19 +161,8 @@ func New(opts Options) (*Client, error) {
 // any), so retries run without waiting.
 func NoSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// sleepCtx is the default Sleep: it waits on the system clock.
+func sleepCtx(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clock.Real{}, d) }
 
 // headerDoer adds the role and node headers from the request context. It
 // never modifies the caller's http.Client or request.

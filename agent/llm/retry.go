@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"deepresearch/clock"
 )
 
 // failure is a classified error of one attempt.
@@ -209,10 +210,5 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // MinBackoff·2^(attempt-1) capped at MaxBackoff, minus up to half of it at
 // random (jitter), so parallel callers spread out.
 func (c *Client) backoff(attempt int) time.Duration {
-	d := c.opts.MinBackoff
-	for i := 1; i < attempt && d < c.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.opts.MaxBackoff)
-	return d - time.Duration(rand.Int64N(int64(d)/2+1))
+	return clock.Backoff{Initial: c.opts.MinBackoff, Max: c.opts.MaxBackoff, Jitter: 0.5}.Delay(attempt)
 }
