@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"deepresearch/clock"
 )
 
 // RetryPolicy says how a provider retries 429, 5xx, timeouts and network
@@ -62,30 +64,14 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleepCtx is the default Sleep: it waits on the system clock.
+func sleepCtx(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clock.Real{}, d) }
 
-// backoff returns the wait before retry number n (1-based).
+// backoff returns the wait before retry number n (1-based): "equal
+// jitter", half fixed and half random, so retries from many clients spread
+// out but never collapse to zero.
 func (p RetryPolicy) backoff(n int) time.Duration {
-	d := p.BaseDelay
-	for i := 1; i < n && d < p.MaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, p.MaxDelay)
-	// "Equal jitter": half fixed, half random, so retries from many
-	// clients spread out but never collapse to zero.
-	return d/2 + time.Duration(p.Rand()*float64(d/2))
+	return clock.Backoff{Initial: p.BaseDelay, Max: p.MaxDelay, Jitter: 0.5, Rand: p.Rand}.Delay(n)
 }
 
 // parseRetryAfter reads a Retry-After value: delta-seconds or an HTTP date.
