@@ -121,14 +121,35 @@ type Answer struct {
 	By     string // Slack user id of who decided
 }
 
+// Source is a page a report cited or read.
+type Source struct {
+	URL   string `json:"url"`
+	Title string `json:"title,omitempty"`
+}
+
+// DigestRequest is a research run to its end without asking anyone: a
+// scheduled digest. ThreadID is stable for a firing, so a retried firing
+// continues the same agent thread.
+type DigestRequest struct {
+	ThreadID string
+	Question string
+	Language string
+	Depth    string
+	Owner    string // Slack user id of the schedule's owner (audit)
+}
+
 // Result is a finished research.
 type Result struct {
-	Title     string // short title of the report
-	Summary   string // a few sentences (markdown)
-	Report    string // the full report (markdown)
-	Sources   int    // distinct sources cited
-	Citations int    // citations in the report
-	Tokens    int    // LLM tokens spent in total
+	Title   string // short title of the report
+	Summary string // a few sentences (markdown)
+	Report  string // the full report (markdown)
+	Sources int    // distinct sources cited
+	// Cited lists the sources the report cites (for a digest's "what's
+	// new"); Findings its key findings, when the writer listed them.
+	Cited     []Source
+	Findings  []string
+	Citations int // citations in the report
+	Tokens    int // LLM tokens spent in total
 	Elapsed   time.Duration
 	// Reply: the message needed an answer, not a research (small talk, a
 	// question about the bot); Summary is the answer, posted as a message

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 )
 
@@ -92,7 +93,7 @@ func TestManagerAsksTheChannelChecker(t *testing.T) {
 }
 
 func TestFiringInAGoneChannelFailsWithoutResearch(t *testing.T) {
-	res := &fakeResearcher{results: []schedule.Research{{Title: "t", Summary: "s"}}}
+	res := &fakeResearcher{results: []research.Result{{Title: "t", Summary: "s"}}}
 	poster := &fakePoster{}
 	pol := &channelPolicy{problems: map[string]string{"C1": "I can't see C1."}}
 	r := &schedule.DigestRunner{Researcher: res, Poster: poster, Channels: pol}

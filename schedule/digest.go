@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode"
 
+	"deepresearch/research"
 	"deepresearch/tools/search"
 )
 
@@ -16,8 +17,8 @@ type WhatsNew struct {
 	Since         time.Time // due time of the previous digest; zero for the first
 	NewFindings   []string
 	KnownFindings []string
-	NewSources    []Source
-	KnownSources  []Source
+	NewSources    []research.Source
+	KnownSources  []research.Source
 }
 
 // First reports whether there was no previous digest to compare with.
@@ -31,7 +32,7 @@ const SimilarityThreshold = 0.6
 // Compare splits findings and sources into new and known against prev
 // (nil: everything is new). Sources match by normalised URL
 // (tools/search.NormalizeURL); findings by text similarity.
-func Compare(prev *Firing, findings []string, sources []Source) WhatsNew {
+func Compare(prev *Firing, findings []string, sources []research.Source) WhatsNew {
 	var w WhatsNew
 	var oldF []string
 	oldS := map[string]bool{}
@@ -80,7 +81,7 @@ func Compare(prev *Firing, findings []string, sources []Source) WhatsNew {
 // Carry returns the digest record to keep for the next comparison: this
 // run's findings and sources first, then the earlier ones not seen again (so
 // something reported two digests ago is still known), capped.
-func Carry(prev *Firing, findings []string, sources []Source) ([]string, []Source) {
+func Carry(prev *Firing, findings []string, sources []research.Source) ([]string, []research.Source) {
 	const maxFindings, maxSources = 300, 500
 	outF := dedupeFindings(findings)
 	sigs := make([]signature, len(outF))
@@ -88,7 +89,7 @@ func Carry(prev *Firing, findings []string, sources []Source) ([]string, []Sourc
 		sigs[i] = sign(f)
 	}
 	keys := map[string]bool{}
-	var outS []Source
+	var outS []research.Source
 	for _, s := range sources {
 		if k := sourceKey(s.URL); k != "" && !keys[k] {
 			keys[k] = true
@@ -314,7 +315,7 @@ func DateLabel(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }
 // ComposeReport writes the digest's markdown file: what is new since the
 // previous digest first, then what is only referenced, then the full report
 // with its headings moved under "Full report".
-func ComposeReport(sc Schedule, due time.Time, w WhatsNew, r Research) string {
+func ComposeReport(sc Schedule, due time.Time, w WhatsNew, r research.Result) string {
 	var b strings.Builder
 	title := strings.TrimSpace(r.Title)
 	if title == "" {
@@ -378,7 +379,7 @@ func orUTC(tz string) string {
 	return tz
 }
 
-func mdLink(s Source) string {
+func mdLink(s research.Source) string {
 	title := oneLine(s.Title)
 	if title == "" {
 		title = s.URL

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/schedule/memstore"
 )
@@ -20,7 +21,7 @@ func TestCompareWhatsNew(t *testing.T) {
 			"Competitor Y opened an office in Osaka",
 			"経済産業省は生成AIの利用に関するガイドラインを公表した",
 		},
-		Sources: []schedule.Source{{URL: "https://news.example.com/x-prices?utm_source=feed", Title: "X prices"}, {URL: "https://y.example/osaka/"}},
+		Sources: []research.Source{{URL: "https://news.example.com/x-prices?utm_source=feed", Title: "X prices"}, {URL: "https://y.example/osaka/"}},
 	}}
 	w := schedule.Compare(prev, []string{
 		"In March, Competitor X raised its prices by 10%",     // rephrased: known
@@ -28,7 +29,7 @@ func TestCompareWhatsNew(t *testing.T) {
 		"経済産業省が生成AIの利用に関するガイドラインを公表した。",                       // rephrased Japanese: known
 		"Competitor Z was acquired by a private equity firm",  // new
 		"competitor z was acquired by a private equity firm.", // duplicate within the run
-	}, []schedule.Source{
+	}, []research.Source{
 		{URL: "HTTPS://News.Example.com/x-prices#top", Title: "X prices"}, // same after normalisation
 		{URL: "https://y.example/osaka"},
 		{URL: "https://z.example/deal", Title: "Z deal"},
@@ -45,7 +46,7 @@ func TestCompareWhatsNew(t *testing.T) {
 	if len(w.NewSources) != 1 || w.NewSources[0].URL != "https://z.example/deal" || len(w.KnownSources) != 2 {
 		t.Errorf("sources: new %v known %v", w.NewSources, w.KnownSources)
 	}
-	first := schedule.Compare(nil, []string{"a thing"}, []schedule.Source{{URL: "https://a.example"}})
+	first := schedule.Compare(nil, []string{"a thing"}, []research.Source{{URL: "https://a.example"}})
 	if !first.First() || len(first.NewFindings) != 1 || len(first.NewSources) != 1 {
 		t.Errorf("first digest: %+v", first)
 	}
@@ -68,14 +69,14 @@ func TestExtractFindings(t *testing.T) {
 }
 
 type fakeResearcher struct {
-	results []schedule.Research
-	reqs    []schedule.ResearchRequest
+	results []research.Result
+	reqs    []research.DigestRequest
 }
 
-func (f *fakeResearcher) Research(_ context.Context, req schedule.ResearchRequest) (schedule.Research, error) {
+func (f *fakeResearcher) Research(_ context.Context, req research.DigestRequest) (research.Result, error) {
 	f.reqs = append(f.reqs, req)
 	if len(f.results) == 0 {
-		return schedule.Research{}, errors.New("no more results")
+		return research.Result{}, errors.New("no more results")
 	}
 	r := f.results[0]
 	f.results = f.results[1:]
@@ -112,11 +113,11 @@ func (p *fakePoster) UploadReport(_ context.Context, channel, threadTS, name, ti
 func TestDigestAgainstPreviousDigest(t *testing.T) {
 	st := memstore.New()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
-	res := &fakeResearcher{results: []schedule.Research{
+	res := &fakeResearcher{results: []research.Result{
 		{Title: "Competitor news", Summary: "- Competitor X raised prices by 10% in March\n- Competitor Y opened an office in Osaka",
-			Report: "# Competitor news\n\n## Details\nX and Y.", Sources: []schedule.Source{{URL: "https://x.example/prices", Title: "X prices"}, {URL: "https://y.example/osaka", Title: "Y Osaka"}}},
+			Report: "# Competitor news\n\n## Details\nX and Y.", Cited: []research.Source{{URL: "https://x.example/prices", Title: "X prices"}, {URL: "https://y.example/osaka", Title: "Y Osaka"}}},
 		{Title: "Competitor news", Summary: "- In March, Competitor X raised its prices by 10%\n- Competitor Z was acquired by Fund F",
-			Report: "# Competitor news\n\n## Details\nX and Z.", Sources: []schedule.Source{{URL: "https://x.example/prices/?utm_campaign=a", Title: "X prices"}, {URL: "https://z.example/deal", Title: "Z deal"}}},
+			Report: "# Competitor news\n\n## Details\nX and Z.", Cited: []research.Source{{URL: "https://x.example/prices/?utm_campaign=a", Title: "X prices"}, {URL: "https://z.example/deal", Title: "Z deal"}}},
 	}}
 	poster := &fakePoster{}
 	clk := schedule.NewManualClock(monday9)

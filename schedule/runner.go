@@ -6,32 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"deepresearch/research"
 )
 
-// ResearchRequest is one research run for a firing.
-type ResearchRequest struct {
-	// ThreadID is stable for a firing ("schedule:<id>:<due unix>"), so a
-	// retried firing can continue the same agent thread.
-	ThreadID string
-	Question string
-	Language string
-	Depth    string
-	Owner    string // Slack user id of the schedule's owner (audit)
-}
-
-// Research is what the agent produced.
-type Research struct {
-	Title    string
-	Summary  string   // short markdown
-	Report   string   // full markdown report
-	Findings []string // if empty, ExtractFindings(Summary, Report) is used
-	Sources  []Source
-}
-
 // Researcher runs a research to its end without asking anyone (the agent,
-// adapted by schedule/agentadapter).
+// research.Runner).
 type Researcher interface {
-	Research(ctx context.Context, req ResearchRequest) (Research, error)
+	Research(ctx context.Context, req research.DigestRequest) (research.Result, error)
 }
 
 // DigestMessage is the summary message of a digest, for a Poster to render.
@@ -96,7 +78,7 @@ func (r *DigestRunner) Run(ctx context.Context, job Job) (*Digest, error) {
 			return nil, fmt.Errorf("%w: %s", ErrChannelUnavailable, problem)
 		}
 	}
-	res, err := r.Researcher.Research(ctx, ResearchRequest{
+	res, err := r.Researcher.Research(ctx, research.DigestRequest{
 		ThreadID: ThreadID(sc.ID, job.Due), Question: sc.Topic,
 		Language: sc.Options.Language, Depth: sc.Options.Depth, Owner: sc.Owner,
 	})
@@ -107,7 +89,7 @@ func (r *DigestRunner) Run(ctx context.Context, job Job) (*Digest, error) {
 	if len(findings) == 0 {
 		findings = ExtractFindings(res.Summary, res.Report)
 	}
-	w := Compare(job.Previous, findings, res.Sources)
+	w := Compare(job.Previous, findings, res.Cited)
 	msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: res.Title, Due: job.Due, Manual: job.Manual, Summary: res.Summary, WhatsNew: w}
 	msg.Text = SummaryText(msg)
 	ts, err := r.Poster.PostDigest(ctx, sc.Channel, msg)
@@ -120,7 +102,7 @@ func (r *DigestRunner) Run(ctx context.Context, job Job) (*Digest, error) {
 	if err := r.Poster.UploadReport(ctx, sc.Channel, ts, name, title, report); err != nil {
 		return nil, fmt.Errorf("schedule: upload report: %w", err)
 	}
-	keepF, keepS := Carry(job.Previous, findings, res.Sources)
+	keepF, keepS := Carry(job.Previous, findings, res.Cited)
 	return &Digest{Title: res.Title, Summary: truncate(res.Summary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,
 		NewFindings: len(w.NewFindings), NewSources: len(w.NewSources)}, nil
 }

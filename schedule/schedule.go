@@ -20,6 +20,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
+
+	"deepresearch/research"
 )
 
 // Errors at the package's edge. Store implementations return them (wrapped).
@@ -124,20 +126,14 @@ type Firing struct {
 
 // Digest is what a posted digest reported, kept for the next one's "what's new".
 type Digest struct {
-	Title     string   `json:"title,omitempty"`
-	Summary   string   `json:"summary,omitempty"`
-	Findings  []string `json:"findings,omitempty"`
-	Sources   []Source `json:"sources,omitempty"`
-	MessageTS string   `json:"message_ts,omitempty"` // the summary message in the channel
+	Title     string            `json:"title,omitempty"`
+	Summary   string            `json:"summary,omitempty"`
+	Findings  []string          `json:"findings,omitempty"`
+	Sources   []research.Source `json:"sources,omitempty"`
+	MessageTS string            `json:"message_ts,omitempty"` // the summary message in the channel
 	// NewFindings and NewSources count what was new in this digest.
 	NewFindings int `json:"new_findings,omitempty"`
 	NewSources  int `json:"new_sources,omitempty"`
-}
-
-// Source is a page a digest cited or read.
-type Source struct {
-	URL   string `json:"url"`
-	Title string `json:"title,omitempty"`
 }
 
 // Limits bound what users may create.

@@ -1,6 +1,9 @@
 package schedule
 
-import "deepresearch/storage/dbtext"
+import (
+	"deepresearch/research"
+	"deepresearch/storage/dbtext"
+)
 
 // Storable returns the schedule with its free text (topic, spec, time
 // zone, language) as every engine stores it (dbtext: no NUL, valid UTF-8).
@@ -34,9 +37,9 @@ func (d *Digest) Storable() *Digest {
 	c.MessageTS = dbtext.String(c.MessageTS)
 	c.Findings = dbtext.Strings(c.Findings)
 	if c.Sources != nil {
-		c.Sources = make([]Source, len(d.Sources))
+		c.Sources = make([]research.Source, len(d.Sources))
 		for i, s := range d.Sources {
-			c.Sources[i] = Source{URL: dbtext.String(s.URL), Title: dbtext.String(s.Title)}
+			c.Sources[i] = research.Source{URL: dbtext.String(s.URL), Title: dbtext.String(s.Title)}
 		}
 	}
 	return &c

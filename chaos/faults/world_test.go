@@ -25,7 +25,7 @@ import (
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot"
-	"deepresearch/bot/agentrun"
+
 	"deepresearch/bot/slackfake"
 	"deepresearch/graph"
 	"deepresearch/research"
@@ -214,7 +214,7 @@ func newWorld(t testing.TB, cfg config) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(agentrun.New(a, agentrun.Options{Logger: log}), w.store, bot.Options{
+	b, err := bot.New(research.NewRunner(a, research.RunnerOptions{Logger: log}), w.store, bot.Options{
 		BotToken: w.slack.BotToken(), AppToken: w.slack.AppToken(), APIURL: w.slack.APIURL(),
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns, MaxRunsPerUser: cfg.MaxRunsPerUser,
 		RunOptions:   research.RunOptions{ApproveDraft: cfg.ApproveDraft},

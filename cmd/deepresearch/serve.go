@@ -21,12 +21,11 @@ import (
 
 	"deepresearch/agent"
 	"deepresearch/bot"
-	"deepresearch/bot/agentrun"
+
 	"deepresearch/bot/memstore"
 	"deepresearch/redact"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/schedule/agentadapter"
 	"deepresearch/schedule/pgstore"
 	"deepresearch/schedule/slackui"
 	"deepresearch/schedule/sqlitestore"
@@ -264,9 +263,8 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 
 // serveParts is what serve runs with.
 type serveParts struct {
-	res   bot.Researcher
+	res   *research.Runner
 	store bot.Store
-	agent *agent.Agent
 	db    *storage.DB
 	close func() error
 	// health is the model endpoint's state (Check, re-checked); nil in
@@ -274,7 +272,7 @@ type serveParts struct {
 	health *modelHealth
 }
 
-// serveDigests starts the digest scheduler (issue 6) on the same database
+// serveDigests starts the digest scheduler on the same database
 // and returns the bot extensions for /research schedule(s), its buttons and
 // modals, and the App Home section. The scheduler stops with ctx or stop,
 // which returns once it has stopped; a firing in flight is handed to another
@@ -293,7 +291,7 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 	// Digests call Slack through the bot (its retries, pacing and budgets)
 	// and check their channels with it: the bot attaches itself when it is
 	// built, and the scheduler starts then.
-	runner := &schedule.DigestRunner{Researcher: agentadapter.Researcher{Agent: p.agent}}
+	runner := &schedule.DigestRunner{Researcher: p.res}
 	sched := &schedule.Scheduler{
 		Store:  st,
 		Logger: log,
@@ -391,7 +389,7 @@ func serveDeps(ctx context.Context, e env, log *slog.Logger) (serveParts, error)
 		return serveParts{}, err
 	}
 	log.Info("serve: storage", "kind", db.Kind, "location", redact.URL(db.Location))
-	return serveParts{res: agentrun.New(a, agentrun.Options{Logger: log}), store: serveStore(db, log), agent: a, db: db, close: closeDeps, health: health}, nil
+	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: serveStore(db, log), db: db, close: closeDeps, health: health}, nil
 }
 
 // serveStore returns the bot's durable records on db (storage/sqlite and

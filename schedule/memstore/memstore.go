@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/storage/dbtext"
 )
@@ -40,7 +41,7 @@ func cloneDigest(d *schedule.Digest) *schedule.Digest {
 	}
 	c := *d
 	c.Findings = append([]string(nil), d.Findings...)
-	c.Sources = append([]schedule.Source(nil), d.Sources...)
+	c.Sources = append([]research.Source(nil), d.Sources...)
 	return &c
 }
 

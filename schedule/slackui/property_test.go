@@ -14,6 +14,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/schedule/slackui"
 )
@@ -98,7 +99,7 @@ func renderAll(t *testing.T, s string) []string {
 		Options: schedule.Options{Depth: s, Language: s, Approval: true}}
 	api.record(slackui.ScheduleBlocks([]schedule.Schedule{sc, {ID: "s2", Channel: "C0123", Topic: s, Spec: "@daily", TZ: "UTC"}}, now))
 	m := schedule.DigestMessage{ScheduleID: "s1", Topic: s, Title: s, Due: now, Summary: s, Text: s,
-		WhatsNew: schedule.WhatsNew{Since: now.Add(-time.Hour), NewFindings: []string{s, s}, NewSources: []schedule.Source{{URL: s, Title: s}, {URL: "https://a.example/" + s}}, KnownFindings: []string{s}}}
+		WhatsNew: schedule.WhatsNew{Since: now.Add(-time.Hour), NewFindings: []string{s, s}, NewSources: []research.Source{{URL: s, Title: s}, {URL: "https://a.example/" + s}}, KnownFindings: []string{s}}}
 	api.record(slackui.DigestBlocks(m))
 	m.WhatsNew.Since = time.Time{}
 	if _, err := (&slackui.Poster{API: api}).PostDigest(ctx, "C1", m); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/schedule/memstore"
 	"deepresearch/schedule/slackui"
@@ -333,9 +334,9 @@ func TestApprovalButtons(t *testing.T) {
 func TestDigestPostedThroughFake(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	res := researcherFunc(func(context.Context, schedule.ResearchRequest) (schedule.Research, error) {
-		return schedule.Research{Title: "Competitor news", Summary: "- X cut prices <!here> @channel\n- Y hired <@U123> as CTO",
-			Report: "# Report\n\nBody.", Sources: []schedule.Source{{URL: "https://x.example/a", Title: "X <!everyone>"}}}, nil
+	res := researcherFunc(func(context.Context, research.DigestRequest) (research.Result, error) {
+		return research.Result{Title: "Competitor news", Summary: "- X cut prices <!here> @channel\n- Y hired <@U123> as CTO",
+			Report: "# Report\n\nBody.", Cited: []research.Source{{URL: "https://x.example/a", Title: "X <!everyone>"}}}, nil
 	})
 	runner := &schedule.DigestRunner{Researcher: res, Poster: &slackui.Poster{API: h.api}}
 	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@weekly", TZ: "Asia/Tokyo"}
@@ -358,8 +359,8 @@ func TestDigestPostedThroughFake(t *testing.T) {
 	}
 }
 
-type researcherFunc func(context.Context, schedule.ResearchRequest) (schedule.Research, error)
+type researcherFunc func(context.Context, research.DigestRequest) (research.Result, error)
 
-func (f researcherFunc) Research(ctx context.Context, r schedule.ResearchRequest) (schedule.Research, error) {
+func (f researcherFunc) Research(ctx context.Context, r research.DigestRequest) (research.Result, error) {
 	return f(ctx, r)
 }

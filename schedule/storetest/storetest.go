@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 )
 
@@ -365,7 +366,7 @@ func testDigests(t *testing.T, s schedule.Store) {
 		must(t, s.FinishFiring(ctx, id, due, "p", schedule.Outcome{State: state, Digest: d, FinishedAt: due.Add(time.Minute)}))
 	}
 	d1 := &schedule.Digest{Title: "w1", Summary: "s1", Findings: []string{"A rose 5%", "B launched X"},
-		Sources: []schedule.Source{{URL: "https://a.example/1", Title: "A"}}, MessageTS: "1.1", NewFindings: 2, NewSources: 1}
+		Sources: []research.Source{{URL: "https://a.example/1", Title: "A"}}, MessageTS: "1.1", NewFindings: 2, NewSources: 1}
 	post("a", t0, schedule.FiringDone, d1)
 	post("a", t0.Add(week), schedule.FiringFailed, nil)
 	post("a", t0.Add(2*week), schedule.FiringDone, &schedule.Digest{Title: "w3"})

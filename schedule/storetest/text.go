@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/storage/dbtext"
 	"deepresearch/storage/dbtext/dbtexttest"
@@ -30,7 +31,7 @@ func testHostileText(t *testing.T, s schedule.Store) {
 		due := t0.Add(time.Duration(i) * time.Hour)
 		_, err = s.ClaimFiring(ctx, running(id, due, "p", due.Add(time.Minute)))
 		must(t, err)
-		d := &schedule.Digest{Title: text, Summary: text, Findings: []string{text, "ok"}, Sources: []schedule.Source{{URL: "https://a.example/" + text, Title: text}}, MessageTS: "1.1"}
+		d := &schedule.Digest{Title: text, Summary: text, Findings: []string{text, "ok"}, Sources: []research.Source{{URL: "https://a.example/" + text, Title: text}}, MessageTS: "1.1"}
 		must(t, s.FinishFiring(ctx, id, due, "p", schedule.Outcome{State: schedule.FiringDone, Error: text, Digest: d, FinishedAt: due.Add(time.Minute)}))
 		f, err := s.GetFiring(ctx, id, due)
 		must(t, err)

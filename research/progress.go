@@ -1,18 +1,17 @@
-package agentrun
+package research
 
 import (
 	"fmt"
 	"strings"
 
 	"deepresearch/agent"
-	"deepresearch/research"
 )
 
 // tracker folds the agent's progress events into the bot's snapshots. The
 // agent serialises its calls to events, so it needs no lock.
 type tracker struct {
-	sink research.ProgressSink
-	p    research.Progress
+	sink ProgressSink
+	p    Progress
 	subs []subtask
 	read map[string]bool // URLs of the sources read
 }
@@ -21,10 +20,10 @@ type subtask struct {
 	round, index int
 	keyed        bool // matched to a started subtask
 	title        string
-	state        research.SubtaskState
+	state        SubtaskState
 }
 
-func newTracker(sink research.ProgressSink) *tracker {
+func newTracker(sink ProgressSink) *tracker {
 	return &tracker{sink: sink, read: map[string]bool{}}
 }
 
@@ -58,7 +57,7 @@ func (t *tracker) setPlan(p *agent.Plan) {
 	}
 	t.subs = kept
 	for _, st := range p.Subtasks {
-		t.subs = append(t.subs, subtask{title: st.Title, state: research.SubtaskPending})
+		t.subs = append(t.subs, subtask{title: st.Title, state: SubtaskPending})
 	}
 }
 
@@ -76,7 +75,7 @@ func (t *tracker) find(ref *agent.SubtaskRef) *subtask {
 			return s
 		}
 	}
-	t.subs = append(t.subs, subtask{keyed: true, round: ref.Round, index: ref.Index, title: ref.Title, state: research.SubtaskPending})
+	t.subs = append(t.subs, subtask{keyed: true, round: ref.Round, index: ref.Index, title: ref.Title, state: SubtaskPending})
 	return &t.subs[len(t.subs)-1]
 }
 
@@ -93,15 +92,15 @@ func (t *tracker) event(ev agent.Event) {
 	case agent.EventSubtaskStarted:
 		if ev.Subtask != nil {
 			s := t.find(ev.Subtask)
-			s.state = research.SubtaskRunning
+			s.state = SubtaskRunning
 			t.p.Note = "researching: " + ev.Subtask.Title
 		}
 	case agent.EventSubtaskFinished:
 		if ev.Subtask != nil {
 			s := t.find(ev.Subtask)
-			s.state = research.SubtaskDone
+			s.state = SubtaskDone
 			if !ev.Subtask.Completed && ev.Subtask.Findings == 0 {
-				s.state = research.SubtaskFailed
+				s.state = SubtaskFailed
 			}
 			t.p.Note = fmt.Sprintf("finished: %s (%d findings)", ev.Subtask.Title, ev.Subtask.Findings)
 		}
@@ -152,9 +151,9 @@ func (t *tracker) publish() {
 	}
 	p := t.p
 	p.Plan = append([]string(nil), t.p.Plan...)
-	p.Subtasks = make([]research.Subtask, 0, len(t.subs))
+	p.Subtasks = make([]Subtask, 0, len(t.subs))
 	for _, s := range t.subs {
-		p.Subtasks = append(p.Subtasks, research.Subtask{Title: s.title, State: s.state})
+		p.Subtasks = append(p.Subtasks, Subtask{Title: s.title, State: s.state})
 	}
 	t.sink(p)
 }

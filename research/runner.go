@@ -1,10 +1,9 @@
-// Package agentrun runs the research agent (package agent) behind the Slack
-// bot's Researcher interface (package bot): it turns the agent's progress
-// events into the bot's progress snapshots, its interrupts and results into
-// the bot's, and the bot's answers into the agent's.
-//
-// Neither agent nor bot imports this package; cmd/deepresearch wires it.
-package agentrun
+package research
+
+// The Runner runs a research on the agent (package agent) in the product's
+// words: it turns the agent's progress events into Progress snapshots, its
+// interrupts and results into this package's, and a person's answers into
+// the agent's.
 
 import (
 	"context"
@@ -16,21 +15,19 @@ import (
 	"time"
 
 	"deepresearch/agent"
-	"deepresearch/bot"
 	"deepresearch/graph"
-	"deepresearch/research"
 )
 
-// Options tune the adapter.
-type Options struct {
+// RunnerOptions tune a Runner.
+type RunnerOptions struct {
 	// Logger defaults to slog.Default(); Now to time.Now.
 	Logger *slog.Logger
 	Now    func() time.Time
 }
 
-// Researcher is a bot.Researcher backed by an *agent.Agent. The bot's
+// Runner runs research on an *agent.Agent. The bot's
 // thread id is the agent's thread id. It is safe for concurrent use.
-type Researcher struct {
+type Runner struct {
 	a   *agent.Agent
 	log *slog.Logger
 	now func() time.Time
@@ -48,24 +45,22 @@ type call struct {
 	done   chan struct{}
 }
 
-var _ bot.Researcher = (*Researcher)(nil)
-
-// New returns a Researcher over a.
-func New(a *agent.Agent, o Options) *Researcher {
+// NewRunner returns a Runner over a.
+func NewRunner(a *agent.Agent, o RunnerOptions) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Researcher{a: a, log: o.Logger, now: o.Now, running: map[string]*call{}, cancelled: map[string]bool{}}
+	return &Runner{a: a, log: o.Logger, now: o.Now, running: map[string]*call{}, cancelled: map[string]bool{}}
 }
 
 // errCancelled is the cause given to a running call's context by Cancel.
-var errCancelled = errors.New("agentrun: the run was cancelled")
+var errCancelled = errors.New("research: the run was cancelled")
 
 // Start asks a new question on the thread (a follow-up when it has history).
-func (r *Researcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
+func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink) (Outcome, error) {
 	areq := agent.Request{
 		Question:     req.Question,
 		Language:     req.Options.Language,
@@ -79,7 +74,7 @@ func (r *Researcher) Start(ctx context.Context, req research.StartRequest, sink 
 		// died before the bot recorded it). Return it; do not research again.
 		if cur, err := r.a.Get(ctx, req.ThreadID); err == nil && cur.Tag == req.RunID && len(cur.Interrupts) == 0 &&
 			(cur.Status == agent.StatusDone || cur.Status == agent.StatusReplied) {
-			r.log.Info("agentrun: the run's turn already finished; returning its result", "thread_id", req.ThreadID, "run_id", req.RunID)
+			r.log.Info("research: the run's turn already finished; returning its result", "thread_id", req.ThreadID, "run_id", req.RunID)
 			return r.outcome(cur, time.Time{})
 		}
 	}
@@ -91,12 +86,12 @@ func (r *Researcher) Start(ctx context.Context, req research.StartRequest, sink 
 		// The thread waits at an interrupt: this Start already ran (in a
 		// process that died before the bot recorded the pause). Show it again.
 		if cur, gerr := r.a.Get(ctx, req.ThreadID); gerr == nil && len(cur.Interrupts) > 0 {
-			r.log.Info("agentrun: start on a waiting thread; returning its interrupt", "thread_id", req.ThreadID)
+			r.log.Info("research: start on a waiting thread; returning its interrupt", "thread_id", req.ThreadID)
 			return r.outcome(cur, time.Time{})
 		}
 	}
 	if err != nil {
-		return research.Outcome{}, err
+		return Outcome{}, err
 	}
 	return r.outcome(out, started)
 }
@@ -105,7 +100,7 @@ func (r *Researcher) Start(ctx context.Context, req research.StartRequest, sink 
 // answered is never answered again; when its turn has finished, Resume
 // returns that turn's outcome (the bot resuming after a crash), otherwise
 // the refusal.
-func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, ans research.Answer, sink research.ProgressSink) (research.Outcome, error) {
+func (r *Runner) Resume(ctx context.Context, threadID, interruptID string, ans Answer, sink ProgressSink) (Outcome, error) {
 	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
 		return r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, events)
 	})
@@ -115,43 +110,43 @@ func (r *Researcher) Resume(ctx context.Context, threadID, interruptID string, a
 		// nothing left to run). Return that outcome instead of failing the run.
 		if cur, gerr := r.a.Get(ctx, threadID); gerr == nil && len(cur.Interrupts) == 0 &&
 			(cur.Status == agent.StatusDone || cur.Status == agent.StatusReplied) {
-			r.log.Info("agentrun: interrupt already answered and the turn finished; returning its result", "thread_id", threadID, "interrupt_id", interruptID)
+			r.log.Info("research: interrupt already answered and the turn finished; returning its result", "thread_id", threadID, "interrupt_id", interruptID)
 			return r.outcome(cur, time.Time{})
 		}
 	}
 	if err != nil {
-		return research.Outcome{}, err
+		return Outcome{}, err
 	}
 	return r.outcome(out, time.Time{})
 }
 
 // Continue carries on the thread's unfinished turn from its last checkpoint.
-// It returns bot.ErrNothingToContinue when there is nothing to carry on: an
+// It returns ErrNothingToContinue when there is nothing to carry on: an
 // unknown thread, a finished turn (the new input never reached a
 // checkpoint), an unanswered interrupt (the answer never reached one; the
 // bot resumes again), or work discarded by Cancel.
-func (r *Researcher) Continue(ctx context.Context, threadID string, sink research.ProgressSink) (research.Outcome, error) {
+func (r *Runner) Continue(ctx context.Context, threadID string, sink ProgressSink) (Outcome, error) {
 	r.mu.Lock()
 	cancelled := r.cancelled[threadID]
 	r.mu.Unlock()
 	if cancelled {
-		return research.Outcome{}, research.ErrNothingToContinue
+		return Outcome{}, ErrNothingToContinue
 	}
 	cur, err := r.a.Get(ctx, threadID)
 	switch {
 	case errors.Is(err, agent.ErrUnknownThread):
-		return research.Outcome{}, research.ErrNothingToContinue
+		return Outcome{}, ErrNothingToContinue
 	case err != nil:
-		return research.Outcome{}, wrapCtx(ctx, err)
+		return Outcome{}, wrapCtx(ctx, err)
 	case cur.Status != "" || len(cur.Interrupts) > 0:
 		// done, replied, cancelled, or waiting for an answer
-		return research.Outcome{}, research.ErrNothingToContinue
+		return Outcome{}, ErrNothingToContinue
 	}
 	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
 		return r.a.Continue(ctx, threadID, events)
 	})
 	if err != nil {
-		return research.Outcome{}, err
+		return Outcome{}, err
 	}
 	return r.outcome(out, time.Time{})
 }
@@ -161,8 +156,8 @@ func (r *Researcher) Continue(ctx context.Context, threadID string, sink researc
 // a pending interrupt is answered with cancel, so the thread's turn ends as
 // cancelled and a later Start begins afresh. A turn stopped in the middle
 // cannot be marked in the agent (it has no API for it); a later Start
-// begins a new turn anyway, and this Researcher does not Continue it.
-func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
+// begins a new turn anyway, and this Runner does not Continue it.
+func (r *Runner) Cancel(ctx context.Context, threadID string) error {
 	r.mu.Lock()
 	c := r.running[threadID]
 	r.mu.Unlock()
@@ -171,7 +166,7 @@ func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
 		select {
 		case <-c.done:
 		case <-ctx.Done():
-			return fmt.Errorf("agentrun: cancel %s: waiting for the run to stop: %w", threadID, ctx.Err())
+			return fmt.Errorf("research: cancel %s: waiting for the run to stop: %w", threadID, ctx.Err())
 		}
 	}
 	cur, err := r.a.Get(ctx, threadID)
@@ -179,7 +174,7 @@ func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
 	case errors.Is(err, agent.ErrUnknownThread):
 		return nil
 	case err != nil:
-		return fmt.Errorf("agentrun: cancel %s: %w", threadID, err)
+		return fmt.Errorf("research: cancel %s: %w", threadID, err)
 	}
 	if len(cur.Interrupts) > 0 {
 		answers := make(map[string]agent.Answer, len(cur.Interrupts))
@@ -188,9 +183,9 @@ func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
 		}
 		res, err := r.a.Resume(ctx, threadID, answers, nil)
 		if err != nil {
-			return fmt.Errorf("agentrun: cancel %s: %w", threadID, err)
+			return fmt.Errorf("research: cancel %s: %w", threadID, err)
 		}
-		r.log.Info("agentrun: thread cancelled", "thread_id", threadID, "status", res.Status)
+		r.log.Info("research: thread cancelled", "thread_id", threadID, "status", res.Status)
 		return nil
 	}
 	if cur.Status == "" {
@@ -198,7 +193,7 @@ func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
 		r.mu.Lock()
 		r.cancelled[threadID] = true
 		r.mu.Unlock()
-		r.log.Info("agentrun: unfinished turn discarded", "thread_id", threadID)
+		r.log.Info("research: unfinished turn discarded", "thread_id", threadID)
 	}
 	return nil
 }
@@ -206,7 +201,7 @@ func (r *Researcher) Cancel(ctx context.Context, threadID string) error {
 // run makes one agent call for a thread with a cancellable context and a
 // progress tracker. resumed seeds the progress with what the thread already
 // has (plan, sources), as a continued turn's events start mid-way.
-func (r *Researcher) run(ctx context.Context, threadID string, sink research.ProgressSink, resumed bool,
+func (r *Runner) run(ctx context.Context, threadID string, sink ProgressSink, resumed bool,
 	fn func(context.Context, func(agent.Event)) (*agent.Result, error)) (*agent.Result, error) {
 	if threadID == "" {
 		return nil, agent.ErrNoThread
@@ -218,7 +213,7 @@ func (r *Researcher) run(ctx context.Context, threadID string, sink research.Pro
 	r.mu.Lock()
 	if prev := r.running[threadID]; prev != nil {
 		r.mu.Unlock()
-		return nil, fmt.Errorf("agentrun: thread %s already has a run in this process", threadID)
+		return nil, fmt.Errorf("research: thread %s already has a run in this process", threadID)
 	}
 	r.running[threadID] = c
 	delete(r.cancelled, threadID)
@@ -259,51 +254,51 @@ func wrapCtx(ctx context.Context, err error) error {
 // outcome maps where the agent stopped to the bot's Outcome. started, when
 // set, is when the turn began (for Result.Elapsed); zero lets the bot use
 // its run's age.
-func (r *Researcher) outcome(res *agent.Result, started time.Time) (research.Outcome, error) {
+func (r *Runner) outcome(res *agent.Result, started time.Time) (Outcome, error) {
 	if len(res.Interrupts) > 0 {
-		in := toBotInterrupt(res.Interrupts[0])
-		return research.Outcome{Interrupt: &in}, nil
+		in := toInterrupt(res.Interrupts[0])
+		return Outcome{Interrupt: &in}, nil
 	}
 	switch res.Status {
 	case agent.StatusDone, agent.StatusReplied:
-		out := toBotResult(res)
+		out := toResult(res)
 		if !started.IsZero() {
 			out.Elapsed = r.now().Sub(started)
 		}
-		return research.Outcome{Result: &out}, nil
+		return Outcome{Result: &out}, nil
 	case agent.StatusCancelled:
-		return research.Outcome{}, fmt.Errorf("agentrun: thread %s: %w", res.ThreadID, errCancelled)
+		return Outcome{}, fmt.Errorf("research: thread %s: %w", res.ThreadID, errCancelled)
 	}
-	return research.Outcome{}, fmt.Errorf("agentrun: thread %s: the agent stopped with status %q and nothing to show", res.ThreadID, res.Status)
+	return Outcome{}, fmt.Errorf("research: thread %s: the agent stopped with status %q and nothing to show", res.ThreadID, res.Status)
 }
 
 // toAgentAnswer maps the bot's decision to the agent's answer.
-func toAgentAnswer(a research.Answer) agent.Answer {
+func toAgentAnswer(a Answer) agent.Answer {
 	text := strings.TrimSpace(a.Text)
 	switch a.Action {
-	case research.ActionApprove:
+	case ActionApprove:
 		return agent.Answer{Action: agent.ActionApprove}
-	case research.ActionRevise:
+	case ActionRevise:
 		return agent.Answer{Action: agent.ActionRevise, Feedback: text}
-	case research.ActionMore:
+	case ActionMore:
 		return agent.Answer{Action: agent.ActionResearch, Feedback: text}
-	case research.ActionCancel:
+	case ActionCancel:
 		return agent.Answer{Action: agent.ActionCancel}
-	case research.ActionAnswer:
+	case ActionAnswer:
 		return agent.Answer{Action: agent.ActionAnswer, Text: text}
 	}
 	return agent.Answer{Action: agent.Action(a.Action), Text: text, Feedback: text}
 }
 
-// toBotInterrupt maps an agent pause to what the bot shows.
-func toBotInterrupt(in agent.Interrupt) research.Interrupt {
+// toInterrupt maps an agent pause to what the bot shows.
+func toInterrupt(in agent.Interrupt) Interrupt {
 	switch in.Kind {
 	case agent.InterruptClarify:
-		return research.Interrupt{ID: in.ID, Kind: research.InterruptQuestion, Text: in.Question}
+		return Interrupt{ID: in.ID, Kind: InterruptQuestion, Text: in.Question}
 	case agent.InterruptApprovePlan:
-		return research.Interrupt{ID: in.ID, Kind: research.InterruptPlan, Text: planText(in.Plan)}
+		return Interrupt{ID: in.ID, Kind: InterruptPlan, Text: planText(in.Plan)}
 	}
-	return research.Interrupt{ID: in.ID, Kind: research.InterruptDraft, Text: draftText(in), Draft: in.Draft}
+	return Interrupt{ID: in.ID, Kind: InterruptDraft, Text: draftText(in), Draft: in.Draft}
 }
 
 // planText renders a plan as markdown for approval.
@@ -367,10 +362,10 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// toBotResult maps a finished turn to the bot's Result.
-func toBotResult(res *agent.Result) research.Result {
+// toResult maps a finished turn to a Result.
+func toResult(res *agent.Result) Result {
 	if res.Status == agent.StatusReplied {
-		return research.Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true}
+		return Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true}
 	}
 	cited := 0
 	for _, s := range res.Sources {
@@ -385,27 +380,49 @@ func toBotResult(res *agent.Result) research.Result {
 	if len(res.Unverified) > 0 {
 		summary += fmt.Sprintf("\n\n_%d statement(s) could not be verified; see the report._", len(res.Unverified))
 	}
-	return research.Result{
-		Title:      reportTitle(res),
+	title := reportHeading(res.Report)
+	if title == "" && res.Plan != nil {
+		title = res.Plan.Theme
+	}
+	if title == "" {
+		title = "Research report"
+	}
+	return Result{
+		Title:      title,
 		Summary:    summary,
 		Report:     res.Report,
 		Sources:    cited,
 		Citations:  res.Citations.Verified,
 		Tokens:     res.Usage.Total(),
 		Extractive: res.Extractive,
+		Cited:      citedSources(res.Sources),
 	}
 }
 
-// reportTitle is the report's first heading, else the plan's theme.
-func reportTitle(res *agent.Result) string {
-	for _, line := range strings.Split(res.Report, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "# ") {
-			return strings.TrimSpace(line[2:])
+// citedSources lists the sources the report cites, else those it read.
+func citedSources(srcs []agent.SourceRef) []Source {
+	var out []Source
+	for _, s := range srcs {
+		if s.Cited {
+			out = append(out, Source{URL: s.URL, Title: s.Title})
 		}
 	}
-	if res.Plan != nil && res.Plan.Theme != "" {
-		return res.Plan.Theme
+	if len(out) == 0 {
+		for _, s := range srcs {
+			if s.Retrieved {
+				out = append(out, Source{URL: s.URL, Title: s.Title})
+			}
+		}
 	}
-	return "Research report"
+	return out
+}
+
+// reportHeading is the report's first level-one heading, or "".
+func reportHeading(report string) string {
+	for _, line := range strings.Split(report, "\n") {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "# "); ok {
+			return strings.TrimSpace(t)
+		}
+	}
+	return ""
 }

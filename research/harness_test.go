@@ -1,4 +1,4 @@
-package agentrun_test
+package research_test
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
-	"deepresearch/bot/agentrun"
 	"deepresearch/graph/memsaver"
 	"deepresearch/research"
 	"deepresearch/tools/search"
@@ -174,7 +173,7 @@ func newWorld(t *testing.T) *world {
 
 // researcher returns a new agent and adapter over the world's store: a
 // "new process" each call.
-func (w *world) researcher() (*agentrun.Researcher, *agent.Agent) {
+func (w *world) researcher() (*research.Runner, *agent.Agent) {
 	w.t.Helper()
 	c, err := llm.New(llm.Options{APIKey: "test", BaseURL: w.srv.URL(), Model: "fake", HTTPClient: w.srv.Client(), Sleep: llm.NoSleep,
 		Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
@@ -186,7 +185,7 @@ func (w *world) researcher() (*agentrun.Researcher, *agent.Agent) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return agentrun.New(a, agentrun.Options{Logger: slog.New(slog.DiscardHandler)}), a
+	return research.NewRunner(a, research.RunnerOptions{Logger: slog.New(slog.DiscardHandler)}), a
 }
 
 // recorder is a ProgressSink that keeps every snapshot.

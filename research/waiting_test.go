@@ -1,4 +1,4 @@
-package agentrun_test
+package research_test
 
 import (
 	"strings"
