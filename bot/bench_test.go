@@ -11,11 +11,12 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/storage/memory"
 )
 
 // ackBurst sends n mentions at once (from 8 goroutines) to a running bot
 // and returns the ack latencies the fake measured (delivery to ack).
-func ackBurst(tb testing.TB, n int) []time.Duration { return ackBurstOn(tb, memstoreNew(), n) }
+func ackBurst(tb testing.TB, n int) []time.Duration { return ackBurstOn(tb, memory.NewRuns(), n) }
 
 // ackBurstOn is ackBurst with the bot's records in store.
 func ackBurstOn(tb testing.TB, store bot.Store, n int) []time.Duration {

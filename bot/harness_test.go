@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"deepresearch/bot"
-	"deepresearch/bot/memstore"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/storage/memory"
 )
 
 // harness is a fake Slack workspace, a shared store and a scripted
@@ -23,7 +23,7 @@ import (
 type harness struct {
 	t     *testing.T
 	fake  *slackfake.Server
-	store *memstore.Store
+	store *memory.Runs
 	res   *fakeResearcher
 	n     int
 }
@@ -32,7 +32,7 @@ func newHarness(t *testing.T, opts ...slackfake.Option) *harness {
 	t.Helper()
 	fake := slackfake.New(append([]slackfake.Option{slackfake.WithPingInterval(200 * time.Millisecond)}, opts...)...)
 	t.Cleanup(fake.Close)
-	return &harness{t: t, fake: fake, store: memstore.New(), res: newFakeResearcher()}
+	return &harness{t: t, fake: fake, store: memory.NewRuns(), res: newFakeResearcher()}
 }
 
 type runningBot struct {
@@ -291,5 +291,3 @@ func readAll(r io.Reader) string {
 }
 
 var _ = readAll
-
-func memstoreNew() *memstore.Store { return memstore.New() }

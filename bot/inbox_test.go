@@ -17,9 +17,9 @@ import (
 	"github.com/slack-go/slack"
 
 	"deepresearch/bot"
-	"deepresearch/bot/memstore"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/storage/memory"
 )
 
 // These tests cover the inbox: every envelope is stored before it is acked
@@ -404,7 +404,7 @@ func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
 // failingInbox is a store whose inbox writes fail a number of times (the
 // database is down).
 type failingInbox struct {
-	*memstore.Store
+	*memory.Runs
 	fails atomic.Int32
 }
 
@@ -412,14 +412,14 @@ func (f *failingInbox) PutInbox(ctx context.Context, es []research.InboxEntry) (
 	if f.fails.Add(-1) >= 0 {
 		return nil, errors.New("database is down")
 	}
-	return f.Store.PutInbox(ctx, es)
+	return f.Runs.PutInbox(ctx, es)
 }
 
 // An envelope that cannot be stored is not acked: Slack delivers it again,
 // and once it is stored it is acked and handled once.
 func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
 	h := newHarness(t, slackfake.WithRedelivery(300*time.Millisecond, 5))
-	store := &failingInbox{Store: h.store}
+	store := &failingInbox{Runs: h.store}
 	store.fails.Store(2)
 	b := h.startOn(store, withGrace)
 	ctx := testCtx(t)

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"deepresearch/bot"
-	"deepresearch/bot/memstore"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/storage/memory"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 )
@@ -233,7 +233,7 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 func TestRunAttemptsAreBounded(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
-	store := memstore.New()
+	store := memory.NewRuns()
 	ctx := testCtx(t)
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
 	if _, err := store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
@@ -262,7 +262,7 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 
 // flakyWaitStore fails WaitRun a number of times, as a database blip would.
 type flakyWaitStore struct {
-	*memstore.Store
+	*memory.Runs
 	mu    sync.Mutex
 	fails int
 }
@@ -275,7 +275,7 @@ func (s *flakyWaitStore) WaitRun(ctx context.Context, id, owner string, intr res
 	if fail {
 		return errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
 	}
-	return s.Store.WaitRun(ctx, id, owner, intr, now)
+	return s.Runs.WaitRun(ctx, id, owner, intr, now)
 }
 
 // TestStoreBlipWhileRecordingWaitingIsRetried: one failed write of the
@@ -284,7 +284,7 @@ func (s *flakyWaitStore) WaitRun(ctx context.Context, id, owner string, intr res
 func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
-	store := &flakyWaitStore{Store: memstore.New(), fails: 1}
+	store := &flakyWaitStore{Runs: memory.NewRuns(), fails: 1}
 	res := &scriptedResearcher{planText: "a plan"}
 	runOn(t, fake, store, res)
 	ctx := testCtx(t)

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"deepresearch/bot"
-	"deepresearch/bot/memstore"
+	"deepresearch/storage/memory"
 )
 
-// registryStore is a shared memstore whose instance registry can fail
+// registryStore is a shared memory.Runs whose instance registry can fail
 // (a database outage) and whose LeaveInstance can be skipped (a process
 // that dies instead of stopping cleanly).
 type registryStore struct {
-	*memstore.Store
+	*memory.Runs
 	failing atomic.Bool
 	noLeave atomic.Bool
 }
@@ -26,21 +26,21 @@ func (s *registryStore) TouchInstance(ctx context.Context, id string, now time.T
 	if s.failing.Load() {
 		return errRegistryDown
 	}
-	return s.Store.TouchInstance(ctx, id, now)
+	return s.Runs.TouchInstance(ctx, id, now)
 }
 
 func (s *registryStore) LiveInstances(ctx context.Context, since time.Time) (int, error) {
 	if s.failing.Load() {
 		return 0, errRegistryDown
 	}
-	return s.Store.LiveInstances(ctx, since)
+	return s.Runs.LiveInstances(ctx, since)
 }
 
 func (s *registryStore) LeaveInstance(ctx context.Context, id string) error {
 	if s.noLeave.Load() {
 		return nil
 	}
-	return s.Store.LeaveInstance(ctx, id)
+	return s.Runs.LeaveInstance(ctx, id)
 }
 
 // Replicas on one store split the workspace's Slack budgets: each counts
@@ -51,7 +51,7 @@ func (s *registryStore) LeaveInstance(ctx context.Context, id string) error {
 // a registry outage keeps the last count.
 func TestReplicasSplitSlackBudgets(t *testing.T) {
 	h := newHarness(t)
-	store := &registryStore{Store: memstore.New()}
+	store := &registryStore{Runs: memory.NewRuns()}
 	const every = 100 * time.Millisecond
 	budget := func(o *bot.Options) {
 		o.PresenceEvery = every

@@ -76,8 +76,8 @@ func TestChain(t *testing.T) {
 		dur   graph.Durability
 	}{
 		{"no saver", false, graph.DurabilityAsync},
-		{"memstore async", true, graph.DurabilityAsync},
-		{"memstore sync", true, graph.DurabilitySync},
+		{"memsaver async", true, graph.DurabilityAsync},
+		{"memsaver sync", true, graph.DurabilitySync},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := graph.Options{Durability: tc.dur}
@@ -799,7 +799,7 @@ func TestMemoSurvivesRerun(t *testing.T) {
 		name  string
 		saver graph.Saver
 		first int
-	}{{"memstore", store, 1}, {"no saver", nil, 2}} {
+	}{{"memsaver", store, 1}, {"no saver", nil, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls = sync.Map{}
 			failSecond = true

@@ -10,7 +10,7 @@ import (
 
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/schedule/memstore"
+	"deepresearch/storage/memory"
 )
 
 func TestCompareWhatsNew(t *testing.T) {
@@ -111,7 +111,7 @@ func (p *fakePoster) UploadReport(_ context.Context, channel, threadTS, name, ti
 // TestDigestAgainstPreviousDigest: two weekly firings through the scheduler;
 // the second digest leads with what is new and only references the rest.
 func TestDigestAgainstPreviousDigest(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	res := &fakeResearcher{results: []research.Result{
 		{Title: "Competitor news", Summary: "- Competitor X raised prices by 10% in March\n- Competitor Y opened an office in Osaka",

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"deepresearch/schedule"
-	"deepresearch/schedule/memstore"
+	"deepresearch/storage/memory"
 )
 
 func newManager(t *testing.T) (*schedule.Manager, *countingRunner, *schedule.ManualClock) {
 	t.Helper()
-	st := memstore.New()
+	st := memory.NewSchedules()
 	clk := schedule.NewManualClock(monday9.Add(-time.Hour))
 	r := &countingRunner{}
 	return &schedule.Manager{Store: st, Scheduler: newSched(t, st, clk, r), Clock: clk, Admins: []string{"UADMIN"},

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"deepresearch/schedule"
-	"deepresearch/schedule/memstore"
+	"deepresearch/storage/memory"
 )
 
 // countingRunner records every job it runs.
@@ -78,7 +78,7 @@ func firing(t *testing.T, st schedule.Store, id string, due time.Time) schedule.
 }
 
 func TestSchedulerFiresOnceAtDueTime(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := schedule.NewManualClock(monday9.Add(-time.Minute))
 	r := &countingRunner{}
@@ -111,7 +111,7 @@ func TestSchedulerFiresOnceAtDueTime(t *testing.T) {
 // otherwise, and a second restart does neither again.
 func TestRestartCatchUp(t *testing.T) {
 	t.Run("within grace runs once", func(t *testing.T) {
-		st := memstore.New()
+		st := memory.NewSchedules()
 		weekly(t, st, monday9.Add(-3*24*time.Hour))
 		r := &countingRunner{}
 		s1 := newSched(t, st, schedule.NewManualClock(monday9.Add(40*time.Minute)), r)
@@ -126,7 +126,7 @@ func TestRestartCatchUp(t *testing.T) {
 		}
 	})
 	t.Run("beyond grace is skipped", func(t *testing.T) {
-		st := memstore.New()
+		st := memory.NewSchedules()
 		weekly(t, st, monday9.Add(-3*24*time.Hour))
 		r := &countingRunner{}
 		clk := schedule.NewManualClock(monday9.Add(3 * time.Hour))
@@ -148,7 +148,7 @@ func TestRestartCatchUp(t *testing.T) {
 		}
 	})
 	t.Run("several missed: latest within grace runs, the rest skipped", func(t *testing.T) {
-		st := memstore.New()
+		st := memory.NewSchedules()
 		sc := schedule.Schedule{ID: "h", Channel: "C1", Owner: "U1", Topic: "t", Spec: "@hourly", TZ: "UTC", Enabled: true,
 			ActiveSince: monday9, CreatedAt: monday9, UpdatedAt: monday9}
 		if err := st.CreateSchedule(context.Background(), sc, 0); err != nil {
@@ -173,7 +173,7 @@ func TestRestartCatchUp(t *testing.T) {
 }
 
 func TestPausedDueTimesAreNotCaughtUp(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	sc := weekly(t, st, monday9.Add(-3*24*time.Hour))
 	sc.Enabled = false
 	if err := st.UpdateSchedule(context.Background(), sc); err != nil {
@@ -196,7 +196,7 @@ func TestPausedDueTimesAreNotCaughtUp(t *testing.T) {
 }
 
 func TestTakeOverAfterProcessDied(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	ctx := context.Background()
 	// A process claimed the firing and died.
@@ -223,7 +223,7 @@ func TestTakeOverAfterProcessDied(t *testing.T) {
 }
 
 func TestShutdownHandsFiringBack(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := schedule.NewManualClock(monday9)
 	r := &countingRunner{hold: make(chan struct{})}
@@ -261,7 +261,7 @@ func (r *notifyRunner) Run(ctx context.Context, job schedule.Job) (*schedule.Dig
 }
 
 func TestRunLoopWithManualClock(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := schedule.NewManualClock(monday9.Add(-time.Minute))
 	r := &notifyRunner{ran: make(chan struct{}, 4)}
@@ -294,7 +294,7 @@ func TestRunLoopWithManualClock(t *testing.T) {
 }
 
 func TestFailedRunIsRecorded(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	r := &countingRunner{err: errors.New("LLM down")}
 	s := newSched(t, st, schedule.NewManualClock(monday9), r)
@@ -317,7 +317,7 @@ func (a *approvals) RequestApproval(_ context.Context, job schedule.Job) error {
 }
 
 func TestApprovalFlow(t *testing.T) {
-	st := memstore.New()
+	st := memory.NewSchedules()
 	sc := weekly(t, st, monday9.Add(-3*24*time.Hour))
 	sc.Options.Approval = true
 	if err := st.UpdateSchedule(context.Background(), sc); err != nil {

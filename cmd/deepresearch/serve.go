@@ -22,7 +22,6 @@ import (
 	"deepresearch/agent"
 	"deepresearch/bot"
 
-	"deepresearch/bot/memstore"
 	"deepresearch/redact"
 	"deepresearch/research"
 	"deepresearch/schedule"
@@ -30,6 +29,7 @@ import (
 	"deepresearch/schedule/slackui"
 	"deepresearch/schedule/sqlitestore"
 	"deepresearch/storage"
+	"deepresearch/storage/memory"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
 )
@@ -403,7 +403,7 @@ func serveStore(db *storage.DB, log *slog.Logger) bot.Store {
 		return postgres.NewBotStore(db.Postgres)
 	}
 	log.Warn("serve: NO DURABLE BOT STORE: runs, decisions and uploads are kept in memory and lost on restart", "kind", db.Kind)
-	return memstore.New()
+	return memory.NewRuns()
 }
 
 // serveBot runs a bot with the given researcher and store, plus the

@@ -14,8 +14,8 @@ import (
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/schedule/memstore"
 	"deepresearch/schedule/slackui"
+	"deepresearch/storage/memory"
 )
 
 // harness connects slack-go's real Socket Mode client to the fake Slack and
@@ -25,7 +25,7 @@ type harness struct {
 	fake    *slackfake.Server
 	api     *slack.Client
 	ui      *slackui.UI
-	store   *memstore.Store
+	store   *memory.Schedules
 	sched   *schedule.Scheduler
 	clock   *schedule.ManualClock
 	handled chan string // envelope ids, after HandleInteraction returned
@@ -58,7 +58,7 @@ func newHarness(t *testing.T) *harness {
 	fake.AddUser(slackfake.User{ID: "USTRANGER", Name: "stranger", RealName: "Sam Stranger", TZ: "Asia/Tokyo"})
 	fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
 	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()), slack.OptionAppLevelToken(fake.AppToken()))
-	st := memstore.New()
+	st := memory.NewSchedules()
 	clk := schedule.NewManualClock(time.Now())
 	r := &recRunner{}
 	sched := &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: "test"}

@@ -469,7 +469,7 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision
 	if r, err = getBotRun(ctx, b.s.pool, runID, ""); err != nil {
 		return research.Run{}, err
 	}
-	// Why the compare-and-set failed, in memstore's order of checks.
+	// Why the compare-and-set failed, in memory.Runs' order of checks.
 	switch {
 	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
 		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrNotWaiting)

@@ -1,5 +1,5 @@
 // Package postgres is the shared checkpoint store: graph.Saver on PostgreSQL
-// through pgx/v5. It behaves like memstore, the reference, and any number of
+// through pgx/v5. It behaves like memsaver, the reference, and any number of
 // processes may share one database: a chain's head is moved by a conditional
 // UPDATE (compare-and-set) in the same statement that inserts the batch.
 //
@@ -178,7 +178,7 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// orNil maps an empty bytea read back to nil, as memstore returns it.
+// orNil maps an empty bytea read back to nil, as memsaver returns it.
 func orNil(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
@@ -311,7 +311,7 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	return nil
 }
 
-// why says why batch b cannot be applied now, in memstore's order of checks,
+// why says why batch b cannot be applied now, in memsaver's order of checks,
 // or returns nil if it finds no reason.
 func (s *Store) why(ctx context.Context, b *graph.Batch) error {
 	var parent int64

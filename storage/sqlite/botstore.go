@@ -489,7 +489,7 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision
 }
 
 // botDecideRefusal says why decision d cannot be applied to run r, in
-// memstore's order of checks.
+// memory.Runs' order of checks.
 func botDecideRefusal(r research.Run, d research.Decision) error {
 	switch {
 	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:

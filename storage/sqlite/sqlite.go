@@ -1,5 +1,5 @@
 // Package sqlite is the embedded checkpoint store: graph.Saver on one SQLite
-// file through modernc.org/sqlite (pure Go). It behaves like memstore, the
+// file through modernc.org/sqlite (pure Go). It behaves like memsaver, the
 // reference, and several processes may share the file: every write runs in a
 // BEGIN IMMEDIATE transaction, so writers serialise on SQLite's lock (waiting
 // up to the busy timeout) and the compare-and-set on a chain's head holds
@@ -192,7 +192,7 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// orNil maps an empty blob read back to nil, as memstore returns it.
+// orNil maps an empty blob read back to nil, as memsaver returns it.
 func orNil(b []byte) []byte {
 	if len(b) == 0 {
 		return nil

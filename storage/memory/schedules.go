@@ -1,6 +1,4 @@
-// Package memstore is an in-memory schedule.Store, the reference for the SQL
-// stores and the store of unit tests.
-package memstore
+package memory
 
 import (
 	"context"
@@ -19,18 +17,18 @@ type key struct {
 	due int64
 }
 
-// Store is an in-memory schedule.Store. The zero value is not usable; call New.
-type Store struct {
+// Schedules is an in-memory schedule.Store, the reference for the SQL
+// stores and the store of unit tests. The zero value is not usable; call
+// NewSchedules.
+type Schedules struct {
 	mu        sync.Mutex
 	schedules map[string]schedule.Schedule
 	firings   map[key]schedule.Firing
 }
 
-var _ schedule.Store = (*Store)(nil)
-
-// New returns an empty store.
-func New() *Store {
-	return &Store{schedules: map[string]schedule.Schedule{}, firings: map[key]schedule.Firing{}}
+// NewSchedules returns an empty store.
+func NewSchedules() *Schedules {
+	return &Schedules{schedules: map[string]schedule.Schedule{}, firings: map[key]schedule.Firing{}}
 }
 
 func k(id string, due time.Time) key { return key{id, due.UnixNano()} }
@@ -50,7 +48,7 @@ func cloneFiring(f schedule.Firing) schedule.Firing {
 	return f
 }
 
-func (s *Store) lastDue(id string) time.Time {
+func (s *Schedules) lastDue(id string) time.Time {
 	var last time.Time
 	for k, f := range s.firings {
 		if k.id == id && f.Due.After(last) {
@@ -61,12 +59,12 @@ func (s *Store) lastDue(id string) time.Time {
 }
 
 // CreateSchedule implements schedule.Store.
-func (s *Store) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerChannel int) error {
+func (s *Schedules) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerChannel int) error {
 	sc = sc.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.schedules[sc.ID]; ok {
-		return fmt.Errorf("memstore: %s: %w", sc.ID, schedule.ErrAlreadyExists)
+		return fmt.Errorf("memory: %s: %w", sc.ID, schedule.ErrAlreadyExists)
 	}
 	n := 0
 	for _, o := range s.schedules {
@@ -75,7 +73,7 @@ func (s *Store) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerCh
 		}
 	}
 	if maxPerChannel > 0 && n >= maxPerChannel {
-		return fmt.Errorf("memstore: channel %s has %d schedules: %w", sc.Channel, n, schedule.ErrLimit)
+		return fmt.Errorf("memory: channel %s has %d schedules: %w", sc.Channel, n, schedule.ErrLimit)
 	}
 	sc.LastDue = time.Time{}
 	s.schedules[sc.ID] = sc
@@ -83,25 +81,25 @@ func (s *Store) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerCh
 }
 
 // GetSchedule implements schedule.Store.
-func (s *Store) GetSchedule(_ context.Context, id string) (schedule.Schedule, error) {
+func (s *Schedules) GetSchedule(_ context.Context, id string) (schedule.Schedule, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sc, ok := s.schedules[id]
 	if !ok {
-		return schedule.Schedule{}, fmt.Errorf("memstore: schedule %s: %w", id, schedule.ErrNotFound)
+		return schedule.Schedule{}, fmt.Errorf("memory: schedule %s: %w", id, schedule.ErrNotFound)
 	}
 	sc.LastDue = s.lastDue(id)
 	return sc, nil
 }
 
 // UpdateSchedule implements schedule.Store.
-func (s *Store) UpdateSchedule(_ context.Context, sc schedule.Schedule) error {
+func (s *Schedules) UpdateSchedule(_ context.Context, sc schedule.Schedule) error {
 	sc = sc.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.schedules[sc.ID]
 	if !ok {
-		return fmt.Errorf("memstore: schedule %s: %w", sc.ID, schedule.ErrNotFound)
+		return fmt.Errorf("memory: schedule %s: %w", sc.ID, schedule.ErrNotFound)
 	}
 	old.Channel, old.Topic, old.Spec, old.TZ = sc.Channel, sc.Topic, sc.Spec, sc.TZ
 	old.Enabled, old.Options, old.ActiveSince, old.UpdatedAt = sc.Enabled, sc.Options, sc.ActiveSince, sc.UpdatedAt
@@ -110,11 +108,11 @@ func (s *Store) UpdateSchedule(_ context.Context, sc schedule.Schedule) error {
 }
 
 // DeleteSchedule implements schedule.Store.
-func (s *Store) DeleteSchedule(_ context.Context, id string) error {
+func (s *Schedules) DeleteSchedule(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.schedules[id]; !ok {
-		return fmt.Errorf("memstore: schedule %s: %w", id, schedule.ErrNotFound)
+		return fmt.Errorf("memory: schedule %s: %w", id, schedule.ErrNotFound)
 	}
 	delete(s.schedules, id)
 	for k := range s.firings {
@@ -126,7 +124,7 @@ func (s *Store) DeleteSchedule(_ context.Context, id string) error {
 }
 
 // ListSchedules implements schedule.Store.
-func (s *Store) ListSchedules(_ context.Context, f schedule.Filter) ([]schedule.Schedule, error) {
+func (s *Schedules) ListSchedules(_ context.Context, f schedule.Filter) ([]schedule.Schedule, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []schedule.Schedule
@@ -147,13 +145,13 @@ func (s *Store) ListSchedules(_ context.Context, f schedule.Filter) ([]schedule.
 }
 
 // ClaimFiring implements schedule.Store.
-func (s *Store) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) {
+func (s *Schedules) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) {
 	f.Digest = f.Digest.Storable()
 	f.Error = dbtext.String(f.Error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.schedules[f.ScheduleID]; !ok {
-		return false, fmt.Errorf("memstore: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
+		return false, fmt.Errorf("memory: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
 	}
 	kk := k(f.ScheduleID, f.Due)
 	if _, ok := s.firings[kk]; ok {
@@ -164,12 +162,12 @@ func (s *Store) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) 
 }
 
 // RenewFiring implements schedule.Store.
-func (s *Store) RenewFiring(_ context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
+func (s *Schedules) RenewFiring(_ context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.firings[k(id, due)]
 	if !ok || f.State != schedule.FiringRunning || f.Owner != owner {
-		return fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
+		return fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
 	}
 	f.LeaseUntil = leaseUntil
 	s.firings[k(id, due)] = f
@@ -177,13 +175,13 @@ func (s *Store) RenewFiring(_ context.Context, id string, due time.Time, owner s
 }
 
 // FinishFiring implements schedule.Store.
-func (s *Store) FinishFiring(_ context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+func (s *Schedules) FinishFiring(_ context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
 	out = out.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.firings[k(id, due)]
 	if !ok || f.Owner != owner || f.State.Final() {
-		return fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
+		return fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
 	}
 	f.State, f.Error, f.Digest, f.FinishedAt = out.State, out.Error, cloneDigest(out.Digest), out.FinishedAt
 	s.firings[k(id, due)] = f
@@ -191,7 +189,7 @@ func (s *Store) FinishFiring(_ context.Context, id string, due time.Time, owner 
 }
 
 // TakeOverFiring implements schedule.Store.
-func (s *Store) TakeOverFiring(_ context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
+func (s *Schedules) TakeOverFiring(_ context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []schedule.Firing
@@ -207,7 +205,7 @@ func (s *Store) TakeOverFiring(_ context.Context, owner string, now, leaseUntil 
 }
 
 // FailExpired implements schedule.Store.
-func (s *Store) FailExpired(_ context.Context, now time.Time, maxAttempts int) (int, error) {
+func (s *Schedules) FailExpired(_ context.Context, now time.Time, maxAttempts int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -222,15 +220,15 @@ func (s *Store) FailExpired(_ context.Context, now time.Time, maxAttempts int) (
 }
 
 // ApproveFiring implements schedule.Store.
-func (s *Store) ApproveFiring(_ context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
+func (s *Schedules) ApproveFiring(_ context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.firings[k(id, due)]
 	if !ok {
-		return schedule.Firing{}, fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrNotFound)
 	}
 	if f.State != schedule.FiringWaiting {
-		return schedule.Firing{}, fmt.Errorf("memstore: firing %s@%s is %s: %w", id, due, f.State, schedule.ErrNotWaiting)
+		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s is %s: %w", id, due, f.State, schedule.ErrNotWaiting)
 	}
 	f.State, f.Owner, f.LeaseUntil, f.Attempts = schedule.FiringRunning, owner, leaseUntil, f.Attempts+1
 	s.firings[k(id, due)] = f
@@ -238,18 +236,18 @@ func (s *Store) ApproveFiring(_ context.Context, id string, due time.Time, owner
 }
 
 // GetFiring implements schedule.Store.
-func (s *Store) GetFiring(_ context.Context, id string, due time.Time) (schedule.Firing, error) {
+func (s *Schedules) GetFiring(_ context.Context, id string, due time.Time) (schedule.Firing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.firings[k(id, due)]
 	if !ok {
-		return schedule.Firing{}, fmt.Errorf("memstore: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrNotFound)
 	}
 	return cloneFiring(f), nil
 }
 
 // ListFirings implements schedule.Store.
-func (s *Store) ListFirings(_ context.Context, id string, limit int) ([]schedule.Firing, error) {
+func (s *Schedules) ListFirings(_ context.Context, id string, limit int) ([]schedule.Firing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []schedule.Firing
@@ -266,7 +264,7 @@ func (s *Store) ListFirings(_ context.Context, id string, limit int) ([]schedule
 }
 
 // PreviousDigest implements schedule.Store.
-func (s *Store) PreviousDigest(_ context.Context, id string, before time.Time) (schedule.Firing, error) {
+func (s *Schedules) PreviousDigest(_ context.Context, id string, before time.Time) (schedule.Firing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var best *schedule.Firing
@@ -280,7 +278,7 @@ func (s *Store) PreviousDigest(_ context.Context, id string, before time.Time) (
 		}
 	}
 	if best == nil {
-		return schedule.Firing{}, fmt.Errorf("memstore: previous digest of %s: %w", id, schedule.ErrNotFound)
+		return schedule.Firing{}, fmt.Errorf("memory: previous digest of %s: %w", id, schedule.ErrNotFound)
 	}
 	return cloneFiring(*best), nil
 }

@@ -1,7 +1,8 @@
-// Package memstore is an in-memory bot.Store for tests and single-process
-// experiments. Several bots sharing one Store behave like replicas sharing a
-// database.
-package memstore
+// Package memory keeps the bot's runs, inbox and schedules in memory: the
+// reference implementation of the SQL stores' rules, for tests and
+// single-process experiments. Several bots sharing one Runs behave like
+// replicas sharing a database.
+package memory
 
 import (
 	"context"
@@ -11,13 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 )
 
-// Store is an in-memory bot.Store. The zero value is not usable; call New.
-type Store struct {
+// Runs is the bot's store of runs, threads, the inbox and events in
+// memory. The zero value is not usable; call NewRuns.
+type Runs struct {
 	mu      sync.Mutex
 	events  map[string]time.Time
 	threads map[research.ThreadKey]research.Thread
@@ -29,11 +30,9 @@ type Store struct {
 	instances map[string]time.Time
 }
 
-var _ bot.Store = (*Store)(nil)
-
-// New returns an empty Store.
-func New() *Store {
-	return &Store{
+// NewRuns returns an empty Runs.
+func NewRuns() *Runs {
+	return &Runs{
 		events:  map[string]time.Time{},
 		threads: map[research.ThreadKey]research.Thread{},
 		runs:    map[string]*research.Run{},
@@ -57,8 +56,8 @@ func clone(r *research.Run) research.Run {
 	return c
 }
 
-// ClaimEvent implements bot.Store.
-func (s *Store) ClaimEvent(_ context.Context, key string, at time.Time) (bool, error) {
+// ClaimEvent implements the bot's store (bot.Store).
+func (s *Runs) ClaimEvent(_ context.Context, key string, at time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.events[key]; ok {
@@ -68,8 +67,8 @@ func (s *Store) ClaimEvent(_ context.Context, key string, at time.Time) (bool, e
 	return true, nil
 }
 
-// PruneEvents implements bot.Store.
-func (s *Store) PruneEvents(_ context.Context, before time.Time) (int, error) {
+// PruneEvents implements the bot's store (bot.Store).
+func (s *Runs) PruneEvents(_ context.Context, before time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -94,16 +93,16 @@ func (s *Store) PruneEvents(_ context.Context, before time.Time) (int, error) {
 	return n, nil
 }
 
-// TouchInstance implements bot.Store.
-func (s *Store) TouchInstance(_ context.Context, id string, now time.Time) error {
+// TouchInstance implements the bot's store (bot.Store).
+func (s *Runs) TouchInstance(_ context.Context, id string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.instances[id] = now
 	return nil
 }
 
-// LiveInstances implements bot.Store.
-func (s *Store) LiveInstances(_ context.Context, since time.Time) (int, error) {
+// LiveInstances implements the bot's store (bot.Store).
+func (s *Runs) LiveInstances(_ context.Context, since time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -115,8 +114,8 @@ func (s *Store) LiveInstances(_ context.Context, since time.Time) (int, error) {
 	return n, nil
 }
 
-// LeaveInstance implements bot.Store.
-func (s *Store) LeaveInstance(_ context.Context, id string) error {
+// LeaveInstance implements the bot's store (bot.Store).
+func (s *Runs) LeaveInstance(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.instances, id)
@@ -129,8 +128,8 @@ func cloneEntry(e *research.InboxEntry) research.InboxEntry {
 	return c
 }
 
-// PutInbox implements bot.Store.
-func (s *Store) PutInbox(_ context.Context, es []research.InboxEntry) ([]bool, error) {
+// PutInbox implements the bot's store (bot.Store).
+func (s *Runs) PutInbox(_ context.Context, es []research.InboxEntry) ([]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stored := make([]bool, len(es))
@@ -146,8 +145,8 @@ func (s *Store) PutInbox(_ context.Context, es []research.InboxEntry) ([]bool, e
 	return stored, nil
 }
 
-// ClaimInbox implements bot.Store.
-func (s *Store) ClaimInbox(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
+// ClaimInbox implements the bot's store (bot.Store).
+func (s *Runs) ClaimInbox(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var due []*research.InboxEntry
@@ -175,7 +174,7 @@ func (s *Store) ClaimInbox(_ context.Context, owner string, now time.Time, lease
 }
 
 // heldEntry returns the entry key if owner holds it.
-func (s *Store) heldEntry(key, owner string) (*research.InboxEntry, error) {
+func (s *Runs) heldEntry(key, owner string) (*research.InboxEntry, error) {
 	e, ok := s.inbox[key]
 	if !ok {
 		return nil, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
@@ -186,8 +185,8 @@ func (s *Store) heldEntry(key, owner string) (*research.InboxEntry, error) {
 	return e, nil
 }
 
-// ExtendInbox implements bot.Store.
-func (s *Store) ExtendInbox(_ context.Context, key, owner string, now time.Time, lease time.Duration) error {
+// ExtendInbox implements the bot's store (bot.Store).
+func (s *Runs) ExtendInbox(_ context.Context, key, owner string, now time.Time, lease time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.heldEntry(key, owner)
@@ -198,8 +197,8 @@ func (s *Store) ExtendInbox(_ context.Context, key, owner string, now time.Time,
 	return nil
 }
 
-// FinishInbox implements bot.Store.
-func (s *Store) FinishInbox(_ context.Context, key, owner string, now time.Time) error {
+// FinishInbox implements the bot's store (bot.Store).
+func (s *Runs) FinishInbox(_ context.Context, key, owner string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.heldEntry(key, owner)
@@ -210,8 +209,8 @@ func (s *Store) FinishInbox(_ context.Context, key, owner string, now time.Time)
 	return nil
 }
 
-// InboxEntry implements bot.Store.
-func (s *Store) InboxEntry(_ context.Context, key string) (research.InboxEntry, error) {
+// InboxEntry implements the bot's store (bot.Store).
+func (s *Runs) InboxEntry(_ context.Context, key string) (research.InboxEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.inbox[key]
@@ -221,8 +220,8 @@ func (s *Store) InboxEntry(_ context.Context, key string) (research.InboxEntry, 
 	return cloneEntry(e), nil
 }
 
-// PutThread implements bot.Store.
-func (s *Store) PutThread(_ context.Context, t research.Thread) (research.Thread, error) {
+// PutThread implements the bot's store (bot.Store).
+func (s *Runs) PutThread(_ context.Context, t research.Thread) (research.Thread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.threads[t.Key]; ok {
@@ -232,8 +231,8 @@ func (s *Store) PutThread(_ context.Context, t research.Thread) (research.Thread
 	return t, nil
 }
 
-// Thread implements bot.Store.
-func (s *Store) Thread(_ context.Context, key research.ThreadKey) (research.Thread, error) {
+// Thread implements the bot's store (bot.Store).
+func (s *Runs) Thread(_ context.Context, key research.ThreadKey) (research.Thread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.threads[key]
@@ -243,8 +242,8 @@ func (s *Store) Thread(_ context.Context, key research.ThreadKey) (research.Thre
 	return t, nil
 }
 
-// CreateRun implements bot.Store.
-func (s *Store) CreateRun(_ context.Context, r research.Run, maxPerUser int) error {
+// CreateRun implements the bot's store (bot.Store).
+func (s *Runs) CreateRun(_ context.Context, r research.Run, maxPerUser int) error {
 	r = r.Storable()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -277,7 +276,7 @@ func (s *Store) CreateRun(_ context.Context, r research.Run, maxPerUser int) err
 	return nil
 }
 
-func (s *Store) get(id string) (*research.Run, error) {
+func (s *Runs) get(id string) (*research.Run, error) {
 	r, ok := s.runs[id]
 	if !ok {
 		return nil, fmt.Errorf("run %s: %w", id, research.ErrNotFound)
@@ -285,8 +284,8 @@ func (s *Store) get(id string) (*research.Run, error) {
 	return r, nil
 }
 
-// Run implements bot.Store.
-func (s *Store) Run(_ context.Context, id string) (research.Run, error) {
+// Run implements the bot's store (bot.Store).
+func (s *Runs) Run(_ context.Context, id string) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -296,8 +295,8 @@ func (s *Store) Run(_ context.Context, id string) (research.Run, error) {
 	return clone(r), nil
 }
 
-// LatestRun implements bot.Store.
-func (s *Store) LatestRun(_ context.Context, threadID string) (research.Run, error) {
+// LatestRun implements the bot's store (bot.Store).
+func (s *Runs) LatestRun(_ context.Context, threadID string) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.order) - 1; i >= 0; i-- {
@@ -308,8 +307,8 @@ func (s *Store) LatestRun(_ context.Context, threadID string) (research.Run, err
 	return research.Run{}, fmt.Errorf("latest run of %s: %w", threadID, research.ErrNotFound)
 }
 
-// ListRuns implements bot.Store.
-func (s *Store) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run, error) {
+// ListRuns implements the bot's store (bot.Store).
+func (s *Runs) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []research.Run
@@ -350,8 +349,8 @@ func acquire(r *research.Run, owner string, now time.Time, lease time.Duration) 
 	r.UpdatedAt = now
 }
 
-// AcquireRun implements bot.Store.
-func (s *Store) AcquireRun(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
+// AcquireRun implements the bot's store (bot.Store).
+func (s *Runs) AcquireRun(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -365,8 +364,8 @@ func (s *Store) AcquireRun(_ context.Context, id, owner string, now time.Time, l
 	return clone(r), nil
 }
 
-// AcquireRuns implements bot.Store.
-func (s *Store) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
+// AcquireRuns implements the bot's store (bot.Store).
+func (s *Runs) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []research.Run
@@ -383,7 +382,7 @@ func (s *Store) AcquireRuns(_ context.Context, owner string, now time.Time, leas
 	return out, nil
 }
 
-func (s *Store) held(id, owner string) (*research.Run, error) {
+func (s *Runs) held(id, owner string) (*research.Run, error) {
 	r, err := s.get(id)
 	if err != nil {
 		return nil, err
@@ -394,8 +393,8 @@ func (s *Store) held(id, owner string) (*research.Run, error) {
 	return r, nil
 }
 
-// Heartbeat implements bot.Store.
-func (s *Store) Heartbeat(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
+// Heartbeat implements the bot's store (bot.Store).
+func (s *Runs) Heartbeat(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.held(id, owner)
@@ -407,8 +406,8 @@ func (s *Store) Heartbeat(_ context.Context, id, owner string, now time.Time, le
 	return clone(r), nil
 }
 
-// ReleaseRun implements bot.Store.
-func (s *Store) ReleaseRun(_ context.Context, id, owner string, now time.Time) error {
+// ReleaseRun implements the bot's store (bot.Store).
+func (s *Runs) ReleaseRun(_ context.Context, id, owner string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.held(id, owner)
@@ -424,8 +423,8 @@ func (s *Store) ReleaseRun(_ context.Context, id, owner string, now time.Time) e
 	return nil
 }
 
-// WaitRun implements bot.Store.
-func (s *Store) WaitRun(_ context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
+// WaitRun implements the bot's store (bot.Store).
+func (s *Runs) WaitRun(_ context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -439,8 +438,8 @@ func (s *Store) WaitRun(_ context.Context, id, owner string, intr research.Pendi
 	return nil
 }
 
-// FinishRun implements bot.Store.
-func (s *Store) FinishRun(_ context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
+// FinishRun implements the bot's store (bot.Store).
+func (s *Runs) FinishRun(_ context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
 	if state.Active() {
 		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
@@ -456,8 +455,8 @@ func (s *Store) FinishRun(_ context.Context, id, owner string, state research.Ru
 	return nil
 }
 
-// SetStatusMessage implements bot.Store.
-func (s *Store) SetStatusMessage(_ context.Context, id, ts string) (string, error) {
+// SetStatusMessage implements the bot's store (bot.Store).
+func (s *Runs) SetStatusMessage(_ context.Context, id, ts string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -470,8 +469,8 @@ func (s *Store) SetStatusMessage(_ context.Context, id, ts string) (string, erro
 	return r.StatusTS, nil
 }
 
-// Decide implements bot.Store.
-func (s *Store) Decide(_ context.Context, runID string, d research.Decision) (research.Run, error) {
+// Decide implements the bot's store (bot.Store).
+func (s *Runs) Decide(_ context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -499,8 +498,8 @@ func (s *Store) Decide(_ context.Context, runID string, d research.Decision) (re
 	return clone(r), nil
 }
 
-// RequestCancel implements bot.Store.
-func (s *Store) RequestCancel(_ context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
+// RequestCancel implements the bot's store (bot.Store).
+func (s *Runs) RequestCancel(_ context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(runID)
@@ -522,8 +521,8 @@ func (s *Store) RequestCancel(_ context.Context, runID, by string, now time.Time
 	return clone(r), false, fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrFinished)
 }
 
-// RecordUpload implements bot.Store.
-func (s *Store) RecordUpload(_ context.Context, u research.Upload) (bool, error) {
+// RecordUpload implements the bot's store (bot.Store).
+func (s *Runs) RecordUpload(_ context.Context, u research.Upload) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.uploads[u.RunID]; ok {
@@ -533,8 +532,8 @@ func (s *Store) RecordUpload(_ context.Context, u research.Upload) (bool, error)
 	return true, nil
 }
 
-// Upload implements bot.Store.
-func (s *Store) Upload(_ context.Context, runID string) (research.Upload, error) {
+// Upload implements the bot's store (bot.Store).
+func (s *Runs) Upload(_ context.Context, runID string) (research.Upload, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.uploads[runID]
