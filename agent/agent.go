@@ -131,6 +131,9 @@ type Agent struct {
 	sub    *graph.Graph[rState]
 	// modelCalls is the process-wide model call limit.
 	modelCalls slots
+
+	mu    sync.Mutex
+	calls map[string]*call // by thread: the call working on it in this process
 }
 
 // Errors.
@@ -139,6 +142,15 @@ var (
 	ErrNoThread      = errors.New("agent: a thread id is required")
 	ErrWaiting       = errors.New("agent: the thread is waiting for an answer; resume it first")
 	ErrUnknownThread = errors.New("agent: no such thread")
+	// ErrNothingToContinue is Continue's answer when the thread has no
+	// unfinished turn.
+	ErrNothingToContinue = errors.New("agent: nothing to continue on the thread")
+	// ErrBusy refuses a call on a thread that another call of this Agent
+	// is working on.
+	ErrBusy = errors.New("agent: the thread already has a call running in this process")
+	// ErrCancelled is the cause given to the context of a call stopped by
+	// Cancel; the call's error wraps it.
+	ErrCancelled = errors.New("agent: the thread was cancelled")
 )
 
 // New builds an agent.
@@ -188,7 +200,7 @@ func New(d Deps, o Options) (*Agent, error) {
 		}
 	}
 	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, coder: d.Coder, notes: d.Notes,
-		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls)}
+		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
 	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
 	sub, err := a.buildResearcher(gopts)
 	if err != nil {
@@ -324,6 +336,11 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 // Start runs a new question on a thread: the first one, or a follow-up on a
 // thread that has finished its last turn. events (may be nil) receives
 // progress; calls to it are serialised.
+//
+// A Request.Tag makes Start idempotent: when the thread's current turn has
+// the same tag and has finished (done or replied), Start returns that turn
+// without researching again; when it waits at an interrupt, Start returns
+// the interrupt (instead of ErrWaiting) for the caller to show again.
 func (a *Agent) Start(ctx context.Context, threadID string, req Request, events func(Event)) (*Result, error) {
 	req.Question = strings.TrimSpace(req.Question)
 	if req.Question == "" {
@@ -332,14 +349,33 @@ func (a *Agent) Start(ctx context.Context, threadID string, req Request, events 
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
+	ctx, end, err := a.begin(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	res, err := a.start(ctx, threadID, req, events)
+	return res, withCause(ctx, err)
+}
+
+func (a *Agent) start(ctx context.Context, threadID string, req Request, events func(Event)) (*Result, error) {
 	var prev State
 	snap, err := a.g.State(ctx, threadID, 0)
 	switch {
 	case err == nil:
+		prev = snap.State
+		if req.Tag != "" && prev.Req.Tag == req.Tag {
+			// the same request again (its caller lost the answer): the
+			// turn it started is the answer
+			if cur := a.result(threadID, prev, snap.Interrupts); len(cur.Interrupts) > 0 || finished(cur.Status) {
+				a.log.Info("agent: start repeats the thread's current turn; returning it",
+					"thread_id", threadID, "tag", req.Tag, "status", cur.Status)
+				return cur, nil
+			}
+		}
 		if len(snap.Interrupts) > 0 {
 			return nil, ErrWaiting
 		}
-		prev = snap.State
 	case errors.Is(err, graph.ErrNotFound):
 	default:
 		return nil, fmt.Errorf("agent: load thread %s: %w", threadID, err)
@@ -357,12 +393,18 @@ func (a *Agent) Start(ctx context.Context, threadID string, req Request, events 
 		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
 		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
 	}
-	return a.invoke(ctx, threadID, graph.Config{Input: in}, events)
+	return a.invoke(ctx, threadID, graph.Config{Input: in}, 0, events)
 }
+
+// finished reports whether a turn with this status has ended with something
+// to show.
+func finished(s Status) bool { return s == StatusDone || s == StatusReplied }
 
 // Resume answers pending interrupts (by Interrupt.ID; the key "" answers the
 // only one) and runs on. It works from any process that shares the Saver;
-// an interrupt is answered once.
+// an interrupt is answered once. When the thread waits for nothing and its
+// turn has ended (the interrupt was answered and the turn ran to its end,
+// perhaps in another process), Resume returns that turn instead of failing.
 func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (*Result, error) {
 	if threadID == "" {
 		return nil, ErrNoThread
@@ -370,46 +412,216 @@ func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]
 	if len(answers) == 0 {
 		return nil, errors.New("agent: no answers to resume with")
 	}
+	ctx, end, err := a.begin(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	res, err := a.resume(ctx, threadID, answers, events)
+	return res, withCause(ctx, err)
+}
+
+func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (*Result, error) {
+	snap, err := a.load(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Interrupts) == 0 {
+		if cur := a.result(threadID, snap.State, nil); ended(cur.Status) {
+			a.log.Info("agent: nothing waits for an answer and the turn has ended; returning it",
+				"thread_id", threadID, "status", cur.Status)
+			return cur, nil
+		}
+	}
 	rs := make(map[string]any, len(answers))
 	for id, ans := range answers {
 		rs[id] = ans
 	}
-	return a.invoke(ctx, threadID, graph.Config{Resume: rs}, events)
+	res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, turnUsage(snap.State), events)
+	if errors.Is(err, graph.ErrAlreadyResumed) || errors.Is(err, graph.ErrNoInterrupt) {
+		// Answered by another process since the load above: if that turn
+		// has ended, it is the answer. (The one case that loads twice.)
+		if snap, lerr := a.g.State(ctx, threadID, 0); lerr == nil && len(snap.Interrupts) == 0 {
+			if cur := a.result(threadID, snap.State, nil); ended(cur.Status) {
+				return cur, nil
+			}
+		}
+	}
+	return res, err
 }
 
+// ended reports whether a turn with this status is over: finished or
+// cancelled.
+func ended(s Status) bool { return finished(s) || s == StatusCancelled }
+
 // Continue runs a thread on from its last checkpoint, after a crash or a
-// cancelled context. Work that finished before is not done again.
+// cancelled context. Work that finished before is not done again. It
+// returns ErrNothingToContinue when the thread has no unfinished turn: it is
+// unknown, its turn has ended (done, replied or cancelled), or it waits for
+// an answer (Resume it).
 func (a *Agent) Continue(ctx context.Context, threadID string, events func(Event)) (*Result, error) {
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	return a.invoke(ctx, threadID, graph.Config{}, events)
+	ctx, end, err := a.begin(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	res, err := a.cont(ctx, threadID, events)
+	return res, withCause(ctx, err)
+}
+
+func (a *Agent) cont(ctx context.Context, threadID string, events func(Event)) (*Result, error) {
+	snap, err := a.load(ctx, threadID)
+	if errors.Is(err, ErrUnknownThread) {
+		return nil, fmt.Errorf("%w: %w", ErrNothingToContinue, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch cur := a.result(threadID, snap.State, snap.Interrupts); {
+	case len(snap.Interrupts) > 0:
+		return nil, fmt.Errorf("%w: thread %s waits for an answer", ErrNothingToContinue, threadID)
+	case cur.Status != "" || len(snap.Next) == 0:
+		return nil, fmt.Errorf("%w: thread %s has ended its turn (%s)", ErrNothingToContinue, threadID, cur.Status)
+	}
+	return a.invoke(ctx, threadID, graph.Config{}, turnUsage(snap.State), events)
+}
+
+// Cancel stops the thread's current turn for good. A call working on the
+// thread in this process is stopped (its context is cancelled with
+// ErrCancelled) and Cancel waits for it to return, or for ctx. Then the
+// cancellation is stored with the thread, so that it holds in every process
+// sharing the Saver: pending interrupts are answered with ActionCancel, and a
+// turn stopped in the middle is marked cancelled. Afterwards Continue finds
+// nothing to continue and Start begins a new turn. Cancelling an unknown
+// thread, or one whose turn has ended, does nothing.
+func (a *Agent) Cancel(ctx context.Context, threadID string) error {
+	if threadID == "" {
+		return ErrNoThread
+	}
+	a.mu.Lock()
+	c := a.calls[threadID]
+	a.mu.Unlock()
+	if c != nil {
+		c.cancel(ErrCancelled)
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return fmt.Errorf("agent: cancel %s: waiting for the running call to stop: %w", threadID, context.Cause(ctx))
+		}
+	}
+	ctx, end, err := a.begin(ctx, threadID)
+	if err != nil {
+		// a call started after this Cancel: it begins a new turn, which
+		// this Cancel is not about
+		a.log.Info("agent: a new call started on the thread while cancelling; leaving it", "thread_id", threadID)
+		return nil
+	}
+	defer end()
+	if err := a.cancel(ctx, threadID); err != nil {
+		return fmt.Errorf("agent: cancel %s: %w", threadID, err)
+	}
+	return nil
+}
+
+func (a *Agent) cancel(ctx context.Context, threadID string) error {
+	snap, err := a.load(ctx, threadID)
+	if errors.Is(err, ErrUnknownThread) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(snap.Interrupts) > 0 {
+		rs := make(map[string]any, len(snap.Interrupts))
+		for _, in := range snap.Interrupts {
+			rs[in.ID] = Answer{Action: ActionCancel}
+		}
+		res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, turnUsage(snap.State), nil)
+		if err != nil {
+			return err
+		}
+		a.log.Info("agent: thread cancelled at its interrupt", "thread_id", threadID, "status", res.Status)
+		return nil
+	}
+	if cur := a.result(threadID, snap.State, nil); cur.Status != "" || len(snap.Next) == 0 {
+		return nil
+	}
+	// stopped in the middle: end the turn as finalize ends a cancelled one,
+	// dropping the tasks that were left to run
+	if _, err := a.g.UpdateState(ctx, threadID, append(a.cancelWrites(snap.State), a.sc.next.Set("cancel")), nFinalize); err != nil {
+		return err
+	}
+	a.log.Info("agent: unfinished turn cancelled", "thread_id", threadID)
+	return nil
 }
 
 // Get returns where a thread stands without running it.
 func (a *Agent) Get(ctx context.Context, threadID string) (*Result, error) {
-	snap, err := a.g.State(ctx, threadID, 0)
-	if errors.Is(err, graph.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownThread, threadID)
-	}
+	snap, err := a.load(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
 	return a.result(threadID, snap.State, snap.Interrupts), nil
 }
 
-func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, events func(Event)) (*Result, error) {
-	used := 0
-	if cfg.Input == nil {
-		snap, err := a.g.State(ctx, thread, 0)
-		if errors.Is(err, graph.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %s", ErrUnknownThread, thread)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("agent: load thread %s: %w", thread, err)
-		}
-		used = snap.State.Usage.Total() - snap.State.TurnStart
+// load reads the thread's head; ErrUnknownThread when it has none.
+func (a *Agent) load(ctx context.Context, threadID string) (*graph.Snapshot[State], error) {
+	snap, err := a.g.State(ctx, threadID, 0)
+	if errors.Is(err, graph.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownThread, threadID)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: load thread %s: %w", threadID, err)
+	}
+	return snap, nil
+}
+
+// turnUsage is the tokens the thread's current turn has spent so far.
+func turnUsage(s State) int { return s.Usage.Total() - s.TurnStart }
+
+// call is one Start, Resume, Continue or Cancel working on a thread.
+type call struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// begin registers a call on the thread, refusing a second one: two calls
+// running one thread would race on its checkpoints. end unregisters it.
+func (a *Agent) begin(ctx context.Context, threadID string) (_ context.Context, end func(), _ error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.calls[threadID] != nil {
+		return nil, nil, fmt.Errorf("%w: %s", ErrBusy, threadID)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	c := &call{cancel: cancel, done: make(chan struct{})}
+	a.calls[threadID] = c
+	return ctx, func() {
+		a.mu.Lock()
+		delete(a.calls, threadID)
+		a.mu.Unlock()
+		cancel(nil)
+		close(c.done)
+	}, nil
+}
+
+// withCause adds why ctx was cancelled (ErrCancelled for Cancel) to err.
+func withCause(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
+}
+
+// invoke runs the graph on the thread; used is what the turn has already
+// spent (counted against its token budget).
+func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, used int, events func(Event)) (*Result, error) {
 	var meter *llm.Meter
 	if a.opts.TokenBudget > 0 {
 		meter = llm.NewMeter(a.opts.TokenBudget, a.opts.ReserveFraction)

@@ -45,7 +45,7 @@ func checkReport(t *testing.T, res *agent.Result) {
 
 func TestFullRunEnglish(t *testing.T) {
 	e := newEnv(t)
-	e.search.barrier = 3 // the three researchers must search at the same time
+	e.web.Barrier = 3 // the three researchers must search at the same time
 	res := e.start("en-1", agent.Request{Question: "What does the EU AI Act require, and when?"})
 	checkReport(t, res)
 	if res.Finish != agent.FinishApproved || res.Language != "en" {
@@ -78,7 +78,7 @@ func TestFullRunEnglish(t *testing.T) {
 		t.Errorf("not renumbered:\n%s", res.Report)
 	}
 	// researchers saw no URL twice within a subtask, and no query ran twice
-	qs := e.search.Queries()
+	qs := e.web.Queries()
 	seen := map[string]bool{}
 	for _, q := range qs {
 		if seen[strings.ToLower(q)] {
@@ -117,7 +117,7 @@ func TestFullRunJapanese(t *testing.T) {
 
 func TestCitationsCatchFabrications(t *testing.T) {
 	e := newEnv(t)
-	e.brain.extraFootnotes = []string{
+	e.brain.ExtraFootnotes = []string{
 		`"The AI Act bans all chatbots." — Fabricated News, https://fabricated.example/chatbots`,
 		`"The EU AI Act entered into force on 1 January 2020." — AI Act timeline, https://news.example/ai-act-timeline`,
 	}
@@ -156,7 +156,7 @@ func TestReviewerLoopsEnd(t *testing.T) {
 	}{{"rewrite", "write"}, {"research", "research"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.brain.reviewScores = func(int) (agent.Scores, string) {
+			e.brain.ReviewScores = func(int) (agent.Scores, string) {
 				return agent.Scores{FactCheck: 0.6, Completeness: 0.5, Logic: 0.7, Format: 0.9}, tc.action
 			}
 			e.opts.MaxReviews, e.opts.MaxRounds = 3, 2
@@ -165,13 +165,13 @@ func TestReviewerLoopsEnd(t *testing.T) {
 			if res.Finish != agent.FinishMaxRounds {
 				t.Errorf("finish %s", res.Finish)
 			}
-			if n := e.brain.count("reviewer"); n != 3 {
+			if n := e.brain.Count("reviewer"); n != 3 {
 				t.Errorf("%d reviews, want 3", n)
 			}
-			if n := e.brain.count("writer"); n != 3 {
+			if n := e.brain.Count("writer"); n != 3 {
 				t.Errorf("%d drafts, want 3", n)
 			}
-			if n := e.brain.count("supervisor"); tc.action == "research" && n != 1 {
+			if n := e.brain.Count("supervisor"); tc.action == "research" && n != 1 {
 				t.Errorf("%d replans, want 1 (rounds are bounded)", n)
 			}
 			if !strings.Contains(strings.Join(res.Unverified, "\n"), "reviewer did not pass") {
@@ -183,7 +183,7 @@ func TestReviewerLoopsEnd(t *testing.T) {
 
 func TestReviewerPassesSecondDraft(t *testing.T) {
 	e := newEnv(t)
-	e.brain.reviewScores = func(n int) (agent.Scores, string) {
+	e.brain.ReviewScores = func(n int) (agent.Scores, string) {
 		if n == 1 {
 			return agent.Scores{FactCheck: 0.95, Completeness: 0.5, Logic: 0.8, Format: 1}, "write"
 		}
@@ -208,13 +208,13 @@ func TestReviewerPassesSecondDraft(t *testing.T) {
 
 func TestSmallTalk(t *testing.T) {
 	e := newEnv(t)
-	e.brain.intent = func(string) (string, string) { return "chat", "Hello! Ask me to research anything." }
+	e.brain.Intent = func(string) (string, string) { return "chat", "Hello! Ask me to research anything." }
 	res := e.start("chat", agent.Request{Question: "hello there"})
 	if res.Status != agent.StatusReplied || res.Reply == "" || res.Report != "" {
 		t.Fatalf("%+v", res)
 	}
-	if len(e.search.Queries()) != 0 || e.srv.Calls() != 1 {
-		t.Errorf("small talk searched (%d) or called the LLM %d times", len(e.search.Queries()), e.srv.Calls())
+	if len(e.web.Queries()) != 0 || e.srv.Calls() != 1 {
+		t.Errorf("small talk searched (%d) or called the LLM %d times", len(e.web.Queries()), e.srv.Calls())
 	}
 }
 
@@ -247,7 +247,7 @@ func TestLLMDownExtractiveReport(t *testing.T) {
 
 func TestFollowUps(t *testing.T) {
 	e := newEnv(t)
-	e.brain.intent = func(q string) (string, string) {
+	e.brain.Intent = func(q string) (string, string) {
 		switch {
 		case strings.Contains(q, "shorter"):
 			return "rewrite", ""
@@ -258,14 +258,14 @@ func TestFollowUps(t *testing.T) {
 	}
 	first := e.start("fu", agent.Request{Question: "What does the EU AI Act require?"})
 	checkReport(t, first)
-	searches := len(e.search.Queries())
+	searches := len(e.web.Queries())
 
 	short := e.start("fu", agent.Request{Question: "Rewrite it shorter"})
 	checkReport(t, short)
 	if short.Finish != agent.FinishApproved && short.Finish != agent.FinishRewritten {
 		t.Errorf("finish %s", short.Finish)
 	}
-	if len(e.search.Queries()) != searches {
+	if len(e.web.Queries()) != searches {
 		t.Error("a rewrite searched again")
 	}
 	if short.Citations.Verified >= first.Citations.Verified {
@@ -283,7 +283,7 @@ func TestFollowUps(t *testing.T) {
 
 	deeper := e.start("fu", agent.Request{Question: "Dig deeper into penalties"})
 	checkReport(t, deeper)
-	if len(e.search.Queries()) == searches {
+	if len(e.web.Queries()) == searches {
 		t.Error("dig deeper did not search")
 	}
 	// the planner saw what was already known
@@ -300,7 +300,7 @@ func TestFollowUps(t *testing.T) {
 
 func TestClarify(t *testing.T) {
 	e := newEnv(t)
-	e.brain.intent = func(q string) (string, string) {
+	e.brain.Intent = func(q string) (string, string) {
 		if strings.Contains(q, "Clarification") {
 			return "research", ""
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"deepresearch/agent"
+	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/graph"
@@ -139,7 +140,7 @@ func (t tracedLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schema,
 }
 
 type slowSearch struct {
-	fakeSearch
+	*agenttest.World
 	tr  *tracer
 	lat func(key string) time.Duration
 }
@@ -147,13 +148,13 @@ type slowSearch struct {
 func (s *slowSearch) Search(ctx context.Context, q search.Query) (rs []search.Result, err error) {
 	s.tr.track(ctx, "search", func() {
 		time.Sleep(s.lat("search " + q.Text))
-		rs, err = s.fakeSearch.Search(ctx, q)
+		rs, err = s.World.Search(ctx, q)
 	})
 	return
 }
 
 type slowFetch struct {
-	fakeFetch
+	*agenttest.World
 	tr  *tracer
 	lat func(key string) time.Duration
 }
@@ -161,7 +162,7 @@ type slowFetch struct {
 func (f *slowFetch) Fetch(ctx context.Context, u string) (p agent.Page, err error) {
 	f.tr.track(ctx, "fetch", func() {
 		time.Sleep(f.lat("fetch " + u))
-		p, err = f.fakeFetch.Fetch(ctx, u)
+		p, err = f.World.Fetch(ctx, u)
 	})
 	return
 }
@@ -173,23 +174,24 @@ type benchWorld struct {
 }
 
 func newBenchWorld(tb testing.TB, scale float64, conc int) *benchWorld {
-	b := newBrain()
+	b := agenttest.NewBrain()
 	var calls sync.Map
 	srv := llmtest.New(func(r *llmtest.Request) llmtest.Reply {
 		n, _ := calls.LoadOrStore(r.Node(), new(int))
 		_ = n
 		d := time.Duration(float64(latency(r.Node()+strconv.Itoa(len(r.Body)))) * scale)
-		return llmtest.Delayed(d, b.respond(r))
+		return llmtest.Delayed(d, b.Respond(r))
 	})
 	tb.Cleanup(srv.Close)
 	tr := &tracer{}
 	scaled := func(key string) time.Duration { return time.Duration(float64(latency(key)) * scale) }
+	web := agenttest.NewWorld()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * conc, MaxIdleConnsPerHost: 4 * conc}}
 	client, err := llm.New(llm.Options{APIKey: "k", BaseURL: srv.URL(), Model: "fake", HTTPClient: hc, Sleep: llm.NoSleep, Logger: slog.New(slog.DiscardHandler), Timeout: time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a, err := agent.New(agent.Deps{LLM: tracedLLM{client, tr}, Search: &slowSearch{tr: tr, lat: scaled}, Fetch: &slowFetch{tr: tr, lat: scaled},
+	a, err := agent.New(agent.Deps{LLM: tracedLLM{client, tr}, Search: &slowSearch{World: web, tr: tr, lat: scaled}, Fetch: &slowFetch{World: web, tr: tr, lat: scaled},
 		Saver: memsaver.New(memsaver.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})
 	if err != nil {
 		tb.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"deepresearch/agent"
+	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm"
 )
 
@@ -58,7 +59,7 @@ func (c countingLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schem
 }
 
 type countingFetch struct {
-	fakeFetch
+	*agenttest.World
 	f *inflight
 }
 
@@ -68,7 +69,7 @@ func (c *countingFetch) Fetch(ctx context.Context, u string) (agent.Page, error)
 		host = p.Host
 	}
 	defer c.f.enter(host)()
-	return c.fakeFetch.Fetch(ctx, u)
+	return c.World.Fetch(ctx, u)
 }
 
 // Model calls and page fetches run concurrently, but never more at once
@@ -87,7 +88,7 @@ func TestConcurrencyLimits(t *testing.T) {
 			e := newEnv(t)
 			f := newInflight()
 			e.opts.RunModelCalls, e.opts.HostFetches = tc.model, tc.hostFetch
-			a, err := agent.New(agent.Deps{LLM: countingLLM{e.client, f}, Search: e.search, Fetch: &countingFetch{f: f},
+			a, err := agent.New(agent.Deps{LLM: countingLLM{e.client, f}, Search: e.web, Fetch: &countingFetch{World: e.web, f: f},
 				Saver: e.store, Notes: e.notes, Logger: slog.New(slog.DiscardHandler)}, e.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -129,7 +130,7 @@ type barrierLLM struct {
 func (b *barrierLLM) ch(node string) chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := node[:len(node)-len(nodeKind(node))]
+	k := node[:len(node)-len(agenttest.Kind(node))]
 	c, ok := b.reflects[k]
 	if !ok {
 		c = make(chan struct{})
@@ -139,7 +140,7 @@ func (b *barrierLLM) ch(node string) chan struct{} {
 }
 
 func (b *barrierLLM) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	if n := llm.NodeFrom(ctx); nodeKind(n) == "answer_subtask" {
+	if n := llm.NodeFrom(ctx); agenttest.Kind(n) == "answer_subtask" {
 		select {
 		case <-b.ch(n):
 		case <-ctx.Done():
@@ -155,7 +156,7 @@ func (b *barrierLLM) Chat(ctx context.Context, req llm.Request) (llm.Response, e
 }
 
 func (b *barrierLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schema, out any) (llm.Response, error) {
-	if n := llm.NodeFrom(ctx); nodeKind(n) == "reflect" {
+	if n := llm.NodeFrom(ctx); agenttest.Kind(n) == "reflect" {
 		c := b.ch(n)
 		b.mu.Lock()
 		select {
@@ -173,7 +174,7 @@ func (b *barrierLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schem
 func TestAnswerAndReflectionOverlap(t *testing.T) {
 	e := newEnv(t)
 	bl := &barrierLLM{LLM: e.client, reflects: map[string]chan struct{}{}}
-	a, err := agent.New(agent.Deps{LLM: bl, Search: e.search, Fetch: e.fetch, Saver: e.store, Notes: e.notes, Logger: slog.New(slog.DiscardHandler)}, e.opts)
+	a, err := agent.New(agent.Deps{LLM: bl, Search: e.web, Fetch: e.web, Saver: e.store, Notes: e.notes, Logger: slog.New(slog.DiscardHandler)}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestAnswerAndReflectionOverlap(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReport(t, res)
-	if n := e.brain.count("answer_subtask"); n == 0 {
+	if n := e.brain.Count("answer_subtask"); n == 0 {
 		t.Fatal("no subtask answer was asked for")
 	}
 	if bl.timeouts != 0 {
@@ -209,7 +210,7 @@ func TestPlainQuestionSkipsCoordinator(t *testing.T) {
 		t.Run(tc.q, func(t *testing.T) {
 			e := newEnv(t)
 			res := e.start("plain", agent.Request{Question: tc.q})
-			if n := e.brain.count("coordinator"); n != tc.coord {
+			if n := e.brain.Count("coordinator"); n != tc.coord {
 				t.Errorf("coordinator called %d times, want %d", n, tc.coord)
 			}
 			if res.Status != agent.StatusDone {
@@ -224,7 +225,7 @@ func TestProcessModelCallLimit(t *testing.T) {
 	e := newEnv(t)
 	f := newInflight()
 	e.opts.ProcessModelCalls = 2
-	a, err := agent.New(agent.Deps{LLM: countingLLM{e.client, f}, Search: e.search, Fetch: e.fetch,
+	a, err := agent.New(agent.Deps{LLM: countingLLM{e.client, f}, Search: e.web, Fetch: e.web,
 		Saver: e.store, Notes: e.notes, Logger: slog.New(slog.DiscardHandler)}, e.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -250,23 +251,23 @@ func TestProcessModelCallLimit(t *testing.T) {
 // the same evidence stands. The last try still gets its answer.
 func TestNothingNewNoSecondReflection(t *testing.T) {
 	e := newEnv(t)
-	e.brain.reflectDone = func(int) bool { return false }
-	e.search.empty = func(q string) bool { // the reflection's and the select step's queries
+	e.brain.ReflectDone = func(int) bool { return false }
+	e.web.Empty = func(q string) bool { // the reflection's and the select step's queries
 		return strings.Contains(q, "numbers") || strings.Contains(q, "details")
 	}
 	res := e.start("same", agent.Request{Question: "What does the EU AI Act require?"})
 	checkReport(t, res)
 	subtasks := len(res.Plan.Subtasks)
-	if n := e.brain.count("reflect"); n != subtasks {
+	if n := e.brain.Count("reflect"); n != subtasks {
 		t.Errorf("%d reflections for %d subtasks whose later tries found nothing new", n, subtasks)
 	}
-	if n := e.brain.count("select"); n != subtasks {
+	if n := e.brain.Count("select"); n != subtasks {
 		t.Errorf("%d select calls, want %d (try 3 of each subtask; try 2 searched the reflection's queries)", n, subtasks)
 	}
 	// the last try answers from the evidence (try 1's answer was called off)
 	last := 0
 	for _, r := range e.srv.Requests() {
-		if nodeKind(r.Node()) == "answer_subtask" {
+		if agenttest.Kind(r.Node()) == "answer_subtask" {
 			last++
 		}
 	}
@@ -281,24 +282,22 @@ func TestNothingNewNoSecondReflection(t *testing.T) {
 // next try searches those queries.
 func TestReflectionQueriesNeedNoSelect(t *testing.T) {
 	e := newEnv(t)
-	e.brain.reflectDone = func(try int) bool { return try >= 2 }
+	e.brain.ReflectDone = func(try int) bool { return try >= 2 }
 	res := e.start("next", agent.Request{Question: "What does the EU AI Act require?"})
 	checkReport(t, res)
 	subtasks := len(res.Plan.Subtasks)
 	for _, r := range e.srv.Requests() {
 		// a later try may ask, when the reflection's queries were searched already
-		if nodeKind(r.Node()) == "select" && strings.Contains(r.System()+r.LastUser(), "Attempt 2 of") {
+		if agenttest.Kind(r.Node()) == "select" && strings.Contains(r.System()+r.LastUser(), "Attempt 2 of") {
 			t.Errorf("%s asked the model for the second try's actions; the reflection named them", r.Node())
 		}
 	}
-	e.search.mu.Lock()
 	n := 0
-	for _, q := range e.search.queries {
+	for _, q := range e.web.Queries() {
 		if q == "numbers 1" {
 			n++
 		}
 	}
-	e.search.mu.Unlock()
 	if n != subtasks {
 		t.Errorf("the first reflection's query was searched %d times, want once per subtask (%d)", n, subtasks)
 	}

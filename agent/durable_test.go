@@ -27,7 +27,7 @@ func TestResumeFromNewProcess(t *testing.T) {
 	if in.Kind != agent.InterruptApprovePlan || in.Plan == nil || len(in.Plan.Subtasks) != 3 || len(in.Choices) != 3 {
 		t.Fatalf("plan interrupt %+v", in)
 	}
-	if len(e.search.Queries()) != 0 {
+	if len(e.web.Queries()) != 0 {
 		t.Fatal("searched before the plan was approved")
 	}
 	// Revise the plan once: the planner gets the feedback.
@@ -53,13 +53,13 @@ func TestResumeFromNewProcess(t *testing.T) {
 	if !strings.Contains(d.Draft, "## Key Findings") || d.Citations == nil || d.Citations.Verified == 0 || d.Summary == "" || len(d.Choices) != 4 {
 		t.Fatalf("draft interrupt %+v", d)
 	}
-	writes := e.brain.count("writer")
+	writes := e.brain.Count("writer")
 	res, err = e.agent().Resume(ctx, "hitl", map[string]agent.Answer{d.ID: {Action: agent.ActionRevise, Feedback: "Mention the fines first."}}, nil)
 	if err != nil || res.Interrupts[0].Kind != agent.InterruptApproveDraft {
 		t.Fatalf("after revise: %v %+v", err, res)
 	}
-	if e.brain.count("writer") != writes+1 {
-		t.Errorf("writer calls %d → %d", writes, e.brain.count("writer"))
+	if e.brain.Count("writer") != writes+1 {
+		t.Errorf("writer calls %d → %d", writes, e.brain.Count("writer"))
 	}
 	res, err = e.agent().Resume(ctx, "hitl", map[string]agent.Answer{"": {Action: agent.ActionApprove}}, nil)
 	if err != nil {
@@ -94,24 +94,25 @@ func TestContinueAfterCrash(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	e.search.onSearch = func(n int) {
+	e.web.OnSearch = func(_ context.Context, n int) error {
 		if n == 2 {
 			once.Do(cancel)
 		}
+		return nil
 	}
 	_, err := e.agent().Start(ctx, "crash", agent.Request{Question: "What does the EU AI Act require?"}, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	planner, coord := e.brain.count("planner"), e.brain.count("coordinator")
-	e.search.onSearch = nil
+	planner, coord := e.brain.Count("planner"), e.brain.Count("coordinator")
+	e.web.OnSearch = nil
 	res, err := e.agent().Continue(context.Background(), "crash", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkReport(t, res)
-	if planner != 1 || e.brain.count("planner") != 1 || e.brain.count("coordinator") != coord {
-		t.Errorf("coordinator/planner ran again: %d %d", e.brain.count("coordinator"), e.brain.count("planner"))
+	if planner != 1 || e.brain.Count("planner") != 1 || e.brain.Count("coordinator") != coord {
+		t.Errorf("coordinator/planner ran again: %d %d", e.brain.Count("coordinator"), e.brain.Count("planner"))
 	}
 }
 
@@ -163,7 +164,7 @@ func TestLLMFaults(t *testing.T) {
 		for _, q := range []string{"What does the EU AI Act require?", "2026年の国内生成AI規制の動向を調べて"} {
 			e := newEnv(t, llmtest.WithFaults(llmtest.Faults{Rate: 0.3, Seed: seed, RetryAfter: time.Millisecond}))
 			e.client = e.newClient(func(o *llm.Options) { o.Timeout = 300 * time.Millisecond; o.MaxRetries = 4 })
-			e.brain.badJSON = 4 // and every 4th structured reply is broken JSON
+			e.brain.BadJSON = 4 // and every 4th structured reply is broken JSON
 			res := e.start("faults", agent.Request{Question: q})
 			if res.Status != agent.StatusDone || res.Report == "" || !strings.Contains(res.Report, "## References") {
 				t.Fatalf("seed %d: status %s finish %s\n%s", seed, res.Status, res.Finish, res.Report)
@@ -171,7 +172,7 @@ func TestLLMFaults(t *testing.T) {
 			if res.Citations.Verified == 0 {
 				t.Errorf("seed %d: no verified citation", seed)
 			}
-			if e.brain.jsonCalls < 4 {
+			if e.brain.JSONCalls() < 4 {
 				t.Errorf("seed %d: no broken JSON was sent", seed)
 			}
 			f := e.srv.Faulted()
@@ -194,8 +195,8 @@ func TestCodingAndVisitActions(t *testing.T) {
 	coder := &fakeCoder{}
 	e.coder = coder
 	e.opts.MaxSubtasks, e.opts.MaxURLs, e.opts.MinSources = 1, 1, 1
-	e.brain.reflectDone = func(try int) bool { return try >= 2 }
-	e.brain.selectTools = func(r *llmtest.Request) llmtest.Reply {
+	e.brain.ReflectDone = func(try int) bool { return try >= 2 }
+	e.brain.SelectTools = func(r *llmtest.Request) llmtest.Reply {
 		var visit string
 		for _, ln := range strings.Split(r.LastUser(), "\n") {
 			if strings.HasPrefix(ln, "[1] ") {
@@ -222,8 +223,8 @@ func TestCodingAndVisitActions(t *testing.T) {
 	if strings.Join(offered, ",") != "search,visit,coding,answer" {
 		t.Errorf("tools offered: %v", offered)
 	}
-	if e.fetch.n.Load() < 2 {
-		t.Errorf("visit did not read a page (%d fetches)", e.fetch.n.Load())
+	if e.web.Fetches() < 2 {
+		t.Errorf("visit did not read a page (%d fetches)", e.web.Fetches())
 	}
 	var sawComp bool
 	for _, r := range e.srv.Requests() {

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"deepresearch/agent"
+	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm/llmtest"
 )
 
 // inlineWriter writes the style many models use: the quote inline right
 // before the marker, the footnote with title and URL only.
 func inlineWriter(user string, ja bool) string {
-	ev := evidenceRE.FindAllStringSubmatch(user, -1)
+	ev := agenttest.ParseEvidence(user)
 	var b strings.Builder
 	b.WriteString("# Report\n\n## Executive Summary\n\nWhat the sources say.\n\n## Key Findings\n\n")
 	for i, m := range ev {
@@ -20,9 +21,9 @@ func inlineWriter(user string, ja bool) string {
 			break
 		}
 		if ja {
-			fmt.Fprintf(&b, "- 情報源によれば「%s」[^%d]\n", m[3], i+1)
+			fmt.Fprintf(&b, "- 情報源によれば「%s」[^%d]\n", m.Quote, i+1)
 		} else {
-			fmt.Fprintf(&b, "- The source says \"%s\"[^%d].\n", m[3], i+1)
+			fmt.Fprintf(&b, "- The source says \"%s\"[^%d].\n", m.Quote, i+1)
 		}
 	}
 	b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
@@ -30,14 +31,14 @@ func inlineWriter(user string, ja bool) string {
 		if i == 4 {
 			break
 		}
-		fmt.Fprintf(&b, "[^%d]: %s, %s\n", i+1, m[4], m[5])
+		fmt.Fprintf(&b, "[^%d]: %s, %s\n", i+1, m.Title, m.URL)
 	}
 	return b.String()
 }
 
 // fabricatingWriter quotes words that are on no page.
 func fabricatingWriter(user string, ja bool) string {
-	ev := evidenceRE.FindAllStringSubmatch(user, -1)
+	ev := agenttest.ParseEvidence(user)
 	var b strings.Builder
 	b.WriteString("# Report\n\n## Executive Summary\n\nWhat the sources say.\n\n## Key Findings\n\n")
 	for i, m := range ev {
@@ -56,7 +57,7 @@ func fabricatingWriter(user string, ja bool) string {
 		if i == 2 {
 			break
 		}
-		fmt.Fprintf(&b, "[^%d]: %s, %s\n", i+1, m[4], m[5])
+		fmt.Fprintf(&b, "[^%d]: %s, %s\n", i+1, m.Title, m.URL)
 	}
 	return b.String()
 }
@@ -84,7 +85,7 @@ func TestInlineQuotesVerifiedAndSourcesListed(t *testing.T) {
 	} {
 		t.Run(tc.heading, func(t *testing.T) {
 			e := newEnv(t)
-			e.brain.writer = inlineWriter
+			e.brain.Writer = inlineWriter
 			res := e.start("inline", agent.Request{Question: tc.question})
 			if res.Status != agent.StatusDone {
 				t.Fatalf("status %s", res.Status)
@@ -115,7 +116,7 @@ func TestDroppedCitationsMarkedAndSourcesStillListed(t *testing.T) {
 	} {
 		t.Run(tc.heading, func(t *testing.T) {
 			e := newEnv(t)
-			e.brain.writer = fabricatingWriter
+			e.brain.Writer = fabricatingWriter
 			res := e.start("fab", agent.Request{Question: tc.question})
 			if res.Citations.Verified != 0 || res.Citations.Dropped == 0 {
 				t.Errorf("citations %+v", res.Citations)
@@ -149,7 +150,7 @@ func TestPlaceholderNeverReachesReport(t *testing.T) {
 	} {
 		t.Run(tc.empty[0], func(t *testing.T) {
 			e := newEnv(t)
-			e.search.empty = func(q string) bool {
+			e.web.Empty = func(q string) bool {
 				for _, w := range tc.empty {
 					if strings.Contains(q, w) {
 						return true
@@ -157,15 +158,15 @@ func TestPlaceholderNeverReachesReport(t *testing.T) {
 				}
 				return false
 			}
-			e.brain.reflectDone = func(int) bool { return false }
+			e.brain.ReflectDone = func(int) bool { return false }
 			res := e.start("ph", agent.Request{Question: tc.question})
 			if res.Status != agent.StatusDone {
 				t.Fatalf("status %s", res.Status)
 			}
-			if len(e.brain.writerPrompts) == 0 {
+			if len(e.brain.WriterPrompts()) == 0 {
 				t.Fatal("the writer was never asked")
 			}
-			for _, p := range e.brain.writerPrompts {
+			for _, p := range e.brain.WriterPrompts() {
 				if strings.Contains(p, tc.placeholder) {
 					t.Errorf("the writer was shown the placeholder as a finding:\n%s", p)
 				}
@@ -191,9 +192,9 @@ func TestReviewerFeedbackNeverASubtaskOrQuery(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.brain.replan = tc.replan
-			e.brain.feedback = func(int) string { return fb }
-			e.brain.reviewScores = func(n int) (agent.Scores, string) {
+			e.brain.Replan = tc.replan
+			e.brain.Feedback = func(int) string { return fb }
+			e.brain.ReviewScores = func(n int) (agent.Scores, string) {
 				return agent.Scores{FactCheck: 0.6, Completeness: 0.5, Logic: 0.6, Format: 1}, "research"
 			}
 			res := e.start("fb", agent.Request{Question: "What does the EU AI Act require, and when?"})
@@ -201,7 +202,7 @@ func TestReviewerFeedbackNeverASubtaskOrQuery(t *testing.T) {
 				t.Fatalf("status %s", res.Status)
 			}
 			norm := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
-			for _, q := range e.search.Queries() {
+			for _, q := range e.web.Queries() {
 				if strings.Contains(norm(q), norm(fb)) {
 					t.Errorf("the reviewer's feedback became a search query: %q", q)
 				}
@@ -220,16 +221,16 @@ func TestReviewerFeedbackNeverASubtaskOrQuery(t *testing.T) {
 func TestNearMissFindingsRepaired(t *testing.T) {
 	e := newEnv(t)
 	// the summariser quotes one page with a word changed
-	e.brain.findingQuote = func(q string) string { return strings.Replace(q, "can reach", "may reach", 1) }
+	e.brain.FindingQuote = func(q string) string { return strings.Replace(q, "can reach", "may reach", 1) }
 	res := e.start("near", agent.Request{Question: "What does the EU AI Act require, and when?"})
 	if res.Status != agent.StatusDone || res.Citations.Verified == 0 {
 		t.Fatalf("status %s citations %+v\n%s", res.Status, res.Citations, res.Report)
 	}
-	if len(e.brain.writerPrompts) == 0 {
+	if len(e.brain.WriterPrompts()) == 0 {
 		t.Fatal("the writer was never asked")
 	}
 	// the evidence the writer saw quotes the page exactly
-	p := e.brain.writerPrompts[0]
+	p := e.brain.WriterPrompts()[0]
 	const exact = `quote: "Fines for prohibited AI practices can reach 35 million euros or 7% of worldwide annual turnover."`
 	if !strings.Contains(p, exact) {
 		t.Errorf("writer's evidence lacks the page's exact words %s:\n%s", exact, p)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"deepresearch/agent"
+	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/graph/memsaver"
@@ -67,9 +68,9 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorl
 	w := &speedWorld{tr: &tracer{}, nominal: map[string]time.Duration{}}
 	// a model that wants more, as models do: every subtask's first
 	// reflection asks for another try, and the first review a rewrite
-	b := newBrain()
-	b.reflectDone = func(try int) bool { return try >= 2 }
-	b.reviewScores = func(n int) (agent.Scores, string) {
+	b := agenttest.NewBrain()
+	b.ReflectDone = func(try int) bool { return try >= 2 }
+	b.ReviewScores = func(n int) (agent.Scores, string) {
 		if n == 1 {
 			return agent.Scores{FactCheck: 0.95, Completeness: 0.6, Logic: 0.7, Format: 1}, "write"
 		}
@@ -83,8 +84,8 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorl
 	w.srv = llmtest.NewServer(tb, func(r *llmtest.Request) llmtest.Reply {
 		// the n-th request of a node takes the same time whatever the prompt
 		seq[r.Node()]++
-		d := w.lat(nodeKind(r.Node()), r.Node()+"#"+strconv.Itoa(seq[r.Node()]), modelMin, modelMax, seed, scale)
-		return llmtest.Delayed(d, b.respond(r))
+		d := w.lat(agenttest.Kind(r.Node()), r.Node()+"#"+strconv.Itoa(seq[r.Node()]), modelMin, modelMax, seed, scale)
+		return llmtest.Delayed(d, b.Respond(r))
 	}, opts...)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	tb.Cleanup(hc.CloseIdleConnections)
@@ -94,10 +95,11 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorl
 	if err != nil {
 		tb.Fatal(err)
 	}
-	search := &slowSearch{tr: w.tr, lat: func(key string) time.Duration {
+	web := agenttest.NewWorld()
+	search := &slowSearch{World: web, tr: w.tr, lat: func(key string) time.Duration {
 		return w.lat("search", key, searchMin, searchMax, seed, scale)
 	}}
-	fetch := &slowFetch{tr: w.tr, lat: func(key string) time.Duration {
+	fetch := &slowFetch{World: web, tr: w.tr, lat: func(key string) time.Duration {
 		return w.lat("fetch", key, fetchMin, fetchMax, seed, scale)
 	}}
 	w.a, err = agent.New(agent.Deps{LLM: tracedLLM{client, w.tr}, Search: search, Fetch: fetch,

@@ -308,13 +308,19 @@ func (a *Agent) approveDraft(ctx context.Context, s State) ([]graph.Write, error
 	return []graph.Write{sc.next.Set("approve")}, nil
 }
 
+// cancelWrites end a turn as cancelled.
+func (a *Agent) cancelWrites(s State) []graph.Write {
+	sc := a.sc
+	return []graph.Write{sc.status.Set(StatusCancelled), sc.finish.Set(FinishCancelled),
+		sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: "(cancelled)"}})}
+}
+
 // finalize ends the turn with the best report and says what is unverified.
 func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseFinishing)
 	sc, lang := a.sc, s.Language
 	if s.Next == "cancel" {
-		return []graph.Write{sc.status.Set(StatusCancelled), sc.finish.Set(FinishCancelled),
-			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: "(cancelled)"}})}, nil
+		return a.cancelWrites(s), nil
 	}
 	report, cit, extractive := chosen(s)
 	if strings.TrimSpace(report) == "" {
