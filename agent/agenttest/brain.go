@@ -16,7 +16,7 @@ import (
 
 // Evidence is one item of the evidence the writer is given.
 type Evidence struct {
-	N                          int // the E number
+	N                        int // the E number
 	Claim, Quote, Title, URL string
 }
 
