@@ -91,8 +91,10 @@ func (c *Cache) do(ctx context.Context, key string, fn func() (*Result, error)) 
 	delete(c.inflight, key)
 	if call.err == nil {
 		c.pages[key] = call.res
-		if _, ok := c.pages[call.res.FinalURL]; !ok && call.res.FinalURL != "" {
-			c.pages[call.res.FinalURL] = call.res
+		if final, err := NormalizeURL(call.res.FinalURL); err == nil {
+			if _, ok := c.pages[final]; !ok {
+				c.pages[final] = call.res
+			}
 		}
 	}
 	c.mu.Unlock()

@@ -257,7 +257,11 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
 	if f.cache == nil {
 		return f.fetch(ctx, u)
 	}
-	res, hit, err := f.cache.do(ctx, u.String(), func() (*Result, error) { return f.fetch(ctx, u) })
+	key, err := cacheKey(u)
+	if err != nil {
+		return nil, err
+	}
+	res, hit, err := f.cache.do(ctx, key, func() (*Result, error) { return f.fetch(ctx, u) })
 	if hit && err == nil {
 		f.log.Debug("fetch: cache hit", "url", redact.URL(u.String()))
 	}

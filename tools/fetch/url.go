@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"deepresearch/tools/urlnorm"
 )
 
 // badPorts are the ports browsers refuse to fetch (WHATWG Fetch "bad port"
@@ -203,15 +205,26 @@ func isASCII(s string) bool {
 	return true
 }
 
-// NormalizeURL returns the cache key for a URL: the canonical form from
-// ValidateURL (scheme and host lower case, default port and fragment
-// removed, empty path as "/"). The query is kept as is, in order.
+// NormalizeURL returns the cache key for a URL that ValidateURL's syntax
+// checks accept (other URLs are an error, as for Fetch): urlnorm.Normalize,
+// the form search merges results by too. Case, default port, fragment,
+// tracking parameters, parameter order and trailing slashes do not tell
+// pages apart.
 func NormalizeURL(raw string) (string, error) {
 	u, err := parseURL(raw)
 	if err != nil {
 		return "", err
 	}
-	return u.String(), nil
+	return cacheKey(u)
+}
+
+// cacheKey is the key of a URL that parseURL returned.
+func cacheKey(u *url.URL) (string, error) {
+	k, err := urlnorm.Normalize(u.String())
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	return k, nil
 }
 
 // hostPolicy applies the name-based part of the address policy: localhost
