@@ -1,11 +1,10 @@
 // Package agent is the deep research agent: one graph (on package graph)
-// that combines the five seed designs — a coordinator that answers small talk
-// and asks one clarifying question when needed, a planner, a supervisor that
-// fans out researchers (each a durable subgraph looping select → execute →
-// answer → reflect), a writer whose footnotes are checked against the pages
-// actually read, and a reviewer whose feedback loops back to research or
-// writing — under a token and a wall-clock budget, with optional approvals
-// by a person.
+// with a coordinator that answers small talk and asks one clarifying
+// question when needed, a planner, a supervisor that fans out researchers
+// (each a durable subgraph looping select → execute → answer → reflect), a
+// writer whose footnotes are checked against the pages actually read, and a
+// reviewer whose feedback loops back to research or writing — under a token
+// and a wall-clock budget, with optional approvals by a person.
 package agent
 
 import (
@@ -52,11 +51,11 @@ type Options struct {
 
 	MaxSubtasks   int // researchers per round
 	MaxRounds     int // research rounds
-	MaxTries      int // select → execute → answer → reflect loops per researcher (seed 002: 3)
+	MaxTries      int // select → execute → answer → reflect loops per researcher
 	MaxReviews    int // review rounds
-	MaxIterations int // supervisor visits (seed 000 MAX_ITERATIONS)
-	// MinSources is seed 000's MIN_RESEARCH_DATA_COUNT: fewer sources read
-	// sends the supervisor back to research (default 5).
+	MaxIterations int // supervisor visits before the turn ends with its best draft
+	// MinSources is the number of sources read below which the supervisor
+	// sends the researchers out again while rounds are left (default 5).
 	MinSources int
 	// MaxQueries per step (default 3), MaxURLs read per step (default 5),
 	// ResultsPerQuery asked of the search provider (default 5).

@@ -44,7 +44,7 @@ type Coder interface {
 	Run(ctx context.Context, code string) (sandbox.Result, error)
 }
 
-// Note is one research note (seed 001's research_notes): the summary of what
+// Note is one research note: the summary of what
 // one query found, with its sources.
 type Note struct {
 	ID        string    `json:"id"` // stable: the same note saved twice is stored once

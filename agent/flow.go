@@ -18,7 +18,8 @@ type coordOut struct {
 	Instruction        string `json:"instruction"`
 }
 
-// coordinator decides what the message needs (seed 004).
+// coordinator decides what the message needs: a direct reply, one
+// clarifying question, a rewrite of the last report, or research.
 func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseCoordinating)
 	sc, c := a.sc, a.caller(nCoordinator)
@@ -112,7 +113,8 @@ type planOut struct {
 
 var evalTypes = []string{"definitive", "freshness", "plurality", "completeness", "attribution"}
 
-// planner makes the research plan (seed 000 §3.2) with a fallback.
+// planner makes the research plan (theme, points, queries, subtasks and
+// the checks the answer must pass), falling back to a one-subtask plan.
 func (a *Agent) planner(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhasePlanning)
 	sc, c := a.sc, a.caller(nPlanner)
@@ -265,8 +267,11 @@ type replanOut struct {
 	Subtasks []Subtask `json:"subtasks"`
 }
 
-// supervisor routes research / write / end with seed 000's rules and plans
-// the subtasks of each research round.
+// supervisor routes research / write / end and plans the subtasks of each
+// research round: the plan's subtasks first; then a person's or the
+// reviewer's request, or too few sources read, while rounds are left; the
+// writer otherwise, or when a budget is spent; the end once the visits run
+// out with a draft in hand.
 func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) {
 	sc, c := a.sc, a.caller(nSupervisor)
 	l := a.limits(s.Req.Depth)

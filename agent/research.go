@@ -14,8 +14,9 @@ import (
 	"deepresearch/tools/search"
 )
 
-// Researcher subgraph nodes (seed 002: select_tools → execute_tools →
-// subtask answer → reflect, at most MaxTries loops; seed 003's actions).
+// Researcher subgraph nodes: select the actions (search, visit, coding,
+// answer) → execute them → answer the subtask → reflect, at most MaxTries
+// loops.
 const (
 	rSelect  = "select"
 	rExecute = "execute"
@@ -110,8 +111,8 @@ func unread(s rState) []prompts.Link {
 // rSelect chooses the next actions. The first try runs the planned queries
 // without asking the model (the planner already chose them); later tries ask
 // the model with tool calling, offering only the actions that make sense
-// (seed 003's gating: visit only with unread pages, coding only with a
-// sandbox, answer only with knowledge).
+// (visit only with unread pages, coding only with a sandbox, answer only
+// with knowledge).
 func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	if s.Try == 0 {
@@ -574,7 +575,7 @@ func evidenceOf(fs []Finding, max int) []prompts.Evidence {
 	return ev
 }
 
-// rAnswer writes the subtask answer from the evidence (seed 002) and, at
+// rAnswer writes the subtask answer from the evidence and, at
 // the same time, has the reflection judge that evidence: the two calls do
 // not depend on each other. When the reflection asks for another try, an
 // answer still under way is cancelled (the next try writes a new one).

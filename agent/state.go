@@ -185,7 +185,7 @@ type rState struct {
 	Usage        Usage             `json:"usage"`
 }
 
-// action is a step the researcher chose (seed 003's action set).
+// action is a step the researcher chose: search, visit, coding or answer.
 type action struct {
 	Kind    string   `json:"kind"` // search, visit, coding, answer
 	Queries []string `json:"queries,omitempty"`

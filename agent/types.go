@@ -37,15 +37,15 @@ type Request struct {
 	Tag string `json:"tag,omitempty"`
 }
 
-// Plan is the research plan (seed 000 §3.2, plus subtasks and evaluation
-// types).
+// Plan is the research plan: a theme, the points to investigate, search
+// queries dealt out to subtasks, and the checks the answer must pass.
 type Plan struct {
 	Theme               string    `json:"theme"`
 	InvestigationPoints []string  `json:"investigation_points"`
 	SearchQueries       []string  `json:"search_queries"`
 	Subtasks            []Subtask `json:"subtasks"`
 	PlanText            string    `json:"plan_text"`
-	// EvaluationTypes are seed 003's checks the answer must pass:
+	// EvaluationTypes are the checks the answer must pass:
 	// definitive, freshness, plurality, completeness, attribution.
 	EvaluationTypes []string  `json:"evaluation_types"`
 	Fallback        bool      `json:"fallback,omitempty"` // the LLM failed; a simple plan was used
@@ -100,7 +100,7 @@ type SubtaskResult struct {
 	Stopped   string   `json:"stopped,omitempty"` // "tokens"/"time" when a budget cut it short
 }
 
-// Scores are the reviewer's scores (seed 000 §3.5.5).
+// Scores are the reviewer's scores, each from 0 to 1.
 type Scores struct {
 	FactCheck    float64 `json:"fact_check"`
 	Completeness float64 `json:"completeness"`
@@ -113,7 +113,7 @@ func (s Scores) Weighted() float64 {
 	return 0.4*s.FactCheck + 0.3*s.Completeness + 0.2*s.Logic + 0.1*s.Format
 }
 
-// Evaluation is one of seed 003's checks.
+// Evaluation is the reviewer's verdict on one of the plan's checks.
 type Evaluation struct {
 	Type   string `json:"type"`
 	Pass   bool   `json:"pass"`

@@ -68,7 +68,7 @@ func gapsOf(s State) []string {
 	return dedupQueries(gaps, nil, 8)
 }
 
-// writer drafts the report (seed 000 §3.4) and checks its citations.
+// writer drafts the report from the evidence and checks its citations.
 func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseWriting)
 	sc, c := a.sc, a.caller(nWriter)
@@ -163,8 +163,8 @@ func formatScore(d string) float64 {
 	return float64(n) / float64(len(sections))
 }
 
-// reviewer scores the draft (seed 000 §3.5 weights and thresholds) together
-// with seed 003's evaluation types chosen by the planner.
+// reviewer scores the draft (approved at a weighted score of 0.8 with fact
+// checking at 0.9) and judges it against the checks the planner chose.
 func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseReviewing)
 	sc, c := a.sc, a.caller(nReviewer)
