@@ -677,7 +677,7 @@ func TestBudget(t *testing.T) {
 	if _, err := c.Chat(ctx, final); !errors.Is(err, ErrBudgetExceeded) {
 		t.Errorf("second final over budget: %v", err)
 	}
-	// Defaults from seed 003.
+	// The default meter: a million tokens, 15% kept for the final answer.
 	d := NewDefaultMeter()
 	if d.Budget() != 1_000_000 || d.Reserve() != 150_000 || d.Remaining() != 850_000 {
 		t.Errorf("default meter budget=%d reserve=%d", d.Budget(), d.Reserve())

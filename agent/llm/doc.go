@@ -68,7 +68,7 @@
 // (WithNode), the model, tokens and cost (Options.Prices). A Meter with a
 // budget refuses calls that would not fit with ErrBudgetExceeded before
 // anything is sent; Request.Final lets the final answer use the reserve
-// (seed 003: NewDefaultMeter = 1,000,000 tokens, 15% reserved). When the
+// (NewDefaultMeter: 1,000,000 tokens, 15% reserved). When the
 // server reports no usage, tokens are estimated as characters/4.
 //
 // Each request carries X-Deepresearch-Role and X-Deepresearch-Node headers

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Defaults from seed 003: a one-million-token budget with 15% kept back for
-// the final answer.
+// Defaults of NewDefaultMeter: a one-million-token budget with 15% kept
+// back for the final answer.
 const (
 	DefaultBudget          = 1_000_000
 	DefaultReserveFraction = 0.15
@@ -81,8 +81,9 @@ func (t *Totals) add(r Record) {
 //
 // With a budget B and reserve R, an ordinary call is refused with
 // ErrBudgetExceeded when used + in-flight + estimate > B - R; a call marked
-// Request.Final (the forced final answer, seed 003's "beast mode") may go up
-// to B. The estimate is the prompt size (characters/4) plus MaxTokens.
+// Request.Final (the answer the agent is made to write when the budget
+// runs out) may go up to B. The estimate is the prompt size (characters/4)
+// plus MaxTokens.
 // Concurrent calls hold their estimate until they finish, so parallel
 // branches cannot overrun the budget together.
 type Meter struct {

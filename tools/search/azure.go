@@ -16,8 +16,8 @@ import (
 // DefaultAzureAPIVersion is the GA REST API version used by AzureSearch.
 const DefaultAzureAPIVersion = "2024-07-01"
 
-// AzureSearchOptions configures an Azure AI Search provider. Seed 001 makes
-// Azure AI Search the default internal search; cmd/ can read
+// AzureSearchOptions configures an Azure AI Search provider, the default
+// search over internal documents; cmd/ can read
 // AZURE_SEARCH_ENDPOINT, AZURE_SEARCH_KEY, AZURE_SEARCH_INDEX and the
 // optional AZURE_SEARCH_API_VERSION, AZURE_SEARCH_SEMANTIC_CONFIG and
 // AZURE_SEARCH_FIELDS (title,url,content[,date]).

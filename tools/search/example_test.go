@@ -35,8 +35,8 @@ func Example() {
 		}
 		members = append(members, search.Member{Provider: sx, Rate: 1, Burst: 2})
 	}
-	// Internal documents: Azure AI Search when configured (seed 001's
-	// default), otherwise the embedded index over a folder.
+	// Internal documents: Azure AI Search when configured, otherwise the
+	// embedded index over a folder.
 	if ep := os.Getenv("AZURE_SEARCH_ENDPOINT"); ep != "" {
 		az, err := search.NewAzureSearch(search.AzureSearchOptions{
 			Endpoint: ep, APIKey: os.Getenv("AZURE_SEARCH_KEY"), Index: os.Getenv("AZURE_SEARCH_INDEX"), Logger: log,

@@ -69,7 +69,7 @@ type Provider interface {
 }
 
 // Scope says whether a provider searches the public web or internal
-// documents (seed 001 distinguishes "internal" and "web" sources).
+// documents, so that the two kinds of source can be told apart.
 type Scope string
 
 const (
@@ -116,7 +116,8 @@ var (
 // DefaultMaxResults is used when Query.MaxResults is zero or negative.
 const DefaultMaxResults = 5
 
-// MaxMaxResults is the upper bound of Query.MaxResults (seed 000 F007).
+// MaxMaxResults is the upper bound of Query.MaxResults, so one query cannot
+// flood the agent's context.
 const MaxMaxResults = 20
 
 // ClampMaxResults maps n into 1..MaxMaxResults, with DefaultMaxResults for n <= 0.

@@ -32,7 +32,7 @@ type TavilyOptions struct {
 	Country string
 	// HTTPClient defaults to a new http.Client.
 	HTTPClient *http.Client
-	// Timeout bounds each attempt; default 10s (seed 000 F007).
+	// Timeout bounds each attempt; default 10s.
 	Timeout time.Duration
 	// MaxResponseBytes bounds the answer read; default 16 MiB.
 	MaxResponseBytes int64

@@ -186,9 +186,9 @@ func Evaluate(ctx context.Context, name string, pages []Page, fn ExtractFunc, re
 	return res, nil
 }
 
-// DefaultDirs are the benchmark directories relative to the repository
-// root (the shared folder beside the clone): the Scrapinghub article pages
-// and the broad corpus of page types.
+// DefaultDirs are the benchmark directories, relative to the repository
+// root: the Scrapinghub article pages and the broad corpus of page types.
+// The data is kept beside the repository, not in it.
 var DefaultDirs = []string{
 	"../shared/bench/extraction/scrapinghub",
 	"../shared/bench/extraction/wcxb-dev",

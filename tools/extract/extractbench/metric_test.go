@@ -119,8 +119,8 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-// benchDir locates the Scrapinghub data: $EXTRACT_BENCH_DIR, or shared/
-// beside the repository clone.
+// benchDir locates the Scrapinghub data: $EXTRACT_BENCH_DIR, or the first
+// of DefaultDirs, seen from this package's folder.
 func benchDir() string {
 	if d := os.Getenv("EXTRACT_BENCH_DIR"); d != "" {
 		return d

@@ -1,9 +1,8 @@
 // Command extractbench scores package extract on directories in the
-// Scrapinghub article-extraction benchmark layout (default: the scrapinghub
-// and wcxb-dev folders of ../shared/bench/extraction), per directory,
-// source and page type, pooled and cross-validated by site. Run it from the
-// repository root; bench/extraction runs the same report beside
-// go-trafilatura.
+// Scrapinghub article-extraction benchmark layout (default:
+// extractbench.DefaultDirs), per directory, source and page type, pooled and
+// cross-validated by site. Run it from the repository root;
+// bench/extraction runs the same report beside go-trafilatura.
 //
 //	go run ./tools/extract/cmd/extractbench [-v] [-repeat N] [-k K] [-grid] [-worst N] [-page ID] [-only NAME] [DIR...]
 package main
