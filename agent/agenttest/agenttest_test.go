@@ -227,7 +227,9 @@ func TestBrainKnobs(t *testing.T) {
 			return "# Mine\n\n## Executive Summary\n\nShort.\n\n## Key Findings\n\n- " + ev[0].Claim + " [^1]\n\n## References\n\n[^1]: \"" +
 				ev[0].Quote + "\" — " + ev[0].Title + ", " + ev[0].URL + "\n"
 		}
-		b.ReviewScores = func(int) (agent.Scores, string) { return agent.Scores{FactCheck: 1, Completeness: 1, Logic: 1, Format: 1}, "end" }
+		b.ReviewScores = func(int) (agent.Scores, string) {
+			return agent.Scores{FactCheck: 1, Completeness: 1, Logic: 1, Format: 1}, "end"
+		}
 		wrapped := 0
 		b.Wrap = func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
 			wrapped++ // the server calls its responder one at a time
