@@ -1,0 +1,310 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"deepresearch/jobs"
+)
+
+// Jobs is jobs.Queue in memory, for one process: the reference the SQL
+// implementations are checked against. One mutex makes every method atomic.
+type Jobs struct {
+	mu        sync.Mutex
+	jobs      map[jobKey]jobs.Job
+	instances map[string]time.Time
+}
+
+type jobKey struct {
+	kind jobs.Kind
+	key  string
+}
+
+var _ jobs.Queue = (*Jobs)(nil)
+
+// NewJobs returns an empty queue.
+func NewJobs() *Jobs {
+	return &Jobs{jobs: map[jobKey]jobs.Job{}, instances: map[string]time.Time{}}
+}
+
+// cloneJob copies the payload so callers never share memory with the store,
+// and reads times back in UTC as the SQL stores do.
+func cloneJob(j jobs.Job) jobs.Job {
+	j.Payload = bytes.Clone(j.Payload)
+	if len(j.Payload) == 0 {
+		j.Payload = nil
+	}
+	for _, t := range []*time.Time{&j.LeaseUntil, &j.CreatedAt, &j.UpdatedAt, &j.FinishedAt} {
+		if !t.IsZero() {
+			*t = t.UTC()
+		}
+	}
+	return j
+}
+
+// Put implements jobs.Queue.
+func (q *Jobs) Put(_ context.Context, js []jobs.Job) ([]bool, error) {
+	js, err := jobs.CheckPut(js)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	stored := make([]bool, len(js))
+	for i, j := range js {
+		k := jobKey{j.Kind, j.Key}
+		if _, ok := q.jobs[k]; ok {
+			continue
+		}
+		q.jobs[k] = cloneJob(j)
+		stored[i] = true
+	}
+	return stored, nil
+}
+
+// claim takes j for owner; the caller holds mu and has checked Claimable.
+func (q *Jobs) claim(j jobs.Job, owner string, now time.Time, lease time.Duration) jobs.Job {
+	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = jobs.Held, owner, now.Add(lease), now
+	j.Attempts++
+	q.jobs[jobKey{j.Kind, j.Key}] = j
+	return cloneJob(j)
+}
+
+// ClaimKey implements jobs.Queue.
+func (q *Jobs) ClaimKey(_ context.Context, kind jobs.Kind, key, owner string, now time.Time, lease time.Duration, maxAttempts int) (jobs.Job, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, ok := q.jobs[jobKey{kind, key}]
+	if !ok {
+		return jobs.Job{}, fmt.Errorf("memory: claim %s/%s: %w", kind, key, jobs.ErrNotFound)
+	}
+	if !j.Claimable(now, maxAttempts) {
+		return jobs.Job{}, fmt.Errorf("memory: claim %s/%s (%s by %q, %d attempts): %w", kind, key, j.State, j.Owner, j.Attempts, jobs.ErrNotClaimable)
+	}
+	return q.claim(j, owner, now, lease), nil
+}
+
+// Claim implements jobs.Queue.
+func (q *Jobs) Claim(_ context.Context, kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var cand []jobs.Job
+	for k, j := range q.jobs {
+		if k.kind == kind && j.Claimable(now, maxAttempts) {
+			cand = append(cand, j)
+		}
+	}
+	sort.Slice(cand, func(a, b int) bool {
+		if !cand[a].CreatedAt.Equal(cand[b].CreatedAt) {
+			return cand[a].CreatedAt.Before(cand[b].CreatedAt)
+		}
+		return cand[a].Key < cand[b].Key
+	})
+	if limit > 0 && len(cand) > limit {
+		cand = cand[:limit]
+	}
+	got := make([]jobs.Job, 0, len(cand))
+	for _, j := range cand {
+		got = append(got, q.claim(j, owner, now, lease))
+	}
+	return got, nil
+}
+
+// held returns the job owner holds, or ErrNotFound or ErrLeaseLost. The
+// caller holds mu.
+func (q *Jobs) held(what string, kind jobs.Kind, key, owner string) (jobs.Job, error) {
+	j, ok := q.jobs[jobKey{kind, key}]
+	if !ok {
+		return jobs.Job{}, fmt.Errorf("memory: %s %s/%s: %w", what, kind, key, jobs.ErrNotFound)
+	}
+	if j.State != jobs.Held || j.Owner != owner {
+		return jobs.Job{}, fmt.Errorf("memory: %s %s/%s (%s by %q): %w", what, kind, key, j.State, j.Owner, jobs.ErrLeaseLost)
+	}
+	return j, nil
+}
+
+// Extend implements jobs.Queue.
+func (q *Jobs) Extend(_ context.Context, kind jobs.Kind, key, owner string, now time.Time, lease time.Duration) (jobs.Job, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, err := q.held("extend", kind, key, owner)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	j.LeaseUntil, j.UpdatedAt = now.Add(lease), now
+	q.jobs[jobKey{kind, key}] = j
+	return cloneJob(j), nil
+}
+
+// Release implements jobs.Queue.
+func (q *Jobs) Release(_ context.Context, kind jobs.Kind, key, owner string, now time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, err := q.held("release", kind, key, owner)
+	if err != nil {
+		return err
+	}
+	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = jobs.Ready, "", time.Time{}, now
+	j.Attempts = max(j.Attempts-1, 1)
+	q.jobs[jobKey{kind, key}] = j
+	return nil
+}
+
+// Park implements jobs.Queue.
+func (q *Jobs) Park(_ context.Context, kind jobs.Kind, key, owner string, payload []byte, now time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, err := q.held("park", kind, key, owner)
+	if err != nil {
+		return err
+	}
+	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = jobs.Parked, "", time.Time{}, now
+	if payload != nil {
+		j.Payload = bytes.Clone(payload)
+	}
+	q.jobs[jobKey{kind, key}] = j
+	return nil
+}
+
+// Unpark implements jobs.Queue.
+func (q *Jobs) Unpark(_ context.Context, kind jobs.Kind, key string, payload []byte, now time.Time) (jobs.Job, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, ok := q.jobs[jobKey{kind, key}]
+	if !ok {
+		return jobs.Job{}, fmt.Errorf("memory: unpark %s/%s: %w", kind, key, jobs.ErrNotFound)
+	}
+	if j.State != jobs.Parked {
+		return jobs.Job{}, fmt.Errorf("memory: unpark %s/%s (%s): %w", kind, key, j.State, jobs.ErrNotParked)
+	}
+	j.State, j.Attempts, j.UpdatedAt = jobs.Ready, 0, now
+	if payload != nil {
+		j.Payload = bytes.Clone(payload)
+	}
+	q.jobs[jobKey{kind, key}] = j
+	return cloneJob(j), nil
+}
+
+// Finish implements jobs.Queue.
+func (q *Jobs) Finish(_ context.Context, kind jobs.Kind, key, owner string, state jobs.State, errText string, payload []byte, now time.Time) error {
+	if err := jobs.CheckFinish(state); err != nil {
+		return fmt.Errorf("memory: %s/%s: %w", kind, key, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, err := q.held("finish", kind, key, owner)
+	if err != nil {
+		return err
+	}
+	q.finish(j, state, errText, payload, now)
+	return nil
+}
+
+// finish stores j finished; the caller holds mu.
+func (q *Jobs) finish(j jobs.Job, state jobs.State, errText string, payload []byte, now time.Time) {
+	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt, j.FinishedAt = state, "", time.Time{}, now, now
+	j.Error = ""
+	if state == jobs.Failed {
+		j.Error = errText
+	}
+	if payload != nil {
+		j.Payload = bytes.Clone(payload)
+	}
+	q.jobs[jobKey{j.Kind, j.Key}] = j
+}
+
+// Cancel implements jobs.Queue.
+func (q *Jobs) Cancel(_ context.Context, kind jobs.Kind, key, errText string, now time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, ok := q.jobs[jobKey{kind, key}]
+	if !ok {
+		return fmt.Errorf("memory: cancel %s/%s: %w", kind, key, jobs.ErrNotFound)
+	}
+	if j.State != jobs.Ready && j.State != jobs.Parked {
+		return fmt.Errorf("memory: cancel %s/%s (%s by %q): %w", kind, key, j.State, j.Owner, jobs.ErrNotClaimable)
+	}
+	q.finish(j, jobs.Failed, errText, nil, now)
+	return nil
+}
+
+// FailExpired implements jobs.Queue.
+func (q *Jobs) FailExpired(_ context.Context, kind jobs.Kind, now time.Time, maxAttempts int, errText string) (int, error) {
+	if maxAttempts <= 0 {
+		return 0, fmt.Errorf("memory: fail expired: max attempts %d: %w", maxAttempts, jobs.ErrInvalid)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for k, j := range q.jobs {
+		if k.kind == kind && j.State == jobs.Held && j.LeaseUntil.Before(now) && j.Attempts >= maxAttempts {
+			q.finish(j, jobs.Failed, errText, nil, now)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Get implements jobs.Queue.
+func (q *Jobs) Get(_ context.Context, kind jobs.Kind, key string) (jobs.Job, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j, ok := q.jobs[jobKey{kind, key}]
+	if !ok {
+		return jobs.Job{}, fmt.Errorf("memory: job %s/%s: %w", kind, key, jobs.ErrNotFound)
+	}
+	return cloneJob(j), nil
+}
+
+// Prune implements jobs.Queue.
+func (q *Jobs) Prune(_ context.Context, before time.Time) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for k, j := range q.jobs {
+		if j.State.Final() && j.FinishedAt.Before(before) {
+			delete(q.jobs, k)
+			n++
+		}
+	}
+	for id, seen := range q.instances {
+		if seen.Before(before) {
+			delete(q.instances, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// TouchInstance implements jobs.Queue.
+func (q *Jobs) TouchInstance(_ context.Context, id string, now time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.instances[id] = now
+	return nil
+}
+
+// LiveInstances implements jobs.Queue.
+func (q *Jobs) LiveInstances(_ context.Context, since time.Time) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, seen := range q.instances {
+		if !seen.Before(since) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// LeaveInstance implements jobs.Queue.
+func (q *Jobs) LeaveInstance(_ context.Context, id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.instances, id)
+	return nil
+}
