@@ -348,7 +348,7 @@ func (a *Agent) Start(ctx context.Context, threadID string, req Request, events 
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	ctx, end, err := a.begin(ctx, threadID)
+	ctx, end, err := a.begin(ctx, threadID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +411,7 @@ func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]
 	if len(answers) == 0 {
 		return nil, errors.New("agent: no answers to resume with")
 	}
-	ctx, end, err := a.begin(ctx, threadID)
+	ctx, end, err := a.begin(ctx, threadID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -437,7 +437,7 @@ func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]
 		rs[id] = ans
 	}
 	res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, turnUsage(snap.State), events)
-	if errors.Is(err, graph.ErrAlreadyResumed) || errors.Is(err, graph.ErrNoInterrupt) {
+	if errors.Is(err, graph.ErrAlreadyResumed) || errors.Is(err, graph.ErrNoInterrupt) && pending(snap, answers) {
 		// Answered by another process since the load above: if that turn
 		// has ended, it is the answer. (The one case that loads twice.)
 		if snap, lerr := a.g.State(ctx, threadID, 0); lerr == nil && len(snap.Interrupts) == 0 {
@@ -447,6 +447,16 @@ func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]
 		}
 	}
 	return res, err
+}
+
+// pending reports whether every interrupt answers names was pending in snap.
+func pending(snap *graph.Snapshot[State], answers map[string]Answer) bool {
+	for id := range answers {
+		if id != "" && !slices.ContainsFunc(snap.Interrupts, func(in graph.Interrupt) bool { return in.ID == id }) {
+			return false
+		}
+	}
+	return true
 }
 
 // ended reports whether a turn with this status is over: finished or
@@ -462,7 +472,7 @@ func (a *Agent) Continue(ctx context.Context, threadID string, events func(Event
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	ctx, end, err := a.begin(ctx, threadID)
+	ctx, end, err := a.begin(ctx, threadID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -502,16 +512,19 @@ func (a *Agent) Cancel(ctx context.Context, threadID string) error {
 	}
 	a.mu.Lock()
 	c := a.calls[threadID]
+	if c != nil && !c.cancelling {
+		c.cancel(ErrCancelled)
+	}
 	a.mu.Unlock()
 	if c != nil {
-		c.cancel(ErrCancelled)
+		// a Cancel already recording is waited for, not interrupted
 		select {
 		case <-c.done:
 		case <-ctx.Done():
 			return fmt.Errorf("agent: cancel %s: waiting for the running call to stop: %w", threadID, context.Cause(ctx))
 		}
 	}
-	ctx, end, err := a.begin(ctx, threadID)
+	ctx, end, err := a.begin(ctx, threadID, true)
 	if err != nil {
 		// a call started after this Cancel: it begins a new turn, which
 		// this Cancel is not about
@@ -583,20 +596,22 @@ func turnUsage(s State) int { return s.Usage.Total() - s.TurnStart }
 
 // call is one Start, Resume, Continue or Cancel working on a thread.
 type call struct {
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	cancel     context.CancelCauseFunc
+	done       chan struct{}
+	cancelling bool // a Cancel recording the cancellation
 }
 
 // begin registers a call on the thread, refusing a second one: two calls
 // running one thread would race on its checkpoints. end unregisters it.
-func (a *Agent) begin(ctx context.Context, threadID string) (_ context.Context, end func(), _ error) {
+// cancelling marks the call as Cancel's own.
+func (a *Agent) begin(ctx context.Context, threadID string, cancelling bool) (_ context.Context, end func(), _ error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.calls[threadID] != nil {
 		return nil, nil, fmt.Errorf("%w: %s", ErrBusy, threadID)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	c := &call{cancel: cancel, done: make(chan struct{})}
+	c := &call{cancel: cancel, done: make(chan struct{}), cancelling: cancelling}
 	a.calls[threadID] = c
 	return ctx, func() {
 		a.mu.Lock()

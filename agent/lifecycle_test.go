@@ -332,6 +332,9 @@ func TestStartSameTagWaitingReturnsInterrupt(t *testing.T) {
 			t.Errorf("Start with tag %q on a waiting thread: %v, want ErrWaiting", tag, err)
 		}
 	}
+	if _, err := e.agent().Resume(ctx, "wait", map[string]agent.Answer{"no-such-interrupt": {Action: agent.ActionApprove}}, nil); !errors.Is(err, graph.ErrNoInterrupt) {
+		t.Errorf("Resume of an unknown interrupt: %v", err)
+	}
 	if e.brain.Total() != calls {
 		t.Errorf("%d model calls", e.brain.Total()-calls)
 	}
@@ -473,4 +476,34 @@ func TestCallsLoadOnce(t *testing.T) {
 	}
 	e.web.OnSearch = nil
 	checkReport(t, loads("Continue", func() (*agent.Result, error) { return a.Continue(ctx, "once", nil) }))
+}
+
+// TestConcurrentCancels: Cancels racing on one thread all succeed; none
+// interrupts another one's recording.
+func TestConcurrentCancels(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t)
+	entered := blockFirstSearch(e)
+	a := e.agent()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Start(ctx, "race", agent.Request{Question: question}, nil)
+		errc <- err
+	}()
+	<-entered
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if err := a.Cancel(ctx, "race"); err != nil {
+				t.Errorf("Cancel: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := <-errc; !errors.Is(err, agent.ErrCancelled) {
+		t.Errorf("the cancelled call returned %v", err)
+	}
+	if got, err := a.Get(ctx, "race"); err != nil || got.Status != agent.StatusCancelled {
+		t.Errorf("after the Cancels: %v %+v", err, got)
+	}
 }
