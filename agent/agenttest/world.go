@@ -172,7 +172,7 @@ func (w *World) Queries() []string {
 	return append([]string(nil), w.queries...)
 }
 
-// Searches and Fetches count the calls so far.
+// Searches counts the searches so far.
 func (w *World) Searches() int { return int(w.searches.Load()) }
 
 // Fetches counts the pages read so far.
