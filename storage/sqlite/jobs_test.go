@@ -1,0 +1,28 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"deepresearch/jobs"
+	"deepresearch/storage/sqlite"
+	"deepresearch/storage/storetest"
+)
+
+func openJobs(t testing.TB) jobs.Queue {
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "jobs.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return sqlite.NewJobs(s)
+}
+
+func TestJobsConformance(t *testing.T) {
+	storetest.Jobs(t, openJobs)
+}
+
+func BenchmarkJobsClaimFinish(b *testing.B) {
+	storetest.BenchJobs(b, openJobs)
+}
