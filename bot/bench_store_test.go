@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"deepresearch/bot"
+	"deepresearch/research"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
@@ -22,23 +22,23 @@ import (
 func BenchmarkAckBurst200Store(b *testing.B) {
 	stores := []struct {
 		name string
-		open func(b *testing.B) bot.Store
+		open func(b *testing.B) research.Store
 	}{
-		{"sqlite", func(b *testing.B) bot.Store {
+		{"sqlite", func(b *testing.B) research.Store {
 			s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.TempDir(), "db.sqlite")})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { s.Close() })
-			return s.BotStore()
+			return sqlite.NewRuns(s)
 		}},
-		{"postgres", func(b *testing.B) bot.Store {
+		{"postgres", func(b *testing.B) research.Store {
 			s, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(b)})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(s.Close)
-			return s.BotStore()
+			return postgres.NewRuns(s)
 		}},
 	}
 	for _, st := range stores {

@@ -11,6 +11,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 	"deepresearch/storage/memory"
 )
 
@@ -19,7 +20,7 @@ import (
 func ackBurst(tb testing.TB, n int) []time.Duration { return ackBurstOn(tb, memory.NewRuns(), n) }
 
 // ackBurstOn is ackBurst with the bot's records in store.
-func ackBurstOn(tb testing.TB, store bot.Store, n int) []time.Duration {
+func ackBurstOn(tb testing.TB, store research.Store, n int) []time.Duration {
 	fake := slackfake.New(slackfake.WithPingInterval(time.Second))
 	defer fake.Close()
 	res := newFakeResearcher()

@@ -215,7 +215,7 @@ type Bot struct {
 	opts    Options
 	log     *slog.Logger
 	res     Researcher
-	store   Store
+	store   research.Store
 	api     *slack.Client
 	sm      *socketmode.Client
 	metrics *Metrics
@@ -263,7 +263,7 @@ type Bot struct {
 
 // New returns a Bot that answers with researcher and keeps its records in
 // store. It does not contact Slack; Run does.
-func New(researcher Researcher, store Store, opts Options) (*Bot, error) {
+func New(researcher Researcher, store research.Store, opts Options) (*Bot, error) {
 	if researcher == nil || store == nil {
 		return nil, errors.New("bot: New needs a Researcher and a Store")
 	}

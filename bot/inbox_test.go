@@ -32,7 +32,7 @@ const testGrace = 500 * time.Millisecond
 func withGrace(o *bot.Options) { o.InboxGrace = testGrace }
 
 // startOn runs a bot instance on store instead of the harness's store.
-func (h *harness) startOn(store bot.Store, edit ...func(*bot.Options)) *runningBot {
+func (h *harness) startOn(store research.Store, edit ...func(*bot.Options)) *runningBot {
 	h.t.Helper()
 	h.n++
 	o := h.options()

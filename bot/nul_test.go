@@ -69,7 +69,7 @@ func (s *scriptedResearcher) Continue(context.Context, string, research.Progress
 func (s *scriptedResearcher) Cancel(context.Context, string) error { return nil }
 
 // runOn runs a bot on fake Slack with any store until the test ends.
-func runOn(t *testing.T, fake *slackfake.Server, store bot.Store, res bot.Researcher, edit ...func(*bot.Options)) {
+func runOn(t *testing.T, fake *slackfake.Server, store research.Store, res bot.Researcher, edit ...func(*bot.Options)) {
 	t.Helper()
 	w := &testWriter{t: t}
 	o := bot.Options{
@@ -105,7 +105,7 @@ func runOn(t *testing.T, fake *slackfake.Server, store bot.Store, res bot.Resear
 	})
 }
 
-func waitRun(t *testing.T, ctx context.Context, store bot.Store, threadID string, cond func(research.Run) bool) research.Run {
+func waitRun(t *testing.T, ctx context.Context, store research.Store, threadID string, cond func(research.Run) bool) research.Run {
 	t.Helper()
 	var r research.Run
 	for {
@@ -122,7 +122,7 @@ func waitRun(t *testing.T, ctx context.Context, store bot.Store, threadID string
 	}
 }
 
-func openPostgresBotStore(t *testing.T) *postgres.Store {
+func openPostgres(t *testing.T) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(t)})
 	if err != nil {
@@ -136,8 +136,8 @@ func openPostgresBotStore(t *testing.T) *postgres.Store {
 // U+0000 (which Postgres refuses in text columns) go through to Done on
 // the Postgres store, researched once and the plan shown once.
 func TestNULTextCompletesOnPostgres(t *testing.T) {
-	pg := openPostgresBotStore(t)
-	store := pg.BotStore()
+	pg := openPostgres(t)
+	store := postgres.NewRuns(pg)
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
 	res := &scriptedResearcher{
@@ -192,11 +192,11 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 // with a plain message, instead of leaving it running to be picked up,
 // researched and shown again after every lease.
 func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
-	pg := openPostgresBotStore(t)
+	pg := openPostgres(t)
 	if _, err := pg.Pool().Exec(context.Background(), `ALTER TABLE bot_runs ADD CONSTRAINT no_poison CHECK (intr_text NOT LIKE '%POISON%')`); err != nil {
 		t.Fatal(err)
 	}
-	store := pg.BotStore()
+	store := postgres.NewRuns(pg)
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
 	res := &scriptedResearcher{planText: "a POISON plan"}

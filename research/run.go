@@ -6,8 +6,6 @@ package research
 import (
 	"errors"
 	"time"
-
-	"deepresearch/storage/dbtext"
 )
 
 // ErrNothingToContinue is returned by Researcher.Continue when the thread has
@@ -243,26 +241,6 @@ type Run struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time
-}
-
-// Storable returns the run with its free text made storable on every
-// engine (dbtext: no NUL, valid UTF-8): the question comes from a user, the
-// interrupt text and the error from the model and the web, the decision's
-// text from a person. Every store writes runs through it.
-func (r Run) Storable() Run {
-	r.Question = dbtext.String(r.Question)
-	r.Error = dbtext.String(r.Error)
-	if r.Interrupt != nil {
-		i := *r.Interrupt
-		i.Text = dbtext.String(i.Text)
-		r.Interrupt = &i
-	}
-	if r.Decision != nil {
-		d := *r.Decision
-		d.Text = dbtext.String(d.Text)
-		r.Decision = &d
-	}
-	return r
 }
 
 // PendingInterrupt is an interrupt a waiting run shows in Slack.

@@ -9,9 +9,9 @@
 // down runs once when a Scheduler starts, if it is within the grace window,
 // and is recorded as skipped otherwise.
 //
-// The SQL stores are schedule/sqlitestore and schedule/pgstore (tables from
-// the shared migrations 0003_schedules.sql); schedule/memstore is for tests,
-// schedule/storetest the conformance suite they all pass. Slack pieces (the
+// The stores are in storage (Schedules in storage/sqlite, storage/postgres
+// and storage/memory; tables from migration 0003_schedules.sql), with
+// storage/storetest the conformance suite they all pass. Slack pieces (the
 // modal, the list, App Home, the poster) are in schedule/slackui.
 package schedule
 

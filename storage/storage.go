@@ -1,5 +1,6 @@
 // Package storage opens the database a deepresearch process uses: SQLite under
-// the data directory by default, Postgres when DATABASE_URL says so.
+// the data directory by default, Postgres when DATABASE_URL says so. The rest
+// of the program sees the engine only through DB's methods.
 package storage
 
 import (
@@ -10,8 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"deepresearch/agent"
 	"deepresearch/graph"
 	"deepresearch/redact"
+	"deepresearch/research"
+	"deepresearch/schedule"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
 )
@@ -27,15 +31,49 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	return Config{DatabaseURL: getenv("DATABASE_URL"), DataDir: getenv("DEEPRESEARCH_DATA_DIR")}
 }
 
-// DB is an open database: the checkpoint saver and, through Kind, which
-// engine it is.
-type DB struct {
-	Saver    graph.Saver
-	Kind     string // "sqlite" or "postgres"
-	Location string // the SQLite path, or the Postgres URL with its secrets masked (redact.URL)
-	SQLite   *sqlite.Store
-	Postgres *postgres.Store
+// Notes keeps the agent's research notes and lists a thread's for audits.
+type Notes interface {
+	agent.NoteStore
+	List(ctx context.Context, threadID string) ([]agent.Note, error)
 }
+
+// PoolStats describes the process's database connections.
+type PoolStats struct {
+	Total, InUse, Idle, Max int
+}
+
+// DB is an open database: every store of the program on one engine.
+type DB struct {
+	kind, location string
+	saver          graph.Saver
+	runs           research.Store
+	schedules      schedule.Store
+	notes          Notes
+	stats          func() PoolStats
+	migrate        func(context.Context) error
+	close          func() error
+}
+
+// Kind is "sqlite" or "postgres".
+func (db *DB) Kind() string { return db.kind }
+
+// Location is the SQLite path, or the Postgres URL with its secrets masked.
+func (db *DB) Location() string { return db.location }
+
+// Saver is the graph's checkpoint store.
+func (db *DB) Saver() graph.Saver { return db.saver }
+
+// Runs is the store of the bot's runs, threads, inbox and events.
+func (db *DB) Runs() research.Store { return db.runs }
+
+// Schedules is the store of digest schedules and their firings.
+func (db *DB) Schedules() schedule.Store { return db.schedules }
+
+// Notes is the store of the agent's research notes.
+func (db *DB) Notes() Notes { return db.notes }
+
+// Stats reports the connection pool, for metrics.
+func (db *DB) Stats() PoolStats { return db.stats() }
 
 // ErrConfig is a configuration mistake; its message names the variable.
 var ErrConfig = errors.New("storage: configuration")
@@ -57,32 +95,48 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open SQLite database %s: %w", path, err)
 		}
-		return &DB{Saver: s, Kind: "sqlite", Location: path, SQLite: s}, nil
+		return OnSQLite(s, path), nil
 	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
 		s, err := postgres.Open(ctx, postgres.Options{URL: u})
 		if err != nil {
 			return nil, fmt.Errorf("open Postgres database from DATABASE_URL: %w", err)
 		}
-		return &DB{Saver: s, Kind: "postgres", Location: redact.URL(u), Postgres: s}, nil
+		return OnPostgres(s, redact.URL(u)), nil
 	default:
 		return nil, fmt.Errorf("%w: DATABASE_URL must start with postgres:// (or be unset to use SQLite under DEEPRESEARCH_DATA_DIR)", ErrConfig)
 	}
 }
 
-// Migrate applies pending migrations (Open already does; this is for the
-// `migrate` command and for operators).
-func (db *DB) Migrate(ctx context.Context) error {
-	if db.Postgres != nil {
-		return db.Postgres.Migrate(ctx)
+// OnSQLite is the DB on an open SQLite store; location names it in logs.
+func OnSQLite(s *sqlite.Store, location string) *DB {
+	return &DB{
+		kind: "sqlite", location: location, saver: s,
+		runs: sqlite.NewRuns(s), schedules: sqlite.NewSchedules(s), notes: sqlite.NewNotes(s),
+		stats: func() PoolStats {
+			st := s.DB().Stats()
+			return PoolStats{Total: st.OpenConnections, InUse: st.InUse, Idle: st.Idle, Max: st.MaxOpenConnections}
+		},
+		migrate: s.Migrate, close: s.Close,
 	}
-	return db.SQLite.Migrate(ctx)
 }
 
-// Close closes the database.
-func (db *DB) Close() error {
-	if db.Postgres != nil {
-		db.Postgres.Close()
-		return nil
+// OnPostgres is the DB on an open Postgres store; location names it in logs
+// (without secrets).
+func OnPostgres(s *postgres.Store, location string) *DB {
+	return &DB{
+		kind: "postgres", location: location, saver: s,
+		runs: postgres.NewRuns(s), schedules: postgres.NewSchedules(s), notes: postgres.NewNotes(s),
+		stats: func() PoolStats {
+			st := s.Pool().Stat()
+			return PoolStats{Total: int(st.TotalConns()), InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()), Max: int(st.MaxConns())}
+		},
+		migrate: s.Migrate, close: func() error { s.Close(); return nil },
 	}
-	return db.SQLite.Close()
 }
+
+// Migrate applies pending migrations (Open already does; this is for the
+// `migrate` command and for operators).
+func (db *DB) Migrate(ctx context.Context) error { return db.migrate(ctx) }
+
+// Close closes the database.
+func (db *DB) Close() error { return db.close() }

@@ -85,7 +85,7 @@ type world struct {
 
 	pg       *postgres.Store
 	sq       *sqlite.Store
-	store    bot.Store
+	store    research.Store
 	bot      *bot.Bot
 	fetcher  *fetch.Fetcher
 	stop     context.CancelFunc
@@ -177,14 +177,14 @@ func newWorld(t testing.TB, cfg config) *world {
 			t.Fatal(err)
 		}
 		w.pg = s
-		w.store = postgres.NewBotStore(s)
+		w.store = postgres.NewRuns(s)
 	} else {
 		s, err := sqlite.Open(ctx, sqlite.Options{Path: t.TempDir() + "/deepresearch.db"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.sq = s
-		w.store = sqlite.NewBotStore(s)
+		w.store = sqlite.NewRuns(s)
 	}
 	var saver graph.Saver
 	if w.pg != nil {

@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/postgres"
-	"deepresearch/storage/sqlite"
+	"deepresearch/storage"
 )
 
 func TestKillSQLite(t *testing.T) {
@@ -401,21 +398,15 @@ func (w *world) slackStart() time.Time {
 }
 
 // openBotStore opens the bot's records in the database the processes used.
-func openBotStore(t *testing.T, engine, dbURL, dataDir string) (bot.Store, func()) {
+func openBotStore(t *testing.T, engine, dbURL, dataDir string) (research.Store, func()) {
 	t.Helper()
-	ctx := context.Background()
-	switch engine {
-	case "sqlite":
-		db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dataDir, "deepresearch.db")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sqlite.NewBotStore(db), func() { db.Close() }
-	default:
-		db, err := postgres.Open(ctx, postgres.Options{URL: dbURL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return postgres.NewBotStore(db), func() { db.Close() }
+	cfg := storage.Config{DataDir: dataDir}
+	if engine != "sqlite" {
+		cfg.DatabaseURL = dbURL
 	}
+	db, err := storage.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db.Runs(), func() { db.Close() }
 }

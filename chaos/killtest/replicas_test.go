@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"deepresearch/bot/slackfake"
 	"deepresearch/schedule"
-	"deepresearch/schedule/pgstore"
+	"deepresearch/storage"
 )
 
 // TestReplicasPostgres runs three serve processes on one Postgres. The fake
@@ -49,12 +47,12 @@ func TestReplicasPostgres(t *testing.T) {
 	// Digest schedules, due every minute and active since before the last
 	// minute began: the due time just past is caught up once at the next
 	// tick, and the next minute fires too if the test is still running.
-	pool, err := pgxpool.New(ctx, dbURL)
+	db, err := storage.Open(ctx, storage.Config{DatabaseURL: dbURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
-	st := pgstore.New(pool)
+	defer db.Close()
+	st := db.Schedules()
 	now := time.Now()
 	for i := range schedules {
 		// The digest channel exists, with the bot and the owner in it: a

@@ -35,19 +35,11 @@ func (c *dbPoolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *dbPoolCollector) Collect(ch chan<- prometheus.Metric) {
-	var total, acquired, idle, maxConns float64
-	switch {
-	case c.db == nil:
-		return
-	case c.db.Postgres != nil:
-		st := c.db.Postgres.Pool().Stat()
-		total, acquired, idle, maxConns = float64(st.TotalConns()), float64(st.AcquiredConns()), float64(st.IdleConns()), float64(st.MaxConns())
-	case c.db.SQLite != nil:
-		st := c.db.SQLite.DB().Stats()
-		total, acquired, idle, maxConns = float64(st.OpenConnections), float64(st.InUse), float64(st.Idle), float64(st.MaxOpenConnections)
-	default:
+	if c.db == nil {
 		return
 	}
+	st := c.db.Stats()
+	total, acquired, idle, maxConns := float64(st.Total), float64(st.InUse), float64(st.Idle), float64(st.Max)
 	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, total, "total")
 	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, acquired, "acquired")
 	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, idle, "idle")

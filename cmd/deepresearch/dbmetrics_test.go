@@ -11,6 +11,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/storage"
 	"deepresearch/storage/pgtest"
+	"deepresearch/storage/postgres"
 )
 
 // The pool gauges on Postgres follow pgxpool.Stat at scrape time, and the
@@ -26,10 +27,11 @@ func TestDBPoolMetricsPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	db, err := storage.Open(ctx, storage.Config{DatabaseURL: u.String()})
+	pg, err := postgres.Open(ctx, postgres.Options{URL: u.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	db := storage.OnPostgres(pg, "test")
 	defer db.Close()
 	reg := prometheus.NewRegistry()
 	dbPoolMetrics(db)(&bot.Options{Registerer: reg})
@@ -52,11 +54,11 @@ func TestDBPoolMetricsPostgres(t *testing.T) {
 		}
 		return out
 	}
-	c1, err := db.Postgres.Pool().Acquire(ctx)
+	c1, err := pg.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, err := db.Postgres.Pool().Acquire(ctx)
+	c2, err := pg.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

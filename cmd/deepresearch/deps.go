@@ -91,7 +91,7 @@ func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB, hoo
 			logger.Warn("closing the database", "err", err)
 		}
 	})
-	d := agent.Deps{LLM: client, Search: searcher, Fetch: agent.NewPageFetcher(f), Saver: db.Saver, Notes: db.Notes(), Logger: logger}
+	d := agent.Deps{LLM: client, Search: searcher, Fetch: agent.NewPageFetcher(f), Saver: db.Saver(), Notes: db.Notes(), Logger: logger}
 	// The coding action runs in a child process of this binary (Linux), in
 	// process elsewhere.
 	so := sandbox.Options{Logger: logger}

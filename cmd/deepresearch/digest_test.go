@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,8 +15,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/schedule/slackui"
-	"deepresearch/schedule/sqlitestore"
-	"deepresearch/storage/sqlite"
+	"deepresearch/storage"
 )
 
 // The digest scheduler wired into serve, through the real Socket Mode path:
@@ -456,11 +454,11 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 	if log := stderr.String(); strings.Contains(log, "database is closed") || strings.Contains(log, "hand back firing") {
 		t.Errorf("the firing was not handed back:\n%s", log)
 	}
-	db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(vars["DEEPRESEARCH_DATA_DIR"], "deepresearch.db")})
+	db, err := storage.Open(ctx, storage.Config{DataDir: vars["DEEPRESEARCH_DATA_DIR"]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	firings, err := sqlitestore.New(db.DB()).ListFirings(ctx, schedID, 0)
+	firings, err := db.Schedules().ListFirings(ctx, schedID, 0)
 	db.Close()
 	if err != nil || len(firings) != 1 || firings[0].State != "running" || !firings[0].LeaseUntil.Before(time.Now()) {
 		t.Fatalf("firings after shutdown = %+v, %v; want one running with its lease ended", firings, err)

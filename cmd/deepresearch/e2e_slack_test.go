@@ -2,14 +2,13 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/sqlite"
+	"deepresearch/storage"
 )
 
 // inlineQuotes is the style many models write: the quoted words stand in
@@ -52,12 +51,12 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	var state research.RunState
 	waitFor("the run to end", func() bool {
-		db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(vars["DEEPRESEARCH_DATA_DIR"], "deepresearch.db")})
+		db, err := storage.Open(ctx, storage.Config{DataDir: vars["DEEPRESEARCH_DATA_DIR"]})
 		if err != nil {
 			return false
 		}
 		defer db.Close()
-		r, err := sqlite.NewBotStore(db).LatestRun(ctx, threadID)
+		r, err := db.Runs().LatestRun(ctx, threadID)
 		state = r.State
 		return err == nil && !r.State.Active()
 	})

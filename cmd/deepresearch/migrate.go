@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"deepresearch/redact"
 	"deepresearch/storage"
 )
 
@@ -35,6 +34,6 @@ func runMigrate(ctx context.Context, args []string, e env, _ io.Reader, stdout, 
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "migrated %s database at %s\n", db.Kind, redact.URL(db.Location))
+	fmt.Fprintf(stdout, "migrated %s database at %s\n", db.Kind(), db.Location())
 	return nil
 }

@@ -22,16 +22,10 @@ import (
 	"deepresearch/agent"
 	"deepresearch/bot"
 
-	"deepresearch/redact"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/schedule/pgstore"
 	"deepresearch/schedule/slackui"
-	"deepresearch/schedule/sqlitestore"
 	"deepresearch/storage"
-	"deepresearch/storage/memory"
-	"deepresearch/storage/postgres"
-	"deepresearch/storage/sqlite"
 )
 
 // serveConfig is everything serve reads from the environment (and flags).
@@ -264,7 +258,7 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 // serveParts is what serve runs with.
 type serveParts struct {
 	res   *research.Runner
-	store bot.Store
+	store research.Store
 	db    *storage.DB
 	close func() error
 	// health is the model endpoint's state (Check, re-checked); nil in
@@ -278,15 +272,7 @@ type serveParts struct {
 // which returns once it has stopped; a firing in flight is handed to another
 // process. Call stop before closing the database.
 func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) (ext func(*bot.Options), stop func(), err error) {
-	var st schedule.Store
-	switch {
-	case p.db.SQLite != nil:
-		st = sqlitestore.New(p.db.SQLite.DB())
-	case p.db.Postgres != nil:
-		st = pgstore.New(p.db.Postgres.Pool())
-	default:
-		return nil, nil, errors.New("serve: no database for schedules")
-	}
+	st := p.db.Schedules()
 	log = log.With("component", "digests")
 	// Digests call Slack through the bot (its retries, pacing and budgets)
 	// and check their channels with it: the bot attaches itself when it is
@@ -388,28 +374,14 @@ func serveDeps(ctx context.Context, e env, log *slog.Logger) (serveParts, error)
 		closeDeps()
 		return serveParts{}, err
 	}
-	log.Info("serve: storage", "kind", db.Kind, "location", redact.URL(db.Location))
-	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: serveStore(db, log), db: db, close: closeDeps, health: health}, nil
-}
-
-// serveStore returns the bot's durable records on db (storage/sqlite and
-// storage/postgres botstore.go). Only a DB with neither engine, which
-// storage.Open never returns, falls back to memory.
-func serveStore(db *storage.DB, log *slog.Logger) bot.Store {
-	switch {
-	case db.SQLite != nil:
-		return sqlite.NewBotStore(db.SQLite)
-	case db.Postgres != nil:
-		return postgres.NewBotStore(db.Postgres)
-	}
-	log.Warn("serve: NO DURABLE BOT STORE: runs, decisions and uploads are kept in memory and lost on restart", "kind", db.Kind)
-	return memory.NewRuns()
+	log.Info("serve: storage", "kind", db.Kind(), "location", db.Location())
+	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health}, nil
 }
 
 // serveBot runs a bot with the given researcher and store, plus the
 // /healthz and /metrics server, until ctx ends. This is the constructor the
 // lead's wiring (and tests) use.
-func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store bot.Store, log *slog.Logger, extend ...func(*bot.Options)) error {
+func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store research.Store, log *slog.Logger, extend ...func(*bot.Options)) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bo := bot.Options{

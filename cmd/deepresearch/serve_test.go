@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,7 +16,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/sqlite"
+	"deepresearch/storage"
 )
 
 func mapEnv(m map[string]string) env { return func(k string) string { return m[k] } }
@@ -316,12 +315,12 @@ func TestServeEndToEnd(t *testing.T) {
 	// The run is recorded as done in the database.
 	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	waitFor("the run to be done", func() bool {
-		db, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(vars["DEEPRESEARCH_DATA_DIR"], "deepresearch.db")})
+		db, err := storage.Open(ctx, storage.Config{DataDir: vars["DEEPRESEARCH_DATA_DIR"]})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		r, err := sqlite.NewBotStore(db).LatestRun(ctx, threadID)
+		r, err := db.Runs().LatestRun(ctx, threadID)
 		return err == nil && r.State == research.StateDone
 	})
 	// The status message showed the research as it went, and its end.

@@ -56,7 +56,7 @@ func clone(r *research.Run) research.Run {
 	return c
 }
 
-// ClaimEvent implements the bot's store (bot.Store).
+// ClaimEvent implements research.Store.
 func (s *Runs) ClaimEvent(_ context.Context, key string, at time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,7 +67,7 @@ func (s *Runs) ClaimEvent(_ context.Context, key string, at time.Time) (bool, er
 	return true, nil
 }
 
-// PruneEvents implements the bot's store (bot.Store).
+// PruneEvents implements research.Store.
 func (s *Runs) PruneEvents(_ context.Context, before time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,7 +93,7 @@ func (s *Runs) PruneEvents(_ context.Context, before time.Time) (int, error) {
 	return n, nil
 }
 
-// TouchInstance implements the bot's store (bot.Store).
+// TouchInstance implements research.Store.
 func (s *Runs) TouchInstance(_ context.Context, id string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,7 +101,7 @@ func (s *Runs) TouchInstance(_ context.Context, id string, now time.Time) error 
 	return nil
 }
 
-// LiveInstances implements the bot's store (bot.Store).
+// LiveInstances implements research.Store.
 func (s *Runs) LiveInstances(_ context.Context, since time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,7 +114,7 @@ func (s *Runs) LiveInstances(_ context.Context, since time.Time) (int, error) {
 	return n, nil
 }
 
-// LeaveInstance implements the bot's store (bot.Store).
+// LeaveInstance implements research.Store.
 func (s *Runs) LeaveInstance(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,7 +128,7 @@ func cloneEntry(e *research.InboxEntry) research.InboxEntry {
 	return c
 }
 
-// PutInbox implements the bot's store (bot.Store).
+// PutInbox implements research.Store.
 func (s *Runs) PutInbox(_ context.Context, es []research.InboxEntry) ([]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,7 +145,7 @@ func (s *Runs) PutInbox(_ context.Context, es []research.InboxEntry) ([]bool, er
 	return stored, nil
 }
 
-// ClaimInbox implements the bot's store (bot.Store).
+// ClaimInbox implements research.Store.
 func (s *Runs) ClaimInbox(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,7 +185,7 @@ func (s *Runs) heldEntry(key, owner string) (*research.InboxEntry, error) {
 	return e, nil
 }
 
-// ExtendInbox implements the bot's store (bot.Store).
+// ExtendInbox implements research.Store.
 func (s *Runs) ExtendInbox(_ context.Context, key, owner string, now time.Time, lease time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -197,7 +197,7 @@ func (s *Runs) ExtendInbox(_ context.Context, key, owner string, now time.Time, 
 	return nil
 }
 
-// FinishInbox implements the bot's store (bot.Store).
+// FinishInbox implements research.Store.
 func (s *Runs) FinishInbox(_ context.Context, key, owner string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -209,7 +209,7 @@ func (s *Runs) FinishInbox(_ context.Context, key, owner string, now time.Time) 
 	return nil
 }
 
-// InboxEntry implements the bot's store (bot.Store).
+// InboxEntry implements research.Store.
 func (s *Runs) InboxEntry(_ context.Context, key string) (research.InboxEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,7 +220,7 @@ func (s *Runs) InboxEntry(_ context.Context, key string) (research.InboxEntry, e
 	return cloneEntry(e), nil
 }
 
-// PutThread implements the bot's store (bot.Store).
+// PutThread implements research.Store.
 func (s *Runs) PutThread(_ context.Context, t research.Thread) (research.Thread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -231,7 +231,7 @@ func (s *Runs) PutThread(_ context.Context, t research.Thread) (research.Thread,
 	return t, nil
 }
 
-// Thread implements the bot's store (bot.Store).
+// Thread implements research.Store.
 func (s *Runs) Thread(_ context.Context, key research.ThreadKey) (research.Thread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -242,9 +242,9 @@ func (s *Runs) Thread(_ context.Context, key research.ThreadKey) (research.Threa
 	return t, nil
 }
 
-// CreateRun implements the bot's store (bot.Store).
+// CreateRun implements research.Store.
 func (s *Runs) CreateRun(_ context.Context, r research.Run, maxPerUser int) error {
-	r = r.Storable()
+	r = dbtext.Run(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.runs[r.ID]; ok {
@@ -284,7 +284,7 @@ func (s *Runs) get(id string) (*research.Run, error) {
 	return r, nil
 }
 
-// Run implements the bot's store (bot.Store).
+// Run implements research.Store.
 func (s *Runs) Run(_ context.Context, id string) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -295,7 +295,7 @@ func (s *Runs) Run(_ context.Context, id string) (research.Run, error) {
 	return clone(r), nil
 }
 
-// LatestRun implements the bot's store (bot.Store).
+// LatestRun implements research.Store.
 func (s *Runs) LatestRun(_ context.Context, threadID string) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -307,7 +307,7 @@ func (s *Runs) LatestRun(_ context.Context, threadID string) (research.Run, erro
 	return research.Run{}, fmt.Errorf("latest run of %s: %w", threadID, research.ErrNotFound)
 }
 
-// ListRuns implements the bot's store (bot.Store).
+// ListRuns implements research.Store.
 func (s *Runs) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -349,7 +349,7 @@ func acquire(r *research.Run, owner string, now time.Time, lease time.Duration) 
 	r.UpdatedAt = now
 }
 
-// AcquireRun implements the bot's store (bot.Store).
+// AcquireRun implements research.Store.
 func (s *Runs) AcquireRun(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -364,7 +364,7 @@ func (s *Runs) AcquireRun(_ context.Context, id, owner string, now time.Time, le
 	return clone(r), nil
 }
 
-// AcquireRuns implements the bot's store (bot.Store).
+// AcquireRuns implements research.Store.
 func (s *Runs) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -393,7 +393,7 @@ func (s *Runs) held(id, owner string) (*research.Run, error) {
 	return r, nil
 }
 
-// Heartbeat implements the bot's store (bot.Store).
+// Heartbeat implements research.Store.
 func (s *Runs) Heartbeat(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -406,7 +406,7 @@ func (s *Runs) Heartbeat(_ context.Context, id, owner string, now time.Time, lea
 	return clone(r), nil
 }
 
-// ReleaseRun implements the bot's store (bot.Store).
+// ReleaseRun implements research.Store.
 func (s *Runs) ReleaseRun(_ context.Context, id, owner string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -417,13 +417,13 @@ func (s *Runs) ReleaseRun(_ context.Context, id, owner string, now time.Time) er
 	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = research.StateQueued, "", time.Time{}, now
 	if r.Attempt > 1 {
 		// A run handed back cleanly is no failed try: its next pickup
-		// does not count toward the bound (see bot.Store.ReleaseRun).
+		// does not count toward the bound (see research.Store.ReleaseRun).
 		r.Attempt--
 	}
 	return nil
 }
 
-// WaitRun implements the bot's store (bot.Store).
+// WaitRun implements research.Store.
 func (s *Runs) WaitRun(_ context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
 	s.mu.Lock()
@@ -438,7 +438,7 @@ func (s *Runs) WaitRun(_ context.Context, id, owner string, intr research.Pendin
 	return nil
 }
 
-// FinishRun implements the bot's store (bot.Store).
+// FinishRun implements research.Store.
 func (s *Runs) FinishRun(_ context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
 	if state.Active() {
@@ -455,7 +455,7 @@ func (s *Runs) FinishRun(_ context.Context, id, owner string, state research.Run
 	return nil
 }
 
-// SetStatusMessage implements the bot's store (bot.Store).
+// SetStatusMessage implements research.Store.
 func (s *Runs) SetStatusMessage(_ context.Context, id, ts string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -469,7 +469,7 @@ func (s *Runs) SetStatusMessage(_ context.Context, id, ts string) (string, error
 	return r.StatusTS, nil
 }
 
-// Decide implements the bot's store (bot.Store).
+// Decide implements research.Store.
 func (s *Runs) Decide(_ context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
 	s.mu.Lock()
@@ -498,7 +498,7 @@ func (s *Runs) Decide(_ context.Context, runID string, d research.Decision) (res
 	return clone(r), nil
 }
 
-// RequestCancel implements the bot's store (bot.Store).
+// RequestCancel implements research.Store.
 func (s *Runs) RequestCancel(_ context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -521,7 +521,7 @@ func (s *Runs) RequestCancel(_ context.Context, runID, by string, now time.Time)
 	return clone(r), false, fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrFinished)
 }
 
-// RecordUpload implements the bot's store (bot.Store).
+// RecordUpload implements research.Store.
 func (s *Runs) RecordUpload(_ context.Context, u research.Upload) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -532,7 +532,7 @@ func (s *Runs) RecordUpload(_ context.Context, u research.Upload) (bool, error) 
 	return true, nil
 }
 
-// Upload implements the bot's store (bot.Store).
+// Upload implements research.Store.
 func (s *Runs) Upload(_ context.Context, runID string) (research.Upload, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

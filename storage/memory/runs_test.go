@@ -3,11 +3,11 @@ package memory_test
 import (
 	"testing"
 
-	"deepresearch/bot"
-	"deepresearch/bot/storetest"
+	"deepresearch/research"
 	"deepresearch/storage/memory"
+	"deepresearch/storage/storetest"
 )
 
 func TestRunsConformance(t *testing.T) {
-	storetest.Run(t, func(*testing.T) bot.Store { return memory.NewRuns() })
+	storetest.Runs(t, func(*testing.T) research.Store { return memory.NewRuns() })
 }

@@ -60,7 +60,7 @@ func (s *Schedules) lastDue(id string) time.Time {
 
 // CreateSchedule implements schedule.Store.
 func (s *Schedules) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerChannel int) error {
-	sc = sc.Storable()
+	sc = dbtext.Schedule(sc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.schedules[sc.ID]; ok {
@@ -94,7 +94,7 @@ func (s *Schedules) GetSchedule(_ context.Context, id string) (schedule.Schedule
 
 // UpdateSchedule implements schedule.Store.
 func (s *Schedules) UpdateSchedule(_ context.Context, sc schedule.Schedule) error {
-	sc = sc.Storable()
+	sc = dbtext.Schedule(sc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.schedules[sc.ID]
@@ -146,7 +146,7 @@ func (s *Schedules) ListSchedules(_ context.Context, f schedule.Filter) ([]sched
 
 // ClaimFiring implements schedule.Store.
 func (s *Schedules) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) {
-	f.Digest = f.Digest.Storable()
+	f.Digest = dbtext.Digest(f.Digest)
 	f.Error = dbtext.String(f.Error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -176,7 +176,7 @@ func (s *Schedules) RenewFiring(_ context.Context, id string, due time.Time, own
 
 // FinishFiring implements schedule.Store.
 func (s *Schedules) FinishFiring(_ context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
-	out = out.Storable()
+	out = dbtext.Outcome(out)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.firings[k(id, due)]

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"deepresearch/schedule"
-	"deepresearch/schedule/storetest"
 	"deepresearch/storage/memory"
+	"deepresearch/storage/storetest"
 )
 
 func TestSchedulesConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) schedule.Store { return memory.NewSchedules() })
+	storetest.Schedules(t, func(t *testing.T) schedule.Store { return memory.NewSchedules() })
 }

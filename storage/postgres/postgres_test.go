@@ -7,9 +7,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"deepresearch/graph"
+	"deepresearch/graph/savertest"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
-	"deepresearch/graph/savertest"
 )
 
 func open(t *testing.T, dsn string, o savertest.Options) *postgres.Store {

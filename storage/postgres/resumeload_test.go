@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"deepresearch/graph"
-	"deepresearch/storage/pgtest"
 	"deepresearch/graph/savertest"
+	"deepresearch/storage/pgtest"
 )
 
 type approvalState struct {

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"deepresearch/graph"
+	"deepresearch/graph/savertest"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
-	"deepresearch/graph/savertest"
 )
 
 func cp(id, parent int64) *graph.StoredCheckpoint {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"deepresearch/graph"
-	"deepresearch/storage/sqlite"
 	"deepresearch/graph/savertest"
+	"deepresearch/storage/sqlite"
 )
 
 func open(t *testing.T, path string, o savertest.Options) *sqlite.Store {

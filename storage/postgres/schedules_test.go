@@ -1,16 +1,13 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"deepresearch/schedule"
-	"deepresearch/schedule/pgstore"
-	"deepresearch/schedule/storetest"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
+	"deepresearch/storage/storetest"
 )
 
 // freshSchema creates a schema with the tables (storage/postgres's
@@ -28,34 +25,29 @@ func freshSchema(t testing.TB) string {
 	return dsn
 }
 
-func openPool(t testing.TB, dsn string) *pgxpool.Pool {
+func openSchedules(t testing.TB, dsn string) *postgres.Schedules {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
+	st, err := postgres.Open(context.Background(), postgres.Options{URL: dsn, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	t.Cleanup(st.Close)
+	return postgres.NewSchedules(st)
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) schedule.Store { return pgstore.New(openPool(t, freshSchema(t))) })
+func TestSchedulesConformance(t *testing.T) {
+	storetest.Schedules(t, func(t *testing.T) schedule.Store { return openSchedules(t, freshSchema(t)) })
 }
 
 // TestConformanceOnStoragePostgres: the tables come from storage/postgres's
 // migrations, through its pool, as `serve` wires it.
-func TestConformanceOnStoragePostgres(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) schedule.Store {
+func TestSchedulesConformanceOnStoragePostgres(t *testing.T) {
+	storetest.Schedules(t, func(t *testing.T) schedule.Store {
 		st, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(t), MaxConns: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(st.Close)
-		return pgstore.New(st.Pool())
+		return postgres.NewSchedules(st)
 	})
 }

@@ -10,38 +10,34 @@ import (
 	"strings"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 )
 
-// BotStore is bot.Store on the Store's database (tables bot_*, migrations
+// Runs is research.Store on the Store's database (tables bot_*, migrations
 // 0002, 0005 and 0006). Every write is one BEGIN IMMEDIATE transaction on
 // the writer connection, so writers serialise on SQLite's lock across
 // connections and processes: the checks and the change of each method are
 // one atomic step. Reads use the reader pool. Times are stored as Unix
 // nanoseconds (0: zero time) and read back in UTC.
-type BotStore struct {
+type Runs struct {
 	s *Store
 }
 
-var _ bot.Store = (*BotStore)(nil)
+var _ research.Store = (*Runs)(nil)
 
-// NewBotStore returns the bot.Store on s's database. It shares s's
+// NewRuns returns the research.Store on s's database. It shares s's
 // connections: closing s closes it.
-func NewBotStore(s *Store) *BotStore { return &BotStore{s: s} }
+func NewRuns(s *Store) *Runs { return &Runs{s: s} }
 
-// BotStore returns the bot.Store on s's database (NewBotStore(s)).
-func (s *Store) BotStore() *BotStore { return NewBotStore(s) }
-
-func botNanos(t time.Time) int64 {
+func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
 	return t.UnixNano()
 }
 
-func botFromNanos(n int64) time.Time {
+func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
@@ -82,14 +78,14 @@ func scanBotRun(sc botScanner) (research.Run, int64, error) {
 		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
 	r.State = research.RunState(state)
-	r.LeaseUntil = botFromNanos(leaseUntil)
+	r.LeaseUntil = fromNanos(leaseUntil)
 	if intrID.Valid {
 		r.Interrupt = &research.PendingInterrupt{ID: intrID.String, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
 	}
 	if decID.Valid {
-		r.Decision = &research.Decision{InterruptID: decID.String, Action: research.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
+		r.Decision = &research.Decision{InterruptID: decID.String, Action: research.Action(decAction), Text: decText, By: decBy, At: fromNanos(decAt)}
 	}
-	r.CreatedAt, r.UpdatedAt, r.FinishedAt = botFromNanos(created), botFromNanos(updated), botFromNanos(finished)
+	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
 	return r, seq, nil
 }
 
@@ -109,11 +105,11 @@ func getBotRun(ctx context.Context, tx *sql.Tx, id string) (research.Run, error)
 	return queryBotRun(ctx, tx, "run "+id, `SELECT `+botRunCols+` FROM bot_runs WHERE id = ?`, id)
 }
 
-// ClaimEvent implements bot.Store.
-func (b *BotStore) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
+// ClaimEvent implements research.Store.
+func (b *Runs) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
 	var n int64
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, key, botNanos(at))
+		res, err := tx.ExecContext(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, key, nanos(at))
 		if err != nil {
 			return fmt.Errorf("sqlite: claim event: %w", err)
 		}
@@ -123,8 +119,8 @@ func (b *BotStore) ClaimEvent(ctx context.Context, key string, at time.Time) (bo
 	return n == 1, err
 }
 
-// PruneEvents implements bot.Store.
-func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+// PruneEvents implements research.Store.
+func (b *Runs) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{
@@ -132,7 +128,7 @@ func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, erro
 			`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < ?`,
 			`DELETE FROM bot_instances WHERE seen_at < ?`,
 		} {
-			res, err := tx.ExecContext(ctx, q, botNanos(before))
+			res, err := tx.ExecContext(ctx, q, nanos(before))
 			if err != nil {
 				return fmt.Errorf("sqlite: prune events: %w", err)
 			}
@@ -155,16 +151,16 @@ func scanBotThread(sc botScanner) (research.Thread, error) {
 	if err := sc.Scan(&t.Key.Team, &t.Key.Channel, &t.Key.ThreadTS, &t.ThreadID, &t.Requester, &t.DM, &created); err != nil {
 		return research.Thread{}, err
 	}
-	t.CreatedAt = botFromNanos(created)
+	t.CreatedAt = fromNanos(created)
 	return t, nil
 }
 
-// PutThread implements bot.Store.
-func (b *BotStore) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
+// PutThread implements research.Store.
+func (b *Runs) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
 	var out research.Thread
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, botNanos(t.CreatedAt)); err != nil {
+			t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, nanos(t.CreatedAt)); err != nil {
 			return fmt.Errorf("sqlite: put thread: %w", err)
 		}
 		var err error
@@ -178,8 +174,8 @@ func (b *BotStore) PutThread(ctx context.Context, t research.Thread) (research.T
 	return out, err
 }
 
-// Thread implements bot.Store.
-func (b *BotStore) Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
+// Thread implements research.Store.
+func (b *Runs) Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
 	t, err := scanBotThread(b.s.r.QueryRowContext(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = ? AND channel = ? AND thread_ts = ?`,
 		key.Team, key.Channel, key.ThreadTS))
 	switch {
@@ -191,9 +187,9 @@ func (b *BotStore) Thread(ctx context.Context, key research.ThreadKey) (research
 	return t, nil
 }
 
-// CreateRun implements bot.Store.
-func (b *BotStore) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
-	r = r.Storable()
+// CreateRun implements research.Store.
+func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
+	r = dbtext.Run(r)
 	opts, err := json.Marshal(r.Options)
 	if err != nil {
 		return fmt.Errorf("sqlite: run %s options: %w", r.ID, err)
@@ -237,16 +233,16 @@ func (b *BotStore) CreateRun(ctx context.Context, r research.Run, maxPerUser int
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
 			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
-			decID, string(dec.Action), dec.Text, dec.By, botNanos(dec.At),
-			r.CancelRequestedBy, r.Error, botNanos(r.CreatedAt), botNanos(r.UpdatedAt), botNanos(r.FinishedAt)); err != nil {
+			decID, string(dec.Action), dec.Text, dec.By, nanos(dec.At),
+			r.CancelRequestedBy, r.Error, nanos(r.CreatedAt), nanos(r.UpdatedAt), nanos(r.FinishedAt)); err != nil {
 			return fmt.Errorf("sqlite: create run %s: %w", r.ID, err)
 		}
 		return nil
 	})
 }
 
-// Run implements bot.Store.
-func (b *BotStore) Run(ctx context.Context, id string) (research.Run, error) {
+// Run implements research.Store.
+func (b *Runs) Run(ctx context.Context, id string) (research.Run, error) {
 	var r research.Run
 	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
 		r, err = getBotRun(ctx, tx, id)
@@ -255,8 +251,8 @@ func (b *BotStore) Run(ctx context.Context, id string) (research.Run, error) {
 	return r, err
 }
 
-// LatestRun implements bot.Store.
-func (b *BotStore) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
+// LatestRun implements research.Store.
+func (b *Runs) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
 	var r research.Run
 	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
 		r, err = queryBotRun(ctx, tx, "latest run of "+threadID,
@@ -266,8 +262,8 @@ func (b *BotStore) LatestRun(ctx context.Context, threadID string) (research.Run
 	return r, err
 }
 
-// ListRuns implements bot.Store.
-func (b *BotStore) ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error) {
+// ListRuns implements research.Store.
+func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error) {
 	var where []string
 	var args []any
 	if f.Requester != "" {
@@ -317,13 +313,13 @@ const botAcquireSet = `UPDATE bot_runs SET state = 'running', owner = ?1, lease_
 // botAcquirable selects runs that may be acquired at ?2.
 const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < ?2))`
 
-// AcquireRun implements bot.Store.
-func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
+// AcquireRun implements research.Store.
+func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = queryBotRun(ctx, tx, "acquire run "+id, botAcquireSet+` WHERE id = ?4 AND `+botAcquirable+` RETURNING `+botRunCols,
-			owner, botNanos(now), botNanos(now.Add(lease)), id)
+			owner, nanos(now), nanos(now.Add(lease)), id)
 		if !errors.Is(err, research.ErrNotFound) {
 			return err
 		}
@@ -339,8 +335,8 @@ func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Ti
 	return r, nil
 }
 
-// AcquireRuns implements bot.Store.
-func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
+// AcquireRuns implements research.Store.
+func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -353,7 +349,7 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 		got = got[:0]
 		rows, err := tx.QueryContext(ctx, botAcquireSet+` WHERE seq IN (
 				SELECT seq FROM bot_runs WHERE `+botAcquirable+` ORDER BY seq LIMIT ?4
-			) RETURNING `+botRunCols, owner, botNanos(now), botNanos(now.Add(lease)), limit)
+			) RETURNING `+botRunCols, owner, nanos(now), nanos(now.Add(lease)), limit)
 		if err != nil {
 			return fmt.Errorf("sqlite: acquire runs: %w", err)
 		}
@@ -384,7 +380,7 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 // held runs the fenced update q (whose WHERE ends with "id = ? AND state =
 // 'running' AND owner = ?" as its last two parameters, and which returns
 // botRunCols) and maps "no row" to ErrNotFound or ErrLeaseLost.
-func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
+func (b *Runs) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
 	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -403,36 +399,36 @@ func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...
 
 const botHeldWhere = ` WHERE id = ? AND state = 'running' AND owner = ? RETURNING ` + botRunCols
 
-// Heartbeat implements bot.Store.
-func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
+// Heartbeat implements research.Store.
+func (b *Runs) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	r, err := b.held(ctx, "heartbeat run "+id, id, owner,
-		`UPDATE bot_runs SET lease_until = ?, updated_at = ?`+botHeldWhere, botNanos(now.Add(lease)), botNanos(now))
+		`UPDATE bot_runs SET lease_until = ?, updated_at = ?`+botHeldWhere, nanos(now.Add(lease)), nanos(now))
 	if err != nil {
 		return research.Run{}, err
 	}
 	return r, nil
 }
 
-// ReleaseRun implements bot.Store.
-func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
+// ReleaseRun implements research.Store.
+func (b *Runs) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
 	_, err := b.held(ctx, "release run "+id, id, owner,
-		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, attempt = CASE WHEN attempt > 1 THEN attempt - 1 ELSE attempt END, updated_at = ?`+botHeldWhere, botNanos(now))
+		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, attempt = CASE WHEN attempt > 1 THEN attempt - 1 ELSE attempt END, updated_at = ?`+botHeldWhere, nanos(now))
 	return err
 }
 
-// WaitRun implements bot.Store.
-func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
+// WaitRun implements research.Store.
+func (b *Runs) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
 	_, err := b.held(ctx, "wait run "+id, id, owner,
 		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = ?,
 			intr_id = ?, intr_kind = ?, intr_text = ?, intr_message_ts = ?,
 			dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0`+botHeldWhere,
-		botNanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
+		nanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
 	return err
 }
 
-// FinishRun implements bot.Store.
-func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
+// FinishRun implements research.Store.
+func (b *Runs) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
 	switch state {
 	case research.StateDone, research.StateFailed, research.StateCancelled:
@@ -441,12 +437,12 @@ func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state resear
 	}
 	_, err := b.held(ctx, "finish run "+id, id, owner,
 		`UPDATE bot_runs SET state = ?, owner = '', lease_until = 0, error = ?, updated_at = ?, finished_at = ?`+botHeldWhere,
-		string(state), errText, botNanos(now), botNanos(now))
+		string(state), errText, nanos(now), nanos(now))
 	return err
 }
 
-// SetStatusMessage implements bot.Store.
-func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
+// SetStatusMessage implements research.Store.
+func (b *Runs) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
 	var out string
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE bot_runs SET status_ts = CASE WHEN status_ts = '' THEN ?1 ELSE status_ts END
@@ -462,8 +458,8 @@ func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string,
 	return out, err
 }
 
-// Decide implements bot.Store.
-func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
+// Decide implements research.Store.
+func (b *Runs) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
 	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
@@ -476,7 +472,7 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision
 				attempt = CASE WHEN ?7 THEN attempt ELSE 0 END
 			WHERE id = ?1 AND state = 'waiting' AND intr_id = ?2 AND dec_interrupt_id IS NULL
 			RETURNING `+botRunCols,
-			runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == research.ActionCancel)
+			runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), d.Action == research.ActionCancel)
 		if !errors.Is(err, research.ErrNotFound) {
 			return err
 		}
@@ -500,8 +496,8 @@ func botDecideRefusal(r research.Run, d research.Decision) error {
 	return fmt.Errorf("run %s is %s: %w", r.ID, r.State, research.ErrNotWaiting)
 }
 
-// RequestCancel implements bot.Store.
-func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
+// RequestCancel implements research.Store.
+func (b *Runs) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
 	var r research.Run
 	var cancelled bool
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
@@ -513,13 +509,13 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 		case research.StateQueued, research.StateWaiting:
 			cancelled = true
 			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
-				cancel_requested_by = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1 RETURNING `+botRunCols, runID, by, botNanos(now))
+				cancel_requested_by = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1 RETURNING `+botRunCols, runID, by, nanos(now))
 			return err
 		case research.StateRunning:
 			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET
 				updated_at = CASE WHEN cancel_requested_by = '' THEN ?3 ELSE updated_at END,
 				cancel_requested_by = CASE WHEN cancel_requested_by = '' THEN ?2 ELSE cancel_requested_by END
-				WHERE id = ?1 RETURNING `+botRunCols, runID, by, botNanos(now))
+				WHERE id = ?1 RETURNING `+botRunCols, runID, by, nanos(now))
 			return err
 		}
 		r = cur
@@ -531,12 +527,12 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 	return r, cancelled, err
 }
 
-// RecordUpload implements bot.Store.
-func (b *BotStore) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
+// RecordUpload implements research.Store.
+func (b *Runs) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
 	var n int64
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			u.RunID, u.FileID, u.MessageTS, botNanos(u.At))
+			u.RunID, u.FileID, u.MessageTS, nanos(u.At))
 		if err != nil {
 			return fmt.Errorf("sqlite: record upload: %w", err)
 		}
@@ -546,8 +542,8 @@ func (b *BotStore) RecordUpload(ctx context.Context, u research.Upload) (bool, e
 	return n == 1, err
 }
 
-// Upload implements bot.Store.
-func (b *BotStore) Upload(ctx context.Context, runID string) (research.Upload, error) {
+// Upload implements research.Store.
+func (b *Runs) Upload(ctx context.Context, runID string) (research.Upload, error) {
 	u := research.Upload{RunID: runID}
 	var at int64
 	err := b.s.r.QueryRowContext(ctx, `SELECT file_id, message_ts, at FROM bot_uploads WHERE run_id = ?`, runID).Scan(&u.FileID, &u.MessageTS, &at)
@@ -557,6 +553,6 @@ func (b *BotStore) Upload(ctx context.Context, runID string) (research.Upload, e
 	case err != nil:
 		return research.Upload{}, fmt.Errorf("sqlite: upload: %w", err)
 	}
-	u.At = botFromNanos(at)
+	u.At = fromNanos(at)
 	return u, nil
 }

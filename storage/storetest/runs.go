@@ -1,13 +1,14 @@
-// Package storetest is the conformance suite of bot.Store: every
+// Package storetest is the one conformance suite of the stores: every
 // implementation (memory, SQLite, Postgres) runs it from its own tests.
 //
-//	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) bot.Store { return newEmptyStore(t) })
+//	func TestRunsConformance(t *testing.T) {
+//		storetest.Runs(t, func(t *testing.T) research.Store { return newEmptyStore(t) })
 //	}
 //
-// newStore must return an empty store for each subtest (a fresh database or
-// schema); the suite runs subtests sequentially, and some subtests call the
-// store from many goroutines to check the compare-and-set rules.
+// Runs checks research.Store, Schedules schedule.Store. Their open function
+// must return an empty store for each subtest (a fresh database or schema);
+// the suites run subtests sequentially, and some subtests call the store
+// from many goroutines to check the compare-and-set rules.
 package storetest
 
 import (
@@ -19,15 +20,14 @@ import (
 	"testing"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/research"
 )
 
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore func(t *testing.T) bot.Store) {
+// Runs runs the conformance suite.
+func Runs(t *testing.T, newStore func(t *testing.T) research.Store) {
 	tests := []struct {
 		name string
-		fn   func(*testing.T, bot.Store)
+		fn   func(*testing.T, research.Store)
 	}{
 		{"ClaimEvent", testClaimEvent},
 		{"ClaimEventConcurrent", testClaimEventConcurrent},
@@ -95,7 +95,7 @@ func wantErr(t *testing.T, err, target error) {
 	}
 }
 
-func create(t *testing.T, s bot.Store, r research.Run) research.Run {
+func create(t *testing.T, s research.Store, r research.Run) research.Run {
 	t.Helper()
 	must(t, s.CreateRun(ctx(t), r, 0))
 	got, err := s.Run(ctx(t), r.ID)
@@ -103,7 +103,7 @@ func create(t *testing.T, s bot.Store, r research.Run) research.Run {
 	return got
 }
 
-func testClaimEvent(t *testing.T, s bot.Store) {
+func testClaimEvent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	first, err := s.ClaimEvent(c, "ev:1", at(0))
 	must(t, err)
@@ -127,7 +127,7 @@ func testClaimEvent(t *testing.T, s bot.Store) {
 	}
 }
 
-func testClaimEventConcurrent(t *testing.T, s bot.Store) {
+func testClaimEventConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	var wins atomic.Int32
 	var wg sync.WaitGroup
@@ -148,7 +148,7 @@ func testClaimEventConcurrent(t *testing.T, s bot.Store) {
 	}
 }
 
-func testThreads(t *testing.T, s bot.Store) {
+func testThreads(t *testing.T, s research.Store) {
 	c := ctx(t)
 	_, err := s.Thread(c, key("1.0"))
 	wantErr(t, err, research.ErrNotFound)
@@ -172,7 +172,7 @@ func testThreads(t *testing.T, s bot.Store) {
 	}
 }
 
-func testCreateRunRules(t *testing.T, s bot.Store) {
+func testCreateRunRules(t *testing.T, s research.Store) {
 	c := ctx(t)
 	r := create(t, s, newRun("r1", "1.0", "U1"))
 	if r.State != research.StateQueued || r.Attempt != 0 || r.Owner != "" {
@@ -195,7 +195,7 @@ func testCreateRunRules(t *testing.T, s bot.Store) {
 	wantErr(t, err, research.ErrNotFound)
 }
 
-func testAcquireAndLease(t *testing.T, s bot.Store) {
+func testAcquireAndLease(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	r, err := s.AcquireRun(c, "r1", "A", at(0), 10*time.Second)
@@ -231,7 +231,7 @@ func testAcquireAndLease(t *testing.T, s bot.Store) {
 	}
 }
 
-func testAcquireConcurrent(t *testing.T, s bot.Store) {
+func testAcquireConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	var wins atomic.Int32
@@ -253,7 +253,7 @@ func testAcquireConcurrent(t *testing.T, s bot.Store) {
 	}
 }
 
-func testAcquireRuns(t *testing.T, s bot.Store) {
+func testAcquireRuns(t *testing.T, s research.Store) {
 	c := ctx(t)
 	for i := range 5 {
 		r := newRun(fmt.Sprintf("r%d", i), fmt.Sprintf("%d.0", i), fmt.Sprintf("U%d", i))
@@ -311,7 +311,7 @@ func testAcquireRuns(t *testing.T, s bot.Store) {
 	}
 }
 
-func testWaitDecide(t *testing.T, s bot.Store) {
+func testWaitDecide(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
@@ -355,7 +355,7 @@ func testWaitDecide(t *testing.T, s bot.Store) {
 	}
 }
 
-func testDecideConcurrent(t *testing.T, s bot.Store) {
+func testDecideConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
@@ -380,7 +380,7 @@ func testDecideConcurrent(t *testing.T, s bot.Store) {
 	}
 }
 
-func testDecideCancel(t *testing.T, s bot.Store) {
+func testDecideCancel(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
@@ -398,7 +398,7 @@ func testDecideCancel(t *testing.T, s bot.Store) {
 	}
 }
 
-func testRequestCancel(t *testing.T, s bot.Store) {
+func testRequestCancel(t *testing.T, s research.Store) {
 	c := ctx(t)
 	// Queued: cancelled at once.
 	create(t, s, newRun("q", "1.0", "U1"))
@@ -440,7 +440,7 @@ func testRequestCancel(t *testing.T, s bot.Store) {
 	wantErr(t, err, research.ErrNotWaiting)
 }
 
-func testFinishAndRelease(t *testing.T, s bot.Store) {
+func testFinishAndRelease(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
@@ -476,7 +476,7 @@ func testFinishAndRelease(t *testing.T, s bot.Store) {
 	wantErr(t, s.FinishRun(c, "r1", "B", research.StateDone, "", at(4)), research.ErrLeaseLost)
 }
 
-func testStatusMessage(t *testing.T, s bot.Store) {
+func testStatusMessage(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	ts, err := s.SetStatusMessage(c, "r1", "1.1")
@@ -492,7 +492,7 @@ func testStatusMessage(t *testing.T, s bot.Store) {
 	}
 }
 
-func testUploads(t *testing.T, s bot.Store) {
+func testUploads(t *testing.T, s research.Store) {
 	c := ctx(t)
 	_, err := s.Upload(c, "r1")
 	wantErr(t, err, research.ErrNotFound)
@@ -525,7 +525,7 @@ func testUploads(t *testing.T, s bot.Store) {
 	}
 }
 
-func testListRuns(t *testing.T, s bot.Store) {
+func testListRuns(t *testing.T, s research.Store) {
 	c := ctx(t)
 	for i, u := range []string{"U1", "U2", "U1", "U1"} {
 		r := newRun(fmt.Sprintf("r%d", i), fmt.Sprintf("%d.0", i), u)
@@ -569,7 +569,7 @@ func testListRuns(t *testing.T, s bot.Store) {
 }
 
 // testRoundTrip checks that every field survives storage.
-func testRoundTrip(t *testing.T, s bot.Store) {
+func testRoundTrip(t *testing.T, s research.Store) {
 	c := ctx(t)
 	r := newRun("r1", "1.0", "U1")
 	r.Question = "2026年の国内生成AI規制 <!here> & \"quotes\""
@@ -602,14 +602,14 @@ func entry(key string, received float64, owner string, lease time.Duration) rese
 		ReceivedAt: at(received), Owner: owner, LeaseUntil: at(received).Add(lease)}
 }
 
-func put(t *testing.T, s bot.Store, e research.InboxEntry) {
+func put(t *testing.T, s research.Store, e research.InboxEntry) {
 	t.Helper()
 	if !putOne(t, s, e) {
 		t.Fatalf("first put of %s refused", e.Key)
 	}
 }
 
-func putOne(t *testing.T, s bot.Store, e research.InboxEntry) bool {
+func putOne(t *testing.T, s research.Store, e research.InboxEntry) bool {
 	t.Helper()
 	ok, err := s.PutInbox(ctx(t), []research.InboxEntry{e})
 	must(t, err)
@@ -627,7 +627,7 @@ func keys(es []research.InboxEntry) string {
 	return fmt.Sprint(out)
 }
 
-func testInboxPut(t *testing.T, s bot.Store) {
+func testInboxPut(t *testing.T, s research.Store) {
 	c := ctx(t)
 	_, err := s.InboxEntry(c, "ev:1")
 	wantErr(t, err, research.ErrNotFound)
@@ -668,7 +668,7 @@ func testInboxPut(t *testing.T, s bot.Store) {
 	}
 }
 
-func testInboxPutConcurrent(t *testing.T, s bot.Store) {
+func testInboxPutConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	var wins atomic.Int32
 	var wg sync.WaitGroup
@@ -690,7 +690,7 @@ func testInboxPutConcurrent(t *testing.T, s bot.Store) {
 	}
 }
 
-func testInboxClaim(t *testing.T, s bot.Store) {
+func testInboxClaim(t *testing.T, s research.Store) {
 	c := ctx(t)
 	put(t, s, entry("ev:live", 0, "A", 30*time.Second))  // A works on it until 30
 	put(t, s, entry("ev:old", 1, "A", 5*time.Second))    // A's lease ran out at 6
@@ -731,7 +731,7 @@ func testInboxClaim(t *testing.T, s bot.Store) {
 	}
 }
 
-func testInboxClaimConcurrent(t *testing.T, s bot.Store) {
+func testInboxClaimConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	for i := range 6 {
 		put(t, s, entry(fmt.Sprintf("ev:%d", i), float64(i), "dead", time.Second))
@@ -769,7 +769,7 @@ func testInboxClaimConcurrent(t *testing.T, s bot.Store) {
 	}
 }
 
-func testInboxLease(t *testing.T, s bot.Store) {
+func testInboxLease(t *testing.T, s research.Store) {
 	c := ctx(t)
 	put(t, s, entry("ev:1", 0, "A", 10*time.Second))
 	must(t, s.ExtendInbox(c, "ev:1", "A", at(8), 10*time.Second))
@@ -804,7 +804,7 @@ func testInboxLease(t *testing.T, s bot.Store) {
 	}
 }
 
-func testInboxPrune(t *testing.T, s bot.Store) {
+func testInboxPrune(t *testing.T, s research.Store) {
 	c := ctx(t)
 	put(t, s, entry("ev:old-done", 0, "A", time.Second))
 	put(t, s, entry("ev:old-pending", 1, "A", time.Second))
@@ -835,7 +835,7 @@ func testInboxPrune(t *testing.T, s bot.Store) {
 	}
 }
 
-func live(t *testing.T, s bot.Store, since float64) int {
+func live(t *testing.T, s research.Store, since float64) int {
 	t.Helper()
 	n, err := s.LiveInstances(ctx(t), at(since))
 	must(t, err)
@@ -847,7 +847,7 @@ func live(t *testing.T, s bot.Store, since float64) int {
 // touching again does not count it twice, leaving forgets it at once (also
 // an unknown id), and PruneEvents forgets instances last seen before its
 // time.
-func testInstances(t *testing.T, s bot.Store) {
+func testInstances(t *testing.T, s research.Store) {
 	c := ctx(t)
 	if n := live(t, s, 0); n != 0 {
 		t.Fatalf("live = %d in an empty store, want 0", n)
@@ -898,7 +898,7 @@ func testInstances(t *testing.T, s bot.Store) {
 }
 
 // Instances touching and leaving at once are each counted once.
-func testInstancesConcurrent(t *testing.T, s bot.Store) {
+func testInstancesConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	var wg sync.WaitGroup
 	for i := range 16 {

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 	"deepresearch/storage/dbtext/dbtexttest"
@@ -13,7 +12,7 @@ import (
 // testHostileText: every text field a run carries is accepted with any
 // content and reads back as dbtext.String made it, on every engine: a
 // row refused once would be refused on every retry and wedge the run.
-func testHostileText(t *testing.T, s bot.Store) {
+func testHostileText(t *testing.T, s research.Store) {
 	c := ctx(t)
 	for i, text := range dbtexttest.Hostile(12) {
 		id := "rh" + string(rune('a'+i))

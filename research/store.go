@@ -1,10 +1,8 @@
-package bot
+package research
 
 import (
 	"context"
 	"time"
-
-	"deepresearch/research"
 )
 
 // Store keeps what the bot must not lose across restarts and share between
@@ -56,13 +54,13 @@ type Store interface {
 	// NOTHING). It reports for each entry whether it stored it: false for
 	// every later put of a key (also one repeated in es), across all
 	// processes, so the inbox is also the dedupe of redelivered envelopes.
-	PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error)
+	PutInbox(ctx context.Context, es []InboxEntry) ([]bool, error)
 	// ClaimInbox takes over up to limit entries that are not done and
 	// whose lease expired before now (their holder died, or never started
 	// on them), oldest first, skipping rows another caller is claiming at
 	// the same time (FOR UPDATE SKIP LOCKED): each becomes held by owner
 	// until now+lease with Attempts incremented. It returns them.
-	ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error)
+	ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]InboxEntry, error)
 	// ExtendInbox extends owner's lease on an entry that is not done to
 	// now+lease. It returns ErrLeaseLost when owner does not hold it (taken
 	// over after its lease expired, or done) and ErrNotFound when there is
@@ -74,14 +72,14 @@ type Store interface {
 	// there is no such entry.
 	FinishInbox(ctx context.Context, key, owner string, now time.Time) error
 	// InboxEntry returns the entry with this key, or ErrNotFound.
-	InboxEntry(ctx context.Context, key string) (research.InboxEntry, error)
+	InboxEntry(ctx context.Context, key string) (InboxEntry, error)
 
 	// PutThread stores the mapping of a Slack thread if the key has none yet
 	// and returns the stored mapping: the given one, or the one another
 	// caller stored first (insert-if-absent, then read).
-	PutThread(ctx context.Context, t research.Thread) (research.Thread, error)
+	PutThread(ctx context.Context, t Thread) (Thread, error)
 	// Thread returns the mapping of a Slack thread, or ErrNotFound.
-	Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error)
+	Thread(ctx context.Context, key ThreadKey) (Thread, error)
 
 	// CreateRun inserts a new run in state queued. It is refused with
 	// ErrThreadBusy when the run's graph thread already has an active run
@@ -91,30 +89,30 @@ type Store interface {
 	// same id gets ErrConflict, checked before the other two rules (the bot
 	// derives a run's id from the Slack message that asked, so handling one
 	// message twice finds its run instead of a busy thread).
-	CreateRun(ctx context.Context, r research.Run, maxPerUser int) error
+	CreateRun(ctx context.Context, r Run, maxPerUser int) error
 	// Run returns a run by id, or ErrNotFound.
-	Run(ctx context.Context, id string) (research.Run, error)
+	Run(ctx context.Context, id string) (Run, error)
 	// LatestRun returns the most recently created run of a graph thread, or
 	// ErrNotFound.
-	LatestRun(ctx context.Context, threadID string) (research.Run, error)
+	LatestRun(ctx context.Context, threadID string) (Run, error)
 	// ListRuns returns runs matching f, newest first.
-	ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
 
 	// AcquireRun is a compare-and-set that makes owner the run's lease
 	// holder until now+lease and sets its state to running, if the run is
 	// queued, or running with a lease that expired before now. It
 	// increments Attempt and returns the updated run. Otherwise it returns
 	// ErrNotAcquired (the run is held by someone else, waiting, or finished).
-	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error)
+	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
 	// AcquireRuns acquires, as AcquireRun does, up to limit runs that are
 	// queued or running with an expired lease, oldest first, skipping rows
 	// another caller is acquiring at the same time (FOR UPDATE SKIP LOCKED).
-	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error)
+	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
 	// Heartbeat extends the lease of a running run held by owner to
 	// now+lease and returns the run (whose CancelRequestedBy tells the owner
 	// to stop). It returns ErrLeaseLost when owner no longer holds a
 	// running run (lease taken over, run cancelled or finished).
-	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error)
+	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
 	// ReleaseRun puts a running run held by owner back to queued with no
 	// lease (graceful shutdown: another process continues it at once).
 	// A clean hand-back is no failed try: it takes back the pickup that
@@ -125,11 +123,11 @@ type Store interface {
 	// WaitRun moves a running run held by owner to waiting for the
 	// interrupt it (the lease is dropped, the decision cleared).
 	// ErrLeaseLost when owner does not hold it.
-	WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error
+	WaitRun(ctx context.Context, id, owner string, intr PendingInterrupt, now time.Time) error
 	// FinishRun moves a running run held by owner to a final state (done,
 	// failed or cancelled) with an error text for failed. ErrLeaseLost when
 	// owner does not hold it.
-	FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error
+	FinishRun(ctx context.Context, id, owner string, state RunState, errText string, now time.Time) error
 	// SetStatusMessage records the ts of the run's status message if it has
 	// none yet and returns the stored ts (set-if-empty, then read).
 	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
@@ -142,18 +140,18 @@ type Store interface {
 	// be acquired and resumed. It returns the updated run. A second decision
 	// gets ErrAlreadyDecided and the run as stored (whose Decision says who
 	// decided what); a run not waiting on that interrupt gets ErrNotWaiting.
-	Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error)
+	Decide(ctx context.Context, runID string, d Decision) (Run, error)
 	// RequestCancel cancels a run on behalf of user by. A queued or waiting
 	// run becomes cancelled at once (cancelled=true). A running run gets
 	// CancelRequestedBy set and stays running until its owner, told by
 	// Heartbeat, finishes it (cancelled=false). A finished run gets
 	// ErrFinished. The returned run is the stored one after the change.
-	RequestCancel(ctx context.Context, runID, by string, now time.Time) (r research.Run, cancelled bool, err error)
+	RequestCancel(ctx context.Context, runID, by string, now time.Time) (r Run, cancelled bool, err error)
 
 	// RecordUpload records that the report of a run was posted as file
 	// fileID. It returns false (and changes nothing) when the run already
 	// has an upload recorded (insert-if-absent).
-	RecordUpload(ctx context.Context, u research.Upload) (bool, error)
+	RecordUpload(ctx context.Context, u Upload) (bool, error)
 	// Upload returns the recorded upload of a run, or ErrNotFound.
-	Upload(ctx context.Context, runID string) (research.Upload, error)
+	Upload(ctx context.Context, runID string) (Upload, error)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The inbox of bot.Store (table bot_inbox, migration 0005). ClaimInbox locks
+// The inbox of research.Store (table bot_inbox, migration 0005). ClaimInbox locks
 // its candidates with FOR UPDATE SKIP LOCKED, as AcquireRuns does; the other
 // changes are single conditional statements.
 
@@ -24,13 +24,13 @@ func scanBotInbox(row pgx.Row) (research.InboxEntry, error) {
 	if err := row.Scan(&e.Key, &e.Type, &e.EnvelopeID, &e.Payload, &received, &e.Owner, &leaseUntil, &e.Attempts, &done); err != nil {
 		return research.InboxEntry{}, err
 	}
-	e.ReceivedAt, e.LeaseUntil, e.DoneAt = botFromNanos(received), botFromNanos(leaseUntil), botFromNanos(done)
+	e.ReceivedAt, e.LeaseUntil, e.DoneAt = fromNanos(received), fromNanos(leaseUntil), fromNanos(done)
 	return e, nil
 }
 
-// PutInbox implements bot.Store. The entries go in one statement (arrays
+// PutInbox implements research.Store. The entries go in one statement (arrays
 // unnested); a key repeated in es is sent once.
-func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
+func (b *Runs) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
 	stored := make([]bool, len(es))
 	if len(es) == 0 {
 		return stored, nil
@@ -52,7 +52,7 @@ func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bo
 		}
 		keys, types, envs, owners = append(keys, e.Key), append(types, e.Type), append(envs, e.EnvelopeID), append(owners, e.Owner)
 		payloads = append(payloads, payload)
-		received, leases = append(received, botNanos(e.ReceivedAt)), append(leases, botNanos(e.LeaseUntil))
+		received, leases = append(received, nanos(e.ReceivedAt)), append(leases, nanos(e.LeaseUntil))
 	}
 	rows, err := b.s.pool.Query(ctx, `INSERT INTO bot_inbox (`+botInboxCols+`)
 		SELECT k, t, e, p, r, o, l, 1, 0
@@ -76,8 +76,8 @@ func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bo
 	return stored, nil
 }
 
-// ClaimInbox implements bot.Store.
-func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
+// ClaimInbox implements research.Store.
+func (b *Runs) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -89,7 +89,7 @@ func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, 
 		UPDATE bot_inbox i SET owner = $1, lease_until = $3, attempts = i.attempts + 1
 		FROM c WHERE i.key = c.key
 		RETURNING i.key, i.type, i.envelope_id, i.payload, i.received_at, i.owner, i.lease_until, i.attempts, i.done_at`,
-		owner, botNanos(now), botNanos(now.Add(lease)), lim)
+		owner, nanos(now), nanos(now.Add(lease)), lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim inbox: %w", err)
 	}
@@ -117,7 +117,7 @@ func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, 
 // heldInbox runs the update q fenced by owner (q ends with botInboxHeld,
 // its last two parameters being the key and the owner) and maps "no row" to
 // ErrNotFound or ErrLeaseLost.
-func (b *BotStore) heldInbox(ctx context.Context, what, key, owner, q string, args ...any) error {
+func (b *Runs) heldInbox(ctx context.Context, what, key, owner, q string, args ...any) error {
 	args = append(args, key, owner)
 	tag, err := b.s.pool.Exec(ctx, fmt.Sprintf(q, len(args)-1, len(args)), args...)
 	if err != nil {
@@ -141,20 +141,20 @@ func (b *BotStore) heldInbox(ctx context.Context, what, key, owner, q string, ar
 // botInboxHeld fences an update by owner; heldInbox fills in the parameter numbers.
 const botInboxHeld = ` WHERE key = $%d AND owner = $%d AND done_at = 0`
 
-// ExtendInbox implements bot.Store.
-func (b *BotStore) ExtendInbox(ctx context.Context, key, owner string, now time.Time, lease time.Duration) error {
+// ExtendInbox implements research.Store.
+func (b *Runs) ExtendInbox(ctx context.Context, key, owner string, now time.Time, lease time.Duration) error {
 	return b.heldInbox(ctx, "extend inbox entry "+key, key, owner,
-		`UPDATE bot_inbox SET lease_until = $1`+botInboxHeld, botNanos(now.Add(lease)))
+		`UPDATE bot_inbox SET lease_until = $1`+botInboxHeld, nanos(now.Add(lease)))
 }
 
-// FinishInbox implements bot.Store.
-func (b *BotStore) FinishInbox(ctx context.Context, key, owner string, now time.Time) error {
+// FinishInbox implements research.Store.
+func (b *Runs) FinishInbox(ctx context.Context, key, owner string, now time.Time) error {
 	return b.heldInbox(ctx, "finish inbox entry "+key, key, owner,
-		`UPDATE bot_inbox SET done_at = $1, owner = '', lease_until = 0, payload = ''::bytea`+botInboxHeld, max(botNanos(now), 1))
+		`UPDATE bot_inbox SET done_at = $1, owner = '', lease_until = 0, payload = ''::bytea`+botInboxHeld, max(nanos(now), 1))
 }
 
-// InboxEntry implements bot.Store.
-func (b *BotStore) InboxEntry(ctx context.Context, key string) (research.InboxEntry, error) {
+// InboxEntry implements research.Store.
+func (b *Runs) InboxEntry(ctx context.Context, key string) (research.InboxEntry, error) {
 	e, err := scanBotInbox(b.s.pool.QueryRow(ctx, `SELECT `+botInboxCols+` FROM bot_inbox WHERE key = $1`, key))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

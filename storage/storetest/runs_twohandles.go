@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"deepresearch/bot"
 	"deepresearch/research"
 )
 
@@ -19,20 +18,20 @@ func raceRun(id, thread, user string) research.Run {
 	return research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id, CreatedAt: raceT0, UpdatedAt: raceT0}
 }
 
-// RunTwoHandles races goroutines over two Stores on one database (two
+// RunsTwoHandles races goroutines over two Stores on one database (two
 // connection pools, or two processes' worth of handles): acquiring a run,
 // deciding an interrupt, creating runs on one thread and under a per-user
 // limit, bulk acquiring, storing a redelivered envelope in the inbox and
 // taking over inbox entries must each succeed exactly as often as the rules
 // allow, whichever handle the callers use; and the instances announced
 // through either handle are counted through both.
-func RunTwoHandles(t *testing.T, a, b bot.Store) {
+func RunsTwoHandles(t *testing.T, a, b research.Store) {
 	t.Helper()
-	h := [2]bot.Store{a, b}
+	h := [2]research.Store{a, b}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const n = 10
-	race := func(fn func(i int, s bot.Store) error) (wins int, winner int) {
+	race := func(fn func(i int, s research.Store) error) (wins int, winner int) {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		winner = -1
@@ -54,7 +53,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 		if err := h[round%2].CreateRun(ctx, raceRun(id, fmt.Sprintf("%d.0", round), "U1"), 0); err != nil {
 			t.Fatal(err)
 		}
-		wins, winner := race(func(i int, s bot.Store) error {
+		wins, winner := race(func(i int, s research.Store) error {
 			_, err := s.AcquireRun(ctx, id, fmt.Sprintf("P%d", i), raceT0, time.Minute)
 			if err != nil && !errors.Is(err, research.ErrNotAcquired) {
 				t.Error(err)
@@ -73,7 +72,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 		if err := h[(winner+1)%2].WaitRun(ctx, id, owner, research.PendingInterrupt{ID: "i", Kind: research.InterruptDraft}, raceT0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		wins, winner = race(func(i int, s bot.Store) error {
+		wins, winner = race(func(i int, s research.Store) error {
 			_, err := s.Decide(ctx, id, research.Decision{InterruptID: "i", Action: research.ActionApprove, By: fmt.Sprintf("U%d", i), At: raceT0.Add(2 * time.Second)})
 			if err != nil && !errors.Is(err, research.ErrAlreadyDecided) {
 				t.Error(err)
@@ -96,7 +95,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 
 	// CreateRun's checks hold across handles: one run per thread, and at
 	// most 3 active runs for a user.
-	wins, _ := race(func(i int, s bot.Store) error {
+	wins, _ := race(func(i int, s research.Store) error {
 		err := s.CreateRun(ctx, raceRun(fmt.Sprintf("t%d", i), "same.0", fmt.Sprintf("V%d", i)), 0)
 		if err != nil && !errors.Is(err, research.ErrThreadBusy) {
 			t.Error(err)
@@ -106,7 +105,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	if wins != 1 {
 		t.Errorf("%d runs created on one thread, want 1", wins)
 	}
-	wins, _ = race(func(i int, s bot.Store) error {
+	wins, _ = race(func(i int, s research.Store) error {
 		err := s.CreateRun(ctx, raceRun(fmt.Sprintf("u%d", i), fmt.Sprintf("u%d.0", i), "W"), 3)
 		if err != nil && !errors.Is(err, research.ErrUserLimit) {
 			t.Error(err)
@@ -120,7 +119,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	// AcquireRuns: each queued run goes to exactly one caller.
 	var mu sync.Mutex
 	got := map[string]int{}
-	race(func(i int, s bot.Store) error {
+	race(func(i int, s research.Store) error {
 		runs, err := s.AcquireRuns(ctx, fmt.Sprintf("Q%d", i), raceT0.Add(time.Hour), time.Minute, 1)
 		if err != nil {
 			t.Error(err)
@@ -146,7 +145,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 	// by exactly one caller.
 	for round := range 4 {
 		key := fmt.Sprintf("ev:two-%d", round)
-		wins, _ := race(func(i int, s bot.Store) error {
+		wins, _ := race(func(i int, s research.Store) error {
 			ok, err := s.PutInbox(ctx, []research.InboxEntry{{Key: key, Type: "events_api", EnvelopeID: fmt.Sprintf("e%d", i),
 				Payload: []byte(`{}`), ReceivedAt: raceT0, Owner: "dead", LeaseUntil: raceT0.Add(time.Second)}})
 			if err != nil {
@@ -163,7 +162,7 @@ func RunTwoHandles(t *testing.T, a, b bot.Store) {
 		}
 	}
 	claimed := map[string]int{}
-	race(func(i int, s bot.Store) error {
+	race(func(i int, s research.Store) error {
 		es, err := s.ClaimInbox(ctx, fmt.Sprintf("P%d", i), raceT0.Add(time.Minute), time.Minute, 1)
 		if err != nil {
 			t.Error(err)

@@ -10,31 +10,31 @@ import (
 	"deepresearch/storage/dbtext/dbtexttest"
 )
 
-// testHostileText: topics, options, errors and digests with any text are
+// testScheduleHostileText: topics, options, errors and digests with any text are
 // stored and read back as dbtext made them, on every engine (jsonb refuses
 // \u0000, text columns refuse NUL).
-func testHostileText(t *testing.T, s schedule.Store) {
+func testScheduleHostileText(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
 	for i, text := range dbtexttest.Hostile(12) {
 		id := "h" + string(rune('a'+i))
 		sc := mk(id, "C9")
 		sc.Topic, sc.Options.Language = text, text
-		must(t, s.CreateSchedule(ctx, sc, 0))
+		mustSchedule(t, s.CreateSchedule(ctx, sc, 0))
 		got, err := s.GetSchedule(ctx, id)
-		must(t, err)
+		mustSchedule(t, err)
 		want := dbtext.String(text)
 		if got.Topic != want || got.Options.Language != want {
 			t.Errorf("schedule %d read back as %.60q / %.60q", i, got.Topic, got.Options.Language)
 		}
 		sc.Topic = text + " (edited)"
-		must(t, s.UpdateSchedule(ctx, sc))
-		due := t0.Add(time.Duration(i) * time.Hour)
+		mustSchedule(t, s.UpdateSchedule(ctx, sc))
+		due := scheduleT0.Add(time.Duration(i) * time.Hour)
 		_, err = s.ClaimFiring(ctx, running(id, due, "p", due.Add(time.Minute)))
-		must(t, err)
+		mustSchedule(t, err)
 		d := &schedule.Digest{Title: text, Summary: text, Findings: []string{text, "ok"}, Sources: []research.Source{{URL: "https://a.example/" + text, Title: text}}, MessageTS: "1.1"}
-		must(t, s.FinishFiring(ctx, id, due, "p", schedule.Outcome{State: schedule.FiringDone, Error: text, Digest: d, FinishedAt: due.Add(time.Minute)}))
+		mustSchedule(t, s.FinishFiring(ctx, id, due, "p", schedule.Outcome{State: schedule.FiringDone, Error: text, Digest: d, FinishedAt: due.Add(time.Minute)}))
 		f, err := s.GetFiring(ctx, id, due)
-		must(t, err)
+		mustSchedule(t, err)
 		if f.Digest == nil || f.Digest.Title != want || f.Digest.Summary != want || f.Digest.Findings[0] != want || f.Digest.Sources[0].Title != want {
 			t.Errorf("digest %d read back as %+v", i, f.Digest)
 		}

@@ -11,7 +11,7 @@ import (
 	"deepresearch/research"
 )
 
-// The inbox of bot.Store (table bot_inbox, migration 0005).
+// The inbox of research.Store (table bot_inbox, migration 0005).
 
 const botInboxCols = `key, type, envelope_id, payload, received_at, owner, lease_until, attempts, done_at`
 
@@ -21,12 +21,12 @@ func scanBotInbox(sc botScanner) (research.InboxEntry, error) {
 	if err := sc.Scan(&e.Key, &e.Type, &e.EnvelopeID, &e.Payload, &received, &e.Owner, &leaseUntil, &e.Attempts, &done); err != nil {
 		return research.InboxEntry{}, err
 	}
-	e.ReceivedAt, e.LeaseUntil, e.DoneAt = botFromNanos(received), botFromNanos(leaseUntil), botFromNanos(done)
+	e.ReceivedAt, e.LeaseUntil, e.DoneAt = fromNanos(received), fromNanos(leaseUntil), fromNanos(done)
 	return e, nil
 }
 
-// PutInbox implements bot.Store.
-func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
+// PutInbox implements research.Store.
+func (b *Runs) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
 	stored := make([]bool, len(es))
 	if len(es) == 0 {
 		return stored, nil
@@ -38,7 +38,7 @@ func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bo
 		}
 		defer st.Close()
 		for i, e := range es {
-			res, err := st.ExecContext(ctx, e.Key, e.Type, e.EnvelopeID, nonNil(e.Payload), botNanos(e.ReceivedAt), e.Owner, botNanos(e.LeaseUntil))
+			res, err := st.ExecContext(ctx, e.Key, e.Type, e.EnvelopeID, nonNil(e.Payload), nanos(e.ReceivedAt), e.Owner, nanos(e.LeaseUntil))
 			if err != nil {
 				return fmt.Errorf("sqlite: put inbox %s: %w", e.Key, err)
 			}
@@ -56,8 +56,8 @@ func (b *BotStore) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bo
 	return stored, nil
 }
 
-// ClaimInbox implements bot.Store.
-func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
+// ClaimInbox implements research.Store.
+func (b *Runs) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -67,7 +67,7 @@ func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, 
 		rows, err := tx.QueryContext(ctx, `UPDATE bot_inbox SET owner = ?1, lease_until = ?3, attempts = attempts + 1
 			WHERE key IN (
 				SELECT key FROM bot_inbox WHERE done_at = 0 AND lease_until < ?2 ORDER BY received_at, key LIMIT ?4
-			) RETURNING `+botInboxCols, owner, botNanos(now), botNanos(now.Add(lease)), limit)
+			) RETURNING `+botInboxCols, owner, nanos(now), nanos(now.Add(lease)), limit)
 		if err != nil {
 			return fmt.Errorf("sqlite: claim inbox: %w", err)
 		}
@@ -99,7 +99,7 @@ func (b *BotStore) ClaimInbox(ctx context.Context, owner string, now time.Time, 
 // heldInbox runs the update q (whose last two parameters are the key and
 // the owner, and which changes only an entry owner holds) and maps "no row"
 // to ErrNotFound or ErrLeaseLost.
-func (b *BotStore) heldInbox(ctx context.Context, what, key, owner, q string, args ...any) error {
+func (b *Runs) heldInbox(ctx context.Context, what, key, owner, q string, args ...any) error {
 	return b.s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, q, append(args, key, owner)...)
 		if err != nil {
@@ -123,20 +123,20 @@ func (b *BotStore) heldInbox(ctx context.Context, what, key, owner, q string, ar
 
 const botInboxHeld = ` WHERE key = ? AND owner = ? AND done_at = 0`
 
-// ExtendInbox implements bot.Store.
-func (b *BotStore) ExtendInbox(ctx context.Context, key, owner string, now time.Time, lease time.Duration) error {
+// ExtendInbox implements research.Store.
+func (b *Runs) ExtendInbox(ctx context.Context, key, owner string, now time.Time, lease time.Duration) error {
 	return b.heldInbox(ctx, "extend inbox entry "+key, key, owner,
-		`UPDATE bot_inbox SET lease_until = ?`+botInboxHeld, botNanos(now.Add(lease)))
+		`UPDATE bot_inbox SET lease_until = ?`+botInboxHeld, nanos(now.Add(lease)))
 }
 
-// FinishInbox implements bot.Store.
-func (b *BotStore) FinishInbox(ctx context.Context, key, owner string, now time.Time) error {
+// FinishInbox implements research.Store.
+func (b *Runs) FinishInbox(ctx context.Context, key, owner string, now time.Time) error {
 	return b.heldInbox(ctx, "finish inbox entry "+key, key, owner,
-		`UPDATE bot_inbox SET done_at = ?, owner = '', lease_until = 0, payload = X''`+botInboxHeld, max(botNanos(now), 1))
+		`UPDATE bot_inbox SET done_at = ?, owner = '', lease_until = 0, payload = X''`+botInboxHeld, max(nanos(now), 1))
 }
 
-// InboxEntry implements bot.Store.
-func (b *BotStore) InboxEntry(ctx context.Context, key string) (research.InboxEntry, error) {
+// InboxEntry implements research.Store.
+func (b *Runs) InboxEntry(ctx context.Context, key string) (research.InboxEntry, error) {
 	e, err := scanBotInbox(b.s.r.QueryRowContext(ctx, `SELECT `+botInboxCols+` FROM bot_inbox WHERE key = ?`, key))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"deepresearch/schedule"
-	"deepresearch/schedule/pgstore"
 )
 
 // recorder counts runs per (schedule, due time) across schedulers.
@@ -46,7 +45,7 @@ func TestSchedulersRace(t *testing.T) {
 		{"@every 3h", "Europe/London"},
 		{"15 */2 * * *", "Europe/London"},
 	}
-	admin := pgstore.New(openPool(t, dsn))
+	admin := openSchedules(t, dsn)
 	var want []string
 	for i, c := range specs {
 		sc := schedule.Schedule{ID: fmt.Sprint("s", i), Channel: "C1", Owner: "U1", Topic: c.spec, Spec: c.spec, TZ: c.tz,
@@ -66,7 +65,7 @@ func TestSchedulersRace(t *testing.T) {
 		clk := schedule.NewManualClock(start)
 		clocks = append(clocks, clk)
 		owner := fmt.Sprint("replica-", i)
-		scheds = append(scheds, &schedule.Scheduler{Store: pgstore.New(openPool(t, dsn)), Runner: ownedRunner{rec, owner},
+		scheds = append(scheds, &schedule.Scheduler{Store: openSchedules(t, dsn), Runner: ownedRunner{rec, owner},
 			Clock: clk, Owner: owner, Grace: time.Hour, Lease: time.Minute, MaxConcurrent: 4})
 	}
 	for now := start; !now.After(end); now = now.Add(10 * time.Minute) {

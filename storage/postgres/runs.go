@@ -12,12 +12,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"deepresearch/bot"
 	"deepresearch/research"
 	"deepresearch/storage/dbtext"
 )
 
-// BotStore is bot.Store on the Store's database (tables bot_*, migrations
+// Runs is research.Store on the Store's database (tables bot_*, migrations
 // 0002, 0005 and 0006), shared by any number of processes. The
 // compare-and-set methods are single conditional UPDATEs (READ COMMITTED
 // re-checks the condition on the latest row version, so exactly one of
@@ -26,18 +25,15 @@ import (
 // the requester and the thread before it checks and inserts (and a partial
 // unique index backs the one-active-run-per-thread rule). Times are stored as
 // Unix nanoseconds (0: zero time) and read back in UTC.
-type BotStore struct {
+type Runs struct {
 	s *Store
 }
 
-var _ bot.Store = (*BotStore)(nil)
+var _ research.Store = (*Runs)(nil)
 
-// NewBotStore returns the bot.Store on s's database. It shares s's pool:
+// NewRuns returns the research.Store on s's database. It shares s's pool:
 // closing s closes it.
-func NewBotStore(s *Store) *BotStore { return &BotStore{s: s} }
-
-// BotStore returns the bot.Store on s's database (NewBotStore(s)).
-func (s *Store) BotStore() *BotStore { return NewBotStore(s) }
+func NewRuns(s *Store) *Runs { return &Runs{s: s} }
 
 // Advisory lock classes of CreateRun (key 2 is hashtext of the value).
 const (
@@ -45,14 +41,14 @@ const (
 	lockBotThread int32 = 0x64726274 // "drbt": graph thread id
 )
 
-func botNanos(t time.Time) int64 {
+func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
 	return t.UnixNano()
 }
 
-func botFromNanos(n int64) time.Time {
+func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
@@ -95,14 +91,14 @@ func scanBotRun(row pgx.Row) (research.Run, int64, error) {
 		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
 	r.State = research.RunState(state)
-	r.LeaseUntil = botFromNanos(leaseUntil)
+	r.LeaseUntil = fromNanos(leaseUntil)
 	if intrID != nil {
 		r.Interrupt = &research.PendingInterrupt{ID: *intrID, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
 	}
 	if decID != nil {
-		r.Decision = &research.Decision{InterruptID: *decID, Action: research.Action(decAction), Text: decText, By: decBy, At: botFromNanos(decAt)}
+		r.Decision = &research.Decision{InterruptID: *decID, Action: research.Action(decAction), Text: decText, By: decBy, At: fromNanos(decAt)}
 	}
-	r.CreatedAt, r.UpdatedAt, r.FinishedAt = botFromNanos(created), botFromNanos(updated), botFromNanos(finished)
+	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
 	return r, seq, nil
 }
 
@@ -127,24 +123,24 @@ func getBotRun(ctx context.Context, db botQuerier, id string, lock string) (rese
 	return queryBotRun(ctx, db, "run "+id, `SELECT `+botRunCols("")+` FROM bot_runs WHERE id = $1`+lock, id)
 }
 
-// ClaimEvent implements bot.Store.
-func (b *BotStore) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
-	tag, err := b.s.pool.Exec(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, key, botNanos(at))
+// ClaimEvent implements research.Store.
+func (b *Runs) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
+	tag, err := b.s.pool.Exec(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, key, nanos(at))
 	if err != nil {
 		return false, fmt.Errorf("postgres: claim event: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
 
-// PruneEvents implements bot.Store.
-func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+// PruneEvents implements research.Store.
+func (b *Runs) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	n := 0
 	for _, q := range []string{
 		`DELETE FROM bot_events WHERE claimed_at < $1`,
 		`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < $1`,
 		`DELETE FROM bot_instances WHERE seen_at < $1`,
 	} {
-		tag, err := b.s.pool.Exec(ctx, q, botNanos(before))
+		tag, err := b.s.pool.Exec(ctx, q, nanos(before))
 		if err != nil {
 			return n, fmt.Errorf("postgres: prune events: %w", err)
 		}
@@ -155,7 +151,7 @@ func (b *BotStore) PruneEvents(ctx context.Context, before time.Time) (int, erro
 
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
 
-func (b *BotStore) thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
+func (b *Runs) thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
 	var t research.Thread
 	var created int64
 	err := b.s.pool.QueryRow(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = $1 AND channel = $2 AND thread_ts = $3`,
@@ -166,29 +162,29 @@ func (b *BotStore) thread(ctx context.Context, key research.ThreadKey) (research
 	case err != nil:
 		return research.Thread{}, fmt.Errorf("postgres: thread: %w", err)
 	}
-	t.CreatedAt = botFromNanos(created)
+	t.CreatedAt = fromNanos(created)
 	return t, nil
 }
 
-// PutThread implements bot.Store. The insert waits for a concurrent insert
+// PutThread implements research.Store. The insert waits for a concurrent insert
 // of the same key to finish; the read that follows (a new snapshot) then
 // sees whichever mapping was stored first.
-func (b *BotStore) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
+func (b *Runs) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
 	if _, err := b.s.pool.Exec(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, botNanos(t.CreatedAt)); err != nil {
+		t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, nanos(t.CreatedAt)); err != nil {
 		return research.Thread{}, fmt.Errorf("postgres: put thread: %w", err)
 	}
 	return b.thread(ctx, t.Key)
 }
 
-// Thread implements bot.Store.
-func (b *BotStore) Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
+// Thread implements research.Store.
+func (b *Runs) Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
 	return b.thread(ctx, key)
 }
 
-// CreateRun implements bot.Store.
-func (b *BotStore) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
-	r = r.Storable()
+// CreateRun implements research.Store.
+func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
+	r = dbtext.Run(r)
 	opts, err := json.Marshal(r.Options)
 	if err != nil {
 		return fmt.Errorf("postgres: run %s options: %w", r.ID, err)
@@ -242,8 +238,8 @@ func (b *BotStore) CreateRun(ctx context.Context, r research.Run, maxPerUser int
 				$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
 			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
 			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
-			decID, string(dec.Action), dec.Text, dec.By, botNanos(dec.At),
-			r.CancelRequestedBy, r.Error, botNanos(r.CreatedAt), botNanos(r.UpdatedAt), botNanos(r.FinishedAt))
+			decID, string(dec.Action), dec.Text, dec.By, nanos(dec.At),
+			r.CancelRequestedBy, r.Error, nanos(r.CreatedAt), nanos(r.UpdatedAt), nanos(r.FinishedAt))
 		if err != nil {
 			return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
 		}
@@ -261,19 +257,19 @@ func (b *BotStore) CreateRun(ctx context.Context, r research.Run, maxPerUser int
 	return err
 }
 
-// Run implements bot.Store.
-func (b *BotStore) Run(ctx context.Context, id string) (research.Run, error) {
+// Run implements research.Store.
+func (b *Runs) Run(ctx context.Context, id string) (research.Run, error) {
 	return getBotRun(ctx, b.s.pool, id, "")
 }
 
-// LatestRun implements bot.Store.
-func (b *BotStore) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
+// LatestRun implements research.Store.
+func (b *Runs) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
 	return queryBotRun(ctx, b.s.pool, "latest run of "+threadID,
 		`SELECT `+botRunCols("")+` FROM bot_runs WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1`, threadID)
 }
 
-// ListRuns implements bot.Store.
-func (b *BotStore) ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error) {
+// ListRuns implements research.Store.
+func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.Run, error) {
 	var where []string
 	var args []any
 	if f.Requester != "" {
@@ -323,12 +319,12 @@ func (b *BotStore) ListRuns(ctx context.Context, f research.RunFilter) ([]resear
 // botAcquirable selects runs that may be acquired at $2.
 const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < $2))`
 
-// AcquireRun implements bot.Store.
-func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
+// AcquireRun implements research.Store.
+func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	r, err := queryBotRun(ctx, b.s.pool, "acquire run "+id, `UPDATE bot_runs
 		SET state = 'running', owner = $1, lease_until = $3, attempt = attempt + 1, updated_at = $2
 		WHERE id = $4 AND `+botAcquirable+` RETURNING `+botRunCols(""),
-		owner, botNanos(now), botNanos(now.Add(lease)), id)
+		owner, nanos(now), nanos(now.Add(lease)), id)
 	if !errors.Is(err, research.ErrNotFound) {
 		return r, err
 	}
@@ -339,8 +335,8 @@ func (b *BotStore) AcquireRun(ctx context.Context, id, owner string, now time.Ti
 	return research.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, research.ErrNotAcquired)
 }
 
-// AcquireRuns implements bot.Store.
-func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
+// AcquireRuns implements research.Store.
+func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -352,7 +348,7 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 		UPDATE bot_runs r
 		SET state = 'running', owner = $1, lease_until = $3, attempt = r.attempt + 1, updated_at = $2
 		FROM c WHERE r.seq = c.seq
-		RETURNING `+botRunCols("r."), owner, botNanos(now), botNanos(now.Add(lease)), lim)
+		RETURNING `+botRunCols("r."), owner, nanos(now), nanos(now.Add(lease)), lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
 	}
@@ -383,7 +379,7 @@ func (b *BotStore) AcquireRuns(ctx context.Context, owner string, now time.Time,
 // held runs the update q fenced by owner (q ends with botHeldWhere, its
 // last two parameters being the id and the owner) and maps "no row" to
 // ErrNotFound or ErrLeaseLost.
-func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
+func (b *Runs) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
 	args = append(args, id, owner)
 	r, err := queryBotRun(ctx, b.s.pool, what, fmt.Sprintf(q, len(args)-1, len(args)), args...)
 	if !errors.Is(err, research.ErrNotFound) {
@@ -399,32 +395,32 @@ func (b *BotStore) held(ctx context.Context, what, id, owner, q string, args ...
 // botHeldWhere fences an update by owner; held fills in the parameter numbers.
 var botHeldWhere = ` WHERE id = $%d AND state = 'running' AND owner = $%d RETURNING ` + botRunCols("")
 
-// Heartbeat implements bot.Store.
-func (b *BotStore) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
+// Heartbeat implements research.Store.
+func (b *Runs) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	return b.held(ctx, "heartbeat run "+id, id, owner,
-		`UPDATE bot_runs SET lease_until = $1, updated_at = $2`+botHeldWhere, botNanos(now.Add(lease)), botNanos(now))
+		`UPDATE bot_runs SET lease_until = $1, updated_at = $2`+botHeldWhere, nanos(now.Add(lease)), nanos(now))
 }
 
-// ReleaseRun implements bot.Store.
-func (b *BotStore) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
+// ReleaseRun implements research.Store.
+func (b *Runs) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
 	_, err := b.held(ctx, "release run "+id, id, owner,
-		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, attempt = CASE WHEN attempt > 1 THEN attempt - 1 ELSE attempt END, updated_at = $1`+botHeldWhere, botNanos(now))
+		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, attempt = CASE WHEN attempt > 1 THEN attempt - 1 ELSE attempt END, updated_at = $1`+botHeldWhere, nanos(now))
 	return err
 }
 
-// WaitRun implements bot.Store.
-func (b *BotStore) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
+// WaitRun implements research.Store.
+func (b *Runs) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
 	_, err := b.held(ctx, "wait run "+id, id, owner,
 		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = $1,
 			intr_id = $2, intr_kind = $3, intr_text = $4, intr_message_ts = $5,
 			dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0`+botHeldWhere,
-		botNanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
+		nanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
 	return err
 }
 
-// FinishRun implements bot.Store.
-func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
+// FinishRun implements research.Store.
+func (b *Runs) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
 	switch state {
 	case research.StateDone, research.StateFailed, research.StateCancelled:
@@ -433,12 +429,12 @@ func (b *BotStore) FinishRun(ctx context.Context, id, owner string, state resear
 	}
 	_, err := b.held(ctx, "finish run "+id, id, owner,
 		`UPDATE bot_runs SET state = $1, owner = '', lease_until = 0, error = $2, updated_at = $3, finished_at = $3`+botHeldWhere,
-		string(state), errText, botNanos(now))
+		string(state), errText, nanos(now))
 	return err
 }
 
-// SetStatusMessage implements bot.Store.
-func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
+// SetStatusMessage implements research.Store.
+func (b *Runs) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
 	var out string
 	err := b.s.pool.QueryRow(ctx, `UPDATE bot_runs SET status_ts = CASE WHEN status_ts = '' THEN $1 ELSE status_ts END
 		WHERE id = $2 RETURNING status_ts`, ts, id).Scan(&out)
@@ -451,8 +447,8 @@ func (b *BotStore) SetStatusMessage(ctx context.Context, id, ts string) (string,
 	return out, nil
 }
 
-// Decide implements bot.Store.
-func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
+// Decide implements research.Store.
+func (b *Runs) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
 	r, err := queryBotRun(ctx, b.s.pool, "decide run "+runID, `UPDATE bot_runs SET
 			dec_interrupt_id = $2, dec_action = $3, dec_text = $4, dec_by = $5, dec_at = $6, updated_at = $6,
@@ -462,7 +458,7 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision
 			attempt = CASE WHEN $7::boolean THEN attempt ELSE 0 END
 		WHERE id = $1 AND state = 'waiting' AND intr_id = $2 AND dec_interrupt_id IS NULL
 		RETURNING `+botRunCols(""),
-		runID, d.InterruptID, string(d.Action), d.Text, d.By, botNanos(d.At), d.Action == research.ActionCancel)
+		runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), d.Action == research.ActionCancel)
 	if !errors.Is(err, research.ErrNotFound) {
 		return r, err
 	}
@@ -479,9 +475,9 @@ func (b *BotStore) Decide(ctx context.Context, runID string, d research.Decision
 	return r, fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrNotWaiting)
 }
 
-// RequestCancel implements bot.Store: one transaction holding the run's row
+// RequestCancel implements research.Store: one transaction holding the run's row
 // lock from the read to the change.
-func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
+func (b *Runs) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
 	var r research.Run
 	var cancelled bool
 	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
@@ -493,7 +489,7 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 		case research.StateQueued, research.StateWaiting:
 			cancelled = true
 			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
-				cancel_requested_by = $2, updated_at = $3, finished_at = $3 WHERE id = $1 RETURNING `+botRunCols(""), runID, by, botNanos(now))
+				cancel_requested_by = $2, updated_at = $3, finished_at = $3 WHERE id = $1 RETURNING `+botRunCols(""), runID, by, nanos(now))
 			return err
 		case research.StateRunning:
 			if cur.CancelRequestedBy != "" {
@@ -501,7 +497,7 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 				return nil
 			}
 			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET cancel_requested_by = $2, updated_at = $3
-				WHERE id = $1 RETURNING `+botRunCols(""), runID, by, botNanos(now))
+				WHERE id = $1 RETURNING `+botRunCols(""), runID, by, nanos(now))
 			return err
 		}
 		r = cur
@@ -513,18 +509,18 @@ func (b *BotStore) RequestCancel(ctx context.Context, runID, by string, now time
 	return r, cancelled, err
 }
 
-// RecordUpload implements bot.Store.
-func (b *BotStore) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
+// RecordUpload implements research.Store.
+func (b *Runs) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
 	tag, err := b.s.pool.Exec(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-		u.RunID, u.FileID, u.MessageTS, botNanos(u.At))
+		u.RunID, u.FileID, u.MessageTS, nanos(u.At))
 	if err != nil {
 		return false, fmt.Errorf("postgres: record upload: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
 
-// Upload implements bot.Store.
-func (b *BotStore) Upload(ctx context.Context, runID string) (research.Upload, error) {
+// Upload implements research.Store.
+func (b *Runs) Upload(ctx context.Context, runID string) (research.Upload, error) {
 	u := research.Upload{RunID: runID}
 	var at int64
 	err := b.s.pool.QueryRow(ctx, `SELECT file_id, message_ts, at FROM bot_uploads WHERE run_id = $1`, runID).Scan(&u.FileID, &u.MessageTS, &at)
@@ -534,6 +530,6 @@ func (b *BotStore) Upload(ctx context.Context, runID string) (research.Upload, e
 	case err != nil:
 		return research.Upload{}, fmt.Errorf("postgres: upload: %w", err)
 	}
-	u.At = botFromNanos(at)
+	u.At = fromNanos(at)
 	return u, nil
 }
