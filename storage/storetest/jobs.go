@@ -806,3 +806,76 @@ func BenchJobs(b *testing.B, open func(t testing.TB) jobs.Queue) {
 		}
 	})
 }
+
+// JobsTwoHandles checks that claims through two handles on one database
+// (two pools, two processes' worth of connections) take every job exactly
+// once, and that a lease taken through one is honoured by the other.
+func JobsTwoHandles(t *testing.T, a, b jobs.Queue) {
+	ctx := context.Background()
+	const n = 100
+	var all []jobs.Job
+	for i := range n {
+		all = append(all, jobs.Job{Kind: jobs.KindFiring, Key: fmt.Sprintf("f%03d", i), CreatedAt: jobAt(time.Duration(i))})
+	}
+	stored, err := a.Put(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Put(ctx, all[:10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range again {
+		if !stored[i] || again[i] {
+			t.Fatalf("Put through a stored %v, then through b %v", stored[i], again[i])
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		q := a
+		if w%2 == 1 {
+			q = b
+		}
+		owner := fmt.Sprint("w", w)
+		wg.Go(func() {
+			for {
+				got, err := q.Claim(ctx, jobs.KindFiring, owner, jobAt(time.Second), jobLease, 2, 3)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range got {
+					seen[j.Key]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != n {
+		t.Fatalf("%d jobs claimed, want %d", len(seen), n)
+	}
+	for k, c := range seen {
+		if c != 1 {
+			t.Fatalf("%s claimed %d times", k, c)
+		}
+	}
+	// Leases hold across handles until they expire.
+	if got, err := b.Claim(ctx, jobs.KindFiring, "late", jobAt(time.Second+jobLease), jobLease, 0, 3); err != nil || len(got) != 0 {
+		t.Fatalf("Claim under live leases = %d jobs, %v", len(got), err)
+	}
+	if got, err := b.Claim(ctx, jobs.KindFiring, "late", jobAt(2*time.Second+jobLease), jobLease, 0, 3); err != nil || len(got) != n {
+		t.Fatalf("Claim after expiry = %d jobs, %v; want %d", len(got), err, n)
+	}
+}
