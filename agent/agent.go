@@ -369,7 +369,8 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 			if cur := a.result(threadID, prev, snap.Interrupts); len(cur.Interrupts) > 0 || finished(cur.Status) {
 				a.log.Info("agent: start repeats the thread's current turn; returning it",
 					"thread_id", threadID, "tag", req.Tag, "status", cur.Status)
-				return cur, nil
+				cur.Repeated = true
+			return cur, nil
 			}
 		}
 		if len(snap.Interrupts) > 0 {
@@ -392,7 +393,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
 		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
 	}
-	return a.invoke(ctx, threadID, graph.Config{Input: in}, 0, events)
+	return a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
 }
 
 // finished reports whether a turn with this status has ended with something
@@ -429,6 +430,7 @@ func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]
 		if cur := a.result(threadID, snap.State, nil); ended(cur.Status) {
 			a.log.Info("agent: nothing waits for an answer and the turn has ended; returning it",
 				"thread_id", threadID, "status", cur.Status)
+			cur.Repeated = true
 			return cur, nil
 		}
 	}
@@ -436,13 +438,14 @@ func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]
 	for id, ans := range answers {
 		rs[id] = ans
 	}
-	res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, turnUsage(snap.State), events)
+	res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, snap, turnUsage(snap.State), events)
 	if errors.Is(err, graph.ErrAlreadyResumed) || errors.Is(err, graph.ErrNoInterrupt) && pending(snap, answers) {
 		// Answered by another process since the load above: if that turn
 		// has ended, it is the answer. (The one case that loads twice.)
 		if snap, lerr := a.g.State(ctx, threadID, 0); lerr == nil && len(snap.Interrupts) == 0 {
 			if cur := a.result(threadID, snap.State, nil); ended(cur.Status) {
-				return cur, nil
+				cur.Repeated = true
+			return cur, nil
 			}
 		}
 	}
@@ -495,7 +498,7 @@ func (a *Agent) cont(ctx context.Context, threadID string, events func(Event)) (
 	case cur.Status != "" || len(snap.Next) == 0:
 		return nil, fmt.Errorf("%w: thread %s has ended its turn (%s)", ErrNothingToContinue, threadID, cur.Status)
 	}
-	return a.invoke(ctx, threadID, graph.Config{}, turnUsage(snap.State), events)
+	return a.invoke(ctx, threadID, graph.Config{}, snap, turnUsage(snap.State), events)
 }
 
 // Cancel stops the thread's current turn for good. A call working on the
@@ -551,7 +554,7 @@ func (a *Agent) cancel(ctx context.Context, threadID string) error {
 		for _, in := range snap.Interrupts {
 			rs[in.ID] = Answer{Action: ActionCancel}
 		}
-		res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, turnUsage(snap.State), nil)
+		res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, nil, turnUsage(snap.State), nil)
 		if err != nil {
 			return err
 		}
@@ -635,7 +638,9 @@ func withCause(ctx context.Context, err error) error {
 
 // invoke runs the graph on the thread; used is what the turn has already
 // spent (counted against its token budget).
-func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, used int, events func(Event)) (*Result, error) {
+// invoke runs the graph on the thread. from, when set, is the thread's head
+// as this call loaded it, so the graph does not load it again.
+func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, from *graph.Snapshot[State], used int, events func(Event)) (*Result, error) {
 	var meter *llm.Meter
 	if a.opts.TokenBudget > 0 {
 		meter = llm.NewMeter(a.opts.TokenBudget, a.opts.ReserveFraction)
@@ -664,7 +669,7 @@ func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, use
 			events(ev)
 		}
 	}
-	res, err := a.g.Invoke(ctx, cfg)
+	res, err := a.g.InvokeFrom(ctx, from, cfg)
 	if err != nil {
 		switch {
 		case errors.Is(err, graph.ErrNoInterrupt), errors.Is(err, graph.ErrAlreadyResumed):

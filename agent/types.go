@@ -272,6 +272,10 @@ type Result struct {
 	Language   string      `json:"language,omitempty"`
 	// Tag is the current turn's Request.Tag.
 	Tag string `json:"tag,omitempty"`
+	// Repeated: the call ran nothing and returned the thread's current
+	// turn as it stood (a Start repeating the turn's Tag, or a Resume of a
+	// turn that had already ended).
+	Repeated bool `json:"repeated,omitempty"`
 }
 
 // EventKind says what a progress Event reports.

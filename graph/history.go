@@ -14,6 +14,9 @@ type Snapshot[S any] struct {
 	Step         int
 	Next         []string    // nodes of the step not completed yet; empty when the run finished
 	Interrupts   []Interrupt // unanswered
+
+	thread string
+	chain  *Chain // the head as loaded, for InvokeFrom (State of the head only)
 }
 
 func (g *Graph[S]) load(ctx context.Context, thread, ns string, id int64) (*run[S], *Chain, error) {
@@ -33,12 +36,16 @@ func (g *Graph[S]) load(ctx context.Context, thread, ns string, id int64) (*run[
 
 // State returns the thread's state at checkpoint id (0: the head).
 func (g *Graph[S]) State(ctx context.Context, thread string, id int64) (*Snapshot[S], error) {
-	r, _, err := g.load(ctx, thread, "", id)
+	r, chain, err := g.load(ctx, thread, "", id)
 	if err != nil {
 		return nil, err
 	}
 	res := r.result(r.pending())
-	return &Snapshot[S]{State: res.State, CheckpointID: res.CheckpointID, Step: res.Step, Next: res.Next, Interrupts: res.Interrupts}, nil
+	snap := &Snapshot[S]{State: res.State, CheckpointID: res.CheckpointID, Step: res.Step, Next: res.Next, Interrupts: res.Interrupts}
+	if id == 0 {
+		snap.thread, snap.chain = thread, chain
+	}
+	return snap, nil
 }
 
 // History lists the thread's checkpoints, newest first.

@@ -93,6 +93,7 @@ type run[S any] struct {
 	tasksRun int
 	meta     []byte
 	ranBuf   []string
+	from     *Chain // the thread as the caller loaded it (InvokeFrom)
 }
 
 // special write indexes
@@ -112,7 +113,26 @@ func idxResume(n int) int { return -1000 - n }
 // returns, and a failed or killed run continues from where it stopped when
 // invoked again without Input.
 func (g *Graph[S]) Invoke(ctx context.Context, cfg Config) (*Result[S], error) {
-	r := &run[S]{g: g, cfg: cfg, ns: cfg.ns, emit: cfg.Events}
+	return g.invoke(ctx, cfg, nil)
+}
+
+// InvokeFrom is Invoke on a thread whose head the caller has just read
+// with State (head only): the run starts from that snapshot instead of
+// loading the thread again, saving a round trip to the Saver. Answers are
+// still stored once, as Invoke stores them (an answer another process gave
+// since the snapshot is refused the same way); an answer to one static
+// interrupt that the Saver stores and loads in one round trip, and a fork
+// (cfg.CheckpointID), load as Invoke does.
+func (g *Graph[S]) InvokeFrom(ctx context.Context, snap *Snapshot[S], cfg Config) (*Result[S], error) {
+	if snap == nil || snap.chain == nil || snap.thread != cfg.ThreadID || cfg.CheckpointID != 0 {
+		return g.Invoke(ctx, cfg)
+	}
+	return g.invoke(ctx, cfg, snap.chain)
+}
+
+// invoke runs from the thread as loaded (from), or loads it (nil).
+func (g *Graph[S]) invoke(ctx context.Context, cfg Config, from *Chain) (*Result[S], error) {
+	r := &run[S]{g: g, cfg: cfg, ns: cfg.ns, emit: cfg.Events, from: from}
 	if len(cfg.Meta) > 0 {
 		m, err := json.Marshal(cfg.Meta)
 		if err != nil {
@@ -120,6 +140,10 @@ func (g *Graph[S]) Invoke(ctx context.Context, cfg Config) (*Result[S], error) {
 		}
 		r.meta = m
 	}
+	return r.invokeAndStore(ctx)
+}
+
+func (r *run[S]) invokeAndStore(ctx context.Context) (*Result[S], error) {
 	res, err := r.invoke(ctx)
 	if r.p != nil {
 		if cerr := r.p.close(); err == nil && cerr != nil {
@@ -176,9 +200,10 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 	return r.loop(ctx)
 }
 
-// load reads the thread. To answer one static interrupt with a Saver that
-// can, it stores the answer and loads in one round trip (resumed reports
-// that the answer is stored). Static answers are safe to store before the
+// load reads the thread, or takes the chain the caller loaded (InvokeFrom).
+// To answer one static interrupt with a Saver that can, it stores the
+// answer and loads in one round trip (resumed reports that the answer is
+// stored). Static answers are safe to store before the
 // load: a marker for an interrupt that was not pending is never consulted.
 func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err error) {
 	saver := r.g.opts.Saver
@@ -199,6 +224,9 @@ func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err erro
 			}
 			return chain, err == nil, err
 		}
+	}
+	if r.from != nil {
+		return r.from, false, nil
 	}
 	chain, err = saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
 	return chain, false, err

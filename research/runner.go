@@ -3,7 +3,8 @@ package research
 // The Runner runs a research on the agent (package agent) in the product's
 // words: it turns the agent's progress events into Progress snapshots, its
 // interrupts and results into this package's, and a person's answers into
-// the agent's.
+// the agent's. The agent keeps the rules (one call per thread, a repeated
+// Start returning its turn, durable cancellation); the Runner translates.
 
 import (
 	"context"
@@ -11,38 +12,24 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"deepresearch/agent"
-	"deepresearch/graph"
+	"deepresearch/clock"
 )
 
 // RunnerOptions tune a Runner.
 type RunnerOptions struct {
-	// Logger defaults to slog.Default(); Now to time.Now.
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger *slog.Logger // default slog.Default()
+	Clock  clock.Clock  // default clock.Real{}
 }
 
-// Runner runs research on an *agent.Agent. The bot's
-// thread id is the agent's thread id. It is safe for concurrent use.
+// Runner runs research on an *agent.Agent. The bot's thread id is the
+// agent's thread id. It is safe for concurrent use.
 type Runner struct {
 	a   *agent.Agent
 	log *slog.Logger
-	now func() time.Time
-
-	mu      sync.Mutex
-	running map[string]*call // by thread: the call working on it in this process
-	// cancelled marks threads whose unfinished work was discarded by Cancel
-	// while the agent has no way to record it (see Cancel); Continue does
-	// not carry them on. Cleared by the next Start or Resume.
-	cancelled map[string]bool
-}
-
-type call struct {
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	clk clock.Clock
 }
 
 // NewRunner returns a Runner over a.
@@ -50,16 +37,19 @@ func NewRunner(a *agent.Agent, o RunnerOptions) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
-	return &Runner{a: a, log: o.Logger, now: o.Now, running: map[string]*call{}, cancelled: map[string]bool{}}
+	return &Runner{a: a, log: o.Logger, clk: o.Clock}
 }
 
-// errCancelled is the cause given to a running call's context by Cancel.
-var errCancelled = errors.New("research: the run was cancelled")
+// ErrCancelled is returned for a run whose thread was cancelled.
+var ErrCancelled = errors.New("research: the run was cancelled")
 
-// Start asks a new question on the thread (a follow-up when it has history).
+// Start asks a new question on the thread (a follow-up when it has
+// history). Started again for the same run (the process died after the
+// turn finished or paused but before the bot recorded it), it returns that
+// turn's outcome instead of asking again.
 func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink) (Outcome, error) {
 	areq := agent.Request{
 		Question:     req.Question,
@@ -69,186 +59,81 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		Depth:        agent.Depth(req.Options.Depth),
 		Tag:          req.RunID,
 	}
-	if req.RunID != "" {
-		// The same run asking again: its turn already finished (the process
-		// died before the bot recorded it). Return it; do not research again.
-		if cur, err := r.a.Get(ctx, req.ThreadID); err == nil && cur.Tag == req.RunID && len(cur.Interrupts) == 0 &&
-			(cur.Status == agent.StatusDone || cur.Status == agent.StatusReplied) {
-			r.log.Info("research: the run's turn already finished; returning its result", "thread_id", req.ThreadID, "run_id", req.RunID)
-			return r.outcome(cur, time.Time{})
-		}
-	}
-	started := r.now()
-	out, err := r.run(ctx, req.ThreadID, sink, false, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
-		return r.a.Start(ctx, req.ThreadID, areq, events)
-	})
-	if errors.Is(err, agent.ErrWaiting) {
-		// The thread waits at an interrupt: this Start already ran (in a
-		// process that died before the bot recorded the pause). Show it again.
-		if cur, gerr := r.a.Get(ctx, req.ThreadID); gerr == nil && len(cur.Interrupts) > 0 {
-			r.log.Info("research: start on a waiting thread; returning its interrupt", "thread_id", req.ThreadID)
-			return r.outcome(cur, time.Time{})
-		}
-	}
+	started := r.clk.Now()
+	t := newTracker(sink)
+	t.publish()
+	res, err := r.a.Start(ctx, req.ThreadID, areq, t.event)
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, r.callErr(ctx, req.ThreadID, err)
 	}
-	return r.outcome(out, started)
+	return r.outcome(res, started)
 }
 
 // Resume answers the pending interrupt interruptID. An interrupt already
-// answered is never answered again; when its turn has finished, Resume
-// returns that turn's outcome (the bot resuming after a crash), otherwise
-// the refusal.
+// answered is never answered again; when its turn has ended, Resume returns
+// that turn's outcome (the bot resuming after a crash), otherwise the
+// refusal.
 func (r *Runner) Resume(ctx context.Context, threadID, interruptID string, ans Answer, sink ProgressSink) (Outcome, error) {
-	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
-		return r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, events)
-	})
-	if errors.Is(err, graph.ErrAlreadyResumed) || errors.Is(err, graph.ErrNoInterrupt) {
-		// The answer was stored and the turn ran to its end in a process that
-		// died before the bot recorded the outcome (the bot's Continue found
-		// nothing left to run). Return that outcome instead of failing the run.
-		if cur, gerr := r.a.Get(ctx, threadID); gerr == nil && len(cur.Interrupts) == 0 &&
-			(cur.Status == agent.StatusDone || cur.Status == agent.StatusReplied) {
-			r.log.Info("research: interrupt already answered and the turn finished; returning its result", "thread_id", threadID, "interrupt_id", interruptID)
-			return r.outcome(cur, time.Time{})
-		}
-	}
+	t := r.seededTracker(ctx, threadID, sink)
+	res, err := r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, t.event)
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, r.callErr(ctx, threadID, err)
 	}
-	return r.outcome(out, time.Time{})
+	return r.outcome(res, time.Time{})
 }
 
-// Continue carries on the thread's unfinished turn from its last checkpoint.
-// It returns ErrNothingToContinue when there is nothing to carry on: an
-// unknown thread, a finished turn (the new input never reached a
-// checkpoint), an unanswered interrupt (the answer never reached one; the
-// bot resumes again), or work discarded by Cancel.
+// Continue carries on the thread's unfinished turn from its last
+// checkpoint. It returns ErrNothingToContinue when there is nothing to carry
+// on: an unknown thread, a turn that has ended (done, replied or
+// cancelled), or an unanswered interrupt (the answer never reached a
+// checkpoint; the bot resumes again).
 func (r *Runner) Continue(ctx context.Context, threadID string, sink ProgressSink) (Outcome, error) {
-	r.mu.Lock()
-	cancelled := r.cancelled[threadID]
-	r.mu.Unlock()
-	if cancelled {
-		return Outcome{}, ErrNothingToContinue
+	t := r.seededTracker(ctx, threadID, sink)
+	res, err := r.a.Continue(ctx, threadID, t.event)
+	if errors.Is(err, agent.ErrNothingToContinue) {
+		return Outcome{}, fmt.Errorf("%w: %w", ErrNothingToContinue, err)
 	}
-	cur, err := r.a.Get(ctx, threadID)
-	switch {
-	case errors.Is(err, agent.ErrUnknownThread):
-		return Outcome{}, ErrNothingToContinue
-	case err != nil:
-		return Outcome{}, wrapCtx(ctx, err)
-	case cur.Status != "" || len(cur.Interrupts) > 0:
-		// done, replied, cancelled, or waiting for an answer
-		return Outcome{}, ErrNothingToContinue
-	}
-	out, err := r.run(ctx, threadID, sink, true, func(ctx context.Context, events func(agent.Event)) (*agent.Result, error) {
-		return r.a.Continue(ctx, threadID, events)
-	})
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, r.callErr(ctx, threadID, err)
 	}
-	return r.outcome(out, time.Time{})
+	return r.outcome(res, time.Time{})
 }
 
-// Cancel stops a call still working on the thread in this process (waiting
-// for it to return, or for ctx) and records the cancellation with the agent:
-// a pending interrupt is answered with cancel, so the thread's turn ends as
-// cancelled and a later Start begins afresh. A turn stopped in the middle
-// cannot be marked in the agent (it has no API for it); a later Start
-// begins a new turn anyway, and this Runner does not Continue it.
+// Cancel stops a call still working on the thread in this process and
+// records the cancellation with the agent, so the thread's turn ends as
+// cancelled: a later Start begins afresh and Continue finds nothing.
 func (r *Runner) Cancel(ctx context.Context, threadID string) error {
-	r.mu.Lock()
-	c := r.running[threadID]
-	r.mu.Unlock()
-	if c != nil {
-		c.cancel(errCancelled)
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return fmt.Errorf("research: cancel %s: waiting for the run to stop: %w", threadID, ctx.Err())
-		}
-	}
-	cur, err := r.a.Get(ctx, threadID)
-	switch {
-	case errors.Is(err, agent.ErrUnknownThread):
-		return nil
-	case err != nil:
+	if err := r.a.Cancel(ctx, threadID); err != nil {
 		return fmt.Errorf("research: cancel %s: %w", threadID, err)
 	}
-	if len(cur.Interrupts) > 0 {
-		answers := make(map[string]agent.Answer, len(cur.Interrupts))
-		for _, in := range cur.Interrupts {
-			answers[in.ID] = agent.Answer{Action: agent.ActionCancel}
-		}
-		res, err := r.a.Resume(ctx, threadID, answers, nil)
-		if err != nil {
-			return fmt.Errorf("research: cancel %s: %w", threadID, err)
-		}
-		r.log.Info("research: thread cancelled", "thread_id", threadID, "status", res.Status)
-		return nil
-	}
-	if cur.Status == "" {
-		// The turn stopped in the middle: keep it from being continued.
-		r.mu.Lock()
-		r.cancelled[threadID] = true
-		r.mu.Unlock()
-		r.log.Info("research: unfinished turn discarded", "thread_id", threadID)
-	}
+	r.log.Info("research: thread cancelled", "thread_id", threadID)
 	return nil
 }
 
-// run makes one agent call for a thread with a cancellable context and a
-// progress tracker. resumed seeds the progress with what the thread already
-// has (plan, sources), as a continued turn's events start mid-way.
-func (r *Runner) run(ctx context.Context, threadID string, sink ProgressSink, resumed bool,
-	fn func(context.Context, func(agent.Event)) (*agent.Result, error)) (*agent.Result, error) {
-	if threadID == "" {
-		return nil, agent.ErrNoThread
-	}
-	cctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	c := &call{cancel: cancel, done: make(chan struct{})}
-	defer close(c.done)
-	r.mu.Lock()
-	if prev := r.running[threadID]; prev != nil {
-		r.mu.Unlock()
-		return nil, fmt.Errorf("research: thread %s already has a run in this process", threadID)
-	}
-	r.running[threadID] = c
-	delete(r.cancelled, threadID)
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.running, threadID)
-		r.mu.Unlock()
-	}()
-
+// seededTracker is a progress tracker for a turn that is already under way
+// (resumed or continued): its events start mid-way, so it is seeded with
+// what the thread already has (plan, sources) when there is a sink.
+func (r *Runner) seededTracker(ctx context.Context, threadID string, sink ProgressSink) *tracker {
 	t := newTracker(sink)
-	if resumed {
-		if cur, err := r.a.Get(cctx, threadID); err == nil {
+	if sink != nil {
+		if cur, err := r.a.Get(ctx, threadID); err == nil {
 			t.seed(cur)
 		}
 	}
 	t.publish()
-	res, err := fn(cctx, t.event)
-	if err != nil {
-		if cause := context.Cause(cctx); cause != nil && !errors.Is(err, cause) {
-			err = fmt.Errorf("%w (%w)", err, cause)
-		}
-		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w (%w)", err, ctx.Err())
-		}
-		return nil, err
-	}
-	return res, nil
+	return t
 }
 
-func wrapCtx(ctx context.Context, err error) error {
-	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		return fmt.Errorf("%w (%w)", err, ctx.Err())
+// callErr wraps an agent call's error: a call stopped by Cancel is
+// ErrCancelled, and ctx's error stays visible to errors.Is.
+func (r *Runner) callErr(ctx context.Context, threadID string, err error) error {
+	if errors.Is(err, agent.ErrCancelled) {
+		err = fmt.Errorf("%w (%w)", err, ErrCancelled)
 	}
-	return err
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		err = fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	return fmt.Errorf("research: thread %s: %w", threadID, err)
 }
 
 // outcome maps where the agent stopped to the bot's Outcome. started, when
@@ -262,12 +147,12 @@ func (r *Runner) outcome(res *agent.Result, started time.Time) (Outcome, error) 
 	switch res.Status {
 	case agent.StatusDone, agent.StatusReplied:
 		out := toResult(res)
-		if !started.IsZero() {
-			out.Elapsed = r.now().Sub(started)
+		if !started.IsZero() && !res.Repeated {
+			out.Elapsed = r.clk.Now().Sub(started)
 		}
 		return Outcome{Result: &out}, nil
 	case agent.StatusCancelled:
-		return Outcome{}, fmt.Errorf("research: thread %s: %w", res.ThreadID, errCancelled)
+		return Outcome{}, fmt.Errorf("research: thread %s: %w", res.ThreadID, ErrCancelled)
 	}
 	return Outcome{}, fmt.Errorf("research: thread %s: the agent stopped with status %q and nothing to show", res.ThreadID, res.Status)
 }
