@@ -22,14 +22,14 @@ type Name string
 // The agent's prompts.
 const (
 	Coordinator Name = "coordinator" // intent: chat, research, clarify, rewrite
-	Planner     Name = "planner"     // seed 000 §3.2 plan + subtasks
+	Planner     Name = "planner"     // the research plan: theme, points, queries, subtasks
 	Replan      Name = "replan"      // follow-up research round from feedback and gaps
 	Select      Name = "select"      // researcher: choose actions (tool calling)
-	Summarize   Name = "summarize"   // per-query summary with exact quotes (seed 001)
-	Answer      Name = "answer"      // researcher: subtask answer (seed 002)
-	Reflect     Name = "reflect"     // researcher: reflection (seed 002)
-	Writer      Name = "writer"      // report (seed 000 §3.4.6)
-	Reviewer    Name = "reviewer"    // review + evaluation (seed 000 §3.5, seed 003)
+	Summarize   Name = "summarize"   // per-query summary with exact quotes
+	Answer      Name = "answer"      // researcher: a subtask's answer from its evidence
+	Reflect     Name = "reflect"     // researcher: is the subtask answered? gaps, next queries
+	Writer      Name = "writer"      // the cited markdown report
+	Reviewer    Name = "reviewer"    // review: scores, evaluations, issues, next action
 )
 
 // Names lists every prompt.
