@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/research"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -107,7 +108,7 @@ type Options struct {
 	// caller caches its last answer.
 	Health func(ctx context.Context) error
 
-	// Subcommands extends /research with more subcommands (issue 6:
+	// Subcommands extends /research with more subcommands (digests:
 	// "schedule", "schedules"). The key is the first word.
 	Subcommands map[string]SlashHandler
 	// Interactions handles block actions and view submissions whose
@@ -127,7 +128,7 @@ type Options struct {
 	Logger     *slog.Logger          // default: discard
 	Registerer prometheus.Registerer // where metrics are registered; default a private registry
 	HTTPClient *http.Client          // for the Web API and response_urls; default a client with a 30s timeout
-	Now        func() time.Time      // clock; default time.Now
+	Clock      clock.Clock           // time and timers; default clock.Real{}
 }
 
 // SlashHandler runs a /research subcommand. args is the text after the
@@ -198,8 +199,8 @@ func (o *Options) defaults() {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
 	if o.InstanceID == "" {
 		host, _ := os.Hostname()
@@ -219,7 +220,7 @@ type Bot struct {
 	api     *slack.Client
 	sm      *socketmode.Client
 	metrics *Metrics
-	now     func() time.Time
+	clk     clock.Clock
 
 	botUserID    string
 	teamID       string
@@ -261,6 +262,9 @@ type Bot struct {
 	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
 }
 
+// now is the time on the bot's clock.
+func (b *Bot) now() time.Time { return b.clk.Now() }
+
 // New returns a Bot that answers with researcher and keeps its records in
 // store. It does not contact Slack; Run does.
 func New(researcher Researcher, store research.Store, opts Options) (*Bot, error) {
@@ -290,13 +294,13 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		res:       researcher,
 		store:     store,
 		metrics:   m,
-		now:       opts.Now,
+		clk:       opts.Clock,
 		allowed:   set(opts.AllowedChannels),
 		approvers: set(opts.Approvers),
 		limiter:   newChannelLimiter(opts.ProgressInterval),
-		updates:   newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, realClock{}),
-		posts:     newPostPacer(opts.PostInterval, opts.PostBurst, realClock{}),
-		refusals:  newRefusalGate(opts.RefusalWindow, realClock{}),
+		updates:   newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, opts.Clock),
+		posts:     newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
+		refusals:  newRefusalGate(opts.RefusalWindow, opts.Clock),
 		runSlots:  make(chan struct{}, opts.MaxConcurrentRuns),
 		running:   map[string]context.CancelCauseFunc{},
 		registry:  private,

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"deepresearch/clock"
 )
 
 // This file keeps the bot within Slack's Web API rate limits when many runs
@@ -25,38 +27,6 @@ import (
 // process's share of it: setShare(n) splits it among n live replicas (the
 // bot counts them in the store's instance registry, see presence.go).
 
-// clock is the time source of the limiters; tests use a manual one.
-type clock interface {
-	Now() time.Time
-	// NewTimer returns a channel that receives once d has passed, and a
-	// function that stops the timer.
-	NewTimer(d time.Duration) (<-chan time.Time, func() bool)
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
-	return t.C, t.Stop
-}
-
-// sleep waits d on clk, or until ctx ends.
-func sleep(ctx context.Context, clk clock, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	c, stop := clk.NewTimer(d)
-	defer stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c:
-		return nil
-	}
-}
-
 // errEditSkipped is returned for a progress edit that the chat.update
 // budget did not allow; the picture stays dirty for a later tick.
 var errEditSkipped = errors.New("progress edit skipped: chat.update budget reserved for final pictures")
@@ -71,7 +41,7 @@ const tokenEps = 1e-9
 // pauses the bucket for its Retry-After, for every waiter. A nil
 // *updateBudget is unlimited.
 type updateBudget struct {
-	clk       clock
+	clk       clock.Clock
 	perMinute float64 // the workspace's rate
 	fullBurst int     // the workspace's burst
 
@@ -95,7 +65,7 @@ type budgetWaiter struct{ _ byte }
 // (the whole workspace's budget: a share of 1); nil (unlimited) when
 // perMinute is negative. The reserve for finals is half the burst, rounded
 // down.
-func newUpdateBudget(perMinute, burst int, clk clock) *updateBudget {
+func newUpdateBudget(perMinute, burst int, clk clock.Clock) *updateBudget {
 	if perMinute < 0 {
 		return nil
 	}
@@ -221,7 +191,7 @@ func (u *updateBudget) wait(ctx context.Context) error {
 	for {
 		now := u.clk.Now()
 		u.refillLocked(now)
-		var timer <-chan time.Time
+		var timer <-chan time.Time // nil: not the head, wait for a change
 		stop := func() bool { return false }
 		if u.queue[0] == me {
 			at := u.readyAtLocked(now)
@@ -232,7 +202,8 @@ func (u *updateBudget) wait(ctx context.Context) error {
 				u.mu.Unlock()
 				return nil
 			}
-			timer, stop = u.clk.NewTimer(at.Sub(now))
+			t := u.clk.NewTimer(at.Sub(now))
+			timer, stop = t.C(), t.Stop
 		}
 		changed := u.changed
 		u.mu.Unlock()
@@ -296,7 +267,7 @@ func (u *updateBudget) retryIn(least time.Duration) time.Duration {
 // postPacer spaces chat.postMessage calls per channel: burst at once, then
 // one per interval. A nil *postPacer does not pace.
 type postPacer struct {
-	clk          clock
+	clk          clock.Clock
 	fullInterval time.Duration // the workspace's pace in a channel
 	fullBurst    int
 
@@ -313,7 +284,7 @@ type paceState struct {
 }
 
 // newPostPacer returns a pacer; nil (no pacing) when interval is negative.
-func newPostPacer(interval time.Duration, burst int, clk clock) *postPacer {
+func newPostPacer(interval time.Duration, burst int, clk clock.Clock) *postPacer {
 	if interval < 0 {
 		return nil
 	}
@@ -394,7 +365,10 @@ func (p *postPacer) wait(ctx context.Context, channel string) error {
 		d = time.Duration(math.Ceil(-st.tokens * float64(p.interval)))
 	}
 	p.mu.Unlock()
-	if err := sleep(ctx, p.clk, d); err != nil {
+	if d <= 0 {
+		return nil // a free slot is taken even when ctx has ended
+	}
+	if err := clock.Sleep(ctx, p.clk, d); err != nil {
 		p.mu.Lock()
 		st.tokens = min(p.burst, st.tokens+1) // give the slot back
 		p.mu.Unlock()
@@ -423,7 +397,7 @@ const maxEphemeralRefusals = 5
 // maxEphemeralRefusals are shown to the user alone; the rest are dropped.
 // A nil *refusalGate posts every refusal in the thread.
 type refusalGate struct {
-	clk    clock
+	clk    clock.Clock
 	window time.Duration
 
 	mu   sync.Mutex
@@ -436,7 +410,7 @@ type refusalState struct {
 }
 
 // newRefusalGate returns a gate; nil when window is negative.
-func newRefusalGate(window time.Duration, clk clock) *refusalGate {
+func newRefusalGate(window time.Duration, clk clock.Clock) *refusalGate {
 	if window < 0 {
 		return nil
 	}

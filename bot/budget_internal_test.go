@@ -3,89 +3,26 @@ package bot
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
+
+	"deepresearch/clock"
 )
 
-// manualClock is a clock that moves only when told to.
-type manualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*manualTimer
+// newManualClock returns a manual clock at a fixed time.
+func newManualClock() *clock.Manual {
+	return clock.NewManual(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC))
 }
 
-type manualTimer struct {
-	at      time.Time
-	c       chan time.Time
-	stopped bool
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &manualTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.c <- c.now
-		t.stopped = true
-	} else {
-		c.timers = append(c.timers, t)
-	}
-	return t.c, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.stopped
-		t.stopped = true
-		return was
-	}
-}
-
-// advance moves the clock and fires the timers that are due.
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	live := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.stopped:
-		case !t.at.After(c.now):
-			t.stopped = true
-			t.c <- c.now
-		default:
-			live = append(live, t)
-		}
-	}
-	c.timers = live
-}
-
-// waitTimer waits until a live timer is set for at (a goroutine is
-// sleeping until then).
-func (c *manualClock) waitTimer(t *testing.T, at time.Time) {
+// waitTimer waits until a pending timer of clk is set for at (a goroutine
+// is sleeping until then).
+func waitTimer(t *testing.T, clk *clock.Manual, at time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		c.mu.Lock()
-		for _, tm := range c.timers {
-			if !tm.stopped && tm.at.Equal(at) {
-				c.mu.Unlock()
-				return
-			}
-		}
-		c.mu.Unlock()
-		time.Sleep(time.Millisecond)
+	select {
+	case <-clk.WaitForTimer(at):
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no timer set for %v", at)
 	}
-	t.Fatalf("no timer set for %v", at)
 }
 
 func queued(u *updateBudget) int {
@@ -131,11 +68,11 @@ func TestUpdateBudgetProgressKeepsReserve(t *testing.T) {
 		}
 	}
 	// Refilled to the reserve and one more, progress may go again.
-	clk.advance(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	if u.tryProgress() {
 		t.Fatal("progress took a token with only the reserve refilled")
 	}
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	if !u.tryProgress() {
 		t.Fatal("progress refused with a token beyond the reserve")
 	}
@@ -166,7 +103,7 @@ func TestUpdateBudgetFinalsFirst(t *testing.T) {
 		}
 	}()
 	waitQueued(t, u, 1)
-	clk.waitTimer(t, start.Add(time.Second))
+	waitTimer(t, clk, start.Add(time.Second))
 	go func() {
 		if u.wait(ctx) == nil {
 			order <- "B"
@@ -174,7 +111,7 @@ func TestUpdateBudgetFinalsFirst(t *testing.T) {
 	}()
 	waitQueued(t, u, 2)
 
-	clk.advance(5 * time.Second) // tokens for both finals and more
+	clk.Advance(5 * time.Second) // tokens for both finals and more
 	if u.tryProgress() {
 		t.Fatal("a progress edit went ahead of queued finals")
 	}
@@ -204,7 +141,7 @@ func TestUpdateBudgetFinalsFirst(t *testing.T) {
 		t.Fatalf("cancelled final = %v", err)
 	}
 	waitQueued(t, u2, 0)
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	if err := u2.wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +168,8 @@ func TestUpdateBudgetPause(t *testing.T) {
 		waitQueued(t, u, map[string]int{"A": 1, "B": 2}[name])
 	}
 	// The head sleeps until the pause ends plus one token's refill (1s).
-	clk.waitTimer(t, start.Add(4*time.Second))
-	clk.advance(3 * time.Second)
+	waitTimer(t, clk, start.Add(4*time.Second))
+	clk.Advance(3 * time.Second)
 	select {
 	case n := <-done:
 		t.Fatalf("final %s went during the pause", n)
@@ -240,13 +177,13 @@ func TestUpdateBudgetPause(t *testing.T) {
 	}
 	// A second 429 extends the pause for everyone.
 	u.pause(2 * time.Second)
-	clk.waitTimer(t, start.Add(6*time.Second))
-	clk.advance(3 * time.Second) // t+6s: one token
+	waitTimer(t, clk, start.Add(6*time.Second))
+	clk.Advance(3 * time.Second) // t+6s: one token
 	if got := <-done; got != "A" {
 		t.Fatalf("first after the pause: %s", got)
 	}
-	clk.waitTimer(t, start.Add(7*time.Second))
-	clk.advance(time.Second)
+	waitTimer(t, clk, start.Add(7*time.Second))
+	clk.Advance(time.Second)
 	if got := <-done; got != "B" {
 		t.Fatalf("second after the pause: %s", got)
 	}
@@ -257,7 +194,7 @@ func TestUpdateBudgetPause(t *testing.T) {
 
 // A nil budget (negative UpdatesPerMinute) never waits nor skips.
 func TestUpdateBudgetUnlimited(t *testing.T) {
-	u := newUpdateBudget(-1, 20, realClock{})
+	u := newUpdateBudget(-1, 20, clock.Real{})
 	if u != nil {
 		t.Fatal("want nil for a negative rate")
 	}
@@ -288,34 +225,38 @@ func TestPostPacer(t *testing.T) {
 				done <- i
 			}
 		}()
-		clk.waitTimer(t, start.Add(time.Duration(i+1)*time.Second))
+		waitTimer(t, clk, start.Add(time.Duration(i+1)*time.Second))
 	}
 	if err := p.wait(ctx, "C2"); err != nil {
 		t.Fatal("another channel waited")
 	}
-	clk.advance(999 * time.Millisecond)
+	clk.Advance(999 * time.Millisecond)
 	select {
 	case <-done:
 		t.Fatal("a post went before its slot")
 	default:
 	}
-	clk.advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	<-done
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	<-done
 
 	// A cancelled wait gives its slot back.
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- p.wait(cctx, "C1") }()
-	clk.waitTimer(t, clk.Now().Add(time.Second))
+	waitTimer(t, clk, clk.Now().Add(time.Second))
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait = %v", err)
 	}
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	if err := p.wait(ctx, "C1"); err != nil {
 		t.Fatal(err)
+	}
+	// A free slot does not wait, so an ended context does not refuse it.
+	if err := p.wait(cctx, "C3"); err != nil {
+		t.Errorf("free slot with an ended context = %v, want nil", err)
 	}
 	if newPostPacer(-1, 3, clk) != nil {
 		t.Error("a negative interval should disable pacing")
@@ -343,7 +284,7 @@ func TestRefusalGate(t *testing.T) {
 			t.Errorf("%v: %s, want thread", c, r)
 		}
 	}
-	clk.advance(30 * time.Second)
+	clk.Advance(30 * time.Second)
 	if r := g.route("U1", "C1", "limit"); r != refuseInThread {
 		t.Errorf("next window: %s, want thread", r)
 	}
@@ -395,16 +336,16 @@ func TestUpdateBudgetShare(t *testing.T) {
 	}
 	go final("A")
 	waitQueued(t, u, 1)
-	clk.waitTimer(t, start.Add(3*time.Second))
+	waitTimer(t, clk, start.Add(3*time.Second))
 	go final("B")
 	waitQueued(t, u, 2)
-	clk.advance(time.Second) // 1/3 of a token earned at the old rate
+	clk.Advance(time.Second) // 1/3 of a token earned at the old rate
 	// The others left: 60/min again. A needs 2/3 of a token, 0.67s.
 	u.setShare(1)
 	if pm, b := u.current(); pm != 60 || b != 20 {
 		t.Fatalf("back to the full budget = %v/min, burst %d; want 60, 20", pm, b)
 	}
-	clk.advance(700 * time.Millisecond)
+	clk.Advance(700 * time.Millisecond)
 	if got := <-order; got != "A" {
 		t.Fatalf("first final served: %s, want A", got)
 	}
@@ -420,13 +361,13 @@ func TestUpdateBudgetShare(t *testing.T) {
 	if pm, b := u.current(); pm != 30 || b != 10 {
 		t.Fatalf("a half = %v/min, burst %d; want 30, 10", pm, b)
 	}
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	select {
 	case got := <-order:
 		t.Fatalf("final %s served at the old rate", got)
 	default:
 	}
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	if got := <-order; got != "B" {
 		t.Fatalf("second final served: %s, want B", got)
 	}
@@ -470,14 +411,14 @@ func TestPostPacerShare(t *testing.T) {
 			close(done)
 		}
 	}()
-	clk.waitTimer(t, start.Add(3*time.Second))
-	clk.advance(2 * time.Second)
+	waitTimer(t, clk, start.Add(3*time.Second))
+	clk.Advance(2 * time.Second)
 	select {
 	case <-done:
 		t.Fatal("a post went before its slot at the shared pace")
 	default:
 	}
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	<-done
 	// A new channel gets the shared burst too.
 	if err := p.wait(ctx, "C2"); err != nil {
@@ -489,14 +430,14 @@ func TestPostPacerShare(t *testing.T) {
 			close(blocked)
 		}
 	}()
-	clk.waitTimer(t, clk.Now().Add(3*time.Second))
-	clk.advance(3 * time.Second)
+	waitTimer(t, clk, clk.Now().Add(3*time.Second))
+	clk.Advance(3 * time.Second)
 	<-blocked
 	p.setShare(1)
 	if d, b := p.current(); d != time.Second || b != 3 {
 		t.Fatalf("full pace = %v, burst %d; want 1s, 3", d, b)
 	}
-	clk.advance(3 * time.Second) // C3 idle; C1, C2 refill to 3
+	clk.Advance(3 * time.Second) // C3 idle; C1, C2 refill to 3
 	for i := range 3 {
 		if err := p.wait(ctx, "C1"); err != nil {
 			t.Fatalf("post %d of the full burst: %v", i, err)

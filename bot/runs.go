@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/research"
 
 	"github.com/slack-go/slack"
@@ -455,10 +456,7 @@ func (b *Bot) pause(ctx context.Context, r research.Run, th research.Thread, int
 	if err != nil && !errors.Is(err, research.ErrLeaseLost) {
 		// A blip of the database passes; a refusal of the row does not.
 		log.Warn("bot: record waiting run; trying once more", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		_ = clock.Sleep(ctx, b.clk, time.Second)
 		err = b.store.WaitRun(ctx, r.ID, b.opts.InstanceID, pi, b.now())
 	}
 	if err != nil {
@@ -513,10 +511,7 @@ func (b *Bot) finish(ctx context.Context, r research.Run, th research.Thread, re
 	for round := 1; err != nil && transient(err) && round <= uploadRounds && ctx.Err() == nil; round++ {
 		wait := time.Duration(round) * 2 * time.Second
 		log.Warn("bot: report upload failed; trying again", "err", err, "round", round, "wait", wait)
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
+		_ = clock.Sleep(ctx, b.clk, wait)
 		err = b.uploadReport(ctx, r, res, requester, log)
 	}
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"deepresearch/clock"
+
 	"github.com/slack-go/slack"
 )
 
@@ -18,7 +20,7 @@ import (
 // retried with a backoff only when idempotent is true (the request may
 // have been acted on). Every failure is counted by method and error code.
 func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(context.Context) error) error {
-	backoff := 200 * time.Millisecond
+	backoff := clock.Backoff{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
 	for attempt := 0; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
@@ -38,9 +40,9 @@ func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(
 		case errors.As(err, &rl):
 			wait = max(rl.RetryAfter, 100*time.Millisecond)
 		case idempotent && errors.As(err, &sc) && sc.Code >= 500:
-			wait = backoff
+			wait = backoff.Delay(attempt + 1)
 		case idempotent && isNetErr(err):
-			wait = backoff
+			wait = backoff.Delay(attempt + 1)
 		default:
 			return fmt.Errorf("%s: %w", method, err)
 		}
@@ -48,14 +50,9 @@ func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(
 			return fmt.Errorf("%s (after %d attempts): %w", method, attempt+1, err)
 		}
 		b.log.Debug("bot: retrying slack call", "method", method, "code", code, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%s: %w", method, ctx.Err())
-		case <-t.C:
+		if err := clock.Sleep(ctx, b.clk, wait); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/research"
 
 	"github.com/slack-go/slack"
@@ -20,8 +21,8 @@ import (
 // returns only when it cannot connect, and then we try again with a backoff,
 // unless the app token was rejected.
 func (b *Bot) socketLoop(ctx context.Context) error {
-	backoff := 500 * time.Millisecond
-	for {
+	backoff := clock.Backoff{Initial: 500 * time.Millisecond, Max: 30 * time.Second}
+	for attempt := 1; ; attempt++ {
 		err := b.sm.RunContext(ctx)
 		b.connected.Store(false)
 		if ctx.Err() != nil {
@@ -31,14 +32,12 @@ func (b *Bot) socketLoop(ctx context.Context) error {
 		case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "not_allowed_token_type":
 			return fmt.Errorf("%w: apps.connections.open answered %s; check SLACK_APP_TOKEN (an app-level token, xapp-, with connections:write)", ErrAuth, errorCode(err))
 		}
-		b.log.Warn("bot: socket mode stopped; reconnecting", "err", err, "backoff", backoff)
+		wait := backoff.Delay(attempt)
+		b.log.Warn("bot: socket mode stopped; reconnecting", "err", err, "backoff", wait)
 		b.metrics.reconnects.Inc()
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, b.clk, wait) != nil {
 			return nil
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 30*time.Second)
 	}
 }
 
