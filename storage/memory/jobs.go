@@ -16,6 +16,7 @@ import (
 type Jobs struct {
 	mu        sync.Mutex
 	jobs      map[jobKey]jobs.Job
+	live      map[jobKey]struct{} // the Ready and Held jobs: Claim scans only these
 	instances map[string]time.Time
 }
 
@@ -28,7 +29,7 @@ var _ jobs.Queue = (*Jobs)(nil)
 
 // NewJobs returns an empty queue.
 func NewJobs() *Jobs {
-	return &Jobs{jobs: map[jobKey]jobs.Job{}, instances: map[string]time.Time{}}
+	return &Jobs{jobs: map[jobKey]jobs.Job{}, live: map[jobKey]struct{}{}, instances: map[string]time.Time{}}
 }
 
 // cloneJob copies the payload so callers never share memory with the store,
@@ -46,6 +47,25 @@ func cloneJob(j jobs.Job) jobs.Job {
 	return j
 }
 
+// store saves j and keeps the live set in step; the caller holds mu.
+func (q *Jobs) store(j jobs.Job) {
+	k := jobKey{j.Kind, j.Key}
+	q.jobs[k] = j
+	if j.State == jobs.Ready || j.State == jobs.Held {
+		q.live[k] = struct{}{}
+	} else {
+		delete(q.live, k)
+	}
+}
+
+// older orders jobs as claims take them: CreatedAt, then Key.
+func older(a, b jobs.Job) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.Key < b.Key
+}
+
 // Put implements jobs.Queue.
 func (q *Jobs) Put(_ context.Context, js []jobs.Job) ([]bool, error) {
 	js, err := jobs.CheckPut(js)
@@ -60,7 +80,7 @@ func (q *Jobs) Put(_ context.Context, js []jobs.Job) ([]bool, error) {
 		if _, ok := q.jobs[k]; ok {
 			continue
 		}
-		q.jobs[k] = cloneJob(j)
+		q.store(cloneJob(j))
 		stored[i] = true
 	}
 	return stored, nil
@@ -70,7 +90,7 @@ func (q *Jobs) Put(_ context.Context, js []jobs.Job) ([]bool, error) {
 func (q *Jobs) claim(j jobs.Job, owner string, now time.Time, lease time.Duration) jobs.Job {
 	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = jobs.Held, owner, now.Add(lease), now
 	j.Attempts++
-	q.jobs[jobKey{j.Kind, j.Key}] = j
+	q.store(j)
 	return cloneJob(j)
 }
 
@@ -92,20 +112,23 @@ func (q *Jobs) ClaimKey(_ context.Context, kind jobs.Kind, key, owner string, no
 func (q *Jobs) Claim(_ context.Context, kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	// Keep the oldest limit candidates, sorted, in one pass.
 	var cand []jobs.Job
-	for k, j := range q.jobs {
-		if k.kind == kind && j.Claimable(now, maxAttempts) {
-			cand = append(cand, j)
+	for k := range q.live {
+		j := q.jobs[k]
+		if k.kind != kind || !j.Claimable(now, maxAttempts) {
+			continue
 		}
-	}
-	sort.Slice(cand, func(a, b int) bool {
-		if !cand[a].CreatedAt.Equal(cand[b].CreatedAt) {
-			return cand[a].CreatedAt.Before(cand[b].CreatedAt)
+		if limit > 0 && len(cand) == limit {
+			if !older(j, cand[limit-1]) {
+				continue
+			}
+			cand = cand[:limit-1]
 		}
-		return cand[a].Key < cand[b].Key
-	})
-	if limit > 0 && len(cand) > limit {
-		cand = cand[:limit]
+		i := sort.Search(len(cand), func(i int) bool { return older(j, cand[i]) })
+		cand = append(cand, jobs.Job{})
+		copy(cand[i+1:], cand[i:])
+		cand[i] = j
 	}
 	got := make([]jobs.Job, 0, len(cand))
 	for _, j := range cand {
@@ -136,7 +159,7 @@ func (q *Jobs) Extend(_ context.Context, kind jobs.Kind, key, owner string, now 
 		return jobs.Job{}, err
 	}
 	j.LeaseUntil, j.UpdatedAt = now.Add(lease), now
-	q.jobs[jobKey{kind, key}] = j
+	q.store(j)
 	return cloneJob(j), nil
 }
 
@@ -150,7 +173,7 @@ func (q *Jobs) Release(_ context.Context, kind jobs.Kind, key, owner string, now
 	}
 	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = jobs.Ready, "", time.Time{}, now
 	j.Attempts = max(j.Attempts-1, 1)
-	q.jobs[jobKey{kind, key}] = j
+	q.store(j)
 	return nil
 }
 
@@ -166,7 +189,7 @@ func (q *Jobs) Park(_ context.Context, kind jobs.Kind, key, owner string, payloa
 	if payload != nil {
 		j.Payload = bytes.Clone(payload)
 	}
-	q.jobs[jobKey{kind, key}] = j
+	q.store(j)
 	return nil
 }
 
@@ -185,7 +208,7 @@ func (q *Jobs) Unpark(_ context.Context, kind jobs.Kind, key string, payload []b
 	if payload != nil {
 		j.Payload = bytes.Clone(payload)
 	}
-	q.jobs[jobKey{kind, key}] = j
+	q.store(j)
 	return cloneJob(j), nil
 }
 
@@ -214,7 +237,7 @@ func (q *Jobs) finish(j jobs.Job, state jobs.State, errText string, payload []by
 	if payload != nil {
 		j.Payload = bytes.Clone(payload)
 	}
-	q.jobs[jobKey{j.Kind, j.Key}] = j
+	q.store(j)
 }
 
 // Cancel implements jobs.Queue.
@@ -267,7 +290,7 @@ func (q *Jobs) Prune(_ context.Context, before time.Time) (int, error) {
 	n := 0
 	for k, j := range q.jobs {
 		if j.State.Final() && j.FinishedAt.Before(before) {
-			delete(q.jobs, k)
+			delete(q.jobs, k) // never live
 			n++
 		}
 	}
