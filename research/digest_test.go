@@ -21,7 +21,7 @@ func TestDigestResearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Title != "EU AI Act report" || len(res.Cited) == 0 || res.Reply {
+	if res.Title != reportTitle || len(res.Cited) == 0 || res.Reply {
 		t.Fatalf("result = %+v", res)
 	}
 	for _, s := range res.Cited {
@@ -34,12 +34,12 @@ func TestDigestResearch(t *testing.T) {
 	}
 	// The same firing again (a retry after the digest was posted but not
 	// recorded) returns the finished report without asking the model.
-	planners, writers := w.brain.count("planner"), w.brain.count("writer")
+	planners, writers := w.brain.Count("planner"), w.brain.Count("writer")
 	again, err := r.Research(ctx, req)
 	if err != nil || again.Title != res.Title {
 		t.Fatalf("again: %+v, %v", again, err)
 	}
-	if w.brain.count("planner") != planners || w.brain.count("writer") != writers {
+	if w.brain.Count("planner") != planners || w.brain.Count("writer") != writers {
 		t.Error("a finished digest was researched again")
 	}
 }
@@ -51,14 +51,14 @@ func TestDigestContinuesUnfinishedThread(t *testing.T) {
 	r, _ := w.researcher()
 	ctx := testCtx(t)
 	req := research.DigestRequest{ThreadID: "schedule:s1:2", Question: question, Depth: "quick"}
-	w.brain.hangAt.Store("writer")
+	entered := w.brain.HangAt("writer")
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Research(runCtx, req)
 		done <- err
 	}()
-	<-w.brain.entered
+	<-entered
 	stop()
 	select {
 	case err := <-done:
@@ -68,14 +68,14 @@ func TestDigestContinuesUnfinishedThread(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Research did not return")
 	}
-	w.brain.hangAt.Store("")
-	planners := w.brain.count("planner")
+	w.brain.HangAt("")
+	planners := w.brain.Count("planner")
 	r2, _ := w.researcher()
 	res, err := r2.Research(ctx, req)
 	if err != nil || res.Title == "" {
 		t.Fatalf("continued: %+v, %v", res, err)
 	}
-	if w.brain.count("planner") != planners {
+	if w.brain.Count("planner") != planners {
 		t.Error("the continued digest planned again")
 	}
 }

@@ -27,10 +27,10 @@ func TestRunToCompletion(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	res := out.Result
-	if res.Title != "EU AI Act report" {
+	if res.Title != reportTitle {
 		t.Errorf("title = %q", res.Title)
 	}
-	if !strings.Contains(res.Summary, "in force") {
+	if res.Summary != reportSummary {
 		t.Errorf("summary = %q", res.Summary)
 	}
 	if !strings.Contains(res.Report, "## References") || !strings.Contains(res.Report, "[^1]: ") {
@@ -48,7 +48,7 @@ func TestRunToCompletion(t *testing.T) {
 	var sawRunning, sawPlan bool
 	for _, p := range snaps {
 		phases[p.Phase] = true
-		if slices.Equal(p.Plan, []string{"Timeline", "Penalties"}) {
+		if slices.Equal(p.Plan, plan) {
 			sawPlan = true
 		}
 		for _, s := range p.Subtasks {
@@ -83,7 +83,7 @@ func TestRunToCompletion(t *testing.T) {
 	}
 	first := snaps[0]
 	first.Plan = append(first.Plan, "x")
-	if len(snaps[len(snaps)-1].Plan) != 2 {
+	if len(snaps[len(snaps)-1].Plan) != len(plan) {
 		t.Error("snapshots share their plan")
 	}
 
@@ -113,10 +113,10 @@ func TestDraftApproval(t *testing.T) {
 	if in.Kind != research.InterruptDraft || in.ID == "" {
 		t.Errorf("interrupt = %+v", in)
 	}
-	if !strings.Contains(in.Draft, "# EU AI Act report") || !strings.Contains(in.Draft, "[^1]:") {
+	if !strings.Contains(in.Draft, "# "+reportTitle) || !strings.Contains(in.Draft, "[^1]:") {
 		t.Errorf("draft = %q", in.Draft)
 	}
-	if !strings.Contains(in.Text, "in force") || !strings.Contains(in.Text, "Citations:") {
+	if !strings.Contains(in.Text, reportSummary) || !strings.Contains(in.Text, "Citations:") {
 		t.Errorf("text = %q", in.Text)
 	}
 	// a waiting thread has nothing to continue: the bot resumes it
@@ -134,7 +134,7 @@ func TestDraftApproval(t *testing.T) {
 	if out.Result == nil || !strings.Contains(out.Result.Report, "## References") {
 		t.Fatalf("outcome after approve = %+v", out)
 	}
-	if snaps := rec2.all(); len(snaps) == 0 || len(snaps[0].Plan) != 2 || snaps[0].SourcesRead == 0 {
+	if snaps := rec2.all(); len(snaps) == 0 || len(snaps[0].Plan) != len(plan) || snaps[0].SourcesRead == 0 {
 		t.Errorf("resumed progress does not start from the thread's plan and sources: %+v", snaps)
 	}
 	// a second answer to the same interrupt is not applied: the graph
@@ -159,24 +159,24 @@ func TestResearchMoreAndRevise(t *testing.T) {
 	if out.Interrupt == nil || out.Interrupt.Kind != research.InterruptPlan || !strings.Contains(out.Interrupt.Text, "1. Timeline") {
 		t.Fatalf("plan interrupt = %+v", out.Interrupt)
 	}
-	planners := w.brain.count("planner")
+	planners := w.brain.Count("planner")
 	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionRevise, Text: "start with penalties"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Interrupt == nil || out.Interrupt.Kind != research.InterruptPlan || w.brain.count("planner") != planners+1 {
+	if out.Interrupt == nil || out.Interrupt.Kind != research.InterruptPlan || w.brain.Count("planner") != planners+1 {
 		t.Fatalf("revise did not replan: %+v", out.Interrupt)
 	}
 	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionApprove}, nil)
 	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != research.InterruptDraft {
 		t.Fatalf("after plan approval: %+v, %v", out, err)
 	}
-	researched := w.brain.count("reflect")
+	researched := w.brain.Count("reflect")
 	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionMore, Text: "look for SMEs"}, nil)
 	if err != nil || out.Interrupt == nil || out.Interrupt.Kind != research.InterruptDraft {
 		t.Fatalf("after research more: %+v, %v", out, err)
 	}
-	if w.brain.count("reflect") == researched {
+	if w.brain.Count("reflect") == researched {
 		t.Error("research more did not research")
 	}
 	out, err = r.Resume(ctx, "t3", out.Interrupt.ID, research.Answer{Action: research.ActionApprove}, nil)
@@ -189,14 +189,14 @@ func TestCancelRunning(t *testing.T) {
 	w := newWorld(t)
 	r, a := w.researcher()
 	ctx := testCtx(t)
-	w.brain.hangAt.Store("writer")
+	entered := w.brain.HangAt("writer")
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Start(ctx, research.StartRequest{ThreadID: "t4", Question: question, Options: research.RunOptions{Depth: "quick"}}, nil)
 		done <- err
 	}()
 	select {
-	case <-w.brain.entered:
+	case <-entered:
 	case <-ctx.Done():
 		t.Fatal("the writer was never called")
 	}
@@ -212,7 +212,7 @@ func TestCancelRunning(t *testing.T) {
 	default:
 		t.Fatal("Cancel returned while the run was still going")
 	}
-	w.brain.hangAt.Store("")
+	w.brain.HangAt("")
 	if _, err := r.Continue(ctx, "t4", nil); !errors.Is(err, research.ErrNothingToContinue) {
 		t.Errorf("Continue after cancel: %v", err)
 	}
@@ -265,14 +265,14 @@ func TestContinueAfterStop(t *testing.T) {
 	w := newWorld(t)
 	r, _ := w.researcher()
 	ctx := testCtx(t)
-	w.brain.hangAt.Store("writer")
+	entered := w.brain.HangAt("writer")
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Start(runCtx, research.StartRequest{ThreadID: "t6", Question: question, Options: research.RunOptions{Depth: "quick"}}, nil)
 		done <- err
 	}()
-	<-w.brain.entered
+	<-entered
 	stop()
 	select {
 	case err := <-done:
@@ -282,15 +282,15 @@ func TestContinueAfterStop(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Start did not return")
 	}
-	w.brain.hangAt.Store("")
-	planners := w.brain.count("planner")
+	w.brain.HangAt("")
+	planners := w.brain.Count("planner")
 	r2, _ := w.researcher()
 	var rec recorder
 	out, err := r2.Continue(ctx, "t6", rec.sink)
 	if err != nil || out.Result == nil {
 		t.Fatalf("Continue: %+v, %v", out, err)
 	}
-	if w.brain.count("planner") != planners {
+	if w.brain.Count("planner") != planners {
 		t.Error("Continue planned again")
 	}
 	if snaps := rec.all(); len(snaps) == 0 || snaps[len(snaps)-1].SourcesRead == 0 {
@@ -310,7 +310,7 @@ func TestStartRepeatedForFinishedRun(t *testing.T) {
 	if err != nil || first.Result == nil {
 		t.Fatalf("Start: %+v, %v", first, err)
 	}
-	planners, writers := w.brain.count("planner"), w.brain.count("writer")
+	planners, writers := w.brain.Count("planner"), w.brain.Count("writer")
 	r2, _ := w.researcher()
 	again, err := r2.Start(ctx, req, nil)
 	if err != nil || again.Result == nil {
@@ -319,8 +319,8 @@ func TestStartRepeatedForFinishedRun(t *testing.T) {
 	if again.Result.Report != first.Result.Report {
 		t.Errorf("repeated Start returned another report")
 	}
-	if w.brain.count("planner") != planners || w.brain.count("writer") != writers {
-		t.Errorf("repeated Start asked the LLM again (planner %d→%d, writer %d→%d)", planners, w.brain.count("planner"), writers, w.brain.count("writer"))
+	if w.brain.Count("planner") != planners || w.brain.Count("writer") != writers {
+		t.Errorf("repeated Start asked the LLM again (planner %d→%d, writer %d→%d)", planners, w.brain.Count("planner"), writers, w.brain.Count("writer"))
 	}
 
 	follow := req
@@ -328,7 +328,7 @@ func TestStartRepeatedForFinishedRun(t *testing.T) {
 	if _, err := r2.Start(ctx, follow, nil); err != nil {
 		t.Fatal(err)
 	}
-	if w.brain.count("writer") == writers {
+	if w.brain.Count("writer") == writers {
 		t.Error("a new run on the thread did not research")
 	}
 }

@@ -12,7 +12,7 @@ import (
 // instead of showing nothing new.
 func TestProgressShowsWaitingForTheModel(t *testing.T) {
 	w := newWorld(t)
-	w.brain.failFirst.Store("planner")
+	w.brain.FailNext("planner")
 	r, _ := w.researcher()
 	rec := &recorder{}
 	out, err := r.Start(testCtx(t), research.StartRequest{RunID: "run1", ThreadID: "tw", Question: question, Options: research.RunOptions{Depth: "quick"}}, rec.sink)
