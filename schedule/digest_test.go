@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/storage/memory"
@@ -120,7 +121,7 @@ func TestDigestAgainstPreviousDigest(t *testing.T) {
 			Report: "# Competitor news\n\n## Details\nX and Z.", Cited: []research.Source{{URL: "https://x.example/prices/?utm_campaign=a", Title: "X prices"}, {URL: "https://z.example/deal", Title: "Z deal"}}},
 	}}
 	poster := &fakePoster{}
-	clk := schedule.NewManualClock(monday9)
+	clk := clock.NewManual(monday9)
 	s := newSched(t, st, clk, &schedule.DigestRunner{Researcher: res, Poster: poster})
 	tick(t, s)
 	clk.Set(monday9.Add(7 * 24 * time.Hour))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"deepresearch/clock"
 )
 
 // Fields of a Draft named by a ValidationError.
@@ -65,8 +67,8 @@ type Manager struct {
 	// only the id's form is checked.
 	Channels ChannelChecker
 	Limits   Limits
-	Admins   []string // Slack user ids who may change any schedule
-	Clock    Clock    // nil: SystemClock
+	Admins   []string    // Slack user ids who may change any schedule
+	Clock    clock.Clock // nil: clock.Real
 }
 
 func (m *Manager) now() time.Time {

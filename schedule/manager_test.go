@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/schedule"
 	"deepresearch/storage/memory"
 )
 
-func newManager(t *testing.T) (*schedule.Manager, *countingRunner, *schedule.ManualClock) {
+func newManager(t *testing.T) (*schedule.Manager, *countingRunner, *clock.Manual) {
 	t.Helper()
 	st := memory.NewSchedules()
-	clk := schedule.NewManualClock(monday9.Add(-time.Hour))
+	clk := clock.NewManual(monday9.Add(-time.Hour))
 	r := &countingRunner{}
 	return &schedule.Manager{Store: st, Scheduler: newSched(t, st, clk, r), Clock: clk, Admins: []string{"UADMIN"},
 		Limits: schedule.Limits{MaxPerChannel: 2, ShortestInterval: time.Hour}}, r, clk

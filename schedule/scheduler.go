@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"deepresearch/clock"
 )
 
 // Job is one firing handed to a Runner.
@@ -44,7 +46,7 @@ type ApprovalRequester interface {
 type Scheduler struct {
 	Store  Store
 	Runner Runner
-	Clock  Clock // nil: SystemClock
+	Clock  clock.Clock // nil: clock.Real
 	// Approvals is asked for approval of schedules with Options.Approval;
 	// nil runs them without asking (and logs a warning).
 	Approvals ApprovalRequester
@@ -68,7 +70,7 @@ type Scheduler struct {
 func (s *Scheduler) init() {
 	s.once.Do(func() {
 		if s.Clock == nil {
-			s.Clock = SystemClock{}
+			s.Clock = clock.Real{}
 		}
 		if s.Owner == "" {
 			host, _ := os.Hostname()

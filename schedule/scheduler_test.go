@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/schedule"
 	"deepresearch/storage/memory"
 )
@@ -45,7 +46,7 @@ func (r *countingRunner) Jobs() []schedule.Job {
 
 var monday9 = time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC) // Monday 09:00 JST
 
-func newSched(t *testing.T, st schedule.Store, clk *schedule.ManualClock, r schedule.Runner) *schedule.Scheduler {
+func newSched(t *testing.T, st schedule.Store, clk *clock.Manual, r schedule.Runner) *schedule.Scheduler {
 	t.Helper()
 	return &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: fmt.Sprintf("p-%p", r), Grace: time.Hour, Lease: 2 * time.Minute}
 }
@@ -80,7 +81,7 @@ func firing(t *testing.T, st schedule.Store, id string, due time.Time) schedule.
 func TestSchedulerFiresOnceAtDueTime(t *testing.T) {
 	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
-	clk := schedule.NewManualClock(monday9.Add(-time.Minute))
+	clk := clock.NewManual(monday9.Add(-time.Minute))
 	r := &countingRunner{}
 	s := newSched(t, st, clk, r)
 	tick(t, s)
@@ -114,9 +115,9 @@ func TestRestartCatchUp(t *testing.T) {
 		st := memory.NewSchedules()
 		weekly(t, st, monday9.Add(-3*24*time.Hour))
 		r := &countingRunner{}
-		s1 := newSched(t, st, schedule.NewManualClock(monday9.Add(40*time.Minute)), r)
+		s1 := newSched(t, st, clock.NewManual(monday9.Add(40*time.Minute)), r)
 		tick(t, s1)
-		s2 := newSched(t, st, schedule.NewManualClock(monday9.Add(50*time.Minute)), r) // another restart
+		s2 := newSched(t, st, clock.NewManual(monday9.Add(50*time.Minute)), r) // another restart
 		tick(t, s2)
 		if jobs := r.Jobs(); len(jobs) != 1 || !jobs[0].Due.Equal(monday9) {
 			t.Fatalf("jobs = %+v", jobs)
@@ -129,7 +130,7 @@ func TestRestartCatchUp(t *testing.T) {
 		st := memory.NewSchedules()
 		weekly(t, st, monday9.Add(-3*24*time.Hour))
 		r := &countingRunner{}
-		clk := schedule.NewManualClock(monday9.Add(3 * time.Hour))
+		clk := clock.NewManual(monday9.Add(3 * time.Hour))
 		s := newSched(t, st, clk, r)
 		tick(t, s)
 		tick(t, s)
@@ -155,7 +156,7 @@ func TestRestartCatchUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &countingRunner{}
-		s := newSched(t, st, schedule.NewManualClock(monday9.Add(5*time.Hour+10*time.Minute)), r)
+		s := newSched(t, st, clock.NewManual(monday9.Add(5*time.Hour+10*time.Minute)), r)
 		tick(t, s)
 		if jobs := r.Jobs(); len(jobs) != 1 || !jobs[0].Due.Equal(monday9.Add(5*time.Hour)) {
 			t.Fatalf("jobs = %+v", jobs)
@@ -180,7 +181,7 @@ func TestPausedDueTimesAreNotCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &countingRunner{}
-	clk := schedule.NewManualClock(monday9.Add(10 * time.Minute))
+	clk := clock.NewManual(monday9.Add(10 * time.Minute))
 	s := newSched(t, st, clk, r)
 	tick(t, s)
 	// Resumed after the due time, within what would be the grace window.
@@ -205,7 +206,7 @@ func TestTakeOverAfterProcessDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &countingRunner{}
-	clk := schedule.NewManualClock(monday9.Add(time.Minute))
+	clk := clock.NewManual(monday9.Add(time.Minute))
 	s := newSched(t, st, clk, r)
 	tick(t, s)
 	if len(r.Jobs()) != 0 {
@@ -225,7 +226,7 @@ func TestTakeOverAfterProcessDied(t *testing.T) {
 func TestShutdownHandsFiringBack(t *testing.T) {
 	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
-	clk := schedule.NewManualClock(monday9)
+	clk := clock.NewManual(monday9)
 	r := &countingRunner{hold: make(chan struct{})}
 	s := newSched(t, st, clk, r)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -242,7 +243,7 @@ func TestShutdownHandsFiringBack(t *testing.T) {
 	}
 	// Another process takes it over at once.
 	r2 := &countingRunner{}
-	s2 := newSched(t, st, schedule.NewManualClock(monday9.Add(time.Second)), r2)
+	s2 := newSched(t, st, clock.NewManual(monday9.Add(time.Second)), r2)
 	tick(t, s2)
 	if jobs := r2.Jobs(); len(jobs) != 1 || jobs[0].Attempt != 2 {
 		t.Fatalf("take over: %+v", jobs)
@@ -263,7 +264,7 @@ func (r *notifyRunner) Run(ctx context.Context, job schedule.Job) (*schedule.Dig
 func TestRunLoopWithManualClock(t *testing.T) {
 	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
-	clk := schedule.NewManualClock(monday9.Add(-time.Minute))
+	clk := clock.NewManual(monday9.Add(-time.Minute))
 	r := &notifyRunner{ran: make(chan struct{}, 4)}
 	s := newSched(t, st, clk, r)
 	s.Interval = 30 * time.Second
@@ -297,7 +298,7 @@ func TestFailedRunIsRecorded(t *testing.T) {
 	st := memory.NewSchedules()
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	r := &countingRunner{err: errors.New("LLM down")}
-	s := newSched(t, st, schedule.NewManualClock(monday9), r)
+	s := newSched(t, st, clock.NewManual(monday9), r)
 	tick(t, s)
 	if f := firing(t, st, "w", monday9); f.State != schedule.FiringFailed || f.Error != "LLM down" {
 		t.Fatalf("firing = %+v", f)
@@ -325,7 +326,7 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	r := &countingRunner{}
 	ap := &approvals{}
-	s := newSched(t, st, schedule.NewManualClock(monday9), r)
+	s := newSched(t, st, clock.NewManual(monday9), r)
 	s.Approvals = ap
 	tick(t, s)
 	if len(ap.jobs) != 1 || len(r.Jobs()) != 0 {
@@ -360,7 +361,7 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	// Declining the next one records it as skipped.
 	next := monday9.Add(7 * 24 * time.Hour)
-	s2 := newSched(t, st, schedule.NewManualClock(next), r)
+	s2 := newSched(t, st, clock.NewManual(next), r)
 	s2.Approvals = ap
 	tick(t, s2)
 	if err := s2.Decline(ctx, "w", next, "U1"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/schedule"
 )
 
@@ -60,9 +61,9 @@ func TestSchedulersRace(t *testing.T) {
 	}
 	rec := &recorder{runs: map[string][]string{}}
 	var scheds []*schedule.Scheduler
-	var clocks []*schedule.ManualClock
+	var clocks []*clock.Manual
 	for i := range 3 {
-		clk := schedule.NewManualClock(start)
+		clk := clock.NewManual(start)
 		clocks = append(clocks, clk)
 		owner := fmt.Sprint("replica-", i)
 		scheds = append(scheds, &schedule.Scheduler{Store: openSchedules(t, dsn), Runner: ownedRunner{rec, owner},
