@@ -58,8 +58,8 @@ func (q *Jobs) store(j jobs.Job) {
 	}
 }
 
-// older orders jobs as claims take them: CreatedAt, then Key.
-func older(a, b jobs.Job) bool {
+// jobOlder orders jobs as claims take them: CreatedAt, then Key.
+func jobOlder(a, b jobs.Job) bool {
 	if !a.CreatedAt.Equal(b.CreatedAt) {
 		return a.CreatedAt.Before(b.CreatedAt)
 	}
@@ -120,12 +120,12 @@ func (q *Jobs) Claim(_ context.Context, kind jobs.Kind, owner string, now time.T
 			continue
 		}
 		if limit > 0 && len(cand) == limit {
-			if !older(j, cand[limit-1]) {
+			if !jobOlder(j, cand[limit-1]) {
 				continue
 			}
 			cand = cand[:limit-1]
 		}
-		i := sort.Search(len(cand), func(i int) bool { return older(j, cand[i]) })
+		i := sort.Search(len(cand), func(i int) bool { return jobOlder(j, cand[i]) })
 		cand = append(cand, jobs.Job{})
 		copy(cand[i+1:], cand[i:])
 		cand[i] = j

@@ -208,8 +208,8 @@ func (q *Jobs) held(ctx context.Context, what string, kind jobs.Kind, key, owner
 		append([]any{string(kind), key, owner}, args...)...)
 }
 
-// newPayload returns the flag and value of a "nil keeps it" payload.
-func newPayload(p []byte) (bool, []byte) {
+// jobPayload returns the flag and value of a "nil keeps it" payload.
+func jobPayload(p []byte) (bool, []byte) {
 	if p == nil {
 		return false, []byte{}
 	}
@@ -230,7 +230,7 @@ func (q *Jobs) Release(ctx context.Context, kind jobs.Kind, key, owner string, n
 
 // Park implements jobs.Queue.
 func (q *Jobs) Park(ctx context.Context, kind jobs.Kind, key, owner string, payload []byte, now time.Time) error {
-	set, p := newPayload(payload)
+	set, p := jobPayload(payload)
 	_, err := q.held(ctx, "park", kind, key, owner,
 		`state = 'parked', owner = '', lease_until = 0, payload = CASE WHEN $4 THEN $5 ELSE payload END, updated_at = $6`,
 		set, p, jobNanos(now))
@@ -239,7 +239,7 @@ func (q *Jobs) Park(ctx context.Context, kind jobs.Kind, key, owner string, payl
 
 // Unpark implements jobs.Queue.
 func (q *Jobs) Unpark(ctx context.Context, kind jobs.Kind, key string, payload []byte, now time.Time) (jobs.Job, error) {
-	set, p := newPayload(payload)
+	set, p := jobPayload(payload)
 	return q.one(ctx, "unpark", kind, key, jobs.ErrNotParked, `UPDATE jobs
 		SET state = 'ready', attempts = 0, payload = CASE WHEN $3 THEN $4 ELSE payload END, updated_at = $5
 		WHERE kind = $1 AND key = $2 AND state = 'parked' RETURNING `+jobCols,
@@ -254,7 +254,7 @@ func (q *Jobs) Finish(ctx context.Context, kind jobs.Kind, key, owner string, st
 	if state != jobs.Failed {
 		errText = ""
 	}
-	set, p := newPayload(payload)
+	set, p := jobPayload(payload)
 	_, err := q.held(ctx, "finish", kind, key, owner,
 		`state = $4, error = $5, owner = '', lease_until = 0, payload = CASE WHEN $6 THEN $7 ELSE payload END,
 		updated_at = $8, finished_at = $8`,

@@ -62,8 +62,8 @@ func scanJob(sc jobScanner) (jobs.Job, error) {
 	return j, nil
 }
 
-// newPayload returns the flag and value of a "nil keeps it" payload.
-func newPayload(p []byte) (int, []byte) {
+// jobPayload returns the flag and value of a "nil keeps it" payload.
+func jobPayload(p []byte) (int, []byte) {
 	if p == nil {
 		return 0, []byte{}
 	}
@@ -221,7 +221,7 @@ func (q *Jobs) Release(ctx context.Context, kind jobs.Kind, key, owner string, n
 
 // Park implements jobs.Queue.
 func (q *Jobs) Park(ctx context.Context, kind jobs.Kind, key, owner string, payload []byte, now time.Time) error {
-	set, p := newPayload(payload)
+	set, p := jobPayload(payload)
 	_, err := q.held(ctx, "park", kind, key, owner,
 		`state = 'parked', owner = '', lease_until = 0, payload = CASE WHEN ? THEN ? ELSE payload END, updated_at = ?`,
 		set, p, jobNanos(now))
@@ -230,7 +230,7 @@ func (q *Jobs) Park(ctx context.Context, kind jobs.Kind, key, owner string, payl
 
 // Unpark implements jobs.Queue.
 func (q *Jobs) Unpark(ctx context.Context, kind jobs.Kind, key string, payload []byte, now time.Time) (jobs.Job, error) {
-	set, p := newPayload(payload)
+	set, p := jobPayload(payload)
 	var got jobs.Job
 	err := q.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -260,7 +260,7 @@ func (q *Jobs) Finish(ctx context.Context, kind jobs.Kind, key, owner string, st
 	if state != jobs.Failed {
 		errText = ""
 	}
-	set, p := newPayload(payload)
+	set, p := jobPayload(payload)
 	_, err := q.held(ctx, "finish", kind, key, owner,
 		`state = ?, error = ?, owner = '', lease_until = 0, payload = CASE WHEN ? THEN ? ELSE payload END,
 		updated_at = ?, finished_at = ?`,
