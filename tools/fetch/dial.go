@@ -16,8 +16,10 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// dialFunc dials a concrete ip:port; it never sees a host name.
-type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+// dialFunc dials a concrete ip:port; it never sees a host name. hostAllowed
+// says an allow-list host-name entry matched the name the address was
+// resolved from, which lets the socket check admit a private address.
+type dialFunc func(ctx context.Context, network, addr string, hostAllowed bool) (net.Conn, error)
 
 // safeDialer resolves the host itself, checks every resolved address against
 // the policy, and dials the checked IP. There is no second lookup between the
@@ -33,12 +35,11 @@ type safeDialer struct {
 
 func newSafeDialer(allow *AllowList, r Resolver, timeout time.Duration, log *slog.Logger) *safeDialer {
 	d := &safeDialer{allow: allow, resolver: r, log: log}
-	d.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.dial = func(ctx context.Context, network, addr string, hostAllowed bool) (net.Conn, error) {
 		_, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
 		}
-		hostAllowed, _ := ctx.Value(hostAllowedKey{}).(bool)
 		nd := &net.Dialer{
 			Timeout:   timeout,
 			KeepAlive: 30 * time.Second,
@@ -54,8 +55,6 @@ func newSafeDialer(allow *AllowList, r Resolver, timeout time.Duration, log *slo
 	}
 	return d
 }
-
-type hostAllowedKey struct{}
 
 // DialContext implements http.Transport.DialContext.
 func (d *safeDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -93,10 +92,9 @@ func (d *safeDialer) DialContext(ctx context.Context, network, addr string) (net
 			return nil, fmt.Errorf("dial %s: %w", host, err)
 		}
 	}
-	ctx = context.WithValue(ctx, hostAllowedKey{}, hostAllowed)
 	var errs []error
 	for _, ip := range ips {
-		conn, err := d.dial(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		conn, err := d.dial(ctx, network, net.JoinHostPort(ip.Unmap().String(), port), hostAllowed)
 		if err == nil {
 			return conn, nil
 		}

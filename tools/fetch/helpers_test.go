@@ -87,7 +87,7 @@ type redirectingDial struct {
 	dialed []string
 }
 
-func (d *redirectingDial) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+func (d *redirectingDial) dial(ctx context.Context, network, addr string, _ bool) (net.Conn, error) {
 	d.mu.Lock()
 	d.dialed = append(d.dialed, addr)
 	d.mu.Unlock()

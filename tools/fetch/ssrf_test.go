@@ -170,12 +170,11 @@ func TestDNSRebinding(t *testing.T) {
 func TestDialControl(t *testing.T) {
 	srv := textServer(t, "text/plain", "ok")
 	f := newTestFetcher(t, Options{}, nil)
-	_, err := f.dialer.dial(context.Background(), "tcp", hostPort(t, srv))
+	_, err := f.dialer.dial(context.Background(), "tcp", hostPort(t, srv), false)
 	if !errors.Is(err, ErrBlockedAddress) {
 		t.Fatalf("raw dial to %s: err = %v, want ErrBlockedAddress", hostPort(t, srv), err)
 	}
-	ctx := context.WithValue(context.Background(), hostAllowedKey{}, true)
-	c, err := f.dialer.dial(ctx, "tcp", hostPort(t, srv))
+	c, err := f.dialer.dial(context.Background(), "tcp", hostPort(t, srv), true)
 	if err != nil {
 		t.Fatalf("dial with allowed host: %v", err)
 	}
