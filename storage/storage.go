@@ -20,15 +20,11 @@ import (
 	"deepresearch/storage/sqlite"
 )
 
-// Config selects the database.
+// Config selects the database (cmd/deepresearch fills it from DATABASE_URL
+// and DEEPRESEARCH_DATA_DIR).
 type Config struct {
 	DatabaseURL string // postgres://… or postgresql://…; empty → SQLite
 	DataDir     string // where the SQLite file lives (default ./data)
-}
-
-// ConfigFromEnv reads DATABASE_URL and DEEPRESEARCH_DATA_DIR.
-func ConfigFromEnv(getenv func(string) string) Config {
-	return Config{DatabaseURL: getenv("DATABASE_URL"), DataDir: getenv("DEEPRESEARCH_DATA_DIR")}
 }
 
 // Notes keeps the agent's research notes and lists a thread's for audits.

@@ -5,9 +5,10 @@
 // # Configuration
 //
 // New takes an Options struct; the package never reads the environment.
-// OptionsFromEnv builds Options from OPENAI_API_KEY, OPENAI_BASE_URL,
+// cmd/deepresearch fills Options from OPENAI_API_KEY, OPENAI_BASE_URL,
 // DEEPRESEARCH_MODEL, DEEPRESEARCH_MODEL_{PLANNER,RESEARCHER,WRITER,REVIEWER}
-// and a few DEEPRESEARCH_LLM_* variables (see OptionsFromEnv). The API key is
+// and a few DEEPRESEARCH_LLM_* variables (see its config.go); errors name
+// those settings (EnvAPIKey, EnvBaseURL, EnvModel, RoleEnv). The API key is
 // required for api.openai.com and Azure; for any other base URL (Ollama at
 // http://localhost:11434/v1, vLLM, a local proxy) it may be empty, and no
 // Authorization header is sent.

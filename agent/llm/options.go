@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -72,8 +71,8 @@ const (
 )
 
 // Options configures a Client. Only Model is required (and APIKey for
-// api.openai.com / Azure). The package never reads the environment itself;
-// use OptionsFromEnv for that.
+// api.openai.com / Azure). The package never reads the environment;
+// cmd/deepresearch fills Options from it.
 type Options struct {
 	// APIKey is sent as "Authorization: Bearer" (or "api-key" for Azure).
 	// It may be empty for local servers (Ollama, vLLM without --api-key).
@@ -168,175 +167,25 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Environment variable names read by OptionsFromEnv.
+// Names of the settings that errors tell the operator to fix: the
+// environment variables cmd/deepresearch fills these Options from.
 const (
-	EnvAPIKey       = "OPENAI_API_KEY"
-	EnvBaseURL      = "OPENAI_BASE_URL"
-	EnvAPIVersion   = "OPENAI_API_VERSION"             // Azure api-version
-	EnvModel        = "DEEPRESEARCH_MODEL"             // default model
-	EnvModelPrefix  = "DEEPRESEARCH_MODEL_"            // + PLANNER, RESEARCHER, WRITER, REVIEWER
-	EnvProvider     = "DEEPRESEARCH_LLM_PROVIDER"      // openai|azure|ollama|vllm (optional)
-	EnvDeployments  = "DEEPRESEARCH_AZURE_DEPLOYMENTS" // "gpt-4o=my-gpt4o,gpt-4o-mini=mini"
-	EnvPrices       = "DEEPRESEARCH_LLM_PRICES"        // "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6" (per 1M tokens)
-	EnvMaxRetries   = "DEEPRESEARCH_LLM_MAX_RETRIES"   // integer
-	EnvTimeout      = "DEEPRESEARCH_LLM_TIMEOUT"       // Go duration, e.g. "90s"
-	EnvFirstToken   = "DEEPRESEARCH_LLM_FIRST_TOKEN_TIMEOUT"
-	EnvIdle         = "DEEPRESEARCH_LLM_IDLE_TIMEOUT"
-	EnvJSONMode     = "DEEPRESEARCH_LLM_JSON_MODE" // json_schema|json_object|prompt
-	DefaultModelEnv = "gpt-4o-mini"                // default when DEEPRESEARCH_MODEL is unset and the endpoint is OpenAI
+	EnvAPIKey      = "OPENAI_API_KEY"                 // APIKey
+	EnvBaseURL     = "OPENAI_BASE_URL"                // BaseURL
+	EnvModel       = "DEEPRESEARCH_MODEL"             // Model
+	EnvModelPrefix = "DEEPRESEARCH_MODEL_"            // + PLANNER, RESEARCHER, WRITER, REVIEWER: RoleModels
+	EnvDeployments = "DEEPRESEARCH_AZURE_DEPLOYMENTS" // AzureDeployments
+	EnvTimeout     = "DEEPRESEARCH_LLM_TIMEOUT"       // Timeout
 )
 
-// RoleEnv returns the environment variable that overrides the model of role,
-// e.g. DEEPRESEARCH_MODEL_WRITER.
+// RoleEnv returns the setting that overrides the model of role, e.g.
+// DEEPRESEARCH_MODEL_WRITER.
 func RoleEnv(r Role) string { return EnvModelPrefix + strings.ToUpper(string(r)) }
 
-// OptionsFromEnv builds Options from environment variables (pass os.Getenv).
-//
-//	OPENAI_API_KEY                  API key. Required for api.openai.com and Azure.
-//	                                May be empty when OPENAI_BASE_URL points at
-//	                                another server (Ollama, vLLM, a local proxy).
-//	OPENAI_BASE_URL                 endpoint (default https://api.openai.com/v1)
-//	OPENAI_API_VERSION              Azure api-version (default 2024-10-21)
-//	DEEPRESEARCH_LLM_PROVIDER       openai|azure|ollama|vllm (default: inferred)
-//	DEEPRESEARCH_MODEL              default model (default gpt-4o-mini on OpenAI;
-//	                                elsewhere left empty: PickModel takes the
-//	                                server's only model, or names the choices)
-//	DEEPRESEARCH_MODEL_PLANNER      per-role overrides (also _RESEARCHER,
-//	                                _WRITER, _REVIEWER)
-//	DEEPRESEARCH_AZURE_DEPLOYMENTS  model=deployment pairs, comma separated
-//	DEEPRESEARCH_LLM_PRICES         model=prompt/completion prices per 1M
-//	                                tokens, comma separated
-//	DEEPRESEARCH_LLM_MAX_RETRIES    retries after the first attempt (default 3)
-//	DEEPRESEARCH_LLM_TIMEOUT        a whole attempt's limit, Go duration (default:
-//	                                none for streamed answers, 2m for plain ones)
-//	DEEPRESEARCH_LLM_FIRST_TOKEN_TIMEOUT  wait for a streamed answer's first
-//	                                chunk (default 60s)
-//	DEEPRESEARCH_LLM_IDLE_TIMEOUT   wait between chunks (default 30s)
-//	DEEPRESEARCH_LLM_JSON_MODE      json_schema|json_object|prompt
-//
-// Errors wrap ErrMissingAPIKey or ErrConfig and name the variable to fix.
-func OptionsFromEnv(getenv func(string) string) (Options, error) {
-	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	o := Options{
-		APIKey:          get(EnvAPIKey),
-		BaseURL:         get(EnvBaseURL),
-		Provider:        Provider(strings.ToLower(get(EnvProvider))),
-		AzureAPIVersion: get(EnvAPIVersion),
-		Model:           get(EnvModel),
-		JSONMode:        JSONMode(get(EnvJSONMode)),
-	}
-	switch o.Provider {
-	case "", ProviderOpenAI, ProviderAzure, ProviderOllama, ProviderVLLM:
-	default:
-		return Options{}, fmt.Errorf("%w: %s=%q: use openai, azure, ollama or vllm", ErrConfig, EnvProvider, o.Provider)
-	}
-	switch o.JSONMode {
-	case "", JSONModeSchema, JSONModeObject, JSONModePrompt:
-	default:
-		return Options{}, fmt.Errorf("%w: %s=%q: use json_schema, json_object or prompt", ErrConfig, EnvJSONMode, o.JSONMode)
-	}
-	if o.BaseURL != "" {
-		if _, err := parseBaseURL(o.BaseURL); err != nil {
-			return Options{}, fmt.Errorf("%w: %s: %v", ErrConfig, EnvBaseURL, err)
-		}
-	}
-	prov := o.provider()
-	if o.APIKey == "" && keyRequired(o.BaseURL, prov) {
-		if o.BaseURL == "" {
-			return Options{}, fmt.Errorf("%w: set %s to your OpenAI API key, or set %s to an OpenAI-compatible server (e.g. http://localhost:11434/v1 for Ollama) that needs no key",
-				ErrMissingAPIKey, EnvAPIKey, EnvBaseURL)
-		}
-		return Options{}, fmt.Errorf("%w: set %s to the key for %s", ErrMissingAPIKey, EnvAPIKey, o.BaseURL)
-	}
-	if o.Model == "" && (o.BaseURL == "" || isOpenAIHost(o.BaseURL)) {
-		o.Model = DefaultModelEnv
-	}
-	for _, r := range Roles {
-		if m := get(RoleEnv(r)); m != "" {
-			if o.RoleModels == nil {
-				o.RoleModels = map[Role]string{}
-			}
-			o.RoleModels[r] = m
-		}
-	}
-	if v := get(EnvDeployments); v != "" {
-		pairs, err := parsePairs(v)
-		if err != nil {
-			return Options{}, fmt.Errorf("%w: %s: %v (want model=deployment,...)", ErrConfig, EnvDeployments, err)
-		}
-		o.AzureDeployments = pairs
-	}
-	if v := get(EnvPrices); v != "" {
-		prices, err := ParsePrices(v)
-		if err != nil {
-			return Options{}, fmt.Errorf("%w: %s: %v (want model=prompt/completion per 1M tokens, e.g. gpt-4o=2.5/10)", ErrConfig, EnvPrices, err)
-		}
-		o.Prices = prices
-	}
-	if v := get(EnvMaxRetries); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return Options{}, fmt.Errorf("%w: %s=%q: want an integer", ErrConfig, EnvMaxRetries, v)
-		}
-		if n == 0 {
-			n = -1 // explicit zero means "no retries"
-		}
-		o.MaxRetries = n
-	}
-	for _, e := range []struct {
-		name string
-		dst  *time.Duration
-	}{{EnvTimeout, &o.Timeout}, {EnvFirstToken, &o.FirstTokenTimeout}, {EnvIdle, &o.IdleTimeout}} {
-		if v := get(e.name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return Options{}, fmt.Errorf("%w: %s=%q: want a positive Go duration such as 90s", ErrConfig, e.name, v)
-			}
-			*e.dst = d
-		}
-	}
-	return o, nil
-}
-
-// ParsePrices parses "model=prompt/completion,..." with prices per one
-// million tokens, e.g. "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6".
-func ParsePrices(s string) (map[string]Price, error) {
-	pairs, err := parsePairs(s)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]Price, len(pairs))
-	for model, v := range pairs {
-		in, outp, ok := strings.Cut(v, "/")
-		if !ok {
-			return nil, fmt.Errorf("price for %q: want prompt/completion", model)
-		}
-		p, err1 := strconv.ParseFloat(strings.TrimSpace(in), 64)
-		c, err2 := strconv.ParseFloat(strings.TrimSpace(outp), 64)
-		if err1 != nil || err2 != nil || p < 0 || c < 0 {
-			return nil, fmt.Errorf("price for %q: %q is not two non-negative numbers", model, v)
-		}
-		out[model] = Price{Prompt: p, Completion: c}
-	}
-	return out, nil
-}
-
-func parsePairs(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("bad entry %q", part)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
+// NeedsAPIKey reports whether an empty APIKey is a configuration error:
+// api.openai.com (also when BaseURL is empty) and Azure need a key; any
+// other OpenAI-compatible server may run without one.
+func (o Options) NeedsAPIKey() bool { return keyRequired(o.BaseURL, o.provider()) }
 
 // provider returns the configured or inferred provider.
 func (o *Options) provider() Provider {

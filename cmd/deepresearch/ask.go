@@ -78,9 +78,13 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		return usageError{msg: fmt.Sprintf("--depth %q: want quick, standard or deep", *depth)}
 	}
 
+	cfg, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	p := &progress{w: stderr, quiet: *quiet}
-	deps, client, closeAll, err := askDeps(ctx, e, logger, depHooks{notice: p.notice, note: func(s string) { fmt.Fprintln(stderr, s) }})
+	deps, client, closeAll, err := askDeps(ctx, cfg, logger, depHooks{notice: p.notice, note: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
 		return err
 	}
@@ -222,16 +226,11 @@ func askError(err error) error {
 	return err
 }
 
-// askDeps builds the agent's collaborators from the environment, with the
-// checkpoint store of askStore.
-func askDeps(ctx context.Context, e env, logger *slog.Logger, hooks depHooks) (agent.Deps, *llm.Client, func(), error) {
-	return agentDeps(ctx, e, logger, askStore, hooks)
-}
-
-// askStore opens the database: Postgres when DATABASE_URL is a postgres
-// URL, else SQLite under DEEPRESEARCH_DATA_DIR (default ./data).
-func askStore(ctx context.Context, e env) (*storage.DB, error) {
-	return storage.Open(ctx, storage.ConfigFromEnv(e))
+// askDeps builds the agent's collaborators of cfg, with the checkpoint
+// store of its database: Postgres when DATABASE_URL is a postgres URL, else
+// SQLite under DEEPRESEARCH_DATA_DIR (default ./data).
+func askDeps(ctx context.Context, cfg config, logger *slog.Logger, hooks depHooks) (agent.Deps, *llm.Client, func(), error) {
+	return agentDeps(ctx, cfg, logger, storage.Open, hooks)
 }
 
 func newThreadID() string {

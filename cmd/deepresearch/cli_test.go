@@ -96,7 +96,11 @@ func TestDatabaseURLPasswordRedacted(t *testing.T) {
 	fakeEnv := askWorld(t)
 	fakeEnv["DATABASE_URL"] = dbURL
 	var logs bytes.Buffer
-	parts, err := serveDeps(context.Background(), mapEnv(fakeEnv), slog.New(slog.NewJSONHandler(&logs, nil)))
+	cfg, err := loadConfig(mapEnv(fakeEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := serveDeps(context.Background(), cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // openDB opens the database (checkpoints, research notes, bot records).
-type openDB func(ctx context.Context, e env) (*storage.DB, error)
+type openDB func(ctx context.Context, c storage.Config) (*storage.DB, error)
 
 // depHooks lets a command follow the model client as it works.
 type depHooks struct {
@@ -31,7 +31,7 @@ type depHooks struct {
 	note func(string)
 }
 
-// agentDeps builds the agent's collaborators from the environment: the LLM
+// agentDeps builds the agent's collaborators of cfg: the LLM
 // client (OPENAI_API_KEY, ...), the search providers, the page fetcher, the
 // coding sandbox, and the checkpoint and research-notes stores of the
 // database opened by open. ask and serve
@@ -43,7 +43,7 @@ type depHooks struct {
 // DEEPRESEARCH_MODEL is unset on a server other than OpenAI, the server's
 // only model is used (and hooks.note says so); the returned client is the
 // one in Deps, for Check.
-func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB, hooks depHooks) (agent.Deps, *llm.Client, func(), error) {
+func agentDeps(ctx context.Context, cfg config, logger *slog.Logger, open openDB, hooks depHooks) (agent.Deps, *llm.Client, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -54,10 +54,10 @@ func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB, hoo
 		closeAll()
 		return agent.Deps{}, nil, nil, err
 	}
-	lo, err := llm.OptionsFromEnv(e)
-	if err != nil {
+	if err := cfg.Model.check(); err != nil {
 		return fail(err) // names the variable to set
 	}
+	lo := cfg.LLM
 	lo.Logger = logger
 	lo.OnNotice = hooks.notice
 	lo, picked, err := llm.PickModel(ctx, lo)
@@ -69,20 +69,20 @@ func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB, hoo
 		return fail(err)
 	}
 	if picked && hooks.note != nil {
-		hooks.note(fmt.Sprintf("using model %s, the only one %s serves (set %s to choose)", lo.Model, client.BaseURL(), llm.EnvModel))
+		hooks.note(fmt.Sprintf("using model %s, the only one %s serves (set %s to choose)", lo.Model, client.BaseURL(), envModel))
 	}
 	pdfs := pdf.New(pdf.Options{Logger: logger})
-	searcher, err := askSearch(ctx, e, logger, pdfs)
+	searcher, err := askSearch(ctx, cfg.Search, logger, pdfs)
 	if err != nil {
 		return fail(err)
 	}
-	f, err := fetch.New(fetch.Options{Allow: e("DEEPRESEARCH_FETCH_ALLOW"), UserAgent: "deepresearch/" + version, Logger: logger,
+	f, err := fetch.New(fetch.Options{Allow: cfg.FetchAllow, UserAgent: "deepresearch/" + version, Logger: logger,
 		TruncateOversize: true, ExtractPDF: pdfs.ExtractText})
 	if err != nil {
-		return fail(fmt.Errorf("DEEPRESEARCH_FETCH_ALLOW: %w", err))
+		return fail(fmt.Errorf("%s: %w", envFetchAllow, err))
 	}
 	closers = append(closers, func() { f.Close() })
-	db, err := open(ctx, e)
+	db, err := open(ctx, cfg.Storage)
 	if err != nil {
 		return fail(err)
 	}
@@ -106,23 +106,23 @@ func agentDeps(ctx context.Context, e env, logger *slog.Logger, open openDB, hoo
 
 // askSearch builds the search providers: Tavily, SearXNG and the folder of
 // internal documents (PDFs read by pdfs), whichever are configured.
-func askSearch(ctx context.Context, e env, logger *slog.Logger, pdfs *pdf.Extractor) (agent.Searcher, error) {
+func askSearch(ctx context.Context, cfg Search, logger *slog.Logger, pdfs *pdf.Extractor) (agent.Searcher, error) {
 	var members []search.Member
-	if key := e("TAVILY_API_KEY"); key != "" {
-		t, err := search.NewTavily(search.TavilyOptions{APIKey: key, BaseURL: e("TAVILY_BASE_URL"), Logger: logger})
+	if key := cfg.TavilyAPIKey; key != "" {
+		t, err := search.NewTavily(search.TavilyOptions{APIKey: key, BaseURL: cfg.TavilyBaseURL, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("TAVILY_API_KEY/TAVILY_BASE_URL: %w", err)
 		}
 		members = append(members, search.Member{Provider: t})
 	}
-	if u := e("SEARXNG_URL"); u != "" {
+	if u := cfg.SearXNGURL; u != "" {
 		s, err := search.NewSearXNG(search.SearXNGOptions{BaseURL: u, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("SEARXNG_URL: %w", err)
 		}
 		members = append(members, search.Member{Provider: s})
 	}
-	if dir := e("DEEPRESEARCH_DOCS_DIR"); dir != "" {
+	if dir := cfg.DocsDir; dir != "" {
 		ix, err := docs.New(ctx, docs.Options{Root: dir, Logger: logger, Converters: map[string]docs.ConvertFunc{".pdf": pdfs.Convert}})
 		if err != nil {
 			return nil, fmt.Errorf("DEEPRESEARCH_DOCS_DIR: %w", err)

@@ -174,7 +174,7 @@ func run(ctx context.Context, args []string, e env, stdin io.Reader, stdout, std
 	// The one line goes to a terminal: no control characters (a server's
 	// or a page's text can be in it), no secret of DATABASE_URL (a
 	// driver's error can quote it).
-	line := termSafe(redact.Text(err.Error(), redact.Secrets(e("DATABASE_URL"))...))
+	line := termSafe(redact.Text(err.Error(), redact.Secrets(e(envDatabaseURL))...))
 	var ue usageError
 	var xe exitError
 	switch {

@@ -26,7 +26,11 @@ func runMigrate(ctx context.Context, args []string, e env, _ io.Reader, stdout, 
 	if fs.NArg() > 0 {
 		return usageError{msg: "migrate takes no arguments; the database comes from DATABASE_URL or DEEPRESEARCH_DATA_DIR"}
 	}
-	db, err := storage.Open(ctx, storage.ConfigFromEnv(e))
+	cfg, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	db, err := storage.Open(ctx, cfg.Storage)
 	if err != nil {
 		return err
 	}

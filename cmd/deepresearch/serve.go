@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,26 +26,6 @@ import (
 	"deepresearch/storage"
 )
 
-// serveConfig is everything serve reads from the environment (and flags).
-type serveConfig struct {
-	BotToken, AppToken, APIURL string
-	HTTPAddr                   string // /healthz and /metrics; "" disables
-	LogLevel                   slog.Level
-	Channels, Approvers        []string
-	MaxRunsPerUser             int
-	MaxConcurrentRuns          int
-	ApprovePlan, ApproveDraft  bool
-	DigestTick                 time.Duration // how often the digest scheduler looks for due firings
-	Lease                      time.Duration // run lease; 0: the bot's default (30s)
-	UpdatesPerMinute           int           // chat.update budget of the workspace, split among the live replicas; negative: unlimited
-	UpdateBurst                int           // chat.update burst of the workspace, split likewise
-}
-
-// configError names a setting that is missing or wrong; it is printed as one line.
-type configError struct{ name, msg string }
-
-func (e configError) Error() string { return e.name + ": " + e.msg }
-
 const serveUsage = `usage: deepresearch serve [flags]
 
 Runs the Slack bot (Socket Mode) until interrupted. Configuration comes
@@ -60,6 +38,8 @@ endpoint is not usable.
 
 flags:`
 
+// loadServeConfig reads serve's flags, then the configuration, which the
+// flags override; serve needs the Slack tokens.
 func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error) {
 	// Flags first: --help needs no configuration.
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -82,79 +62,21 @@ func loadServeConfig(args []string, e env, stderr io.Writer) (serveConfig, error
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	c := serveConfig{
-		BotToken: strings.TrimSpace(e("SLACK_BOT_TOKEN")),
-		AppToken: strings.TrimSpace(e("SLACK_APP_TOKEN")),
-		APIURL:   strings.TrimSpace(e("SLACK_API_URL")),
-		HTTPAddr: orDefault(e("DEEPRESEARCH_HTTP_ADDR"), ":9090"),
+	c, err := loadConfig(e)
+	if err != nil {
+		return c, err
 	}
-	switch {
-	case c.BotToken == "":
-		return c, configError{"SLACK_BOT_TOKEN", "not set; set it to the app's Bot User OAuth Token (xoxb-…)"}
-	case !strings.HasPrefix(c.BotToken, "xoxb-"):
-		return c, configError{"SLACK_BOT_TOKEN", "must be a bot token starting with xoxb- (OAuth & Permissions → Bot User OAuth Token)"}
-	case c.AppToken == "":
-		return c, configError{"SLACK_APP_TOKEN", "not set; set it to an app-level token (xapp-…) with the connections:write scope"}
-	case !strings.HasPrefix(c.AppToken, "xapp-"):
-		return c, configError{"SLACK_APP_TOKEN", "must be an app-level token starting with xapp- (Basic Information → App-Level Tokens, scope connections:write)"}
-	}
-	if c.APIURL != "" {
-		u, err := url.Parse(c.APIURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return c, configError{"SLACK_API_URL", fmt.Sprintf("%q is not an http(s) URL; unset it to use Slack's own API", c.APIURL)}
-		}
+	if err := c.Slack.check(); err != nil {
+		return c, err
 	}
 	if set["http"] {
 		c.HTTPAddr = *httpFlag
-	}
-	if strings.EqualFold(c.HTTPAddr, "off") {
-		c.HTTPAddr = ""
-	}
-	if lv := e("DEEPRESEARCH_LOG_LEVEL"); lv != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
-			return c, configError{"DEEPRESEARCH_LOG_LEVEL", fmt.Sprintf("%q is not debug, info, warn or error", lv)}
+		if strings.EqualFold(c.HTTPAddr, "off") {
+			c.HTTPAddr = ""
 		}
-	}
-	c.Channels = splitList(e("DEEPRESEARCH_SLACK_CHANNELS"))
-	c.Approvers = splitList(e("DEEPRESEARCH_SLACK_APPROVERS"))
-	var err error
-	if c.MaxRunsPerUser, err = intVar(e, "DEEPRESEARCH_MAX_RUNS_PER_USER", 3); err != nil {
-		return c, err
-	}
-	if c.MaxConcurrentRuns, err = intVar(e, "DEEPRESEARCH_MAX_CONCURRENT_RUNS", 8); err != nil {
-		return c, err
 	}
 	if set["max-runs"] {
 		c.MaxConcurrentRuns = *maxRuns
-	}
-	if c.ApprovePlan, err = boolVar(e, "DEEPRESEARCH_APPROVE_PLAN", false); err != nil {
-		return c, err
-	}
-	if c.ApproveDraft, err = boolVar(e, "DEEPRESEARCH_APPROVE_DRAFT", true); err != nil {
-		return c, err
-	}
-	if v := strings.TrimSpace(e("DEEPRESEARCH_RUN_LEASE")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 100*time.Millisecond {
-			return c, configError{"DEEPRESEARCH_RUN_LEASE", fmt.Sprintf("%q is not a duration of at least 100ms (e.g. 30s)", v)}
-		}
-		c.Lease = d
-	}
-	// Slack's chat.update budget (Tier 3) is per workspace: these are the
-	// workspace's, the same on every replica; the replicas on one database
-	// split it among themselves by how many are live (bot.Options).
-	if c.UpdatesPerMinute, err = nonZeroIntVar(e, "DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE", 50); err != nil {
-		return c, err
-	}
-	if c.UpdateBurst, err = nonZeroIntVar(e, "DEEPRESEARCH_SLACK_UPDATE_BURST", 20); err != nil {
-		return c, err
-	}
-	if v := strings.TrimSpace(e("DEEPRESEARCH_DIGEST_TICK")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, configError{"DEEPRESEARCH_DIGEST_TICK", fmt.Sprintf("%q is not a positive duration such as 30s", v)}
-		}
-		c.DigestTick = d
 	}
 	return c, nil
 }
@@ -169,55 +91,6 @@ func recoverEvery(lease time.Duration) time.Duration {
 	return 0
 }
 
-func orDefault(v, def string) string {
-	if v = strings.TrimSpace(v); v != "" {
-		return v
-	}
-	return def
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, f)
-	}
-	return out
-}
-
-func intVar(e env, name string, def int) (int, error) {
-	v := strings.TrimSpace(e(name))
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, configError{name, fmt.Sprintf("%q is not a whole number", v)}
-	}
-	return n, nil
-}
-
-// nonZeroIntVar reads a whole number that is positive, or negative for
-// "unlimited".
-func nonZeroIntVar(e env, name string, def int) (int, error) {
-	n, err := intVar(e, name, def)
-	if err == nil && n == 0 {
-		return 0, configError{name, "0 is not allowed; use a positive number, or -1 for no limit"}
-	}
-	return n, err
-}
-
-func boolVar(e env, name string, def bool) (bool, error) {
-	v := strings.TrimSpace(e(name))
-	if v == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, configError{name, fmt.Sprintf("%q is not true or false", v)}
-	}
-	return b, nil
-}
-
 // runServe runs the Slack bot until ctx ends.
 func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr io.Writer) error {
 	cfg, err := loadServeConfig(args, e, stderr)
@@ -228,7 +101,7 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	parts, err := serveDeps(ctx, e, log)
+	parts, err := serveDeps(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -339,28 +212,19 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 }
 
 // serveDeps builds the Researcher and the Store that serve runs with: the
-// research agent from the environment (the same collaborators as ask: LLM,
-// search, fetcher, sandbox) with its checkpoints in the database chosen by
-// DATABASE_URL / DEEPRESEARCH_DATA_DIR, behind bot/agentrun; and the bot's
-// records in the same database. A missing or wrong variable is an error
-// naming it.
-func serveDeps(ctx context.Context, e env, log *slog.Logger) (serveParts, error) {
+// research agent of cfg (the same collaborators as ask: LLM, search,
+// fetcher, sandbox) with its checkpoints in cfg's database, behind
+// bot/agentrun; and the bot's records in the same database. A missing or
+// wrong setting is an error naming its variable.
+func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, error) {
 	var db *storage.DB
-	open := func(ctx context.Context, e env) (*storage.DB, error) {
+	open := func(ctx context.Context, c storage.Config) (*storage.DB, error) {
 		var err error
-		db, err = storage.Open(ctx, storage.ConfigFromEnv(e))
+		db, err = storage.Open(ctx, c)
 		return db, err
 	}
-	every := defaultCheckEvery
-	if v := strings.TrimSpace(e("DEEPRESEARCH_LLM_CHECK_EVERY")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return serveParts{}, configError{"DEEPRESEARCH_LLM_CHECK_EVERY", fmt.Sprintf("%q is not a positive duration such as 30s", v)}
-		}
-		every = d
-	}
-	health := newModelHealth(log, every)
-	deps, client, closeAll, err := agentDeps(ctx, e, log, open, depHooks{notice: health.notice, note: func(s string) { log.Info("serve: " + s) }})
+	health := newModelHealth(log, cfg.CheckEvery)
+	deps, client, closeAll, err := agentDeps(ctx, cfg, log, open, depHooks{notice: health.notice, note: func(s string) { log.Info("serve: " + s) }})
 	if err != nil {
 		return serveParts{}, err
 	}
@@ -411,7 +275,7 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store re
 	if cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
-			return configError{"DEEPRESEARCH_HTTP_ADDR", fmt.Sprintf("cannot listen on %s: %v", cfg.HTTPAddr, err)}
+			return configError{envHTTPAddr, fmt.Sprintf("cannot listen on %s: %v", cfg.HTTPAddr, err)}
 		}
 		srv = &http.Server{Handler: healthHandler(b.Handler(reg), bo.Health), ReadHeaderTimeout: 5 * time.Second}
 		log.Info("serve: health and metrics", "addr", ln.Addr().String())
