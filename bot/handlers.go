@@ -15,7 +15,8 @@ import (
 	"github.com/slack-go/slack/socketmode"
 )
 
-func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent) {
+// handleEvent handles an Events API envelope; redo as for handle.
+func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent, redo bool) {
 	team := outer.TeamID
 	if team == "" {
 		team = b.teamID
@@ -25,7 +26,7 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent)
 		if ev.BotID != "" || ev.User == "" || ev.User == b.botUserID {
 			return
 		}
-		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, false)
+		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, false, redo)
 	case *slackevents.MessageEvent:
 		if ev.BotID != "" || ev.SubType != "" || ev.User == "" || ev.User == b.botUserID {
 			return
@@ -37,7 +38,7 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent)
 		if !dm && ev.ThreadTimeStamp == "" {
 			return
 		}
-		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, !dm)
+		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, !dm, redo)
 	case *slackevents.AppHomeOpenedEvent:
 		if ev.Tab == "" || ev.Tab == "home" {
 			b.publishHome(ctx, ev.User)
@@ -49,10 +50,11 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent)
 
 // onMessage routes a mention, a DM, or (answerOnly) a plain thread reply in
 // a channel, which only matters as the answer to a clarifying question.
-func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, threadTS string, answerOnly bool) {
+// redo: the message is handled again after a crash (see firstAnswer).
+func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, threadTS string, answerOnly, redo bool) {
 	dm := strings.HasPrefix(channel, "D")
 	if !b.channelAllowed(channel) {
-		if !answerOnly && b.firstAnswer(ctx, channel, ts) {
+		if !answerOnly && b.firstAnswer(ctx, channel, ts, redo) {
 			b.ephemeral(ctx, channel, threadTS, user, notEnabledText)
 		}
 		return
@@ -90,7 +92,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		}
 		if err == nil && r.State == research.StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == research.InterruptQuestion {
 			if !b.mayDecide(r, user) {
-				if !answerOnly && b.firstAnswer(ctx, channel, ts) {
+				if !answerOnly && b.firstAnswer(ctx, channel, ts, redo) {
 					b.ephemeral(ctx, channel, root, user, "This research is waiting for an answer from "+b.userName(ctx, r.Requester)+".")
 				}
 				return
@@ -105,7 +107,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			return
 		}
 		if err == nil && r.State.Active() {
-			if !b.firstAnswer(ctx, channel, ts) {
+			if !b.firstAnswer(ctx, channel, ts, redo) {
 				return
 			}
 			b.refuse(ctx, channel, root, user, "busy", b.userLang(ctx, user).words().Busy)
@@ -116,13 +118,13 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		return
 	}
 	if question == "" {
-		if b.firstAnswer(ctx, channel, ts) {
+		if b.firstAnswer(ctx, channel, ts, redo) {
 			b.refuse(ctx, channel, root, user, "help", helpText)
 		}
 		return
 	}
 	if n := utf8.RuneCountInString(question); n > b.opts.MaxQuestionLen {
-		if !b.firstAnswer(ctx, channel, ts) {
+		if !b.firstAnswer(ctx, channel, ts, redo) {
 			return
 		}
 		b.refuse(ctx, channel, root, user, "too_long", fmt.Sprintf(b.userLang(ctx, user).words().TooLong, n, b.opts.MaxQuestionLen))
@@ -130,7 +132,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 	}
 	if b.opts.Health != nil {
 		if herr := b.opts.Health(ctx); herr != nil {
-			if b.firstAnswer(ctx, channel, ts) {
+			if b.firstAnswer(ctx, channel, ts, redo) {
 				b.log.Warn("bot: not ready; research refused", "err", herr)
 				b.refuse(ctx, channel, root, user, "unready", fmt.Sprintf(b.userLang(ctx, user).words().Unready, Escape(herr.Error())))
 			}
@@ -154,7 +156,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		opts = prev.Options
 		opts.Redeliver = prev.ID
 	}
-	b.newRun(ctx, th, user, question, followUp, ts, opts)
+	b.newRun(ctx, th, user, question, followUp, ts, opts, redo)
 }
 
 // mayDecide reports whether user may press a run's buttons.

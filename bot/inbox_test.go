@@ -341,6 +341,68 @@ func TestMessageHandledAgainFindsItsRun(t *testing.T) {
 	}
 }
 
+// An answer that starts no run (here the help text) is claimed once per
+// message: a second event of the message is not answered again, but a
+// handling taken over after a crash is, since the crash may have come
+// between the claim and the post.
+func TestAnswerRepeatedOnlyWhenHandledAgain(t *testing.T) {
+	tests := []struct {
+		name   string
+		repeat func(t *testing.T, h *harness, env slackfake.Envelope)
+		want   int // help replies in the thread
+	}{
+		{"second event of the message", func(t *testing.T, h *harness, env slackfake.Envelope) {
+			var p struct {
+				Event map[string]any `json:"event"`
+			}
+			if err := json.Unmarshal(env.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			id, err := h.fake.SendEvent(testCtx(t), p.Event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.waitDone(testCtx(t), h.inboxKey(id))
+		}, 1},
+		{"taken over after a crash", func(t *testing.T, h *harness, env slackfake.Envelope) {
+			past := time.Now().Add(-time.Minute)
+			ok, err := h.store.PutInbox(testCtx(t), []research.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
+				Payload: env.Payload, ReceivedAt: past, Owner: "dead", LeaseUntil: past.Add(testGrace)}})
+			if err != nil || !ok[0] {
+				t.Fatalf("put: %v %v", ok, err)
+			}
+			if e := h.waitDone(testCtx(t), "ev:crashed"); e.Attempts != 2 {
+				t.Errorf("attempts = %d, want 2", e.Attempts)
+			}
+		}, 2},
+	}
+	helps := func(h *harness, ts string) int {
+		n := 0
+		for _, m := range h.botMessages("C1", ts) {
+			if strings.Contains(m.Text, "/research ask") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.start(withGrace, func(o *bot.Options) { o.RefusalWindow = -1 }) // every answer in the thread
+			ctx := testCtx(t)
+			sent := h.mention(ctx, "U1", "C1", "", "")
+			h.waitDone(ctx, h.inboxKey(sent.EnvelopeID))
+			if n := helps(h, sent.TS); n != 1 {
+				t.Fatalf("%d help replies after the first handling, want 1", n)
+			}
+			tc.repeat(t, h, h.envelope(sent.EnvelopeID))
+			if n := helps(h, sent.TS); n != tc.want {
+				t.Errorf("%d help replies, want %d", n, tc.want)
+			}
+		})
+	}
+}
+
 // With the handler queue full, an envelope is still acked: it waits in the
 // inbox and recovery hands it to a worker once there is room. A handler
 // that runs longer than the grace keeps its entry (the lease is renewed).

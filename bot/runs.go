@@ -31,8 +31,9 @@ func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
 // posts its status message and starts it. It answers the user in the
 // thread when the run cannot be created. Handling one message again is
 // harmless: the run's id is derived from the message, so a second call
-// finds the run (ErrConflict) and only makes sure it gets started.
-func (b *Bot) newRun(ctx context.Context, th research.Thread, user, question string, followUp bool, msgTS string, opts research.RunOptions) {
+// finds the run (ErrConflict) and only makes sure it gets started. redo
+// is firstAnswer's.
+func (b *Bot) newRun(ctx context.Context, th research.Thread, user, question string, followUp bool, msgTS string, opts research.RunOptions, redo bool) {
 	now := b.now()
 	r := research.Run{
 		ID:        messageRunID(th.Key.Team, th.Key.Channel, msgTS),
@@ -55,12 +56,12 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, user, question str
 			log.Info("bot: the message's run exists; not creating another")
 			b.tryStart(ctx, r.ID)
 		case errors.Is(err, research.ErrThreadBusy):
-			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
+			if !b.firstAnswer(ctx, th.Key.Channel, msgTS, redo) {
 				return
 			}
 			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", b.userLang(ctx, user).words().Busy)
 		case errors.Is(err, research.ErrUserLimit):
-			if !b.firstAnswer(ctx, th.Key.Channel, msgTS) {
+			if !b.firstAnswer(ctx, th.Key.Channel, msgTS, redo) {
 				return
 			}
 			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "limit", fmt.Sprintf(b.userLang(ctx, user).words().Limit, b.opts.MaxRunsPerUser))
@@ -120,28 +121,20 @@ func messageRunID(team, channel, ts string) string {
 	return "r" + hex.EncodeToString(sum[:8])
 }
 
-// redoKey marks the context of a handler that handles an envelope again
-// (an inbox entry taken over after its first handler's lease ran out).
-type redoKey struct{}
-
-func withRedo(ctx context.Context) context.Context { return context.WithValue(ctx, redoKey{}, true) }
-
-func isRedo(ctx context.Context) bool { v, _ := ctx.Value(redoKey{}).(bool); return v }
-
 // firstAnswer claims the bot's answer to a Slack message that starts no
 // run (a refusal, the help text) and reports whether to send it: false
 // when the message was answered already because it came as two events
 // (app_mention and message). A handler that handles an envelope again after
-// a crash answers anyway: the crash may have come between the claim and the
-// post, so such answers are at least once (a crash after the post repeats
-// the answer).
-func (b *Bot) firstAnswer(ctx context.Context, channel, ts string) bool {
+// a crash (redo) answers anyway: the crash may have come between the claim
+// and the post, so such answers are at least once (a crash after the post
+// repeats the answer).
+func (b *Bot) firstAnswer(ctx context.Context, channel, ts string, redo bool) bool {
 	first, err := b.store.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.now())
 	if err != nil {
 		b.log.Warn("bot: claim answer", "channel", channel, "ts", ts, "err", err)
 		return true
 	}
-	return first || isRedo(ctx)
+	return first || redo
 }
 
 // tryStart acquires a queued run and works on it if this process has a free

@@ -195,7 +195,8 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 		return
 	}
 	say("Started — follow the progress in the thread.")
-	b.newRun(ctx, th, cmd.UserID, question, false, ts, b.opts.RunOptions)
+	// The message was just posted: the claim of its answer is the first.
+	b.newRun(ctx, th, cmd.UserID, question, false, ts, b.opts.RunOptions, false)
 }
 
 func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(string)) {

@@ -215,11 +215,7 @@ func (b *Bot) work(e research.InboxEntry, ev socketmode.Event) {
 		}
 	}
 	release := b.holdInbox(ctx, e.Key)
-	hctx := ctx
-	if e.Attempts > 1 {
-		hctx = withRedo(ctx)
-	}
-	b.handle(hctx, ev)
+	b.handle(ctx, ev, e.Attempts > 1)
 	release()
 	if ctx.Err() != nil {
 		return
@@ -338,8 +334,10 @@ func parseEnvelope(e research.InboxEntry) (socketmode.Event, error) {
 // handle runs one envelope's work in a pool worker. Redeliveries never get
 // here (the inbox refused them); handling the same envelope again after a
 // crash must be harmless, which the handlers see to (runs have ids derived
-// from their message, decisions are compare-and-set).
-func (b *Bot) handle(ctx context.Context, ev socketmode.Event) {
+// from their message, decisions are compare-and-set). redo is true when the
+// envelope is handled again: its inbox entry was taken over after its first
+// handler's lease ran out.
+func (b *Bot) handle(ctx context.Context, ev socketmode.Event, redo bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			envelopeID := ""
@@ -360,7 +358,7 @@ func (b *Bot) handle(ctx context.Context, ev socketmode.Event) {
 	}
 	switch data := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
-		b.handleEvent(ctx, data)
+		b.handleEvent(ctx, data, redo)
 	case slack.InteractionCallback:
 		b.handleInteraction(ctx, data)
 	case slack.SlashCommand:
