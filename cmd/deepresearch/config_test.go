@@ -28,12 +28,12 @@ func defaultConfig() config {
 // default config accordingly) and, where there is one, a value it refuses
 // (err is the whole message).
 var configCases = []struct {
-	name    string
-	env     map[string]string
-	want    func(*config)
-	err     string
-	errIs   error
-	prefix  bool // err is the start of the message (the rest is the standard library's)
+	name   string
+	env    map[string]string
+	want   func(*config)
+	err    string
+	errIs  error
+	prefix bool // err is the start of the message (the rest is the standard library's)
 }{
 	{name: "defaults", env: map[string]string{}, want: func(*config) {}},
 
@@ -112,7 +112,9 @@ var configCases = []struct {
 	{name: "deployments malformed", env: map[string]string{"DEEPRESEARCH_AZURE_DEPLOYMENTS": "gpt-4o"}, errIs: llm.ErrConfig,
 		err: `llm: invalid configuration: DEEPRESEARCH_AZURE_DEPLOYMENTS: bad entry "gpt-4o" (want model=deployment,...)`},
 	{name: "prices", env: map[string]string{"DEEPRESEARCH_LLM_PRICES": "gpt-4o=2.5/10,gpt-4.1=2/8"},
-		want: func(c *config) { c.LLM.Prices = map[string]llm.Price{"gpt-4o": {Prompt: 2.5, Completion: 10}, "gpt-4.1": {Prompt: 2, Completion: 8}} }},
+		want: func(c *config) {
+			c.LLM.Prices = map[string]llm.Price{"gpt-4o": {Prompt: 2.5, Completion: 10}, "gpt-4.1": {Prompt: 2, Completion: 8}}
+		}},
 	{name: "prices not numbers", env: map[string]string{"DEEPRESEARCH_LLM_PRICES": "gpt-4o=cheap"}, errIs: llm.ErrConfig,
 		err: `llm: invalid configuration: DEEPRESEARCH_LLM_PRICES: price for "gpt-4o": want prompt/completion (want model=prompt/completion per 1M tokens, e.g. gpt-4o=2.5/10)`},
 	{name: "prices negative", env: map[string]string{"DEEPRESEARCH_LLM_PRICES": "gpt-4o=-1/2"}, errIs: llm.ErrConfig,
