@@ -377,6 +377,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 			return nil, ErrWaiting
 		}
 	case errors.Is(err, graph.ErrNotFound):
+		snap = graph.NewThread[State](threadID) // the graph need not look again
 	default:
 		return nil, fmt.Errorf("agent: load thread %s: %w", threadID, err)
 	}

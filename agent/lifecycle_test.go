@@ -444,9 +444,8 @@ func TestCallsLoadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// want counts Saver.Load calls: the agent's own load, which the graph
-	// reuses when it starts a turn or continues one; a new thread is looked
-	// up twice (the agent finds nothing, and the graph checks again); an
-	// answer is stored and the thread loaded in one ResumeLoad, not counted.
+	// reuses when it starts a turn, continues one or stores an answer (an
+	// answer the Saver stores and loads in one ResumeLoad is not counted).
 	loads := func(name string, want int64, fn func() (*agent.Result, error)) *agent.Result {
 		t.Helper()
 		saver.loads.Store(0)
@@ -459,7 +458,7 @@ func TestCallsLoadOnce(t *testing.T) {
 		}
 		return res
 	}
-	res := loads("Start on a new thread", 2, func() (*agent.Result, error) {
+	res := loads("Start on a new thread", 1, func() (*agent.Result, error) {
 		return a.Start(ctx, "once", agent.Request{Question: question, ApprovePlan: true}, nil)
 	})
 	loads("Resume", 1, func() (*agent.Result, error) {

@@ -17,6 +17,15 @@ type Snapshot[S any] struct {
 
 	thread string
 	chain  *Chain // the head as loaded, for InvokeFrom (State of the head only)
+	fresh  bool   // the thread had no checkpoint when loaded (NewThread)
+}
+
+// NewThread is the snapshot of a thread that State found without
+// checkpoints (ErrNotFound), for InvokeFrom: the new turn starts without
+// looking again. Should another writer create the thread meanwhile, the
+// run's first commit is refused, as for any stale head.
+func NewThread[S any](thread string) *Snapshot[S] {
+	return &Snapshot[S]{thread: thread, fresh: true}
 }
 
 func (g *Graph[S]) load(ctx context.Context, thread, ns string, id int64) (*run[S], *Chain, error) {

@@ -103,3 +103,25 @@ func TestInvokeFromResumesOnce(t *testing.T) {
 		t.Fatalf("after the refused answer: %+v, %v", st, err)
 	}
 }
+
+// A thread State found new starts without another look; had another writer
+// created it meanwhile, the stale "new" snapshot's run is refused.
+func TestInvokeFromNewThread(t *testing.T) {
+	ctx := context.Background()
+	saver := &loadCounter{Saver: memsaver.New(memsaver.Options{})}
+	cs := newChainSchema()
+	g := buildChain(t, 2, graph.Options{Saver: saver}, nil)
+	res, err := g.InvokeFrom(ctx, graph.NewThread[chainState]("n"), graph.Config{ThreadID: "n", Input: []graph.Write{cs.count.Set(0)}})
+	if err != nil || res.State.Count != 2 {
+		t.Fatalf("new thread: %+v, %v", res, err)
+	}
+	if n := saver.loads.Load(); n != 0 {
+		t.Errorf("a new thread was loaded %d times, want 0", n)
+	}
+	if _, err := g.InvokeFrom(ctx, graph.NewThread[chainState]("n"), graph.Config{ThreadID: "n", Input: []graph.Write{cs.count.Set(10)}}); err == nil {
+		t.Fatal("a run from a stale new-thread snapshot was stored over the thread")
+	}
+	if st, err := g.State(ctx, "n", 0); err != nil || st.State.Count != 2 {
+		t.Fatalf("after the refused run: %+v, %v", st, err)
+	}
+}

@@ -94,6 +94,7 @@ type run[S any] struct {
 	meta     []byte
 	ranBuf   []string
 	from     *Chain // the thread as the caller loaded it (InvokeFrom)
+	fresh    bool   // the caller found the thread new (NewThread)
 }
 
 // special write indexes
@@ -124,15 +125,19 @@ func (g *Graph[S]) Invoke(ctx context.Context, cfg Config) (*Result[S], error) {
 // interrupt that the Saver stores and loads in one round trip, and a fork
 // (cfg.CheckpointID), load as Invoke does.
 func (g *Graph[S]) InvokeFrom(ctx context.Context, snap *Snapshot[S], cfg Config) (*Result[S], error) {
-	if snap == nil || snap.chain == nil || snap.thread != cfg.ThreadID || cfg.CheckpointID != 0 {
+	if snap == nil || snap.chain == nil && !snap.fresh || snap.thread != cfg.ThreadID || cfg.CheckpointID != 0 {
 		return g.Invoke(ctx, cfg)
 	}
-	return g.invoke(ctx, cfg, snap.chain)
+	return g.invoke(ctx, cfg, snap)
 }
 
-// invoke runs from the thread as loaded (from), or loads it (nil).
-func (g *Graph[S]) invoke(ctx context.Context, cfg Config, from *Chain) (*Result[S], error) {
-	r := &run[S]{g: g, cfg: cfg, ns: cfg.ns, emit: cfg.Events, from: from}
+// invoke runs from the thread as the caller loaded it (from), or loads it
+// (nil).
+func (g *Graph[S]) invoke(ctx context.Context, cfg Config, from *Snapshot[S]) (*Result[S], error) {
+	r := &run[S]{g: g, cfg: cfg, ns: cfg.ns, emit: cfg.Events}
+	if from != nil {
+		r.from, r.fresh = from.chain, from.fresh
+	}
 	if len(cfg.Meta) > 0 {
 		m, err := json.Marshal(cfg.Meta)
 		if err != nil {
@@ -225,7 +230,10 @@ func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err erro
 			return chain, err == nil, err
 		}
 	}
-	if r.from != nil {
+	switch {
+	case r.fresh:
+		return nil, false, ErrNotFound
+	case r.from != nil:
 		return r.from, false, nil
 	}
 	chain, err = saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
