@@ -18,6 +18,7 @@ import (
 	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
+	"deepresearch/clock"
 	"deepresearch/graph"
 	"deepresearch/graph/memsaver"
 	"deepresearch/tools/search"
@@ -187,7 +188,7 @@ func newBenchWorld(tb testing.TB, scale float64, conc int) *benchWorld {
 	scaled := func(key string) time.Duration { return time.Duration(float64(latency(key)) * scale) }
 	web := agenttest.NewWorld()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * conc, MaxIdleConnsPerHost: 4 * conc}}
-	client, err := llm.New(llm.Options{APIKey: "k", BaseURL: srv.URL(), Model: "fake", HTTPClient: hc, Sleep: llm.NoSleep, Logger: slog.New(slog.DiscardHandler), Timeout: time.Minute})
+	client, err := llm.New(llm.Options{APIKey: "k", BaseURL: srv.URL(), Model: "fake", HTTPClient: hc, Clock: clock.Instant{}, Logger: slog.New(slog.DiscardHandler), Timeout: time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,6 +1,6 @@
-// Package clock tells the time and waits: a Clock interface with a real and
-// a manual implementation, Sleep that honours a context, and Backoff, the
-// delays between retries.
+// Package clock tells the time and waits: a Clock interface with a real, a
+// manual and an instant implementation, Sleep that honours a context, and
+// Backoff, the delays between retries.
 package clock
 
 import (

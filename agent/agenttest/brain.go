@@ -12,6 +12,7 @@ import (
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
+	"deepresearch/clock"
 )
 
 // Evidence is one item of the evidence the writer is given.
@@ -352,7 +353,7 @@ func (b *Brain) report(user string, ja bool) string {
 // options.
 func Client(tb testing.TB, srv *llmtest.Server, tune func(*llm.Options)) *llm.Client {
 	tb.Helper()
-	o := llm.Options{APIKey: "test", BaseURL: srv.URL(), Model: "fake", HTTPClient: srv.Client(), Sleep: llm.NoSleep,
+	o := llm.Options{APIKey: "test", BaseURL: srv.URL(), Model: "fake", HTTPClient: srv.Client(), Clock: clock.Instant{},
 		Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}
 	if tune != nil {
 		tune(&o)

@@ -33,8 +33,7 @@ type Client struct {
 	opts     Options
 	provider Provider
 	log      *slog.Logger
-	sleep    func(context.Context, time.Duration) error
-	now      func() time.Time
+	clk      clock.Clock
 	jsonMode atomic.Int32 // index into jsonModes; only ever increases
 	noStream atomic.Bool  // the endpoint refused stream=true
 	lat      latencies    // recent first-answer latencies, for hedging
@@ -133,17 +132,13 @@ func New(opts Options) (*Client, error) {
 		opts:     opts,
 		provider: prov,
 		log:      opts.Logger,
-		sleep:    opts.Sleep,
-		now:      opts.Now,
+		clk:      opts.Clock,
 	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	if c.sleep == nil {
-		c.sleep = sleepCtx
-	}
-	if c.now == nil {
-		c.now = time.Now
+	if c.clk == nil {
+		c.clk = clock.Real{}
 	}
 	switch opts.JSONMode {
 	case "", JSONModeSchema:
@@ -156,13 +151,6 @@ func New(opts Options) (*Client, error) {
 	}
 	return c, nil
 }
-
-// NoSleep is a Sleep for tests: it returns at once (with ctx's error, if
-// any), so retries run without waiting.
-func NoSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-
-// sleepCtx is the default Sleep: it waits on the system clock.
-func sleepCtx(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clock.Real{}, d) }
 
 // headerDoer adds the role and node headers from the request context. It
 // never modifies the caller's http.Client or request.
@@ -376,7 +364,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 		}
 		if err == nil {
 			out := c.response(resp, oreq, attempt)
-			rec := Record{Time: c.now(), Role: req.Role, Node: node, Model: model,
+			rec := Record{Time: c.clk.Now(), Role: req.Role, Node: node, Model: model,
 				PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens, Cost: out.Cost}
 			release(&rec)
 			log.DebugContext(ctx, "llm response", "attempt", attempt, "finish", out.FinishReason,
@@ -420,7 +408,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 		}
 		log.WarnContext(ctx, "llm retry", "attempt", attempt, "status", f.status, "error", f.kind, "wait", wait)
 		nt.send(NoticeRetry, attempt, wait, f.toError(attempt))
-		if err := c.sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, c.clk, wait); err != nil {
 			return Response{}, fmt.Errorf("llm: %s call canceled while waiting to retry (%v): %w", model, f.toError(attempt), err)
 		}
 	}

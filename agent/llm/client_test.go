@@ -7,32 +7,70 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"deepresearch/agent/llm/llmtest"
+	"deepresearch/clock"
 
 	openai "github.com/sashabaranov/go-openai"
 )
 
+// sleepRecorder is the test client's clock: its timers fire at once, so
+// retries do not wait. It records the retry waits the client announces
+// (NoticeRetry; 0 for a retry at once) and the timers it starts.
 type sleepRecorder struct {
-	mu sync.Mutex
-	d  []time.Duration
+	now time.Time // the clock's time; zero: time.Now
+
+	mu     sync.Mutex
+	waits  []time.Duration
+	timers []time.Duration
 }
 
-func (s *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
+func (s *sleepRecorder) Now() time.Time {
+	if s.now.IsZero() {
+		return time.Now()
+	}
+	return s.now
+}
+
+func (s *sleepRecorder) After(d time.Duration) <-chan time.Time { return s.NewTimer(d).C() }
+
+func (s *sleepRecorder) NewTimer(d time.Duration) clock.Timer {
 	s.mu.Lock()
-	s.d = append(s.d, d)
+	s.timers = append(s.timers, d)
 	s.mu.Unlock()
-	return ctx.Err()
+	return clock.Instant{}.NewTimer(d)
 }
 
+func (s *sleepRecorder) notice(n Notice) {
+	if n.Kind == NoticeRetry {
+		s.mu.Lock()
+		s.waits = append(s.waits, n.Wait)
+		s.mu.Unlock()
+	}
+}
+
+// sleeps returns the retry waits, in order.
 func (s *sleepRecorder) sleeps() []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
+	return slices.Clone(s.waits)
+}
+
+// checkTimers fails t unless the client waited on its clock for exactly
+// the retry waits that are not zero.
+func (s *sleepRecorder) checkTimers(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := slices.DeleteFunc(slices.Clone(s.waits), func(d time.Duration) bool { return d <= 0 })
+	if !slices.Equal(s.timers, want) {
+		t.Errorf("timers %v, want the waits that are not zero %v", s.timers, want)
+	}
 }
 
 func newTestClient(t *testing.T, srv *llmtest.Server, mod func(*Options)) (*Client, *sleepRecorder) {
@@ -42,11 +80,18 @@ func newTestClient(t *testing.T, srv *llmtest.Server, mod func(*Options)) (*Clie
 		APIKey:  "sk-test",
 		BaseURL: srv.URL(),
 		Model:   "test-model",
-		Sleep:   rec.sleep,
+		Clock:   rec,
 		Logger:  slog.New(slog.DiscardHandler),
 	}
 	if mod != nil {
 		mod(&opts)
+	}
+	onNotice := opts.OnNotice
+	opts.OnNotice = func(n Notice) {
+		rec.notice(n)
+		if onNotice != nil {
+			onNotice(n)
+		}
 	}
 	c, err := New(opts)
 	if err != nil {
@@ -186,7 +231,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, nil)
 			srv.Enqueue(tt.reply, llmtest.Text("ok"))
-			c, rec := newTestClient(t, srv, func(o *Options) { o.Now = func() time.Time { return now } })
+			c, rec := newTestClient(t, srv, func(o *Options) { o.Clock.(*sleepRecorder).now = now })
 			resp, err := c.Chat(context.Background(), Request{Messages: []Message{User("x")}})
 			if err != nil {
 				t.Fatal(err)
@@ -197,6 +242,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 			if got := rec.sleeps(); len(got) != 1 || got[0] != tt.want {
 				t.Errorf("slept %v, want [%v]", got, tt.want)
 			}
+			rec.checkTimers(t)
 		})
 	}
 }
@@ -281,6 +327,7 @@ func TestPerRequestFailureRetriedAtOnce(t *testing.T) {
 					}
 				}
 			}
+			rec.checkTimers(t)
 		})
 	}
 }
@@ -401,11 +448,19 @@ func TestTimeoutMalformedAndConnectionRetries(t *testing.T) {
 	t.Run("cancel while waiting", func(t *testing.T) {
 		srv := llmtest.NewServer(t, func(*llmtest.Request) llmtest.Reply { return llmtest.ServerError() })
 		ctx, cancel := context.WithCancel(context.Background())
-		c, _ := newTestClient(t, srv, func(o *Options) {
-			o.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
-		})
+		defer cancel()
+		clk := clock.NewManual(time.Now()) // never advanced
+		c, _ := newTestClient(t, srv, func(o *Options) { o.Clock = clk })
+		go func() {
+			select {
+			case <-clk.WaitForWaiters(1):
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		_, err := c.Chat(ctx, Request{Messages: []Message{User("x")}})
-		if !errors.Is(err, context.Canceled) || srv.Calls() != 1 {
+		// the first 500 is retried at once; the second waits, and is cancelled
+		if !errors.Is(err, context.Canceled) || srv.Calls() != 2 {
 			t.Fatalf("err=%v calls=%d", err, srv.Calls())
 		}
 	})

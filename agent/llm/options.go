@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"deepresearch/clock"
 )
 
 // Role names the agent step that is asking; each role may use its own model.
@@ -160,11 +161,10 @@ type Options struct {
 	// Logger (default: slog.Default()). Prompts and keys are never logged;
 	// the debug level logs sizes, models, nodes and timings.
 	Logger *slog.Logger
-	// Sleep waits between retries (default: a timer honouring ctx). Tests
-	// inject a recorder to run instantly.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock used for HTTP-date Retry-After values (default time.Now).
-	Now func() time.Time
+	// Clock times the waits between retries and reads the time for
+	// HTTP-date Retry-After values and records (default clock.Real{});
+	// tests pass clock.Instant{} to retry without waiting.
+	Clock clock.Clock
 }
 
 // Names of the settings that errors tell the operator to fix: the

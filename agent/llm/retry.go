@@ -59,7 +59,7 @@ func (c *Client) classify(ctx context.Context, err error, hdr http.Header, model
 		f.msg = bodyMessage(reqErr.Body)
 	}
 	if f.status != 0 {
-		if d, ok := retryAfter(hdr, c.now()); ok {
+		if d, ok := retryAfter(hdr, c.clk.Now()); ok {
 			f.retryAfter = d
 		}
 		c.classifyStatus(&f, env)

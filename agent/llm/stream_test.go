@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"deepresearch/agent/llm/llmtest"
+	"deepresearch/clock"
 )
 
 type noticeLog struct {
@@ -173,7 +174,7 @@ func TestStreamFallback(t *testing.T) {
 			io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
 		}))
 		t.Cleanup(ts.Close)
-		c, err := New(Options{BaseURL: ts.URL + "/v1", Model: "m", Sleep: NoSleep})
+		c, err := New(Options{BaseURL: ts.URL + "/v1", Model: "m", Clock: clock.Instant{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"testing"
-	"time"
 
 	"deepresearch/agent/llm/llmtest"
 )
@@ -57,16 +56,5 @@ func TestResponseWithoutUsageIsEstimated(t *testing.T) {
 	}
 	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != "f" {
 		t.Errorf("legacy function_call not mapped: %+v", resp.ToolCalls)
-	}
-}
-
-func TestSleepCtx(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := sleepCtx(ctx, time.Hour); err == nil {
-		t.Error("sleep ignored cancellation")
-	}
-	if err := sleepCtx(context.Background(), time.Millisecond); err != nil {
-		t.Error(err)
 	}
 }
