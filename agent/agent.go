@@ -245,17 +245,17 @@ func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
 	b.AddEdge(graph.Start, nCoordinator)
 	b.AddConditionalEdges(nCoordinator, func(s State) []graph.Route {
 		switch s.Intent {
-		case "chat":
+		case IntentChat:
 			return []graph.Route{graph.To(graph.End)}
-		case "clarify":
+		case IntentClarify:
 			return []graph.Route{graph.To(nClarify)}
-		case "rewrite":
+		case IntentRewrite:
 			return []graph.Route{graph.To(nWriter)}
 		}
 		return []graph.Route{graph.To(nPlanner)}
 	})
 	b.AddConditionalEdges(nClarify, func(s State) []graph.Route {
-		if s.Next == "cancel" {
+		if s.Next == NextCancel {
 			return []graph.Route{graph.To(nFinalize)}
 		}
 		return []graph.Route{graph.To(nPlanner)}
@@ -268,9 +268,9 @@ func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
 	})
 	b.AddConditionalEdges(nApprovePlan, func(s State) []graph.Route {
 		switch s.Next {
-		case "replan":
+		case NextReplan:
 			return []graph.Route{graph.To(nPlanner)}
-		case "cancel":
+		case NextCancel:
 			return []graph.Route{graph.To(nFinalize)}
 		}
 		return []graph.Route{graph.To(nSupervisor)}
@@ -280,9 +280,9 @@ func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
 	b.AddEdge(nWriter, nReviewer)
 	b.AddConditionalEdges(nReviewer, func(s State) []graph.Route {
 		switch s.Next {
-		case "write":
+		case NextWrite:
 			return []graph.Route{graph.To(nWriter)}
-		case "research":
+		case NextResearch:
 			return []graph.Route{graph.To(nSupervisor)}
 		}
 		if s.Req.ApproveDraft {
@@ -292,9 +292,9 @@ func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
 	})
 	b.AddConditionalEdges(nApproveDraft, func(s State) []graph.Route {
 		switch s.Next {
-		case "write":
+		case NextWrite:
 			return []graph.Route{graph.To(nWriter)}
-		case "research":
+		case NextResearch:
 			return []graph.Route{graph.To(nSupervisor)}
 		}
 		return []graph.Route{graph.To(nFinalize)}
@@ -306,7 +306,7 @@ func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
 // routeSupervisor fans out one researcher per dispatched subtask.
 func (a *Agent) routeSupervisor(s State) []graph.Route {
 	switch s.Next {
-	case "research":
+	case NextResearch:
 		known := make([]string, 0, len(s.Sources))
 		for u, src := range s.Sources {
 			if src.Retrieved {
@@ -326,7 +326,7 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 			return routes
 		}
 		return []graph.Route{graph.To(nWriter)}
-	case "write":
+	case NextWrite:
 		return []graph.Route{graph.To(nWriter)}
 	}
 	return []graph.Route{graph.To(nFinalize)}
@@ -370,7 +370,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 				a.log.Info("agent: start repeats the thread's current turn; returning it",
 					"thread_id", threadID, "tag", req.Tag, "status", cur.Status)
 				cur.Repeated = true
-			return cur, nil
+				return cur, nil
 			}
 		}
 		if len(snap.Interrupts) > 0 {
@@ -446,7 +446,7 @@ func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]
 		if snap, lerr := a.g.State(ctx, threadID, 0); lerr == nil && len(snap.Interrupts) == 0 {
 			if cur := a.result(threadID, snap.State, nil); ended(cur.Status) {
 				cur.Repeated = true
-			return cur, nil
+				return cur, nil
 			}
 		}
 	}
@@ -567,7 +567,7 @@ func (a *Agent) cancel(ctx context.Context, threadID string) error {
 	}
 	// stopped in the middle: end the turn as finalize ends a cancelled one,
 	// dropping the tasks that were left to run
-	if _, err := a.g.UpdateState(ctx, threadID, append(a.cancelWrites(snap.State), a.sc.next.Set("cancel")), nFinalize); err != nil {
+	if _, err := a.g.UpdateState(ctx, threadID, append(a.cancelWrites(snap.State), a.sc.next.Set(NextCancel)), nFinalize); err != nil {
 		return err
 	}
 	a.log.Info("agent: unfinished turn cancelled", "thread_id", threadID)
@@ -692,7 +692,7 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	}
 	if len(r.Interrupts) > 0 {
 		r.Status = StatusInterrupted
-	} else if r.Status == "" && s.Intent == "chat" {
+	} else if r.Status == "" && s.Intent == IntentChat {
 		r.Status = StatusReplied
 	}
 	cited := map[string]bool{}

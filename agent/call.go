@@ -136,26 +136,26 @@ func schemaName[T any]() string {
 	return fmt.Sprintf("%T", zero)
 }
 
-// budgetErr reports whether err means a budget ran out (tokens or time)
-// rather than the LLM failing.
-func budgetErr(err error) string {
+// budgetErr reports which budget err says ran out ("" when the LLM failed
+// instead).
+func budgetErr(err error) Budget {
 	switch {
 	case errors.Is(err, llm.ErrBudgetExceeded):
-		return "tokens"
+		return BudgetTokens
 	case errors.Is(err, context.DeadlineExceeded):
-		return "time"
+		return BudgetTime
 	}
 	return ""
 }
 
-// exhausted reports which budget (if any) is spent: "tokens" once only the
-// reserve for the final answer is left, "time" after the deadline.
-func (a *Agent) exhausted(ctx context.Context, deadline time.Time) string {
+// exhausted reports which budget (if any) is spent: tokens once only the
+// reserve for the final answer is left, time after the deadline.
+func (a *Agent) exhausted(ctx context.Context, deadline time.Time) Budget {
 	if m := llm.MeterFrom(ctx); m != nil && m.MustFinalize() {
-		return "tokens"
+		return BudgetTokens
 	}
 	if !deadline.IsZero() && !a.now().Before(deadline) {
-		return "time"
+		return BudgetTime
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -26,7 +27,7 @@ func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error)
 	hasReport := s.Report != ""
 	if !hasReport && len(s.History) == 0 && plainQuestion(s.Question, s.Language) {
 		// nothing for the model to decide: research the question as asked
-		return []graph.Write{sc.intent.Set("research")}, nil
+		return []graph.Write{sc.intent.Set(IntentResearch)}, nil
 	}
 	mayAsk := !s.Req.NoClarify && !s.Clarified
 	p, err := prompts.Render(prompts.Coordinator, prompts.CoordinatorData{
@@ -42,27 +43,23 @@ func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error)
 			return nil, ctx.Err()
 		}
 		emit(ctx, Event{Kind: EventWarning, Message: "coordinator unavailable; researching the question as asked"})
-		out = coordOut{Intent: "research"}
+		out = coordOut{Intent: string(IntentResearch)}
 	}
-	intent := out.Intent
+	intent := parseIntent(out.Intent)
 	switch {
-	case intent == "rewrite" && !hasReport:
-		intent = "research"
-	case intent == "clarify" && (!mayAsk || strings.TrimSpace(out.ClarifyingQuestion) == ""):
-		intent = "research"
-	case intent == "chat" && strings.TrimSpace(out.Reply) == "":
-		intent = "research"
-	case intent != "chat" && intent != "clarify" && intent != "rewrite":
-		intent = "research"
+	case intent == IntentRewrite && !hasReport,
+		intent == IntentClarify && (!mayAsk || strings.TrimSpace(out.ClarifyingQuestion) == ""),
+		intent == IntentChat && strings.TrimSpace(out.Reply) == "":
+		intent = IntentResearch
 	}
 	w := []graph.Write{sc.intent.Set(intent), sc.usage.Set(c.usage())}
 	switch intent {
-	case "chat":
+	case IntentChat:
 		w = append(w, sc.reply.Set(out.Reply), sc.status.Set(StatusReplied),
 			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: out.Reply}}))
-	case "clarify":
+	case IntentClarify:
 		w = append(w, sc.reply.Set(strings.TrimSpace(out.ClarifyingQuestion)))
-	case "rewrite":
+	case IntentRewrite:
 		instr := strings.TrimSpace(out.Instruction)
 		if instr == "" {
 			instr = s.Question
@@ -92,7 +89,7 @@ func (a *Agent) clarify(ctx context.Context, s State) ([]graph.Write, error) {
 		return nil, err
 	}
 	if ans.Action == ActionCancel {
-		return []graph.Write{sc.next.Set("cancel"), sc.reply.Set("")}, nil
+		return []graph.Write{sc.next.Set(NextCancel), sc.reply.Set("")}, nil
 	}
 	q := s.Question
 	text := strings.TrimSpace(ans.Text + " " + ans.Feedback)
@@ -110,8 +107,6 @@ type planOut struct {
 	PlanText            string    `json:"plan_text"`
 	EvaluationTypes     []string  `json:"evaluation_types" jsonschema:"enum=definitive|freshness|plurality|completeness|attribution"`
 }
-
-var evalTypes = []string{"definitive", "freshness", "plurality", "completeness", "attribution"}
 
 // planner makes the research plan (theme, points, queries, subtasks and
 // the checks the answer must pass), falling back to a one-subtask plan.
@@ -197,12 +192,12 @@ func (a *Agent) cleanPlan(out planOut, l limits) *Plan {
 		pl.SearchQueries = append(pl.SearchQueries, st.Queries...)
 	}
 	for _, t := range out.EvaluationTypes {
-		if contains(evalTypes, t) && !contains(pl.EvaluationTypes, t) {
-			pl.EvaluationTypes = append(pl.EvaluationTypes, t)
+		if c, ok := parseCheck(t); ok && !slices.Contains(pl.EvaluationTypes, c) {
+			pl.EvaluationTypes = append(pl.EvaluationTypes, c)
 		}
 	}
-	if !contains(pl.EvaluationTypes, "attribution") {
-		pl.EvaluationTypes = append(pl.EvaluationTypes, "attribution")
+	if !slices.Contains(pl.EvaluationTypes, CheckAttribution) {
+		pl.EvaluationTypes = append(pl.EvaluationTypes, CheckAttribution)
 	}
 	if pl.Theme == "" {
 		pl.Theme = pl.Subtasks[0].Title
@@ -226,7 +221,7 @@ func (a *Agent) fallbackPlan(q string) *Plan {
 	return &Plan{
 		Theme: clip(first, 80), InvestigationPoints: []string{first}, SearchQueries: []string{query},
 		Subtasks: []Subtask{{Title: first, Queries: []string{query}}}, PlanText: first,
-		EvaluationTypes: []string{"completeness", "attribution"}, Fallback: true,
+		EvaluationTypes: []Check{CheckCompleteness, CheckAttribution}, Fallback: true,
 	}
 }
 
@@ -256,11 +251,11 @@ func (a *Agent) approvePlan(ctx context.Context, s State) ([]graph.Write, error)
 	switch ans.Action {
 	case ActionRevise, ActionResearch:
 		fb := strings.TrimSpace(ans.Feedback + " " + ans.Text)
-		return []graph.Write{sc.next.Set("replan"), sc.planFeedback.Set(fb)}, nil
+		return []graph.Write{sc.next.Set(NextReplan), sc.planFeedback.Set(fb)}, nil
 	case ActionCancel:
-		return []graph.Write{sc.next.Set("cancel")}, nil
+		return []graph.Write{sc.next.Set(NextCancel)}, nil
 	}
-	return []graph.Write{sc.next.Set("approved")}, nil
+	return []graph.Write{sc.next.Set(NextPlanApproved)}, nil
 }
 
 type replanOut struct {
@@ -283,16 +278,16 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 			retrieved++
 		}
 	}
-	next := "write"
+	next := NextWrite
 	var dispatch []Subtask
 	ex := a.exhausted(ctx, s.Deadline)
 	switch {
 	case ex != "":
 		w = append(w, sc.exhausted.Set(ex))
-		emit(ctx, Event{Kind: EventBudget, Message: ex + " budget spent; writing the report from what was found"})
+		emit(ctx, Event{Kind: EventBudget, Message: string(ex) + " budget spent; writing the report from what was found"})
 	case it > l.iterations:
 		if s.Best != nil {
-			next = "end"
+			next = NextEnd
 		}
 	case s.Round == 0:
 		dispatch = s.Plan.Subtasks
@@ -308,7 +303,7 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 		if len(dispatch) > l.subtasks {
 			dispatch = dispatch[:l.subtasks]
 		}
-		next = "research"
+		next = NextResearch
 		phase(ctx, PhaseResearching)
 		w = append(w, sc.round.Set(s.Round+1), sc.dispatch.Set(dispatch), sc.researchRequest.Set(""))
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,8 +34,9 @@ func TestCleanPlan(t *testing.T) {
 	// points and queries without subtasks are dealt out; evaluation types are
 	// filtered and attribution is always added
 	p := a.cleanPlan(planOut{Theme: "T", InvestigationPoints: []string{"A", "B", "C"}, SearchQueries: []string{"q1", "q2", "q3", "Q1"},
-		EvaluationTypes: []string{"freshness", "bogus"}}, l)
-	if p == nil || len(p.Subtasks) != 2 || strings.Join(p.Subtasks[0].Queries, ",") != "q1,q3" || strings.Join(p.EvaluationTypes, ",") != "freshness,attribution" {
+		EvaluationTypes: []string{"freshness", "bogus", " Plurality", "freshness"}}, l)
+	if p == nil || len(p.Subtasks) != 2 || strings.Join(p.Subtasks[0].Queries, ",") != "q1,q3" ||
+		!slices.Equal(p.EvaluationTypes, []Check{CheckFreshness, CheckPlurality, CheckAttribution}) {
 		t.Fatalf("%+v", p)
 	}
 	if a.cleanPlan(planOut{}, l) != nil {

@@ -56,7 +56,7 @@ func (a *Agent) researchOut(s rState) []graph.Write {
 	sc, t := a.sc, s.Task
 	var fs []Finding
 	for _, f := range s.Findings {
-		if f.Verified || f.Kind == "computed" {
+		if f.Verified || f.Kind == FindingComputed {
 			f.Subtask, f.Round, f.Turn = t.Subtask.Title, t.Round, t.Turn
 			fs = append(fs, f)
 		}
@@ -130,20 +130,20 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		if len(qs) == 0 {
 			qs = dedupQueries([]string{t.Subtask.Title}, prev, 1)
 		}
-		return []graph.Write{rs.actions.Set([]action{{Kind: "search", Queries: qs}})}, nil
+		return []graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, nil
 	}
 	if a.coder == nil && a.search != nil {
 		// the reflection that asked for this try named its searches, as the
 		// planner named the first try's; only coding needs the select step
 		if qs := dedupQueries(s.NextQueries, prev, a.opts.MaxQueries); len(qs) > 0 {
-			return []graph.Write{rs.actions.Set([]action{{Kind: "search", Queries: qs}})}, nil
+			return []graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, nil
 		}
 	}
 	c := a.caller(t.node(rSelect))
 	links := unread(s)
 	var know []string
 	for _, f := range s.Findings {
-		if f.Verified || f.Kind == "computed" {
+		if f.Verified || f.Kind == FindingComputed {
 			know = append(know, clip(f.Claim, 200))
 		}
 	}
@@ -162,16 +162,16 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		}
 	}
 	if a.search != nil {
-		add(llm.NewTool[searchArgs]("search", "Run new web search queries."))
+		add(llm.NewTool[searchArgs](string(actSearch), "Run new web search queries."))
 	}
 	if len(links) > 0 && a.fetch != nil {
-		add(llm.NewTool[visitArgs]("visit", "Read pages seen in search results."))
+		add(llm.NewTool[visitArgs](string(actVisit), "Read pages seen in search results."))
 	}
 	if a.coder != nil {
-		add(llm.NewTool[codingArgs]("coding", "Compute exactly with a short JavaScript program (console.log the result)."))
+		add(llm.NewTool[codingArgs](string(actCoding), "Compute exactly with a short JavaScript program (console.log the result)."))
 	}
 	if len(know) > 0 {
-		add(llm.NewTool[answerArgs]("answer", "Enough is known to answer the subtask."))
+		add(llm.NewTool[answerArgs](string(actAnswer), "Enough is known to answer the subtask."))
 	}
 	cctx, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
@@ -190,7 +190,7 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		// fallback: the reflection's queries, or a rewrite of the subtask
 		qs := dedupQueries(append(append([]string(nil), s.NextQueries...), t.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
 		if len(qs) > 0 && a.search != nil {
-			acts = []action{{Kind: "search", Queries: qs}}
+			acts = []action{{Kind: actSearch, Queries: qs}}
 		}
 	}
 	return []graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, nil
@@ -200,13 +200,13 @@ func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompt
 	var acts []action
 	var queries []string
 	for _, tc := range calls {
-		switch tc.Name {
-		case "search":
+		switch actionKind(tc.Name) {
+		case actSearch:
 			var args searchArgs
 			if tc.Decode(&args) == nil {
 				queries = append(queries, args.Queries...)
 			}
-		case "visit":
+		case actVisit:
 			var args visitArgs
 			if tc.Decode(&args) == nil {
 				var urls []string
@@ -217,18 +217,18 @@ func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompt
 					}
 				}
 				if len(urls) > 0 {
-					acts = append(acts, action{Kind: "visit", URLs: urls})
+					acts = append(acts, action{Kind: actVisit, URLs: urls})
 				}
 			}
-		case "coding":
+		case actCoding:
 			var args codingArgs
 			if tc.Decode(&args) == nil && strings.TrimSpace(args.Code) != "" {
-				acts = append(acts, action{Kind: "coding", Task: args.Task, Code: args.Code})
+				acts = append(acts, action{Kind: actCoding, Task: args.Task, Code: args.Code})
 			}
 		}
 	}
 	if qs := dedupQueries(queries, prev, a.opts.MaxQueries); len(qs) > 0 {
-		acts = append([]action{{Kind: "search", Queries: qs}}, acts...)
+		acts = append([]action{{Kind: actSearch, Queries: qs}}, acts...)
 	}
 	return acts
 }
@@ -259,7 +259,7 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	var wg sync.WaitGroup
 	for _, act := range s.Actions {
 		switch act.Kind {
-		case "search":
+		case actSearch:
 			if a.search == nil || len(act.Queries) == 0 {
 				continue // (no queries: nothing to search, and no divide by zero)
 			}
@@ -271,13 +271,13 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 					ex.searchAndRead(ctx2, q, per)
 				}()
 			}
-		case "visit":
+		case actVisit:
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				ex.visit(ctx2, act.URLs)
 			}()
-		case "coding":
+		case actCoding:
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -292,7 +292,7 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	w := []graph.Write{rs.findings.Set(ex.findings), rs.sources.Set(ex.sources), rs.queries.Set(ex.queries),
 		rs.computations.Set(ex.computations), rs.notes.Set(ex.notes), rs.usage.Set(c.usage())}
 	if errors.Is(ctx2.Err(), context.DeadlineExceeded) {
-		w = append(w, rs.stopped.Set("time"))
+		w = append(w, rs.stopped.Set(BudgetTime))
 	}
 	return w, nil
 }
@@ -439,7 +439,7 @@ func (ex *execution) code(ctx context.Context, act action) {
 	defer ex.mu.Unlock()
 	ex.computations = append(ex.computations, line)
 	if err == nil && out != "" {
-		ex.findings = append(ex.findings, Finding{ID: hashID("code", act.Code), Claim: line, Kind: "computed"})
+		ex.findings = append(ex.findings, Finding{ID: hashID("code", act.Code), Claim: line, Kind: FindingComputed})
 	}
 }
 
@@ -514,7 +514,7 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 				idx, quote = i, q
 			}
 		}
-		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: "source", URL: normURL(f.URL)}
+		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: FindingSource, URL: normURL(f.URL)}
 		if idx >= 0 {
 			fd.URL, fd.Title, fd.Verified, fd.Quote = pages[idx].URL, pages[idx].Title, true, strings.TrimSpace(quote)
 			fd.ID = hashID(fd.URL, fd.Quote)

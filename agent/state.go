@@ -22,7 +22,7 @@ type State struct {
 	TurnStart int `json:"turn_start"`
 
 	History     []prompts.Exchange `json:"history,omitempty"`
-	Intent      string             `json:"intent,omitempty"`
+	Intent      Intent             `json:"intent,omitempty"`
 	Reply       string             `json:"reply,omitempty"`
 	Instruction string             `json:"instruction,omitempty"`
 	Clarified   bool               `json:"clarified,omitempty"`
@@ -51,7 +51,7 @@ type State struct {
 	Review          *Review         `json:"review,omitempty"`
 	Reviews         int             `json:"reviews"`
 	Best            *bestDraft      `json:"best,omitempty"`
-	Next            string          `json:"next,omitempty"`
+	Next            NextStep        `json:"next,omitempty"`
 
 	Report     string          `json:"report,omitempty"`
 	Summary    string          `json:"summary,omitempty"`
@@ -60,7 +60,7 @@ type State struct {
 	Finish     Finish          `json:"finish,omitempty"`
 	Unverified []string        `json:"unverified,omitempty"`
 	Extractive bool            `json:"extractive,omitempty"`
-	Exhausted  string          `json:"exhausted,omitempty"` // "tokens" or "time"
+	Exhausted  Budget          `json:"exhausted,omitempty"`
 
 	Usage Usage `json:"usage"`
 }
@@ -79,7 +79,8 @@ type schema struct {
 
 	turn, turnStart, notes                 graph.Channel[int]
 	req                                    graph.Channel[Request]
-	question, language, intent, reply      graph.Channel[string]
+	question, language, reply              graph.Channel[string]
+	intent                                 graph.Channel[Intent]
 	instruction, planFeedback              graph.Channel[string]
 	deadline                               graph.Channel[time.Time]
 	clarified, draftExtractive, extractive graph.Channel[bool]
@@ -91,11 +92,13 @@ type schema struct {
 	findings                               graph.Channel[[]Finding]
 	sources                                graph.Channel[map[string]Source]
 	queries, unverified                    graph.Channel[[]string]
-	researchRequest, feedback, draft, next graph.Channel[string]
+	researchRequest, feedback, draft       graph.Channel[string]
+	next                                   graph.Channel[NextStep]
 	draftCitations, citations              graph.Channel[citation.Report]
 	review                                 graph.Channel[*Review]
 	best                                   graph.Channel[*bestDraft]
-	report, summary, exhausted             graph.Channel[string]
+	report, summary                        graph.Channel[string]
+	exhausted                              graph.Channel[Budget]
 	status                                 graph.Channel[Status]
 	finish                                 graph.Channel[Finish]
 	usage                                  graph.Channel[Usage]
@@ -112,7 +115,7 @@ func newSchema() *schema {
 		req:             graph.LastValue(s, "req", func(st *State) *Request { return &st.Req }),
 		question:        graph.LastValue(s, "question", func(st *State) *string { return &st.Question }),
 		language:        graph.LastValue(s, "language", func(st *State) *string { return &st.Language }),
-		intent:          graph.LastValue(s, "intent", func(st *State) *string { return &st.Intent }),
+		intent:          graph.LastValue(s, "intent", func(st *State) *Intent { return &st.Intent }),
 		reply:           graph.LastValue(s, "reply", func(st *State) *string { return &st.Reply }),
 		instruction:     graph.LastValue(s, "instruction", func(st *State) *string { return &st.Instruction }),
 		planFeedback:    graph.LastValue(s, "plan_feedback", func(st *State) *string { return &st.PlanFeedback }),
@@ -135,14 +138,14 @@ func newSchema() *schema {
 		researchRequest: graph.LastValue(s, "research_request", func(st *State) *string { return &st.ResearchRequest }),
 		feedback:        graph.LastValue(s, "feedback", func(st *State) *string { return &st.Feedback }),
 		draft:           graph.LastValue(s, "draft", func(st *State) *string { return &st.Draft }),
-		next:            graph.LastValue(s, "next", func(st *State) *string { return &st.Next }),
+		next:            graph.LastValue(s, "next", func(st *State) *NextStep { return &st.Next }),
 		draftCitations:  graph.LastValue(s, "draft_citations", func(st *State) *citation.Report { return &st.DraftCitations }),
 		citations:       graph.LastValue(s, "citations", func(st *State) *citation.Report { return &st.Citations }),
 		review:          graph.LastValue(s, "review", func(st *State) **Review { return &st.Review }),
 		best:            graph.LastValue(s, "best", func(st *State) **bestDraft { return &st.Best }),
 		report:          graph.LastValue(s, "report", func(st *State) *string { return &st.Report }),
 		summary:         graph.LastValue(s, "summary", func(st *State) *string { return &st.Summary }),
-		exhausted:       graph.LastValue(s, "exhausted", func(st *State) *string { return &st.Exhausted }),
+		exhausted:       graph.LastValue(s, "exhausted", func(st *State) *Budget { return &st.Exhausted }),
 		status:          graph.LastValue(s, "status", func(st *State) *Status { return &st.Status }),
 		finish:          graph.LastValue(s, "finish", func(st *State) *Finish { return &st.Finish }),
 		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
@@ -180,33 +183,46 @@ type rState struct {
 	NextQueries  []string          `json:"next_queries,omitempty"`
 	Done         bool              `json:"done"`
 	Completed    bool              `json:"completed"`
-	Stopped      string            `json:"stopped,omitempty"`
+	Stopped      Budget            `json:"stopped,omitempty"`
 	Notes        int               `json:"notes"`
 	Usage        Usage             `json:"usage"`
 }
 
-// action is a step the researcher chose: search, visit, coding or answer.
+// action is a step the researcher chose.
 type action struct {
-	Kind    string   `json:"kind"` // search, visit, coding, answer
-	Queries []string `json:"queries,omitempty"`
-	URLs    []string `json:"urls,omitempty"`
-	Task    string   `json:"task,omitempty"`
-	Code    string   `json:"code,omitempty"`
+	Kind    actionKind `json:"kind"`
+	Queries []string   `json:"queries,omitempty"`
+	URLs    []string   `json:"urls,omitempty"`
+	Task    string     `json:"task,omitempty"`
+	Code    string     `json:"code,omitempty"`
 }
 
+// actionKind is what an action does; the researcher's tools have the same
+// names.
+type actionKind string
+
+// Action kinds.
+const (
+	actSearch actionKind = "search" // run web searches
+	actVisit  actionKind = "visit"  // read pages seen in results
+	actCoding actionKind = "coding" // compute with a program
+	actAnswer actionKind = "answer" // enough is known: answer the subtask
+)
+
 type rSchema struct {
-	s                       *graph.Schema[rState]
-	task                    graph.Channel[researchTask]
-	try, notes              graph.Channel[int]
-	actions                 graph.Channel[[]action]
-	findings                graph.Channel[[]Finding]
-	sources                 graph.Channel[map[string]Source]
-	queries, computations   graph.Channel[[]string]
-	answer, advice, stopped graph.Channel[string]
-	reflection              graph.Channel[*verdict]
-	gaps, nextQueries       graph.Channel[[]string]
-	done, completed         graph.Channel[bool]
-	usage                   graph.Channel[Usage]
+	s                     *graph.Schema[rState]
+	task                  graph.Channel[researchTask]
+	try, notes            graph.Channel[int]
+	actions               graph.Channel[[]action]
+	findings              graph.Channel[[]Finding]
+	sources               graph.Channel[map[string]Source]
+	queries, computations graph.Channel[[]string]
+	answer, advice        graph.Channel[string]
+	stopped               graph.Channel[Budget]
+	reflection            graph.Channel[*verdict]
+	gaps, nextQueries     graph.Channel[[]string]
+	done, completed       graph.Channel[bool]
+	usage                 graph.Channel[Usage]
 }
 
 func newRSchema() *rSchema {
@@ -224,7 +240,7 @@ func newRSchema() *rSchema {
 		answer:       graph.LastValue(s, "answer", func(st *rState) *string { return &st.Answer }),
 		reflection:   graph.LastValue(s, "reflection", func(st *rState) **verdict { return &st.Reflection }),
 		advice:       graph.LastValue(s, "advice", func(st *rState) *string { return &st.Advice }),
-		stopped:      graph.LastValue(s, "stopped", func(st *rState) *string { return &st.Stopped }),
+		stopped:      graph.LastValue(s, "stopped", func(st *rState) *Budget { return &st.Stopped }),
 		gaps:         graph.LastValue(s, "gaps", func(st *rState) *[]string { return &st.Gaps }),
 		nextQueries:  graph.LastValue(s, "next_queries", func(st *rState) *[]string { return &st.NextQueries }),
 		done:         graph.LastValue(s, "done", func(st *rState) *bool { return &st.Done }),

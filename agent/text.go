@@ -1,16 +1,15 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"slices"
-
-	"crypto/sha256"
-	"deepresearch/prompts"
-	"encoding/hex"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"deepresearch/prompts"
 	"deepresearch/tools/search"
 )
 

@@ -45,12 +45,24 @@ type Plan struct {
 	SearchQueries       []string  `json:"search_queries"`
 	Subtasks            []Subtask `json:"subtasks"`
 	PlanText            string    `json:"plan_text"`
-	// EvaluationTypes are the checks the answer must pass:
-	// definitive, freshness, plurality, completeness, attribution.
-	EvaluationTypes []string  `json:"evaluation_types"`
+	// EvaluationTypes are the checks the answer must pass.
+	EvaluationTypes []Check   `json:"evaluation_types"`
 	Fallback        bool      `json:"fallback,omitempty"` // the LLM failed; a simple plan was used
 	CreatedAt       time.Time `json:"created_at"`
 }
+
+// Check is a test the answer must pass, chosen by the planner and judged
+// by the reviewer.
+type Check string
+
+// Checks.
+const (
+	CheckDefinitive   Check = "definitive"
+	CheckFreshness    Check = "freshness"
+	CheckPlurality    Check = "plurality"
+	CheckCompleteness Check = "completeness"
+	CheckAttribution  Check = "attribution"
+)
 
 // Subtask is one researcher's assignment.
 type Subtask struct {
@@ -61,17 +73,26 @@ type Subtask struct {
 // Finding is an item of the knowledge store: a claim with the verbatim quote
 // and the source it rests on (or a computed result).
 type Finding struct {
-	ID       string `json:"id"`
-	Subtask  string `json:"subtask,omitempty"`
-	Claim    string `json:"claim"`
-	Quote    string `json:"quote,omitempty"`
-	URL      string `json:"url,omitempty"`
-	Title    string `json:"title,omitempty"`
-	Kind     string `json:"kind"`               // "source", "computed"
-	Verified bool   `json:"verified,omitempty"` // the quote is in the page read
-	Round    int    `json:"round,omitempty"`
-	Turn     int    `json:"turn,omitempty"`
+	ID       string      `json:"id"`
+	Subtask  string      `json:"subtask,omitempty"`
+	Claim    string      `json:"claim"`
+	Quote    string      `json:"quote,omitempty"`
+	URL      string      `json:"url,omitempty"`
+	Title    string      `json:"title,omitempty"`
+	Kind     FindingKind `json:"kind"`
+	Verified bool        `json:"verified,omitempty"` // the quote is in the page read
+	Round    int         `json:"round,omitempty"`
+	Turn     int         `json:"turn,omitempty"`
 }
+
+// FindingKind says what a finding rests on.
+type FindingKind string
+
+// Finding kinds.
+const (
+	FindingSource   FindingKind = "source"   // a quote from a page read
+	FindingComputed FindingKind = "computed" // the result of a program
+)
 
 // Source is a document seen (in search results) or read in the run.
 type Source struct {
@@ -97,8 +118,17 @@ type SubtaskResult struct {
 	Tries     int      `json:"tries"`
 	Gaps      []string `json:"gaps,omitempty"`
 	Findings  int      `json:"findings"`
-	Stopped   string   `json:"stopped,omitempty"` // "tokens"/"time" when a budget cut it short
+	Stopped   Budget   `json:"stopped,omitempty"` // the budget that cut it short
 }
+
+// Budget names a budget of the turn that can run out.
+type Budget string
+
+// Budgets.
+const (
+	BudgetTokens Budget = "tokens" // only the reserve for the final report is left
+	BudgetTime   Budget = "time"   // the wall-clock budget is spent
+)
 
 // Scores are the reviewer's scores, each from 0 to 1.
 type Scores struct {
@@ -115,7 +145,7 @@ func (s Scores) Weighted() float64 {
 
 // Evaluation is the reviewer's verdict on one of the plan's checks.
 type Evaluation struct {
-	Type   string `json:"type"`
+	Type   Check  `json:"type"`
 	Pass   bool   `json:"pass"`
 	Reason string `json:"reason"`
 }
@@ -135,7 +165,7 @@ type Review struct {
 	Scores          Scores       `json:"scores"`
 	Evaluations     []Evaluation `json:"evaluations,omitempty"`
 	Feedback        string       `json:"feedback,omitempty"`
-	SuggestedAction string       `json:"suggested_action,omitempty"` // "write", "research" or "end"
+	SuggestedAction NextStep     `json:"suggested_action,omitempty"` // NextWrite, NextResearch or NextEnd
 	Issues          []Issue      `json:"issues,omitempty"`
 	Simple          bool         `json:"simple,omitempty"` // scored without the LLM
 	Round           int          `json:"round"`

@@ -84,7 +84,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		}
 	}
 	prev := s.Draft
-	if s.Intent == "rewrite" && s.Report != "" && s.Drafts == 0 {
+	if s.Intent == IntentRewrite && s.Report != "" && s.Drafts == 0 {
 		prev = s.Report
 	}
 	if s.Feedback == "" && s.Instruction == "" {
@@ -170,7 +170,7 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	sc, c := a.sc, a.caller(nReviewer)
 	l := a.limits(s.Req.Depth)
 	n := s.Reviews + 1
-	var types []string
+	var types []Check
 	var points []string
 	if s.Plan != nil {
 		types, points = s.Plan.EvaluationTypes, s.Plan.InvestigationPoints
@@ -191,7 +191,7 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	default:
 		p, err := prompts.Render(prompts.Reviewer, prompts.ReviewerData{
 			Question: s.Question, Language: s.Language, Today: today(a.now()), Points: points, Draft: s.Draft,
-			EvaluationTypes: types, Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence),
+			EvaluationTypes: checkNames(types), Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence),
 			Citations: prompts.Citations{Cited: s.DraftCitations.Cited, Verified: s.DraftCitations.Verified, Dropped: s.DraftCitations.Dropped},
 		})
 		if err != nil {
@@ -209,9 +209,11 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 			}
 			simple()
 		} else {
-			rv.Scores, rv.Feedback, rv.Issues, rv.SuggestedAction = clampScores(out.Scores), strings.TrimSpace(out.Feedback), out.Issues, out.SuggestedAction
+			rv.Scores, rv.Feedback, rv.Issues = clampScores(out.Scores), strings.TrimSpace(out.Feedback), out.Issues
+			rv.SuggestedAction = parseSuggestedAction(out.SuggestedAction)
 			for _, e := range out.Evaluations {
-				if contains(types, e.Type) {
+				if c, ok := parseCheck(string(e.Type)); ok && slices.Contains(types, c) {
+					e.Type = c
 					rv.Evaluations = append(rv.Evaluations, e)
 				}
 			}
@@ -226,7 +228,7 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 		if !e.Pass {
 			rv.Approved = false
 			if rv.Feedback == "" {
-				rv.Feedback = e.Type + ": " + e.Reason
+				rv.Feedback = string(e.Type) + ": " + e.Reason
 			}
 		}
 	}
@@ -237,21 +239,30 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	if s.Best == nil || rv.Overall > s.Best.Score || s.Best.Extractive && !s.DraftExtractive {
 		w = append(w, sc.best.Set(&bestDraft{Text: s.Draft, Citations: s.DraftCitations, Score: rv.Overall, Review: rv, Extractive: s.DraftExtractive}))
 	}
-	next := "done"
+	next := NextDone
 	switch {
 	case rv.Approved, rv.Simple, !llmOK, ex != "", n >= l.reviews:
-	case rv.SuggestedAction == "research" && s.Round < l.rounds && a.search != nil:
-		next = "research"
+	case rv.SuggestedAction == NextResearch && s.Round < l.rounds && a.search != nil:
+		next = NextResearch
 		w = append(w, sc.researchRequest.Set(rv.Feedback), sc.feedback.Set(rv.Feedback))
 	default:
-		next = "write"
+		next = NextWrite
 		w = append(w, sc.feedback.Set(reviewFeedback(rv)))
 	}
-	if next == "done" {
-		rv.SuggestedAction = "end"
+	if next == NextDone {
+		rv.SuggestedAction = NextEnd
 	}
 	emit(ctx, Event{Kind: EventReviewed, Review: rv})
 	return append(w, sc.review.Set(rv), sc.next.Set(next)), nil
+}
+
+// checkNames are the checks as the prompts name them.
+func checkNames(cs []Check) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c)
+	}
+	return out
 }
 
 func clampScores(s Scores) Scores {
@@ -298,14 +309,14 @@ func (a *Agent) approveDraft(ctx context.Context, s State) ([]graph.Write, error
 	l := a.limits(s.Req.Depth)
 	switch ans.Action {
 	case ActionRevise:
-		return []graph.Write{sc.next.Set("write"), sc.feedback.Set(fb), sc.reviews.Set(0), sc.draft.Set(draft), sc.draftCitations.Set(cit), sc.review.Set(nil), sc.best.Set(nil)}, nil
+		return []graph.Write{sc.next.Set(NextWrite), sc.feedback.Set(fb), sc.reviews.Set(0), sc.draft.Set(draft), sc.draftCitations.Set(cit), sc.review.Set(nil), sc.best.Set(nil)}, nil
 	case ActionResearch:
-		return []graph.Write{sc.next.Set("research"), sc.researchRequest.Set(fb), sc.feedback.Set(fb), sc.reviews.Set(0),
+		return []graph.Write{sc.next.Set(NextResearch), sc.researchRequest.Set(fb), sc.feedback.Set(fb), sc.reviews.Set(0),
 			sc.round.Set(min(s.Round, l.rounds-1)), sc.iteration.Set(0), sc.review.Set(nil), sc.best.Set(nil), sc.exhausted.Set("")}, nil
 	case ActionCancel:
-		return []graph.Write{sc.next.Set("cancel")}, nil
+		return []graph.Write{sc.next.Set(NextCancel)}, nil
 	}
-	return []graph.Write{sc.next.Set("approve")}, nil
+	return []graph.Write{sc.next.Set(NextDraftApproved)}, nil
 }
 
 // cancelWrites end a turn as cancelled.
@@ -319,7 +330,7 @@ func (a *Agent) cancelWrites(s State) []graph.Write {
 func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseFinishing)
 	sc, lang := a.sc, s.Language
-	if s.Next == "cancel" {
+	if s.Next == NextCancel {
 		return a.cancelWrites(s), nil
 	}
 	report, cit, extractive := chosen(s)
@@ -347,19 +358,19 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 		finish = FinishLLMDown
 		unv = append(unv, label(lang, "The language model was unavailable: the report quotes the sources without synthesis or review.",
 			"言語モデルが利用できなかったため、レポートは情報源の引用のみで構成され、統合・レビューされていません。"))
-	case s.Exhausted == "tokens":
+	case s.Exhausted == BudgetTokens:
 		finish = FinishTokenBudget
 		unv = append(unv, label(lang, "The token budget ran out: research stopped early and the report was not fully reviewed.",
 			"トークン予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。"))
-	case s.Exhausted == "time":
+	case s.Exhausted == BudgetTime:
 		finish = FinishTimeBudget
 		unv = append(unv, label(lang, "The time budget ran out: research stopped early and the report was not fully reviewed.",
 			"時間予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。"))
-	case s.Next == "approve":
+	case s.Next == NextDraftApproved:
 		finish = FinishPersonOK
 	case s.Review != nil && s.Review.Approved:
 		finish = FinishApproved
-	case s.Intent == "rewrite":
+	case s.Intent == IntentRewrite:
 		finish = FinishRewritten
 	case s.Iteration > a.limits(s.Req.Depth).iterations:
 		finish = FinishMaxIterations

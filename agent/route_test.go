@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+)
+
+func TestParseIntent(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Intent
+	}{
+		{"chat", IntentChat},
+		{"clarify", IntentClarify},
+		{"rewrite", IntentRewrite},
+		{"research", IntentResearch},
+		{" Rewrite\n", IntentRewrite},
+		{"CHAT", IntentChat},
+		{"", IntentResearch},
+		{"summarize", IntentResearch},
+		{"chat please", IntentResearch},
+	} {
+		if got := parseIntent(tc.in); got != tc.want {
+			t.Errorf("parseIntent(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseSuggestedAction(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want NextStep
+	}{
+		{"research", NextResearch},
+		{" Research ", NextResearch},
+		{"write", NextWrite},
+		{"", NextWrite},
+		{"end", NextWrite}, // the reviewer never ends a turn: the review rounds do
+		{"replan", NextWrite},
+	} {
+		if got := parseSuggestedAction(tc.in); got != tc.want {
+			t.Errorf("parseSuggestedAction(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseCheck(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Check
+		ok   bool
+	}{
+		{"definitive", CheckDefinitive, true},
+		{"freshness", CheckFreshness, true},
+		{"plurality", CheckPlurality, true},
+		{"completeness", CheckCompleteness, true},
+		{"attribution", CheckAttribution, true},
+		{" Attribution", CheckAttribution, true},
+		{"", "", false},
+		{"accuracy", "", false},
+	} {
+		if got, ok := parseCheck(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("parseCheck(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// The fixtures are states as checkpoints stored them while these fields
+// were plain strings: they must load into the typed fields and encode to
+// the same bytes.
+func TestStoredStatesLoad(t *testing.T) {
+	t.Run("state", func(t *testing.T) {
+		raw := readFixture(t, "testdata/old_state.json")
+		var s State
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name      string
+			got, want any
+		}{
+			{"intent", s.Intent, IntentRewrite},
+			{"next", s.Next, NextDraftApproved},
+			{"exhausted", s.Exhausted, BudgetTokens},
+			{"review.suggested_action", s.Review.SuggestedAction, NextResearch},
+			{"best.review.suggested_action", s.Best.Review.SuggestedAction, NextResearch},
+			{"review.evaluations[0].type", s.Review.Evaluations[0].Type, CheckFreshness},
+			{"results[0].stopped", s.Results[0].Stopped, BudgetTime},
+			{"findings[0].kind", s.Findings[0].Kind, FindingSource},
+			{"findings[1].kind", s.Findings[1].Kind, FindingComputed},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s = %#v, want %#v", c.name, c.got, c.want)
+			}
+		}
+		if !slices.Equal(s.Plan.EvaluationTypes, []Check{CheckFreshness, CheckAttribution}) {
+			t.Errorf("plan.evaluation_types = %q", s.Plan.EvaluationTypes)
+		}
+		sameJSON(t, raw, s)
+	})
+	t.Run("researcher", func(t *testing.T) {
+		raw := readFixture(t, "testdata/old_rstate.json")
+		var s rState
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		var kinds []actionKind
+		for _, a := range s.Actions {
+			kinds = append(kinds, a.Kind)
+		}
+		if !slices.Equal(kinds, []actionKind{actSearch, actVisit, actCoding}) {
+			t.Errorf("actions %q", kinds)
+		}
+		if s.Stopped != BudgetTokens || s.Findings[0].Kind != FindingComputed {
+			t.Errorf("stopped %q, findings[0].kind %q", s.Stopped, s.Findings[0].Kind)
+		}
+		sameJSON(t, raw, s)
+	})
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// sameJSON fails unless v encodes to raw, as the fixtures were written.
+func sameJSON(t *testing.T, raw []byte, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b = append(b, '\n'); !bytes.Equal(b, raw) {
+		t.Errorf("re-encoded state differs from the stored one:\n%s\nwant:\n%s", b, raw)
+	}
+}
