@@ -25,7 +25,7 @@ import (
 //     get a word joiner after the @.
 //
 // One function serves mrkdwn, plain_text and markdown blocks, for the bot
-// and for the digests (schedule/slackui).
+// and for the digests (digests.go).
 
 var ltgt = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 

@@ -222,7 +222,8 @@ func (b *Bot) decide(ctx context.Context, r research.Run, d research.Decision, c
 }
 
 // ackPayload is the response carried by an ack: validation errors for our
-// feedback modal (so the modal stays open), nothing otherwise.
+// feedback modal and the schedule modal (so the modal stays open), nothing
+// otherwise.
 func (b *Bot) ackPayload(ev socketmode.Event) any {
 	if ev.Type != socketmode.EventTypeInteractive {
 		return nil
@@ -232,9 +233,9 @@ func (b *Bot) ackPayload(ev socketmode.Event) any {
 		return nil
 	}
 	if cb.View.CallbackID != callbackRevise {
-		for prefix, ack := range b.opts.ViewAcks {
-			if strings.HasPrefix(cb.View.CallbackID, prefix) {
-				return ack(cb)
+		if b.digests != nil {
+			if r := b.digests.ViewSubmissionResponse(cb); r != nil {
+				return r
 			}
 		}
 		return nil
@@ -441,13 +442,11 @@ func (b *Bot) publishHome(ctx context.Context, user string) {
 		b.log.Warn("bot: list runs for home", "err", err)
 	}
 	blocks := homeBlocks(runs, b.now())
-	for _, sec := range b.opts.HomeSections {
-		extra, err := sec(ctx, user)
+	if b.digests != nil {
+		extra, err := b.digests.HomeSection(ctx, user)
 		if err != nil {
 			b.log.Warn("bot: home section", "err", err)
-			continue
-		}
-		if len(blocks)+len(extra) <= maxBlocks {
+		} else if len(blocks)+len(extra) <= maxBlocks {
 			blocks = append(blocks, extra...)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // or usergroup elements), a link whose visible text is not its target
 // (mrkdwn <url|text>, markdown [text](url)), a control character other than
 // newline and tab, or invalid UTF-8. It returns nil for a safe payload.
-// The renderers' property tests (bot and schedule/slackui) check every
+// The renderers' property tests (the bot's and the digests') check every
 // payload with it.
 func Hazards(payload string) []string {
 	var out []string

@@ -29,7 +29,7 @@ type DigestMessage struct {
 	Text string
 }
 
-// Poster posts to Slack (schedule/slackui.Poster).
+// Poster posts to Slack (bot.Digests).
 type Poster interface {
 	// PostDigest posts the summary message and returns its ts.
 	PostDigest(ctx context.Context, channel string, msg DigestMessage) (ts string, err error)

@@ -11,8 +11,8 @@
 //
 // The stores are in storage (Schedules in storage/sqlite, storage/postgres
 // and storage/memory; tables from migration 0003_schedules.sql), with
-// storage/storetest the conformance suite they all pass. Slack pieces (the
-// modal, the list, App Home, the poster) are in schedule/slackui.
+// storage/storetest the conformance suite they all pass. The Slack pieces
+// (the modal, the list, App Home, the poster) are in bot (digests.go).
 package schedule
 
 import (

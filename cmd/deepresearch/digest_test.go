@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
-	"deepresearch/schedule/slackui"
 	"deepresearch/storage"
 )
 
@@ -65,28 +65,28 @@ func TestServeDigest(t *testing.T) {
 	var modal slackfake.View
 	waitFor("the schedule modal", func() bool {
 		for _, v := range fake.Views() {
-			if v.Type == "modal" && v.CallbackID == slackui.CallbackCreate {
+			if v.Type == "modal" && v.CallbackID == bot.SchedCallbackCreate {
 				modal = v
 				return true
 			}
 		}
 		return false
 	})
-	for _, want := range []string{slackui.BlockTopic, slackui.BlockChannel, slackui.BlockFreq, slackui.BlockCron, slackui.BlockTZ, `"Asia/Tokyo"`, "EU AI Act obligations"} {
+	for _, want := range []string{bot.SchedBlockTopic, bot.SchedBlockChannel, bot.SchedBlockFreq, bot.SchedBlockCron, bot.SchedBlockTZ, `"Asia/Tokyo"`, "EU AI Act obligations"} {
 		if !strings.Contains(string(modal.JSON), want) {
 			t.Errorf("modal lacks %s: %s", want, modal.JSON)
 		}
 	}
 	values := func(freq, cron string) map[string]map[string]slackfake.InputValue {
 		return map[string]map[string]slackfake.InputValue{
-			slackui.BlockTopic:    {"value": {Value: topic}},
-			slackui.BlockChannel:  {"value": {Type: "conversations_select", Channel: "C1"}},
-			slackui.BlockFreq:     {"value": {Type: "static_select", SelectedOption: freq}},
-			slackui.BlockCron:     {"value": {Value: cron}},
-			slackui.BlockTZ:       {"value": {Value: "Asia/Tokyo"}},
-			slackui.BlockDepth:    {"value": {Type: "static_select", SelectedOption: "standard"}},
-			slackui.BlockApproval: {"value": {Type: "static_select", SelectedOption: "no"}},
-			slackui.BlockLanguage: {"value": {Value: ""}},
+			bot.SchedBlockTopic:    {"value": {Value: topic}},
+			bot.SchedBlockChannel:  {"value": {Type: "conversations_select", Channel: "C1"}},
+			bot.SchedBlockFreq:     {"value": {Type: "static_select", SelectedOption: freq}},
+			bot.SchedBlockCron:     {"value": {Value: cron}},
+			bot.SchedBlockTZ:       {"value": {Value: "Asia/Tokyo"}},
+			bot.SchedBlockDepth:    {"value": {Type: "static_select", SelectedOption: "standard"}},
+			bot.SchedBlockApproval: {"value": {Type: "static_select", SelectedOption: "no"}},
+			bot.SchedBlockLanguage: {"value": {Value: ""}},
 		}
 	}
 
@@ -99,7 +99,7 @@ func TestServeDigest(t *testing.T) {
 	if err := json.Unmarshal(bad.Payload, &resp); err != nil {
 		t.Fatalf("ack payload %s: %v", bad.Payload, err)
 	}
-	if resp.ResponseAction != "errors" || !strings.Contains(resp.Errors[slackui.BlockCron], "minute field") || !strings.Contains(resp.Errors[slackui.BlockCron], "61") {
+	if resp.ResponseAction != "errors" || !strings.Contains(resp.Errors[bot.SchedBlockCron], "minute field") || !strings.Contains(resp.Errors[bot.SchedBlockCron], "61") {
 		t.Fatalf("ack of the invalid submission = %s", bad.Payload)
 	}
 	if len(resp.Errors) != 1 {
@@ -130,22 +130,22 @@ func TestServeDigest(t *testing.T) {
 	var list slackfake.Ephemeral
 	waitFor("the schedule list", func() bool {
 		for _, e := range ephemeralsTo("U1", "chat.postEphemeral") {
-			if strings.Contains(string(e.Blocks), slackui.ActionRunNow) {
+			if strings.Contains(string(e.Blocks), bot.SchedActionRunNow) {
 				list = e
 				return true
 			}
 		}
 		return false
 	})
-	runBlock, schedID := blockButton(list.Blocks, slackui.ActionRunNow)
-	delBlock, delID := blockButton(list.Blocks, slackui.ActionDelete)
+	runBlock, schedID := blockButton(list.Blocks, bot.SchedActionRunNow)
+	delBlock, delID := blockButton(list.Blocks, bot.SchedActionDelete)
 	if schedID == "" || delID != schedID || runBlock != "sched_actions_"+schedID || delBlock != runBlock {
 		t.Fatalf("list buttons: run %q/%q delete %q/%q\n%s", runBlock, schedID, delBlock, delID, list.Blocks)
 	}
-	if _, pause := blockButton(list.Blocks, slackui.ActionPause); pause != schedID {
+	if _, pause := blockButton(list.Blocks, bot.SchedActionPause); pause != schedID {
 		t.Errorf("no Pause button for the schedule: %s", list.Blocks)
 	}
-	if n := strings.Count(string(list.Blocks), `"action_id":"`+slackui.ActionRunNow+`"`); n != 1 {
+	if n := strings.Count(string(list.Blocks), `"action_id":"`+bot.SchedActionRunNow+`"`); n != 1 {
 		t.Errorf("%d schedules listed, want 1 (the invalid submission must not be stored): %s", n, list.Blocks)
 	}
 	for _, want := range []string{"0 9 * * 1", "Asia/Tokyo", "&lt;!here&gt;"} {
@@ -174,7 +174,7 @@ func TestServeDigest(t *testing.T) {
 		ack(s, err)
 		return s
 	}
-	click("U1", slackui.ActionRunNow, schedID)
+	click("U1", bot.SchedActionRunNow, schedID)
 	waitFor("the Run now answer", func() bool {
 		for _, e := range ephemeralsTo("U1", "response_url") {
 			if strings.Contains(string(e.Blocks), "Running it now") {
@@ -223,7 +223,7 @@ func TestServeDigest(t *testing.T) {
 	}
 
 	// A second Run now in the same minute starts nothing.
-	click("U1", slackui.ActionRunNow, schedID)
+	click("U1", bot.SchedActionRunNow, schedID)
 	waitFor("the second Run now answer", func() bool {
 		for _, e := range ephemeralsTo("U1", "response_url") {
 			if strings.Contains(string(e.Blocks), "already running") {
@@ -238,7 +238,7 @@ func TestServeDigest(t *testing.T) {
 
 	// Someone else's Delete is refused privately; the schedule stays.
 	before := len(ephemeralsTo("U2", ""))
-	click("U2", slackui.ActionDelete, schedID)
+	click("U2", bot.SchedActionDelete, schedID)
 	var refusal slackfake.Ephemeral
 	waitFor("the refusal", func() bool {
 		e := ephemeralsTo("U2", "")
@@ -248,7 +248,7 @@ func TestServeDigest(t *testing.T) {
 		}
 		return false
 	})
-	if refusal.Channel != "C1" || !strings.Contains(refusal.Text, "Only Alice Owner") || !strings.Contains(refusal.Text, "can change this schedule") {
+	if refusal.Channel != "C1" || !strings.Contains(refusal.Text, "Only alice") || !strings.Contains(refusal.Text, "can change this schedule") {
 		t.Errorf("refusal = %+v", refusal)
 	}
 	ack(fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: "schedules", User: "U1", Channel: "C1"}))
@@ -395,7 +395,7 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 	var viewID string
 	wait("the modal", func() bool {
 		for _, v := range fake.Views() {
-			if v.CallbackID == slackui.CallbackCreate {
+			if v.CallbackID == bot.SchedCallbackCreate {
 				viewID = v.ID
 				return true
 			}
@@ -403,10 +403,10 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 		return false
 	})
 	if _, err := fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "U1", ViewID: viewID, Values: map[string]map[string]slackfake.InputValue{
-		slackui.BlockTopic:   {"value": {Value: "AI Act news"}},
-		slackui.BlockChannel: {"value": {Type: "conversations_select", Channel: "C1"}},
-		slackui.BlockFreq:    {"value": {Type: "static_select", SelectedOption: "0 9 * * 1"}},
-		slackui.BlockTZ:      {"value": {Value: "UTC"}},
+		bot.SchedBlockTopic:   {"value": {Value: "AI Act news"}},
+		bot.SchedBlockChannel: {"value": {Type: "conversations_select", Channel: "C1"}},
+		bot.SchedBlockFreq:    {"value": {Type: "static_select", SelectedOption: "0 9 * * 1"}},
+		bot.SchedBlockTZ:      {"value": {Value: "UTC"}},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 	var schedID string
 	wait("the list", func() bool {
 		for _, e := range fake.Ephemerals() {
-			if _, id := blockButton(e.Blocks, slackui.ActionRunNow); id != "" {
+			if _, id := blockButton(e.Blocks, bot.SchedActionRunNow); id != "" {
 				list, schedID = e, id
 				return true
 			}
@@ -434,7 +434,7 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 	})
 	armed.Store(true)
 	if _, err := fake.SendBlockAction(ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: list.TS, IsEphemeral: true,
-		ActionID: slackui.ActionRunNow, Value: schedID}); err != nil {
+		ActionID: bot.SchedActionRunNow, Value: schedID}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -15,14 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/slack-go/slack"
 
 	"deepresearch/agent"
 	"deepresearch/bot"
 
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/schedule/slackui"
 	"deepresearch/storage"
 )
 
@@ -147,9 +145,9 @@ type serveParts struct {
 func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) (ext func(*bot.Options), stop func(), err error) {
 	st := p.db.Schedules()
 	log = log.With("component", "digests")
-	// Digests call Slack through the bot (its retries, pacing and budgets)
-	// and check their channels with it: the bot attaches itself when it is
-	// built, and the scheduler starts then.
+	// The bot serves the digests (Options.Digests); the scheduler posts,
+	// asks for approval and checks channels through it, so it starts once
+	// the bot is built (Options.Attach).
 	runner := &schedule.DigestRunner{Researcher: p.res}
 	sched := &schedule.Scheduler{
 		Store:  st,
@@ -160,8 +158,6 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 		sched.Interval = cfg.DigestTick
 	}
 	mgr := &schedule.Manager{Store: st, Scheduler: sched, Admins: cfg.Approvers}
-	ui := &slackui.UI{Logger: log, AckErrors: true, Manager: mgr}
-	sched.Approvals = ui
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	var mu sync.Mutex
@@ -191,23 +187,15 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 		}
 	}
 	attach := func(b *bot.Bot) {
-		ui.API = b
-		runner.Poster = &slackui.Poster{API: b}
+		runner.Poster = b.Digests()
+		sched.Approvals = b.Digests()
 		runner.Channels = b
 		mgr.Channels = b
 		start()
 	}
 	return func(o *bot.Options) {
+		o.Digests = mgr
 		o.Attach = attach
-		o.Subcommands = map[string]bot.SlashHandler{"schedule": ui.SlashSchedule, "schedules": ui.SlashSchedules}
-		o.Interactions = map[string]bot.InteractionHandler{slackui.Prefix: ui.HandleInteraction}
-		o.HomeSections = []bot.HomeSection{ui.HomeSection}
-		o.ViewAcks = map[string]func(slack.InteractionCallback) any{slackui.Prefix: func(cb slack.InteractionCallback) any {
-			if r := ui.ViewSubmissionResponse(cb); r != nil {
-				return r
-			}
-			return nil
-		}}
 	}, stop, nil
 }
 

@@ -1,4 +1,4 @@
-package slackui_test
+package bot_test
 
 import (
 	"context"
@@ -11,23 +11,27 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
+	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/schedule/slackui"
 	"deepresearch/storage/memory"
 )
 
-// harness connects slack-go's real Socket Mode client to the fake Slack and
-// dispatches interactive envelopes the way the bot does: ack at once (with
-// ViewSubmissionResponse for view submissions), then HandleInteraction.
-type harness struct {
+// digestHarness connects slack-go's real Socket Mode client to the fake
+// Slack and dispatches interactive envelopes the way the bot does: ack at
+// once (with ViewSubmissionResponse for view submissions), then
+// HandleInteraction. The digests call Slack through a bot built on the fake
+// (not running: the harness dispatches).
+type digestHarness struct {
 	fake    *slackfake.Server
 	api     *slack.Client
-	ui      *slackui.UI
+	ui      *bot.Digests
+	mgr     *schedule.Manager
 	store   *memory.Schedules
 	sched   *schedule.Scheduler
-	clock   *schedule.ManualClock
+	clock   *clock.Manual
 	handled chan string // envelope ids, after HandleInteraction returned
 	runner  *recRunner
 }
@@ -50,7 +54,7 @@ func (r *recRunner) count() int {
 	return len(r.jobs)
 }
 
-func newHarness(t *testing.T) *harness {
+func newDigestHarness(t *testing.T) *digestHarness {
 	t.Helper()
 	fake := slackfake.New(slackfake.WithTriggerTTL(0))
 	t.Cleanup(fake.Close)
@@ -59,13 +63,13 @@ func newHarness(t *testing.T) *harness {
 	fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
 	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()), slack.OptionAppLevelToken(fake.AppToken()))
 	st := memory.NewSchedules()
-	clk := schedule.NewManualClock(time.Now())
+	clk := clock.NewManual(time.Now())
 	r := &recRunner{}
 	sched := &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: "test"}
-	ui := &slackui.UI{API: api, AckErrors: true,
-		Manager: &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}}
+	mgr := &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}
+	ui := newDigestBot(t, fake.APIURL(), mgr).Digests()
 	sched.Approvals = ui
-	h := &harness{fake: fake, api: api, ui: ui, store: st, sched: sched, clock: clk, handled: make(chan string, 16), runner: r}
+	h := &digestHarness{fake: fake, api: api, ui: ui, mgr: mgr, store: st, sched: sched, clock: clk, handled: make(chan string, 16), runner: r}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	sm := socketmode.New(api)
@@ -105,7 +109,7 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func (h *harness) wait(t *testing.T, id string) {
+func (h *digestHarness) wait(t *testing.T, id string) {
 	t.Helper()
 	select {
 	case got := <-h.handled:
@@ -117,7 +121,7 @@ func (h *harness) wait(t *testing.T, id string) {
 	}
 }
 
-func (h *harness) openModal(t *testing.T) slackfake.View {
+func (h *digestHarness) openModal(t *testing.T) slackfake.View {
 	t.Helper()
 	reply, err := h.ui.SlashSchedule(context.Background(), slack.SlashCommand{
 		Command: "/research", Text: "schedule competitor news", UserID: "UOWNER", ChannelID: "C1",
@@ -130,7 +134,7 @@ func (h *harness) openModal(t *testing.T) slackfake.View {
 		t.Fatal("no modal opened")
 	}
 	v := views[len(views)-1]
-	if v.CallbackID != slackui.CallbackCreate {
+	if v.CallbackID != bot.SchedCallbackCreate {
 		t.Fatalf("view = %+v", v)
 	}
 	return v
@@ -138,13 +142,13 @@ func (h *harness) openModal(t *testing.T) slackfake.View {
 
 func values(cron, freq string) map[string]map[string]slackfake.InputValue {
 	return map[string]map[string]slackfake.InputValue{
-		slackui.BlockTopic:    {"value": {Value: "Competitor news <!channel>"}},
-		slackui.BlockChannel:  {"value": {Type: "conversations_select", Channel: "C1"}},
-		slackui.BlockFreq:     {"value": {Type: "static_select", SelectedOption: freq}},
-		slackui.BlockCron:     {"value": {Value: cron}},
-		slackui.BlockTZ:       {"value": {Value: "America/New_York"}},
-		slackui.BlockDepth:    {"value": {Type: "static_select", SelectedOption: "quick"}},
-		slackui.BlockApproval: {"value": {Type: "static_select", SelectedOption: "no"}},
+		bot.SchedBlockTopic:    {"value": {Value: "Competitor news <!channel>"}},
+		bot.SchedBlockChannel:  {"value": {Type: "conversations_select", Channel: "C1"}},
+		bot.SchedBlockFreq:     {"value": {Type: "static_select", SelectedOption: freq}},
+		bot.SchedBlockCron:     {"value": {Value: cron}},
+		bot.SchedBlockTZ:       {"value": {Value: "America/New_York"}},
+		bot.SchedBlockDepth:    {"value": {Type: "static_select", SelectedOption: "quick"}},
+		bot.SchedBlockApproval: {"value": {Type: "static_select", SelectedOption: "no"}},
 	}
 }
 
@@ -153,11 +157,11 @@ func values(cron, freq string) map[string]map[string]slackfake.InputValue {
 // in the ack with response_action "errors" naming the field; a valid one
 // stores the schedule and confirms.
 func TestModalRoundTrip(t *testing.T) {
-	h := newHarness(t)
+	h := newDigestHarness(t)
 	ctx := context.Background()
 	v := h.openModal(t)
 	js := string(v.JSON)
-	for _, want := range []string{`"America/New_York"`, `competitor news`, slackui.BlockCron, `"initial_conversation":"C1"`} {
+	for _, want := range []string{`"America/New_York"`, `competitor news`, bot.SchedBlockCron, `"initial_conversation":"C1"`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("modal lacks %s: %s", want, js)
 		}
@@ -167,17 +171,8 @@ func TestModalRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(t, sent.EnvelopeID)
-	ack, err := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp struct {
-		ResponseAction string            `json:"response_action"`
-		Errors         map[string]string `json:"errors"`
-	}
-	if err := json.Unmarshal(ack.Payload, &resp); err != nil || resp.ResponseAction != "errors" ||
-		resp.Errors[slackui.BlockCron] != "minute field: 61 is out of range 0–59" {
-		t.Fatalf("ack payload = %s (%v)", ack.Payload, err)
+	if action, errs := viewAck(t, h.fake, sent.EnvelopeID); action != "errors" || errs[bot.SchedBlockCron] != "minute field: 61 is out of range 0–59" {
+		t.Fatalf("ack = %q %v", action, errs)
 	}
 	if l, _ := h.store.ListSchedules(ctx, schedule.Filter{}); len(l) != 0 {
 		t.Fatalf("stored an invalid schedule: %+v", l)
@@ -212,9 +207,9 @@ func TestModalRoundTrip(t *testing.T) {
 // TestListButtonsAndPermissions: the list has the buttons; a stranger's
 // Pause is refused with an explanation, the owner's applies.
 func TestListButtonsAndPermissions(t *testing.T) {
-	h := newHarness(t)
+	h := newDigestHarness(t)
 	ctx := context.Background()
-	sc, err := h.ui.Manager.Create(ctx, schedule.Draft{Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@daily", TZ: "Asia/Tokyo"})
+	sc, err := h.mgr.Create(ctx, schedule.Draft{Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@daily", TZ: "Asia/Tokyo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +219,7 @@ func TestListButtonsAndPermissions(t *testing.T) {
 	}
 	eph := h.fake.Ephemerals()
 	list := string(eph[len(eph)-1].Blocks)
-	for _, want := range []string{slackui.ActionPause, slackui.ActionRunNow, slackui.ActionDelete, "competitor news", "`@daily`"} {
+	for _, want := range []string{bot.SchedActionPause, bot.SchedActionRunNow, bot.SchedActionDelete, "competitor news", "`@daily`"} {
 		if !strings.Contains(list, want) {
 			t.Errorf("list lacks %s: %s", want, list)
 		}
@@ -237,24 +232,26 @@ func TestListButtonsAndPermissions(t *testing.T) {
 		}
 		h.wait(t, sent.EnvelopeID)
 	}
-	click("USTRANGER", slackui.ActionPause)
+	click("USTRANGER", bot.SchedActionPause)
 	eph = h.fake.Ephemerals()
-	if last := eph[len(eph)-1]; last.User != "USTRANGER" || last.Text != "Only Olivia Owner (who created it) or an admin can change this schedule." {
+	// People are named as everywhere in the bot: by their display name
+	// (the fake's is the user name).
+	if last := eph[len(eph)-1]; last.User != "USTRANGER" || last.Text != "Only owner (who created it) or an admin can change this schedule." {
 		t.Fatalf("stranger got %+v", last)
 	}
-	click("USTRANGER", slackui.ActionDelete)
+	click("USTRANGER", bot.SchedActionDelete)
 	if got, _ := h.store.GetSchedule(ctx, sc.ID); !got.Enabled {
 		t.Fatal("a stranger paused or deleted the schedule")
 	}
-	click("UOWNER", slackui.ActionPause)
+	click("UOWNER", bot.SchedActionPause)
 	if got, _ := h.store.GetSchedule(ctx, sc.ID); got.Enabled {
 		t.Fatal("the owner could not pause")
 	}
 	posts := h.fake.ResponsePosts()
-	if len(posts) == 0 || !posts[len(posts)-1].ReplaceOriginal || !strings.Contains(string(posts[len(posts)-1].Blocks), slackui.ActionResume) {
+	if len(posts) == 0 || !posts[len(posts)-1].ReplaceOriginal || !strings.Contains(string(posts[len(posts)-1].Blocks), bot.SchedActionResume) {
 		t.Fatalf("the list was not refreshed with Resume: %+v", posts)
 	}
-	click("UOWNER", slackui.ActionRunNow)
+	click("UOWNER", bot.SchedActionRunNow)
 	h.sched.Wait()
 	if h.runner.count() != 1 {
 		t.Fatalf("run now ran %d jobs", h.runner.count())
@@ -263,7 +260,7 @@ func TestListButtonsAndPermissions(t *testing.T) {
 	if err != nil || len(home) < 3 {
 		t.Fatalf("home = %d blocks, %v", len(home), err)
 	}
-	click("UOWNER", slackui.ActionDelete)
+	click("UOWNER", bot.SchedActionDelete)
 	if _, err := h.store.GetSchedule(ctx, sc.ID); err == nil {
 		t.Fatal("the owner could not delete")
 	}
@@ -273,9 +270,9 @@ func TestListButtonsAndPermissions(t *testing.T) {
 // a stranger cannot decide; two owner clicks run it once and the buttons
 // are replaced by who decided.
 func TestApprovalButtons(t *testing.T) {
-	h := newHarness(t)
+	h := newDigestHarness(t)
 	ctx := context.Background()
-	sc, err := h.ui.Manager.Create(ctx, schedule.Draft{Channel: "C1", Owner: "UOWNER", Topic: "weekly", Spec: "@hourly", TZ: "UTC",
+	sc, err := h.mgr.Create(ctx, schedule.Draft{Channel: "C1", Owner: "UOWNER", Topic: "weekly", Spec: "@hourly", TZ: "UTC",
 		Options: schedule.Options{Approval: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +282,7 @@ func TestApprovalButtons(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := h.fake.BotMessages("C1")
-	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Blocks), slackui.ActionApprove) {
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Blocks), bot.SchedActionApprove) {
 		t.Fatalf("approval message = %+v", msgs)
 	}
 	var val string
@@ -301,7 +298,7 @@ func TestApprovalButtons(t *testing.T) {
 	}
 	click := func(user string) {
 		t.Helper()
-		sent, err := h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: "C1", MessageTS: msgs[0].TS, ActionID: slackui.ActionApprove, Value: val})
+		sent, err := h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: "C1", MessageTS: msgs[0].TS, ActionID: bot.SchedActionApprove, Value: val})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +316,7 @@ func TestApprovalButtons(t *testing.T) {
 		t.Fatalf("approved run ran %d times", h.runner.count())
 	}
 	m, _ := h.fake.Message("C1", msgs[0].TS)
-	if !strings.Contains(m.Text, "approved by Olivia Owner") || strings.Contains(string(m.Blocks), slackui.ActionApprove) {
+	if !strings.Contains(m.Text, "approved by owner") || strings.Contains(string(m.Blocks), bot.SchedActionApprove) {
 		t.Fatalf("approval message after decision: %q %s", m.Text, m.Blocks)
 	}
 	eph := h.fake.Ephemerals()
@@ -332,13 +329,13 @@ func TestApprovalButtons(t *testing.T) {
 // summary message and the report file in its thread, with nothing that
 // notifies people.
 func TestDigestPostedThroughFake(t *testing.T) {
-	h := newHarness(t)
+	h := newDigestHarness(t)
 	ctx := context.Background()
 	res := researcherFunc(func(context.Context, research.DigestRequest) (research.Result, error) {
 		return research.Result{Title: "Competitor news", Summary: "- X cut prices <!here> @channel\n- Y hired <@U123> as CTO",
 			Report: "# Report\n\nBody.", Cited: []research.Source{{URL: "https://x.example/a", Title: "X <!everyone>"}}}, nil
 	})
-	runner := &schedule.DigestRunner{Researcher: res, Poster: &slackui.Poster{API: h.api}}
+	runner := &schedule.DigestRunner{Researcher: res, Poster: h.ui}
 	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@weekly", TZ: "Asia/Tokyo"}
 	due := time.Date(2026, 3, 9, 9, 0, 0, 0, sc.Location())
 	d, err := runner.Run(ctx, schedule.Job{Schedule: sc, Due: due})
@@ -359,8 +356,110 @@ func TestDigestPostedThroughFake(t *testing.T) {
 	}
 }
 
+// viewAck waits for the ack of a view submission and returns its
+// response_action and errors.
+func viewAck(t *testing.T, fake *slackfake.Server, envelopeID string) (string, map[string]string) {
+	t.Helper()
+	ack, err := fake.WaitAck(envelopeID, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		ResponseAction string            `json:"response_action"`
+		Errors         map[string]string `json:"errors"`
+	}
+	if len(ack.Payload) > 0 {
+		if err := json.Unmarshal(ack.Payload, &resp); err != nil {
+			t.Fatalf("ack payload %s: %v", ack.Payload, err)
+		}
+	}
+	return resp.ResponseAction, resp.Errors
+}
+
+// newDigestBot is a bot serving mgr's digests, calling Slack at apiURL.
+func newDigestBot(t *testing.T, apiURL string, mgr *schedule.Manager, edit ...func(*bot.Options)) *bot.Bot {
+	t.Helper()
+	o := bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: apiURL, Digests: mgr}
+	for _, e := range edit {
+		e(&o)
+	}
+	b, err := bot.New(newFakeResearcher(), memory.NewRuns(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 type researcherFunc func(context.Context, research.DigestRequest) (research.Result, error)
 
 func (f researcherFunc) Research(ctx context.Context, r research.DigestRequest) (research.Result, error) {
 	return f(ctx, r)
+}
+
+// TestDigestsServedByTheBot: a running bot given Options.Digests serves
+// them itself: /research schedule opens the modal, a bad cron is refused in
+// the ack of the submission (nothing stored), /research schedules lists
+// the schedules with their buttons, and the App Home shows the user's.
+func TestDigestsServedByTheBot(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	h.fake.AddUser(slackfake.User{ID: "UOWNER", Name: "owner", TZ: "Asia/Tokyo"})
+	h.fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
+	st := memory.NewSchedules()
+	mgr := &schedule.Manager{Store: st}
+	h.start(func(o *bot.Options) { o.Digests = mgr })
+	if err := h.fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: "schedule weekly news", User: "UOWNER", Channel: "C1"}); err != nil {
+		t.Fatal(err)
+	}
+	var modal slackfake.View
+	h.waitFor(ctx, "the schedule modal", func() bool {
+		for _, v := range h.fake.Views() {
+			if v.CallbackID == bot.SchedCallbackCreate {
+				modal = v
+				return true
+			}
+		}
+		return false
+	})
+	if js := string(modal.JSON); !strings.Contains(js, `"Asia/Tokyo"`) || !strings.Contains(js, "weekly news") {
+		t.Fatalf("modal = %s", js)
+	}
+
+	vals := values("0 25 * * *", "custom")
+	sent, err := h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "UOWNER", ViewID: modal.ID, Values: vals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if action, errs := viewAck(t, h.fake, sent.EnvelopeID); action != "errors" || !strings.Contains(errs[bot.SchedBlockCron], "hour field") {
+		t.Fatalf("ack = %q %v", action, errs)
+	}
+	if l, _ := st.ListSchedules(ctx, schedule.Filter{}); len(l) != 0 {
+		t.Fatalf("stored an invalid schedule: %+v", l)
+	}
+
+	sc, err := mgr.Create(ctx, schedule.Draft{Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@daily", TZ: "UTC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: "schedules", User: "UOWNER", Channel: "C1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ctx, "the schedule list", func() bool {
+		for _, e := range h.fake.Ephemerals() {
+			if e.User == "UOWNER" && strings.Contains(string(e.Blocks), bot.SchedActionRunNow) && strings.Contains(string(e.Blocks), sc.ID) {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := h.fake.SendAppHomeOpened(ctx, "UOWNER", "home"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ctx, "the App Home section", func() bool {
+		v, ok := h.fake.HomeView("UOWNER")
+		return ok && strings.Contains(string(v.JSON), "Your scheduled digests") && strings.Contains(string(v.JSON), sc.ID)
+	})
 }

@@ -1,9 +1,13 @@
-package slackui_test
+package bot_test
 
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -16,58 +20,38 @@ import (
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/schedule/slackui"
 )
 
-// The bot is the Slack client digests use in serve: one client, with its
-// retries, pacing and budget.
-var _ slackui.API = (*bot.Bot)(nil)
-
-// And it answers response_urls for the lists' buttons.
-var _ interface {
-	RespondContext(ctx context.Context, responseURL string, msg map[string]any) error
-} = (*bot.Bot)(nil)
-
-// recordingAPI keeps what slackui would send to Slack.
-type recordingAPI struct {
+// slackRecorder is a Slack Web API that answers every call ok and keeps
+// what the digests send in messages.
+type slackRecorder struct {
 	mu   sync.Mutex
-	sent []string // JSON of each message's text and blocks, or a view
+	sent []string // JSON of each message's text and blocks, or a rendering
 }
 
-func (r *recordingAPI) record(v any) {
+func (r *slackRecorder) record(v any) {
 	b, _ := json.Marshal(v)
 	r.mu.Lock()
 	r.sent = append(r.sent, string(b))
 	r.mu.Unlock()
 }
 
-func (r *recordingAPI) msg(options ...slack.MsgOption) {
-	_, vals, _ := slack.UnsafeApplyMsgOptions("", "C1", "", options...)
-	r.record(map[string]string{"text": vals.Get("text"), "blocks": vals.Get("blocks")})
+func (r *slackRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.sent
+	r.sent = nil
+	return out
 }
 
-func (r *recordingAPI) OpenViewContext(_ context.Context, _ string, view slack.ModalViewRequest) (*slack.ViewResponse, error) {
-	r.record(view)
-	return &slack.ViewResponse{}, nil
-}
-func (r *recordingAPI) PostMessageContext(_ context.Context, ch string, o ...slack.MsgOption) (string, string, error) {
-	r.msg(o...)
-	return ch, "1.1", nil
-}
-func (r *recordingAPI) PostEphemeralContext(_ context.Context, _, _ string, o ...slack.MsgOption) (string, error) {
-	r.msg(o...)
-	return "1.2", nil
-}
-func (r *recordingAPI) UpdateMessageContext(_ context.Context, ch, ts string, o ...slack.MsgOption) (string, string, string, error) {
-	r.msg(o...)
-	return ch, ts, "", nil
-}
-func (r *recordingAPI) GetUserInfoContext(context.Context, string, ...slack.GetUserInfoOption) (*slack.User, error) {
-	return &slack.User{RealName: "<!channel> ＠here [https://good.example](https://evil.example)"}, nil
-}
-func (r *recordingAPI) UploadFileContext(_ context.Context, p slack.UploadFileParameters) (*slack.FileSummary, error) {
-	r.record(map[string]string{"title": p.Title, "initial_comment": p.InitialComment})
-	return &slack.FileSummary{ID: "F1"}, nil
+func (r *slackRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	_ = req.ParseForm()
+	switch path.Base(req.URL.Path) {
+	case "chat.postMessage", "chat.postEphemeral", "chat.update":
+		r.record(map[string]string{"text": req.Form.Get("text"), "blocks": req.Form.Get("blocks")})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"ok":true,"channel":"C1","ts":"1.1","message_ts":"1.2"}`)
 }
 
 var fragments = []string{
@@ -88,24 +72,23 @@ func hostile(r *rand.Rand) string {
 	return b.String()
 }
 
-// renderAll sends s through every slackui renderer and returns what would
+// renderAll sends s through every digest renderer and returns what would
 // reach Slack.
-func renderAll(t *testing.T, s string) []string {
+func renderAll(t *testing.T, b *bot.Bot, rec *slackRecorder, s string) []string {
 	t.Helper()
-	api := &recordingAPI{}
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	sc := schedule.Schedule{ID: "s1", Channel: s, Owner: "U1", Topic: s, Spec: s, TZ: s, Enabled: true,
 		Options: schedule.Options{Depth: s, Language: s, Approval: true}}
-	api.record(slackui.ScheduleBlocks([]schedule.Schedule{sc, {ID: "s2", Channel: "C0123", Topic: s, Spec: "@daily", TZ: "UTC"}}, now))
+	rec.record(bot.ScheduleBlocks([]schedule.Schedule{sc, {ID: "s2", Channel: "C0123", Topic: s, Spec: "@daily", TZ: "UTC"}}, now))
 	m := schedule.DigestMessage{ScheduleID: "s1", Topic: s, Title: s, Due: now, Summary: s, Text: s,
 		WhatsNew: schedule.WhatsNew{Since: now.Add(-time.Hour), NewFindings: []string{s, s}, NewSources: []research.Source{{URL: s, Title: s}, {URL: "https://a.example/" + s}}, KnownFindings: []string{s}}}
-	api.record(slackui.DigestBlocks(m))
+	rec.record(bot.DigestBlocks(m))
 	m.WhatsNew.Since = time.Time{}
-	if _, err := (&slackui.Poster{API: api}).PostDigest(ctx, "C1", m); err != nil {
+	ui := b.Digests()
+	if _, err := ui.PostDigest(ctx, "C1", m); err != nil {
 		t.Fatal(err)
 	}
-	ui := &slackui.UI{API: api, Manager: &schedule.Manager{Store: nil}}
 	if err := ui.RequestApproval(ctx, schedule.Job{Schedule: sc, Due: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -120,22 +103,30 @@ func renderAll(t *testing.T, s string) []string {
 		t.Errorf("modal prefill %q keeps control characters", initial)
 	}
 	view.Blocks.BlockSet[0].(*slack.InputBlock).Element.(*slack.PlainTextInputBlockElement).InitialValue = ""
-	api.record(view)
-	return api.sent
+	rec.record(view)
+	return rec.take()
 }
 
-// TestSlackUIRenderersNeverPingSpoofOrCarryControls: nothing slackui
+// TestDigestRenderersNeverPingSpoofOrCarryControls: nothing the digests
 // sends (schedule lists, digests, approval requests, the modal) notifies
 // anyone, shows a link whose text is not its target or carries a control
 // character, whatever the topic, digest, channel id or user name holds.
-func TestSlackUIRenderersNeverPingSpoofOrCarryControls(t *testing.T) {
+func TestDigestRenderersNeverPingSpoofOrCarryControls(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 2026))
+	rec := &slackRecorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	b := newDigestBot(t, srv.URL+"/api/", &schedule.Manager{}, func(o *bot.Options) { o.PostInterval = -1 })
 	inputs := append([]string{}, fragments...)
 	for range 150 {
 		inputs = append(inputs, hostile(r))
 	}
 	for _, s := range inputs {
-		for i, payload := range renderAll(t, s) {
+		sent := renderAll(t, b, rec, s)
+		if len(sent) != 5 { // lists, digest blocks, the digest, the approval request, the modal
+			t.Fatalf("%d payloads from %.120q, want 5", len(sent), s)
+		}
+		for i, payload := range sent {
 			if h := bot.Hazards(payload); len(h) > 0 {
 				t.Errorf("payload %d from %.120q: %v", i, s, h)
 			}
@@ -149,20 +140,19 @@ func TestSlackUIRenderersNeverPingSpoofOrCarryControls(t *testing.T) {
 func TestSubmissionWithAForeignChannelIsRefused(t *testing.T) {
 	for _, ch := range []string{"D0SOMEONE", "U0123", "C1|x> <!channel> <#C1", "", "<#C1>"} {
 		cb := slack.InteractionCallback{Type: slack.InteractionTypeViewSubmission, User: slack.User{ID: "U1"}}
-		cb.View.CallbackID = slackui.CallbackCreate
+		cb.View.CallbackID = bot.SchedCallbackCreate
 		cb.View.State = &slack.ViewState{Values: map[string]map[string]slack.BlockAction{
-			slackui.BlockTopic:   {"value": {Value: "AI news"}},
-			slackui.BlockChannel: {"value": {SelectedConversation: ch}},
-			slackui.BlockFreq:    {"value": {SelectedOption: slack.OptionBlockObject{Value: "0 9 * * 1"}}},
-			slackui.BlockTZ:      {"value": {Value: "UTC"}},
+			bot.SchedBlockTopic:   {"value": {Value: "AI news"}},
+			bot.SchedBlockChannel: {"value": {SelectedConversation: ch}},
+			bot.SchedBlockFreq:    {"value": {SelectedOption: slack.OptionBlockObject{Value: "0 9 * * 1"}}},
+			bot.SchedBlockTZ:      {"value": {Value: "UTC"}},
 		}}
-		ui := &slackui.UI{API: &recordingAPI{}, AckErrors: true, Manager: &schedule.Manager{}}
-		resp := ui.ViewSubmissionResponse(cb)
-		if resp == nil || resp.Errors[slackui.BlockChannel] == "" {
+		resp := newDigestBot(t, "", &schedule.Manager{}).Digests().ViewSubmissionResponse(cb)
+		if resp == nil || resp.Errors[bot.SchedBlockChannel] == "" {
 			t.Errorf("channel %q: ack = %+v, want an error on the channel", ch, resp)
 			continue
 		}
-		if h := bot.Hazards(resp.Errors[slackui.BlockChannel]); len(h) > 0 {
+		if h := bot.Hazards(resp.Errors[bot.SchedBlockChannel]); len(h) > 0 {
 			t.Errorf("channel %q: message %v", ch, h)
 		}
 	}
@@ -172,9 +162,9 @@ func TestSubmissionWithAForeignChannelIsRefused(t *testing.T) {
 // ack (it asks Slack); its refusal reaches the user as an ephemeral
 // message and nothing is stored.
 func TestChannelRefusalAfterTheAckIsTold(t *testing.T) {
-	h := newHarness(t)
+	h := newDigestHarness(t)
 	ctx := context.Background()
-	h.ui.Manager.Channels = refuseAll{}
+	h.mgr.Channels = refuseAll{}
 	v := h.openModal(t)
 	sent, err := h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "UOWNER", ViewID: v.ID, Values: values("", "0 9 * * 1")})
 	if err != nil {

@@ -1,0 +1,699 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"deepresearch/schedule"
+)
+
+// Scheduled digests in Slack: the `/research schedule` modal and its
+// submission, the `/research schedules` list with Pause / Resume / Run now
+// / Delete buttons, an App Home section, approval messages, and the posting
+// of digests. The bot serves them when Options.Digests is set; every
+// action_id and callback_id starts with SchedPrefix. They call Slack
+// through the bot: its retries, pacing and chat.update budget.
+
+// SchedPrefix starts every action_id and callback_id of the digests.
+const SchedPrefix = "sched_"
+
+// Ids of the schedule modal and the digests' buttons.
+const (
+	SchedCallbackCreate = "sched_create"
+
+	SchedActionPause   = "sched_pause"
+	SchedActionResume  = "sched_resume"
+	SchedActionRunNow  = "sched_run"
+	SchedActionDelete  = "sched_delete"
+	SchedActionApprove = "sched_approve"
+	SchedActionDecline = "sched_decline"
+
+	SchedBlockTopic    = "sched_topic"
+	SchedBlockChannel  = "sched_channel"
+	SchedBlockFreq     = "sched_freq"
+	SchedBlockCron     = "sched_cron"
+	SchedBlockTZ       = "sched_tz"
+	SchedBlockDepth    = "sched_depth"
+	SchedBlockApproval = "sched_approval"
+	SchedBlockLanguage = "sched_lang"
+
+	schedInput = "value" // the action_id of every input element in the modal
+)
+
+// maxLabelChars is Slack's limit on labels, placeholders, options and
+// button texts.
+const maxLabelChars = 150
+
+// schedPreset is a frequency offered in the modal.
+type schedPreset struct {
+	label string
+	spec  string
+}
+
+// schedPresets are the frequencies of the modal's menu.
+var schedPresets = []schedPreset{
+	{"Every Monday 9:00", "0 9 * * 1"},
+	{"Every weekday 9:00", "0 9 * * 1-5"},
+	{"Every day 9:00", "0 9 * * *"},
+	{"Every hour", "@hourly"},
+	{"First day of the month 9:00", "0 9 1 * *"},
+}
+
+const customPreset = "custom"
+
+// Digests is the Slack side of scheduled digests, served by a Bot built
+// with Options.Digests. It implements schedule.Poster and
+// schedule.ApprovalRequester.
+type Digests struct {
+	b   *Bot
+	mgr *schedule.Manager
+}
+
+var (
+	_ schedule.Poster            = (*Digests)(nil)
+	_ schedule.ApprovalRequester = (*Digests)(nil)
+	_ schedule.ChannelChecker    = (*Bot)(nil)
+)
+
+// Digests returns the bot's digests, nil unless Options.Digests is set.
+func (b *Bot) Digests() *Digests { return b.digests }
+
+// wireDigests serves the digests when Options.Digests is set: the
+// subcommands schedule and schedules, the actions and modal starting with
+// SchedPrefix (ackPayload and publishHome ask b.digests directly).
+func (b *Bot) wireDigests() {
+	if b.opts.Digests == nil {
+		return
+	}
+	d := &Digests{b: b, mgr: b.opts.Digests}
+	b.digests = d
+	subs := maps.Clone(b.opts.Subcommands)
+	if subs == nil {
+		subs = map[string]SlashHandler{}
+	}
+	subs["schedule"] = d.SlashSchedule
+	subs["schedules"] = d.SlashSchedules
+	b.opts.Subcommands = subs
+	acts := maps.Clone(b.opts.Interactions)
+	if acts == nil {
+		acts = map[string]InteractionHandler{}
+	}
+	acts[SchedPrefix] = d.HandleInteraction
+	b.opts.Interactions = acts
+}
+
+// label is text for a label, placeholder, option or button.
+func label(text string) *slack.TextBlockObject { return plain(Truncate(text, maxLabelChars)) }
+
+// userTZ is the user's Slack time zone, UTC when unknown.
+func (d *Digests) userTZ(ctx context.Context, id string) string {
+	var u *slack.User
+	err := d.b.call(ctx, "users.info", true, func(ctx context.Context) error {
+		var err error
+		u, err = d.b.api.GetUserInfoContext(ctx, id)
+		return err
+	})
+	if err == nil && u != nil && u.TZ != "" {
+		return u.TZ
+	}
+	return "UTC"
+}
+
+// ---------------------------------------------------------------- modal
+
+type modalMeta struct {
+	Team    string `json:"team,omitempty"`
+	Channel string `json:"channel,omitempty"` // where /research schedule was run
+}
+
+// ScheduleModal builds the create modal: topic (prefilled), channel
+// (default the current one), frequency presets plus a custom cron field,
+// time zone (default the user's), depth, approval, language.
+func (d *Digests) ScheduleModal(topic, channel, tz string, meta modalMeta) slack.ModalViewRequest {
+	topicIn := slack.NewPlainTextInputBlockElement(label("e.g. Weekly competitor news: pricing, launches, hires"), schedInput)
+	topicIn.Multiline = true
+	topicIn.InitialValue = CleanText(topic) // the user's own words, editable: no markup is parsed in an input
+	topicIn.MaxLength = 2000
+
+	chIn := slack.NewOptionsSelectBlockElement(slack.OptTypeConversations, label("Channel"), schedInput)
+	chIn.InitialConversation = channel
+	chIn.DefaultToCurrentConversation = channel == ""
+	chIn.Filter = &slack.SelectBlockElementFilter{Include: []string{"public", "private"}, ExcludeBotUsers: true}
+
+	var opts []*slack.OptionBlockObject
+	for _, p := range schedPresets {
+		opts = append(opts, slack.NewOptionBlockObject(p.spec, label(p.label), nil))
+	}
+	opts = append(opts, slack.NewOptionBlockObject(customPreset, label("Custom (cron below)"), nil))
+	freq := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, label("Frequency"), schedInput, opts...)
+	freq.InitialOption = opts[0]
+
+	cronIn := slack.NewPlainTextInputBlockElement(label("0 9 * * 1-5   or   @daily"), schedInput)
+	tzIn := slack.NewPlainTextInputBlockElement(label("Asia/Tokyo"), schedInput)
+	tzIn.InitialValue = tz
+
+	depthOpts := []*slack.OptionBlockObject{
+		slack.NewOptionBlockObject(schedule.DepthQuick, label("Quick"), nil),
+		slack.NewOptionBlockObject(schedule.DepthStandard, label("Standard"), nil),
+		slack.NewOptionBlockObject(schedule.DepthDeep, label("Deep"), nil),
+	}
+	depth := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, label("Depth"), schedInput, depthOpts...)
+	depth.InitialOption = depthOpts[1]
+	apprOpts := []*slack.OptionBlockObject{
+		slack.NewOptionBlockObject("no", label("No: post each digest automatically"), nil),
+		slack.NewOptionBlockObject("yes", label("Yes: ask before each run"), nil),
+	}
+	appr := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, label("Approval"), schedInput, apprOpts...)
+	appr.InitialOption = apprOpts[0]
+	lang := slack.NewPlainTextInputBlockElement(label("ja, en, … (empty: the topic's language)"), schedInput)
+
+	cronBlock := slack.NewInputBlock(SchedBlockCron, label("Custom frequency (cron)"), label("minute hour day-of-month month day-of-week, or @hourly/@daily/@weekly/@every 6h. Overrides the menu when filled."), cronIn)
+	cronBlock.Optional = true
+	langBlock := slack.NewInputBlock(SchedBlockLanguage, label("Report language"), nil, lang)
+	langBlock.Optional = true
+	metaJSON, _ := json.Marshal(meta)
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      SchedCallbackCreate,
+		Title:           label("Schedule a digest"),
+		Submit:          label("Schedule"),
+		Close:           label("Cancel"),
+		PrivateMetadata: string(metaJSON),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewInputBlock(SchedBlockTopic, label("What should I research?"), nil, topicIn),
+			slack.NewInputBlock(SchedBlockChannel, label("Post digests in"), nil, chIn),
+			slack.NewInputBlock(SchedBlockFreq, label("How often"), nil, freq),
+			cronBlock,
+			slack.NewInputBlock(SchedBlockTZ, label("Time zone"), label("An IANA name such as Asia/Tokyo, Europe/London, America/New_York"), tzIn),
+			slack.NewInputBlock(SchedBlockDepth, label("Research depth"), nil, depth),
+			slack.NewInputBlock(SchedBlockApproval, label("Ask for approval before each run?"), nil, appr),
+			langBlock,
+		}},
+	}
+}
+
+// SlashSchedule serves `/research schedule [topic]`: it opens the modal.
+func (d *Digests) SlashSchedule(ctx context.Context, cmd slack.SlashCommand, args string) (string, error) {
+	tz := d.userTZ(ctx, cmd.UserID)
+	view := d.ScheduleModal(strings.TrimSpace(args), cmd.ChannelID, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
+	// A trigger is used once: only rate limits are retried.
+	err := d.b.call(ctx, "views.open", false, func(ctx context.Context) error {
+		_, err := d.b.api.OpenViewContext(ctx, cmd.TriggerID, view)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("bot: open schedule modal: %w", err)
+	}
+	return "", nil
+}
+
+func inputValue(cb slack.InteractionCallback, block string) slack.BlockAction {
+	if cb.View.State == nil {
+		return slack.BlockAction{}
+	}
+	return cb.View.State.Values[block][schedInput]
+}
+
+// submission reads the modal's values into a Draft. customSpec reports
+// whether the spec came from the cron field (for error placement).
+func submission(cb slack.InteractionCallback) (d schedule.Draft, customSpec bool) {
+	var meta modalMeta
+	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
+	d.Team = meta.Team
+	if d.Team == "" {
+		d.Team = cb.Team.ID
+	}
+	d.Owner = cb.User.ID
+	d.Topic = inputValue(cb, SchedBlockTopic).Value
+	d.Channel = inputValue(cb, SchedBlockChannel).SelectedConversation
+	freq := inputValue(cb, SchedBlockFreq).SelectedOption.Value
+	cron := strings.TrimSpace(inputValue(cb, SchedBlockCron).Value)
+	switch {
+	case cron != "":
+		d.Spec, customSpec = cron, true
+	case freq == customPreset:
+		d.Spec, customSpec = "", true
+	default:
+		d.Spec = freq
+	}
+	d.TZ = strings.TrimSpace(inputValue(cb, SchedBlockTZ).Value)
+	d.Options.Depth = inputValue(cb, SchedBlockDepth).SelectedOption.Value
+	d.Options.Approval = inputValue(cb, SchedBlockApproval).SelectedOption.Value == "yes"
+	d.Options.Language = strings.TrimSpace(inputValue(cb, SchedBlockLanguage).Value)
+	return d, customSpec
+}
+
+// submissionErrors maps a validation error to the modal's blocks.
+func submissionErrors(err error, customSpec bool) map[string]string {
+	var ve *schedule.ValidationError
+	out := map[string]string{}
+	switch {
+	case errors.As(err, &ve):
+		for field, msg := range ve.Fields {
+			switch field {
+			case schedule.FieldTopic:
+				out[SchedBlockTopic] = msg
+			case schedule.FieldChannel:
+				out[SchedBlockChannel] = msg
+			case schedule.FieldSpec:
+				if customSpec {
+					if msg == "the frequency is empty (e.g. \"0 9 * * 1\" or @daily)" {
+						msg = "Enter a cron spec, or pick a frequency from the menu."
+					}
+					out[SchedBlockCron] = msg
+				} else {
+					out[SchedBlockFreq] = msg
+				}
+			case schedule.FieldTZ:
+				out[SchedBlockTZ] = msg
+			default:
+				out[SchedBlockDepth] = msg
+			}
+		}
+	case errors.Is(err, schedule.ErrLimit):
+		out[SchedBlockChannel] = strings.TrimSuffix(strings.TrimPrefix(err.Error(), "schedule: "), ": "+schedule.ErrLimit.Error())
+	}
+	return out
+}
+
+// ViewSubmissionResponse is what the ack of a schedule modal's submission
+// carries: the validation errors (response_action "errors", the modal
+// stays open), or nil to close it. It only validates; HandleInteraction
+// stores the schedule.
+func (d *Digests) ViewSubmissionResponse(cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
+	if cb.Type != slack.InteractionTypeViewSubmission || cb.View.CallbackID != SchedCallbackCreate {
+		return nil
+	}
+	draft, custom := submission(cb)
+	if _, err := d.mgr.Validate(draft); err != nil {
+		if errs := submissionErrors(err, custom); len(errs) > 0 {
+			return slack.NewErrorsViewSubmissionResponse(errs)
+		}
+	}
+	return nil
+}
+
+func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) error {
+	draft, custom := submission(cb)
+	var meta modalMeta
+	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
+	tell := func(text string) {
+		ch := meta.Channel
+		if ch == "" && schedule.ValidChannelID(draft.Channel) {
+			ch = draft.Channel // never a DM or anything else the form was given
+		}
+		if ch != "" {
+			d.b.ephemeral(ctx, ch, "", cb.User.ID, text)
+		}
+	}
+	sc, err := d.mgr.Create(ctx, draft)
+	if err != nil {
+		errs := submissionErrors(err, custom)
+		if len(errs) == 0 {
+			tell("Sorry, I could not save the schedule. Please try again.")
+			return fmt.Errorf("bot: create schedule: %w", err)
+		}
+		if _, verr := d.mgr.Validate(draft); verr != nil {
+			return nil // the ack showed them in the modal
+		}
+		// Refusals found after the ack (the channel: the bot or the owner
+		// is not in it, it is archived or not allowed) are told here.
+		var lines []string
+		for _, msg := range errs {
+			lines = append(lines, "• "+Escape(msg))
+		}
+		tell("I could not schedule that:\n" + strings.Join(lines, "\n"))
+		return nil
+	}
+	d.b.log.Info("bot: schedule created", "schedule_id", sc.ID, "channel", sc.Channel, "owner", sc.Owner, "spec", sc.Spec, "tz", sc.TZ)
+	next := sc.Next(time.Now())
+	text := fmt.Sprintf("Scheduled *%s* in %s (`%s`, %s). First digest: %s.",
+		Escape(Truncate(sc.Topic, 200)), ChannelRef(sc.Channel), Escape(sc.Spec), Escape(sc.TZ), schedule.DateLabel(next))
+	tell(text)
+	return nil
+}
+
+// ---------------------------------------------------------------- list
+
+func scheduleStatus(sc schedule.Schedule, now time.Time) string {
+	if !sc.Enabled {
+		return "⏸ paused"
+	}
+	if n := sc.Next(now); !n.IsZero() {
+		return "next " + schedule.DateLabel(n)
+	}
+	return "never due"
+}
+
+// ScheduleBlocks renders schedules with their buttons (Pause or Resume, Run
+// now, Delete with a confirmation).
+func ScheduleBlocks(list []schedule.Schedule, now time.Time) []slack.Block {
+	var blocks []slack.Block
+	for i, sc := range list {
+		if i == 15 { // stay far below Slack's 50 blocks
+			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("…and %d more.", len(list)-15))))
+			break
+		}
+		opts := []string{}
+		if sc.Options.Approval {
+			opts = append(opts, "asks for approval")
+		}
+		if sc.Options.Depth != "" {
+			opts = append(opts, Escape(sc.Options.Depth))
+		}
+		text := fmt.Sprintf("*%s*\n`%s` (%s) in %s · %s", Escape(Truncate(sc.Topic, 300)), Escape(sc.Spec), Escape(sc.TZ), ChannelRef(sc.Channel), scheduleStatus(sc, now))
+		if len(opts) > 0 {
+			text += " · " + strings.Join(opts, ", ")
+		}
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text), nil, nil))
+		toggle := slack.NewButtonBlockElement(SchedActionPause, sc.ID, label("Pause"))
+		if !sc.Enabled {
+			toggle = slack.NewButtonBlockElement(SchedActionResume, sc.ID, label("Resume"))
+		}
+		run := slack.NewButtonBlockElement(SchedActionRunNow, sc.ID, label("Run now"))
+		del := slack.NewButtonBlockElement(SchedActionDelete, sc.ID, label("Delete")).WithStyle(slack.StyleDanger)
+		del.Confirm = slack.NewConfirmationBlockObject(label("Delete this schedule?"), mrkdwn("Its history goes too. This cannot be undone."), label("Delete"), label("Keep"))
+		blocks = append(blocks, slack.NewActionBlock("sched_actions_"+sc.ID, toggle, run, del))
+	}
+	return blocks
+}
+
+// listFor returns the schedules of a channel plus the user's own elsewhere.
+func (d *Digests) listFor(ctx context.Context, channel, user string) ([]schedule.Schedule, error) {
+	here, err := d.mgr.List(ctx, schedule.Filter{Channel: channel})
+	if err != nil {
+		return nil, err
+	}
+	mine, err := d.mgr.List(ctx, schedule.Filter{Owner: user})
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range mine {
+		if sc.Channel != channel {
+			here = append(here, sc)
+		}
+	}
+	return here, nil
+}
+
+func listMessage(list []schedule.Schedule, now time.Time, note string) ([]slack.Block, string) {
+	head := "*Scheduled digests* (this channel, and yours elsewhere)"
+	if len(list) == 0 {
+		head = "No scheduled digests here yet. Create one with `/research schedule`."
+	}
+	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(head), nil, nil)}
+	if note != "" {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(note)))
+	}
+	blocks = append(blocks, ScheduleBlocks(list, now)...)
+	return blocks, fmt.Sprintf("%d scheduled digests", len(list))
+}
+
+// SlashSchedules serves `/research schedules`: an ephemeral list with
+// buttons, or plain lines when the list cannot be shown.
+func (d *Digests) SlashSchedules(ctx context.Context, cmd slack.SlashCommand, _ string) (string, error) {
+	list, err := d.listFor(ctx, cmd.ChannelID, cmd.UserID)
+	if err != nil {
+		return "", fmt.Errorf("bot: list schedules: %w", err)
+	}
+	blocks, text := listMessage(list, time.Now(), "")
+	err = d.b.call(ctx, "chat.postEphemeral", true, func(ctx context.Context) error {
+		_, err := d.b.api.PostEphemeralContext(ctx, cmd.ChannelID, cmd.UserID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+		return err
+	})
+	if err != nil {
+		d.b.log.Warn("bot: post schedule list", "err", err)
+		var lines []string
+		for _, sc := range list {
+			lines = append(lines, fmt.Sprintf("• %s — `%s` (%s) %s", Escape(Truncate(sc.Topic, 200)), Escape(sc.Spec), Escape(sc.TZ), scheduleStatus(sc, time.Now())))
+		}
+		if len(lines) == 0 {
+			return "No scheduled digests here yet. Create one with `/research schedule`.", nil
+		}
+		return strings.Join(lines, "\n"), nil
+	}
+	return "", nil
+}
+
+// HomeSection lists the user's schedules for the App Home.
+func (d *Digests) HomeSection(ctx context.Context, user string) ([]slack.Block, error) {
+	list, err := d.mgr.List(ctx, schedule.Filter{Owner: user})
+	if err != nil {
+		return nil, fmt.Errorf("bot: list schedules: %w", err)
+	}
+	blocks := []slack.Block{slack.NewDividerBlock(), slack.NewHeaderBlock(label("Your scheduled digests"))}
+	if len(list) == 0 {
+		return append(blocks, slack.NewContextBlock("", mrkdwn("None yet: `/research schedule` in a channel creates one."))), nil
+	}
+	return append(blocks, ScheduleBlocks(list, time.Now())...), nil
+}
+
+// ---------------------------------------------------------------- actions
+
+// HandleInteraction handles block actions and view submissions whose id
+// starts with SchedPrefix.
+func (d *Digests) HandleInteraction(ctx context.Context, cb slack.InteractionCallback) error {
+	switch cb.Type {
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID == SchedCallbackCreate {
+			return d.onSubmit(ctx, cb)
+		}
+	case slack.InteractionTypeBlockActions:
+		var errs []error
+		for _, a := range cb.ActionCallback.BlockActions {
+			if strings.HasPrefix(a.ActionID, SchedPrefix) {
+				errs = append(errs, d.onAction(ctx, cb, a))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
+	user := cb.User.ID
+	channel := interactionChannel(cb)
+	say := func(text string) {
+		if channel == "" { // App Home: no channel to answer in
+			d.b.log.Info("bot: schedule home action", "user", user, "result", text)
+			return
+		}
+		d.b.ephemeral(ctx, channel, "", user, text)
+	}
+	id, dueText, _ := strings.Cut(a.Value, "|")
+	var err error
+	var msg string
+	switch a.ActionID {
+	case SchedActionPause, SchedActionResume:
+		var sc schedule.Schedule
+		sc, err = d.mgr.SetEnabled(ctx, id, user, a.ActionID == SchedActionResume)
+		if err == nil {
+			msg = fmt.Sprintf("%s *%s*.", map[bool]string{true: "Resumed", false: "Paused"}[sc.Enabled], Escape(Truncate(sc.Topic, 200)))
+		}
+	case SchedActionRunNow:
+		var started bool
+		started, err = d.mgr.RunNow(ctx, id, user)
+		if err == nil {
+			msg = "Running it now; the digest will be posted in its channel."
+			if !started {
+				msg = "It is already running (started this minute)."
+			}
+		}
+	case SchedActionDelete:
+		var sc schedule.Schedule
+		sc, err = d.mgr.Delete(ctx, id, user)
+		if err == nil {
+			msg = fmt.Sprintf("Deleted *%s*.", Escape(Truncate(sc.Topic, 200)))
+		}
+	case SchedActionApprove, SchedActionDecline:
+		return d.onDecision(ctx, cb, a, id, dueText)
+	default:
+		return nil
+	}
+	switch {
+	case errors.Is(err, schedule.ErrForbidden):
+		msg = d.forbidden(ctx, id)
+	case errors.Is(err, schedule.ErrNotFound):
+		msg = "That schedule no longer exists."
+	case err != nil:
+		say("Sorry, that failed. Please try again.")
+		return fmt.Errorf("bot: %s %s: %w", a.ActionID, id, err)
+	}
+	if cb.ResponseURL != "" && err == nil && channel != "" {
+		if list, lerr := d.listFor(ctx, channel, user); lerr == nil {
+			// Replace the ephemeral list that holds the buttons.
+			blocks, text := listMessage(list, time.Now(), msg)
+			resp := map[string]any{"replace_original": true, "response_type": "ephemeral", "text": text, "blocks": blocks}
+			if rerr := d.b.postResponse(ctx, cb.ResponseURL, resp); rerr == nil {
+				return nil
+			}
+		}
+	}
+	say(msg)
+	return nil
+}
+
+func (d *Digests) forbidden(ctx context.Context, id string) string {
+	sc, err := d.mgr.Store.GetSchedule(ctx, id)
+	if err != nil {
+		return "Only the schedule's owner or an admin can change it."
+	}
+	return fmt.Sprintf("Only %s (who created it) or an admin can change this schedule.", d.b.userName(ctx, sc.Owner))
+}
+
+// ---------------------------------------------------------------- approval
+
+// RequestApproval implements schedule.ApprovalRequester: it posts Run /
+// Skip buttons in the schedule's channel.
+func (d *Digests) RequestApproval(ctx context.Context, job schedule.Job) error {
+	sc := job.Schedule
+	val := sc.ID + "|" + strconv.FormatInt(job.Due.UnixNano(), 10)
+	text := fmt.Sprintf("Scheduled digest due (%s): *%s*\nShould I run it? Its owner or an admin can decide.", schedule.DateLabel(job.Due), Escape(Truncate(sc.Topic, 500)))
+	blocks := []slack.Block{
+		slack.NewSectionBlock(mrkdwn(text), nil, nil),
+		slack.NewActionBlock("sched_decide",
+			slack.NewButtonBlockElement(SchedActionApprove, val, label("Run")).WithStyle(slack.StylePrimary),
+			slack.NewButtonBlockElement(SchedActionDecline, val, label("Skip"))),
+	}
+	if _, err := d.b.postMessage(ctx, sc.Channel, slack.MsgOptionText("Scheduled digest due: "+Escape(Truncate(sc.Topic, 200)), false), slack.MsgOptionBlocks(blocks...)); err != nil {
+		return fmt.Errorf("bot: post approval request: %w", err)
+	}
+	return nil
+}
+
+func (d *Digests) onDecision(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction, id, dueText string) error {
+	user := cb.User.ID
+	channel := interactionChannel(cb)
+	n, perr := strconv.ParseInt(dueText, 10, 64)
+	if perr != nil {
+		return fmt.Errorf("bot: bad approval value %q", a.Value)
+	}
+	due := time.Unix(0, n)
+	var err error
+	verb := "approved"
+	if a.ActionID == SchedActionApprove {
+		err = d.mgr.Approve(ctx, id, due, user)
+	} else {
+		verb = "skipped"
+		err = d.mgr.Decline(ctx, id, due, user)
+	}
+	var note string
+	switch {
+	case errors.Is(err, schedule.ErrForbidden):
+		note = d.forbidden(ctx, id)
+	case errors.Is(err, schedule.ErrNotWaiting):
+		note = "Someone has already decided on this run."
+	case errors.Is(err, schedule.ErrNotFound):
+		note = "That schedule no longer exists."
+	case err != nil:
+		note = "Sorry, that failed. Please try again."
+	}
+	if note != "" {
+		d.b.ephemeral(ctx, channel, "", user, note)
+		if err != nil && !errors.Is(err, schedule.ErrForbidden) && !errors.Is(err, schedule.ErrNotWaiting) && !errors.Is(err, schedule.ErrNotFound) {
+			return fmt.Errorf("bot: decide %s: %w", id, err)
+		}
+		return nil
+	}
+	// Replace the buttons by who decided what.
+	ts := cb.Container.MessageTs
+	if ts == "" {
+		ts = cb.Message.Timestamp
+	}
+	if ts != "" && channel != "" {
+		text := fmt.Sprintf("Scheduled digest due %s: %s by %s.", schedule.DateLabel(due), verb, d.b.userName(ctx, user))
+		if err := d.b.updateMessage(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(slack.NewSectionBlock(mrkdwn(text), nil, nil))); err != nil {
+			d.b.log.Warn("bot: update approval message", "err", err)
+		}
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------- posting
+
+// DigestBlocks renders a digest's summary message (within Slack's limits).
+func DigestBlocks(m schedule.DigestMessage) []slack.Block {
+	w := m.WhatsNew
+	title := m.Title
+	if strings.TrimSpace(title) == "" {
+		title = m.Topic
+	}
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(label("📰 " + Escape(title))),
+		slack.NewContextBlock("", mrkdwn(fmt.Sprintf("Scheduled digest · %s%s", schedule.DateLabel(m.Due), map[bool]string{true: " · run by hand", false: ""}[m.Manual]))),
+	}
+	var head string
+	switch {
+	case w.First():
+		head = fmt.Sprintf("*First digest:* %d findings from %d sources.", len(w.NewFindings), len(w.NewSources))
+	case len(w.NewFindings) == 0 && len(w.NewSources) == 0:
+		head = fmt.Sprintf("*Nothing new since %s.*", schedule.DateLabel(w.Since.In(m.Due.Location())))
+	default:
+		head = fmt.Sprintf("*New since %s:* %d findings, %d sources.", schedule.DateLabel(w.Since.In(m.Due.Location())), len(w.NewFindings), len(w.NewSources))
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	for i, f := range w.NewFindings {
+		if i == 8 {
+			fmt.Fprintf(&b, "\n…and %d more in the report.", len(w.NewFindings)-8)
+			break
+		}
+		b.WriteString("\n• " + Escape(Truncate(strings.Join(strings.Fields(f), " "), 280)))
+	}
+	blocks = append(blocks, slack.NewSectionBlock(mrkdwn(Truncate(b.String(), 2900)), nil, nil))
+	if len(w.NewSources) > 0 {
+		var s strings.Builder
+		s.WriteString("*New sources:*")
+		for i, src := range w.NewSources {
+			if i == 8 {
+				break
+			}
+			t := src.Title
+			if t == "" {
+				t = src.URL
+			}
+			s.WriteString("\n• " + Escape(Truncate(t, 120)) + " — " + Escape(Truncate(src.URL, 200)))
+		}
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(Truncate(s.String(), 2900)), nil, nil))
+	}
+	if known := len(w.KnownFindings); known > 0 {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("%d findings and %d sources were already in earlier digests; they are listed in the report.", known, len(w.KnownSources)))))
+	}
+	return blocks
+}
+
+// PostDigest implements schedule.Poster.
+func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.DigestMessage) (string, error) {
+	ts, err := d.b.postMessage(ctx, channel,
+		slack.MsgOptionText(Escape(Truncate(m.Text, 3000)), false),
+		slack.MsgOptionBlocks(DigestBlocks(m)...),
+		slack.MsgOptionDisableLinkUnfurl())
+	if err != nil {
+		return "", fmt.Errorf("bot: post digest: %w", err)
+	}
+	return ts, nil
+}
+
+// UploadReport implements schedule.Poster: the markdown report as a file in
+// the thread of the digest's message.
+func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string) error {
+	fileID, err := d.b.stageFile(ctx, filename, markdown)
+	if err != nil {
+		return fmt.Errorf("bot: upload digest report: %w", err)
+	}
+	err = d.b.shareFile(ctx, slack.CompleteUploadExternalParameters{
+		Files: []slack.FileSummary{{ID: fileID, Title: title}}, Channel: channel, ThreadTimestamp: threadTS,
+	})
+	if err != nil {
+		return fmt.Errorf("bot: share digest report: %w", err)
+	}
+	return nil
+}
