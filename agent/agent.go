@@ -243,64 +243,81 @@ func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
 	b.AddNode(nFinalize, a.finalize)
 
 	b.AddEdge(graph.Start, nCoordinator)
-	b.AddConditionalEdges(nCoordinator, func(s State) []graph.Route {
-		switch s.Intent {
-		case IntentChat:
-			return []graph.Route{graph.To(graph.End)}
-		case IntentClarify:
-			return []graph.Route{graph.To(nClarify)}
-		case IntentRewrite:
-			return []graph.Route{graph.To(nWriter)}
-		}
-		return []graph.Route{graph.To(nPlanner)}
-	})
-	b.AddConditionalEdges(nClarify, func(s State) []graph.Route {
-		if s.Next == NextCancel {
-			return []graph.Route{graph.To(nFinalize)}
-		}
-		return []graph.Route{graph.To(nPlanner)}
-	})
-	b.AddConditionalEdges(nPlanner, func(s State) []graph.Route {
-		if s.Req.ApprovePlan {
-			return []graph.Route{graph.To(nApprovePlan)}
-		}
-		return []graph.Route{graph.To(nSupervisor)}
-	})
-	b.AddConditionalEdges(nApprovePlan, func(s State) []graph.Route {
-		switch s.Next {
-		case NextReplan:
-			return []graph.Route{graph.To(nPlanner)}
-		case NextCancel:
-			return []graph.Route{graph.To(nFinalize)}
-		}
-		return []graph.Route{graph.To(nSupervisor)}
-	})
+	b.AddConditionalEdges(nCoordinator, to(afterCoordinator))
+	b.AddConditionalEdges(nClarify, to(afterClarify))
+	b.AddConditionalEdges(nPlanner, to(afterPlanner))
+	b.AddConditionalEdges(nApprovePlan, to(afterApprovePlan))
 	b.AddConditionalEdges(nSupervisor, a.routeSupervisor)
 	b.AddEdge(nResearcher, nSupervisor)
 	b.AddEdge(nWriter, nReviewer)
-	b.AddConditionalEdges(nReviewer, func(s State) []graph.Route {
-		switch s.Next {
-		case NextWrite:
-			return []graph.Route{graph.To(nWriter)}
-		case NextResearch:
-			return []graph.Route{graph.To(nSupervisor)}
-		}
-		if s.Req.ApproveDraft {
-			return []graph.Route{graph.To(nApproveDraft)}
-		}
-		return []graph.Route{graph.To(nFinalize)}
-	})
-	b.AddConditionalEdges(nApproveDraft, func(s State) []graph.Route {
-		switch s.Next {
-		case NextWrite:
-			return []graph.Route{graph.To(nWriter)}
-		case NextResearch:
-			return []graph.Route{graph.To(nSupervisor)}
-		}
-		return []graph.Route{graph.To(nFinalize)}
-	})
+	b.AddConditionalEdges(nReviewer, to(afterReviewer))
+	b.AddConditionalEdges(nApproveDraft, to(afterApproveDraft))
 	b.AddEdge(nFinalize, graph.End)
 	return b.Compile(opts)
+}
+
+// to routes to the one node next picks.
+func to(next func(State) string) graph.Router[State] {
+	return func(s State) []graph.Route { return []graph.Route{graph.To(next(s))} }
+}
+
+func afterCoordinator(s State) string {
+	switch s.Intent {
+	case IntentChat:
+		return graph.End
+	case IntentClarify:
+		return nClarify
+	case IntentRewrite:
+		return nWriter
+	}
+	return nPlanner
+}
+
+func afterClarify(s State) string {
+	if s.Next == NextCancel {
+		return nFinalize
+	}
+	return nPlanner
+}
+
+func afterPlanner(s State) string {
+	if s.Req.ApprovePlan {
+		return nApprovePlan
+	}
+	return nSupervisor
+}
+
+func afterApprovePlan(s State) string {
+	switch s.Next {
+	case NextReplan:
+		return nPlanner
+	case NextCancel:
+		return nFinalize
+	}
+	return nSupervisor
+}
+
+func afterReviewer(s State) string {
+	switch s.Next {
+	case NextWrite:
+		return nWriter
+	case NextResearch:
+		return nSupervisor
+	}
+	if s.Req.ApproveDraft {
+		return nApproveDraft
+	}
+	return nFinalize
+}
+
+func afterApproveDraft(s State) string {
+	switch s.Next {
+	case NextWrite:
+		return nWriter
+	case NextResearch:
+		return nSupervisor
+	}
+	return nFinalize
 }
 
 // routeSupervisor fans out one researcher per dispatched subtask.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"deepresearch/graph"
 )
 
 func TestParseIntent(t *testing.T) {
@@ -139,5 +141,56 @@ func sameJSON(t *testing.T, raw []byte, v any) {
 	}
 	if b = append(b, '\n'); !bytes.Equal(b, raw) {
 		t.Errorf("re-encoded state differs from the stored one:\n%s\nwant:\n%s", b, raw)
+	}
+}
+
+// Routing on the words as stored: each state is JSON as a checkpoint holds it.
+func TestRoutesOnStoredWords(t *testing.T) {
+	a := &Agent{}
+	supervisor := func(s State) string {
+		rs := a.routeSupervisor(s)
+		if len(rs) == 0 {
+			return ""
+		}
+		return rs[0].Node
+	}
+	for _, tc := range []struct {
+		name   string
+		router func(State) string
+		state  string
+		want   string
+	}{
+		{"coordinator chat", afterCoordinator, `{"intent":"chat"}`, graph.End},
+		{"coordinator clarify", afterCoordinator, `{"intent":"clarify"}`, nClarify},
+		{"coordinator rewrite", afterCoordinator, `{"intent":"rewrite"}`, nWriter},
+		{"coordinator research", afterCoordinator, `{"intent":"research"}`, nPlanner},
+		{"coordinator unset", afterCoordinator, `{}`, nPlanner},
+		{"clarify cancel", afterClarify, `{"next":"cancel"}`, nFinalize},
+		{"clarify answered", afterClarify, `{}`, nPlanner},
+		{"planner to approval", afterPlanner, `{"req":{"question":"q","approve_plan":true}}`, nApprovePlan},
+		{"planner", afterPlanner, `{}`, nSupervisor},
+		{"plan replan", afterApprovePlan, `{"next":"replan"}`, nPlanner},
+		{"plan cancel", afterApprovePlan, `{"next":"cancel"}`, nFinalize},
+		{"plan approved", afterApprovePlan, `{"next":"approved"}`, nSupervisor},
+		{"supervisor write", supervisor, `{"next":"write"}`, nWriter},
+		{"supervisor end", supervisor, `{"next":"end"}`, nFinalize},
+		{"supervisor research", supervisor, `{"next":"research","dispatch":[{"title":"t","queries":["q"]}]}`, nResearcher},
+		{"supervisor research, nothing dispatched", supervisor, `{"next":"research"}`, nWriter},
+		{"reviewer write", afterReviewer, `{"next":"write"}`, nWriter},
+		{"reviewer research", afterReviewer, `{"next":"research"}`, nSupervisor},
+		{"reviewer done", afterReviewer, `{"next":"done"}`, nFinalize},
+		{"reviewer done, to a person", afterReviewer, `{"next":"done","req":{"question":"q","approve_draft":true}}`, nApproveDraft},
+		{"draft revise", afterApproveDraft, `{"next":"write"}`, nWriter},
+		{"draft research", afterApproveDraft, `{"next":"research"}`, nSupervisor},
+		{"draft approved", afterApproveDraft, `{"next":"approve"}`, nFinalize},
+		{"draft cancel", afterApproveDraft, `{"next":"cancel"}`, nFinalize},
+	} {
+		var s State
+		if err := json.Unmarshal([]byte(tc.state), &s); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := tc.router(s); got != tc.want {
+			t.Errorf("%s: routes to %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
