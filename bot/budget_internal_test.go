@@ -457,21 +457,41 @@ func TestPostPacerShare(t *testing.T) {
 
 // The per-channel edit spacing grows with the live replicas.
 func TestChannelLimiterShare(t *testing.T) {
-	l := newChannelLimiter(20 * time.Millisecond)
+	clk := newManualClock()
+	l := newChannelLimiter(20*time.Millisecond, clk)
 	l.setShare(3)
 	if d := l.every(); d != 60*time.Millisecond {
 		t.Fatalf("a third: every %v, want 60ms", d)
 	}
 	ctx := context.Background()
+	start := clk.Now()
 	if err := l.wait(ctx, "C1"); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if err := l.wait(ctx, "C1"); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- l.wait(ctx, "C1") }()
+	waitTimer(t, clk, start.Add(60*time.Millisecond))
+	if err := l.wait(ctx, "C2"); err != nil { // another channel does not wait
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 50*time.Millisecond {
-		t.Errorf("second edit in the channel after %v, want about 60ms", d)
+	clk.Advance(59 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("second edit in the channel before its slot")
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A due slot is taken even with an ended context; a wait is not.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := l.wait(cctx, "C3"); err != nil {
+		t.Errorf("due slot with an ended context = %v, want nil", err)
+	}
+	if err := l.wait(cctx, "C3"); !errors.Is(err, context.Canceled) {
+		t.Errorf("waiting with an ended context = %v, want context.Canceled", err)
 	}
 	l.setShare(0)
 	if d := l.every(); d != 20*time.Millisecond {

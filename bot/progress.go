@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"deepresearch/clock"
 	"deepresearch/research"
 
 	"github.com/slack-go/slack"
@@ -16,14 +17,15 @@ import (
 // replicas editing in the same channels, each spaces its own edits n
 // intervals apart (setShare).
 type channelLimiter struct {
+	clk      clock.Clock
 	full     time.Duration // the interval of the whole workspace
 	mu       sync.Mutex
 	interval time.Duration // this process's: full × share
 	next     map[string]time.Time
 }
 
-func newChannelLimiter(interval time.Duration) *channelLimiter {
-	return &channelLimiter{full: interval, interval: interval, next: map[string]time.Time{}}
+func newChannelLimiter(interval time.Duration, clk clock.Clock) *channelLimiter {
+	return &channelLimiter{clk: clk, full: interval, interval: interval, next: map[string]time.Time{}}
 }
 
 // setShare spaces this process's edits in a channel n intervals apart (n
@@ -44,7 +46,7 @@ func (l *channelLimiter) every() time.Duration {
 // wait reserves the channel's next slot and sleeps until it.
 func (l *channelLimiter) wait(ctx context.Context, channel string) error {
 	l.mu.Lock()
-	now := time.Now()
+	now := l.clk.Now()
 	at := l.next[channel]
 	if at.Before(now) {
 		at = now
@@ -58,18 +60,11 @@ func (l *channelLimiter) wait(ctx context.Context, channel string) error {
 		}
 	}
 	l.mu.Unlock()
-	d := time.Until(at)
+	d := at.Sub(l.clk.Now())
 	if d <= 0 {
-		return nil
+		return nil // a slot that is due does not wait, even for an ended ctx
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return clock.Sleep(ctx, l.clk, d)
 }
 
 // statusMessage keeps a run's status message up to date: Set records the
@@ -160,8 +155,8 @@ func (s *statusMessage) loop() {
 		} else {
 			s.b.metrics.updateSkipped.Inc()
 		}
-		t := time.NewTimer(s.b.updates.retryIn(s.b.limiter.every()))
-		retry, stopRetry = t.C, t.Stop
+		t := s.b.clk.NewTimer(s.b.updates.retryIn(s.b.limiter.every()))
+		retry, stopRetry = t.C(), t.Stop
 	}
 }
 
