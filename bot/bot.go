@@ -28,6 +28,7 @@ import (
 
 	"deepresearch/clock"
 	"deepresearch/research"
+	"deepresearch/schedule"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
@@ -114,16 +115,14 @@ type Options struct {
 	// Interactions handles block actions and view submissions whose
 	// action_id or callback_id starts with the key (e.g. "sched_").
 	Interactions map[string]InteractionHandler
-	// HomeSections adds blocks to a user's App Home after the recent runs.
-	HomeSections []HomeSection
+	// Digests, when set, makes the bot serve scheduled digests (digests.go):
+	// /research schedule(s), the schedule modal and buttons, the App Home
+	// section. The scheduler posts and asks for approval through
+	// Bot.Digests, and checks channels with Bot.CheckChannel.
+	Digests *schedule.Manager
 	// Attach is called by New with the new Bot, before it runs, so that
-	// extensions call Slack through it (its retries, pacing and budgets;
-	// see client.go) and check digest channels with it (CheckChannel).
+	// the caller can hand it to what needs it (the digest scheduler).
 	Attach func(*Bot)
-	// ViewAcks answers view submissions whose callback_id starts with the
-	// key in the ack itself (e.g. response_action errors, so a modal with a
-	// mistake stays open). Return nil to just close the modal.
-	ViewAcks map[string]func(slack.InteractionCallback) any
 
 	Logger     *slog.Logger          // default: discard
 	Registerer prometheus.Registerer // where metrics are registered; default a private registry
@@ -138,9 +137,6 @@ type SlashHandler func(ctx context.Context, cmd slack.SlashCommand, args string)
 // InteractionHandler handles an interactive payload (block_actions,
 // view_submission) routed to it by prefix.
 type InteractionHandler func(ctx context.Context, cb slack.InteractionCallback) error
-
-// HomeSection renders extra App Home blocks for a user.
-type HomeSection func(ctx context.Context, user string) ([]slack.Block, error)
 
 func (o *Options) defaults() {
 	def := func(d *time.Duration, v time.Duration) {
@@ -260,6 +256,8 @@ type Bot struct {
 	connected atomic.Bool
 	started   atomic.Bool
 	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
+
+	digests *Digests // nil unless Options.Digests is set
 }
 
 // now is the time on the bot's clock.
@@ -332,6 +330,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.api = slack.New(opts.BotToken, sopts...)
 	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
+	b.wireDigests()
 	if opts.Attach != nil {
 		opts.Attach(b)
 	}
