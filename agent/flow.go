@@ -225,15 +225,6 @@ func (a *Agent) fallbackPlan(q string) *Plan {
 	}
 }
 
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
 // approvePlan lets a person approve, revise or cancel the plan.
 func (a *Agent) approvePlan(ctx context.Context, s State) ([]graph.Write, error) {
 	sc, lang := a.sc, s.Language

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -94,7 +95,7 @@ type answerArgs struct {
 func unread(s rState) []prompts.Link {
 	var out []prompts.Link
 	for _, src := range s.Sources {
-		if !src.Retrieved && !contains(s.Task.Known, src.URL) {
+		if !src.Retrieved && !slices.Contains(s.Task.Known, src.URL) {
 			out = append(out, prompts.Link{Title: src.Title, URL: src.URL})
 		}
 	}
