@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +60,40 @@ func TestWorldSearch(t *testing.T) {
 	en := agenttest.NewWorld(agenttest.EnglishPages()...)
 	if rs, _ := en.Search(ctx, search.Query{Text: "AI推進法"}); len(rs) != 6 {
 		t.Errorf("English world, Japanese query: %d results", len(rs))
+	}
+}
+
+// Find picks the pages, in order, even pages the world does not hold.
+func TestWorldFind(t *testing.T) {
+	own := agenttest.Page{URL: "https://own.example/page", Title: "Own page", Text: "Served by the test. Not by the world."}
+	w := agenttest.NewWorld()
+	w.Find = func(q string) []agenttest.Page {
+		if q == "AI推進法" {
+			return nil
+		}
+		return []agenttest.Page{own, agenttest.JapanesePages()[0]}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		query string
+		max   int
+		want  []string // the URLs
+	}{
+		{"EU AI Act", 0, []string{own.URL, "https://jp.example/ai-law"}},
+		{"EU AI Act fines", 1, []string{own.URL}},
+		{"AI推進法", 0, nil},
+	} {
+		rs, err := w.Search(ctx, search.Query{Text: tc.query, MaxResults: tc.max})
+		var got []string
+		for _, r := range rs {
+			got = append(got, r.URL)
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q, %v; want %q", tc.query, got, err, tc.want)
+		}
+	}
+	if rs, _ := w.Search(ctx, search.Query{Text: "x"}); len(rs) == 0 || rs[0].Title != "Own page" || rs[0].Snippet != "Served by the test." {
+		t.Errorf("result of a found page: %+v", rs)
 	}
 }
 
@@ -272,6 +307,22 @@ func TestBrainKnobs(t *testing.T) {
 		res, err := r.a.Continue(context.Background(), "t", nil)
 		if err != nil || res.Status != agent.StatusDone {
 			t.Fatalf("Continue: %v %+v", err, res)
+		}
+	})
+	t.Run("inject", func(t *testing.T) {
+		const inject = "<!channel> <@U123>"
+		b := agenttest.NewBrain()
+		b.Inject = inject
+		r := newRun(t, b)
+		res, err := r.a.Start(context.Background(), "t", q, nil)
+		if err != nil || res.Status != agent.StatusDone || res.Citations.Verified == 0 {
+			t.Fatalf("%v %+v", err, res)
+		}
+		if res.Plan == nil || !strings.HasSuffix(res.Plan.Theme, " "+inject) || !strings.HasSuffix(res.Plan.Subtasks[0].Title, " "+inject) {
+			t.Errorf("plan %+v", res.Plan)
+		}
+		if !strings.HasPrefix(res.Report, "# Report "+inject+"\n") || !strings.Contains(res.Report, "about the question. "+inject+"\n") {
+			t.Errorf("report:\n%s", res.Report)
 		}
 	})
 	t.Run("bad JSON", func(t *testing.T) {

@@ -74,6 +74,11 @@ type Brain struct {
 	Writer func(prompt string, ja bool) string
 	// ExtraFootnotes are appended to every default report (fabrications).
 	ExtraFootnotes []string
+	// Inject is text the default script adds to its own prose (hostile
+	// text: markup, mentions): the plan's theme, first subtask and plan
+	// text, the summaries and subtask answers, the report's title, summary
+	// and analysis, and the reviewer's feedback.
+	Inject string
 	// ReviewScores are the reviewer's scores and suggested action for
 	// review n (from 1); Feedback its feedback.
 	ReviewScores func(n int) (agent.Scores, string)
@@ -219,7 +224,7 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 		if b.Planner != nil {
 			return b.Planner(user, ja)
 		}
-		return plan(ja)
+		return b.plan(ja)
 	case "supervisor":
 		if b.Replan != nil {
 			return b.Replan(user)
@@ -254,9 +259,9 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 			}
 			fs = append(fs, map[string]string{"claim": "Claim: " + s, "quote": quote, "url": url})
 		}
-		return llmtest.JSON(map[string]any{"summary": fmt.Sprintf("%d pages summarised.", len(fs)), "findings": fs})
+		return llmtest.JSON(map[string]any{"summary": b.said(fmt.Sprintf("%d pages summarised.", len(fs))), "findings": fs})
 	case "answer_subtask":
-		return llmtest.Text("The evidence shows the main facts [E1].")
+		return llmtest.Text(b.said("The evidence shows the main facts [E1]."))
 	case "reflect":
 		try := 1
 		if m := attemptRE.FindStringSubmatch(r.System()); m != nil {
@@ -284,7 +289,7 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 		if b.ReviewScores != nil {
 			sc, act = b.ReviewScores(n)
 		}
-		fb := "Add more detail on penalties."
+		fb := b.said("Add more detail on penalties.")
 		if b.Feedback != nil {
 			fb = b.Feedback(n)
 		}
@@ -294,19 +299,27 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 	return llmtest.Error(400, "agenttest: unexpected node "+r.Node())
 }
 
+// said is s with Inject after it.
+func (b *Brain) said(s string) string {
+	if b.Inject == "" {
+		return s
+	}
+	return s + " " + b.Inject
+}
+
 // plan is the default plan: the EU AI Act's timeline, penalties and SMEs,
 // or Japan's law and guidelines.
-func plan(ja bool) llmtest.Reply {
+func (b *Brain) plan(ja bool) llmtest.Reply {
 	if ja {
-		return llmtest.JSON(map[string]any{"theme": "国内の生成AI規制", "investigation_points": []string{"法制度", "ガイドライン"},
+		return llmtest.JSON(map[string]any{"theme": b.said("国内の生成AI規制"), "investigation_points": []string{"法制度", "ガイドライン"},
 			"search_queries": []string{"AI推進法 成立", "AI事業者ガイドライン"},
-			"subtasks":       []map[string]any{{"title": "法制度", "queries": []string{"AI推進法 成立"}}, {"title": "ガイドライン", "queries": []string{"AI事業者ガイドライン", "生成AI 著作権 文化庁"}}},
-			"plan_text":      "法制度とガイドラインを調べる。", "evaluation_types": []string{"freshness", "attribution"}})
+			"subtasks":       []map[string]any{{"title": b.said("法制度"), "queries": []string{"AI推進法 成立"}}, {"title": "ガイドライン", "queries": []string{"AI事業者ガイドライン", "生成AI 著作権 文化庁"}}},
+			"plan_text":      b.said("法制度とガイドラインを調べる。"), "evaluation_types": []string{"freshness", "attribution"}})
 	}
-	return llmtest.JSON(map[string]any{"theme": "EU AI Act", "investigation_points": []string{"Timeline", "Penalties", "SMEs"},
+	return llmtest.JSON(map[string]any{"theme": b.said("EU AI Act"), "investigation_points": []string{"Timeline", "Penalties", "SMEs"},
 		"search_queries": []string{"EU AI Act timeline", "AI Act fines", "AI Act SMEs"},
-		"subtasks":       []map[string]any{{"title": "Timeline", "queries": []string{"EU AI Act timeline"}}, {"title": "Penalties", "queries": []string{"AI Act fines"}}, {"title": "SMEs", "queries": []string{"AI Act SMEs sandboxes"}}},
-		"plan_text":      "Research timeline, penalties and SMEs.", "evaluation_types": []string{"completeness", "attribution"}})
+		"subtasks":       []map[string]any{{"title": b.said("Timeline"), "queries": []string{"EU AI Act timeline"}}, {"title": "Penalties", "queries": []string{"AI Act fines"}}, {"title": "SMEs", "queries": []string{"AI Act SMEs sandboxes"}}},
+		"plan_text":      b.said("Research timeline, penalties and SMEs."), "evaluation_types": []string{"completeness", "attribution"}})
 }
 
 // report is the default writer: up to four findings, each footnoted with
@@ -319,7 +332,7 @@ func (b *Brain) report(user string, ja bool) string {
 		title, summary, bullet = "調査レポート", "本レポートは、収集した情報源に基づき国内の生成AI規制の動向をまとめたものである。", "知見"
 	}
 	short := strings.Contains(user, "Instruction for this version")
-	fmt.Fprintf(&sb, "# %s\n\n## Executive Summary\n\n%s\n\n## Key Findings\n\n", title, summary)
+	fmt.Fprintf(&sb, "# %s\n\n## Executive Summary\n\n%s\n\n## Key Findings\n\n", b.said(title), b.said(summary))
 	n := 0
 	for i, e := range ev {
 		if i == 4 || short && i == 1 {
@@ -330,7 +343,7 @@ func (b *Brain) report(user string, ja bool) string {
 	}
 	sb.WriteString("\n## Detailed Analysis\n\n### Analysis\n\n")
 	if len(ev) > 0 {
-		fmt.Fprintf(&sb, "As noted before [^%d], the picture is consistent.\n", 11)
+		fmt.Fprintf(&sb, "%s\n", b.said(fmt.Sprintf("As noted before [^%d], the picture is consistent.", 11)))
 	}
 	for i := range b.ExtraFootnotes {
 		fmt.Fprintf(&sb, "Another claim %d [^x%d].\n", i, i)

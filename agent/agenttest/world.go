@@ -71,6 +71,10 @@ type World struct {
 	OnSearch func(ctx context.Context, n int) error
 	// Empty, when set, says which queries find nothing.
 	Empty func(query string) bool
+	// Find, when set, picks the pages a query finds, in order, in place of
+	// the pages in its language; they need not be among Pages (a test may
+	// serve them itself). MaxResults still cuts them.
+	Find func(query string) []Page
 
 	mu       sync.Mutex
 	queries  []string
@@ -95,7 +99,8 @@ var (
 )
 
 // Search answers with the pages in the query's language (every page when
-// none is), in an order that depends on the query, MaxResults at most.
+// none is), in an order that depends on the query, or with those Find
+// picks; MaxResults at most.
 func (w *World) Search(ctx context.Context, q search.Query) ([]search.Result, error) {
 	n := int(w.searches.Add(1))
 	if w.OnSearch != nil {
@@ -127,11 +132,18 @@ func (w *World) Search(ctx context.Context, q search.Query) ([]search.Result, er
 	if w.Empty != nil && w.Empty(q.Text) {
 		return nil, nil
 	}
-	pages := w.inLanguage(agent.DetectLanguage(q.Text) == "en")
+	var pages []Page
+	if w.Find != nil {
+		pages = w.Find(q.Text)
+	} else {
+		in := w.inLanguage(agent.DetectLanguage(q.Text) == "en")
+		for i := range in {
+			// rotate so different queries lead with different pages
+			pages = append(pages, in[(i+len(q.Text))%len(in)])
+		}
+	}
 	var out []search.Result
-	for i := range pages {
-		// rotate so different queries lead with different pages
-		p := pages[(i+len(q.Text))%len(pages)]
+	for _, p := range pages {
 		out = append(out, search.Result{Title: p.Title, URL: p.URL, Snippet: FirstSentence(p.Text), Source: "fake"})
 	}
 	if q.MaxResults > 0 && len(out) > q.MaxResults {

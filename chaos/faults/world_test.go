@@ -5,15 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -22,6 +19,7 @@ import (
 	"time"
 
 	"deepresearch/agent"
+	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot"
@@ -39,13 +37,6 @@ import (
 // long reports whether the long versions were asked for (CHAOS_LONG=1).
 func long() bool { return os.Getenv("CHAOS_LONG") == "1" }
 
-// pages of the fake web site: path → title, text.
-var pages = map[string][2]string{
-	"/timeline":  {"AI Act timeline", "The EU AI Act entered into force on 1 August 2024. Prohibited practices apply from 2 February 2025."},
-	"/penalties": {"AI Act penalties", "Fines for prohibited AI practices can reach 35 million euros or 7% of worldwide annual turnover."},
-	"/sme":       {"AI Act and SMEs", "Small and medium-sized enterprises benefit from regulatory sandboxes under the act."},
-}
-
 // hostile pages served to the fetcher by the abuse test.
 var hostilePaths = []string{"/huge", "/bomb", "/loop", "/sjis", "/latin1"}
 
@@ -55,8 +46,8 @@ type config struct {
 	PGProxy    bool // put a cuttable TCP proxy between the bot and Postgres
 	LLMFaults  *llmtest.Faults
 	LLMLatency time.Duration // mean simulated latency per LLM call (seeded)
-	Hostile    bool          // search results also list the hostile pages
-	Inject     string        // text the scripted LLM writes into the report and summary
+	Hostile    bool          // search results list the hostile pages first
+	Inject     string        // text the scripted LLM writes into the plan, report and summary
 	// Bot options.
 	MaxConcurrentRuns int
 	MaxRunsPerUser    int
@@ -76,6 +67,7 @@ type world struct {
 	cfg   config
 	slack *slackfake.Server
 	llm   *llmtest.Server
+	pages *agenttest.World // the articles, behind web and sx
 	web   *httptest.Server
 	sx    *httptest.Server
 	proxy *Proxy
@@ -146,7 +138,7 @@ func newWorld(t testing.TB, cfg config) *world {
 	if cfg.PoolMax == 0 {
 		cfg.PoolMax = 8
 	}
-	w := &world{t: t, cfg: cfg, logs: &logSink{}}
+	w := &world{t: t, cfg: cfg, logs: &logSink{}, pages: agenttest.NewWorld(agenttest.EnglishPages()[:3]...)}
 	log := slog.New(w.logs)
 
 	fakeOpts := []slackfake.Option{slackfake.WithSeed(7), slackfake.WithPingInterval(2 * time.Second)}
@@ -305,12 +297,10 @@ func (w *world) startWeb() {
 	sjis := []byte("<html><head><meta charset=\"shift_jis\"><title>SJIS</title></head><body><article><p>\x93\xfa\x96\x7b\x8c\xea\x82\xcc\x83\x79\x81\x5b\x83\x57\x82\xc5\x82\xb7\x81\x42</p></article></body></html>")
 	latin1 := []byte("<html><head><title>Latin-1</title></head><body><article><p>Caf\xe9 na\xefve r\xe9sum\xe9 \xa9 2025.</p></article></body></html>")
 
+	articles := w.pages.WebHandler()
 	w.web = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.hit(r.URL.Path)
 		switch r.URL.Path {
-		case "/robots.txt":
-			http.NotFound(rw, r)
-			return
 		case "/huge":
 			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 			bw := bufio.NewWriterSize(rw, 64<<10)
@@ -320,145 +310,67 @@ func (w *world) startWeb() {
 				}
 			}
 			bw.Flush()
-			return
 		case "/bomb":
 			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 			rw.Header().Set("Content-Encoding", "gzip")
 			rw.Write(gzipBomb())
-			return
 		case "/loop":
 			http.Redirect(rw, r, "/loop2", http.StatusFound)
-			return
 		case "/loop2":
 			http.Redirect(rw, r, "/loop", http.StatusFound)
-			return
 		case "/sjis":
 			rw.Header().Set("Content-Type", "text/html")
 			rw.Write(sjis)
-			return
 		case "/latin1":
 			// Claims UTF-8, sends Latin-1.
 			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 			rw.Write(latin1)
-			return
+		default:
+			articles.ServeHTTP(rw, r)
 		}
-		p, ok := pages[r.URL.Path]
-		if !ok {
-			http.NotFound(rw, r)
-			return
-		}
-		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(rw, "<html><head><title>%s</title></head><body><nav>Home | About</nav><article><h1>%s</h1><p>%s</p><p>%s</p></article><footer>(c) site</footer></body></html>",
-			p[0], p[0], p[1], strings.Repeat("More context about the regulation follows here. ", 5))
 	}))
 	w.t.Cleanup(w.web.Close)
 }
 
-// startSearch serves a SearXNG JSON API that answers 503 while searchDown.
+// startSearch serves a SearXNG JSON API over the articles (the hostile
+// pages first, when asked) that answers 503 while searchDown.
 func (w *world) startSearch() {
+	if w.cfg.Hostile {
+		articles := w.pages.Pages
+		w.pages.Find = func(string) []agenttest.Page {
+			var ps []agenttest.Page
+			for _, p := range hostilePaths {
+				ps = append(ps, agenttest.Page{URL: w.web.URL + p, Title: "hostile " + p, Text: "a page"})
+			}
+			return append(ps, articles...)
+		}
+	}
+	sx := w.pages.SearXNGHandler(w.web.URL)
 	w.sx = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if w.searchDown.Load() {
 			http.Error(rw, "503 Service Unavailable", http.StatusServiceUnavailable)
 			return
 		}
-		var res []map[string]any
-		if w.cfg.Hostile {
-			for _, p := range hostilePaths {
-				res = append(res, map[string]any{"url": w.web.URL + p, "title": "hostile " + p, "content": "a page", "engine": "fake"})
-			}
-		}
-		for _, p := range []string{"/timeline", "/penalties", "/sme"} {
-			res = append(res, map[string]any{"url": w.web.URL + p, "title": pages[p][0], "content": pages[p][1][:40], "engine": "fake"})
-		}
-		json.NewEncoder(rw).Encode(map[string]any{"query": r.URL.Query().Get("q"), "results": res})
+		sx.ServeHTTP(rw, r)
 	}))
 	w.t.Cleanup(w.sx.Close)
 }
 
-var (
-	pageRE     = regexp.MustCompile(`(?s)URL: (\S+)\n(.*?)(?:\n=== |\z)`)
-	evidenceRE = regexp.MustCompile(`(?m)^\[E(\d+)\] (.*)\n  quote: "(.*)"\n  source: (.*), (\S+)$`)
-)
-
-// startLLM scripts the fake LLM for whole runs.
+// startLLM scripts the fake LLM for whole runs: agenttest's brain, with the
+// injected text and a deterministic latency.
 func (w *world) startLLM() {
+	brain := agenttest.NewBrain()
+	brain.Inject = w.cfg.Inject
+	if d := w.cfg.LLMLatency; d > 0 {
+		brain.Wrap = func(_ *llmtest.Request, reply llmtest.Reply) llmtest.Reply {
+			// A deterministic spread around the mean: 0.5×…1.5×.
+			f := 0.5 + math.Mod(float64(w.llmCalls.Add(1))*0.618033988749895, 1)
+			return llmtest.Delayed(time.Duration(float64(d)*f), reply)
+		}
+	}
 	var opts []llmtest.Option
 	if w.cfg.LLMFaults != nil {
 		opts = append(opts, llmtest.WithFaults(*w.cfg.LLMFaults))
 	}
-	w.llm = llmtest.NewServer(w.t, w.respond, opts...)
-}
-
-func (w *world) respond(r *llmtest.Request) llmtest.Reply {
-	n := w.llmCalls.Add(1)
-	reply := w.answer(r)
-	if d := w.cfg.LLMLatency; d > 0 {
-		// A deterministic spread around the mean: 0.5×…1.5×.
-		f := 0.5 + math.Mod(float64(n)*0.618033988749895, 1)
-		reply = llmtest.Delayed(time.Duration(float64(d)*f), reply)
-	}
-	return reply
-}
-
-func (w *world) answer(r *llmtest.Request) llmtest.Reply {
-	node := r.Node()
-	kind := node
-	if i := strings.LastIndex(node, "."); strings.HasPrefix(node, "researcher[") && i > 0 {
-		kind = node[i+1:]
-	}
-	inject := w.cfg.Inject
-	switch kind {
-	case "coordinator":
-		return llmtest.JSON(map[string]string{"intent": "research", "reply": "", "research_question": "", "clarifying_question": "", "instruction": ""})
-	case "planner":
-		return llmtest.JSON(map[string]any{"theme": "EU AI Act " + inject, "investigation_points": []string{"Timeline " + inject, "Penalties"},
-			"search_queries": []string{"ai act timeline", "ai act fines"},
-			"subtasks":       []map[string]any{{"title": "Timeline " + inject, "queries": []string{"ai act timeline"}}, {"title": "Penalties", "queries": []string{"ai act fines"}}},
-			"plan_text":      "Two points. " + inject, "evaluation_types": []string{"attribution"}})
-	case "supervisor":
-		return llmtest.JSON(map[string]any{"subtasks": []map[string]any{{"title": "More detail", "queries": []string{"AI Act enforcement"}}}})
-	case "select":
-		return llmtest.Call("search", map[string]any{"queries": []string{"AI Act details"}})
-	case "execute":
-		var fs []map[string]string
-		for _, m := range pageRE.FindAllStringSubmatch(r.LastUser(), -1) {
-			if _, ok := pages[pathOf(m[1])]; !ok {
-				continue // only the articles carry findings
-			}
-			s := strings.TrimSpace(m[2])
-			if i := strings.Index(s, ". "); i > 0 {
-				s = s[:i+1]
-			}
-			fs = append(fs, map[string]string{"claim": s, "quote": s, "url": m[1]})
-		}
-		return llmtest.JSON(map[string]any{"summary": "summary " + inject, "findings": fs})
-	case "answer_subtask":
-		return llmtest.Text("answer [E1] " + inject)
-	case "reflect":
-		return llmtest.JSON(map[string]any{"is_completed": true, "advice": "", "gaps": []string{}, "next_queries": []string{}})
-	case "writer":
-		var b strings.Builder
-		fmt.Fprintf(&b, "# EU AI Act %s\n\n## Executive Summary\n\nThe act is in force. %s\n\n## Key Findings\n\n", inject, inject)
-		ms := evidenceRE.FindAllStringSubmatch(r.LastUser(), -1)
-		for i, m := range ms {
-			fmt.Fprintf(&b, "- %s [^%d]\n", m[2], i+1)
-		}
-		fmt.Fprintf(&b, "\n## Detailed Analysis\n\nSee above. %s\n\n## References\n\n", inject)
-		for i, m := range ms {
-			fmt.Fprintf(&b, "[^%d]: \"%s\" — %s, %s\n", i+1, m[3], m[4], m[5])
-		}
-		return llmtest.Text(b.String())
-	case "reviewer":
-		return llmtest.JSON(map[string]any{"scores": map[string]float64{"fact_check": 1, "completeness": 0.9, "logic": 0.9, "format": 1},
-			"evaluations": []any{}, "feedback": inject, "suggested_action": "write", "issues": []any{}})
-	}
-	return llmtest.Error(400, "unexpected node "+node)
-}
-
-func pathOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Path
+	w.llm = llmtest.NewServer(w.t, brain.Respond, opts...)
 }
