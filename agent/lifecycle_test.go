@@ -75,14 +75,18 @@ func TestCancelThenContinueFindsNothing(t *testing.T) {
 			if err := a.Cancel(testCtx(t), thread); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
-			// Cancel has waited: the call has returned already
+			// Cancel has waited: the call no longer holds the thread (its
+			// result may still be on its way to errc)
+			if _, err := a.Continue(testCtx(t), thread, nil); errors.Is(err, agent.ErrBusy) {
+				t.Fatal("Cancel returned before the running call let go of the thread")
+			}
 			select {
 			case err := <-errc:
 				if !errors.Is(err, agent.ErrCancelled) || !errors.Is(err, context.Canceled) {
 					t.Errorf("the cancelled Start returned %v, want ErrCancelled", err)
 				}
-			default:
-				t.Fatal("Cancel returned before the running call did")
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cancelled Start did not return")
 			}
 			e.web.OnSearch = nil
 			return nil // already cancelled
