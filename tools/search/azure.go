@@ -1,7 +1,7 @@
 package search
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -62,10 +62,8 @@ type AzureSearchOptions struct {
 // (POST /indexes/{index}/docs/search).
 type AzureSearch struct {
 	opts AzureSearchOptions
-	name string
 	url  string
 	http *httpDoer
-	log  *slog.Logger
 }
 
 var azureFieldName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*$`)
@@ -105,23 +103,13 @@ func NewAzureSearch(opts AzureSearchOptions) (*AzureSearch, error) {
 	if opts.QueryType == "" {
 		opts.QueryType = "simple"
 	}
-	name := opts.Name
-	if name == "" {
-		name = "azure-search"
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	u := ep + "/indexes/" + url.PathEscape(opts.Index) + "/docs/search?api-version=" + url.QueryEscape(opts.APIVersion)
-	return &AzureSearch{
-		opts: opts, name: name, url: u, log: log,
-		http: newDoer(name, opts.HTTPClient, opts.Timeout, opts.MaxResponseBytes, opts.Retry, log),
-	}, nil
+	d := newDoer(cmp.Or(opts.Name, "azure-search"), opts.HTTPClient, opts.Timeout, opts.MaxResponseBytes, opts.Retry, opts.Logger)
+	return &AzureSearch{opts: opts, url: u, http: d}, nil
 }
 
 // Name returns the provider name.
-func (a *AzureSearch) Name() string { return a.name }
+func (a *AzureSearch) Name() string { return a.http.provider }
 
 // Scope returns ScopeInternal.
 func (a *AzureSearch) Scope() Scope { return ScopeInternal }
@@ -144,11 +132,10 @@ type azureRequest struct {
 // Search runs q against the index. Query.Language and Query.Domains are
 // not used (an index has no notion of them unless Filter says so).
 func (a *AzureSearch) Search(ctx context.Context, q Query) ([]Result, error) {
-	text, err := q.Validate()
+	text, n, err := a.http.query(q)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", a.name, err)
+		return nil, err
 	}
-	n := ClampMaxResults(q.MaxResults)
 	fields := []string{a.opts.TitleField, a.opts.URLField, a.opts.ContentField}
 	for _, f := range []string{a.opts.DateField, a.opts.KeyField} {
 		if f != "" {
@@ -178,27 +165,17 @@ func (a *AzureSearch) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 		req.Filter = f
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encoding request: %w", a.name, err)
-	}
-	resp, err := a.http.do(ctx, func(ctx context.Context) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(body))
+	resp, err := a.http.postJSON(ctx, a.url, req, func(ctx context.Context, h http.Header) error {
+		if a.opts.Token == nil {
+			h.Set("api-key", a.opts.APIKey)
+			return nil
+		}
+		tok, err := a.opts.Token(ctx)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("getting Entra ID token: %w", err)
 		}
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json")
-		if a.opts.Token != nil {
-			tok, err := a.opts.Token(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("getting Entra ID token: %w", err)
-			}
-			r.Header.Set("Authorization", "Bearer "+tok)
-		} else {
-			r.Header.Set("api-key", a.opts.APIKey)
-		}
-		return r, nil
+		h.Set("Authorization", "Bearer "+tok)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -207,26 +184,23 @@ func (a *AzureSearch) Search(ctx context.Context, q Query) ([]Result, error) {
 		detail := azureDetail(resp.body)
 		if resp.status == http.StatusNotFound {
 			return nil, fmt.Errorf("%s: %w (HTTP 404: %s): check AZURE_SEARCH_INDEX (%q) and AZURE_SEARCH_ENDPOINT",
-				a.name, ErrMisconfigured, truncate(detail, 200), a.opts.Index)
+				a.http.provider, ErrMisconfigured, truncate(detail, 200), a.opts.Index)
 		}
-		return nil, statusError(a.name, resp.status, detail,
+		return nil, statusError(a.http.provider, resp.status, detail,
 			"set AZURE_SEARCH_KEY to a valid query key for this service")
 	}
 	var ar struct {
 		Value []map[string]json.RawMessage `json:"value"`
 	}
-	if err := json.Unmarshal(resp.body, &ar); err != nil {
-		a.log.Error("search: malformed response; returning no results", "provider", a.name,
-			"error", err, "bytes", len(resp.body), "body_start", truncate(string(resp.body), 120))
+	if !a.http.decode(resp, &ar) {
 		return []Result{}, nil
 	}
-	out := make([]Result, 0, len(ar.Value))
-	for _, doc := range ar.Value {
+	return collect(ar.Value, n, func(doc map[string]json.RawMessage) (Result, bool) {
 		res := Result{
 			Title:   jsonText(doc[a.opts.TitleField]),
 			URL:     jsonText(doc[a.opts.URLField]),
 			Content: jsonText(doc[a.opts.ContentField]),
-			Source:  a.name,
+			Source:  a.http.provider,
 		}
 		var score float64
 		_ = json.Unmarshal(doc["@search.score"], &score)
@@ -246,8 +220,8 @@ func (a *AzureSearch) Search(ctx context.Context, q Query) ([]Result, error) {
 			}
 		}
 		if res.URL == "" {
-			a.log.Warn("search: document without URL skipped; set the URL or key field", "provider", a.name)
-			continue
+			a.http.log.Warn("search: document without URL skipped; set the URL or key field", "provider", a.http.provider)
+			return Result{}, false
 		}
 		res.Snippet = azureSnippet(doc, a.opts.ContentField)
 		if res.Snippet == "" {
@@ -256,12 +230,8 @@ func (a *AzureSearch) Search(ctx context.Context, q Query) ([]Result, error) {
 		if res.Title == "" {
 			res.Title = res.URL
 		}
-		out = append(out, res)
-		if len(out) == n {
-			break
-		}
-	}
-	return out, nil
+		return res, true
+	}), nil
 }
 
 // azureSnippet prefers a semantic caption, then hit highlights.

@@ -1,7 +1,9 @@
 package search
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -201,6 +203,61 @@ func (d *httpDoer) once(ctx context.Context, newReq func(ctx context.Context) (*
 	return &httpResponse{status: resp.StatusCode, header: resp.Header, body: body}, nil
 }
 
+// send runs one provider call: method to target with body (nil for none),
+// asking for JSON. header, when set, adds the provider's own headers
+// (credentials) to each attempt; a body is sent as JSON.
+func (d *httpDoer) send(ctx context.Context, method, target string, body []byte, header func(ctx context.Context, h http.Header) error) (*httpResponse, error) {
+	return d.do(ctx, func(ctx context.Context) (*http.Request, error) {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		r, err := http.NewRequestWithContext(ctx, method, target, rd)
+		if err != nil {
+			return nil, err
+		}
+		if header != nil {
+			if err := header(ctx, r.Header); err != nil {
+				return nil, err
+			}
+		}
+		if body != nil {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		r.Header.Set("Accept", "application/json")
+		return r, nil
+	})
+}
+
+// query checks q and returns its text and the number of results wanted.
+func (d *httpDoer) query(q Query) (string, int, error) {
+	text, err := q.Validate()
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %w", d.provider, err)
+	}
+	return text, ClampMaxResults(q.MaxResults), nil
+}
+
+// postJSON sends v, encoded as JSON, by POST to target.
+func (d *httpDoer) postJSON(ctx context.Context, target string, v any, header func(ctx context.Context, h http.Header) error) (*httpResponse, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding request: %w", d.provider, err)
+	}
+	return d.send(ctx, http.MethodPost, target, body, header)
+}
+
+// decode reads a 200 answer into v. A malformed answer is logged and
+// reported false: the provider then returns no results rather than an error.
+func (d *httpDoer) decode(resp *httpResponse, v any) bool {
+	if err := json.Unmarshal(resp.body, v); err != nil {
+		d.log.Error("search: malformed response; returning no results", "provider", d.provider,
+			"error", err, "bytes", len(resp.body), "body_start", truncate(string(resp.body), 120))
+		return false
+	}
+	return true
+}
+
 func errString(err error) string {
 	if err == nil {
 		return ""
@@ -208,7 +265,7 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// httpOptions are the fields every HTTP provider's Options share.
+// newDoer fills in the defaults of the HTTP fields every provider's Options share.
 func newDoer(provider string, client *http.Client, timeout time.Duration, maxBytes int64, retry RetryPolicy, log *slog.Logger) *httpDoer {
 	if client == nil {
 		client = &http.Client{}

@@ -131,6 +131,40 @@ func ClampMaxResults(n int) int {
 	return n
 }
 
+// webHit is the part of a hit the web search APIs share.
+type webHit struct {
+	Title   string  `json:"title"`
+	URL     string  `json:"url"`
+	Content string  `json:"content"` // a snippet, not the page
+	Score   float64 `json:"score"`
+}
+
+// result is the hit as a Result from source.
+func (h webHit) result(source string) Result {
+	return Result{
+		Title:   strings.TrimSpace(h.Title),
+		URL:     h.URL,
+		Snippet: strings.TrimSpace(h.Content),
+		Score:   h.Score,
+		Source:  source,
+	}
+}
+
+// collect turns a provider's hits into at most n results, in order,
+// leaving out those conv rejects.
+func collect[H any](hits []H, n int, conv func(H) (Result, bool)) []Result {
+	out := make([]Result, 0, min(n, len(hits)))
+	for _, h := range hits {
+		if r, ok := conv(h); ok {
+			out = append(out, r)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Validate checks q and returns the trimmed query text.
 func (q Query) Validate() (string, error) {
 	t := strings.TrimSpace(q.Text)

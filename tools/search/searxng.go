@@ -1,8 +1,8 @@
 package search
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -37,10 +37,8 @@ type SearXNGOptions struct {
 // SearXNG searches through a SearXNG metasearch instance's JSON API.
 type SearXNG struct {
 	opts SearXNGOptions
-	name string
 	base *url.URL
 	http *httpDoer
-	log  *slog.Logger
 }
 
 // NewSearXNG returns a SearXNG provider.
@@ -56,52 +54,40 @@ func NewSearXNG(opts SearXNGOptions) (*SearXNG, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.Path = strings.TrimSuffix(u.Path, "/search")
 	u.RawQuery, u.Fragment = "", ""
-	name := opts.Name
-	if name == "" {
-		name = "searxng"
-	}
 	if opts.Categories == "" {
 		opts.Categories = "general"
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	return &SearXNG{
-		opts: opts, name: name, base: u, log: log,
-		http: newDoer(name, opts.HTTPClient, opts.Timeout, opts.MaxResponseBytes, opts.Retry, log),
-	}, nil
+	d := newDoer(cmp.Or(opts.Name, "searxng"), opts.HTTPClient, opts.Timeout, opts.MaxResponseBytes, opts.Retry, opts.Logger)
+	return &SearXNG{opts: opts, base: u, http: d}, nil
 }
 
 // Name returns the provider name.
-func (s *SearXNG) Name() string { return s.name }
+func (s *SearXNG) Name() string { return s.http.provider }
 
 // Scope returns ScopeWeb.
 func (s *SearXNG) Scope() Scope { return ScopeWeb }
 
 type searxngResponse struct {
-	Query   string `json:"query"`
-	Results []struct {
-		URL           string   `json:"url"`
-		Title         string   `json:"title"`
-		Content       string   `json:"content"`
-		Engine        string   `json:"engine"`
-		Engines       []string `json:"engines"`
-		Score         float64  `json:"score"`
-		Category      string   `json:"category"`
-		PublishedDate *string  `json:"publishedDate"`
-	} `json:"results"`
-	UnresponsiveEngines [][]string `json:"unresponsive_engines"`
+	Query               string       `json:"query"`
+	Results             []searxngHit `json:"results"`
+	UnresponsiveEngines [][]string   `json:"unresponsive_engines"`
+}
+
+type searxngHit struct {
+	webHit
+	Engine        string   `json:"engine"`
+	Engines       []string `json:"engines"`
+	Category      string   `json:"category"`
+	PublishedDate *string  `json:"publishedDate"`
 }
 
 // Search runs q on the SearXNG instance. Query.Domains is applied by
 // filtering the results (and by a site: operator for a single domain).
 func (s *SearXNG) Search(ctx context.Context, q Query) ([]Result, error) {
-	text, err := q.Validate()
+	text, n, err := s.http.query(q)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.name, err)
+		return nil, err
 	}
-	n := ClampMaxResults(q.MaxResults)
 	if len(q.Domains) == 1 {
 		text += " site:" + strings.TrimSpace(q.Domains[0])
 	}
@@ -125,20 +111,13 @@ func (s *SearXNG) Search(ctx context.Context, q Query) ([]Result, error) {
 	u := *s.base
 	u.Path += "/search"
 	u.RawQuery = v.Encode()
-	target := u.String()
-
-	resp, err := s.http.do(ctx, func(ctx context.Context) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-		if err != nil {
-			return nil, err
-		}
+	resp, err := s.http.send(ctx, http.MethodGet, u.String(), nil, func(_ context.Context, h http.Header) error {
 		for k, vs := range s.opts.Header {
 			for _, v := range vs {
-				r.Header.Add(k, v)
+				h.Add(k, v)
 			}
 		}
-		r.Header.Set("Accept", "application/json")
-		return r, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -146,46 +125,33 @@ func (s *SearXNG) Search(ctx context.Context, q Query) ([]Result, error) {
 	switch {
 	case resp.status == http.StatusForbidden:
 		return nil, fmt.Errorf("%s: %w (HTTP 403): the instance refuses format=json; "+
-			"enable it in SearXNG's settings.yml under search: formats: [html, json] and restart", s.name, ErrMisconfigured)
+			"enable it in SearXNG's settings.yml under search: formats: [html, json] and restart", s.http.provider, ErrMisconfigured)
 	case resp.status != http.StatusOK:
-		return nil, statusError(s.name, resp.status, truncate(string(resp.body), 200),
+		return nil, statusError(s.http.provider, resp.status, truncate(string(resp.body), 200),
 			"check the credentials in SEARXNG_URL")
 	}
 	var sr searxngResponse
-	if err := json.Unmarshal(resp.body, &sr); err != nil {
-		s.log.Error("search: malformed response; returning no results", "provider", s.name,
-			"error", err, "bytes", len(resp.body), "body_start", truncate(string(resp.body), 120))
+	if !s.http.decode(resp, &sr) {
 		return []Result{}, nil
 	}
 	if len(sr.UnresponsiveEngines) > 0 {
-		s.log.Debug("search: some SearXNG engines did not answer", "provider", s.name,
+		s.http.log.Debug("search: some SearXNG engines did not answer", "provider", s.http.provider,
 			"engines", fmt.Sprint(sr.UnresponsiveEngines))
 	}
-	out := make([]Result, 0, min(n, len(sr.Results)))
-	for _, r := range sr.Results {
+	return collect(sr.Results, n, func(r searxngHit) (Result, bool) {
 		if r.URL == "" {
-			continue
+			return Result{}, false
 		}
 		if len(q.Domains) > 0 {
 			pu, err := url.Parse(r.URL)
 			if err != nil || !matchDomains(pu.Hostname(), q.Domains) {
-				continue
+				return Result{}, false
 			}
 		}
-		res := Result{
-			Title:   strings.TrimSpace(r.Title),
-			URL:     r.URL,
-			Snippet: strings.TrimSpace(r.Content),
-			Score:   r.Score,
-			Source:  s.name,
-		}
+		res := r.result(s.http.provider)
 		if r.PublishedDate != nil {
 			res.Published = parseDate(*r.PublishedDate)
 		}
-		out = append(out, res)
-		if len(out) == n {
-			break
-		}
-	}
-	return out, nil
+		return res, true
+	}), nil
 }

@@ -1,7 +1,7 @@
 package search
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,10 +45,8 @@ type TavilyOptions struct {
 // Tavily searches the web with the Tavily Search API (POST /search).
 type Tavily struct {
 	opts TavilyOptions
-	name string
 	url  string
 	http *httpDoer
-	log  *slog.Logger
 }
 
 // NewTavily returns a Tavily provider. It fails with an error wrapping
@@ -70,25 +68,12 @@ func NewTavily(opts TavilyOptions) (*Tavily, error) {
 	if opts.Topic == "" {
 		opts.Topic = "general"
 	}
-	name := opts.Name
-	if name == "" {
-		name = "tavily"
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Tavily{
-		opts: opts,
-		name: name,
-		url:  base + "/search",
-		http: newDoer(name, opts.HTTPClient, opts.Timeout, opts.MaxResponseBytes, opts.Retry, log),
-		log:  log,
-	}, nil
+	d := newDoer(cmp.Or(opts.Name, "tavily"), opts.HTTPClient, opts.Timeout, opts.MaxResponseBytes, opts.Retry, opts.Logger)
+	return &Tavily{opts: opts, url: base + "/search", http: d}, nil
 }
 
 // Name returns the provider name.
-func (t *Tavily) Name() string { return t.name }
+func (t *Tavily) Name() string { return t.http.provider }
 
 // Scope returns ScopeWeb.
 func (t *Tavily) Scope() Scope { return ScopeWeb }
@@ -108,26 +93,24 @@ type tavilyRequest struct {
 }
 
 type tavilyResponse struct {
-	Query   string `json:"query"`
-	Results []struct {
-		Title         string  `json:"title"`
-		URL           string  `json:"url"`
-		Content       string  `json:"content"`
-		Score         float64 `json:"score"`
-		RawContent    *string `json:"raw_content"`
-		PublishedDate string  `json:"published_date"`
-	} `json:"results"`
+	Query        string      `json:"query"`
+	Results      []tavilyHit `json:"results"`
 	ResponseTime json.Number `json:"response_time"`
 	RequestID    string      `json:"request_id"`
 }
 
+type tavilyHit struct {
+	webHit
+	RawContent    *string `json:"raw_content"`
+	PublishedDate string  `json:"published_date"`
+}
+
 // Search runs q on Tavily.
 func (t *Tavily) Search(ctx context.Context, q Query) ([]Result, error) {
-	text, err := q.Validate()
+	text, n, err := t.http.query(q)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.name, err)
+		return nil, err
 	}
-	n := ClampMaxResults(q.MaxResults)
 	req := tavilyRequest{
 		Query:             text,
 		Topic:             t.opts.Topic,
@@ -150,19 +133,9 @@ func (t *Tavily) Search(ctx context.Context, q Query) ([]Result, error) {
 			req.TimeRange = TimeRange(q.Freshness)
 		}
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encoding request: %w", t.name, err)
-	}
-	resp, err := t.http.do(ctx, func(ctx context.Context) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json")
-		r.Header.Set("Authorization", "Bearer "+t.opts.APIKey)
-		return r, nil
+	resp, err := t.http.postJSON(ctx, t.url, req, func(_ context.Context, h http.Header) error {
+		h.Set("Authorization", "Bearer "+t.opts.APIKey)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -171,34 +144,21 @@ func (t *Tavily) Search(ctx context.Context, q Query) ([]Result, error) {
 		return nil, t.statusError(resp)
 	}
 	var tr tavilyResponse
-	if err := json.Unmarshal(resp.body, &tr); err != nil {
-		t.log.Error("search: malformed response; returning no results", "provider", t.name,
-			"error", err, "bytes", len(resp.body), "body_start", truncate(string(resp.body), 120))
+	if !t.http.decode(resp, &tr) {
 		return []Result{}, nil
 	}
-	out := make([]Result, 0, len(tr.Results))
-	for _, r := range tr.Results {
+	return collect(tr.Results, n, func(r tavilyHit) (Result, bool) {
 		if r.URL == "" {
-			t.log.Warn("search: result without URL skipped", "provider", t.name, "title", r.Title)
-			continue
+			t.http.log.Warn("search: result without URL skipped", "provider", t.http.provider, "title", r.Title)
+			return Result{}, false
 		}
-		res := Result{
-			Title:     strings.TrimSpace(r.Title),
-			URL:       r.URL,
-			Snippet:   strings.TrimSpace(r.Content),
-			Score:     r.Score,
-			Published: parseDate(r.PublishedDate),
-			Source:    t.name,
-		}
+		res := r.result(t.http.provider)
+		res.Published = parseDate(r.PublishedDate)
 		if r.RawContent != nil {
 			res.Content = *r.RawContent
 		}
-		out = append(out, res)
-		if len(out) == n {
-			break
-		}
-	}
-	return out, nil
+		return res, true
+	}), nil
 }
 
 func (t *Tavily) statusError(resp *httpResponse) error {
@@ -207,9 +167,9 @@ func (t *Tavily) statusError(resp *httpResponse) error {
 	case 432, 433:
 		// 432: plan limit, 433: pay-as-you-go limit.
 		return fmt.Errorf("%s: %w (HTTP %d: %s): raise the limit in the Tavily dashboard",
-			t.name, ErrQuotaExceeded, resp.status, truncate(detail, 300))
+			t.http.provider, ErrQuotaExceeded, resp.status, truncate(detail, 300))
 	}
-	return statusError(t.name, resp.status, detail,
+	return statusError(t.http.provider, resp.status, detail,
 		"set TAVILY_API_KEY to a valid Tavily API key (tvly-…)")
 }
 
