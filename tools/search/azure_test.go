@@ -108,33 +108,7 @@ func TestAzureSemantic(t *testing.T) {
 	}
 }
 
-func TestAzureErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		status  int
-		body    string
-		wantErr error
-		errHas  string
-	}{
-		{"bad key", 403, ``, ErrUnauthorized, "AZURE_SEARCH_KEY"},
-		{"no index", 404, `{"error":{"code":"","message":"The index 'nope' for service 'contoso' was not found."}}`, ErrMisconfigured, "AZURE_SEARCH_INDEX"},
-		{"bad query", 400, `{"error":{"code":"InvalidRequestParameter","message":"Invalid expression: Could not find a property named 'x'"}}`, ErrBadRequest, "Could not find a property"},
-		{"throttled", 503, `{"error":{"code":"","message":"throttled"}}`, ErrUnavailable, "503"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(tt.status)
-				io.WriteString(w, tt.body)
-			}))
-			defer srv.Close()
-			az, _ := NewAzureSearch(AzureSearchOptions{Endpoint: srv.URL, Index: "nope", APIKey: "k", Retry: testRetry(&fakeSleep{})})
-			_, err := az.Search(context.Background(), Query{Text: "q"})
-			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.errHas) {
-				t.Errorf("err = %v, want %v mentioning %q", err, tt.wantErr, tt.errHas)
-			}
-		})
-	}
+func TestNewAzureSearchErrors(t *testing.T) {
 	for _, o := range []AzureSearchOptions{
 		{Index: "i", APIKey: "k"},
 		{Endpoint: "https://x.search.windows.net", APIKey: "k"},

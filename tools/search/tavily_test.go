@@ -123,24 +123,8 @@ func TestTavilyRequestOptions(t *testing.T) {
 	}
 }
 
-func TestTavilyValidation(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
-	defer srv.Close()
-	tv, err := NewTavily(TavilyOptions{APIKey: testTavilyKey, BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"", "   ", "\n\t"} {
-		if _, err := tv.Search(context.Background(), Query{Text: q}); !errors.Is(err, ErrEmptyQuery) {
-			t.Errorf("Search(%q) error = %v, want ErrEmptyQuery", q, err)
-		}
-	}
-	if calls.Load() != 0 {
-		t.Errorf("%d HTTP calls for empty queries", calls.Load())
-	}
-
-	_, err = NewTavily(TavilyOptions{APIKey: " "})
+func TestNewTavilyErrors(t *testing.T) {
+	_, err := NewTavily(TavilyOptions{APIKey: " "})
 	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "TAVILY_API_KEY") {
 		t.Errorf("NewTavily without key: %v; want ErrUnauthorized naming TAVILY_API_KEY", err)
 	}
@@ -148,12 +132,6 @@ func TestTavilyValidation(t *testing.T) {
 	if !errors.Is(err, ErrMisconfigured) {
 		t.Errorf("NewTavily with bad base URL: %v", err)
 	}
-}
-
-type step struct {
-	status int
-	header map[string]string
-	body   string
 }
 
 func TestTavilyRetries(t *testing.T) {
@@ -182,34 +160,13 @@ func TestTavilyRetries(t *testing.T) {
 			wantCalls: 3, wantErr: ErrRateLimited, nWaits: 2},
 		{name: "429 wait too long", steps: []step{{status: 429, header: map[string]string{"Retry-After": "3600"}}, ok},
 			wantCalls: 1, wantErr: ErrRateLimited},
-		{name: "401 no retry", steps: []step{{status: 401, body: `{"detail":{"error":"Unauthorized: missing or invalid API key."}}`}, ok},
-			wantCalls: 1, wantErr: ErrUnauthorized, errHas: "TAVILY_API_KEY"},
-		{name: "403 no retry", steps: []step{{status: 403, body: `{"detail":{"error":"Forbidden"}}`}, ok},
-			wantCalls: 1, wantErr: ErrUnauthorized, errHas: "TAVILY_API_KEY"},
-		{name: "400 no retry", steps: []step{{status: 400, body: `{"detail":{"error":"Query is too long. Max query length is 400 characters."}}`}, ok},
-			wantCalls: 1, wantErr: ErrBadRequest, errHas: "Query is too long"},
-		{name: "432 quota", steps: []step{{status: 432, body: `{"detail":{"error":"This request exceeds your plan's set usage limit."}}`}, ok},
-			wantCalls: 1, wantErr: ErrQuotaExceeded, errHas: "usage limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var calls atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n := int(calls.Add(1)) - 1
-				s := tt.steps[min(n, len(tt.steps)-1)]
-				for k, v := range s.header {
-					w.Header().Set(k, v)
-				}
-				w.WriteHeader(s.status)
-				io.WriteString(w, s.body)
-			}))
-			defer srv.Close()
+			base, calls := replay(t, tt.steps...)
 			fs := &fakeSleep{}
 			log, logs := testLogger()
-			tv, err := NewTavily(TavilyOptions{APIKey: testTavilyKey, BaseURL: srv.URL, Retry: testRetry(fs), Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tv := newHTTPProvider(t, "tavily", base, testRetry(fs), log)
 			res, err := tv.Search(context.Background(), Query{Text: "q"})
 			if int(calls.Load()) != tt.wantCalls {
 				t.Errorf("calls = %d, want %d", calls.Load(), tt.wantCalls)
@@ -290,31 +247,5 @@ func TestTavilyContextCanceled(t *testing.T) {
 	_, err := tv.Search(ctx, Query{Text: "q"})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
-	}
-}
-
-func TestTavilyMalformed(t *testing.T) {
-	for _, body := range []string{
-		`{not json`,
-		`<html><body>Gateway login</body></html>`,
-		`{"results":"oops"}`,
-		``,
-		`{"results":[{"title":1}]}`,
-	} {
-		t.Run(body, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.WriteString(w, body)
-			}))
-			defer srv.Close()
-			log, logs := testLogger()
-			tv, _ := NewTavily(TavilyOptions{APIKey: testTavilyKey, BaseURL: srv.URL, Logger: log})
-			res, err := tv.Search(context.Background(), Query{Text: "q"})
-			if err != nil || res == nil || len(res) != 0 {
-				t.Fatalf("Search = %#v, %v; want empty non-nil slice and no error", res, err)
-			}
-			if !strings.Contains(logs.String(), "malformed") {
-				t.Errorf("no log about the malformed answer: %s", logs.String())
-			}
-		})
 	}
 }

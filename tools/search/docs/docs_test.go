@@ -1,10 +1,12 @@
 package docs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,10 +49,14 @@ func fakePDF(_ context.Context, data []byte) (string, string, error) {
 	return "Board minutes March", "# Decisions\n\nThe board approved the acquisition of Example Robotics.", nil
 }
 
-func newTestIndex(t *testing.T, root string, mod func(*Options)) (*Index, *syncBuffer) {
+// newTestIndex returns an index on root and its debug log. The handler
+// serialises writes; tests read the log only once the calls that log have
+// returned.
+func newTestIndex(t *testing.T, root string, mod func(*Options)) (*Index, *bytes.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
-	opts := Options{Root: root, Logger: newLogger(logs), Converters: map[string]ConvertFunc{"pdf": fakePDF}}
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts := Options{Root: root, Logger: log, Converters: map[string]ConvertFunc{"pdf": fakePDF}}
 	if mod != nil {
 		mod(&opts)
 	}
