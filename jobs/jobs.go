@@ -15,6 +15,7 @@ const (
 	KindRun      Kind = "run"      // a research run (key: the run id)
 	KindEnvelope Kind = "envelope" // a received Slack envelope (key: its dedupe key)
 	KindFiring   Kind = "firing"   // a digest firing (key: schedule id and due time)
+	KindEvent    Kind = "event"    // a handled event id, put Done (key: the caller's)
 )
 
 // State is where a job is in its life.
@@ -93,9 +94,10 @@ var (
 // FinishRun is Finish; RequestCancel of a queued or waiting run is Cancel.
 //
 // Inbox: PutInbox is Put of Held KindEnvelope jobs (the returned flags are
-// the dedupe of redelivered envelopes); ClaimInbox is Claim; ExtendInbox is
-// Extend; FinishInbox is Finish with an empty payload; InboxEntry is Get;
-// ClaimEvent is Put of a Done job; PruneEvents is Prune. TouchInstance,
+// the dedupe of redelivered envelopes; the envelope is the payload);
+// ClaimInbox is Claim; ExtendInbox is Extend; FinishInbox is Finish with the
+// envelope's body dropped from the payload; InboxEntry is Get; ClaimEvent is
+// Put of a Done KindEvent job; PruneEvents is Prune of those two kinds. TouchInstance,
 // LiveInstances and LeaveInstance keep their names.
 //
 // Firings (schedule.Store): ClaimFiring is Put of a Held (or Parked, when
@@ -106,9 +108,10 @@ var (
 type Queue interface {
 	// Put stores each job whose (Kind, Key) has none yet, in one step, and
 	// reports for each whether it stored it: false for a key stored before
-	// or repeated earlier in js. A job is put Ready, Held (Owner and
-	// LeaseUntil set: Attempts 1), Parked, or Done (a bare record of the
-	// key); the empty State means Ready. CreatedAt must be set; UpdatedAt
+	// or repeated earlier in js. A job is put Ready, Held (LeaseUntil set:
+	// Attempts 1; an empty Owner holds it for nobody, so it is claimable
+	// once the lease ends), Parked, or Done (a bare record of the key); the
+	// empty State means Ready. CreatedAt must be set; UpdatedAt
 	// becomes CreatedAt. Attempts, Error and FinishedAt are ignored.
 	Put(ctx context.Context, js []Job) ([]bool, error)
 
@@ -190,8 +193,8 @@ func CheckPut(js []Job) ([]Job, error) {
 		j.Attempts, j.Error, j.FinishedAt, j.UpdatedAt = 0, "", time.Time{}, j.CreatedAt
 		switch j.State {
 		case Held:
-			if j.Owner == "" || j.LeaseUntil.IsZero() {
-				return nil, fmt.Errorf("put job %s/%s: held without owner or lease: %w", j.Kind, j.Key, ErrInvalid)
+			if j.LeaseUntil.IsZero() {
+				return nil, fmt.Errorf("put job %s/%s: held without a lease: %w", j.Kind, j.Key, ErrInvalid)
 			}
 			j.Attempts = 1
 		case Ready, Parked, Done:

@@ -40,6 +40,7 @@ func TestCheckPut(t *testing.T) {
 		{Kind: jobs.KindRun, Key: "a", CreatedAt: now, Attempts: 7, Owner: "x", Error: "e"},
 		{Kind: jobs.KindEnvelope, Key: "b", State: jobs.Held, Owner: "o", LeaseUntil: now.Add(time.Minute), CreatedAt: now},
 		{Kind: jobs.KindEnvelope, Key: "c", State: jobs.Done, CreatedAt: now},
+		{Kind: jobs.KindEnvelope, Key: "d", State: jobs.Held, LeaseUntil: now, CreatedAt: now}, // held for nobody
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +54,15 @@ func TestCheckPut(t *testing.T) {
 	if c := got[2]; !c.FinishedAt.Equal(now) {
 		t.Errorf("done put normalised to %+v", c)
 	}
+	if d := got[3]; d.State != jobs.Held || d.Owner != "" || d.Attempts != 1 {
+		t.Errorf("ownerless held put normalised to %+v", d)
+	}
 	for _, bad := range []jobs.Job{
 		{Key: "k", CreatedAt: now},
 		{Kind: jobs.KindRun, CreatedAt: now},
 		{Kind: jobs.KindRun, Key: "k"},
 		{Kind: jobs.KindRun, Key: "k", State: jobs.Held, Owner: "o", CreatedAt: now},
+		{Kind: jobs.KindRun, Key: "k", State: jobs.Held, CreatedAt: now},
 		{Kind: jobs.KindRun, Key: "k", State: jobs.Failed, CreatedAt: now},
 	} {
 		if _, err := jobs.CheckPut([]jobs.Job{bad}); !errors.Is(err, jobs.ErrInvalid) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -13,6 +14,11 @@ import (
 
 // Jobs is jobs.Queue in memory, for one process: the reference the SQL
 // implementations are checked against. One mutex makes every method atomic.
+//
+// The lease rules live here once, in unexported methods that run with mu
+// held: the exported methods lock and call them, and Runs and Schedules,
+// which keep their records under the same mutex, call them so that a record
+// and its job change together.
 type Jobs struct {
 	mu        sync.Mutex
 	jobs      map[jobKey]jobs.Job
@@ -68,12 +74,17 @@ func jobOlder(a, b jobs.Job) bool {
 
 // Put implements jobs.Queue.
 func (q *Jobs) Put(_ context.Context, js []jobs.Job) ([]bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.put(js)
+}
+
+// put is Put; the caller holds mu.
+func (q *Jobs) put(js []jobs.Job) ([]bool, error) {
 	js, err := jobs.CheckPut(js)
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	stored := make([]bool, len(js))
 	for i, j := range js {
 		k := jobKey{j.Kind, j.Key}
@@ -98,6 +109,11 @@ func (q *Jobs) claim(j jobs.Job, owner string, now time.Time, lease time.Duratio
 func (q *Jobs) ClaimKey(_ context.Context, kind jobs.Kind, key, owner string, now time.Time, lease time.Duration, maxAttempts int) (jobs.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.claimKey(kind, key, owner, now, lease, maxAttempts)
+}
+
+// claimKey is ClaimKey; the caller holds mu.
+func (q *Jobs) claimKey(kind jobs.Kind, key, owner string, now time.Time, lease time.Duration, maxAttempts int) (jobs.Job, error) {
 	j, ok := q.jobs[jobKey{kind, key}]
 	if !ok {
 		return jobs.Job{}, fmt.Errorf("memory: claim %s/%s: %w", kind, key, jobs.ErrNotFound)
@@ -112,6 +128,11 @@ func (q *Jobs) ClaimKey(_ context.Context, kind jobs.Kind, key, owner string, no
 func (q *Jobs) Claim(_ context.Context, kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.claimAll(kind, owner, now, lease, limit, maxAttempts), nil
+}
+
+// claimAll is Claim; the caller holds mu.
+func (q *Jobs) claimAll(kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) []jobs.Job {
 	// Keep the oldest limit candidates, sorted, in one pass.
 	var cand []jobs.Job
 	for k := range q.live {
@@ -134,7 +155,7 @@ func (q *Jobs) Claim(_ context.Context, kind jobs.Kind, owner string, now time.T
 	for _, j := range cand {
 		got = append(got, q.claim(j, owner, now, lease))
 	}
-	return got, nil
+	return got
 }
 
 // held returns the job owner holds, or ErrNotFound or ErrLeaseLost. The
@@ -154,6 +175,11 @@ func (q *Jobs) held(what string, kind jobs.Kind, key, owner string) (jobs.Job, e
 func (q *Jobs) Extend(_ context.Context, kind jobs.Kind, key, owner string, now time.Time, lease time.Duration) (jobs.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.extend(kind, key, owner, now, lease)
+}
+
+// extend is Extend; the caller holds mu.
+func (q *Jobs) extend(kind jobs.Kind, key, owner string, now time.Time, lease time.Duration) (jobs.Job, error) {
 	j, err := q.held("extend", kind, key, owner)
 	if err != nil {
 		return jobs.Job{}, err
@@ -167,36 +193,53 @@ func (q *Jobs) Extend(_ context.Context, kind jobs.Kind, key, owner string, now 
 func (q *Jobs) Release(_ context.Context, kind jobs.Kind, key, owner string, now time.Time) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	_, err := q.release(kind, key, owner, now)
+	return err
+}
+
+// release is Release; the caller holds mu.
+func (q *Jobs) release(kind jobs.Kind, key, owner string, now time.Time) (jobs.Job, error) {
 	j, err := q.held("release", kind, key, owner)
 	if err != nil {
-		return err
+		return jobs.Job{}, err
 	}
 	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = jobs.Ready, "", time.Time{}, now
 	j.Attempts = max(j.Attempts-1, 1)
 	q.store(j)
-	return nil
+	return cloneJob(j), nil
 }
 
 // Park implements jobs.Queue.
 func (q *Jobs) Park(_ context.Context, kind jobs.Kind, key, owner string, payload []byte, now time.Time) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	_, err := q.park(kind, key, owner, payload, now)
+	return err
+}
+
+// park is Park; the caller holds mu.
+func (q *Jobs) park(kind jobs.Kind, key, owner string, payload []byte, now time.Time) (jobs.Job, error) {
 	j, err := q.held("park", kind, key, owner)
 	if err != nil {
-		return err
+		return jobs.Job{}, err
 	}
 	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = jobs.Parked, "", time.Time{}, now
 	if payload != nil {
 		j.Payload = bytes.Clone(payload)
 	}
 	q.store(j)
-	return nil
+	return cloneJob(j), nil
 }
 
 // Unpark implements jobs.Queue.
 func (q *Jobs) Unpark(_ context.Context, kind jobs.Kind, key string, payload []byte, now time.Time) (jobs.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.unpark(kind, key, payload, now)
+}
+
+// unpark is Unpark; the caller holds mu.
+func (q *Jobs) unpark(kind jobs.Kind, key string, payload []byte, now time.Time) (jobs.Job, error) {
 	j, ok := q.jobs[jobKey{kind, key}]
 	if !ok {
 		return jobs.Job{}, fmt.Errorf("memory: unpark %s/%s: %w", kind, key, jobs.ErrNotFound)
@@ -214,21 +257,26 @@ func (q *Jobs) Unpark(_ context.Context, kind jobs.Kind, key string, payload []b
 
 // Finish implements jobs.Queue.
 func (q *Jobs) Finish(_ context.Context, kind jobs.Kind, key, owner string, state jobs.State, errText string, payload []byte, now time.Time) error {
-	if err := jobs.CheckFinish(state); err != nil {
-		return fmt.Errorf("memory: %s/%s: %w", kind, key, err)
-	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	j, err := q.held("finish", kind, key, owner)
-	if err != nil {
-		return err
-	}
-	q.finish(j, state, errText, payload, now)
-	return nil
+	_, err := q.finishHeld(kind, key, owner, state, errText, payload, now)
+	return err
 }
 
-// finish stores j finished; the caller holds mu.
-func (q *Jobs) finish(j jobs.Job, state jobs.State, errText string, payload []byte, now time.Time) {
+// finishHeld is Finish; the caller holds mu.
+func (q *Jobs) finishHeld(kind jobs.Kind, key, owner string, state jobs.State, errText string, payload []byte, now time.Time) (jobs.Job, error) {
+	if err := jobs.CheckFinish(state); err != nil {
+		return jobs.Job{}, fmt.Errorf("memory: %s/%s: %w", kind, key, err)
+	}
+	j, err := q.held("finish", kind, key, owner)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	return q.finish(j, state, errText, payload, now), nil
+}
+
+// finish stores j finished and returns it; the caller holds mu.
+func (q *Jobs) finish(j jobs.Job, state jobs.State, errText string, payload []byte, now time.Time) jobs.Job {
 	j.State, j.Owner, j.LeaseUntil, j.UpdatedAt, j.FinishedAt = state, "", time.Time{}, now, now
 	j.Error = ""
 	if state == jobs.Failed {
@@ -238,12 +286,18 @@ func (q *Jobs) finish(j jobs.Job, state jobs.State, errText string, payload []by
 		j.Payload = bytes.Clone(payload)
 	}
 	q.store(j)
+	return cloneJob(j)
 }
 
 // Cancel implements jobs.Queue.
 func (q *Jobs) Cancel(_ context.Context, kind jobs.Kind, key, errText string, now time.Time) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.cancel(kind, key, errText, now)
+}
+
+// cancel is Cancel; the caller holds mu.
+func (q *Jobs) cancel(kind jobs.Kind, key, errText string, now time.Time) error {
 	j, ok := q.jobs[jobKey{kind, key}]
 	if !ok {
 		return fmt.Errorf("memory: cancel %s/%s: %w", kind, key, jobs.ErrNotFound)
@@ -257,11 +311,16 @@ func (q *Jobs) Cancel(_ context.Context, kind jobs.Kind, key, errText string, no
 
 // FailExpired implements jobs.Queue.
 func (q *Jobs) FailExpired(_ context.Context, kind jobs.Kind, now time.Time, maxAttempts int, errText string) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failExpired(kind, now, maxAttempts, errText)
+}
+
+// failExpired is FailExpired; the caller holds mu.
+func (q *Jobs) failExpired(kind jobs.Kind, now time.Time, maxAttempts int, errText string) (int, error) {
 	if maxAttempts <= 0 {
 		return 0, fmt.Errorf("memory: fail expired: max attempts %d: %w", maxAttempts, jobs.ErrInvalid)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	n := 0
 	for k, j := range q.jobs {
 		if k.kind == kind && j.State == jobs.Held && j.LeaseUntil.Before(now) && j.Attempts >= maxAttempts {
@@ -272,10 +331,21 @@ func (q *Jobs) FailExpired(_ context.Context, kind jobs.Kind, now time.Time, max
 	return n, nil
 }
 
+// drop deletes the job, if any; the caller holds mu.
+func (q *Jobs) drop(kind jobs.Kind, key string) {
+	delete(q.jobs, jobKey{kind, key})
+	delete(q.live, jobKey{kind, key})
+}
+
 // Get implements jobs.Queue.
 func (q *Jobs) Get(_ context.Context, kind jobs.Kind, key string) (jobs.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.get(kind, key)
+}
+
+// get is Get; the caller holds mu.
+func (q *Jobs) get(kind jobs.Kind, key string) (jobs.Job, error) {
 	j, ok := q.jobs[jobKey{kind, key}]
 	if !ok {
 		return jobs.Job{}, fmt.Errorf("memory: job %s/%s: %w", kind, key, jobs.ErrNotFound)
@@ -287,8 +357,17 @@ func (q *Jobs) Get(_ context.Context, kind jobs.Kind, key string) (jobs.Job, err
 func (q *Jobs) Prune(_ context.Context, before time.Time) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.prune(before), nil
+}
+
+// prune is Prune, of the given kinds only when there are any; the caller
+// holds mu.
+func (q *Jobs) prune(before time.Time, kinds ...jobs.Kind) int {
 	n := 0
 	for k, j := range q.jobs {
+		if len(kinds) > 0 && !slices.Contains(kinds, k.kind) {
+			continue
+		}
 		if j.State.Final() && j.FinishedAt.Before(before) {
 			delete(q.jobs, k) // never live
 			n++
@@ -300,7 +379,7 @@ func (q *Jobs) Prune(_ context.Context, before time.Time) (int, error) {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // TouchInstance implements jobs.Queue.

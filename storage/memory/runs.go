@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,26 +19,21 @@ import (
 // memory. The zero value is not usable; call NewRuns.
 type Runs struct {
 	mu      sync.Mutex
-	events  map[string]time.Time
 	threads map[research.ThreadKey]research.Thread
 	runs    map[string]*research.Run
 	order   []string // run ids in creation order
 	uploads map[string]research.Upload
-	inbox   map[string]*research.InboxEntry
-	// instances: instance id -> when it last announced itself
-	instances map[string]time.Time
+	// q holds the inbox, the event keys and the instances (inbox.go).
+	q *Jobs
 }
 
 // NewRuns returns an empty Runs.
 func NewRuns() *Runs {
 	return &Runs{
-		events:  map[string]time.Time{},
 		threads: map[research.ThreadKey]research.Thread{},
 		runs:    map[string]*research.Run{},
 		uploads: map[string]research.Upload{},
-		inbox:   map[string]*research.InboxEntry{},
-
-		instances: map[string]time.Time{},
+		q:       NewJobs(),
 	}
 }
 
@@ -54,170 +48,6 @@ func clone(r *research.Run) research.Run {
 		c.Decision = &d
 	}
 	return c
-}
-
-// ClaimEvent implements research.Store.
-func (s *Runs) ClaimEvent(_ context.Context, key string, at time.Time) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.events[key]; ok {
-		return false, nil
-	}
-	s.events[key] = at
-	return true, nil
-}
-
-// PruneEvents implements research.Store.
-func (s *Runs) PruneEvents(_ context.Context, before time.Time) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for k, at := range s.events {
-		if at.Before(before) {
-			delete(s.events, k)
-			n++
-		}
-	}
-	for k, e := range s.inbox {
-		if e.Done() && e.ReceivedAt.Before(before) {
-			delete(s.inbox, k)
-			n++
-		}
-	}
-	for id, seen := range s.instances {
-		if seen.Before(before) {
-			delete(s.instances, id)
-			n++
-		}
-	}
-	return n, nil
-}
-
-// TouchInstance implements research.Store.
-func (s *Runs) TouchInstance(_ context.Context, id string, now time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.instances[id] = now
-	return nil
-}
-
-// LiveInstances implements research.Store.
-func (s *Runs) LiveInstances(_ context.Context, since time.Time) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, seen := range s.instances {
-		if !seen.Before(since) {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// LeaveInstance implements research.Store.
-func (s *Runs) LeaveInstance(_ context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.instances, id)
-	return nil
-}
-
-func cloneEntry(e *research.InboxEntry) research.InboxEntry {
-	c := *e
-	c.Payload = slices.Clone(e.Payload)
-	return c
-}
-
-// PutInbox implements research.Store.
-func (s *Runs) PutInbox(_ context.Context, es []research.InboxEntry) ([]bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	stored := make([]bool, len(es))
-	for i, e := range es {
-		if _, ok := s.inbox[e.Key]; ok {
-			continue
-		}
-		e.Attempts, e.DoneAt = 1, time.Time{}
-		c := cloneEntry(&e)
-		s.inbox[e.Key] = &c
-		stored[i] = true
-	}
-	return stored, nil
-}
-
-// ClaimInbox implements research.Store.
-func (s *Runs) ClaimInbox(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var due []*research.InboxEntry
-	for _, e := range s.inbox {
-		if !e.Done() && e.LeaseUntil.Before(now) {
-			due = append(due, e)
-		}
-	}
-	slices.SortFunc(due, func(a, b *research.InboxEntry) int {
-		if c := a.ReceivedAt.Compare(b.ReceivedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
-	if limit > 0 && len(due) > limit {
-		due = due[:limit]
-	}
-	out := make([]research.InboxEntry, 0, len(due))
-	for _, e := range due {
-		e.Owner, e.LeaseUntil = owner, now.Add(lease)
-		e.Attempts++
-		out = append(out, cloneEntry(e))
-	}
-	return out, nil
-}
-
-// heldEntry returns the entry key if owner holds it.
-func (s *Runs) heldEntry(key, owner string) (*research.InboxEntry, error) {
-	e, ok := s.inbox[key]
-	if !ok {
-		return nil, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
-	}
-	if e.Done() || e.Owner != owner {
-		return nil, fmt.Errorf("inbox entry %s (held by %q, done %v): %w", key, e.Owner, e.Done(), research.ErrLeaseLost)
-	}
-	return e, nil
-}
-
-// ExtendInbox implements research.Store.
-func (s *Runs) ExtendInbox(_ context.Context, key, owner string, now time.Time, lease time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.heldEntry(key, owner)
-	if err != nil {
-		return err
-	}
-	e.LeaseUntil = now.Add(lease)
-	return nil
-}
-
-// FinishInbox implements research.Store.
-func (s *Runs) FinishInbox(_ context.Context, key, owner string, now time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.heldEntry(key, owner)
-	if err != nil {
-		return err
-	}
-	e.DoneAt, e.Owner, e.LeaseUntil, e.Payload = now, "", time.Time{}, nil
-	return nil
-}
-
-// InboxEntry implements research.Store.
-func (s *Runs) InboxEntry(_ context.Context, key string) (research.InboxEntry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.inbox[key]
-	if !ok {
-		return research.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
-	}
-	return cloneEntry(e), nil
 }
 
 // PutThread implements research.Store.

@@ -123,32 +123,6 @@ func getBotRun(ctx context.Context, db botQuerier, id string, lock string) (rese
 	return queryBotRun(ctx, db, "run "+id, `SELECT `+botRunCols("")+` FROM bot_runs WHERE id = $1`+lock, id)
 }
 
-// ClaimEvent implements research.Store.
-func (b *Runs) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
-	tag, err := b.s.pool.Exec(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, key, nanos(at))
-	if err != nil {
-		return false, fmt.Errorf("postgres: claim event: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// PruneEvents implements research.Store.
-func (b *Runs) PruneEvents(ctx context.Context, before time.Time) (int, error) {
-	n := 0
-	for _, q := range []string{
-		`DELETE FROM bot_events WHERE claimed_at < $1`,
-		`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < $1`,
-		`DELETE FROM bot_instances WHERE seen_at < $1`,
-	} {
-		tag, err := b.s.pool.Exec(ctx, q, nanos(before))
-		if err != nil {
-			return n, fmt.Errorf("postgres: prune events: %w", err)
-		}
-		n += int(tag.RowsAffected())
-	}
-	return n, nil
-}
-
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
 
 func (b *Runs) thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {

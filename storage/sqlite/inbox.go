@@ -3,146 +3,122 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"sort"
 	"time"
 
+	"deepresearch/jobs"
 	"deepresearch/research"
+	"deepresearch/storage/jobmap"
 )
 
-// The inbox of research.Store (table bot_inbox, migration 0005).
-
-const botInboxCols = `key, type, envelope_id, payload, received_at, owner, lease_until, attempts, done_at`
-
-func scanBotInbox(sc botScanner) (research.InboxEntry, error) {
-	var e research.InboxEntry
-	var received, leaseUntil, done int64
-	if err := sc.Scan(&e.Key, &e.Type, &e.EnvelopeID, &e.Payload, &received, &e.Owner, &leaseUntil, &e.Attempts, &done); err != nil {
-		return research.InboxEntry{}, err
-	}
-	e.ReceivedAt, e.LeaseUntil, e.DoneAt = fromNanos(received), fromNanos(leaseUntil), fromNanos(done)
-	return e, nil
-}
+// The inbox and the processed event keys of research.Store, on the jobs
+// table (migration 0008): an entry is a KindEnvelope job whose payload is
+// the envelope (jobmap.InboxJob), an event key a Done KindEvent job. The
+// lease rules are jobs.go's.
 
 // PutInbox implements research.Store.
 func (b *Runs) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
-	stored := make([]bool, len(es))
-	if len(es) == 0 {
-		return stored, nil
+	js := make([]jobs.Job, len(es))
+	for i, e := range es {
+		js[i] = jobmap.InboxJob(e)
 	}
+	var stored []bool
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO bot_inbox (`+botInboxCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0) ON CONFLICT DO NOTHING`)
-		if err != nil {
-			return fmt.Errorf("sqlite: put inbox: %w", err)
-		}
-		defer st.Close()
-		for i, e := range es {
-			res, err := st.ExecContext(ctx, e.Key, e.Type, e.EnvelopeID, nonNil(e.Payload), nanos(e.ReceivedAt), e.Owner, nanos(e.LeaseUntil))
-			if err != nil {
-				return fmt.Errorf("sqlite: put inbox %s: %w", e.Key, err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("sqlite: put inbox %s: %w", e.Key, err)
-			}
-			stored[i] = n == 1
-		}
-		return nil
+		var err error
+		stored, err = putJobs(ctx, tx, js)
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("put inbox: %w", err)
 	}
 	return stored, nil
 }
 
 // ClaimInbox implements research.Store.
 func (b *Runs) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
-	if limit <= 0 {
-		limit = -1
-	}
-	var got []research.InboxEntry
+	var got []jobs.Job
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		got = got[:0]
-		rows, err := tx.QueryContext(ctx, `UPDATE bot_inbox SET owner = ?1, lease_until = ?3, attempts = attempts + 1
-			WHERE key IN (
-				SELECT key FROM bot_inbox WHERE done_at = 0 AND lease_until < ?2 ORDER BY received_at, key LIMIT ?4
-			) RETURNING `+botInboxCols, owner, nanos(now), nanos(now.Add(lease)), limit)
-		if err != nil {
-			return fmt.Errorf("sqlite: claim inbox: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			e, err := scanBotInbox(rows)
-			if err != nil {
-				return fmt.Errorf("sqlite: claim inbox: %w", err)
-			}
-			got = append(got, e)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("sqlite: claim inbox: %w", err)
-		}
-		return nil
+		var err error
+		got, err = claimJobs(ctx, tx, jobs.KindEnvelope, owner, now, lease, limit, 0)
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("claim inbox: %w", err)
 	}
-	sort.Slice(got, func(i, j int) bool {
-		if !got[i].ReceivedAt.Equal(got[j].ReceivedAt) {
-			return got[i].ReceivedAt.Before(got[j].ReceivedAt)
-		}
-		return got[i].Key < got[j].Key
-	})
-	return got, nil
-}
-
-// heldInbox runs the update q (whose last two parameters are the key and
-// the owner, and which changes only an entry owner holds) and maps "no row"
-// to ErrNotFound or ErrLeaseLost.
-func (b *Runs) heldInbox(ctx context.Context, what, key, owner, q string, args ...any) error {
-	return b.s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, q, append(args, key, owner)...)
+	out := make([]research.InboxEntry, 0, len(got))
+	for _, j := range got {
+		e, err := jobmap.InboxEntry(j)
 		if err != nil {
-			return fmt.Errorf("sqlite: %s: %w", what, err)
+			return nil, fmt.Errorf("sqlite: claim inbox: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		var curOwner string
-		var done int64
-		err = tx.QueryRowContext(ctx, `SELECT owner, done_at FROM bot_inbox WHERE key = ?`, key).Scan(&curOwner, &done)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%s: %w", what, research.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("sqlite: %s: %w", what, err)
-		}
-		return fmt.Errorf("%s (held by %q, done %v): %w", what, curOwner, done != 0, research.ErrLeaseLost)
-	})
+		out = append(out, e)
+	}
+	return out, nil
 }
-
-const botInboxHeld = ` WHERE key = ? AND owner = ? AND done_at = 0`
 
 // ExtendInbox implements research.Store.
 func (b *Runs) ExtendInbox(ctx context.Context, key, owner string, now time.Time, lease time.Duration) error {
-	return b.heldInbox(ctx, "extend inbox entry "+key, key, owner,
-		`UPDATE bot_inbox SET lease_until = ?`+botInboxHeld, nanos(now.Add(lease)))
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		_, err := extendJob(ctx, tx, jobs.KindEnvelope, key, owner, now, lease)
+		return jobmap.ResearchErr(err)
+	})
 }
 
-// FinishInbox implements research.Store.
+// FinishInbox implements research.Store: the job is finished with the
+// envelope's body dropped from its payload.
 func (b *Runs) FinishInbox(ctx context.Context, key, owner string, now time.Time) error {
-	return b.heldInbox(ctx, "finish inbox entry "+key, key, owner,
-		`UPDATE bot_inbox SET done_at = ?, owner = '', lease_until = 0, payload = X''`+botInboxHeld, max(nanos(now), 1))
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		j, err := getJob(ctx, tx, jobs.KindEnvelope, key)
+		if err != nil {
+			return jobmap.ResearchErr(err)
+		}
+		p, err := jobmap.InboxDonePayload(j)
+		if err != nil {
+			return fmt.Errorf("sqlite: finish inbox: %w", err)
+		}
+		_, err = finishJob(ctx, tx, jobs.KindEnvelope, key, owner, jobs.Done, "", p, now)
+		return jobmap.ResearchErr(err)
+	})
 }
 
 // InboxEntry implements research.Store.
 func (b *Runs) InboxEntry(ctx context.Context, key string) (research.InboxEntry, error) {
-	e, err := scanBotInbox(b.s.r.QueryRowContext(ctx, `SELECT `+botInboxCols+` FROM bot_inbox WHERE key = ?`, key))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return research.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", key, research.ErrNotFound)
-	case err != nil:
-		return research.InboxEntry{}, fmt.Errorf("sqlite: inbox entry %s: %w", key, err)
+	j, err := getJob(ctx, b.s.r, jobs.KindEnvelope, key)
+	if err != nil {
+		return research.InboxEntry{}, jobmap.ResearchErr(err)
+	}
+	e, err := jobmap.InboxEntry(j)
+	if err != nil {
+		return research.InboxEntry{}, fmt.Errorf("sqlite: %w", err)
 	}
 	return e, nil
+}
+
+// ClaimEvent implements research.Store.
+func (b *Runs) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
+	var stored []bool
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		stored, err = putJobs(ctx, tx, []jobs.Job{jobmap.EventJob(key, at)})
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim event: %w", err)
+	}
+	return stored[0], nil
+}
+
+// PruneEvents implements research.Store: finished envelopes and event keys,
+// and instances, not the other kinds of jobs.
+func (b *Runs) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	var n int
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = pruneJobs(ctx, tx, before, jobs.KindEnvelope, jobs.KindEvent)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune events: %w", err)
+	}
+	return n, nil
 }

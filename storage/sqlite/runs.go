@@ -105,44 +105,6 @@ func getBotRun(ctx context.Context, tx *sql.Tx, id string) (research.Run, error)
 	return queryBotRun(ctx, tx, "run "+id, `SELECT `+botRunCols+` FROM bot_runs WHERE id = ?`, id)
 }
 
-// ClaimEvent implements research.Store.
-func (b *Runs) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
-	var n int64
-	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO bot_events (key, claimed_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, key, nanos(at))
-		if err != nil {
-			return fmt.Errorf("sqlite: claim event: %w", err)
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n == 1, err
-}
-
-// PruneEvents implements research.Store.
-func (b *Runs) PruneEvents(ctx context.Context, before time.Time) (int, error) {
-	var n int64
-	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{
-			`DELETE FROM bot_events WHERE claimed_at < ?`,
-			`DELETE FROM bot_inbox WHERE done_at <> 0 AND received_at < ?`,
-			`DELETE FROM bot_instances WHERE seen_at < ?`,
-		} {
-			res, err := tx.ExecContext(ctx, q, nanos(before))
-			if err != nil {
-				return fmt.Errorf("sqlite: prune events: %w", err)
-			}
-			k, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("sqlite: prune events: %w", err)
-			}
-			n += k
-		}
-		return nil
-	})
-	return int(n), err
-}
-
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
 
 func scanBotThread(sc botScanner) (research.Thread, error) {

@@ -1,0 +1,215 @@
+// Package jobmap maps the leased records of research.Store and
+// schedule.Store onto jobs.Job and back, and the queue's errors onto theirs.
+// Every engine (storage/memory, storage/sqlite, storage/postgres) keeps those
+// records in its jobs table through these functions, so the three store the
+// same job for the same record.
+package jobmap
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"deepresearch/jobs"
+	"deepresearch/research"
+	"deepresearch/schedule"
+	"deepresearch/storage/dbtext"
+)
+
+// The inbox: an entry is a KindEnvelope job keyed by the entry's key, created
+// at ReceivedAt, whose payload is the envelope: its type, a NUL, its
+// envelope id, a NUL, and the body as received. Migration 0008 builds the
+// same bytes in SQL from the old inbox table.
+
+// envelope returns the payload of an envelope. The type and id come from
+// Slack and never hold a NUL; dbtext.String drops one if they did.
+func envelope(typ, envelopeID string, body []byte) []byte {
+	typ, envelopeID = dbtext.String(typ), dbtext.String(envelopeID)
+	p := make([]byte, 0, len(typ)+len(envelopeID)+2+len(body))
+	p = append(p, typ...)
+	p = append(p, 0)
+	p = append(p, envelopeID...)
+	p = append(p, 0)
+	return append(p, body...)
+}
+
+// splitEnvelope is the inverse of envelope.
+func splitEnvelope(p []byte) (typ, envelopeID string, body []byte, err error) {
+	t, rest, ok := bytes.Cut(p, []byte{0})
+	if !ok {
+		return "", "", nil, errors.New("envelope payload without a type")
+	}
+	id, body, ok := bytes.Cut(rest, []byte{0})
+	if !ok {
+		return "", "", nil, errors.New("envelope payload without an envelope id")
+	}
+	return string(t), string(id), body, nil
+}
+
+// InboxJob returns the job PutInbox stores for e: held by e.Owner (or, with
+// no owner, by nobody) until e.LeaseUntil, or until e.ReceivedAt when e has
+// no lease, so that a claimer takes it at once.
+func InboxJob(e research.InboxEntry) jobs.Job {
+	until := e.LeaseUntil
+	if until.IsZero() {
+		until = e.ReceivedAt
+	}
+	return jobs.Job{Kind: jobs.KindEnvelope, Key: e.Key, Payload: envelope(e.Type, e.EnvelopeID, e.Payload),
+		State: jobs.Held, Owner: e.Owner, LeaseUntil: until, CreatedAt: e.ReceivedAt}
+}
+
+// InboxDonePayload returns the payload FinishInbox stores: the envelope's
+// type and id without its body.
+func InboxDonePayload(j jobs.Job) ([]byte, error) {
+	typ, id, _, err := splitEnvelope(j.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("inbox entry %s: %w", j.Key, err)
+	}
+	return envelope(typ, id, nil), nil
+}
+
+// InboxEntry returns the inbox entry of a KindEnvelope job.
+func InboxEntry(j jobs.Job) (research.InboxEntry, error) {
+	typ, id, body, err := splitEnvelope(j.Payload)
+	if err != nil {
+		return research.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", j.Key, err)
+	}
+	e := research.InboxEntry{Key: j.Key, Type: typ, EnvelopeID: id, Payload: body, ReceivedAt: j.CreatedAt,
+		Owner: j.Owner, LeaseUntil: j.LeaseUntil, Attempts: j.Attempts}
+	if len(e.Payload) == 0 {
+		e.Payload = nil
+	}
+	if j.State.Final() {
+		e.DoneAt = j.FinishedAt
+	}
+	return e, nil
+}
+
+// EventJob returns the job ClaimEvent puts: a Done record of the key.
+func EventJob(key string, at time.Time) jobs.Job {
+	return jobs.Job{Kind: jobs.KindEvent, Key: key, State: jobs.Done, CreatedAt: at}
+}
+
+// ResearchErr returns err, from the jobs code, also wrapping the
+// research.Store error it stands for: ErrNotFound, or ErrLeaseLost for a
+// lease not held (or a job not claimable).
+func ResearchErr(err error) error {
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return fmt.Errorf("%w: %w", research.ErrNotFound, err)
+	case errors.Is(err, jobs.ErrLeaseLost), errors.Is(err, jobs.ErrNotClaimable):
+		return fmt.Errorf("%w: %w", research.ErrLeaseLost, err)
+	}
+	return err
+}
+
+// Firings: a firing is a KindFiring job keyed by FiringKey, created at its
+// ClaimedAt. The job holds the lease and the state (held: running, parked:
+// waiting, done, failed); a firing finished as skipped is done with the
+// payload "skipped". The schedule_firings row keeps the rest (manual, the
+// outcome's error text, the digest).
+
+// FiringKey returns the job key of the firing (scheduleID, due), due in
+// Unix nanoseconds as the engines store it (0 for the zero time). Migration
+// 0009 builds the same text in SQL: schedule_id || '@' || due.
+func FiringKey(scheduleID string, due int64) string {
+	return scheduleID + "@" + strconv.FormatInt(due, 10)
+}
+
+// FiringJob returns the job ClaimFiring puts for f: held by f.Owner until
+// f.LeaseUntil when running, parked when waiting, done (with the outcome in
+// the payload unless done) when it is final already. due is f.Due in the
+// engine's nanoseconds.
+func FiringJob(f schedule.Firing, due int64) (jobs.Job, error) {
+	j := jobs.Job{Kind: jobs.KindFiring, Key: FiringKey(f.ScheduleID, due), CreatedAt: f.ClaimedAt}
+	if j.CreatedAt.IsZero() {
+		j.CreatedAt = f.Due
+	}
+	switch f.State {
+	case schedule.FiringRunning:
+		j.State, j.Owner, j.LeaseUntil = jobs.Held, f.Owner, f.LeaseUntil
+		if j.LeaseUntil.IsZero() {
+			j.LeaseUntil = j.CreatedAt
+		}
+	case schedule.FiringWaiting:
+		j.State = jobs.Parked
+	case schedule.FiringDone:
+		j.State = jobs.Done
+	case schedule.FiringSkipped, schedule.FiringFailed:
+		j.State, j.Payload = jobs.Done, []byte(f.State)
+	default:
+		return jobs.Job{}, fmt.Errorf("claim firing %s in state %q: %w", j.Key, f.State, jobs.ErrInvalid)
+	}
+	return j, nil
+}
+
+// FiringFinish returns the job state and payload FinishFiring stores for an
+// outcome.
+func FiringFinish(o schedule.Outcome) (jobs.State, []byte, error) {
+	switch o.State {
+	case schedule.FiringDone:
+		return jobs.Done, []byte{}, nil
+	case schedule.FiringSkipped:
+		return jobs.Done, []byte(o.State), nil
+	case schedule.FiringFailed:
+		return jobs.Failed, []byte{}, nil
+	}
+	return "", nil, fmt.Errorf("finish firing in state %q: %w", o.State, jobs.ErrInvalid)
+}
+
+// FiringState returns the state of a firing whose job is in state s with
+// payload p.
+func FiringState(s jobs.State, p []byte) schedule.FiringState {
+	switch s {
+	case jobs.Parked:
+		return schedule.FiringWaiting
+	case jobs.Done:
+		if len(p) > 0 {
+			return schedule.FiringState(p)
+		}
+		return schedule.FiringDone
+	case jobs.Failed:
+		return schedule.FiringFailed
+	}
+	return schedule.FiringRunning // held, or ready inside a transaction
+}
+
+// FiringLease fills the lease fields of f from its job: state, owner, lease,
+// attempts, finish time, and the queue's error text when the outcome has
+// none (FailExpired's).
+func FiringLease(f *schedule.Firing, j jobs.Job) {
+	f.State = FiringState(j.State, j.Payload)
+	f.Owner, f.LeaseUntil, f.Attempts, f.FinishedAt = j.Owner, j.LeaseUntil, j.Attempts, j.FinishedAt
+	if f.Error == "" {
+		f.Error = j.Error
+	}
+}
+
+// ScheduleErr returns err, from the jobs code, also wrapping the
+// schedule.Store error it stands for: ErrNotFound, or ErrLeaseLost for a
+// lease not held (or a job not claimable or not parked).
+func ScheduleErr(err error) error {
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return fmt.Errorf("%w: %w", schedule.ErrNotFound, err)
+	case errors.Is(err, jobs.ErrLeaseLost), errors.Is(err, jobs.ErrNotClaimable), errors.Is(err, jobs.ErrNotParked):
+		return fmt.Errorf("%w: %w", schedule.ErrLeaseLost, err)
+	}
+	return err
+}
+
+// ParseFiringKey is the inverse of FiringKey.
+func ParseFiringKey(key string) (scheduleID string, due int64, err error) {
+	i := strings.LastIndexByte(key, '@')
+	if i < 0 {
+		return "", 0, fmt.Errorf("firing key %q without '@'", key)
+	}
+	due, err = strconv.ParseInt(key[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("firing key %q: %w", key, err)
+	}
+	return key[:i], due, nil
+}

@@ -1,0 +1,81 @@
+package jobmap_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"deepresearch/jobs"
+	"deepresearch/research"
+	"deepresearch/storage/jobmap"
+)
+
+func TestInboxRoundTrip(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		in   research.InboxEntry
+		want research.InboxEntry // what reads back
+	}{
+		{"plain", research.InboxEntry{Key: "ev:1", Type: "events_api", EnvelopeID: "e1", Payload: []byte(`{"a":"\u0000 x"}`),
+			ReceivedAt: t0, Owner: "A", LeaseUntil: t0.Add(time.Minute)},
+			research.InboxEntry{Key: "ev:1", Type: "events_api", EnvelopeID: "e1", Payload: []byte(`{"a":"\u0000 x"}`),
+				ReceivedAt: t0, Owner: "A", LeaseUntil: t0.Add(time.Minute), Attempts: 1}},
+		{"body with NULs", research.InboxEntry{Key: "ev:2", Type: "interactive", EnvelopeID: "e2", Payload: []byte("a\x00b\x00"),
+			ReceivedAt: t0, Owner: "A", LeaseUntil: t0},
+			research.InboxEntry{Key: "ev:2", Type: "interactive", EnvelopeID: "e2", Payload: []byte("a\x00b\x00"),
+				ReceivedAt: t0, Owner: "A", LeaseUntil: t0, Attempts: 1}},
+		{"NUL in the id, no lease", research.InboxEntry{Key: "env:3", Type: "x", EnvelopeID: "e\x003", ReceivedAt: t0},
+			research.InboxEntry{Key: "env:3", Type: "x", EnvelopeID: "e3", ReceivedAt: t0, LeaseUntil: t0, Attempts: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			js, err := jobs.CheckPut([]jobs.Job{jobmap.InboxJob(tt.in)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := jobmap.InboxEntry(js[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Key != tt.want.Key || got.Type != tt.want.Type || got.EnvelopeID != tt.want.EnvelopeID ||
+				string(got.Payload) != string(tt.want.Payload) || !got.ReceivedAt.Equal(tt.want.ReceivedAt) ||
+				got.Owner != tt.want.Owner || !got.LeaseUntil.Equal(tt.want.LeaseUntil) || got.Attempts != 1 || got.Done() {
+				t.Errorf("read back %+v\nwant %+v", got, tt.want)
+			}
+			j := js[0]
+			j.Payload, err = jobmap.InboxDonePayload(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.State, j.FinishedAt = jobs.Done, t0.Add(time.Second)
+			done, err := jobmap.InboxEntry(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done.Type != tt.want.Type || done.EnvelopeID != tt.want.EnvelopeID || len(done.Payload) != 0 || !done.DoneAt.Equal(j.FinishedAt) {
+				t.Errorf("done entry %+v", done)
+			}
+		})
+	}
+	if _, err := jobmap.InboxEntry(jobs.Job{Key: "bad", Payload: []byte("no separators")}); err == nil {
+		t.Error("a payload without separators was read as an envelope")
+	}
+}
+
+func TestResearchErr(t *testing.T) {
+	for _, tt := range []struct {
+		in, want error
+	}{
+		{jobs.ErrNotFound, research.ErrNotFound},
+		{jobs.ErrLeaseLost, research.ErrLeaseLost},
+		{jobs.ErrNotClaimable, research.ErrLeaseLost},
+	} {
+		got := jobmap.ResearchErr(tt.in)
+		if !errors.Is(got, tt.want) || !errors.Is(got, tt.in) {
+			t.Errorf("ResearchErr(%v) = %v, want it to wrap %v", tt.in, got, tt.want)
+		}
+	}
+	if jobmap.ResearchErr(nil) != nil {
+		t.Error("ResearchErr(nil) != nil")
+	}
+}
