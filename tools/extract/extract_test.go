@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,16 +61,59 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	}
 }
 
+// checkText reports each of want that text lacks and each of notWant it has.
+func checkText(t *testing.T, what, text string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, text)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(text, w) {
+			t.Errorf("%s has %q:\n%s", what, w, text)
+		}
+	}
+}
+
+// wantMeta is the metadata a test expects of an Article; empty fields are not
+// checked. published is in RFC 3339.
+type wantMeta struct {
+	title, lang, published, canonical, byline, site string
+	links                                           []string
+}
+
+func checkMeta(t *testing.T, a *Article, want wantMeta) {
+	t.Helper()
+	published := ""
+	if !a.Published.IsZero() {
+		published = a.Published.Format(time.RFC3339)
+	}
+	for _, f := range []struct{ name, got, want string }{
+		{"title", a.Title, want.title},
+		{"lang", a.Lang, want.lang},
+		{"published", published, want.published},
+		{"canonical", a.CanonicalURL, want.canonical},
+		{"byline", a.Byline, want.byline},
+		{"site", a.SiteName, want.site},
+	} {
+		if f.want != "" && f.got != f.want {
+			t.Errorf("%s = %q, want %q", f.name, f.got, f.want)
+		}
+	}
+	if want.links != nil && !slices.Equal(a.Links, want.links) {
+		t.Errorf("links = %q, want %q", a.Links, want.links)
+	}
+}
+
 // TestGoldenContent states in words what the golden files must show, so a
 // careless -update cannot bless a regression.
 func TestGoldenContent(t *testing.T) {
 	tests := []struct {
-		page            string
-		want, notWant   []string
-		mdWant          []string
-		title, lang     string
-		published       string
-		canonical, site string
+		page          string
+		want, notWant []string
+		mdWant        []string
+		wantMeta
 	}{
 		{
 			page: "en_news.html",
@@ -80,24 +124,24 @@ func TestGoldenContent(t *testing.T) {
 				"Tags:", "artist's impression"},
 			mdWant: []string{"## What happens next", "1. A public consultation", "> “This is",
 				"| Option | Cost | Homes protected |", "[An engineering report](https://example.org/report.pdf)"},
-			title: "Harbour Council Approves New Tide Barrier", lang: "en-US",
-			published: "2024-03-05T09:30:00+01:00",
-			canonical: "https://example.com/news/2024/tide-barrier", site: "Coastal Gazette",
+			wantMeta: wantMeta{title: "Harbour Council Approves New Tide Barrier", lang: "en-US",
+				published: "2024-03-05T09:30:00+01:00",
+				canonical: "https://example.com/news/2024/tide-barrier", site: "Coastal Gazette"},
 		},
 		{
 			page:    "ja_blog.html",
 			want:    []string{"寒い季節は", "大豆 1kg", "三時間ほど煮ます", "秋に食べるのが"},
 			notWant: []string{"ツイート", "私も去年", "梅干し", "Copyright", "ホーム"},
 			mdWant:  []string{"## 材料", "- 米麹 1kg", "2. 指でつぶせる"},
-			title:   "はじめての味噌づくり：冬に仕込む手前味噌", lang: "ja",
-			published: "2024-01-20T08:00:00+09:00", canonical: "https://kitchen.example.jp/blog/miso",
+			wantMeta: wantMeta{title: "はじめての味噌づくり：冬に仕込む手前味噌", lang: "ja",
+				published: "2024-01-20T08:00:00+09:00", canonical: "https://kitchen.example.jp/blog/miso"},
 		},
 		{
 			page:    "en_br_layout.html",
 			want:    []string{"flea market", "paper capacitors", "played the local station", "One 100k"},
 			notWant: []string{"Contact", "Visitors"},
-			title:   "Notes on Repairing an Old Radio", lang: "en",
-			published: "2019-06-02T00:00:00Z", canonical: "http://radio.example.net/notes/repair.html",
+			wantMeta: wantMeta{title: "Notes on Repairing an Old Radio", lang: "en",
+				published: "2019-06-02T00:00:00Z", canonical: "http://radio.example.net/notes/repair.html"},
 		},
 	}
 	for _, tt := range tests {
@@ -110,36 +154,9 @@ func TestGoldenContent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(a.Text, w) {
-					t.Errorf("text lacks %q:\n%s", w, a.Text)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(a.Text, w) {
-					t.Errorf("text has furniture %q:\n%s", w, a.Text)
-				}
-			}
-			for _, w := range tt.mdWant {
-				if !strings.Contains(a.Markdown, w) {
-					t.Errorf("markdown lacks %q:\n%s", w, a.Markdown)
-				}
-			}
-			if a.Title != tt.title {
-				t.Errorf("title = %q, want %q", a.Title, tt.title)
-			}
-			if a.Lang != tt.lang {
-				t.Errorf("lang = %q, want %q", a.Lang, tt.lang)
-			}
-			if got := a.Published.Format(time.RFC3339); got != tt.published {
-				t.Errorf("published = %s, want %s", got, tt.published)
-			}
-			if a.CanonicalURL != tt.canonical {
-				t.Errorf("canonical = %q, want %q", a.CanonicalURL, tt.canonical)
-			}
-			if tt.site != "" && a.SiteName != tt.site {
-				t.Errorf("site = %q, want %q", a.SiteName, tt.site)
-			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+			checkText(t, "markdown", a.Markdown, tt.mdWant, nil)
+			checkMeta(t, a, tt.wantMeta)
 			if strings.Contains(a.Text, "\n\n\n") {
 				t.Errorf("text has more than one blank line between paragraphs")
 			}
@@ -150,45 +167,24 @@ func TestGoldenContent(t *testing.T) {
 func TestMetadata(t *testing.T) {
 	tests := []struct {
 		name, html, pageURL string
-		check               func(t *testing.T, a *Article)
+		want                wantMeta
 	}{
 		{
-			name:    "title from <title> without site suffix",
+			name:    "title from <title> without site suffix; canonical falls back to the page URL",
 			html:    `<title>Ten ways to cook rice well - Food Blog</title><p>x</p>`,
 			pageURL: "https://a.example/x",
-			check: func(t *testing.T, a *Article) {
-				if a.Title != "Ten ways to cook rice well" {
-					t.Errorf("title %q", a.Title)
-				}
-				if a.CanonicalURL != "https://a.example/x" {
-					t.Errorf("canonical falls back to the page URL, got %q", a.CanonicalURL)
-				}
-			},
+			want:    wantMeta{title: "Ten ways to cook rice well", canonical: "https://a.example/x"},
 		},
 		{
 			name: "h1 preferred when the title holds it",
 			html: `<title>Breaking: How to cook rice well | Site</title><h1>How to cook rice well</h1>`,
-			check: func(t *testing.T, a *Article) {
-				if a.Title != "How to cook rice well" {
-					t.Errorf("title %q", a.Title)
-				}
-			},
+			want: wantMeta{title: "How to cook rice well"},
 		},
 		{
 			name:    "og:url resolved, time element date, byline from meta",
 			html:    `<meta property="og:url" content="../b/c"><meta name="author" content="Ann Lee"><time datetime="2023-11-02">Nov 2</time>`,
 			pageURL: "https://a.example/x/y/z",
-			check: func(t *testing.T, a *Article) {
-				if a.CanonicalURL != "https://a.example/x/b/c" {
-					t.Errorf("canonical %q", a.CanonicalURL)
-				}
-				if a.Byline != "Ann Lee" {
-					t.Errorf("byline %q", a.Byline)
-				}
-				if a.Published.Format("2006-01-02") != "2023-11-02" {
-					t.Errorf("published %v", a.Published)
-				}
-			},
+			want:    wantMeta{canonical: "https://a.example/x/b/c", byline: "Ann Lee", published: "2023-11-02T00:00:00Z"},
 		},
 		{
 			name: "xml:lang, upper-case rel and ld+json type, microdata date, rel=author link",
@@ -196,69 +192,36 @@ func TestMetadata(t *testing.T) {
 				`{"@type":"NewsArticle","headline":"LD headline"}</script></head><body><p>By <a rel="author" href="/u/x">Eva Berg</a></p>` +
 				`<span itemprop="datePublished" content="2022-03-04">4. März</span></body></html>`,
 			pageURL: "https://a.example/x",
-			check: func(t *testing.T, a *Article) {
-				if a.Lang != "de-AT" && a.Lang != "de" {
-					t.Errorf("lang %q", a.Lang)
-				}
-				if a.CanonicalURL != "https://a.example/kanon" || a.Title != "LD headline" || a.Byline != "Eva Berg" {
-					t.Errorf("canonical %q title %q byline %q", a.CanonicalURL, a.Title, a.Byline)
-				}
-				if a.Published.Format("2006-01-02") != "2022-03-04" {
-					t.Errorf("published %v", a.Published)
-				}
-			},
+			want: wantMeta{lang: "de-AT", canonical: "https://a.example/kanon", title: "LD headline", byline: "Eva Berg",
+				published: "2022-03-04T00:00:00Z"},
 		},
 		{
 			name: "JSON-LD in @graph",
 			html: `<script type="application/ld+json">{"@graph":[{"@type":"WebSite","name":"S"},
 				{"@type":["BlogPosting"],"headline":"Graph headline","datePublished":"2021-05-06T07:08:09Z",
 				"author":{"name":"Kim"},"publisher":{"name":"Pub"}}]}</script>`,
-			check: func(t *testing.T, a *Article) {
-				if a.Title != "Graph headline" || a.Byline != "Kim" || a.SiteName != "Pub" {
-					t.Errorf("got %q %q %q", a.Title, a.Byline, a.SiteName)
-				}
-				if !a.Published.Equal(time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)) {
-					t.Errorf("published %v", a.Published)
-				}
-			},
+			want: wantMeta{title: "Graph headline", byline: "Kim", site: "Pub", published: "2021-05-06T07:08:09Z"},
 		},
 		{
 			name: "broken JSON-LD is ignored",
 			html: `<script type="application/ld+json">{"headline": </script><title>Fallback title here</title>`,
-			check: func(t *testing.T, a *Article) {
-				if a.Title != "Fallback title here" {
-					t.Errorf("title %q", a.Title)
-				}
-			},
+			want: wantMeta{title: "Fallback title here"},
 		},
 		{
 			name: "language guessed from Japanese text",
 			html: `<p>これは日本語の文章です。ひらがなとカタカナと漢字が混ざっています。</p>`,
-			check: func(t *testing.T, a *Article) {
-				if a.Lang != "ja" {
-					t.Errorf("lang %q", a.Lang)
-				}
-			},
+			want: wantMeta{lang: "ja"},
 		},
 		{
 			name: "meta content-language",
 			html: `<meta http-equiv="Content-Language" content="pt_BR"><p>Olá</p>`,
-			check: func(t *testing.T, a *Article) {
-				if a.Lang != "pt-BR" {
-					t.Errorf("lang %q", a.Lang)
-				}
-			},
+			want: wantMeta{lang: "pt-BR"},
 		},
 		{
 			name:    "links are absolute and unique",
 			html:    `<article><p>Read <a href="/a">the first</a> and <a href="/a">again</a> and <a href="javascript:x()">no</a> and <a href="https://b.example/c">another source for this long enough paragraph</a>, please.</p></article>`,
 			pageURL: "https://a.example/post",
-			check: func(t *testing.T, a *Article) {
-				want := []string{"https://a.example/a", "https://b.example/c"}
-				if strings.Join(a.Links, " ") != strings.Join(want, " ") {
-					t.Errorf("links %q", a.Links)
-				}
-			},
+			want:    wantMeta{links: []string{"https://a.example/a", "https://b.example/c"}},
 		},
 	}
 	for _, tt := range tests {
@@ -267,7 +230,7 @@ func TestMetadata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.check(t, a)
+			checkMeta(t, a, tt.want)
 		})
 	}
 }

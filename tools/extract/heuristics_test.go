@@ -223,16 +223,7 @@ func TestHeuristics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(a.Text, w) {
-					t.Errorf("text lacks %q:\n%s", w, a.Text)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(a.Text, w) {
-					t.Errorf("text has %q:\n%s", w, a.Text)
-				}
-			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
 			for w, want := range tt.count {
 				if n := strings.Count(a.Text, w); n != want {
 					t.Errorf("text has %q %d times, want %d:\n%s", w, n, want, a.Text)
