@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot/slackfake"
 	"deepresearch/storage/pgtest"
@@ -90,9 +91,9 @@ func pgURL(t *testing.T) string { return pgtest.Schema(t) }
 // The fake LLM, with a record of every call and whether its answer was
 // written completely.
 
-// tagRE finds the run tag every question carries; the scripted research
-// copies it into every later prompt (queries, URLs, report), so each LLM
-// request can be attributed to its thread.
+// tagRE finds the run tag every question carries; every prompt of the
+// agent repeats the question, so each LLM request can be attributed to its
+// thread.
 var tagRE = regexp.MustCompile(`RUNTAG-\d+`)
 
 type llmCall struct {
@@ -178,108 +179,39 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ---------------------------------------------------------------------------
-// A scripted research: the same shape as cmd/deepresearch's askWorld, with
-// the run tag threaded through, answered after a delay derived from the
-// request (deterministic per request content).
+// A scripted research: agenttest's brain and pages, with replies that
+// depend on the request alone (a request asked again after a kill gets the
+// same answer), answered after a delay derived from the request.
 
-var pages = map[string][2]string{
-	"timeline":  {"AI Act timeline", "The EU AI Act entered into force on 1 August 2024. Prohibited practices apply from 2 February 2025."},
-	"penalties": {"AI Act penalties", "Fines for prohibited AI practices can reach 35 million euros or 7% of worldwide annual turnover."},
-	"sme":       {"AI Act and SMEs", "Small and medium-sized enterprises benefit from regulatory sandboxes under the act."},
-}
-
-// webAndSearch serves the pages (/TAG/page) and a SearXNG JSON API whose
-// results point at the pages of the query's tag.
+// webAndSearch serves three of agenttest's pages and a SearXNG JSON API
+// over them.
 func webAndSearch(t *testing.T) (searxURL string) {
-	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		p, ok := pages[parts[len(parts)-1]]
-		if !ok || len(parts) != 2 {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, "<html><head><title>%s %s</title></head><body><nav>Home | About</nav><article><h1>%s</h1><p>%s</p><p>%s</p></article><footer>(c) site</footer></body></html>",
-			p[0], parts[0], p[0], p[1], strings.Repeat("More context about the regulation follows here. ", 5))
-	}))
+	pages := agenttest.NewWorld(agenttest.EnglishPages()[:3]...)
+	web := httptest.NewServer(pages.WebHandler())
 	t.Cleanup(web.Close)
-	sx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tag := tagRE.FindString(r.URL.Query().Get("q"))
-		if tag == "" {
-			tag = "untagged"
-		}
-		var res []map[string]any
-		for _, name := range []string{"timeline", "penalties", "sme"} {
-			res = append(res, map[string]any{"url": web.URL + "/" + tag + "/" + name, "title": pages[name][0], "content": pages[name][1][:40], "engine": "fake"})
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"query": r.URL.Query().Get("q"), "results": res})
-	}))
+	sx := httptest.NewServer(pages.SearXNGHandler(web.URL))
 	t.Cleanup(sx.Close)
 	return sx.URL
 }
 
-// scriptedResearch answers every node of the agent. maxDelay bounds the simulated
-// latency of one call.
+// scriptedResearch answers every node of the agent. maxDelay bounds the
+// simulated latency of one call.
 func scriptedResearch(maxDelay time.Duration) llmtest.Responder {
-	quote := regexp.MustCompile(`(?s)URL: (\S+)\n(.*?)(?:\n=== |\z)`)
-	ev := regexp.MustCompile(`(?m)^\[E(\d+)\] (.*)\n  quote: "(.*)"\n  source: (.*), (\S+)$`)
-	return func(r *llmtest.Request) llmtest.Reply {
-		node := r.Node()
-		tag := tagRE.FindString(r.Text())
-		var reply llmtest.Reply
-		switch {
-		case node == "coordinator":
-			reply = llmtest.JSON(map[string]string{"intent": "research", "reply": "", "research_question": "", "clarifying_question": "", "instruction": ""})
-		case node == "planner":
-			reply = llmtest.JSON(map[string]any{"theme": "EU AI Act " + tag, "investigation_points": []string{"Timeline " + tag, "Penalties " + tag},
-				"search_queries": []string{"ai act timeline " + tag, "ai act fines " + tag},
-				"subtasks": []map[string]any{
-					{"title": "Timeline " + tag, "queries": []string{"ai act timeline " + tag}},
-					{"title": "Penalties " + tag, "queries": []string{"ai act fines " + tag}}},
-				"plan_text": "Two points for " + tag + ".", "evaluation_types": []string{"attribution"}})
-		case node == "supervisor": // a replan: one more subtask
-			reply = llmtest.JSON(map[string]any{"subtasks": []map[string]any{{"title": "SMEs " + tag, "queries": []string{"ai act sme " + tag}}}})
-		case strings.HasSuffix(node, ".select"): // the plan's queries are the action
-			reply = llmtest.Error(400, "no tool selection scripted; the agent falls back to the subtask's queries")
-		case strings.HasSuffix(node, ".execute"):
-			var fs []map[string]string
-			for _, m := range quote.FindAllStringSubmatch(r.LastUser(), -1) {
-				s := strings.TrimSpace(m[2])
-				if i := strings.Index(s, ". "); i > 0 {
-					s = s[:i+1]
-				}
-				fs = append(fs, map[string]string{"claim": s, "quote": s, "url": m[1]})
-			}
-			reply = llmtest.JSON(map[string]any{"summary": "summary " + tag, "findings": fs})
-		case strings.HasSuffix(node, ".answer_subtask"):
-			reply = llmtest.Text("answer for " + tag + " [E1]")
-		case strings.HasSuffix(node, ".reflect"):
-			reply = llmtest.JSON(map[string]any{"is_completed": true, "advice": "", "gaps": []string{}, "next_queries": []string{}})
-		case node == "writer":
-			var b strings.Builder
-			fmt.Fprintf(&b, "# EU AI Act %s\n\n## Executive Summary\n\nThe act is in force.\n\n## Key Findings\n\n", tag)
-			ms := ev.FindAllStringSubmatch(r.LastUser(), -1)
-			for i, m := range ms {
-				fmt.Fprintf(&b, "- %s [^%d]\n", m[2], i+1)
-			}
-			b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
-			for i, m := range ms {
-				fmt.Fprintf(&b, "[^%d]: \"%s\" — %s, %s\n", i+1, m[3], m[4], m[5])
-			}
-			reply = llmtest.Text(b.String())
-		case node == "reviewer":
-			reply = llmtest.JSON(map[string]any{"scores": map[string]float64{"fact_check": 1, "completeness": 0.9, "logic": 0.9, "format": 1},
-				"evaluations": []any{}, "feedback": "", "suggested_action": "write", "issues": []any{}})
-		default:
-			return llmtest.Error(400, "unexpected node "+node)
-		}
-		if maxDelay > 0 {
-			sum := sha256.Sum256(r.Body)
-			d := time.Duration(uint64(sum[0])<<8|uint64(sum[1])) * maxDelay / 65536
-			reply = llmtest.Delayed(d, reply)
-		}
-		return reply
+	b := agenttest.NewBrain()
+	// the brain's own replan and tool selection count its calls
+	b.Replan = func(string) llmtest.Reply {
+		return llmtest.JSON(map[string]any{"subtasks": []map[string]any{{"title": "Enforcement", "queries": []string{"AI Act enforcement"}}}})
 	}
+	b.SelectTools = func(*llmtest.Request) llmtest.Reply {
+		return llmtest.Error(400, "no tool selection scripted; the agent falls back to the subtask's queries")
+	}
+	if maxDelay > 0 {
+		b.Wrap = func(r *llmtest.Request, reply llmtest.Reply) llmtest.Reply {
+			sum := sha256.Sum256(r.Body)
+			return llmtest.Delayed(time.Duration(uint64(sum[0])<<8|uint64(sum[1]))*maxDelay/65536, reply)
+		}
+	}
+	return b.Respond
 }
 
 // ---------------------------------------------------------------------------
