@@ -217,9 +217,25 @@ func sentencePunct(s string) int {
 // textOf returns the collapsed text of n's subtree.
 func textOf(n *html.Node) string {
 	var b strings.Builder
+	appendText(&b, n, 1<<16, func(c *html.Node) bool {
+		if c.Data == "script" || c.Data == "style" {
+			return false
+		}
+		if blockTags[c.Data] {
+			b.WriteByte(' ')
+		}
+		return true
+	})
+	return collapseSpace(b.String())
+}
+
+// appendText writes the text of n's subtree to b, no deeper than maxDepth
+// and, when limit > 0, not into subtrees reached once b holds more than
+// limit bytes. elem sees each element first and says whether to read it.
+func appendText(b *strings.Builder, n *html.Node, limit int, elem func(c *html.Node) bool) {
 	var walk func(n *html.Node, depth int)
 	walk = func(n *html.Node, depth int) {
-		if depth > maxDepth || b.Len() > 1<<16 {
+		if depth > maxDepth || (limit > 0 && b.Len() > limit) {
 			return
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -227,18 +243,13 @@ func textOf(n *html.Node) string {
 			case html.TextNode:
 				b.WriteString(c.Data)
 			case html.ElementNode:
-				if c.Data == "script" || c.Data == "style" {
-					continue
+				if elem(c) {
+					walk(c, depth+1)
 				}
-				if blockTags[c.Data] {
-					b.WriteByte(' ')
-				}
-				walk(c, depth+1)
 			}
 		}
 	}
 	walk(n, 0)
-	return collapseSpace(b.String())
 }
 
 // collapseSpace replaces runs of white space by one space and trims.

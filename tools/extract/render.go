@@ -303,24 +303,12 @@ func (e *extractor) link(href string) string {
 // rawText returns the text of n with white space preserved.
 func rawText(n *html.Node) string {
 	var b strings.Builder
-	var walk func(n *html.Node, depth int)
-	walk = func(n *html.Node, depth int) {
-		if depth > maxDepth {
-			return
+	appendText(&b, n, 0, func(c *html.Node) bool {
+		if c.Data == "br" {
+			b.WriteByte('\n')
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			switch c.Type {
-			case html.TextNode:
-				b.WriteString(c.Data)
-			case html.ElementNode:
-				if c.Data == "br" {
-					b.WriteByte('\n')
-				}
-				walk(c, depth+1)
-			}
-		}
-	}
-	walk(n, 0)
+		return true
+	})
 	return b.String()
 }
 
