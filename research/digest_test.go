@@ -2,10 +2,8 @@ package research_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"deepresearch/research"
 )
@@ -51,24 +49,10 @@ func TestDigestContinuesUnfinishedThread(t *testing.T) {
 	r, _ := w.researcher()
 	ctx := testCtx(t)
 	req := research.DigestRequest{ThreadID: "schedule:s1:2", Question: question, Depth: "quick"}
-	entered := w.brain.HangAt("writer")
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Research(runCtx, req)
-		done <- err
-	}()
-	<-entered
-	stop()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Research = %v, want context.Canceled", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Research did not return")
-	}
-	w.brain.HangAt("")
+	w.stopInWriter(ctx, func(ctx context.Context) error {
+		_, err := r.Research(ctx, req)
+		return err
+	})
 	planners := w.brain.Count("planner")
 	r2, _ := w.researcher()
 	res, err := r2.Research(ctx, req)

@@ -2,6 +2,7 @@ package research_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -51,6 +52,33 @@ func (w *world) researcher() (*research.Runner, *agent.Agent) {
 		w.t.Fatal(err)
 	}
 	return research.NewRunner(a, research.RunnerOptions{Logger: slog.New(slog.DiscardHandler)}), a
+}
+
+// stopInWriter runs run until it calls the writer, then cancels its
+// context, as a process stopping mid-run (shutdown, lost lease) does; run
+// must return context.Canceled. The writer answers again afterwards.
+func (w *world) stopInWriter(ctx context.Context, run func(context.Context) error) {
+	w.t.Helper()
+	entered := w.brain.HangAt("writer")
+	defer w.brain.HangAt("")
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- run(runCtx) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		w.t.Fatalf("the run ended before the writer: %v", err)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			w.t.Fatalf("the stopped run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		w.t.Fatal("the stopped run did not return")
+	}
 }
 
 // recorder is a ProgressSink that keeps every snapshot.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"deepresearch/agent"
 	"deepresearch/research"
@@ -265,24 +264,10 @@ func TestContinueAfterStop(t *testing.T) {
 	w := newWorld(t)
 	r, _ := w.researcher()
 	ctx := testCtx(t)
-	entered := w.brain.HangAt("writer")
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Start(runCtx, research.StartRequest{ThreadID: "t6", Question: question, Options: research.RunOptions{Depth: "quick"}}, nil)
-		done <- err
-	}()
-	<-entered
-	stop()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Start = %v, want context.Canceled", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Start did not return")
-	}
-	w.brain.HangAt("")
+	w.stopInWriter(ctx, func(ctx context.Context) error {
+		_, err := r.Start(ctx, research.StartRequest{ThreadID: "t6", Question: question, Options: research.RunOptions{Depth: "quick"}}, nil)
+		return err
+	})
 	planners := w.brain.Count("planner")
 	r2, _ := w.researcher()
 	var rec recorder
