@@ -35,6 +35,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -153,24 +154,13 @@ func New(opts Options) (*Runner, error) {
 		opts.KillGrace < 0 || opts.MaxConcurrent < 0 {
 		return nil, errors.New("sandbox: negative limit in Options")
 	}
-	if opts.Timeout == 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.MemoryBytes == 0 {
-		opts.MemoryBytes = DefaultMemoryBytes
-	}
-	if opts.MaxOutput == 0 {
-		opts.MaxOutput = DefaultMaxOutput
-	}
-	if opts.MaxCodeSize == 0 {
-		opts.MaxCodeSize = DefaultMaxCodeSize
-	}
-	if opts.KillGrace == 0 {
-		opts.KillGrace = DefaultKillGrace
-	}
-	if opts.MaxConcurrent == 0 {
-		opts.MaxConcurrent = DefaultMaxConcurrent
-	}
+	// Negative limits are refused above, so cmp.Or only fills in zeros.
+	opts.Timeout = cmp.Or(opts.Timeout, DefaultTimeout)
+	opts.MemoryBytes = cmp.Or(opts.MemoryBytes, DefaultMemoryBytes)
+	opts.MaxOutput = cmp.Or(opts.MaxOutput, DefaultMaxOutput)
+	opts.MaxCodeSize = cmp.Or(opts.MaxCodeSize, DefaultMaxCodeSize)
+	opts.KillGrace = cmp.Or(opts.KillGrace, DefaultKillGrace)
+	opts.MaxConcurrent = cmp.Or(opts.MaxConcurrent, DefaultMaxConcurrent)
 	if opts.Args == nil {
 		opts.Args = []string{WorkerCommand}
 	}
