@@ -157,9 +157,7 @@ func (u *updateBudget) tryProgress() bool {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	now := u.clk.Now()
-	u.refillLocked(now)
-	if len(u.queue) > 0 || now.Before(u.paused) || u.tokens < 1+u.reserve-tokenEps {
+	if !u.progressFreeLocked() {
 		return false
 	}
 	u.tokens--
@@ -174,6 +172,13 @@ func (u *updateBudget) progressAvailable() bool {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	return u.progressFreeLocked()
+}
+
+// progressFreeLocked refills the bucket and reports whether a token is free
+// for a progress edit: one beyond the reserve, with no final waiting and no
+// pause in force.
+func (u *updateBudget) progressFreeLocked() bool {
 	now := u.clk.Now()
 	u.refillLocked(now)
 	return len(u.queue) == 0 && !now.Before(u.paused) && u.tokens >= 1+u.reserve-tokenEps

@@ -26,7 +26,7 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent,
 		if ev.BotID != "" || ev.User == "" || ev.User == b.botUserID {
 			return
 		}
-		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, false, redo)
+		b.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, redo: redo})
 	case *slackevents.MessageEvent:
 		if ev.BotID != "" || ev.SubType != "" || ev.User == "" || ev.User == b.botUserID {
 			return
@@ -38,7 +38,7 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent,
 		if !dm && ev.ThreadTimeStamp == "" {
 			return
 		}
-		b.onMessage(ctx, team, ev.Channel, ev.User, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp, !dm, redo)
+		b.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, answerOnly: !dm, redo: redo})
 	case *slackevents.AppHomeOpenedEvent:
 		if ev.Tab == "" || ev.Tab == "home" {
 			b.publishHome(ctx, ev.User)
@@ -48,14 +48,22 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent,
 	}
 }
 
-// onMessage routes a mention, a DM, or (answerOnly) a plain thread reply in
-// a channel, which only matters as the answer to a clarifying question.
-// redo: the message is handled again after a crash (see firstAnswer).
-func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, threadTS string, answerOnly, redo bool) {
-	dm := strings.HasPrefix(channel, "D")
-	if !b.channelAllowed(channel) {
-		if !answerOnly && b.firstAnswer(ctx, channel, ts, redo) {
-			b.ephemeral(ctx, channel, threadTS, user, notEnabledText)
+// incoming is a Slack message for the bot: a mention, a DM, or
+// (answerOnly) a plain thread reply in a channel, which only matters as the
+// answer to a clarifying question.
+type incoming struct {
+	team, channel, user, text string
+	ts, threadTS              string // the message's; its thread's ("" outside one)
+	answerOnly                bool
+	redo                      bool // handled again after a crash (see firstAnswer)
+}
+
+// onMessage routes a message to the bot.
+func (b *Bot) onMessage(ctx context.Context, m incoming) {
+	dm := strings.HasPrefix(m.channel, "D")
+	if !b.channelAllowed(m.channel) {
+		if !m.answerOnly && b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
+			b.ephemeral(ctx, m.channel, m.threadTS, m.user, notEnabledText)
 		}
 		return
 	}
@@ -63,13 +71,13 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 	// and a message's handling is repeated when a crash cut it short. The
 	// run it asks for has an id derived from it (newRun), and answers that
 	// start no run are claimed once per message (firstAnswer).
-	runID := messageRunID(team, channel, ts)
-	question := strings.TrimSpace(strings.ReplaceAll(text, "<@"+b.botUserID+">", ""))
-	root := threadTS
+	runID := messageRunID(m.team, m.channel, m.ts)
+	question := strings.TrimSpace(strings.ReplaceAll(m.text, "<@"+b.botUserID+">", ""))
+	root := m.threadTS
 	if root == "" {
-		root = ts
+		root = m.ts
 	}
-	key := research.ThreadKey{Team: team, Channel: channel, ThreadTS: root}
+	key := research.ThreadKey{Team: m.team, Channel: m.channel, ThreadTS: root}
 	th, err := b.store.Thread(ctx, key)
 	known := err == nil
 	if err != nil && !errors.Is(err, research.ErrNotFound) {
@@ -91,59 +99,59 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 			return
 		}
 		if err == nil && r.State == research.StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == research.InterruptQuestion {
-			if !b.mayDecide(r, user) {
-				if !answerOnly && b.firstAnswer(ctx, channel, ts, redo) {
-					b.ephemeral(ctx, channel, root, user, "This research is waiting for an answer from "+b.userName(ctx, r.Requester)+".")
+			if !b.mayDecide(r, m.user) {
+				if !m.answerOnly && b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
+					b.ephemeral(ctx, m.channel, root, m.user, "This research is waiting for an answer from "+b.userName(ctx, r.Requester)+".")
 				}
 				return
 			}
 			if question == "" {
 				return
 			}
-			b.decide(ctx, r, research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionAnswer, Text: question, By: user, At: b.now()}, channel, root, clickSource{})
+			b.decide(ctx, r, research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionAnswer, Text: question, By: m.user, At: b.now()}, m.channel, root, clickSource{})
 			return
 		}
-		if answerOnly {
+		if m.answerOnly {
 			return
 		}
 		if err == nil && r.State.Active() {
-			if !b.firstAnswer(ctx, channel, ts, redo) {
+			if !b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
 				return
 			}
-			b.refuse(ctx, channel, root, user, "busy", b.userLang(ctx, user).words().Busy)
+			b.refuse(ctx, m.channel, root, m.user, "busy", b.userLang(ctx, m.user).words().Busy)
 			return
 		}
 	}
-	if answerOnly {
+	if m.answerOnly {
 		return
 	}
 	if question == "" {
-		if b.firstAnswer(ctx, channel, ts, redo) {
-			b.refuse(ctx, channel, root, user, "help", helpText)
+		if b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
+			b.refuse(ctx, m.channel, root, m.user, "help", helpText)
 		}
 		return
 	}
 	if n := utf8.RuneCountInString(question); n > b.opts.MaxQuestionLen {
-		if !b.firstAnswer(ctx, channel, ts, redo) {
+		if !b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
 			return
 		}
-		b.refuse(ctx, channel, root, user, "too_long", fmt.Sprintf(b.userLang(ctx, user).words().TooLong, n, b.opts.MaxQuestionLen))
+		b.refuse(ctx, m.channel, root, m.user, "too_long", fmt.Sprintf(b.userLang(ctx, m.user).words().TooLong, n, b.opts.MaxQuestionLen))
 		return
 	}
 	if b.opts.Health != nil {
 		if herr := b.opts.Health(ctx); herr != nil {
-			if b.firstAnswer(ctx, channel, ts, redo) {
+			if b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
 				b.log.Warn("bot: not ready; research refused", "err", herr)
-				b.refuse(ctx, channel, root, user, "unready", fmt.Sprintf(b.userLang(ctx, user).words().Unready, Escape(herr.Error())))
+				b.refuse(ctx, m.channel, root, m.user, "unready", fmt.Sprintf(b.userLang(ctx, m.user).words().Unready, Escape(herr.Error())))
 			}
 			return
 		}
 	}
 	if !known {
-		th, err = b.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: user, DM: dm, CreatedAt: b.now()})
+		th, err = b.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: m.user, DM: dm, CreatedAt: b.now()})
 		if err != nil {
 			b.log.Error("bot: store thread", "err", err)
-			b.reply(ctx, channel, root, "Sorry, I could not start the research (storage error). Please try again.")
+			b.reply(ctx, m.channel, root, "Sorry, I could not start the research (storage error). Please try again.")
 			return
 		}
 	}
@@ -156,7 +164,7 @@ func (b *Bot) onMessage(ctx context.Context, team, channel, user, text, ts, thre
 		opts = prev.Options
 		opts.Redeliver = prev.ID
 	}
-	b.newRun(ctx, th, user, question, followUp, ts, opts, redo)
+	b.newRun(ctx, th, runRequest{user: m.user, question: question, followUp: followUp, msgTS: m.ts, opts: opts, redo: m.redo})
 }
 
 // mayDecide reports whether user may press a run's buttons.
@@ -308,36 +316,27 @@ func (b *Bot) runExtension(ctx context.Context, h InteractionHandler, cb slack.I
 
 func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) {
 	user := cb.User.ID
-	channel := cb.Container.ChannelID
-	if channel == "" {
-		channel = cb.Channel.ID
-	}
+	channel := interactionChannel(cb)
 	threadTS := cb.Container.ThreadTs
+	say := func(msg string) { b.ephemeral(ctx, channel, threadTS, user, msg) }
 	switch a.ActionID {
 	case actCancelRun:
-		b.onCancelButton(ctx, a.Value, user, channel, threadTS)
+		if r, ok := b.clickedRun(ctx, a.Value, user, "cancel", say); ok {
+			b.cancelRun(ctx, r, user, say)
+		}
 	case actApprove, actMore, actCancelIntr, actRevise:
 		runID, intrID, ok := strings.Cut(a.Value, "|")
 		if !ok {
 			return
 		}
-		r, err := b.store.Run(ctx, runID)
-		if err != nil {
-			b.ephemeral(ctx, channel, threadTS, user, "I can't find that research any more.")
-			return
-		}
-		if !b.channelAllowed(r.Key.Channel) {
-			b.ephemeral(ctx, channel, threadTS, user, notEnabledText)
-			return
-		}
-		if !b.mayDecide(r, user) {
-			b.ephemeral(ctx, channel, threadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
+		r, ok := b.clickedRun(ctx, runID, user, "decide on", say)
+		if !ok {
 			return
 		}
 		action := map[string]research.Action{actApprove: research.ActionApprove, actMore: research.ActionMore, actCancelIntr: research.ActionCancel}[a.ActionID]
 		if a.ActionID == actRevise {
 			if r.State != research.StateWaiting || r.Interrupt == nil || r.Interrupt.ID != intrID {
-				b.ephemeral(ctx, channel, threadTS, user, "This research is no longer waiting for that decision.")
+				say("This research is no longer waiting for that decision.")
 				return
 			}
 			err := b.call(ctx, "views.open", false, func(ctx context.Context) error {
@@ -346,7 +345,7 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 			})
 			if err != nil {
 				b.log.Warn("bot: open feedback modal", "run_id", runID, "err", err)
-				b.ephemeral(ctx, channel, threadTS, user, "I couldn't open the feedback form; please press the button again.")
+				say("I couldn't open the feedback form; please press the button again.")
 			}
 			return
 		}
@@ -368,32 +367,36 @@ func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallb
 		return
 	}
 	user := cb.User.ID
-	if !b.channelAllowed(r.Key.Channel) {
-		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, notEnabledText)
-		return
-	}
-	if !b.mayDecide(r, user) {
-		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can decide on this research.")
+	if !b.mayAct(ctx, r, user, "decide on", func(msg string) { b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, msg) }) {
 		return
 	}
 	b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: research.ActionRevise, Text: text, By: user, At: b.now()}, r.Key.Channel, r.Key.ThreadTS, clickSource{})
 }
 
-func (b *Bot) onCancelButton(ctx context.Context, runID, user, channel, threadTS string) {
+// clickedRun loads the run a button names and checks with mayAct that
+// user may act on it.
+func (b *Bot) clickedRun(ctx context.Context, runID, user, verb string, say func(string)) (research.Run, bool) {
 	r, err := b.store.Run(ctx, runID)
 	if err != nil {
-		b.ephemeral(ctx, channel, threadTS, user, "I can't find that research any more.")
-		return
+		say("I can't find that research any more.")
+		return research.Run{}, false
 	}
+	return r, b.mayAct(ctx, r, user, verb, say)
+}
+
+// mayAct reports whether user may act on a run from a button or a form
+// (verb: what the refusal says they may not do); it tells them with say
+// when not.
+func (b *Bot) mayAct(ctx context.Context, r research.Run, user, verb string, say func(string)) bool {
 	if !b.channelAllowed(r.Key.Channel) {
-		b.ephemeral(ctx, channel, threadTS, user, notEnabledText)
-		return
+		say(notEnabledText)
+		return false
 	}
 	if !b.mayDecide(r, user) {
-		b.ephemeral(ctx, channel, threadTS, user, "Only "+b.userName(ctx, r.Requester)+" (who asked) or a configured approver can cancel this research.")
-		return
+		say("Only " + b.userName(ctx, r.Requester) + " (who asked) or a configured approver can " + verb + " this research.")
+		return false
 	}
-	b.cancelRun(ctx, r, user, func(msg string) { b.ephemeral(ctx, channel, threadTS, user, msg) })
+	return true
 }
 
 // cancelRun cancels a run on behalf of user and tells them with say.

@@ -27,7 +27,7 @@ type Metrics struct {
 	inboxErrors prometheus.Counter     // envelopes not acked because the inbox write failed
 	reconnects  prometheus.Counter     // Socket Mode restarts after a failure
 	runsByState *prometheus.GaugeVec   // runs in the store by state (sampled)
-	collectors  []prometheus.Collector // for registration
+	collectors  collectors             // for registration
 	sampler     func(context.Context) map[research.RunState]int
 
 	updateSkipped prometheus.Counter     // progress edits skipped for the chat.update budget
@@ -38,73 +38,65 @@ type Metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	var r collectors
 	m := &Metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deepresearch_bot_runs_total", Help: "Runs that reached a state, by state.",
-		}, []string{"state"}),
-		runsActive: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "deepresearch_bot_runs_in_progress", Help: "Runs this process is working on.",
-		}),
-		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "deepresearch_bot_ack_latency_seconds", Help: "Time from receiving a Socket Mode envelope to acknowledging it.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-		}),
-		tokens: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_llm_tokens_total", Help: "LLM tokens spent by research runs.",
-		}),
-		slackErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deepresearch_slack_api_errors_total", Help: "Slack Web API errors, by method and error code.",
-		}, []string{"method", "code"}),
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deepresearch_bot_events_total", Help: "Socket Mode envelopes received, by type.",
-		}, []string{"type"}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_bot_duplicate_events_total", Help: "Redelivered events ignored.",
-		}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_bot_dropped_events_total", Help: "Received envelopes given up: unreadable, or their handling never finished after several takeovers.",
-		}),
-		deferred: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_bot_deferred_events_total", Help: "Envelopes left in the inbox for recovery because the handler queue was full.",
-		}),
-		recovered: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_bot_inbox_recovered_total", Help: "Inbox entries taken over by recovery (their receiver died or had no room).",
-		}),
-		inboxErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_bot_inbox_errors_total", Help: "Envelopes not acked because storing them in the inbox failed (Slack delivers them again).",
-		}),
-		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_bot_socket_restarts_total", Help: "Socket Mode client restarts after it gave up.",
-		}),
-		runsByState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "deepresearch_bot_runs", Help: "Active runs in the store (all processes) by state, sampled when scraped.",
-		}, []string{"state"}),
-		updateSkipped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deepresearch_slack_update_skipped_total", Help: "Progress edits skipped because the chat.update budget was kept for final pictures.",
-		}),
-		updateWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "deepresearch_slack_update_wait_seconds", Help: "Time a final status edit waited for a chat.update token.",
-			Buckets: []float64{.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}),
-		postWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "deepresearch_slack_post_wait_seconds", Help: "Time a chat.postMessage waited for its channel's pace (about 1/s).",
-			Buckets: []float64{.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60},
-		}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deepresearch_bot_refusals_total", Help: "Refusal replies (busy, limit, too_long, help) by kind and delivery (thread, ephemeral, dropped).",
-		}, []string{"kind", "how"}),
-		liveInstances: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "deepresearch_bot_live_instances", Help: "Bot processes on the store seen recently (this one included); the workspace's Slack budgets are split among them.",
-		}),
+		runs:       r.counterVec("deepresearch_bot_runs_total", "Runs that reached a state, by state.", "state"),
+		runsActive: r.gauge("deepresearch_bot_runs_in_progress", "Runs this process is working on."),
+		ackLatency: r.histogram("deepresearch_bot_ack_latency_seconds", "Time from receiving a Socket Mode envelope to acknowledging it.",
+			.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1),
+		tokens:        r.counter("deepresearch_llm_tokens_total", "LLM tokens spent by research runs."),
+		slackErrors:   r.counterVec("deepresearch_slack_api_errors_total", "Slack Web API errors, by method and error code.", "method", "code"),
+		events:        r.counterVec("deepresearch_bot_events_total", "Socket Mode envelopes received, by type.", "type"),
+		duplicates:    r.counter("deepresearch_bot_duplicate_events_total", "Redelivered events ignored."),
+		dropped:       r.counter("deepresearch_bot_dropped_events_total", "Received envelopes given up: unreadable, or their handling never finished after several takeovers."),
+		deferred:      r.counter("deepresearch_bot_deferred_events_total", "Envelopes left in the inbox for recovery because the handler queue was full."),
+		recovered:     r.counter("deepresearch_bot_inbox_recovered_total", "Inbox entries taken over by recovery (their receiver died or had no room)."),
+		inboxErrors:   r.counter("deepresearch_bot_inbox_errors_total", "Envelopes not acked because storing them in the inbox failed (Slack delivers them again)."),
+		reconnects:    r.counter("deepresearch_bot_socket_restarts_total", "Socket Mode client restarts after it gave up."),
+		runsByState:   r.gaugeVec("deepresearch_bot_runs", "Active runs in the store (all processes) by state, sampled when scraped.", "state"),
+		updateSkipped: r.counter("deepresearch_slack_update_skipped_total", "Progress edits skipped because the chat.update budget was kept for final pictures."),
+		updateWait: r.histogram("deepresearch_slack_update_wait_seconds", "Time a final status edit waited for a chat.update token.",
+			.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60, 120),
+		postWait: r.histogram("deepresearch_slack_post_wait_seconds", "Time a chat.postMessage waited for its channel's pace (about 1/s).",
+			.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60),
+		refusals:      r.counterVec("deepresearch_bot_refusals_total", "Refusal replies (busy, limit, too_long, help) by kind and delivery (thread, ephemeral, dropped).", "kind", "how"),
+		liveInstances: r.gauge("deepresearch_bot_live_instances", "Bot processes on the store seen recently (this one included); the workspace's Slack budgets are split among them."),
 	}
-	m.collectors = []prometheus.Collector{m.runs, m.runsActive, m.ackLatency, m.tokens, m.slackErrors, m.events, m.duplicates, m.dropped, m.deferred, m.recovered, m.inboxErrors, m.reconnects, m.runsByState,
-		m.updateSkipped, m.updateWait, m.postWait, m.refusals, m.liveInstances}
+	m.collectors = r
 	for _, c := range m.collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("bot: register metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// collectors makes metrics and keeps them, in order, for registration.
+type collectors []prometheus.Collector
+
+func keep[C prometheus.Collector](cs *collectors, c C) C {
+	*cs = append(*cs, c)
+	return c
+}
+
+func (cs *collectors) counter(name, help string) prometheus.Counter {
+	return keep(cs, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+}
+
+func (cs *collectors) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return keep(cs, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+}
+
+func (cs *collectors) gauge(name, help string) prometheus.Gauge {
+	return keep(cs, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+}
+
+func (cs *collectors) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return keep(cs, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels))
+}
+
+func (cs *collectors) histogram(name, help string, buckets ...float64) prometheus.Histogram {
+	return keep(cs, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}))
 }
 
 // AckLatency exposes the ack latency histogram (for tests and benchmarks).

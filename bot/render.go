@@ -104,21 +104,22 @@ func stateLabel(s research.RunState) string { return langEN.stateLabel(s) }
 
 func (l lang) stateLabel(s research.RunState) string {
 	w := l.words()
-	switch s {
-	case research.StateQueued:
-		return w.Queued
-	case research.StateRunning:
-		return w.Researching
-	case research.StateWaiting:
-		return w.Waiting
-	case research.StateDone:
-		return w.Done
-	case research.StateFailed:
-		return w.Failed
-	case research.StateCancelled:
-		return w.Cancelled
+	return labelOf(s, map[research.RunState]string{
+		research.StateQueued:    w.Queued,
+		research.StateRunning:   w.Researching,
+		research.StateWaiting:   w.Waiting,
+		research.StateDone:      w.Done,
+		research.StateFailed:    w.Failed,
+		research.StateCancelled: w.Cancelled,
+	})
+}
+
+// labelOf is k's label, or k itself when it has none.
+func labelOf[K ~string](k K, labels map[K]string) string {
+	if s, ok := labels[k]; ok {
+		return s
 	}
-	return string(s)
+	return string(k)
 }
 
 // statusBlocks renders a run's status message.
@@ -226,19 +227,13 @@ func actionLabel(a research.Action) string { return langEN.actionLabel(a) }
 
 func (l lang) actionLabel(a research.Action) string {
 	w := l.words()
-	switch a {
-	case research.ActionApprove:
-		return w.Approved
-	case research.ActionRevise:
-		return w.ChangesRequested
-	case research.ActionMore:
-		return w.MoreRequested
-	case research.ActionCancel:
-		return w.CancelledAction
-	case research.ActionAnswer:
-		return w.Answered
-	}
-	return string(a)
+	return labelOf(a, map[research.Action]string{
+		research.ActionApprove: w.Approved,
+		research.ActionRevise:  w.ChangesRequested,
+		research.ActionMore:    w.MoreRequested,
+		research.ActionCancel:  w.CancelledAction,
+		research.ActionAnswer:  w.Answered,
+	})
 }
 
 // decidedBlocks replaces an approval request's buttons by who decided what.

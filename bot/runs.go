@@ -27,22 +27,31 @@ type cancelRequested struct{ by string }
 
 func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
 
-// newRun creates the run asked for by the Slack message msgTS in a thread,
-// posts its status message and starts it. It answers the user in the
-// thread when the run cannot be created. Handling one message again is
+// runRequest is a run asked for by a Slack message.
+type runRequest struct {
+	user, question string
+	followUp       bool // the thread has an earlier run
+	msgTS          string
+	opts           research.RunOptions
+	redo           bool // firstAnswer's
+}
+
+// newRun creates the run asked for by the Slack message req.msgTS in a
+// thread, posts its status message and starts it. It answers the user in
+// the thread when the run cannot be created. Handling one message again is
 // harmless: the run's id is derived from the message, so a second call
-// finds the run (ErrConflict) and only makes sure it gets started. redo
-// is firstAnswer's.
-func (b *Bot) newRun(ctx context.Context, th research.Thread, user, question string, followUp bool, msgTS string, opts research.RunOptions, redo bool) {
+// finds the run (ErrConflict) and only makes sure it gets started.
+func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	now := b.now()
+	user := req.user
 	r := research.Run{
-		ID:        messageRunID(th.Key.Team, th.Key.Channel, msgTS),
+		ID:        messageRunID(th.Key.Team, th.Key.Channel, req.msgTS),
 		ThreadID:  th.ThreadID,
 		Key:       th.Key,
 		Requester: user,
-		Question:  question,
-		FollowUp:  followUp,
-		Options:   opts,
+		Question:  req.question,
+		FollowUp:  req.followUp,
+		Options:   req.opts,
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
@@ -56,12 +65,12 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, user, question str
 			log.Info("bot: the message's run exists; not creating another")
 			b.tryStart(ctx, r.ID)
 		case errors.Is(err, research.ErrThreadBusy):
-			if !b.firstAnswer(ctx, th.Key.Channel, msgTS, redo) {
+			if !b.firstAnswer(ctx, th.Key.Channel, req.msgTS, req.redo) {
 				return
 			}
 			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", b.userLang(ctx, user).words().Busy)
 		case errors.Is(err, research.ErrUserLimit):
-			if !b.firstAnswer(ctx, th.Key.Channel, msgTS, redo) {
+			if !b.firstAnswer(ctx, th.Key.Channel, req.msgTS, req.redo) {
 				return
 			}
 			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "limit", fmt.Sprintf(b.userLang(ctx, user).words().Limit, b.opts.MaxRunsPerUser))
@@ -72,9 +81,9 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, user, question str
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateQueued)).Inc()
-	log.Info("bot: run created", "requester", user, "follow_up", followUp)
+	log.Info("bot: run created", "requester", user, "follow_up", req.followUp)
 
-	text, blocks := statusBlocks(statusView{Lang: b.userLang(ctx, user), Question: question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID})
+	text, blocks := statusBlocks(statusView{Lang: b.userLang(ctx, user), Question: req.question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID})
 	ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
 	if err != nil {
 		log.Warn("bot: post status message", "err", err)
@@ -310,11 +319,12 @@ func (b *Bot) execute(r research.Run) {
 	}
 	defer status.halt()
 	status.Progress(research.Progress{Phase: "starting"})
+	sc := runScope{run: r, thread: th, status: status, requester: requester, log: log}
 
 	if r.Attempt > maxRunAttempts {
 		// Picked up again and again without finishing (a process dies on
 		// it, or a store write keeps failing): stop paying for it.
-		b.fail(wctx, r, th, fmt.Errorf("%w: picked up %d times", errTooManyAttempts, r.Attempt), status, log)
+		b.fail(wctx, sc, fmt.Errorf("%w: picked up %d times", errTooManyAttempts, r.Attempt))
 		return
 	}
 	outcome, err := b.invoke(ctx, r, status.Progress, log)
@@ -326,13 +336,13 @@ func (b *Bot) execute(r research.Run) {
 	case errors.As(cause, &cr):
 		// Cancelled while the researcher finished a step: the cancel wins,
 		// whatever the step produced (a plan to approve, even a report).
-		b.cancelled(wctx, r, th, cr.by, status, log)
+		b.cancelled(wctx, sc, cr.by)
 	case err == nil && outcome.Interrupt != nil:
-		b.pause(wctx, r, th, *outcome.Interrupt, status, requester, log)
+		b.pause(wctx, sc, *outcome.Interrupt)
 	case err == nil && outcome.Result != nil:
-		b.finish(wctx, r, th, *outcome.Result, status, requester, log)
+		b.finish(wctx, sc, *outcome.Result)
 	case err == nil:
-		b.fail(wctx, r, th, errors.New("the researcher returned neither a result nor an interrupt"), status, log)
+		b.fail(wctx, sc, errors.New("the researcher returned neither a result nor an interrupt"))
 	case errors.Is(cause, errShutdown):
 		if err := b.store.ReleaseRun(wctx, r.ID, b.opts.InstanceID, b.now()); err != nil {
 			log.Warn("bot: release run at shutdown", "err", err)
@@ -344,7 +354,7 @@ func (b *Bot) execute(r research.Run) {
 		log.Warn("bot: lease lost; another process owns the run now")
 		status.halt()
 	default:
-		b.fail(wctx, r, th, err, status, log)
+		b.fail(wctx, sc, err)
 	}
 }
 
@@ -422,11 +432,22 @@ func (b *Bot) countTokens(runID string, progressTokens int, out research.Outcome
 	}
 }
 
+// runScope is what the steps that end a run's turn share: the run, its
+// thread, its status message, the requester's display name and its logger.
+type runScope struct {
+	run       research.Run
+	thread    research.Thread
+	status    *statusMessage
+	requester string
+	log       *slog.Logger
+}
+
 // pause shows an interrupt and records the run as waiting. The status
 // message says "Waiting for you" before the run is recorded as waiting:
 // once it is, a click can resume the run in any process, and an edit from
 // here arriving after that run's own edits would leave a stale picture.
-func (b *Bot) pause(ctx context.Context, r research.Run, th research.Thread, intr research.Interrupt, status *statusMessage, requester string, log *slog.Logger) {
+func (b *Bot) pause(ctx context.Context, sc runScope, intr research.Interrupt) {
+	r, th, status, log := sc.run, sc.thread, sc.status, sc.log
 	if err := status.Final(ctx, research.StateWaiting, ""); err != nil {
 		log.Warn("bot: waiting status", "err", err)
 	}
@@ -435,7 +456,7 @@ func (b *Bot) pause(ctx context.Context, r research.Run, th research.Thread, int
 	if intr.Kind == research.InterruptQuestion {
 		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText("❓ "+truncateEscaped(intr.Text, 3000)+"\n_"+b.userLang(ctx, r.Requester).words().ReplyToAnswer+"_", false), slack.MsgOptionTS(r.Key.ThreadTS))
 	} else {
-		text, blocks := interruptBlocks(r.ID, intr, requester, b.userLang(ctx, r.Requester))
+		text, blocks := interruptBlocks(r.ID, intr, sc.requester, b.userLang(ctx, r.Requester))
 		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS))
 	}
 	if err != nil {
@@ -458,7 +479,7 @@ func (b *Bot) pause(ctx context.Context, r research.Run, th research.Thread, int
 			// Left running, the run would be picked up, researched and
 			// shown again after every lease; a store that refuses the
 			// row will refuse it again. Fail it once instead.
-			b.fail(ctx, r, th, fmt.Errorf("recording the run as waiting: %w", err), status, log)
+			b.fail(ctx, sc, fmt.Errorf("recording the run as waiting: %w", err))
 		}
 		return
 	}
@@ -494,21 +515,22 @@ func redeliverable(latest research.Run, question string) (research.Run, bool) {
 const uploadRounds = 3
 
 // finish uploads the report (once) and records the run as done.
-func (b *Bot) finish(ctx context.Context, r research.Run, th research.Thread, res research.Result, status *statusMessage, requester string, log *slog.Logger) {
+func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
+	r, th, status, log := sc.run, sc.thread, sc.status, sc.log
 	if res.Elapsed == 0 {
 		res.Elapsed = b.now().Sub(r.CreatedAt)
 	}
 	// The report is the product: a Slack outage outlasting one call's
 	// retries gets a few more rounds before the run is failed.
-	err := b.uploadReport(ctx, r, res, requester, log)
+	err := b.uploadReport(ctx, sc, res)
 	for round := 1; err != nil && transient(err) && round <= uploadRounds && ctx.Err() == nil; round++ {
 		wait := time.Duration(round) * 2 * time.Second
 		log.Warn("bot: report upload failed; trying again", "err", err, "round", round, "wait", wait)
 		_ = clock.Sleep(ctx, b.clk, wait)
-		err = b.uploadReport(ctx, r, res, requester, log)
+		err = b.uploadReport(ctx, sc, res)
 	}
 	if err != nil {
-		b.fail(ctx, r, th, fmt.Errorf("%s%w", uploadFailedPrefix, err), status, log)
+		b.fail(ctx, sc, fmt.Errorf("%s%w", uploadFailedPrefix, err))
 		return
 	}
 	p := status.lastProgress()
@@ -542,7 +564,8 @@ func (b *Bot) finish(ctx context.Context, r research.Run, th research.Thread, re
 	}
 }
 
-func (b *Bot) fail(ctx context.Context, r research.Run, th research.Thread, cause error, status *statusMessage, log *slog.Logger) {
+func (b *Bot) fail(ctx context.Context, sc runScope, cause error) {
+	r, th, status, log := sc.run, sc.thread, sc.status, sc.log
 	log.Error("bot: run failed", "err", cause)
 	// The final picture comes before the run is recorded as failed, as in
 	// finish: a process that dies in between leaves the run to be picked
@@ -567,7 +590,8 @@ func (b *Bot) fail(ctx context.Context, r research.Run, th research.Thread, caus
 }
 
 // cancelled finishes a run this process was working on after a cancel.
-func (b *Bot) cancelled(ctx context.Context, r research.Run, th research.Thread, by string, status *statusMessage, log *slog.Logger) {
+func (b *Bot) cancelled(ctx context.Context, sc runScope, by string) {
+	r, th, status, log := sc.run, sc.thread, sc.status, sc.log
 	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
 		log.Warn("bot: researcher cancel", "err", err)
 	}
@@ -656,7 +680,8 @@ func reportFilename(r research.Run, title string) string {
 // is what it answers to blocks it cannot show with a file) is not retried
 // as it is: the file is shared with a plain title instead and the summary
 // posted as a message of its own.
-func (b *Bot) uploadReport(ctx context.Context, r research.Run, res research.Result, requester string, log *slog.Logger) error {
+func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result) error {
+	r, requester, log := sc.run, sc.requester, sc.log
 	if _, err := b.store.Upload(ctx, r.ID); err == nil {
 		log.Info("bot: report already uploaded")
 		return nil

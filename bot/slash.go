@@ -196,7 +196,7 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 	}
 	say("Started — follow the progress in the thread.")
 	// The message was just posted: the claim of its answer is the first.
-	b.newRun(ctx, th, cmd.UserID, question, false, ts, b.opts.RunOptions, false)
+	b.newRun(ctx, th, runRequest{user: cmd.UserID, question: question, msgTS: ts, opts: b.opts.RunOptions})
 }
 
 func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(string)) {
