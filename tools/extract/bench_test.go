@@ -3,30 +3,17 @@ package extract
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // BenchmarkExtract extracts the testdata pages, one page per iteration.
 func BenchmarkExtract(b *testing.B) {
-	pages, err := filepath.Glob(filepath.Join("testdata", "*.html"))
-	if err != nil || len(pages) == 0 {
-		b.Fatalf("no test pages: %v", err)
-	}
-	var data [][]byte
-	for _, p := range pages {
-		d, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		data = append(data, d)
-	}
+	pages := testPages(b)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := ExtractBytes(data[i%len(data)], "https://example.com/a", Options{}); err != nil {
+		if _, err := ExtractBytes(pages[i%len(pages)].data, "https://example.com/a", Options{}); err != nil {
 			b.Fatal(err)
 		}
 		i++

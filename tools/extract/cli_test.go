@@ -13,10 +13,7 @@ import (
 )
 
 func TestRunCLI(t *testing.T) {
-	page, err := os.ReadFile(filepath.Join("testdata", "en_news.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := readPage(t, "en_news.html")
 	dir := t.TempDir()
 	htmlPath := filepath.Join(dir, "page.html")
 	if err := os.WriteFile(htmlPath, page, 0o644); err != nil {

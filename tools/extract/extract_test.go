@@ -18,18 +18,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // TestGolden extracts every testdata/*.html page and compares all fields
 // with testdata/<name>.golden.json and the markdown with <name>.golden.md.
 func TestGolden(t *testing.T) {
-	pages, err := filepath.Glob(filepath.Join("testdata", "*.html"))
-	if err != nil || len(pages) == 0 {
-		t.Fatalf("no test pages: %v", err)
-	}
-	for _, page := range pages {
-		name := strings.TrimSuffix(filepath.Base(page), ".html")
-		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := Extract(bytes.NewReader(data), "https://example.com/section/page.html", Options{})
+	for _, page := range testPages(t) {
+		t.Run(page.name, func(t *testing.T) {
+			a, err := Extract(bytes.NewReader(page.data), "https://example.com/section/page.html", Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,10 +29,41 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			checkGolden(t, filepath.Join("testdata", name+".golden.json"), got)
-			checkGolden(t, filepath.Join("testdata", name+".golden.md"), []byte(a.Markdown+"\n"))
+			checkGolden(t, filepath.Join("testdata", page.name+".golden.json"), got)
+			checkGolden(t, filepath.Join("testdata", page.name+".golden.md"), []byte(a.Markdown+"\n"))
 		})
 	}
+}
+
+// testPage is one testdata/*.html page.
+type testPage struct {
+	name string // the file name without .html
+	data []byte
+}
+
+// testPages reads every testdata/*.html page.
+func testPages(tb testing.TB) []testPage {
+	tb.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.html"))
+	if err != nil || len(paths) == 0 {
+		tb.Fatalf("no test pages: %v", err)
+	}
+	pages := make([]testPage, 0, len(paths))
+	for _, p := range paths {
+		name := filepath.Base(p)
+		pages = append(pages, testPage{name: strings.TrimSuffix(name, ".html"), data: readPage(tb, name)})
+	}
+	return pages
+}
+
+// readPage returns the file testdata/name.
+func readPage(tb testing.TB, name string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }
 
 func checkGolden(t *testing.T, path string, got []byte) {
@@ -146,11 +168,7 @@ func TestGoldenContent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.page, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", tt.page))
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := ExtractBytes(data, "https://example.com/section/page.html", Options{})
+			a, err := ExtractBytes(readPage(t, tt.page), "https://example.com/section/page.html", Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,11 +307,8 @@ func TestReadError(t *testing.T) {
 }
 
 func FuzzExtract(f *testing.F) {
-	pages, _ := filepath.Glob(filepath.Join("testdata", "*.html"))
-	for _, p := range pages {
-		if data, err := os.ReadFile(p); err == nil {
-			f.Add(data)
-		}
+	for _, p := range testPages(f) {
+		f.Add(p.data)
 	}
 	f.Add([]byte(`<table><tr><td><ul><li><table><tr><th>a<td>b</table></ul>`))
 	f.Add([]byte(`<pre>` + "```" + `code</pre><blockquote><blockquote><ol start="-5"><li>x`))
@@ -320,10 +335,7 @@ func FuzzExtract(f *testing.F) {
 // cut in the middle of a character (Options.MaxBytes) or carries a stray
 // byte that is not UTF-8.
 func TestCharsetMismatch(t *testing.T) {
-	page, err := os.ReadFile(filepath.Join("testdata", "utf8_declared_latin1.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := readPage(t, "utf8_declared_latin1.html")
 	cut := bytes.Index(page, []byte("Genève")) + len("Gen") + 1 // inside "è"
 	stray := bytes.Replace(page, []byte("Bahnhofstraße,"), []byte("Bahnhofstraße\xff,"), 1)
 	tests := []struct {
