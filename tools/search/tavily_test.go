@@ -236,14 +236,11 @@ func TestTavilyTimeoutRetried(t *testing.T) {
 }
 
 func TestTavilyContextCanceled(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(503)
-	}))
-	defer srv.Close()
+	base, _ := replay(t, step{status: 503})
 	ctx, cancel := context.WithCancel(context.Background())
-	tv, _ := NewTavily(TavilyOptions{APIKey: testTavilyKey, BaseURL: srv.URL, Retry: RetryPolicy{
+	tv := newHTTPProvider(t, "tavily", base, RetryPolicy{
 		Sleep: func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() },
-	}})
+	}, nil)
 	_, err := tv.Search(ctx, Query{Text: "q"})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
