@@ -101,10 +101,12 @@ var (
 // LiveInstances and LeaveInstance keep their names.
 //
 // Firings (schedule.Store): ClaimFiring is Put of a Held (or Parked, when
-// it needs approval) KindFiring job; RenewFiring is Extend; FinishFiring is
-// Finish (skipped: Done, the outcome in the payload); TakeOverFiring is
-// Claim with maxAttempts; FailExpired is FailExpired; ApproveFiring is
-// Unpark then ClaimKey by the approver; GetFiring is Get.
+// it needs approval; Done when it is skipped at once) KindFiring job;
+// RenewFiring is Extend; FinishFiring is Finish (skipped: Done with the
+// payload "skipped"; of a waiting firing: Unpark, ClaimKey, Finish);
+// TakeOverFiring is Claim with maxAttempts; FailExpired is FailExpired;
+// ApproveFiring is Unpark then ClaimKey by the approver; GetFiring is Get.
+// The firing's row keeps its digest and outcome text.
 type Queue interface {
 	// Put stores each job whose (Kind, Key) has none yet, in one step, and
 	// reports for each whether it stored it: false for a key stored before

@@ -213,3 +213,79 @@ func ParseFiringKey(key string) (scheduleID string, due int64, err error) {
 	}
 	return key[:i], due, nil
 }
+
+// Runs: a run is a KindRun job keyed by its id, created at its CreatedAt,
+// which holds its lease and state (ready: queued, held: running, parked:
+// waiting, done, failed; cancelled is failed with the payload "cancelled")
+// and a failed run's error text. The runs row keeps the rest: the question,
+// the options, the interrupt and the decision, the status message,
+// CancelRequestedBy.
+
+// RunCancelled is the payload of a cancelled run's job.
+const RunCancelled = "cancelled"
+
+// RunJob returns the job CreateRun puts for r: ready.
+func RunJob(r research.Run) jobs.Job {
+	return jobs.Job{Kind: jobs.KindRun, Key: r.ID, State: jobs.Ready, CreatedAt: r.CreatedAt}
+}
+
+// RunFinish returns the job state and payload FinishRun stores for a final
+// run state.
+func RunFinish(s research.RunState) (jobs.State, []byte, error) {
+	switch s {
+	case research.StateDone:
+		return jobs.Done, []byte{}, nil
+	case research.StateFailed:
+		return jobs.Failed, []byte{}, nil
+	case research.StateCancelled:
+		return jobs.Failed, []byte(RunCancelled), nil
+	}
+	return "", nil, fmt.Errorf("finish run in state %q (not a final state): %w", s, jobs.ErrInvalid)
+}
+
+// RunState returns the state of a run whose job is in state s with payload p.
+func RunState(s jobs.State, p []byte) research.RunState {
+	switch s {
+	case jobs.Ready:
+		return research.StateQueued
+	case jobs.Held:
+		return research.StateRunning
+	case jobs.Parked:
+		return research.StateWaiting
+	case jobs.Done:
+		return research.StateDone
+	}
+	if string(p) == RunCancelled {
+		return research.StateCancelled
+	}
+	return research.StateFailed
+}
+
+// RunJobStates returns the job states (and, for cancelled and failed, the
+// payload that tells them apart) of a run state, for queries by state.
+func RunJobStates(s research.RunState) (jobs.State, []byte) {
+	switch s {
+	case research.StateQueued:
+		return jobs.Ready, nil
+	case research.StateRunning:
+		return jobs.Held, nil
+	case research.StateWaiting:
+		return jobs.Parked, nil
+	case research.StateDone:
+		return jobs.Done, nil
+	case research.StateCancelled:
+		return jobs.Failed, []byte(RunCancelled)
+	}
+	return jobs.Failed, []byte{}
+}
+
+// RunLease fills the lease fields of r from its job: state, owner, lease,
+// attempt, finish time, error text, and UpdatedAt when the job changed
+// later than the row.
+func RunLease(r *research.Run, j jobs.Job) {
+	r.State = RunState(j.State, j.Payload)
+	r.Owner, r.LeaseUntil, r.Attempt, r.FinishedAt, r.Error = j.Owner, j.LeaseUntil, j.Attempts, j.FinishedAt, j.Error
+	if j.UpdatedAt.After(r.UpdatedAt) {
+		r.UpdatedAt = j.UpdatedAt
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"deepresearch/jobs"
 	"deepresearch/research"
+	"deepresearch/schedule"
 	"deepresearch/storage/jobmap"
 )
 
@@ -77,5 +78,54 @@ func TestResearchErr(t *testing.T) {
 	}
 	if jobmap.ResearchErr(nil) != nil {
 		t.Error("ResearchErr(nil) != nil")
+	}
+}
+
+func TestFiringKey(t *testing.T) {
+	for _, tt := range []struct {
+		id  string
+		due int64
+	}{{"s1", 1772442000000000000}, {"a@b", 0}, {"", -5}} {
+		id, due, err := jobmap.ParseFiringKey(jobmap.FiringKey(tt.id, tt.due))
+		if err != nil || id != tt.id || due != tt.due {
+			t.Errorf("ParseFiringKey(FiringKey(%q, %d)) = %q, %d, %v", tt.id, tt.due, id, due, err)
+		}
+	}
+	for _, bad := range []string{"no-at", "s1@", "s1@x"} {
+		if _, _, err := jobmap.ParseFiringKey(bad); err == nil {
+			t.Errorf("ParseFiringKey(%q) accepted", bad)
+		}
+	}
+}
+
+// Every firing state survives the trip through a job: as claimed, and as
+// finished.
+func TestFiringStates(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, st := range []schedule.FiringState{schedule.FiringRunning, schedule.FiringWaiting, schedule.FiringDone,
+		schedule.FiringFailed, schedule.FiringSkipped} {
+		j, err := jobmap.FiringJob(schedule.Firing{ScheduleID: "s", Due: t0, State: st, Owner: "p", LeaseUntil: t0, ClaimedAt: t0}, 1)
+		if err != nil {
+			t.Fatalf("FiringJob(%s): %v", st, err)
+		}
+		if got := jobmap.FiringState(j.State, j.Payload); got != st {
+			t.Errorf("claimed %s reads back %s", st, got)
+		}
+		if !st.Final() {
+			continue
+		}
+		state, p, err := jobmap.FiringFinish(schedule.Outcome{State: st})
+		if err != nil {
+			t.Fatalf("FiringFinish(%s): %v", st, err)
+		}
+		if got := jobmap.FiringState(state, p); got != st {
+			t.Errorf("finished %s reads back %s", st, got)
+		}
+	}
+	if _, _, err := jobmap.FiringFinish(schedule.Outcome{State: schedule.FiringRunning}); !errors.Is(err, jobs.ErrInvalid) {
+		t.Errorf("FiringFinish(running) = %v", err)
+	}
+	if _, err := jobmap.FiringJob(schedule.Firing{ScheduleID: "s", State: "bogus", ClaimedAt: t0}, 1); !errors.Is(err, jobs.ErrInvalid) {
+		t.Errorf("FiringJob(bogus) = %v", err)
 	}
 }

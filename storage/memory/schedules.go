@@ -2,14 +2,16 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
+	"deepresearch/jobs"
 	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/storage/dbtext"
+	"deepresearch/storage/jobmap"
 )
 
 type key struct {
@@ -20,15 +22,38 @@ type key struct {
 // Schedules is an in-memory schedule.Store, the reference for the SQL
 // stores and the store of unit tests. The zero value is not usable; call
 // NewSchedules.
+//
+// A firing is its record in firings (manual, claimed_at, the outcome's
+// error text, the digest) and a KindFiring job on q that holds its lease and
+// state (jobmap.FiringJob): the lease rules are jobs.go's. q's mutex guards
+// both, so a record and its job change together.
 type Schedules struct {
-	mu        sync.Mutex
+	q         *Jobs
 	schedules map[string]schedule.Schedule
-	firings   map[key]schedule.Firing
+	firings   map[key]schedule.Firing // without the lease fields
 }
 
 // NewSchedules returns an empty store.
 func NewSchedules() *Schedules {
-	return &Schedules{schedules: map[string]schedule.Schedule{}, firings: map[key]schedule.Firing{}}
+	return &Schedules{q: NewJobs(), schedules: map[string]schedule.Schedule{}, firings: map[key]schedule.Firing{}}
+}
+
+func (kk key) job() string { return jobmap.FiringKey(kk.id, kk.due) }
+
+// firing returns the firing kk with its lease, or ErrNotFound; the caller
+// holds q.mu.
+func (s *Schedules) firing(kk key) (schedule.Firing, error) {
+	f, ok := s.firings[kk]
+	if !ok {
+		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%d: %w", kk.id, kk.due, schedule.ErrNotFound)
+	}
+	j, err := s.q.get(jobs.KindFiring, kk.job())
+	if err != nil {
+		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%d: %w", kk.id, kk.due, err)
+	}
+	f = cloneFiring(f)
+	jobmap.FiringLease(&f, j)
+	return f, nil
 }
 
 func k(id string, due time.Time) key { return key{id, due.UnixNano()} }
@@ -61,8 +86,8 @@ func (s *Schedules) lastDue(id string) time.Time {
 // CreateSchedule implements schedule.Store.
 func (s *Schedules) CreateSchedule(_ context.Context, sc schedule.Schedule, maxPerChannel int) error {
 	sc = dbtext.Schedule(sc)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	if _, ok := s.schedules[sc.ID]; ok {
 		return fmt.Errorf("memory: %s: %w", sc.ID, schedule.ErrAlreadyExists)
 	}
@@ -82,8 +107,8 @@ func (s *Schedules) CreateSchedule(_ context.Context, sc schedule.Schedule, maxP
 
 // GetSchedule implements schedule.Store.
 func (s *Schedules) GetSchedule(_ context.Context, id string) (schedule.Schedule, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	sc, ok := s.schedules[id]
 	if !ok {
 		return schedule.Schedule{}, fmt.Errorf("memory: schedule %s: %w", id, schedule.ErrNotFound)
@@ -95,8 +120,8 @@ func (s *Schedules) GetSchedule(_ context.Context, id string) (schedule.Schedule
 // UpdateSchedule implements schedule.Store.
 func (s *Schedules) UpdateSchedule(_ context.Context, sc schedule.Schedule) error {
 	sc = dbtext.Schedule(sc)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	old, ok := s.schedules[sc.ID]
 	if !ok {
 		return fmt.Errorf("memory: schedule %s: %w", sc.ID, schedule.ErrNotFound)
@@ -109,8 +134,8 @@ func (s *Schedules) UpdateSchedule(_ context.Context, sc schedule.Schedule) erro
 
 // DeleteSchedule implements schedule.Store.
 func (s *Schedules) DeleteSchedule(_ context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	if _, ok := s.schedules[id]; !ok {
 		return fmt.Errorf("memory: schedule %s: %w", id, schedule.ErrNotFound)
 	}
@@ -118,6 +143,7 @@ func (s *Schedules) DeleteSchedule(_ context.Context, id string) error {
 	for k := range s.firings {
 		if k.id == id {
 			delete(s.firings, k)
+			s.q.drop(jobs.KindFiring, k.job())
 		}
 	}
 	return nil
@@ -125,8 +151,8 @@ func (s *Schedules) DeleteSchedule(_ context.Context, id string) error {
 
 // ListSchedules implements schedule.Store.
 func (s *Schedules) ListSchedules(_ context.Context, f schedule.Filter) ([]schedule.Schedule, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	var out []schedule.Schedule
 	for _, sc := range s.schedules {
 		if (f.Channel != "" && sc.Channel != f.Channel) || (f.Owner != "" && sc.Owner != f.Owner) || (f.EnabledOnly && !sc.Enabled) {
@@ -148,57 +174,94 @@ func (s *Schedules) ListSchedules(_ context.Context, f schedule.Filter) ([]sched
 func (s *Schedules) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) {
 	f.Digest = dbtext.Digest(f.Digest)
 	f.Error = dbtext.String(f.Error)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	kk := k(f.ScheduleID, f.Due)
+	j, err := jobmap.FiringJob(f, kk.due)
+	if err != nil {
+		return false, fmt.Errorf("memory: %w", err)
+	}
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	if _, ok := s.schedules[f.ScheduleID]; !ok {
 		return false, fmt.Errorf("memory: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
 	}
-	kk := k(f.ScheduleID, f.Due)
 	if _, ok := s.firings[kk]; ok {
 		return false, nil
 	}
+	s.q.drop(j.Kind, j.Key) // never there: DeleteSchedule drops the jobs
+	if _, err := s.q.put([]jobs.Job{j}); err != nil {
+		return false, err
+	}
+	f.Owner, f.LeaseUntil, f.Attempts, f.FinishedAt, f.State = "", time.Time{}, 0, time.Time{}, ""
 	s.firings[kk] = cloneFiring(f)
 	return true, nil
 }
 
-// RenewFiring implements schedule.Store.
-func (s *Schedules) RenewFiring(_ context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.firings[k(id, due)]
-	if !ok || f.State != schedule.FiringRunning || f.Owner != owner {
-		return fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
+// leaseErr maps the jobs error of a firing's lease to schedule.ErrLeaseLost
+// (also for a firing that does not exist, as a lease nobody holds).
+func leaseErr(err error) error {
+	if errors.Is(err, jobs.ErrNotFound) {
+		return fmt.Errorf("%w: %w", schedule.ErrLeaseLost, err)
 	}
-	f.LeaseUntil = leaseUntil
-	s.firings[k(id, due)] = f
-	return nil
+	return jobmap.ScheduleErr(err)
 }
 
-// FinishFiring implements schedule.Store.
+// RenewFiring implements schedule.Store: Extend to leaseUntil (which may lie
+// in the past: a hand-back).
+func (s *Schedules) RenewFiring(_ context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	_, err := s.q.extend(jobs.KindFiring, k(id, due).job(), owner, leaseUntil, 0)
+	return leaseErr(err)
+}
+
+// FinishFiring implements schedule.Store. A waiting firing has no lease: it
+// is finished by whoever finishes it (a decline, or its claimer whose
+// request for approval failed), as a job unparked, claimed and finished.
 func (s *Schedules) FinishFiring(_ context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
 	out = dbtext.Outcome(out)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.firings[k(id, due)]
-	if !ok || f.Owner != owner || f.State.Final() {
-		return fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
+	state, payload, err := jobmap.FiringFinish(out)
+	if err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
-	f.State, f.Error, f.Digest, f.FinishedAt = out.State, out.Error, cloneDigest(out.Digest), out.FinishedAt
-	s.firings[k(id, due)] = f
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	kk := k(id, due)
+	j, err := s.q.get(jobs.KindFiring, kk.job())
+	if err != nil {
+		return leaseErr(err)
+	}
+	if j.State == jobs.Parked {
+		if _, err := s.q.unpark(jobs.KindFiring, j.Key, nil, out.FinishedAt); err != nil {
+			return leaseErr(err)
+		}
+		if _, err := s.q.claimKey(jobs.KindFiring, j.Key, owner, out.FinishedAt, 0, 0); err != nil {
+			return leaseErr(err)
+		}
+	}
+	if _, err := s.q.finishHeld(jobs.KindFiring, j.Key, owner, state, "", payload, out.FinishedAt); err != nil {
+		return leaseErr(err)
+	}
+	f := s.firings[kk]
+	f.Error, f.Digest = out.Error, cloneDigest(out.Digest)
+	s.firings[kk] = f
 	return nil
 }
 
-// TakeOverFiring implements schedule.Store.
+// TakeOverFiring implements schedule.Store: Claim with the bound on attempts.
 func (s *Schedules) TakeOverFiring(_ context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	var out []schedule.Firing
-	for kk, f := range s.firings {
-		if f.State == schedule.FiringRunning && f.LeaseUntil.Before(now) && f.Attempts < maxAttempts {
-			f.Owner, f.LeaseUntil, f.Attempts = owner, leaseUntil, f.Attempts+1
-			s.firings[kk] = f
-			out = append(out, cloneFiring(f))
+	for _, j := range s.q.claimAll(jobs.KindFiring, owner, now, leaseUntil.Sub(now), 0, maxAttempts) {
+		id, due, err := jobmap.ParseFiringKey(j.Key)
+		if err != nil {
+			return nil, fmt.Errorf("memory: take over: %w", err)
 		}
+		f, err := s.firing(key{id, due})
+		if err != nil {
+			return nil, fmt.Errorf("take over: %w", err)
+		}
+		out = append(out, f)
 	}
 	sortFirings(out)
 	return out, nil
@@ -206,54 +269,49 @@ func (s *Schedules) TakeOverFiring(_ context.Context, owner string, now, leaseUn
 
 // FailExpired implements schedule.Store.
 func (s *Schedules) FailExpired(_ context.Context, now time.Time, maxAttempts int) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for kk, f := range s.firings {
-		if f.State == schedule.FiringRunning && f.LeaseUntil.Before(now) && f.Attempts >= maxAttempts {
-			f.State, f.Error, f.FinishedAt = schedule.FiringFailed, "abandoned: the process running it stopped", now
-			s.firings[kk] = f
-			n++
-		}
-	}
-	return n, nil
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	return s.q.failExpired(jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
 }
 
-// ApproveFiring implements schedule.Store.
+// ApproveFiring implements schedule.Store: Unpark, then ClaimKey by the
+// approver.
 func (s *Schedules) ApproveFiring(_ context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.firings[k(id, due)]
-	if !ok {
-		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	kk := k(id, due)
+	_, err := s.q.unpark(jobs.KindFiring, kk.job(), nil, now)
+	switch {
+	case errors.Is(err, jobs.ErrNotParked):
+		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s: %w: %w", id, due, schedule.ErrNotWaiting, err)
+	case err != nil:
+		return schedule.Firing{}, jobmap.ScheduleErr(err)
 	}
-	if f.State != schedule.FiringWaiting {
-		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s is %s: %w", id, due, f.State, schedule.ErrNotWaiting)
+	if _, err := s.q.claimKey(jobs.KindFiring, kk.job(), owner, now, leaseUntil.Sub(now), 0); err != nil {
+		return schedule.Firing{}, jobmap.ScheduleErr(err)
 	}
-	f.State, f.Owner, f.LeaseUntil, f.Attempts = schedule.FiringRunning, owner, leaseUntil, f.Attempts+1
-	s.firings[k(id, due)] = f
-	return cloneFiring(f), nil
+	return s.firing(kk)
 }
 
 // GetFiring implements schedule.Store.
 func (s *Schedules) GetFiring(_ context.Context, id string, due time.Time) (schedule.Firing, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.firings[k(id, due)]
-	if !ok {
-		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrNotFound)
-	}
-	return cloneFiring(f), nil
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	return s.firing(k(id, due))
 }
 
 // ListFirings implements schedule.Store.
 func (s *Schedules) ListFirings(_ context.Context, id string, limit int) ([]schedule.Firing, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	var out []schedule.Firing
-	for kk, f := range s.firings {
+	for kk := range s.firings {
 		if kk.id == id {
-			out = append(out, cloneFiring(f))
+			f, err := s.firing(kk)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Due.After(out[j].Due) })
@@ -265,22 +323,28 @@ func (s *Schedules) ListFirings(_ context.Context, id string, limit int) ([]sche
 
 // PreviousDigest implements schedule.Store.
 func (s *Schedules) PreviousDigest(_ context.Context, id string, before time.Time) (schedule.Firing, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	var best *schedule.Firing
-	for kk, f := range s.firings {
-		if kk.id != id || f.State != schedule.FiringDone || f.Digest == nil || !f.Due.Before(before) {
+	for kk := range s.firings {
+		if kk.id != id {
+			continue
+		}
+		f, err := s.firing(kk)
+		if err != nil {
+			return schedule.Firing{}, err
+		}
+		if f.State != schedule.FiringDone || f.Digest == nil || !f.Due.Before(before) {
 			continue
 		}
 		if best == nil || f.Due.After(best.Due) {
-			f := f
 			best = &f
 		}
 	}
 	if best == nil {
 		return schedule.Firing{}, fmt.Errorf("memory: previous digest of %s: %w", id, schedule.ErrNotFound)
 	}
-	return cloneFiring(*best), nil
+	return *best, nil
 }
 
 func sortFirings(fs []schedule.Firing) {

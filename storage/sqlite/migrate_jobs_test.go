@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io/fs"
 	"net/url"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/schedule"
 	"deepresearch/storage/migrate"
 )
 
@@ -66,6 +68,13 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 		{`INSERT INTO bot_inbox VALUES ('env:orphan', 'slash_commands', 'env-3', CAST('{}' AS BLOB), ?, '', 0, 1, 0)`, []any{ns(3)}},
 		{`INSERT INTO bot_events VALUES ('msg:C1:1.0', ?)`, []any{ns(4)}},
 		{`INSERT INTO bot_instances VALUES ('A', ?)`, []any{ns(50)}},
+		// Digest firings: one whose process died (lease ended at 10), one
+		// waiting for approval, one done with its digest, one skipped.
+		{`INSERT INTO schedules VALUES ('s1', 0, 0, 0, 1, 'T1', 'C1', 'U1', 'topic', '@daily', 'UTC', '{}')`, nil},
+		{`INSERT INTO schedule_firings VALUES ('s1', ?, ?, ?, 0, 1, 0, 'running', 'dead', '', NULL)`, []any{ns(100), ns(10), ns(5)}},
+		{`INSERT INTO schedule_firings VALUES ('s1', ?, 0, ?, 0, 0, 0, 'waiting', 'p0', '', NULL)`, []any{ns(200), ns(6)}},
+		{`INSERT INTO schedule_firings VALUES ('s1', ?, 0, ?, ?, 1, 1, 'done', 'p0', '', '{"title":"w1"}')`, []any{ns(50), ns(7), ns(8)}},
+		{`INSERT INTO schedule_firings VALUES ('s1', ?, 0, ?, ?, 0, 0, 'skipped', 'p0', 'missed', NULL)`, []any{ns(40), ns(9), ns(9)}},
 	} {
 		if _, err := old.Exec(q.sql, q.args...); err != nil {
 			t.Fatalf("%s: %v", q.sql, err)
@@ -111,6 +120,49 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 	}
 	if n, err := r.LiveInstances(ctx, t0.Add(50*time.Second)); err != nil || n != 1 {
 		t.Errorf("live instances = %d, %v", n, err)
+	}
+
+	sch := NewSchedules(s)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	taken, err := sch.TakeOverFiring(ctx, "B", at(60), at(90), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(taken) != 1 || !taken[0].Due.Equal(at(100)) || taken[0].Owner != "B" || taken[0].Attempts != 2 ||
+		taken[0].State != schedule.FiringRunning || !taken[0].ClaimedAt.Equal(at(5)) || !taken[0].LeaseUntil.Equal(at(90)) {
+		t.Fatalf("taken over firings = %+v", taken)
+	}
+	if err := sch.FinishFiring(ctx, "s1", at(100), "B", schedule.Outcome{State: schedule.FiringDone, Digest: &schedule.Digest{Title: "w2"}, FinishedAt: at(70)}); err != nil {
+		t.Fatal(err)
+	}
+	approved, err := sch.ApproveFiring(ctx, "s1", at(200), "C", at(61), at(91))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if approved.State != schedule.FiringRunning || approved.Owner != "C" || approved.Attempts != 1 {
+		t.Errorf("approved firing = %+v", approved)
+	}
+	if _, err := sch.ApproveFiring(ctx, "s1", at(200), "D", at(62), at(92)); !errors.Is(err, schedule.ErrNotWaiting) {
+		t.Errorf("second approval: %v", err)
+	}
+	prev, err := sch.PreviousDigest(ctx, "s1", at(100))
+	if err != nil || prev.Digest == nil || prev.Digest.Title != "w1" || !prev.Manual || !prev.FinishedAt.Equal(at(8)) || prev.Attempts != 1 {
+		t.Errorf("previous digest = %+v, %v", prev, err)
+	}
+	skipped, err := sch.GetFiring(ctx, "s1", at(40))
+	if err != nil || skipped.State != schedule.FiringSkipped || skipped.Error != "missed" || !skipped.FinishedAt.Equal(at(9)) {
+		t.Errorf("skipped firing = %+v, %v", skipped, err)
+	}
+	if fs, err := sch.ListFirings(ctx, "s1", 0); err != nil || len(fs) != 4 || fs[0].State != schedule.FiringRunning || fs[1].State != schedule.FiringDone {
+		t.Errorf("firings = %+v, %v", fs, err)
+	}
+	if ok, err := sch.ClaimFiring(ctx, schedule.Firing{ScheduleID: "s1", Due: at(100), State: schedule.FiringRunning, Owner: "E", LeaseUntil: at(200), ClaimedAt: at(63)}); err != nil || ok {
+		t.Errorf("a migrated firing was claimed again: %v, %v", ok, err)
+	}
+	var leaseCols int
+	if err := s.r.QueryRow(`SELECT count(*) FROM pragma_table_info('schedule_firings')
+		WHERE name IN ('lease_until', 'owner', 'state', 'attempts', 'finished_at')`).Scan(&leaseCols); err != nil || leaseCols != 0 {
+		t.Errorf("schedule_firings keeps %d lease columns (%v)", leaseCols, err)
 	}
 	for _, table := range []string{"bot_inbox", "bot_events", "bot_instances"} {
 		var n int

@@ -9,14 +9,21 @@ import (
 	"strings"
 	"time"
 
+	"deepresearch/jobs"
 	"deepresearch/schedule"
 	"deepresearch/storage/dbtext"
+	"deepresearch/storage/jobmap"
 )
 
 // Schedules is the schedule.Store on a SQLite database. Its writes go
 // through the Store's writer, one connection whose transactions begin
 // IMMEDIATE, so the claim of a firing and the per-channel limit hold across
 // processes sharing the file.
+//
+// A firing is a row of schedule_firings (manual, claimed_at, the outcome's
+// error text, the digest) and a KindFiring job (migration 0009) that holds
+// its lease and state (jobmap.FiringJob): the lease rules are jobs.go's,
+// run inside the transaction that also writes the row.
 type Schedules struct {
 	db *sql.DB
 }
@@ -126,6 +133,10 @@ func (s *Schedules) UpdateSchedule(ctx context.Context, sc schedule.Schedule) er
 // DeleteSchedule implements schedule.Store.
 func (s *Schedules) DeleteSchedule(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE kind = 'firing'
+			AND key IN (SELECT schedule_id || '@' || due FROM schedule_firings WHERE schedule_id = ?)`, id); err != nil {
+			return fmt.Errorf("sqlite: delete firing jobs of %s: %w", id, err)
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM schedule_firings WHERE schedule_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete firings of %s: %w", id, err)
 		}
@@ -187,13 +198,18 @@ func digestJSON(d *schedule.Digest) (any, error) {
 	return string(b), nil
 }
 
-// ClaimFiring implements schedule.Store.
+// ClaimFiring implements schedule.Store: the row and the job in one
+// transaction; a job left behind by a firing row that is gone is replaced.
 func (s *Schedules) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, error) {
 	f.Digest = dbtext.Digest(f.Digest)
 	f.Error = dbtext.String(f.Error)
 	dg, err := digestJSON(f.Digest)
 	if err != nil {
 		return false, err
+	}
+	j, err := jobmap.FiringJob(f, nanos(f.Due))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: %w", err)
 	}
 	var claimed bool
 	err = s.tx(ctx, func(tx *sql.Tx) error {
@@ -205,63 +221,105 @@ func (s *Schedules) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, e
 		if err != nil {
 			return fmt.Errorf("sqlite: claim: %w", err)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO schedule_firings (schedule_id, due, lease_until, claimed_at, finished_at, attempts, manual, state, owner, error, digest)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_id, due) DO NOTHING`,
-			f.ScheduleID, nanos(f.Due), nanos(f.LeaseUntil), nanos(f.ClaimedAt), nanos(f.FinishedAt), f.Attempts, b2i(f.Manual), string(f.State), f.Owner, f.Error, dg)
+		res, err := tx.ExecContext(ctx, `INSERT INTO schedule_firings (schedule_id, due, claimed_at, manual, error, digest)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_id, due) DO NOTHING`,
+			f.ScheduleID, nanos(f.Due), nanos(f.ClaimedAt), b2i(f.Manual), f.Error, dg)
 		if err != nil {
 			return fmt.Errorf("sqlite: claim %s@%s: %w", f.ScheduleID, f.Due, err)
 		}
-		n, _ := res.RowsAffected()
-		claimed = n == 1
-		return nil
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		claimed = true
+		stored, err := putJobs(ctx, tx, []jobs.Job{j})
+		if err != nil || stored[0] {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE kind = ? AND key = ?`, j.Kind, j.Key); err != nil {
+			return fmt.Errorf("sqlite: claim %s@%s: %w", f.ScheduleID, f.Due, err)
+		}
+		_, err = putJobs(ctx, tx, []jobs.Job{j})
+		return err
 	})
 	return claimed, err
 }
 
-// RenewFiring implements schedule.Store.
-func (s *Schedules) RenewFiring(ctx context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE schedule_firings SET lease_until = ? WHERE schedule_id = ? AND due = ? AND owner = ? AND state = 'running'`,
-		nanos(leaseUntil), id, nanos(due), owner)
-	if err != nil {
-		return fmt.Errorf("sqlite: renew %s@%s: %w", id, due, err)
+// leaseErr maps the jobs error of a firing's lease to schedule.ErrLeaseLost
+// (also for a firing that does not exist, as a lease nobody holds).
+func leaseErr(err error) error {
+	if errors.Is(err, jobs.ErrNotFound) {
+		return fmt.Errorf("%w: %w", schedule.ErrLeaseLost, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("sqlite: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
-	}
-	return nil
+	return jobmap.ScheduleErr(err)
 }
 
-// FinishFiring implements schedule.Store.
+// RenewFiring implements schedule.Store: Extend to leaseUntil (which may lie
+// in the past: a hand-back).
+func (s *Schedules) RenewFiring(ctx context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := extendJob(ctx, tx, jobs.KindFiring, jobmap.FiringKey(id, nanos(due)), owner, leaseUntil, 0)
+		return leaseErr(err)
+	})
+}
+
+// FinishFiring implements schedule.Store. A waiting firing has no lease: it
+// is finished by whoever finishes it (a decline, or its claimer whose
+// request for approval failed), as a job unparked, claimed and finished in
+// one transaction.
 func (s *Schedules) FinishFiring(ctx context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
 	out = dbtext.Outcome(out)
 	dg, err := digestJSON(out.Digest)
 	if err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE schedule_firings SET state = ?, error = ?, digest = ?, finished_at = ?
-		WHERE schedule_id = ? AND due = ? AND owner = ? AND state IN ('running', 'waiting')`,
-		string(out.State), out.Error, dg, nanos(out.FinishedAt), id, nanos(due), owner)
+	state, payload, err := jobmap.FiringFinish(out)
 	if err != nil {
-		return fmt.Errorf("sqlite: finish %s@%s: %w", id, due, err)
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("sqlite: firing %s@%s: %w", id, due, schedule.ErrLeaseLost)
-	}
-	return nil
+	key := jobmap.FiringKey(id, nanos(due))
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		j, err := getJob(ctx, tx, jobs.KindFiring, key)
+		if err != nil {
+			return leaseErr(err)
+		}
+		if j.State == jobs.Parked {
+			if _, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, out.FinishedAt); err != nil {
+				return leaseErr(err)
+			}
+			if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, out.FinishedAt, 0, 0); err != nil {
+				return leaseErr(err)
+			}
+		}
+		if _, err := finishJob(ctx, tx, jobs.KindFiring, key, owner, state, "", payload, out.FinishedAt); err != nil {
+			return leaseErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE schedule_firings SET error = ?, digest = ? WHERE schedule_id = ? AND due = ?`,
+			out.Error, dg, id, nanos(due)); err != nil {
+			return fmt.Errorf("sqlite: finish %s@%s: %w", id, due, err)
+		}
+		return nil
+	})
 }
 
-const firingCols = `schedule_id, due, lease_until, claimed_at, finished_at, attempts, manual, state, owner, error, digest`
+// firingCols and firingFrom read a firing with its job.
+const (
+	firingCols = `f.schedule_id, f.due, f.claimed_at, f.manual, f.error, f.digest,
+	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.finished_at, j.error`
+	firingFrom = ` FROM schedule_firings f JOIN jobs j ON j.kind = 'firing' AND j.key = f.schedule_id || '@' || f.due`
+)
 
 func scanFiring(row interface{ Scan(...any) error }) (schedule.Firing, error) {
 	var f schedule.Firing
-	var due, lease, claimed, finished, manual int64
-	var state string
+	var j jobs.Job
+	var due, claimed, manual, lease, finished int64
 	var dg sql.NullString
-	if err := row.Scan(&f.ScheduleID, &due, &lease, &claimed, &finished, &f.Attempts, &manual, &state, &f.Owner, &f.Error, &dg); err != nil {
+	if err := row.Scan(&f.ScheduleID, &due, &claimed, &manual, &f.Error, &dg,
+		&j.State, &j.Payload, &j.Owner, &lease, &j.Attempts, &finished, &j.Error); err != nil {
 		return f, err
 	}
-	f.Due, f.LeaseUntil, f.ClaimedAt, f.FinishedAt = fromNanos(due), fromNanos(lease), fromNanos(claimed), fromNanos(finished)
-	f.Manual, f.State = manual != 0, schedule.FiringState(state)
+	f.Due, f.ClaimedAt, f.Manual = fromNanos(due), fromNanos(claimed), manual != 0
+	j.LeaseUntil, j.FinishedAt = jobTime(lease), jobTime(finished)
+	jobmap.FiringLease(&f, j)
 	if dg.Valid {
 		f.Digest = new(schedule.Digest)
 		if err := json.Unmarshal([]byte(dg.String), f.Digest); err != nil {
@@ -284,58 +342,82 @@ func collectFirings(rows *sql.Rows) ([]schedule.Firing, error) {
 	return out, rows.Err()
 }
 
-// TakeOverFiring implements schedule.Store.
-func (s *Schedules) TakeOverFiring(ctx context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
-	rows, err := s.db.QueryContext(ctx, `UPDATE schedule_firings SET owner = ?, lease_until = ?, attempts = attempts + 1
-		WHERE state = 'running' AND lease_until < ? AND attempts < ? RETURNING `+firingCols,
-		owner, nanos(leaseUntil), nanos(now), maxAttempts)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: take over: %w", err)
+// getFiring reads one firing on db (a transaction or the writer).
+func getFiring(ctx context.Context, db jobRower, id string, due int64) (schedule.Firing, error) {
+	f, err := scanFiring(db.QueryRowContext(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = ? AND f.due = ?`, id, due))
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, fmt.Errorf("sqlite: firing %s@%d: %w", id, due, schedule.ErrNotFound)
 	}
-	out, err := collectFirings(rows)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: take over: %w", err)
+		return f, fmt.Errorf("sqlite: get firing %s@%d: %w", id, due, err)
+	}
+	return f, nil
+}
+
+// TakeOverFiring implements schedule.Store: Claim with the bound on attempts.
+func (s *Schedules) TakeOverFiring(ctx context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
+	var out []schedule.Firing
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		got, err := claimJobs(ctx, tx, jobs.KindFiring, owner, now, leaseUntil.Sub(now), 0, maxAttempts)
+		if err != nil {
+			return fmt.Errorf("sqlite: take over: %w", err)
+		}
+		for _, j := range got {
+			id, due, err := jobmap.ParseFiringKey(j.Key)
+			if err != nil {
+				return fmt.Errorf("sqlite: take over: %w", err)
+			}
+			f, err := getFiring(ctx, tx, id, due)
+			if err != nil {
+				return fmt.Errorf("take over: %w", err)
+			}
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // FailExpired implements schedule.Store.
 func (s *Schedules) FailExpired(ctx context.Context, now time.Time, maxAttempts int) (int, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE schedule_firings SET state = 'failed', error = 'abandoned: the process running it stopped', finished_at = ?
-		WHERE state = 'running' AND lease_until < ? AND attempts >= ?`, nanos(now), nanos(now), maxAttempts)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: fail expired: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	var n int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = failExpiredJobs(ctx, tx, jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
+		return err
+	})
+	return n, err
 }
 
-// ApproveFiring implements schedule.Store.
+// ApproveFiring implements schedule.Store: Unpark, then ClaimKey by the
+// approver, in one transaction.
 func (s *Schedules) ApproveFiring(ctx context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
-	f, err := scanFiring(s.db.QueryRowContext(ctx, `UPDATE schedule_firings SET state = 'running', owner = ?, lease_until = ?, attempts = attempts + 1
-		WHERE schedule_id = ? AND due = ? AND state = 'waiting' RETURNING `+firingCols, owner, nanos(leaseUntil), id, nanos(due)))
-	if errors.Is(err, sql.ErrNoRows) {
-		if _, gerr := s.GetFiring(ctx, id, due); gerr != nil {
-			return f, gerr
+	var f schedule.Firing
+	key := jobmap.FiringKey(id, nanos(due))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, now)
+		switch {
+		case errors.Is(err, jobs.ErrNotParked):
+			return fmt.Errorf("sqlite: firing %s@%s: %w: %w", id, due, schedule.ErrNotWaiting, err)
+		case err != nil:
+			return jobmap.ScheduleErr(err)
 		}
-		return f, fmt.Errorf("sqlite: firing %s@%s: %w", id, due, schedule.ErrNotWaiting)
-	}
-	if err != nil {
-		return f, fmt.Errorf("sqlite: approve %s@%s: %w", id, due, err)
-	}
-	return f, nil
+		if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, now, leaseUntil.Sub(now), 0); err != nil {
+			return jobmap.ScheduleErr(err)
+		}
+		f, err = getFiring(ctx, tx, id, nanos(due))
+		return err
+	})
+	return f, err
 }
 
 // GetFiring implements schedule.Store.
 func (s *Schedules) GetFiring(ctx context.Context, id string, due time.Time) (schedule.Firing, error) {
-	f, err := scanFiring(s.db.QueryRowContext(ctx, `SELECT `+firingCols+` FROM schedule_firings WHERE schedule_id = ? AND due = ?`, id, nanos(due)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return f, fmt.Errorf("sqlite: firing %s@%s: %w", id, due, schedule.ErrNotFound)
-	}
-	if err != nil {
-		return f, fmt.Errorf("sqlite: get firing %s@%s: %w", id, due, err)
-	}
-	return f, nil
+	return getFiring(ctx, s.db, id, nanos(due))
 }
 
 // ListFirings implements schedule.Store.
@@ -343,7 +425,7 @@ func (s *Schedules) ListFirings(ctx context.Context, id string, limit int) ([]sc
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+firingCols+` FROM schedule_firings WHERE schedule_id = ? ORDER BY due DESC LIMIT ?`, id, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = ? ORDER BY f.due DESC LIMIT ?`, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list firings: %w", err)
 	}
@@ -356,8 +438,9 @@ func (s *Schedules) ListFirings(ctx context.Context, id string, limit int) ([]sc
 
 // PreviousDigest implements schedule.Store.
 func (s *Schedules) PreviousDigest(ctx context.Context, id string, before time.Time) (schedule.Firing, error) {
-	f, err := scanFiring(s.db.QueryRowContext(ctx, `SELECT `+firingCols+` FROM schedule_firings
-		WHERE schedule_id = ? AND due < ? AND state = 'done' AND digest IS NOT NULL ORDER BY due DESC LIMIT 1`, id, nanos(before)))
+	f, err := scanFiring(s.db.QueryRowContext(ctx, `SELECT `+firingCols+firingFrom+`
+		WHERE f.schedule_id = ? AND f.due < ? AND j.state = 'done' AND length(j.payload) = 0 AND f.digest IS NOT NULL
+		ORDER BY f.due DESC LIMIT 1`, id, nanos(before)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, fmt.Errorf("sqlite: previous digest of %s: %w", id, schedule.ErrNotFound)
 	}
