@@ -397,7 +397,7 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 	}
 	ex.mu.Unlock()
 	for _, p := range pages {
-		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q})
+		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
 	}
 	return pages
 }

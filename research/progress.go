@@ -21,6 +21,24 @@ type subtask struct {
 	keyed        bool // matched to a started subtask
 	title        string
 	state        SubtaskState
+	searches     int
+	sources      []Source
+	seen         map[string]bool // URLs in sources
+}
+
+// addSource records a page the subtask read, once.
+func (s *subtask) addSource(url, title string) {
+	if url == "" || s.seen[url] {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[url] = true
+	if title == "" {
+		title = url
+	}
+	s.sources = append(s.sources, Source{URL: url, Title: title})
 }
 
 func newTracker(sink ProgressSink) *tracker {
@@ -105,12 +123,18 @@ func (t *tracker) event(ev agent.Event) {
 			t.p.Note = fmt.Sprintf("finished: %s (%d findings)", ev.Subtask.Title, ev.Subtask.Findings)
 		}
 	case agent.EventSearched:
+		if ev.Subtask != nil {
+			t.find(ev.Subtask).searches++
+		}
 		t.p.Note = fmt.Sprintf("searched “%s”: %d results", ev.Query, ev.Results)
 	case agent.EventSourceFound:
 		return // frequent and shown by the searched event
 	case agent.EventSourceRead:
 		if ev.URL != "" {
 			t.read[ev.URL] = true
+			if ev.Subtask != nil {
+				t.find(ev.Subtask).addSource(ev.URL, ev.Title)
+			}
 		}
 		t.p.SourcesRead = len(t.read)
 		title := ev.Title
@@ -153,7 +177,8 @@ func (t *tracker) publish() {
 	p.Plan = append([]string(nil), t.p.Plan...)
 	p.Subtasks = make([]Subtask, 0, len(t.subs))
 	for _, s := range t.subs {
-		p.Subtasks = append(p.Subtasks, Subtask{Title: s.title, State: s.state})
+		p.Subtasks = append(p.Subtasks, Subtask{Title: s.title, State: s.state, Searches: s.searches,
+			Sources: append([]Source(nil), s.sources...)})
 	}
 	t.sink(p)
 }

@@ -56,8 +56,10 @@ type Progress struct {
 
 // Subtask is one unit of research and its state.
 type Subtask struct {
-	Title string
-	State SubtaskState
+	Title    string
+	State    SubtaskState
+	Searches int      // searches it made so far
+	Sources  []Source // pages it read so far, in reading order
 }
 
 // SubtaskState is the state of a Subtask.

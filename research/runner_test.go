@@ -80,6 +80,31 @@ func TestRunToCompletion(t *testing.T) {
 			t.Errorf("snapshot %d went backwards: %+v after %+v", i, snaps[i], snaps[i-1])
 		}
 	}
+	// every subtask shows its searches and the pages it read, once each;
+	// together they are the sources read
+	read := map[string]bool{}
+	for _, st := range last.Subtasks {
+		if st.State != research.SubtaskDone || st.Searches == 0 || len(st.Sources) == 0 {
+			t.Errorf("subtask %q: %s, %d searches, %d sources", st.Title, st.State, st.Searches, len(st.Sources))
+		}
+		seen := map[string]bool{}
+		for _, src := range st.Sources {
+			if src.URL == "" || src.Title == "" || seen[src.URL] {
+				t.Errorf("subtask %q: source %+v (repeated: %v)", st.Title, src, seen[src.URL])
+			}
+			seen[src.URL], read[src.URL] = true, true
+		}
+	}
+	if len(read) != last.SourcesRead {
+		t.Errorf("subtasks read %d pages, progress says %d", len(read), last.SourcesRead)
+	}
+	// a snapshot's subtask sources are its own
+	if n := len(last.Subtasks[0].Sources); n > 0 {
+		snaps[len(snaps)-2].Subtasks[0].Sources = append(snaps[len(snaps)-2].Subtasks[0].Sources, research.Source{URL: "x"})
+		if len(last.Subtasks[0].Sources) != n {
+			t.Error("snapshots share their subtask sources")
+		}
+	}
 	first := snaps[0]
 	first.Plan = append(first.Plan, "x")
 	if len(snaps[len(snaps)-1].Plan) != len(plan) {
