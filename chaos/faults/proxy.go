@@ -1,5 +1,5 @@
 // Package faults holds the in-process fault, abuse and load tests of the
-// whole bot (bot + agentrun + the real agent, fetcher and extractor, on
+// whole bot (bot + research.Runner + the real agent, fetcher and extractor, on
 // SQLite or Postgres) against the fake Slack, the fake LLM and fake web
 // sites. The tests are in the _test files; this file and figures.go hold
 // the pieces they share that are useful elsewhere: a TCP proxy that can cut

@@ -202,7 +202,7 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 // serveDeps builds the Researcher and the Store that serve runs with: the
 // research agent of cfg (the same collaborators as ask: LLM, search,
 // fetcher, sandbox) with its checkpoints in cfg's database, behind
-// bot/agentrun; and the bot's records in the same database. A missing or
+// research.Runner; and the bot's records in the same database. A missing or
 // wrong setting is an error naming its variable.
 func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, error) {
 	var db *storage.DB

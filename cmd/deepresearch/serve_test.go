@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -148,81 +147,48 @@ func (s *syncBuffer) String() string {
 func TestServeStartsAgainstFake(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	defer fake.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	e := mapEnv(serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": addr}))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &syncBuffer{}
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve"}, e, nil, io.Discard, stderr) }()
-
-	wctx, wcancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer wcancel()
-	if err := fake.WaitConnections(wctx, 1); err != nil {
-		t.Fatalf("no connection: %v\n%s", err, stderr.String())
-	}
-	var health string
-	for range 100 {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			health = string(b)
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if strings.TrimSpace(health) != "ok" {
+	addr := freeAddr(t)
+	srv := startServe(t, fake, serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": addr}), 30*time.Second)
+	srv.connected(1)
+	if _, health := waitHealthz(addr, http.StatusOK, "", 5*time.Second); strings.TrimSpace(health) != "ok" {
 		t.Errorf("/healthz = %q", health)
 	}
-	sent, err := fake.SendAppMention(wctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.WaitAck(sent.EnvelopeID, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, m := range []string{"deepresearch_bot_ack_latency_seconds", "deepresearch_bot_events_total", "go_goroutines",
-		`deepresearch_db_pool_conns{state="total"}`, "deepresearch_db_pool_max_conns 1"} {
-		if !strings.Contains(string(metrics), m) {
-			t.Errorf("/metrics lacks %s", m)
+	srv.acked(fake.SendAppMention(srv.ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "hello"}))
+	// The envelope is counted right after its ack: look again for a moment.
+	want := []string{"deepresearch_bot_ack_latency_seconds", "deepresearch_bot_events_total", "go_goroutines",
+		`deepresearch_db_pool_conns{state="total"}`, "deepresearch_db_pool_max_conns 1"}
+	var lacks []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		lacks = lacks[:0]
+		for _, m := range want {
+			if !strings.Contains(string(metrics), m) {
+				lacks = append(lacks, m)
+			}
+		}
+		if len(lacks) == 0 || time.Now().After(deadline) {
+			break
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d\n%s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
+	for _, m := range lacks {
+		t.Errorf("/metrics lacks %s", m)
 	}
-	if strings.Contains(stderr.String(), fake.BotToken()) || strings.Contains(stderr.String(), fake.AppToken()) {
+	srv.exitClean()
+	if log := srv.stderr.String(); strings.Contains(log, fake.BotToken()) || strings.Contains(log, fake.AppToken()) {
 		t.Error("a token was logged")
 	}
 }
 
-// The real serve wiring (bot + agentrun + agent + SQLite) against the fake
-// Slack, the fake LLM, SearXNG and web site: a mention gets a status message
-// with progress and a draft to approve; approving it posts a .md report in
-// the thread whose footnotes all quote the pages they cite. Nothing the bot
-// posts pings anyone, and the run is recorded in the database.
-// servedProcess is `serve` running in the test's process on vars.
+// servedProcess is `serve` running in the test's process on vars, against
+// the fake Slack.
 type servedProcess struct {
 	t      *testing.T
+	fake   *slackfake.Server
 	ctx    context.Context // the test's deadline, for calls to the fakes
 	stop   context.CancelFunc
 	stderr *syncBuffer
@@ -231,13 +197,13 @@ type servedProcess struct {
 
 // startServe runs serve until the test ends or stop is called; ctx ends
 // after timeout.
-func startServe(t *testing.T, vars map[string]string, timeout time.Duration) *servedProcess {
+func startServe(t *testing.T, fake *slackfake.Server, vars map[string]string, timeout time.Duration) *servedProcess {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	srvCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
-	p := &servedProcess{t: t, ctx: ctx, stop: stop, stderr: &syncBuffer{}, done: make(chan int, 1)}
+	p := &servedProcess{t: t, fake: fake, ctx: ctx, stop: stop, stderr: &syncBuffer{}, done: make(chan int, 1)}
 	go func() { p.done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, p.stderr) }()
 	return p
 }
@@ -257,22 +223,106 @@ func (p *servedProcess) waitFor(what string, cond func() bool) {
 	}
 }
 
+// connected waits until serve holds n Socket Mode connections.
+func (p *servedProcess) connected(n int) {
+	p.t.Helper()
+	if err := p.fake.WaitConnections(p.ctx, n); err != nil {
+		p.t.Fatalf("no connection: %v\n%s", err, p.stderr.String())
+	}
+}
+
+// acked fails the test unless the envelope was sent and serve acked it.
+func (p *servedProcess) acked(s slackfake.Sent, err error) slackfake.Ack {
+	p.t.Helper()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	a, err := p.fake.WaitAck(s.EnvelopeID, 5*time.Second)
+	if err != nil {
+		p.t.Fatalf("no ack: %v\n%s", err, p.stderr.String())
+	}
+	return a
+}
+
+// exit stops serve and returns its exit code.
+func (p *servedProcess) exit() int {
+	p.t.Helper()
+	p.stop()
+	select {
+	case code := <-p.done:
+		return code
+	case <-time.After(20 * time.Second):
+		p.t.Fatal("serve did not stop")
+		return -1
+	}
+}
+
+// exitClean stops serve and fails the test unless it exits with 0.
+func (p *servedProcess) exitClean() {
+	p.t.Helper()
+	if code := p.exit(); code != 0 {
+		p.t.Errorf("exit %d\n%s", code, p.stderr.String())
+	}
+}
+
+// latestRun is the latest run of a thread in serve's database.
+func latestRun(ctx context.Context, vars map[string]string, threadID string) (research.Run, error) {
+	db, err := storage.Open(ctx, storage.Config{DataDir: vars["DEEPRESEARCH_DATA_DIR"]})
+	if err != nil {
+		return research.Run{}, err
+	}
+	defer db.Close()
+	return db.Runs().LatestRun(ctx, threadID)
+}
+
+// threadFile is the first completed file shared in a thread.
+func threadFile(fake *slackfake.Server, channel, threadTS string) (slackfake.File, bool) {
+	for _, f := range fake.Files() {
+		if f.Completed && len(f.Channels) > 0 && f.Channels[0] == channel && f.ThreadTS == threadTS {
+			return f, true
+		}
+	}
+	return slackfake.File{}, false
+}
+
+// healthz fetches /healthz at addr.
+func healthz(addr string) (int, string) {
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitHealthz polls /healthz at addr until it answers code with has in
+// the body, for up to wait; it returns the last answer.
+func waitHealthz(addr string, code int, has string, wait time.Duration) (int, string) {
+	var got int
+	var body string
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, body = healthz(addr); got == code && strings.Contains(body, has) {
+			break
+		}
+	}
+	return got, body
+}
+
+// The real serve wiring (bot + research.Runner + agent + SQLite) against the fake
+// Slack, the fake LLM, SearXNG and web site: a mention gets a status message
+// with progress and a draft to approve; approving it posts a .md report in
+// the thread whose footnotes all quote the pages they cite. Nothing the bot
+// posts pings anyone, and the run is recorded in the database.
 func TestServeEndToEnd(t *testing.T) {
 	fake := slackfake.New()
 	defer fake.Close()
 	vars := serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": "off"})
-	srv := startServe(t, vars, 90*time.Second)
-	ctx, stop, stderr, done, waitFor := srv.ctx, srv.stop, srv.stderr, srv.done, srv.waitFor
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatalf("no connection: %v\n%s", err, stderr.String())
-	}
+	srv := startServe(t, fake, vars, 90*time.Second)
+	ctx, waitFor := srv.ctx, srv.waitFor
+	srv.connected(1)
 	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "What does the EU AI Act require? @here"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.WaitAck(sent.EnvelopeID, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	srv.acked(sent, err)
 
 	// The draft waits for approval.
 	var approval slackfake.Message
@@ -288,24 +338,13 @@ func TestServeEndToEnd(t *testing.T) {
 	if !strings.Contains(string(approval.Blocks), "Citations:") {
 		t.Errorf("approval message lacks the draft's citation check: %s", approval.Blocks)
 	}
-	click, err := fake.SendBlockAction(ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: approval.TS,
-		ActionID: "dr_approve", Value: buttonValue(approval, "dr_approve")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.WaitAck(click.EnvelopeID, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	srv.acked(fake.SendBlockAction(ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: approval.TS,
+		ActionID: "dr_approve", Value: buttonValue(approval, "dr_approve")}))
 
 	var report slackfake.File
-	waitFor("the report file", func() bool {
-		for _, f := range fake.Files() {
-			if f.Completed && len(f.Channels) > 0 && f.Channels[0] == "C1" && f.ThreadTS == sent.TS {
-				report = f
-				return true
-			}
-		}
-		return false
+	waitFor("the report file", func() (ok bool) {
+		report, ok = threadFile(fake, "C1", sent.TS)
+		return ok
 	})
 	if !strings.HasSuffix(report.Name, ".md") {
 		t.Errorf("report file name %q", report.Name)
@@ -315,12 +354,7 @@ func TestServeEndToEnd(t *testing.T) {
 	// The run is recorded as done in the database.
 	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	waitFor("the run to be done", func() bool {
-		db, err := storage.Open(ctx, storage.Config{DataDir: vars["DEEPRESEARCH_DATA_DIR"]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		r, err := db.Runs().LatestRun(ctx, threadID)
+		r, err := latestRun(ctx, vars, threadID)
 		return err == nil && r.State == research.StateDone
 	})
 	// The status message showed the research as it went, and its end.
@@ -360,17 +394,9 @@ func TestServeEndToEnd(t *testing.T) {
 	if p := fake.Pings(); len(p) > 0 {
 		t.Errorf("the bot pinged: %+v", p)
 	}
-	stop()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d\n%s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-	if strings.Contains(stderr.String(), fake.BotToken()) || strings.Contains(stderr.String(), "run failed") {
-		t.Errorf("log:\n%s", stderr.String())
+	srv.exitClean()
+	if log := srv.stderr.String(); strings.Contains(log, fake.BotToken()) || strings.Contains(log, "run failed") {
+		t.Errorf("log:\n%s", log)
 	}
 }
 

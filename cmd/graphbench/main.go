@@ -465,7 +465,7 @@ func (b *bench) chain(ctx context.Context, w string, n, ops int, saver graph.Sav
 	}
 	extra := map[string]any{"nodes": n, "steps_per_s": round(float64(n*m.ops)/m.seconds, 1), "checkpointer": "none"}
 	if saver != nil {
-		extra["checkpointer"] = "memstore"
+		extra["checkpointer"] = "memsaver"
 		extra["durability"] = graph.DurabilityAsync.String()
 	}
 	emit(w, m, extra)

@@ -99,7 +99,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 // Pool returns the connection pool, for other packages' tables in the same
-// database (e.g. schedule/pgstore).
+// database (its runs, schedules, notes and jobs stores).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool, waiting for connections in use to be released.

@@ -97,7 +97,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 // DB returns the writer: one connection whose transactions begin IMMEDIATE,
-// for other packages' tables in the same file (e.g. schedule/sqlitestore).
+// for the stores of this package (runs, schedules, notes, jobs).
 func (s *Store) DB() *sql.DB { return s.w }
 
 // Close closes the database. Calls in flight may fail.
