@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -33,19 +32,8 @@ func TestServeDigest(t *testing.T) {
 	fake.AddUser(slackfake.User{ID: "U1", Name: "alice", RealName: "Alice Owner", TZ: "Asia/Tokyo"})
 	fake.AddUser(slackfake.User{ID: "U2", Name: "bob", RealName: "Bob Other", TZ: "Europe/London"})
 	vars := serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": "off", "DEEPRESEARCH_DIGEST_TICK": "200ms"})
-	srv := startServe(t, vars, 120*time.Second)
-	ctx, stop, stderr, done, waitFor := srv.ctx, srv.stop, srv.stderr, srv.done, srv.waitFor
-	ack := func(s slackfake.Sent, err error) slackfake.Ack {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := fake.WaitAck(s.EnvelopeID, 5*time.Second)
-		if err != nil {
-			t.Fatalf("no ack: %v\n%s", err, stderr.String())
-		}
-		return a
-	}
+	srv := startServe(t, fake, vars, 120*time.Second)
+	ctx, waitFor, ack := srv.ctx, srv.waitFor, srv.acked
 	ephemeralsTo := func(user, source string) []slackfake.Ephemeral {
 		var out []slackfake.Ephemeral
 		for _, e := range fake.Ephemerals() {
@@ -55,9 +43,7 @@ func TestServeDigest(t *testing.T) {
 		}
 		return out
 	}
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatalf("no connection: %v\n%s", err, stderr.String())
-	}
+	srv.connected(1)
 
 	// /research schedule <topic> opens the modal, prefilled.
 	const topic = "EU AI Act obligations <!here> @channel"
@@ -174,15 +160,20 @@ func TestServeDigest(t *testing.T) {
 		ack(s, err)
 		return s
 	}
-	click("U1", bot.SchedActionRunNow, schedID)
-	waitFor("the Run now answer", func() bool {
-		for _, e := range ephemeralsTo("U1", "response_url") {
-			if strings.Contains(string(e.Blocks), "Running it now") {
-				return true
+	// answered waits for a response_url answer to U1 whose blocks have s.
+	answered := func(what, s string) {
+		t.Helper()
+		waitFor(what, func() bool {
+			for _, e := range ephemeralsTo("U1", "response_url") {
+				if strings.Contains(string(e.Blocks), s) {
+					return true
+				}
 			}
-		}
-		return false
-	})
+			return false
+		})
+	}
+	click("U1", bot.SchedActionRunNow, schedID)
+	answered("the Run now answer", "Running it now")
 	digests := func() []slackfake.Message {
 		var out []slackfake.Message
 		for _, m := range fake.BotMessages("C1") {
@@ -194,19 +185,14 @@ func TestServeDigest(t *testing.T) {
 	}
 	var digest slackfake.Message
 	var report slackfake.File
-	waitFor("the digest and its report", func() bool {
+	waitFor("the digest and its report", func() (ok bool) {
 		d := digests()
 		if len(d) == 0 {
 			return false
 		}
 		digest = d[0]
-		for _, f := range fake.Files() {
-			if f.Completed && len(f.Channels) > 0 && f.Channels[0] == "C1" && f.ThreadTS == digest.TS {
-				report = f
-				return true
-			}
-		}
-		return false
+		report, ok = threadFile(fake, "C1", digest.TS)
+		return ok
 	})
 	for _, want := range []string{"📰", "run by hand", "First digest:"} {
 		if !strings.Contains(string(digest.Blocks), want) {
@@ -224,14 +210,7 @@ func TestServeDigest(t *testing.T) {
 
 	// A second Run now in the same minute starts nothing.
 	click("U1", bot.SchedActionRunNow, schedID)
-	waitFor("the second Run now answer", func() bool {
-		for _, e := range ephemeralsTo("U1", "response_url") {
-			if strings.Contains(string(e.Blocks), "already running") {
-				return true
-			}
-		}
-		return false
-	})
+	answered("the second Run now answer", "already running")
 	if m := time.Now().Truncate(time.Minute); !m.Equal(firstMinute) {
 		t.Fatalf("the clicks straddled a minute (%s, %s); the test cannot check the dedup", firstMinute, m)
 	}
@@ -275,16 +254,8 @@ func TestServeDigest(t *testing.T) {
 		t.Errorf("the bot pinged: %+v", p)
 	}
 
-	stop()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d\n%s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-	log := stderr.String()
+	srv.exitClean()
+	log := srv.stderr.String()
 	for _, bad := range []string{fake.BotToken(), "run failed", "extension interaction", `"level":"ERROR"`} {
 		if strings.Contains(log, bad) {
 			t.Errorf("log has %q:\n%s", bad, log)
@@ -373,22 +344,9 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 	defer llm.Close()
 	defer close(release)
 	vars["OPENAI_BASE_URL"] = llm.URL + target.Path
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srvCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	stderr := &syncBuffer{}
-	done := make(chan int, 1)
-	go func() { done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, stderr) }()
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatalf("no connection: %v\n%s", err, stderr.String())
-	}
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		if err := fake.Wait(ctx, cond); err != nil {
-			t.Fatalf("waiting for %s: %v\n%s", what, err, stderr.String())
-		}
-	}
+	srv := startServe(t, fake, vars, 60*time.Second)
+	ctx, wait := srv.ctx, srv.waitFor
+	srv.connected(1)
 	if _, err := fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: "schedule AI Act news", User: "U1", Channel: "C1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -440,18 +398,10 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 	select {
 	case <-entered:
 	case <-ctx.Done():
-		t.Fatalf("the digest never called the LLM\n%s", stderr.String())
+		t.Fatalf("the digest never called the LLM\n%s", srv.stderr.String())
 	}
-	stop()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d\n%s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-	if log := stderr.String(); strings.Contains(log, "database is closed") || strings.Contains(log, "hand back firing") {
+	srv.exitClean()
+	if log := srv.stderr.String(); strings.Contains(log, "database is closed") || strings.Contains(log, "hand back firing") {
 		t.Errorf("the firing was not handed back:\n%s", log)
 	}
 	db, err := storage.Open(ctx, storage.Config{DataDir: vars["DEEPRESEARCH_DATA_DIR"]})
@@ -467,10 +417,8 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 	// The next process takes the firing over at its first tick and posts the digest.
 	armed.Store(false)
 	vars["DEEPRESEARCH_DIGEST_TICK"] = "200ms"
-	srvCtx, stop = context.WithCancel(ctx)
-	defer stop()
-	go func() { done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, stderr) }()
-	wait("the digest of the firing taken over", func() bool {
+	next := startServe(t, fake, vars, 60*time.Second)
+	next.waitFor("the digest of the firing taken over", func() bool {
 		for _, f := range fake.Files() {
 			if f.Completed && strings.HasPrefix(f.Name, "digest-") {
 				return true
@@ -478,16 +426,8 @@ func TestServeDigestShutdownHandsBack(t *testing.T) {
 		}
 		return false
 	})
-	stop()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d\n%s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-	if !strings.Contains(stderr.String(), "taking over a firing") {
-		t.Errorf("log:\n%s", stderr.String())
+	next.exitClean()
+	if !strings.Contains(next.stderr.String(), "taking over a firing") {
+		t.Errorf("log:\n%s", next.stderr.String())
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage"
 )
 
 // inlineQuotes is the style many models write: the quoted words stand in
@@ -39,11 +38,9 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 	vars["SLACK_BOT_TOKEN"], vars["SLACK_APP_TOKEN"], vars["SLACK_API_URL"] = fake.BotToken(), fake.AppToken(), fake.APIURL()
 	vars["DEEPRESEARCH_HTTP_ADDR"] = "off"
 	vars["DEEPRESEARCH_APPROVE_DRAFT"] = "false"
-	srv := startServe(t, vars, 90*time.Second)
-	ctx, stop, stderr, done, waitFor := srv.ctx, srv.stop, srv.stderr, srv.done, srv.waitFor
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatalf("no connection: %v\n%s", err, stderr.String())
-	}
+	srv := startServe(t, fake, vars, 90*time.Second)
+	ctx, waitFor := srv.ctx, srv.waitFor
+	srv.connected(1)
 	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "What does the EU AI Act require?"})
 	if err != nil {
 		t.Fatal(err)
@@ -51,17 +48,12 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	var state research.RunState
 	waitFor("the run to end", func() bool {
-		db, err := storage.Open(ctx, storage.Config{DataDir: vars["DEEPRESEARCH_DATA_DIR"]})
-		if err != nil {
-			return false
-		}
-		defer db.Close()
-		r, err := db.Runs().LatestRun(ctx, threadID)
+		r, err := latestRun(ctx, vars, threadID)
 		state = r.State
 		return err == nil && !r.State.Active()
 	})
 	if state != research.StateDone {
-		t.Fatalf("run ended %s\n%s", state, stderr.String())
+		t.Fatalf("run ended %s\n%s", state, srv.stderr.String())
 	}
 	var report slackfake.File
 	for _, f := range fake.Files() {
@@ -89,10 +81,5 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 	if p := fake.Pings(); len(p) > 0 {
 		t.Errorf("the bot pinged: %+v", p)
 	}
-	stop()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	srv.exit()
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -35,35 +33,15 @@ func TestServeModelEndpointHealth(t *testing.T) {
 		"OPENAI_BASE_URL": "http://" + llmAddr + "/v1", "DEEPRESEARCH_LLM_CHECK_EVERY": "100ms"})
 	_, model := newAskWorld(t, worldOpts{}) // the model that will answer on llmAddr
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &syncBuffer{}
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve"}, mapEnv(vars), nil, io.Discard, logs) }()
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	if err := fake.WaitConnections(wctx, 1); err != nil {
-		t.Fatalf("no connection: %v\n%s", err, logs.String())
-	}
-	healthz := func() (int, string) {
-		resp, err := http.Get("http://" + httpAddr + "/healthz")
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	srv := startServe(t, fake, vars, 60*time.Second)
+	wctx, logs := srv.ctx, srv.stderr
+	srv.connected(1)
 	waitHealth := func(code int, has string) {
 		t.Helper()
-		var got int
-		var body string
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if got, body = healthz(); got == code && strings.Contains(body, has) {
-				return
-			}
+		got, body := waitHealthz(httpAddr, code, has, 20*time.Second)
+		if got != code || !strings.Contains(body, has) {
+			t.Fatalf("/healthz = %d %q, want %d with %q\n%s", got, body, code, has, logs.String())
 		}
-		t.Fatalf("/healthz = %d %q, want %d with %q\n%s", got, body, code, has, logs.String())
 	}
 	waitHealth(http.StatusServiceUnavailable, "OPENAI_BASE_URL")
 	if !strings.Contains(logs.String(), "the model endpoint is not usable") {
@@ -91,7 +69,7 @@ func TestServeModelEndpointHealth(t *testing.T) {
 			t.Errorf("internal detail reached the channel: %q", m.Text)
 		}
 	}
-	if _, body := healthz(); !strings.Contains(body, llmAddr) {
+	if _, body := healthz(httpAddr); !strings.Contains(body, llmAddr) {
 		t.Errorf("/healthz lacks the operator's detail: %q", body)
 	}
 	if model.Calls() != 0 {
@@ -110,12 +88,7 @@ func TestServeModelEndpointHealth(t *testing.T) {
 	if !strings.Contains(logs.String(), "the model endpoint is ready") {
 		t.Errorf("the log does not say it is ready:\n%s", logs.String())
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	srv.exit()
 }
 
 // A refused key or an unserved model: serve starts, but /healthz is not
@@ -140,32 +113,16 @@ func TestServeNotReadyReasons(t *testing.T) {
 				extra[k] = v
 			}
 			vars := serveEnv(t, fake, extra)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			logs := &syncBuffer{}
-			done := make(chan int, 1)
-			go func() { done <- run(ctx, []string{"serve"}, mapEnv(vars), nil, io.Discard, logs) }()
-			var code int
-			var body string
-			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				resp, err := http.Get("http://" + httpAddr + "/healthz")
-				if err != nil {
-					continue
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if code, body = resp.StatusCode, string(b); code == http.StatusServiceUnavailable {
-					break
-				}
-			}
+			srv := startServe(t, fake, vars, 60*time.Second)
+			logs := srv.stderr
+			code, body := waitHealthz(httpAddr, http.StatusServiceUnavailable, "", 15*time.Second)
 			if code != http.StatusServiceUnavailable || !strings.Contains(body, tc.want) {
 				t.Errorf("/healthz = %d %q, want 503 naming %s\n%s", code, body, tc.want, logs.String())
 			}
 			if strings.Contains(logs.String()+body, "sk-wrong-7f3a") {
 				t.Errorf("the key was logged:\n%s%s", logs.String(), body)
 			}
-			cancel()
-			<-done
+			srv.exit()
 		})
 	}
 }
