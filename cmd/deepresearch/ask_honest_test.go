@@ -86,15 +86,11 @@ func TestAskOutageAfterStartExits3(t *testing.T) {
 		return llmtest.ServerError()
 	}})
 	vars["DEEPRESEARCH_LLM_MAX_RETRIES"] = "0"
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"ask", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr)
-	if code != exitWithoutModel {
-		t.Fatalf("exit %d, want %d\n%s", code, exitWithoutModel, stderr.String())
+	stdout, stderr := askCLI(t, vars, exitWithoutModel, "What does the EU AI Act require?")
+	if !strings.Contains(stdout, "Extractive report") {
+		t.Errorf("report is not the labelled extractive one:\n%s", stdout)
 	}
-	if !strings.Contains(stdout.String(), "Extractive report") {
-		t.Errorf("report is not the labelled extractive one:\n%s", stdout.String())
-	}
-	last := lastLine(stderr.String())
+	last := lastLine(stderr)
 	for _, s := range []string{"without the model", "server error"} {
 		if !strings.Contains(last, s) {
 			t.Errorf("last line %q lacks %q", last, s)
@@ -106,34 +102,21 @@ func TestAskOutageAfterStartExits3(t *testing.T) {
 // instead of silence; the last line has the elapsed time, and the cost
 // when DEEPRESEARCH_LLM_PRICES prices the model.
 func TestAskRetryLineElapsedAndCost(t *testing.T) {
-	failed := false
-	vars, _ := newAskWorld(t, worldOpts{wrap: func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
-		if r.Node() == "planner" && !failed { // runs under the fake's lock
-			failed = true
-			return llmtest.ServerError()
-		}
-		return scripted
-	}})
+	vars, _ := newAskWorld(t, worldOpts{wrap: plannerFailsOnce(llmtest.ServerError())})
 	vars["DEEPRESEARCH_LLM_PRICES"] = "fake=2.5/10"
-	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"ask", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr.String())
+	_, stderr := askCLI(t, vars, 0, "What does the EU AI Act require?")
+	if !strings.Contains(stderr, "waiting for the model (retry 1 in ") {
+		t.Errorf("no retry line:\n%s", stderr)
 	}
-	if !strings.Contains(stderr.String(), "waiting for the model (retry 1 in ") {
-		t.Errorf("no retry line:\n%s", stderr.String())
-	}
-	last := lastLine(stderr.String())
+	last := lastLine(stderr)
 	if !regexp.MustCompile(`^done \(\w+\) in [0-9.]+m?s: .* tokens in \d+ calls, cost \$0\.\d+$`).MatchString(last) {
 		t.Errorf("last line = %q, want elapsed time and cost", last)
 	}
 
 	// unpriced: elapsed time, no cost
 	vars2, _ := newAskWorld(t, worldOpts{})
-	stderr.Reset()
-	if code := run(context.Background(), []string{"ask", "What does the EU AI Act require?"}, getenv(vars2), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr.String())
-	}
-	last = lastLine(stderr.String())
+	_, stderr = askCLI(t, vars2, 0, "What does the EU AI Act require?")
+	last = lastLine(stderr)
 	if !regexp.MustCompile(`^done \(\w+\) in [0-9.]+m?s: `).MatchString(last) || strings.Contains(last, "cost") {
 		t.Errorf("last line = %q, want elapsed time and no cost", last)
 	}
@@ -208,21 +191,11 @@ func TestAskStripsTerminalEscapes(t *testing.T) {
 
 // A model that hangs: the attempt times out and the retry is announced.
 func TestAskHangShowsWaiting(t *testing.T) {
-	hung := false
-	vars, _ := newAskWorld(t, worldOpts{wrap: func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
-		if r.Node() == "planner" && !hung {
-			hung = true
-			return llmtest.Hang()
-		}
-		return scripted
-	}})
+	vars, _ := newAskWorld(t, worldOpts{wrap: plannerFailsOnce(llmtest.Hang())})
 	vars["DEEPRESEARCH_LLM_TIMEOUT"] = "300ms"
-	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"ask", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "waiting for the model (retry 1 in ") || !strings.Contains(stderr.String(), "timed out") {
-		t.Errorf("no waiting line for the hang:\n%s", stderr.String())
+	_, stderr := askCLI(t, vars, 0, "What does the EU AI Act require?")
+	if !strings.Contains(stderr, "waiting for the model (retry 1 in ") || !strings.Contains(stderr, "timed out") {
+		t.Errorf("no waiting line for the hang:\n%s", stderr)
 	}
 }
 
@@ -236,13 +209,9 @@ func TestAskHeuristicReviewSaysSo(t *testing.T) {
 		return scripted
 	}})
 	vars["DEEPRESEARCH_LLM_MAX_RETRIES"] = "0"
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"ask", "What does the EU AI Act require?"}, getenv(vars), strings.NewReader(""), &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr.String())
-	}
-	if !regexp.MustCompile(`review score \d\.\d\d is heuristic: no reviewer model gave it`).MatchString(stderr.String()) {
-		t.Errorf("the heuristic score is not labelled:\n%s", stderr.String())
+	_, stderr := askCLI(t, vars, 0, "What does the EU AI Act require?")
+	if !regexp.MustCompile(`review score \d\.\d\d is heuristic: no reviewer model gave it`).MatchString(stderr) {
+		t.Errorf("the heuristic score is not labelled:\n%s", stderr)
 	}
 }
 
@@ -256,14 +225,35 @@ func TestAskReplyLastLine(t *testing.T) {
 		return scripted
 	}})
 	vars["DEEPRESEARCH_LLM_PRICES"] = "fake=2.5/10"
-	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"ask", "hi there, thanks!"}, getenv(vars), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr.String())
+	stdout, stderr := askCLI(t, vars, 0, "hi there, thanks!")
+	if !strings.Contains(stdout, "Hello!") {
+		t.Errorf("stdout = %q", stdout)
 	}
-	if !strings.Contains(stdout.String(), "Hello!") {
-		t.Errorf("stdout = %q", stdout.String())
-	}
-	if last := lastLine(stderr.String()); !regexp.MustCompile(`^replied in [0-9.]+m?s: \d+ tokens in \d+ calls, cost \$0\.\d+$`).MatchString(last) {
+	if last := lastLine(stderr); !regexp.MustCompile(`^replied in [0-9.]+m?s: \d+ tokens in \d+ calls, cost \$0\.\d+$`).MatchString(last) {
 		t.Errorf("last line = %q", last)
+	}
+}
+
+// askCLI runs `deepresearch ask args...` on vars and fails the test unless
+// it exits with code.
+func askCLI(t *testing.T, vars map[string]string, code int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if got := run(context.Background(), append([]string{"ask"}, args...), getenv(vars), strings.NewReader(""), &out, &errOut); got != code {
+		t.Fatalf("exit %d, want %d\n%s", got, code, errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// plannerFailsOnce answers the planner's first call with first and every
+// other call as scripted.
+func plannerFailsOnce(first llmtest.Reply) func(*llmtest.Request, llmtest.Reply) llmtest.Reply {
+	failed := false
+	return func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
+		if r.Node() == "planner" && !failed { // runs under the fake's lock
+			failed = true
+			return first
+		}
+		return scripted
 	}
 }

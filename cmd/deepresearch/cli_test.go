@@ -96,7 +96,7 @@ func TestDatabaseURLPasswordRedacted(t *testing.T) {
 	fakeEnv := askWorld(t)
 	fakeEnv["DATABASE_URL"] = dbURL
 	var logs bytes.Buffer
-	cfg, err := loadConfig(mapEnv(fakeEnv))
+	cfg, err := loadConfig(getenv(fakeEnv))
 	if err != nil {
 		t.Fatal(err)
 	}

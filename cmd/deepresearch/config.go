@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -435,16 +436,23 @@ func splitList(v string) []string {
 	return out
 }
 
-func intVar(getenv func(string) string, name string, def int) (int, error) {
+// envVar reads a variable with parse; unset or blank is def. A value parse
+// refuses is a configError saying what the value is not.
+func envVar[T any](getenv func(string) string, name string, def T, parse func(string) (T, error), isNot string) (T, error) {
 	v := strings.TrimSpace(getenv(name))
 	if v == "" {
 		return def, nil
 	}
-	n, err := strconv.Atoi(v)
+	x, err := parse(v)
 	if err != nil {
-		return 0, configError{name, fmt.Sprintf("%q is not a whole number", v)}
+		var zero T
+		return zero, configError{name, fmt.Sprintf("%q is not %s", v, isNot)}
 	}
-	return n, nil
+	return x, nil
+}
+
+func intVar(getenv func(string) string, name string, def int) (int, error) {
+	return envVar(getenv, name, def, strconv.Atoi, "a whole number")
 }
 
 // nonZeroIntVar reads a whole number that is positive, or negative for
@@ -458,26 +466,16 @@ func nonZeroIntVar(getenv func(string) string, name string, def int) (int, error
 }
 
 func boolVar(getenv func(string) string, name string, def bool) (bool, error) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, configError{name, fmt.Sprintf("%q is not true or false", v)}
-	}
-	return b, nil
+	return envVar(getenv, name, def, strconv.ParseBool, "true or false")
 }
 
 // positiveDuration reads a Go duration greater than zero.
 func positiveDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, configError{name, fmt.Sprintf("%q is not a positive duration such as 30s", v)}
-	}
-	return d, nil
+	return envVar(getenv, name, def, func(v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if err == nil && d <= 0 {
+			err = errors.New("not positive")
+		}
+		return d, err
+	}, "a positive duration such as 30s")
 }

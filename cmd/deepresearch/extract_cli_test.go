@@ -15,7 +15,7 @@ func TestExtractStripsTerminalEscapes(t *testing.T) {
 		"<p>" + strings.Repeat("Plain words of the article body. ", 8) + "Evil \x1b[31mred\x1b[0m and \u009b2J here.</p></article></body></html>"
 	for _, args := range [][]string{{"extract", "-"}, {"extract", "--json", "-"}} {
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), args, mapEnv(nil), strings.NewReader(page), &stdout, &stderr); code != 0 {
+		if code := run(context.Background(), args, getenv(nil), strings.NewReader(page), &stdout, &stderr); code != 0 {
 			t.Fatalf("%v: exit %d\n%s", args, code, stderr.String())
 		}
 		out := stdout.String()

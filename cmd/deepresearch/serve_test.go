@@ -18,8 +18,6 @@ import (
 	"deepresearch/storage"
 )
 
-func mapEnv(m map[string]string) env { return func(k string) string { return m[k] } }
-
 func TestServeConfigErrors(t *testing.T) {
 	good := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
 	with := func(k, v string) map[string]string {
@@ -49,7 +47,7 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		var stderr bytes.Buffer
-		code := run(context.Background(), []string{"serve"}, mapEnv(c.env), strings.NewReader(""), io.Discard, &stderr)
+		code := run(context.Background(), []string{"serve"}, getenv(c.env), strings.NewReader(""), io.Discard, &stderr)
 		out := stderr.String()
 		if code != 1 || !strings.Contains(out, c.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 			t.Errorf("env %v: exit %d, stderr %q; want one line with %q", c.env, code, out, c.want)
@@ -65,7 +63,7 @@ func TestServeAuthFailure(t *testing.T) {
 	defer fake.Close()
 	fake.FailAuthTest("invalid_auth")
 	var stderr bytes.Buffer
-	e := mapEnv(serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": "off"}))
+	e := getenv(serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": "off"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if code := run(ctx, []string{"serve"}, e, nil, io.Discard, &stderr); code != 1 {
@@ -108,7 +106,7 @@ func TestServeDepsErrors(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "mysql://db/x"}, "DATABASE_URL"},
 	} {
 		var stderr bytes.Buffer
-		e := mapEnv(serveEnv(t, fake, c.extra))
+		e := getenv(serveEnv(t, fake, c.extra))
 		code := run(context.Background(), []string{"serve"}, e, nil, io.Discard, &stderr)
 		out := stderr.String()
 		if code != 1 || !strings.Contains(out, c.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
@@ -204,7 +202,7 @@ func startServe(t *testing.T, fake *slackfake.Server, vars map[string]string, ti
 	srvCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
 	p := &servedProcess{t: t, fake: fake, ctx: ctx, stop: stop, stderr: &syncBuffer{}, done: make(chan int, 1)}
-	go func() { p.done <- run(srvCtx, []string{"serve"}, mapEnv(vars), nil, io.Discard, p.stderr) }()
+	go func() { p.done <- run(srvCtx, []string{"serve"}, getenv(vars), nil, io.Discard, p.stderr) }()
 	return p
 }
 
