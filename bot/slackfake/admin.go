@@ -73,129 +73,86 @@ func decode[T any](body []byte) (T, error) {
 	return v, nil
 }
 
+// post decodes body as T and hands it to f.
+func post[T any](body []byte, f func(T) (any, error)) (any, error) {
+	v, err := decode[T](body)
+	if err != nil {
+		return nil, err
+	}
+	return f(v)
+}
+
 func (s *Server) adminPost(ctx context.Context, op string, body []byte) (any, error) {
+	ok := map[string]bool{"ok": true}
 	switch op {
 	case "app_mention":
-		e, err := decode[AppMention](body)
-		if err != nil {
-			return nil, err
-		}
-		return s.SendAppMention(ctx, e)
+		return post(body, func(e AppMention) (any, error) { return s.SendAppMention(ctx, e) })
 	case "message":
-		e, err := decode[MessageEvent](body)
-		if err != nil {
-			return nil, err
-		}
-		return s.SendMessage(ctx, e)
+		return post(body, func(e MessageEvent) (any, error) { return s.SendMessage(ctx, e) })
 	case "app_home_opened":
-		e, err := decode[struct{ User, Tab string }](body)
-		if err != nil {
-			return nil, err
-		}
-		return s.SendAppHomeOpened(ctx, e.User, e.Tab)
+		return post(body, func(e struct{ User, Tab string }) (any, error) {
+			return s.SendAppHomeOpened(ctx, e.User, e.Tab)
+		})
 	case "assistant_thread_started":
-		e, err := decode[AssistantThreadStarted](body)
-		if err != nil {
-			return nil, err
-		}
-		return s.SendAssistantThreadStarted(ctx, e)
+		return post(body, func(e AssistantThreadStarted) (any, error) { return s.SendAssistantThreadStarted(ctx, e) })
 	case "block_action":
-		e, err := decode[BlockAction](body)
-		if err != nil {
-			return nil, err
-		}
-		return s.SendBlockAction(ctx, e)
+		return post(body, func(e BlockAction) (any, error) { return s.SendBlockAction(ctx, e) })
 	case "view_submission":
-		e, err := decode[ViewSubmission](body)
-		if err != nil {
-			return nil, err
-		}
-		return s.SendViewSubmission(ctx, e)
+		return post(body, func(e ViewSubmission) (any, error) { return s.SendViewSubmission(ctx, e) })
 	case "slash_command":
-		e, err := decode[SlashCommand](body)
-		if err != nil {
-			return nil, err
-		}
-		return s.SendSlashCommand(ctx, e)
+		return post(body, func(e SlashCommand) (any, error) { return s.SendSlashCommand(ctx, e) })
 	case "envelope":
-		e, err := decode[struct {
+		return post(body, func(e struct {
 			Type                   string
 			Payload                json.RawMessage
 			AcceptsResponsePayload bool
-		}](body)
-		if err != nil {
-			return nil, err
-		}
-		id, err := s.SendEnvelope(ctx, e.Type, e.Payload, e.AcceptsResponsePayload)
-		return map[string]string{"EnvelopeID": id}, err
+		}) (any, error) {
+			id, err := s.SendEnvelope(ctx, e.Type, e.Payload, e.AcceptsResponsePayload)
+			return map[string]string{"EnvelopeID": id}, err
+		})
 	case "disconnect":
-		e, err := decode[struct{ ConnID, Reason string }](body)
-		if err != nil {
-			return nil, err
-		}
-		if e.Reason == "" {
-			e.Reason = ReasonRefreshRequested
-		}
-		if e.ConnID == "" {
-			return map[string]int{"Told": s.DisconnectAll(e.Reason)}, nil
-		}
-		return map[string]int{"Told": 1}, s.Disconnect(e.ConnID, e.Reason)
+		return post(body, func(e struct{ ConnID, Reason string }) (any, error) {
+			if e.Reason == "" {
+				e.Reason = ReasonRefreshRequested
+			}
+			if e.ConnID == "" {
+				return map[string]int{"Told": s.DisconnectAll(e.Reason)}, nil
+			}
+			return map[string]int{"Told": 1}, s.Disconnect(e.ConnID, e.Reason)
+		})
 	case "drop":
-		e, err := decode[struct{ ConnID string }](body)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]bool{"ok": true}, s.DropConnection(e.ConnID)
+		return post(body, func(e struct{ ConnID string }) (any, error) { return ok, s.DropConnection(e.ConnID) })
 	case "fault":
-		e, err := decode[struct {
+		return post(body, func(e struct {
 			Method string
 			Fault
-		}](body)
-		if err != nil {
-			return nil, err
-		}
-		if e.Method == "" {
-			return nil, fmt.Errorf("slackfake: fault needs a Method")
-		}
-		s.InjectFault(e.Method, e.Fault)
-		return map[string]bool{"ok": true}, nil
+		}) (any, error) {
+			if e.Method == "" {
+				return nil, fmt.Errorf("slackfake: fault needs a Method")
+			}
+			s.InjectFault(e.Method, e.Fault)
+			return ok, nil
+		})
 	case "clear_faults":
 		s.ClearFaults()
-		return map[string]bool{"ok": true}, nil
+		return ok, nil
 	case "user":
-		u, err := decode[User](body)
-		if err != nil {
-			return nil, err
-		}
-		s.AddUser(u)
-		return map[string]bool{"ok": true}, nil
+		return post(body, func(u User) (any, error) { s.AddUser(u); return ok, nil })
 	case "channel":
-		c, err := decode[Channel](body)
-		if err != nil {
-			return nil, err
-		}
-		s.AddChannel(c)
-		return map[string]bool{"ok": true}, nil
+		return post(body, func(c Channel) (any, error) { s.AddChannel(c); return ok, nil })
 	case "redelivery":
-		e, err := decode[struct {
+		return post(body, func(e struct {
 			After      time.Duration
 			MaxRetries int
-		}](body)
-		if err != nil {
-			return nil, err
-		}
-		s.SetRedelivery(e.After, e.MaxRetries)
-		return map[string]bool{"ok": true}, nil
+		}) (any, error) {
+			s.SetRedelivery(e.After, e.MaxRetries)
+			return ok, nil
+		})
 	case "tier_limits":
-		l, err := decode[Limits](body)
-		if err != nil {
-			return nil, err
-		}
-		s.SetTierLimits(&l)
-		return map[string]bool{"ok": true}, nil
+		return post(body, func(l Limits) (any, error) { s.SetTierLimits(&l); return ok, nil })
 	case "clear_tier_limits":
 		s.SetTierLimits(nil)
-		return map[string]bool{"ok": true}, nil
+		return ok, nil
 	}
 	return nil, fmt.Errorf("slackfake: unknown admin operation %q", op)
 }

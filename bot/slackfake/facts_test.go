@@ -25,10 +25,7 @@ func button(actionID, value, text string) *slack.ButtonBlockElement {
 }
 
 func TestMessageBlockLimits(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	_, api, ctx := newFake(t)
 
 	many := func(n int) []slack.Block {
 		var bs []slack.Block
@@ -96,10 +93,7 @@ func TestViewAllowsHundredBlocks(t *testing.T) {
 // internal_error to a markdown block, every time, and the file stays
 // unshared (python-slack-sdk#1756, node-slack-sdk#2564).
 func TestFileShareRefusesMarkdownBlocks(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 
 	up, err := api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{FileName: "r.md", FileSize: 5})
 	if err != nil {
@@ -136,10 +130,7 @@ func TestFileShareRefusesMarkdownBlocks(t *testing.T) {
 }
 
 func TestFileShareInitialCommentHidesBlocks(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 	f, err := api.UploadFileContext(ctx, slack.UploadFileParameters{
 		Filename: "r.md", FileSize: 2, Content: "hi", Channel: "C1", InitialComment: "comment",
 		Blocks: slack.Blocks{BlockSet: []slack.Block{sectionBlock("blocks")}},
@@ -154,10 +145,7 @@ func TestFileShareInitialCommentHidesBlocks(t *testing.T) {
 }
 
 func TestFilesDeleteAndRetiredUpload(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 	up, err := api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{FileName: "r.md", FileSize: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -208,10 +196,7 @@ func postForm(t *testing.T, fake *Server, method, form string, out any) {
 // block, with a positive and a negative button that each have text and a
 // value; elsewhere, or incomplete, Slack refuses the message.
 func TestFeedbackButtons(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	_, api, ctx := newFake(t)
 	txt := func(s string) *slack.TextBlockObject {
 		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
 	}

@@ -9,10 +9,7 @@ import (
 )
 
 func TestConversationMembersAndChannelStates(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 	var many []string
 	for i := range 250 {
 		many = append(many, fmt.Sprintf("U%04d", i))

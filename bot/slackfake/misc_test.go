@@ -42,10 +42,7 @@ func TestMentionsBroadcast(t *testing.T) {
 }
 
 func TestPingsScansBotOutput(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 	// A user's own mention is not bot output.
 	fake.AddMessage(Message{Channel: "C1", User: "U1", Text: "<!here> hi"})
 	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("clean", false)); err != nil {

@@ -75,10 +75,30 @@ func (b *bot) next(t *testing.T, typ socketmode.EventType) socketmode.Event {
 	}
 }
 
+// newFake starts a fake, closed when the test ends, with a client of its
+// Web API and a context for the test.
+func newFake(t *testing.T, opts ...Option) (*Server, *slack.Client, context.Context) {
+	t.Helper()
+	fake := New(opts...)
+	t.Cleanup(fake.Close)
+	return fake, newAPI(fake), testCtx(t)
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// connectedBot starts a bot on fake and waits until it is connected.
+func connectedBot(t *testing.T, fake *Server, autoAck bool) (*bot, context.Context) {
+	t.Helper()
+	b := startBot(t, fake, autoAck)
+	ctx := testCtx(t)
+	if err := fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return b, ctx
 }
 
 func TestSocketModeHelloEventAck(t *testing.T) {
@@ -151,11 +171,7 @@ func TestSocketModeDisconnectReconnects(t *testing.T) {
 		t.Run(reason, func(t *testing.T) {
 			fake := New()
 			defer fake.Close()
-			b := startBot(t, fake, true)
-			ctx := testCtx(t)
-			if err := fake.WaitConnections(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			b, ctx := connectedBot(t, fake, true)
 			first := fake.Connections()[0].ID
 			if n := fake.DisconnectAll(reason); n != 1 {
 				t.Fatalf("told %d", n)
@@ -190,11 +206,7 @@ func TestSocketModeDisconnectReconnects(t *testing.T) {
 func TestSocketModeDroppedConnectionReconnects(t *testing.T) {
 	fake := New()
 	defer fake.Close()
-	startBot(t, fake, true)
-	ctx := testCtx(t)
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	_, ctx := connectedBot(t, fake, true)
 	if err := fake.DropConnection(fake.Connections()[0].ID); err != nil {
 		t.Fatal(err)
 	}
@@ -238,12 +250,8 @@ func TestSocketModeInvalidAppToken(t *testing.T) {
 func TestSocketModeInteractiveAndSlash(t *testing.T) {
 	fake := New()
 	defer fake.Close()
-	b := startBot(t, fake, true)
-	ctx := testCtx(t)
+	b, ctx := connectedBot(t, fake, true)
 	api := newAPI(fake)
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
 
 	// The bot posts a plan with buttons; the user clicks "approve".
 	_, ts, err := api.PostMessageContext(ctx, "C9", slack.MsgOptionText("plan", false),
@@ -356,11 +364,7 @@ func TestSocketModeInteractiveAndSlash(t *testing.T) {
 func TestSocketModeHomeAndAssistantEvents(t *testing.T) {
 	fake := New()
 	defer fake.Close()
-	b := startBot(t, fake, true)
-	ctx := testCtx(t)
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	b, ctx := connectedBot(t, fake, true)
 	if _, err := fake.SendAppHomeOpened(ctx, "U7", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -402,11 +406,7 @@ func TestSocketModeHomeAndAssistantEvents(t *testing.T) {
 func TestRedeliveryWhenNotAcked(t *testing.T) {
 	fake := New(WithRedelivery(100*time.Millisecond, 3))
 	defer fake.Close()
-	b := startBot(t, fake, false)
-	ctx := testCtx(t)
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	b, ctx := connectedBot(t, fake, false)
 	sent, err := fake.SendMessage(ctx, MessageEvent{User: "U1", Channel: "C1", Text: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -499,11 +499,7 @@ func TestSendWaitsForConnectionUntilContextEnds(t *testing.T) {
 func TestEchoBotMessages(t *testing.T) {
 	fake := New(WithEchoBotMessages(true))
 	defer fake.Close()
-	b := startBot(t, fake, true)
-	ctx := testCtx(t)
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	b, ctx := connectedBot(t, fake, true)
 	if _, _, err := newAPI(fake).PostMessageContext(ctx, "C1", slack.MsgOptionText("report", false)); err != nil {
 		t.Fatal(err)
 	}
@@ -519,11 +515,7 @@ func TestEchoBotMessages(t *testing.T) {
 func TestSendDuringRefreshGoesToNewConnection(t *testing.T) {
 	fake := New()
 	defer fake.Close()
-	startBot(t, fake, true)
-	ctx := testCtx(t)
-	if err := fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	_, ctx := connectedBot(t, fake, true)
 	old := fake.Connections()[0].ID
 	fake.DisconnectAll(ReasonRefreshRequested)
 	sent, err := fake.SendMessage(ctx, MessageEvent{User: "U1", Channel: "C1", Text: "x"})

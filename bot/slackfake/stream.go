@@ -213,6 +213,19 @@ func (s *Server) streamLocked(channel, ts string) *Stream {
 	return nil
 }
 
+// openStreamLocked finds the stream the request names, or the error to
+// answer with when there is none or it has stopped.
+func (s *Server) openStreamLocked(r *apiRequest) (*Stream, string) {
+	st := s.streamLocked(s.resolveChannelLocked(r.get("channel")), r.get("ts"))
+	switch {
+	case st == nil:
+		return nil, "message_not_found"
+	case !st.Open:
+		return nil, "message_not_in_streaming_state"
+	}
+	return st, ""
+}
+
 func (s *Server) chatAppendStream(r *apiRequest) apiResult {
 	chunks, e := streamChunks(r)
 	if e != "" {
@@ -223,12 +236,9 @@ func (s *Server) chatAppendStream(r *apiRequest) apiResult {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.streamLocked(s.resolveChannelLocked(r.get("channel")), r.get("ts"))
-	switch {
-	case st == nil:
-		return fail("message_not_found")
-	case !st.Open:
-		return fail("message_not_in_streaming_state")
+	st, e := s.openStreamLocked(r)
+	if e != "" {
+		return fail(e)
 	}
 	st.Chunks = append(st.Chunks, chunks...)
 	st.AppendCalls++
@@ -247,12 +257,9 @@ func (s *Server) chatStopStream(r *apiRequest) apiResult {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.streamLocked(s.resolveChannelLocked(r.get("channel")), r.get("ts"))
-	switch {
-	case st == nil:
-		return fail("message_not_found")
-	case !st.Open:
-		return fail("message_not_in_streaming_state")
+	st, e := s.openStreamLocked(r)
+	if e != "" {
+		return fail(e)
 	}
 	st.Chunks = append(st.Chunks, chunks...)
 	st.FinalBlocks = rawJSON(blocks)

@@ -13,10 +13,7 @@ import (
 // with slack-go as the bot would: a plan title, task cards moving through
 // their states with sources, final blocks; a stopped stream takes no more.
 func TestStreamLifecycle(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 
 	parent := fake.AddMessage(Message{Channel: "C1", User: "U1", Text: "research this"})
 	card := slack.NewTaskUpdateChunk("t1", "Search the news")
@@ -67,10 +64,7 @@ func TestStreamLifecycle(t *testing.T) {
 
 // TestStreamRefusals: what Slack refuses in streaming calls.
 func TestStreamRefusals(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 	recipient := []slack.MsgOption{slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID(fake.TeamID())}
 	with := func(opts ...slack.MsgOption) []slack.MsgOption {
 		return append(append([]slack.MsgOption{}, recipient...), opts...)

@@ -579,7 +579,13 @@ func (s *Server) conversationsReplies(r *apiRequest) apiResult {
 			}
 		}
 	}
-	from, to, next := page(r, len(msgs), 1000)
+	return s.messagesPageLocked(r, msgs, 1000)
+}
+
+// messagesPageLocked answers with one page of msgs, defLimit to a page unless
+// the request sets a limit.
+func (s *Server) messagesPageLocked(r *apiRequest, msgs []*Message, defLimit int) apiResult {
+	from, to, next := page(r, len(msgs), defLimit)
 	out := make([]map[string]any, 0, to-from)
 	for _, m := range msgs[from:to] {
 		out = append(out, s.messageJSONLocked(m))
@@ -603,12 +609,7 @@ func (s *Server) conversationsHistory(r *apiRequest) apiResult {
 			msgs = append(msgs, m)
 		}
 	}
-	from, to, next := page(r, len(msgs), 100)
-	out := make([]map[string]any, 0, to-from)
-	for _, m := range msgs[from:to] {
-		out = append(out, s.messageJSONLocked(m))
-	}
-	return ok(map[string]any{"messages": out, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}})
+	return s.messagesPageLocked(r, msgs, 100)
 }
 
 func (s *Server) conversationsInfo(r *apiRequest) apiResult {

@@ -56,10 +56,7 @@ func TestAuthTestAndTokens(t *testing.T) {
 }
 
 func TestPostUpdateDeleteAndReplies(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 
 	parent := fake.AddMessage(Message{Channel: "C1", User: "U1", Text: "<@U0FAKEBOT01> question"})
 	blocks := slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*調査中* …", false, false), nil, nil))
@@ -148,10 +145,7 @@ func TestPostUpdateDeleteAndReplies(t *testing.T) {
 }
 
 func TestEphemeralUsersAndConversations(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 
 	ts, err := api.PostEphemeralContext(ctx, "C1", "U1", slack.MsgOptionText("only you", false), slack.MsgOptionTS("1.000001"))
 	if err != nil || ts == "" {
@@ -249,10 +243,7 @@ func TestViews(t *testing.T) {
 }
 
 func TestAssistantThreads(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 	if err := api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: "D1", ThreadTS: "1.1", Status: "is searching…", LoadingMessages: []string{"a", "b"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -280,10 +271,7 @@ func TestAssistantThreads(t *testing.T) {
 }
 
 func TestUploadFileV2(t *testing.T) {
-	fake := New()
-	defer fake.Close()
-	ctx := testCtx(t)
-	api := newAPI(fake)
+	fake, api, ctx := newFake(t)
 	parent := fake.AddMessage(Message{Channel: "C1", User: "U1", Text: "question"})
 	report := "# レポート\n\n本文 [1]\n"
 	fs, err := api.UploadFileContext(ctx, slack.UploadFileParameters{
