@@ -251,19 +251,29 @@ func (s *Server) resolveChannelLocked(ch string) string {
 
 var postParams = []string{"mrkdwn", "unfurl_links", "unfurl_media", "link_names", "parse", "username", "icon_url", "icon_emoji", "as_user"}
 
+// messageContent reads the text, blocks and attachments of a message to post
+// or update, or the error to answer with when they will not do.
+func messageContent(r *apiRequest) (text, blocks, atts, e string) {
+	text, blocks, atts = r.get("text"), r.get("blocks"), r.get("attachments")
+	switch {
+	case text == "" && blocks == "" && atts == "":
+		return "", "", "", "no_text"
+	case utf8.RuneCountInString(text) > maxTextChars:
+		return "", "", "", "msg_too_long"
+	}
+	if e := validateBlocks(blocks); e != "" {
+		return "", "", "", e
+	}
+	return text, blocks, atts, ""
+}
+
 func (s *Server) chatPostMessage(r *apiRequest) apiResult {
 	channel := r.get("channel")
 	if channel == "" {
 		return fail("channel_not_found")
 	}
-	text, blocks, atts := r.get("text"), r.get("blocks"), r.get("attachments")
-	if text == "" && blocks == "" && atts == "" {
-		return fail("no_text")
-	}
-	if utf8.RuneCountInString(text) > maxTextChars {
-		return fail("msg_too_long")
-	}
-	if e := validateBlocks(blocks); e != "" {
+	text, blocks, atts, e := messageContent(r)
+	if e != "" {
 		return fail(e)
 	}
 	s.mu.Lock()
@@ -427,30 +437,34 @@ func extOf(name string) string {
 
 func (s *Server) chatUpdate(r *apiRequest) apiResult {
 	channel, ts := r.get("channel"), r.get("ts")
-	text, blocks, atts := r.get("text"), r.get("blocks"), r.get("attachments")
-	if text == "" && blocks == "" && atts == "" {
-		return fail("no_text")
-	}
-	if utf8.RuneCountInString(text) > maxTextChars {
-		return fail("msg_too_long")
-	}
-	if e := validateBlocks(blocks); e != "" {
+	text, blocks, atts, e := messageContent(r)
+	if e != "" {
 		return fail(e)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[channel]; !ok {
-		return fail("channel_not_found")
-	}
-	m := s.findMessageLocked(channel, ts)
-	if m == nil || m.Deleted {
-		return fail("message_not_found")
-	}
-	if m.BotID == "" {
-		return fail("cant_update_message")
+	m, e := s.botMessageLocked(channel, ts, "cant_update_message")
+	if e != "" {
+		return fail(e)
 	}
 	s.editLocked(m, text, rawJSON(blocks), rawJSON(atts))
 	return ok(map[string]any{"channel": channel, "ts": ts, "text": m.Text, "message": s.messageJSONLocked(m)})
+}
+
+// botMessageLocked finds a message the bot posted, for chat.update and
+// chat.delete; not the bot's, it answers cant.
+func (s *Server) botMessageLocked(channel, ts, cant string) (*Message, string) {
+	if _, ok := s.channels[channel]; !ok {
+		return nil, "channel_not_found"
+	}
+	m := s.findMessageLocked(channel, ts)
+	if m == nil || m.Deleted {
+		return nil, "message_not_found"
+	}
+	if m.BotID == "" {
+		return nil, cant
+	}
+	return m, ""
 }
 
 func (s *Server) editLocked(m *Message, text string, blocks, atts json.RawMessage) {
@@ -466,15 +480,9 @@ func (s *Server) chatDelete(r *apiRequest) apiResult {
 	channel, ts := r.get("channel"), r.get("ts")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[channel]; !ok {
-		return fail("channel_not_found")
-	}
-	m := s.findMessageLocked(channel, ts)
-	if m == nil || m.Deleted {
-		return fail("message_not_found")
-	}
-	if m.BotID == "" {
-		return fail("cant_delete_message")
+	m, e := s.botMessageLocked(channel, ts, "cant_delete_message")
+	if e != "" {
+		return fail(e)
 	}
 	m.Deleted = true
 	s.notifyLocked()
