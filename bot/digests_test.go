@@ -408,9 +408,7 @@ func TestDigestsServedByTheBot(t *testing.T) {
 	st := memory.NewSchedules()
 	mgr := &schedule.Manager{Store: st}
 	h.start(func(o *bot.Options) { o.Digests = mgr })
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 1)
 	if _, err := h.fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: "schedule weekly news", User: "UOWNER", Channel: "C1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,8 @@ import (
 )
 
 func TestMentionProgressApprovalReport(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h, ctx := started(t)
+	h.connected(ctx, 1)
 
 	sent := h.mention(ctx, "U1", "C1", "2026年の国内生成AI規制の動向を調べて", "")
 	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
@@ -58,7 +54,7 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 	}
 
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	h.waitFor(ctx, "report file", func() bool { return len(h.files("C1", sent.TS)) == 1 })
+	h.waitReports(ctx, "C1", sent.TS, 1)
 	f := h.files("C1", sent.TS)[0]
 	if !strings.HasSuffix(f.Name, ".md") || !strings.Contains(string(f.Content), "# AI regulation 2026") {
 		t.Errorf("file %q content %q", f.Name, f.Content)
@@ -109,12 +105,9 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 }
 
 func TestRequestChangesViaModal(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	sent := h.mention(ctx, "U1", "C1", "compare vector databases", "")
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_revise")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_revise")
 	h.click(ctx, "U1", "C1", approval, "dr_revise", val)
 	var view slackfake.View
 	h.waitFor(ctx, "feedback modal", func() bool {
@@ -158,19 +151,14 @@ func TestRequestChangesViaModal(t *testing.T) {
 		return strings.Contains(string(m.Blocks), "Changes requested") && strings.Contains(string(m.Blocks), "shorter, with a table")
 	})
 	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
-	h.click(ctx, "U1", "C1", second, "dr_approve", val2)
-	h.waitFor(ctx, "report file", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	h.approveAndWait(ctx, "U1", "C1", sent.TS, second, val2)
 	h.noPings()
 }
 
 func TestResearchMoreAndCancelButtons(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	sent := h.mention(ctx, "U1", "C1", "competitor news", "")
-	m, val := h.withButton(ctx, "C1", sent.TS, "dr_more")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	m, val := h.waitApproval(ctx, "C1", sent.TS, "dr_more")
 	h.click(ctx, "U1", "C1", m, "dr_more", val)
 	m2, val2 := h.withButton(ctx, "C1", sent.TS, "dr_cancel_intr", m.TS)
 	if !strings.Contains(string(m2.Blocks), "revised after more") {
@@ -195,9 +183,7 @@ func TestResearchMoreAndCancelButtons(t *testing.T) {
 
 func TestCancelWhileRunning(t *testing.T) {
 	h := newHarness(t)
-	hold := make(chan struct{})
-	h.res.setHold(hold)
-	defer close(hold)
+	defer h.holdRuns()()
 	h.start()
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "long research", "")
@@ -216,19 +202,15 @@ func TestCancelWhileRunning(t *testing.T) {
 }
 
 func TestFollowUpInThreadAndDM(t *testing.T) {
-	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
-	ctx := testCtx(t)
+	h, ctx := started(t, noDraftApproval)
 	sent := h.mention(ctx, "U1", "C1", "first question", "")
-	h.waitFor(ctx, "first report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
+	h.waitReports(ctx, "C1", sent.TS, 1)
 	first := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 
 	// A plain reply in a channel thread (no mention) is not for the bot.
-	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U1", Channel: "C1", ThreadTS: sent.TS, Text: "thanks!"}); err != nil {
-		t.Fatal(err)
-	}
+	h.message(ctx, slackfake.MessageEvent{User: "U1", Channel: "C1", ThreadTS: sent.TS, Text: "thanks!"})
 	h.mention(ctx, "U1", "C1", "dig deeper into the EU part", sent.TS)
-	h.waitFor(ctx, "second report", func() bool { return len(h.files("C1", sent.TS)) == 2 })
+	h.waitReports(ctx, "C1", sent.TS, 2)
 	second := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if second.ID == first.ID || second.ThreadID != first.ThreadID || !second.FollowUp {
 		t.Errorf("follow-up run = %+v (first %s)", second, first.ID)
@@ -238,16 +220,11 @@ func TestFollowUpInThreadAndDM(t *testing.T) {
 	}
 
 	// In a DM any message starts research, and any reply in its thread follows up.
-	dm, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U2", Channel: "D0U2", Text: "what is RAG?"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.waitFor(ctx, "DM report", func() bool { return len(h.files("D0U2", dm.TS)) == 1 })
+	dm := h.message(ctx, slackfake.MessageEvent{User: "U2", Channel: "D0U2", Text: "what is RAG?"})
+	h.waitReports(ctx, "D0U2", dm.TS, 1)
 	h.waitState(ctx, "D0U2", dm.TS, research.StateDone)
-	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U2", Channel: "D0U2", ThreadTS: dm.TS, Text: "rewrite shorter"}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitFor(ctx, "DM follow-up report", func() bool { return len(h.files("D0U2", dm.TS)) == 2 })
+	h.message(ctx, slackfake.MessageEvent{User: "U2", Channel: "D0U2", ThreadTS: dm.TS, Text: "rewrite shorter"})
+	h.waitReports(ctx, "D0U2", dm.TS, 2)
 	dmRun := h.waitState(ctx, "D0U2", dm.TS, research.StateDone)
 	if !dmRun.FollowUp {
 		t.Errorf("DM reply was not a follow-up: %+v", dmRun)
@@ -257,13 +234,10 @@ func TestFollowUpInThreadAndDM(t *testing.T) {
 
 func TestSocketDisconnectMidRun(t *testing.T) {
 	h := newHarness(t)
-	hold := make(chan struct{})
-	h.res.setHold(hold)
+	release := h.holdRuns()
 	h.start()
 	ctx := testCtx(t)
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 1)
 	sent := h.mention(ctx, "U1", "C1", "research during a disconnect", "")
 	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
 
@@ -284,19 +258,14 @@ func TestSocketDisconnectMidRun(t *testing.T) {
 		cs := h.fake.Connections()
 		return len(cs) == 1 && cs[0].ID != second
 	})
-	close(hold)
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
-	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	release()
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+	h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
 	h.noPings()
 }
 
 func TestRedeliveredEventIsHandledOnce(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	sent := h.mention(ctx, "U1", "C1", "only once please", "")
 	if err := h.fake.Redeliver(ctx, sent.EnvelopeID, "timeout"); err != nil {
 		t.Fatal(err)
@@ -333,20 +302,15 @@ func TestRestartWhileWaitingForApproval(t *testing.T) {
 	a := h.start()
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "survive a restart", "")
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor(ctx, "old connection gone", func() bool { return len(h.fake.Connections()) == 0 })
 
 	h.start() // a new process on the same store
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	h.connected(ctx, 1)
+	r := h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
 	if r.Owner != "" || r.Attempt != 1 {
 		t.Errorf("run after restart = %+v", r)
 	}
@@ -355,8 +319,7 @@ func TestRestartWhileWaitingForApproval(t *testing.T) {
 
 func TestRestartWhileRunning(t *testing.T) {
 	h := newHarness(t)
-	hold := make(chan struct{})
-	h.res.setHold(hold)
+	release := h.holdRuns()
 	a := h.start()
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "survive a restart mid-run", "")
@@ -367,28 +330,22 @@ func TestRestartWhileRunning(t *testing.T) {
 	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateQueued {
 		t.Fatalf("after shutdown the run is %s, want queued", r.State)
 	}
-	close(hold)
+	release()
 	h.start()
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 	if calls := h.res.Calls(); !slices.Contains(calls, "continue:"+h.runOf(ctx, "C1", sent.TS).ThreadID) {
 		t.Errorf("the new process did not continue the run: %v", calls)
 	}
-	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
 	if n := len(h.botMessages("C1", sent.TS)); n != 3 { // status, approval, report
 		t.Errorf("%d bot messages in the thread, want 3", n)
 	}
 }
 
 func TestClickByStrangerAndApprover(t *testing.T) {
-	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.Approvers = []string{"U3"} })
-	ctx := testCtx(t)
+	h, ctx := started(t, func(o *bot.Options) { o.Approvers = []string{"U3"} })
 	sent := h.mention(ctx, "U1", "C1", "who may approve?", "")
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 	h.click(ctx, "U2", "C1", approval, "dr_approve", val)
 	h.waitFor(ctx, "ephemeral to the stranger", func() bool {
 		for _, e := range h.fake.Ephemerals() {
@@ -403,15 +360,8 @@ func TestClickByStrangerAndApprover(t *testing.T) {
 	}
 	// Two approvers' clicks (a double click) resume once.
 	h.click(ctx, "U3", "C1", approval, "dr_approve", val)
-	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
-	resumes := 0
-	for _, c := range h.res.Calls() {
-		if c == "resume:"+r.ThreadID {
-			resumes++
-		}
-	}
+	r := h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
+	resumes := h.resumes(r.ThreadID)
 	// Both may decide; the clicks are handled concurrently, so either one
 	// is the decision — and only one resumes the run.
 	if resumes != 1 || r.Decision == nil || (r.Decision.By != "U3" && r.Decision.By != "U1") {
@@ -425,24 +375,14 @@ func TestTwoReplicasDoubleClick(t *testing.T) {
 	h.start()
 	h.start()
 	ctx := testCtx(t)
-	if err := h.fake.WaitConnections(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 2)
 	sent := h.mention(ctx, "U1", "C1", "two replicas", "")
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 	// Round-robin delivery sends the two clicks to different replicas.
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
-	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	r := h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
 	time.Sleep(200 * time.Millisecond)
-	resumes := 0
-	for _, c := range h.res.Calls() {
-		if c == "resume:"+r.ThreadID {
-			resumes++
-		}
-	}
+	resumes := h.resumes(r.ThreadID)
 	if resumes != 1 || len(h.files("C1", sent.TS)) != 1 {
 		t.Errorf("resumes = %d, files = %d", resumes, len(h.files("C1", sent.TS)))
 	}
@@ -451,25 +391,14 @@ func TestTwoReplicasDoubleClick(t *testing.T) {
 func TestClarifyingQuestionAnsweredInThread(t *testing.T) {
 	h := newHarness(t)
 	h.res.askFirst = true
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
+	h.start(noDraftApproval)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "regulation news", "")
 	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
-	h.waitFor(ctx, "question posted", func() bool {
-		for _, m := range h.botMessages("C1", sent.TS) {
-			if strings.Contains(m.Text, "Which period?") {
-				return true
-			}
-		}
-		return false
-	})
+	h.waitBotText(ctx, "C1", sent.TS, "Which period?")
 	// Someone else's reply is not the answer; the requester's is.
-	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U2", Channel: "C1", ThreadTS: sent.TS, Text: "last decade"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U1", Channel: "C1", ThreadTS: sent.TS, Text: "2025 and 2026"}); err != nil {
-		t.Fatal(err)
-	}
+	h.message(ctx, slackfake.MessageEvent{User: "U2", Channel: "C1", ThreadTS: sent.TS, Text: "last decade"})
+	h.message(ctx, slackfake.MessageEvent{User: "U1", Channel: "C1", ThreadTS: sent.TS, Text: "2025 and 2026"})
 	h.waitFor(ctx, "draft after the answer", func() bool {
 		for _, m := range h.botMessages("C1", sent.TS) {
 			if strings.Contains(string(m.Blocks), "after answer 2025 and 2026") {
@@ -486,9 +415,7 @@ func TestClarifyingQuestionAnsweredInThread(t *testing.T) {
 }
 
 func TestMalformedEnvelopeIsAcked(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	id, err := h.fake.SendEnvelope(ctx, slackfake.TypeEventsAPI, "this is not an event", false)
 	if err != nil {
 		t.Fatal(err)

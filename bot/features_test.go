@@ -16,15 +16,7 @@ import (
 
 func (h *harness) slash(t *testing.T, user, channel, text string) slackfake.Sent {
 	t.Helper()
-	ctx := testCtx(t)
-	sent, err := h.fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: text, User: user, Channel: channel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return sent
+	return h.acked(h.fake.SendSlashCommand(testCtx(t), slackfake.SlashCommand{Command: "/research", Text: text, User: user, Channel: channel}))
 }
 
 func (h *harness) responseContaining(t *testing.T, s string) {
@@ -41,9 +33,7 @@ func (h *harness) responseContaining(t *testing.T, s string) {
 
 func TestSlashCommands(t *testing.T) {
 	h := newHarness(t)
-	hold := make(chan struct{})
-	h.res.setHold(hold)
-	defer close(hold)
+	defer h.holdRuns()()
 	h.start()
 	ctx := testCtx(t)
 
@@ -95,9 +85,7 @@ func TestSlashSubcommandExtension(t *testing.T) {
 }
 
 func TestAppHomeShowsRecentRuns(t *testing.T) {
-	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
-	ctx := testCtx(t)
+	h, ctx := started(t, noDraftApproval)
 	sent := h.mention(ctx, "U1", "C1", "home question <!everyone>", "")
 	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	if _, err := h.fake.SendAppHomeOpened(ctx, "U1", ""); err != nil {
@@ -114,9 +102,7 @@ func TestAppHomeShowsRecentRuns(t *testing.T) {
 }
 
 func TestAssistantThread(t *testing.T) {
-	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
-	ctx := testCtx(t)
+	h, ctx := started(t, noDraftApproval)
 	started, err := h.fake.SendAssistantThreadStarted(ctx, slackfake.AssistantThreadStarted{User: "U5"})
 	if err != nil {
 		t.Fatal(err)
@@ -126,10 +112,8 @@ func TestAssistantThread(t *testing.T) {
 		t.Errorf("prompts = %+v", p)
 	}
 	dm := "D" + "U5"[1:]
-	if _, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U5", Channel: dm, ThreadTS: started.TS, Text: "research RAG evaluation"}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitFor(ctx, "report in the assistant thread", func() bool { return len(h.files(dm, started.TS)) == 1 })
+	h.message(ctx, slackfake.MessageEvent{User: "U5", Channel: dm, ThreadTS: started.TS, Text: "research RAG evaluation"})
+	h.waitReports(ctx, dm, started.TS, 1)
 	h.waitFor(ctx, "status set and cleared", func() bool {
 		st := h.fake.Statuses()
 		return len(st) >= 2 && st[0].Status != "" && st[len(st)-1].Status == "" && st[0].ThreadTS == started.TS
@@ -138,17 +122,13 @@ func TestAssistantThread(t *testing.T) {
 
 func TestAssistantStatusRefreshed(t *testing.T) {
 	h := newHarness(t)
-	hold := make(chan struct{})
-	h.res.setHold(hold)
+	release := h.holdRuns()
 	h.start(func(o *bot.Options) {
 		o.RunOptions = research.RunOptions{}
 		o.StatusRefresh = 100 * time.Millisecond
 	})
 	ctx := testCtx(t)
-	sent, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U6", Channel: "D6", Text: "slow research"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sent := h.message(ctx, slackfake.MessageEvent{User: "U6", Channel: "D6", Text: "slow research"})
 	h.waitFor(ctx, "status refreshed", func() bool {
 		n := 0
 		for _, s := range h.fake.Statuses() {
@@ -158,7 +138,7 @@ func TestAssistantStatusRefreshed(t *testing.T) {
 		}
 		return n >= 4
 	})
-	close(hold)
+	release()
 	h.waitState(ctx, "D6", sent.TS, research.StateDone)
 }
 
@@ -166,7 +146,7 @@ func TestUploadRetriedAndPostedOnce(t *testing.T) {
 	h := newHarness(t)
 	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Status: http.StatusInternalServerError, Times: 1})
 	h.fake.RateLimit("files.getUploadURLExternal", 1, time.Second)
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
+	h.start(noDraftApproval)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "upload despite faults", "")
 	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
@@ -192,7 +172,7 @@ func TestRateLimitedStatusMessage(t *testing.T) {
 	h := newHarness(t)
 	h.fake.RateLimit("chat.postMessage", 1, time.Second)
 	h.fake.RateLimit("chat.update", 2, time.Second)
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
+	h.start(noDraftApproval)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "despite 429s", "")
 	h.waitState(ctx, "C1", sent.TS, research.StateDone)
@@ -207,9 +187,7 @@ func TestRateLimitedStatusMessage(t *testing.T) {
 
 func TestAllowListAndUserLimit(t *testing.T) {
 	h := newHarness(t)
-	hold := make(chan struct{})
-	h.res.setHold(hold)
-	defer close(hold)
+	defer h.holdRuns()()
 	h.start(func(o *bot.Options) {
 		o.AllowedChannels = []string{"C1"}
 		o.MaxRunsPerUser = 1
@@ -227,24 +205,10 @@ func TestAllowListAndUserLimit(t *testing.T) {
 	sent := h.mention(ctx, "U1", "C1", "first", "")
 	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
 	second := h.mention(ctx, "U1", "C1", "second", "")
-	h.waitFor(ctx, "limit reply", func() bool {
-		for _, m := range h.botMessages("C1", second.TS) {
-			if strings.Contains(m.Text, "already have 1") {
-				return true
-			}
-		}
-		return false
-	})
+	h.waitBotText(ctx, "C1", second.TS, "already have 1")
 	// A second question in the busy thread is refused politely.
 	h.mention(ctx, "U1", "C1", "and another thing", sent.TS)
-	h.waitFor(ctx, "busy reply", func() bool {
-		for _, m := range h.botMessages("C1", sent.TS) {
-			if strings.Contains(m.Text, "still working") {
-				return true
-			}
-		}
-		return false
-	})
+	h.waitBotText(ctx, "C1", sent.TS, "still working")
 	runs, _ := h.store.ListRuns(ctx, research.RunFilter{})
 	if len(runs) != 1 {
 		t.Errorf("%d runs, want 1", len(runs))
@@ -252,28 +216,16 @@ func TestAllowListAndUserLimit(t *testing.T) {
 }
 
 func TestEmptyMentionGetsHelp(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	sent := h.mention(ctx, "U1", "C1", "", "")
-	h.waitFor(ctx, "help reply", func() bool {
-		for _, m := range h.botMessages("C1", sent.TS) {
-			if strings.Contains(m.Text, "/research ask") {
-				return true
-			}
-		}
-		return false
-	})
+	h.waitBotText(ctx, "C1", sent.TS, "/research ask")
 }
 
 func TestBotIgnoresItsOwnEchoes(t *testing.T) {
 	h := newHarness(t, slackfake.WithEchoBotMessages(true))
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
+	h.start(noDraftApproval)
 	ctx := testCtx(t)
-	dm, err := h.fake.SendMessage(ctx, slackfake.MessageEvent{User: "U7", Channel: "D7", Text: "echo test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dm := h.message(ctx, slackfake.MessageEvent{User: "U7", Channel: "D7", Text: "echo test"})
 	h.waitState(ctx, "D7", dm.TS, research.StateDone)
 	time.Sleep(200 * time.Millisecond)
 	runs, _ := h.store.ListRuns(ctx, research.RunFilter{})
@@ -287,7 +239,7 @@ func TestBotIgnoresItsOwnEchoes(t *testing.T) {
 func TestFinalStatusPostedWhenUneditable(t *testing.T) {
 	h := newHarness(t)
 	h.fake.InjectFault("chat.update", slackfake.Fault{Error: "message_not_found"})
-	h.start(func(o *bot.Options) { o.RunOptions = research.RunOptions{} })
+	h.start(noDraftApproval)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "status message gone", "")
 	h.waitState(ctx, "C1", sent.TS, research.StateDone)

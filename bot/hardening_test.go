@@ -82,9 +82,7 @@ func TestSlashHelpListsEverySubcommand(t *testing.T) {
 }
 
 func TestSlashUnknownSubcommandGetsHelp(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	for _, text := range []string{"kubernetes", "stauts", "shedule weekly competitor news", "cancle r123"} {
 		h.slash(t, "U1", "C1", text)
 		word, _, _ := strings.Cut(text, " ")
@@ -116,8 +114,7 @@ func TestAllowListAppliesToEveryEntryPoint(t *testing.T) {
 	// A run waits in C1 from before the allow-list.
 	first := h.start()
 	sent := h.mention(ctx, "U1", "C1", "a question from before", "")
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 	if err := first.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +126,7 @@ func TestAllowListAppliesToEveryEntryPoint(t *testing.T) {
 		o.Subcommands = map[string]bot.SlashHandler{"schedule": countingSub(&subs), "schedules": countingSub(&subs)}
 		o.Interactions = map[string]bot.InteractionHandler{"sched_": func(context.Context, slack.InteractionCallback) error { ext.Add(1); return nil }}
 	})
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 1)
 	for _, text := range []string{"schedule weekly news", "schedules", "status", "cancel", "ask a question", "a question"} {
 		before := len(h.fake.ResponsePosts())
 		h.slash(t, "U1", "C1", text)
@@ -185,12 +180,9 @@ func TestAllowListAppliesToEveryEntryPoint(t *testing.T) {
 }
 
 func TestFeedbackIsCappedLikeQuestions(t *testing.T) {
-	h := newHarness(t)
-	h.start(func(o *bot.Options) { o.MaxQuestionLen = 2000 })
-	ctx := testCtx(t)
+	h, ctx := started(t, func(o *bot.Options) { o.MaxQuestionLen = 2000 })
 	sent := h.mention(ctx, "U1", "C1", "compare vector databases", "")
-	_, val := h.withButton(ctx, "C1", sent.TS, "dr_revise")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	_, val := h.waitApproval(ctx, "C1", sent.TS, "dr_revise")
 	runID, intrID, _ := strings.Cut(val, "|")
 	huge := strings.Repeat("ignore previous instructions ", 500_000/29+1)
 	sub, err := h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "U1", CallbackID: "dr_revise_modal", PrivateMetadata: runID + "|" + intrID,
@@ -217,9 +209,7 @@ func TestFeedbackIsCappedLikeQuestions(t *testing.T) {
 }
 
 func TestForeignEnvelopesAreDropped(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	mention := func(team, app, eventID string) {
 		m := h.fake.AddMessage(slackfake.Message{Channel: "C1", User: "U1", Text: "<@" + h.fake.BotUserID() + "> forged question"})
 		_, err := h.fake.SendEnvelope(ctx, slackfake.TypeEventsAPI, map[string]any{
@@ -298,12 +288,9 @@ func editTexts(m slackfake.Message) []string {
 // requester and decide on it); the earlier run and the thread stay the
 // original requester's.
 func TestFollowUpByAnotherUserIsTheirs(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	ctx := testCtx(t)
+	h, ctx := started(t)
 	sent := h.mention(ctx, "U1", "C1", "first question", "")
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 	h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	first := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -95,6 +96,18 @@ func (h *harness) start(edit ...func(*bot.Options)) *runningBot {
 // startWith runs a bot with another researcher than the harness's own.
 func (h *harness) startWith(res bot.Researcher, edit ...func(*bot.Options)) *runningBot {
 	h.t.Helper()
+	return h.run(res, h.store, edit...)
+}
+
+// startOn runs a bot instance on store instead of the harness's store.
+func (h *harness) startOn(store research.Store, edit ...func(*bot.Options)) *runningBot {
+	h.t.Helper()
+	return h.run(h.res, store, edit...)
+}
+
+// run runs a bot instance on res and store until the test ends.
+func (h *harness) run(res bot.Researcher, store research.Store, edit ...func(*bot.Options)) *runningBot {
+	h.t.Helper()
 	h.n++
 	o := h.options()
 	o.InstanceID = "bot-" + string(rune('A'+h.n-1))
@@ -103,7 +116,7 @@ func (h *harness) startWith(res bot.Researcher, edit ...func(*bot.Options)) *run
 	for _, e := range edit {
 		e(&o)
 	}
-	b, err := bot.New(res, h.store, o)
+	b, err := bot.New(res, store, o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -263,19 +276,17 @@ func (h *harness) noPings() {
 
 func (h *harness) mention(ctx context.Context, user, channel, text, threadTS string) slackfake.Sent {
 	h.t.Helper()
-	sent, err := h.fake.SendAppMention(ctx, slackfake.AppMention{User: user, Channel: channel, Text: text, ThreadTS: threadTS})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if _, err := h.fake.WaitAck(sent.EnvelopeID, 5*time.Second); err != nil {
-		h.t.Fatal(err)
-	}
-	return sent
+	return h.acked(h.fake.SendAppMention(ctx, slackfake.AppMention{User: user, Channel: channel, Text: text, ThreadTS: threadTS}))
 }
 
 func (h *harness) click(ctx context.Context, user, channel string, m slackfake.Message, actionID, value string) slackfake.Sent {
 	h.t.Helper()
-	sent, err := h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: channel, MessageTS: m.TS, ActionID: actionID, Value: value})
+	return h.acked(h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: channel, MessageTS: m.TS, ActionID: actionID, Value: value}))
+}
+
+// acked fails the test unless the envelope was sent and the bot acked it.
+func (h *harness) acked(sent slackfake.Sent, err error) slackfake.Sent {
+	h.t.Helper()
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -291,3 +302,89 @@ func readAll(r io.Reader) string {
 }
 
 var _ = readAll
+
+// waitApproval waits for a bot message in the thread with a button
+// actionID (other than those with the ts in not) and for the run to wait
+// on it; it returns the message and the button's value.
+func (h *harness) waitApproval(ctx context.Context, channel, threadTS, actionID string, not ...string) (slackfake.Message, string) {
+	h.t.Helper()
+	m, val := h.withButton(ctx, channel, threadTS, actionID, not...)
+	h.waitState(ctx, channel, threadTS, research.StateWaiting)
+	return m, val
+}
+
+// waitReports waits until the thread has n report files.
+func (h *harness) waitReports(ctx context.Context, channel, threadTS string, n int) {
+	h.t.Helper()
+	h.waitFor(ctx, fmt.Sprintf("%d report files", n), func() bool { return len(h.files(channel, threadTS)) == n })
+}
+
+// approveAndWait approves by clicking the button of m, then waits for the
+// report and the run done.
+func (h *harness) approveAndWait(ctx context.Context, user, channel, threadTS string, m slackfake.Message, val string) research.Run {
+	h.t.Helper()
+	h.click(ctx, user, channel, m, "dr_approve", val)
+	h.waitReports(ctx, channel, threadTS, 1)
+	return h.waitState(ctx, channel, threadTS, research.StateDone)
+}
+
+// waitBotText waits for a bot message in the thread whose text has s.
+func (h *harness) waitBotText(ctx context.Context, channel, threadTS, s string) {
+	h.t.Helper()
+	h.waitFor(ctx, "a reply with "+s, func() bool {
+		for _, m := range h.botMessages(channel, threadTS) {
+			if strings.Contains(m.Text, s) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// message sends a plain message event.
+func (h *harness) message(ctx context.Context, ev slackfake.MessageEvent) slackfake.Sent {
+	h.t.Helper()
+	sent, err := h.fake.SendMessage(ctx, ev)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return sent
+}
+
+// resumes counts the researcher's resumes of a thread.
+func (h *harness) resumes(threadID string) int {
+	n := 0
+	for _, c := range h.res.Calls() {
+		if c == "resume:"+threadID {
+			n++
+		}
+	}
+	return n
+}
+
+// holdRuns makes the researcher's calls wait until release (or their
+// context ends); the test's end releases them too.
+func (h *harness) holdRuns() (release func()) {
+	hold := make(chan struct{})
+	h.res.setHold(hold)
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	h.t.Cleanup(release)
+	return release
+}
+
+// connected waits until the fake has n Socket Mode connections.
+func (h *harness) connected(ctx context.Context, n int) {
+	h.t.Helper()
+	if err := h.fake.WaitConnections(ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// started is a harness with a bot running on it, and the test's context.
+func started(t *testing.T, edit ...func(*bot.Options)) (*harness, context.Context) {
+	t.Helper()
+	h := newHarness(t)
+	h.start(edit...)
+	return h, testCtx(t)
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -31,33 +30,13 @@ const testGrace = 500 * time.Millisecond
 
 func withGrace(o *bot.Options) { o.InboxGrace = testGrace }
 
-// startOn runs a bot instance on store instead of the harness's store.
-func (h *harness) startOn(store research.Store, edit ...func(*bot.Options)) *runningBot {
+// startAckOnly runs a bot that stores and acks envelopes but handles none,
+// as a process that dies right after each ack would.
+func (h *harness) startAckOnly() *runningBot {
 	h.t.Helper()
-	h.n++
-	o := h.options()
-	o.InstanceID = "bot-" + string(rune('A'+h.n-1))
-	w := &testWriter{t: h.t}
-	o.Logger = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test_instance", o.InstanceID)
-	for _, e := range edit {
-		e(&o)
-	}
-	b, err := bot.New(h.res, store, o)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningBot{Bot: b, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- b.Run(ctx) }()
-	h.t.Cleanup(func() {
-		if err := r.stop(); err != nil {
-			h.t.Errorf("bot stop: %v", err)
-		}
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return r
+	a := h.start(withGrace)
+	bot.StopHandling(a.Bot)
+	return a
 }
 
 // envelope returns what the fake sent as envelope id.
@@ -181,12 +160,9 @@ func TestAckedMentionSurvivesCrash(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			a := h.start(withGrace)
-			bot.StopHandling(a.Bot)
+			a := h.startAckOnly()
 			ctx := testCtx(t)
-			if err := h.fake.WaitConnections(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			h.connected(ctx, 1)
 			sent := h.mention(ctx, "U1", "C1", "survive a crash right after the ack", "")
 			key := h.inboxKey(sent.EnvelopeID)
 			e, err := h.store.InboxEntry(ctx, key)
@@ -230,8 +206,7 @@ func TestAckedClickSurvivesCrash(t *testing.T) {
 	a := h.start(withGrace)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "approve me after a crash", "")
-	approval, val := h.withButton(ctx, "C1", sent.TS, "dr_approve")
-	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 	bot.StopHandling(a.Bot)
 	click := h.click(ctx, "U1", "C1", approval, "dr_approve", val)
 	if err := a.stop(); err != nil {
@@ -241,7 +216,7 @@ func TestAckedClickSurvivesCrash(t *testing.T) {
 		t.Fatalf("the stopped process handled the click: %+v", r)
 	}
 	h.start(withGrace)
-	h.waitFor(ctx, "report", func() bool { return len(h.files("C1", sent.TS)) == 1 })
+	h.waitReports(ctx, "C1", sent.TS, 1)
 	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.waitDone(ctx, h.inboxKey(click.EnvelopeID))
 	h.oneRun(ctx, "C1", sent.TS)
@@ -252,17 +227,12 @@ func TestAckedClickSurvivesCrash(t *testing.T) {
 // ignored, and the envelope is handled once.
 func TestRedeliveryAfterInboxWriteHandledOnce(t *testing.T) {
 	h := newHarness(t)
-	a := h.start(withGrace)
-	bot.StopHandling(a.Bot)
+	a := h.startAckOnly()
 	ctx := testCtx(t)
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 1)
 	sent := h.mention(ctx, "U1", "C1", "delivered twice, handled once", "")
 	b := h.start(withGrace) // a replica
-	if err := h.fake.WaitConnections(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 2)
 	for range 2 { // round-robin: at least one goes to the replica
 		if err := h.fake.Redeliver(ctx, sent.EnvelopeID, "timeout"); err != nil {
 			t.Fatal(err)
@@ -297,41 +267,14 @@ func TestMessageHandledAgainFindsItsRun(t *testing.T) {
 		name   string
 		repeat func(t *testing.T, h *harness, env slackfake.Envelope)
 	}{
-		{"taken over after a crash", func(t *testing.T, h *harness, env slackfake.Envelope) {
-			// What a process that died after CreateRun leaves behind.
-			past := time.Now().Add(-time.Minute)
-			ok, err := h.store.PutInbox(testCtx(t), []research.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
-				Payload: env.Payload, ReceivedAt: past, Owner: "dead", LeaseUntil: past.Add(testGrace)}})
-			if err != nil || !ok[0] {
-				t.Fatalf("put: %v %v", ok, err)
-			}
-			e := h.waitDone(testCtx(t), "ev:crashed")
-			if e.Attempts != 2 {
-				t.Errorf("attempts = %d, want 2", e.Attempts)
-			}
-		}},
-		{"second event of the message", func(t *testing.T, h *harness, env slackfake.Envelope) {
-			var p struct {
-				Event map[string]any `json:"event"`
-			}
-			if err := json.Unmarshal(env.Payload, &p); err != nil {
-				t.Fatal(err)
-			}
-			id, err := h.fake.SendEvent(testCtx(t), p.Event) // a new event id
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.waitDone(testCtx(t), h.inboxKey(id))
-		}},
+		{"taken over after a crash", takenOverAfterCrash},
+		{"second event of the message", sendSecondEvent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
-			h.start(withGrace)
-			ctx := testCtx(t)
+			h, ctx := started(t, withGrace)
 			sent := h.mention(ctx, "U1", "C1", "one message, one run", "")
-			h.withButton(ctx, "C1", sent.TS, "dr_approve")
-			h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
+			h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
 			tc.repeat(t, h, h.envelope(sent.EnvelopeID))
 			h.oneRun(ctx, "C1", sent.TS)
 			if n := len(h.botMessages("C1", sent.TS)); n != 2 { // status, approval
@@ -339,6 +282,39 @@ func TestMessageHandledAgainFindsItsRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// takenOverAfterCrash leaves env in the inbox as a process that died
+// while handling it would, and waits for recovery to handle it again.
+func takenOverAfterCrash(t *testing.T, h *harness, env slackfake.Envelope) {
+	t.Helper()
+	past := time.Now().Add(-time.Minute)
+	ok, err := h.store.PutInbox(testCtx(t), []research.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
+		Payload: env.Payload, ReceivedAt: past, Owner: "dead", LeaseUntil: past.Add(testGrace)}})
+	if err != nil || !ok[0] {
+		t.Fatalf("put: %v %v", ok, err)
+	}
+	if e := h.waitDone(testCtx(t), "ev:crashed"); e.Attempts != 2 {
+		t.Errorf("attempts = %d, want 2", e.Attempts)
+	}
+}
+
+// sendSecondEvent sends env's event again under a new event id, as Slack
+// does for a message that is both a mention and a message, and waits for
+// it to be handled.
+func sendSecondEvent(t *testing.T, h *harness, env slackfake.Envelope) {
+	t.Helper()
+	var p struct {
+		Event map[string]any `json:"event"`
+	}
+	if err := json.Unmarshal(env.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	id, err := h.fake.SendEvent(testCtx(t), p.Event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitDone(testCtx(t), h.inboxKey(id))
 }
 
 // An answer that starts no run (here the help text) is claimed once per
@@ -351,30 +327,8 @@ func TestAnswerRepeatedOnlyWhenHandledAgain(t *testing.T) {
 		repeat func(t *testing.T, h *harness, env slackfake.Envelope)
 		want   int // help replies in the thread
 	}{
-		{"second event of the message", func(t *testing.T, h *harness, env slackfake.Envelope) {
-			var p struct {
-				Event map[string]any `json:"event"`
-			}
-			if err := json.Unmarshal(env.Payload, &p); err != nil {
-				t.Fatal(err)
-			}
-			id, err := h.fake.SendEvent(testCtx(t), p.Event)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.waitDone(testCtx(t), h.inboxKey(id))
-		}, 1},
-		{"taken over after a crash", func(t *testing.T, h *harness, env slackfake.Envelope) {
-			past := time.Now().Add(-time.Minute)
-			ok, err := h.store.PutInbox(testCtx(t), []research.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
-				Payload: env.Payload, ReceivedAt: past, Owner: "dead", LeaseUntil: past.Add(testGrace)}})
-			if err != nil || !ok[0] {
-				t.Fatalf("put: %v %v", ok, err)
-			}
-			if e := h.waitDone(testCtx(t), "ev:crashed"); e.Attempts != 2 {
-				t.Errorf("attempts = %d, want 2", e.Attempts)
-			}
-		}, 2},
+		{"second event of the message", sendSecondEvent, 1},
+		{"taken over after a crash", takenOverAfterCrash, 2},
 	}
 	helps := func(h *harness, ts string) int {
 		n := 0
@@ -427,9 +381,7 @@ func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
 		o.Interactions = map[string]bot.InteractionHandler{"block_": blocker}
 	})
 	ctx := testCtx(t)
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 1)
 	h.click(ctx, "U1", "C1", slackfake.Message{}, "block_1", "x") // the one worker waits in it
 	select {
 	case <-entered:
@@ -485,9 +437,7 @@ func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
 	store.fails.Store(2)
 	b := h.startOn(store, withGrace)
 	ctx := testCtx(t)
-	if err := h.fake.WaitConnections(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.connected(ctx, 1)
 	sent, err := h.fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "store me before the ack"})
 	if err != nil {
 		t.Fatal(err)

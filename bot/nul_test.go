@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -68,41 +67,14 @@ func (s *scriptedResearcher) Continue(context.Context, string, research.Progress
 
 func (s *scriptedResearcher) Cancel(context.Context, string) error { return nil }
 
-// runOn runs a bot on fake Slack with any store until the test ends.
-func runOn(t *testing.T, fake *slackfake.Server, store research.Store, res bot.Researcher, edit ...func(*bot.Options)) {
+// runOn runs a bot with res on store against fake; its runs ask for the
+// plan's approval.
+func runOn(t *testing.T, fake *slackfake.Server, store research.Store, res bot.Researcher, edit ...func(*bot.Options)) *harness {
 	t.Helper()
-	w := &testWriter{t: t}
-	o := bot.Options{
-		BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(),
-		Lease: 2 * time.Second, HeartbeatEvery: 50 * time.Millisecond, RecoverEvery: 100 * time.Millisecond,
-		ProgressInterval: 20 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
-		RunOptions: research.RunOptions{ApprovePlan: true},
-		Logger:     slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
-	for _, e := range edit {
-		e(&o)
-	}
-	b, err := bot.New(res, store, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("bot: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("bot did not stop")
-		}
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
+	h := &harness{t: t, fake: fake}
+	approvePlan := func(o *bot.Options) { o.RunOptions = research.RunOptions{ApprovePlan: true} }
+	h.run(res, store, append([]func(*bot.Options){approvePlan}, edit...)...)
+	return h
 }
 
 func waitRun(t *testing.T, ctx context.Context, store research.Store, threadID string, cond func(research.Run) bool) research.Run {
@@ -144,12 +116,9 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 		planText: "1. search\x00 the web\n2. read \xff pages",
 		result:   research.Result{Title: "NUL\x00 report", Summary: "a summary\x00 with NUL", Report: "# Report\x00\nbody \x00 text", Sources: 1},
 	}
-	runOn(t, fake, store, res)
+	h := runOn(t, fake, store, res)
 	ctx := testCtx(t)
-	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "question with a NUL\x00 inside"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sent := h.mention(ctx, "U1", "C1", "question with a NUL\x00 inside", "")
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
 	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return r.State == research.StateWaiting })
 	if strings.Contains(r.Question, "\x00") || !strings.Contains(r.Question, "question with a NUL") || r.Interrupt == nil || strings.Contains(r.Interrupt.Text, "\x00") {
@@ -200,12 +169,9 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
 	res := &scriptedResearcher{planText: "a POISON plan"}
-	runOn(t, fake, store, res, func(o *bot.Options) { o.Lease = 300 * time.Millisecond; o.HeartbeatEvery = 100 * time.Millisecond })
+	h := runOn(t, fake, store, res, func(o *bot.Options) { o.Lease = 300 * time.Millisecond; o.HeartbeatEvery = 100 * time.Millisecond })
 	ctx := testCtx(t)
-	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "poisoned"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sent := h.mention(ctx, "U1", "C1", "poisoned", "")
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
 	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
 	if r.State != research.StateFailed || !strings.Contains(r.Error, "no_poison") {
@@ -286,12 +252,9 @@ func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
 	t.Cleanup(fake.Close)
 	store := &flakyWaitStore{Runs: memory.NewRuns(), fails: 1}
 	res := &scriptedResearcher{planText: "a plan"}
-	runOn(t, fake, store, res)
+	h := runOn(t, fake, store, res)
 	ctx := testCtx(t)
-	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "blip"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sent := h.mention(ctx, "U1", "C1", "blip", "")
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
 	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return r.State != research.StateQueued && r.State != research.StateRunning })
 	if r.State != research.StateWaiting || res.count("start") != 1 {

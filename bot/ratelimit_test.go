@@ -105,9 +105,7 @@ func refusals(t *testing.T, g prometheus.Gatherer, how string) int {
 // so the channel stays usable for everyone else.
 func TestRefusalFloodIsCapped(t *testing.T) {
 	h := newHarness(t)
-	hold := make(chan struct{})
-	h.res.setHold(hold)
-	defer close(hold)
+	defer h.holdRuns()()
 	reg := prometheus.NewRegistry()
 	h.start(func(o *bot.Options) {
 		o.MaxRunsPerUser = 1
@@ -123,23 +121,30 @@ func TestRefusalFloodIsCapped(t *testing.T) {
 	}
 	h.waitFor(ctx, "every flood mention refused", func() bool { return refusals(t, reg, "") == flood })
 
-	inThread := 0
-	for _, s := range sent {
-		for _, m := range h.botMessages("C1", s.TS) {
-			if strings.Contains(m.Text, "already have 1") {
-				inThread++
+	delivered := func() (inThread, private, quiet int) {
+		for _, s := range sent {
+			for _, m := range h.botMessages("C1", s.TS) {
+				if strings.Contains(m.Text, "already have 1") {
+					inThread++
+				}
 			}
 		}
-	}
-	private, quiet := 0, 0
-	for _, e := range h.fake.Ephemerals() {
-		if e.User == "U1" && strings.Contains(e.Text, "already have 1") {
-			private++
-			if strings.Contains(e.Text, "won't answer the same request again") {
-				quiet++
+		for _, e := range h.fake.Ephemerals() {
+			if e.User == "U1" && strings.Contains(e.Text, "already have 1") {
+				private++
+				if strings.Contains(e.Text, "won't answer the same request again") {
+					quiet++
+				}
 			}
 		}
+		return inThread, private, quiet
 	}
+	// A refusal is counted before it is posted: let the posts land.
+	h.waitFor(ctx, "the counted refusals posted", func() bool {
+		inThread, private, _ := delivered()
+		return inThread+private == flood-refusals(t, reg, "dropped")
+	})
+	inThread, private, quiet := delivered()
 	if inThread != 1 || private != 5 || quiet != 1 {
 		t.Errorf("%d refusals in threads and %d ephemeral (%d saying repeats go unanswered), want 1, 5 and 1", inThread, private, quiet)
 	}

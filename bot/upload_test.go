@@ -18,9 +18,7 @@ func noDraftApproval(o *bot.Options) { o.RunOptions = research.RunOptions{} }
 // markdown block, which real Slack answers with internal_error), the
 // summary is mrkdwn, and no unshared file is left behind.
 func TestReportSharedWithBlocksSlackAccepts(t *testing.T) {
-	h := newHarness(t)
-	h.start(noDraftApproval)
-	ctx := testCtx(t)
+	h, ctx := started(t, noDraftApproval)
 	sent := h.mention(ctx, "U1", "C1", "what changed in AI regulation?", "")
 	h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	files := h.files("C1", sent.TS)
@@ -100,7 +98,7 @@ func TestReportShareFailsCleanlyThenRetryPostsIt(t *testing.T) {
 
 	h.fake.ClearFaults()
 	h.mention(ctx, "U1", "C1", "retry", sent.TS)
-	h.waitFor(ctx, "report after retry", func() bool { return len(h.files("C1", sent.TS)) == 1 })
+	h.waitReports(ctx, "C1", sent.TS, 1)
 	th := h.res.Thread(failed.ThreadID)
 	if !slices.Equal(th.questions, []string{question, question}) {
 		t.Errorf("researcher questions = %q, want the original question twice", th.questions)
@@ -121,9 +119,7 @@ func TestReportShareFailsCleanlyThenRetryPostsIt(t *testing.T) {
 // thread whose report failed to upload is a new research, and "retry" in a
 // thread whose run finished is a follow-up as usual.
 func TestRetryWordsOnlyRedeliverAfterUploadFailure(t *testing.T) {
-	h := newHarness(t)
-	h.start(noDraftApproval)
-	ctx := testCtx(t)
+	h, ctx := started(t, noDraftApproval)
 	sent := h.mention(ctx, "U1", "C1", "first question", "")
 	done := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.mention(ctx, "U1", "C1", "retry", sent.TS)
