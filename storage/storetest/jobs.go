@@ -611,41 +611,23 @@ func jobsConcurrentClaim(t *testing.T, q jobs.Queue) {
 	jobsMustPut(t, q, all...)
 	var mu sync.Mutex
 	claimedBy := map[string][]string{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		owner := fmt.Sprint("worker", w)
-		wg.Go(func() {
-			for {
-				got, err := q.Claim(ctx, jobs.KindEnvelope, owner, jobAt(time.Second), jobLease, 3, 0)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				for _, j := range got {
-					if j.Owner != owner {
-						errs <- fmt.Errorf("%s got a job owned by %s", owner, j.Owner)
-						return
-					}
-					mu.Lock()
-					claimedBy[j.Key] = append(claimedBy[j.Key], owner)
-					mu.Unlock()
-					if err := q.Finish(ctx, jobs.KindEnvelope, j.Key, owner, jobs.Done, "", []byte{}, jobAt(2*time.Second)); err != nil {
-						errs <- err
-						return
-					}
-				}
+	owner := func(w int) string { return fmt.Sprint("worker", w) }
+	claimAll(t, workers, func(w int) ([]jobs.Job, error) {
+		return q.Claim(ctx, jobs.KindEnvelope, owner(w), jobAt(time.Second), jobLease, 3, 0)
+	}, func(w int, got []jobs.Job) error {
+		for _, j := range got {
+			if j.Owner != owner(w) {
+				return fmt.Errorf("%s got a job owned by %s", owner(w), j.Owner)
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			mu.Lock()
+			claimedBy[j.Key] = append(claimedBy[j.Key], owner(w))
+			mu.Unlock()
+			if err := q.Finish(ctx, jobs.KindEnvelope, j.Key, owner(w), jobs.Done, "", []byte{}, jobAt(2*time.Second)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if len(claimedBy) != n {
 		t.Fatalf("%d jobs claimed, want %d", len(claimedBy), n)
 	}
@@ -775,32 +757,19 @@ func BenchJobs(b *testing.B, open func(t testing.TB) jobs.Queue) {
 			}
 		}
 		b.ResetTimer()
-		var wg sync.WaitGroup
 		var mu sync.Mutex
 		done := 0
-		for w := range 4 {
-			owner := fmt.Sprint("w", w)
-			wg.Go(func() {
-				for {
-					got, err := q.Claim(ctx, jobs.KindRun, owner, now, jobLease, 1, 5)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if len(got) == 0 {
-						return
-					}
-					if err := q.Finish(ctx, jobs.KindRun, got[0].Key, owner, jobs.Done, "", nil, now); err != nil {
-						b.Error(err)
-						return
-					}
-					mu.Lock()
-					done++
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
+		claimAll(b, 4, func(w int) ([]jobs.Job, error) {
+			return q.Claim(ctx, jobs.KindRun, fmt.Sprint("w", w), now, jobLease, 1, 5)
+		}, func(w int, got []jobs.Job) error {
+			if err := q.Finish(ctx, jobs.KindRun, got[0].Key, fmt.Sprint("w", w), jobs.Done, "", nil, now); err != nil {
+				return err
+			}
+			mu.Lock()
+			done++
+			mu.Unlock()
+			return nil
+		})
 		if done != b.N {
 			b.Fatalf("finished %d of %d", done, b.N)
 		}
@@ -832,37 +801,20 @@ func JobsTwoHandles(t *testing.T, a, b jobs.Queue) {
 	}
 	var mu sync.Mutex
 	seen := map[string]int{}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
+	claimAll(t, 8, func(w int) ([]jobs.Job, error) {
 		q := a
 		if w%2 == 1 {
 			q = b
 		}
-		owner := fmt.Sprint("w", w)
-		wg.Go(func() {
-			for {
-				got, err := q.Claim(ctx, jobs.KindFiring, owner, jobAt(time.Second), jobLease, 2, 3)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, j := range got {
-					seen[j.Key]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		return q.Claim(ctx, jobs.KindFiring, fmt.Sprint("w", w), jobAt(time.Second), jobLease, 2, 3)
+	}, func(_ int, got []jobs.Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, j := range got {
+			seen[j.Key]++
+		}
+		return nil
+	})
 	if len(seen) != n {
 		t.Fatalf("%d jobs claimed, want %d", len(seen), n)
 	}
@@ -877,5 +829,35 @@ func JobsTwoHandles(t *testing.T, a, b jobs.Queue) {
 	}
 	if got, err := b.Claim(ctx, jobs.KindFiring, "late", jobAt(2*time.Second+jobLease), jobLease, 0, 3); err != nil || len(got) != n {
 		t.Fatalf("Claim after expiry = %d jobs, %v; want %d", len(got), err, n)
+	}
+}
+
+// claimAll has workers claim at once, each through claim until it gets
+// nothing, handing every batch to took; the first error fails t.
+func claimAll(t testing.TB, workers int, claim func(w int) ([]jobs.Job, error), took func(w int, got []jobs.Job) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				got, err := claim(w)
+				if err == nil && len(got) == 0 {
+					return
+				}
+				if err == nil {
+					err = took(w, got)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,22 +128,9 @@ func testClaimEvent(t *testing.T, s research.Store) {
 
 func testClaimEventConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			ok, err := s.ClaimEvent(c, "ev:race", at(0))
-			if err != nil {
-				t.Error(err)
-			}
-			if ok {
-				wins.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d winners, want 1", wins.Load())
+	wins := race(16, func(int) int { return won(t)(s.ClaimEvent(c, "ev:race", at(0))) })
+	if wins != 1 {
+		t.Fatalf("%d winners, want 1", wins)
 	}
 }
 
@@ -234,22 +220,12 @@ func testAcquireAndLease(t *testing.T, s research.Store) {
 func testAcquireConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 12 {
-		wg.Go(func() {
-			_, err := s.AcquireRun(c, "r1", fmt.Sprintf("P%d", i), at(0), time.Minute)
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case !errors.Is(err, research.ErrNotAcquired):
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d owners, want 1", wins.Load())
+	wins := race(12, func(i int) int {
+		_, err := s.AcquireRun(c, "r1", fmt.Sprintf("P%d", i), at(0), time.Minute)
+		return wonUnless(t, err, research.ErrNotAcquired)
+	})
+	if wins != 1 {
+		t.Fatalf("%d owners, want 1", wins)
 	}
 }
 
@@ -268,34 +244,11 @@ func testAcquireRuns(t *testing.T, s research.Store) {
 	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft}, at(10)))
 
 	// Several processes race for the rest: each run goes to exactly one.
-	var mu sync.Mutex
-	got := map[string]string{}
-	var wg sync.WaitGroup
-	for p := range 4 {
-		wg.Go(func() {
-			owner := fmt.Sprintf("P%d", p)
-			runs, err := s.AcquireRuns(c, owner, at(11), time.Minute, 2)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if len(runs) > 2 {
-				t.Errorf("limit 2, got %d", len(runs))
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, r := range runs {
-				if prev, ok := got[r.ID]; ok {
-					t.Errorf("run %s acquired by %s and %s", r.ID, prev, owner)
-				}
-				got[r.ID] = owner
-				if r.State != research.StateRunning || r.Owner != owner || r.Attempt != 1 {
-					t.Errorf("acquired run = %+v", r)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	got := claimRace(t, 4, 2, func(owner string, limit int) ([]research.Run, error) {
+		return s.AcquireRuns(c, owner, at(11), time.Minute, limit)
+	}, func(r research.Run) string { return r.ID }, func(owner string, r research.Run) bool {
+		return r.State == research.StateRunning && r.Owner == owner && r.Attempt == 1
+	})
 	if len(got) != 3 || got["r0"] != "" || got["r1"] != "" {
 		t.Fatalf("acquired %v, want r2, r3, r4", got)
 	}
@@ -361,22 +314,12 @@ func testDecideConcurrent(t *testing.T, s research.Store) {
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
 	must(t, err)
 	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft}, at(1)))
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 12 {
-		wg.Go(func() {
-			_, err := s.Decide(c, "r1", research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: fmt.Sprintf("U%d", i), At: at(2)})
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case !errors.Is(err, research.ErrAlreadyDecided) && !errors.Is(err, research.ErrNotWaiting):
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d decisions applied, want 1", wins.Load())
+	wins := race(12, func(i int) int {
+		_, err := s.Decide(c, "r1", research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: fmt.Sprintf("U%d", i), At: at(2)})
+		return wonUnless(t, err, research.ErrAlreadyDecided, research.ErrNotWaiting)
+	})
+	if wins != 1 {
+		t.Fatalf("%d decisions applied, want 1", wins)
 	}
 }
 
@@ -497,26 +440,15 @@ func testUploads(t *testing.T, s research.Store) {
 	_, err := s.Upload(c, "r1")
 	wantErr(t, err, research.ErrNotFound)
 	u := research.Upload{RunID: "r1", FileID: "F1", MessageTS: "1.5", At: at(1)}
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			v := u
-			if i > 0 {
-				v.FileID = fmt.Sprintf("F%d", i+1)
-			}
-			ok, err := s.RecordUpload(c, v)
-			if err != nil {
-				t.Error(err)
-			}
-			if ok {
-				wins.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d uploads recorded, want 1", wins.Load())
+	wins := race(8, func(i int) int {
+		v := u
+		if i > 0 {
+			v.FileID = fmt.Sprintf("F%d", i+1)
+		}
+		return won(t)(s.RecordUpload(c, v))
+	})
+	if wins != 1 {
+		t.Fatalf("%d uploads recorded, want 1", wins)
 	}
 	got, err := s.Upload(c, "r1")
 	must(t, err)
@@ -670,23 +602,12 @@ func testInboxPut(t *testing.T, s research.Store) {
 
 func testInboxPutConcurrent(t *testing.T, s research.Store) {
 	c := ctx(t)
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 16 {
-		wg.Go(func() {
-			ok, err := s.PutInbox(c, []research.InboxEntry{entry("ev:race", 0, fmt.Sprintf("P%d", i), time.Minute)})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if ok[0] {
-				wins.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d puts accepted, want 1", wins.Load())
+	wins := race(16, func(i int) int {
+		ok, err := s.PutInbox(c, []research.InboxEntry{entry("ev:race", 0, fmt.Sprintf("P%d", i), time.Minute)})
+		return won(t)(err == nil && ok[0], err)
+	})
+	if wins != 1 {
+		t.Fatalf("%d puts accepted, want 1", wins)
 	}
 }
 
@@ -736,34 +657,11 @@ func testInboxClaimConcurrent(t *testing.T, s research.Store) {
 	for i := range 6 {
 		put(t, s, entry(fmt.Sprintf("ev:%d", i), float64(i), "dead", time.Second))
 	}
-	var mu sync.Mutex
-	got := map[string]string{}
-	var wg sync.WaitGroup
-	for p := range 8 {
-		wg.Go(func() {
-			owner := fmt.Sprintf("P%d", p)
-			es, err := s.ClaimInbox(c, owner, at(60), time.Minute, 2)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if len(es) > 2 {
-				t.Errorf("limit 2, got %d", len(es))
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, e := range es {
-				if prev, ok := got[e.Key]; ok {
-					t.Errorf("entry %s claimed by %s and %s", e.Key, prev, owner)
-				}
-				got[e.Key] = owner
-				if e.Owner != owner || e.Attempts != 2 {
-					t.Errorf("claimed entry = %+v", e)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	got := claimRace(t, 8, 2, func(owner string, limit int) ([]research.InboxEntry, error) {
+		return s.ClaimInbox(c, owner, at(60), time.Minute, limit)
+	}, func(e research.InboxEntry) string { return e.Key }, func(owner string, e research.InboxEntry) bool {
+		return e.Owner == owner && e.Attempts == 2
+	})
 	if len(got) != 6 {
 		t.Fatalf("claimed %v, want each of 6 entries once", got)
 	}
@@ -923,4 +821,41 @@ func testInstancesConcurrent(t *testing.T, s research.Store) {
 	if n := live(t, s, 4.001); n != 0 {
 		t.Errorf("live after the last touch = %d, want 0", n)
 	}
+}
+
+// claimRace has procs processes, P0 and on, each claim up to limit items at
+// once, and returns which process took each key. The test fails when a key is
+// taken twice, a claim returns more than limit, or ok rejects a taken item.
+func claimRace[T any](t *testing.T, procs, limit int, claim func(owner string, limit int) ([]T, error), key func(T) string, ok func(owner string, v T) bool) map[string]string {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string]string{}
+	var wg sync.WaitGroup
+	for p := range procs {
+		wg.Go(func() {
+			owner := fmt.Sprintf("P%d", p)
+			vs, err := claim(owner, limit)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(vs) > limit {
+				t.Errorf("limit %d, got %d", limit, len(vs))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range vs {
+				k := key(v)
+				if prev, taken := got[k]; taken {
+					t.Errorf("%s taken by %s and %s", k, prev, owner)
+				}
+				got[k] = owner
+				if !ok(owner, v) {
+					t.Errorf("%s taken by %s as %+v", k, owner, v)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return got
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,22 +136,10 @@ func testLimit(t *testing.T, s schedule.Store) {
 
 func testLimitConcurrent(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
-	var wg sync.WaitGroup
-	var created atomic.Int32
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := s.CreateSchedule(ctx, mk(fmt.Sprint("c", i), "C9"), 3)
-			if err == nil {
-				created.Add(1)
-			} else if !errors.Is(err, schedule.ErrLimit) {
-				t.Errorf("create: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	if n := created.Load(); n != 3 {
+	n := race(8, func(i int) int {
+		return wonUnless(t, s.CreateSchedule(ctx, mk(fmt.Sprint("c", i), "C9"), 3), schedule.ErrLimit)
+	})
+	if n != 3 {
 		t.Fatalf("created %d schedules concurrently with a limit of 3", n)
 	}
 }
@@ -162,23 +148,10 @@ func testClaimOnce(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
 	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
 	due := scheduleT0.Add(7 * 24 * time.Hour)
-	var wg sync.WaitGroup
-	var wins atomic.Int32
-	for i := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, err := s.ClaimFiring(ctx, running("a", due, fmt.Sprint("p", i), due.Add(time.Minute)))
-			if err != nil {
-				t.Errorf("claim: %v", err)
-			}
-			if ok {
-				wins.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if n := wins.Load(); n != 1 {
+	n := race(16, func(i int) int {
+		return won(t)(s.ClaimFiring(ctx, running("a", due, fmt.Sprint("p", i), due.Add(time.Minute))))
+	})
+	if n != 1 {
 		t.Fatalf("%d claims of one firing succeeded, want 1", n)
 	}
 	f, err := s.GetFiring(ctx, "a", due)
@@ -267,27 +240,20 @@ func testTakeOver(t *testing.T, s schedule.Store) {
 		t.Fatalf("took over a firing whose lease is valid: %+v", got)
 	}
 	now := due.Add(2 * time.Minute)
-	var wg sync.WaitGroup
-	var taken atomic.Int32
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fs, err := s.TakeOverFiring(ctx, fmt.Sprint("p", i), now, now.Add(2*time.Minute), 3)
-			if err != nil {
-				t.Errorf("take over: %v", err)
+	taken := race(8, func(i int) int {
+		fs, err := s.TakeOverFiring(ctx, fmt.Sprint("p", i), now, now.Add(2*time.Minute), 3)
+		if err != nil {
+			t.Errorf("take over: %v", err)
+		}
+		for _, f := range fs {
+			if f.Attempts != 2 || f.Owner != fmt.Sprint("p", i) || f.State != schedule.FiringRunning {
+				t.Errorf("taken firing = %+v", f)
 			}
-			taken.Add(int32(len(fs)))
-			for _, f := range fs {
-				if f.Attempts != 2 || f.Owner != fmt.Sprint("p", i) || f.State != schedule.FiringRunning {
-					t.Errorf("taken firing = %+v", f)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if n := taken.Load(); n != 1 {
-		t.Fatalf("the expired firing was taken over %d times, want 1", n)
+		}
+		return len(fs)
+	})
+	if taken != 1 {
+		t.Fatalf("the expired firing was taken over %d times, want 1", taken)
 	}
 	// Attempts exhausted: the next expiry fails it.
 	now = now.Add(time.Hour)
@@ -314,26 +280,20 @@ func testApprove(t *testing.T, s schedule.Store) {
 	due := scheduleT0
 	_, err := s.ClaimFiring(ctx, schedule.Firing{ScheduleID: "a", Due: due, State: schedule.FiringWaiting, Owner: "p0", ClaimedAt: due})
 	mustSchedule(t, err)
-	var wg sync.WaitGroup
-	var wins atomic.Int32
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f, err := s.ApproveFiring(ctx, "a", due, fmt.Sprint("p", i), due, due.Add(time.Minute))
-			switch {
-			case err == nil:
-				wins.Add(1)
-				if f.State != schedule.FiringRunning || f.Owner != fmt.Sprint("p", i) || f.Attempts != 1 {
-					t.Errorf("approved firing = %+v", f)
-				}
-			case !errors.Is(err, schedule.ErrNotWaiting):
-				t.Errorf("approve: %v", err)
+	n := race(8, func(i int) int {
+		f, err := s.ApproveFiring(ctx, "a", due, fmt.Sprint("p", i), due, due.Add(time.Minute))
+		switch {
+		case err == nil:
+			if f.State != schedule.FiringRunning || f.Owner != fmt.Sprint("p", i) || f.Attempts != 1 {
+				t.Errorf("approved firing = %+v", f)
 			}
-		}()
-	}
-	wg.Wait()
-	if n := wins.Load(); n != 1 {
+			return 1
+		case !errors.Is(err, schedule.ErrNotWaiting):
+			t.Errorf("approve: %v", err)
+		}
+		return 0
+	})
+	if n != 1 {
 		t.Fatalf("%d approvals won, want 1", n)
 	}
 	if _, err := s.ApproveFiring(ctx, "a", due.Add(time.Hour), "p", due, due); !errors.Is(err, schedule.ErrNotFound) {
