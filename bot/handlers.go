@@ -108,7 +108,7 @@ func (b *Bot) onMessage(ctx context.Context, m incoming) {
 			if question == "" {
 				return
 			}
-			b.decide(ctx, r, research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionAnswer, Text: question, By: m.user, At: b.now()}, m.channel, root, clickSource{})
+			b.decide(ctx, r, research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionAnswer, Text: question, By: m.user, At: b.now()}, decisionSource{channel: m.channel, threadTS: root})
 			return
 		}
 		if m.answerOnly {
@@ -172,12 +172,17 @@ func (b *Bot) mayDecide(r research.Run, user string) bool {
 	return user == r.Requester || b.approvers[user]
 }
 
-// decide records a decision once and resumes (or cancels) the run.
-// clickSource is where a decision came from when it came from a button:
-// the message clicked and the interaction's response_url.
-type clickSource struct{ messageTS, responseURL string }
+// decisionSource is where a decision came from: the channel and thread
+// to answer the decider in and, for a button, the message clicked and the
+// interaction's response_url.
+type decisionSource struct {
+	channel, threadTS      string
+	messageTS, responseURL string
+}
 
-func (b *Bot) decide(ctx context.Context, r research.Run, d research.Decision, channel, threadTS string, from clickSource) {
+// decide records a decision once and resumes (or cancels) the run.
+func (b *Bot) decide(ctx context.Context, r research.Run, d research.Decision, from decisionSource) {
+	channel, threadTS := from.channel, from.threadTS
 	cur, err := b.store.Decide(ctx, r.ID, d)
 	// The approval message is posted just before its run is recorded as
 	// waiting; a quick click lands in between. Give the run a moment.
@@ -349,7 +354,7 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 			}
 			return
 		}
-		b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: action, By: user, At: b.now()}, channel, threadTS, clickSource{messageTS: cb.Container.MessageTs, responseURL: cb.ResponseURL})
+		b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: action, By: user, At: b.now()}, decisionSource{channel: channel, threadTS: threadTS, messageTS: cb.Container.MessageTs, responseURL: cb.ResponseURL})
 	}
 }
 
@@ -370,7 +375,7 @@ func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallb
 	if !b.mayAct(ctx, r, user, "decide on", func(msg string) { b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, msg) }) {
 		return
 	}
-	b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: research.ActionRevise, Text: text, By: user, At: b.now()}, r.Key.Channel, r.Key.ThreadTS, clickSource{})
+	b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: research.ActionRevise, Text: text, By: user, At: b.now()}, decisionSource{channel: r.Key.Channel, threadTS: r.Key.ThreadTS})
 }
 
 // clickedRun loads the run a button names and checks with mayAct that
