@@ -87,11 +87,12 @@ var (
 //
 // Runs (research.Store): CreateRun is Put of a Ready KindRun job (the run's
 // other columns stay in the runs table); AcquireRun is ClaimKey;
-// AcquireRuns is Claim (oldest first, SKIP LOCKED) with maxAttempts as the
-// bound on pickups; Heartbeat is Extend; ReleaseRun is Release; WaitRun is
-// Park (the interrupt in the payload); Decide is Unpark (attempts reset to
-// 0, the decision in the payload), or Cancel for a cancel decision;
-// FinishRun is Finish; RequestCancel of a queued or waiting run is Cancel.
+// AcquireRuns is Claim (oldest first, SKIP LOCKED); Heartbeat is Extend;
+// ReleaseRun is Release; WaitRun is Park (the interrupt in the runs table);
+// Decide is Unpark (attempts reset to 0, the decision in the runs table),
+// or Cancel for a cancel decision; FinishRun is Finish; RequestCancel of a
+// queued or waiting run is Cancel. A cancelled run is Failed with the
+// payload "cancelled".
 //
 // Inbox: PutInbox is Put of Held KindEnvelope jobs (the returned flags are
 // the dedupe of redelivered envelopes; the envelope is the payload);

@@ -289,3 +289,20 @@ func RunLease(r *research.Run, j jobs.Job) {
 		r.UpdatedAt = j.UpdatedAt
 	}
 }
+
+// DecideRefusal says why decision d cannot be applied to run r (as stored,
+// with its lease), or returns nil. Every engine's Decide checks in this
+// order, memory.Runs' order: r waits on d's interrupt (else ErrNotWaiting),
+// has no decision yet (else ErrAlreadyDecided), and is waiting (else
+// ErrNotWaiting: a waiting run that was cancelled keeps its interrupt).
+func DecideRefusal(r research.Run, d research.Decision) error {
+	switch {
+	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
+		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, research.ErrNotWaiting)
+	case r.Decision != nil:
+		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, research.ErrAlreadyDecided)
+	case r.State != research.StateWaiting:
+		return fmt.Errorf("run %s is %s: %w", r.ID, r.State, research.ErrNotWaiting)
+	}
+	return nil
+}

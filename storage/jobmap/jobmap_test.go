@@ -129,3 +129,48 @@ func TestFiringStates(t *testing.T) {
 		t.Errorf("FiringJob(bogus) = %v", err)
 	}
 }
+
+// Every run state survives the trip through a job, and the finished ones
+// through FinishRun's mapping.
+func TestRunStates(t *testing.T) {
+	for _, st := range []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting,
+		research.StateDone, research.StateFailed, research.StateCancelled} {
+		js, p := jobmap.RunJobStates(st)
+		if got := jobmap.RunState(js, p); got != st {
+			t.Errorf("%s -> (%s, %q) -> %s", st, js, p, got)
+		}
+		fs, fp, err := jobmap.RunFinish(st)
+		if st.Active() {
+			if !errors.Is(err, jobs.ErrInvalid) {
+				t.Errorf("RunFinish(%s) = %v, want ErrInvalid", st, err)
+			}
+			continue
+		}
+		if err != nil || jobmap.RunState(fs, fp) != st {
+			t.Errorf("RunFinish(%s) = %s, %q, %v", st, fs, fp, err)
+		}
+	}
+}
+
+// Decide's checks come in memory.Runs' order: the interrupt, then an
+// earlier decision, then the state.
+func TestDecideRefusal(t *testing.T) {
+	d := research.Decision{InterruptID: "i1", Action: research.ActionApprove}
+	intr := &research.PendingInterrupt{ID: "i1"}
+	for _, tt := range []struct {
+		name string
+		run  research.Run
+		want error
+	}{
+		{"waiting", research.Run{State: research.StateWaiting, Interrupt: intr}, nil},
+		{"no interrupt", research.Run{State: research.StateWaiting}, research.ErrNotWaiting},
+		{"other interrupt", research.Run{State: research.StateWaiting, Interrupt: &research.PendingInterrupt{ID: "i2"}}, research.ErrNotWaiting},
+		{"decided, queued", research.Run{State: research.StateQueued, Interrupt: intr, Decision: &d}, research.ErrAlreadyDecided},
+		{"cancelled while waiting", research.Run{State: research.StateCancelled, Interrupt: intr}, research.ErrNotWaiting},
+	} {
+		err := jobmap.DecideRefusal(tt.run, d)
+		if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}

@@ -293,11 +293,12 @@ func (q *Jobs) finish(j jobs.Job, state jobs.State, errText string, payload []by
 func (q *Jobs) Cancel(_ context.Context, kind jobs.Kind, key, errText string, now time.Time) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.cancel(kind, key, errText, now)
+	return q.cancel(kind, key, errText, nil, now)
 }
 
-// cancel is Cancel; the caller holds mu.
-func (q *Jobs) cancel(kind jobs.Kind, key, errText string, now time.Time) error {
+// cancel is Cancel with a payload (nil keeps it) as Finish has; the caller
+// holds mu.
+func (q *Jobs) cancel(kind jobs.Kind, key, errText string, payload []byte, now time.Time) error {
 	j, ok := q.jobs[jobKey{kind, key}]
 	if !ok {
 		return fmt.Errorf("memory: cancel %s/%s: %w", kind, key, jobs.ErrNotFound)
@@ -305,7 +306,7 @@ func (q *Jobs) cancel(kind jobs.Kind, key, errText string, now time.Time) error 
 	if j.State != jobs.Ready && j.State != jobs.Parked {
 		return fmt.Errorf("memory: cancel %s/%s (%s by %q): %w", kind, key, j.State, j.Owner, jobs.ErrNotClaimable)
 	}
-	q.finish(j, jobs.Failed, errText, nil, now)
+	q.finish(j, jobs.Failed, errText, payload, now)
 	return nil
 }
 

@@ -8,36 +8,43 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
+	"deepresearch/jobs"
 	"deepresearch/research"
 	"deepresearch/storage/dbtext"
+	"deepresearch/storage/jobmap"
 )
 
 // Runs is the bot's store of runs, threads, the inbox and events in
 // memory. The zero value is not usable; call NewRuns.
+//
+// A run is its record in runs (question, options, interrupt, decision,
+// status message, CancelRequestedBy) and a KindRun job on q that holds its
+// lease and state (jobmap.RunJob); the inbox, the event keys and the
+// instances are q's too (inbox.go). q's mutex guards everything, so a
+// record and its job change together; the lease rules are jobs.go's.
 type Runs struct {
-	mu      sync.Mutex
+	q       *Jobs
 	threads map[research.ThreadKey]research.Thread
-	runs    map[string]*research.Run
-	order   []string // run ids in creation order
+	runs    map[string]*research.Run // without the lease fields
+	order   []string                 // run ids in creation order
 	uploads map[string]research.Upload
-	// q holds the inbox, the event keys and the instances (inbox.go).
-	q *Jobs
 }
 
 // NewRuns returns an empty Runs.
 func NewRuns() *Runs {
 	return &Runs{
+		q:       NewJobs(),
 		threads: map[research.ThreadKey]research.Thread{},
 		runs:    map[string]*research.Run{},
 		uploads: map[string]research.Upload{},
-		q:       NewJobs(),
 	}
 }
 
-func clone(r *research.Run) research.Run {
+// withLease returns a copy of the record r with the lease fields of its
+// job; the caller holds q.mu.
+func (s *Runs) withLease(r *research.Run) research.Run {
 	c := *r
 	if r.Interrupt != nil {
 		i := *r.Interrupt
@@ -47,13 +54,16 @@ func clone(r *research.Run) research.Run {
 		d := *r.Decision
 		c.Decision = &d
 	}
+	if j, err := s.q.get(jobs.KindRun, r.ID); err == nil { // every record has its job
+		jobmap.RunLease(&c, j)
+	}
 	return c
 }
 
 // PutThread implements research.Store.
 func (s *Runs) PutThread(_ context.Context, t research.Thread) (research.Thread, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	if old, ok := s.threads[t.Key]; ok {
 		return old, nil
 	}
@@ -63,8 +73,8 @@ func (s *Runs) PutThread(_ context.Context, t research.Thread) (research.Thread,
 
 // Thread implements research.Store.
 func (s *Runs) Thread(_ context.Context, key research.ThreadKey) (research.Thread, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	t, ok := s.threads[key]
 	if !ok {
 		return research.Thread{}, fmt.Errorf("thread %v: %w", key, research.ErrNotFound)
@@ -72,17 +82,18 @@ func (s *Runs) Thread(_ context.Context, key research.ThreadKey) (research.Threa
 	return t, nil
 }
 
-// CreateRun implements research.Store.
+// CreateRun implements research.Store: the checks (id, busy thread,
+// per-user limit, in that order), the record and a ready job at once.
 func (s *Runs) CreateRun(_ context.Context, r research.Run, maxPerUser int) error {
 	r = dbtext.Run(r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	if _, ok := s.runs[r.ID]; ok {
 		return fmt.Errorf("run %s: %w", r.ID, research.ErrConflict)
 	}
 	perUser := 0
 	for _, o := range s.runs {
-		if !o.State.Active() {
+		if !s.withLease(o).State.Active() {
 			continue
 		}
 		if o.ThreadID == r.ThreadID {
@@ -95,12 +106,15 @@ func (s *Runs) CreateRun(_ context.Context, r research.Run, maxPerUser int) erro
 	if maxPerUser > 0 && perUser >= maxPerUser {
 		return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 	}
-	r.State = research.StateQueued
-	r.Owner, r.LeaseUntil, r.Attempt = "", time.Time{}, 0
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = r.CreatedAt
 	}
-	c := clone(&r)
+	s.q.drop(jobs.KindRun, r.ID) // never there: runs are not deleted
+	if _, err := s.q.put([]jobs.Job{jobmap.RunJob(r)}); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	r.State, r.Owner, r.LeaseUntil, r.Attempt, r.FinishedAt, r.Error = "", "", time.Time{}, 0, time.Time{}, ""
+	c := r
 	s.runs[r.ID] = &c
 	s.order = append(s.order, r.ID)
 	return nil
@@ -116,22 +130,22 @@ func (s *Runs) get(id string) (*research.Run, error) {
 
 // Run implements research.Store.
 func (s *Runs) Run(_ context.Context, id string) (research.Run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	r, err := s.get(id)
 	if err != nil {
 		return research.Run{}, err
 	}
-	return clone(r), nil
+	return s.withLease(r), nil
 }
 
 // LatestRun implements research.Store.
 func (s *Runs) LatestRun(_ context.Context, threadID string) (research.Run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	for i := len(s.order) - 1; i >= 0; i-- {
 		if r := s.runs[s.order[i]]; r.ThreadID == threadID {
-			return clone(r), nil
+			return s.withLease(r), nil
 		}
 	}
 	return research.Run{}, fmt.Errorf("latest run of %s: %w", threadID, research.ErrNotFound)
@@ -139,8 +153,8 @@ func (s *Runs) LatestRun(_ context.Context, threadID string) (research.Run, erro
 
 // ListRuns implements research.Store.
 func (s *Runs) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	var out []research.Run
 	for i := len(s.order) - 1; i >= 0; i-- {
 		r := s.runs[s.order[i]]
@@ -150,10 +164,11 @@ func (s *Runs) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run
 		if f.Channel != "" && r.Key.Channel != f.Channel {
 			continue
 		}
-		if len(f.States) > 0 && !slices.Contains(f.States, r.State) {
+		c := s.withLease(r)
+		if len(f.States) > 0 && !slices.Contains(f.States, c.State) {
 			continue
 		}
-		out = append(out, clone(r))
+		out = append(out, c)
 		if f.Limit > 0 && len(out) >= f.Limit {
 			break
 		}
@@ -161,134 +176,98 @@ func (s *Runs) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run
 	return out, nil
 }
 
-func acquirable(r *research.Run, now time.Time) bool {
-	switch r.State {
-	case research.StateQueued:
-		return true
-	case research.StateRunning:
-		return r.LeaseUntil.Before(now)
-	}
-	return false
-}
-
-func acquire(r *research.Run, owner string, now time.Time, lease time.Duration) {
-	r.State = research.StateRunning
-	r.Owner = owner
-	r.LeaseUntil = now.Add(lease)
-	r.Attempt++
-	r.UpdatedAt = now
-}
-
-// AcquireRun implements research.Store.
+// AcquireRun implements research.Store: ClaimKey.
 func (s *Runs) AcquireRun(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	r, err := s.get(id)
 	if err != nil {
 		return research.Run{}, err
 	}
-	if !acquirable(r, now) {
-		return research.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, research.ErrNotAcquired)
+	if _, err := s.q.claimKey(jobs.KindRun, id, owner, now, lease, 0); err != nil {
+		return research.Run{}, fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
 	}
-	acquire(r, owner, now, lease)
-	return clone(r), nil
+	return s.withLease(r), nil
 }
 
-// AcquireRuns implements research.Store.
+// AcquireRuns implements research.Store: Claim, oldest first.
 func (s *Runs) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	var out []research.Run
-	for _, id := range s.order {
-		if limit > 0 && len(out) >= limit {
-			break
+	for _, j := range s.q.claimAll(jobs.KindRun, owner, now, lease, limit, 0) {
+		r, err := s.get(j.Key)
+		if err != nil {
+			return nil, err
 		}
-		r := s.runs[id]
-		if acquirable(r, now) {
-			acquire(r, owner, now, lease)
-			out = append(out, clone(r))
-		}
+		out = append(out, s.withLease(r))
 	}
 	return out, nil
 }
 
-func (s *Runs) held(id, owner string) (*research.Run, error) {
-	r, err := s.get(id)
-	if err != nil {
-		return nil, err
-	}
-	if r.State != research.StateRunning || r.Owner != owner {
-		return nil, fmt.Errorf("run %s (%s by %q): %w", id, r.State, r.Owner, research.ErrLeaseLost)
-	}
-	return r, nil
-}
-
-// Heartbeat implements research.Store.
+// Heartbeat implements research.Store: Extend.
 func (s *Runs) Heartbeat(_ context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.held(id, owner)
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	r, err := s.get(id)
 	if err != nil {
 		return research.Run{}, err
 	}
-	r.LeaseUntil = now.Add(lease)
-	r.UpdatedAt = now
-	return clone(r), nil
+	if _, err := s.q.extend(jobs.KindRun, id, owner, now, lease); err != nil {
+		return research.Run{}, jobmap.ResearchErr(err)
+	}
+	return s.withLease(r), nil
 }
 
-// ReleaseRun implements research.Store.
+// ReleaseRun implements research.Store: Release (a clean hand-back gives
+// its pickup back).
 func (s *Runs) ReleaseRun(_ context.Context, id, owner string, now time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.held(id, owner)
-	if err != nil {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if _, err := s.get(id); err != nil {
 		return err
 	}
-	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = research.StateQueued, "", time.Time{}, now
-	if r.Attempt > 1 {
-		// A run handed back cleanly is no failed try: its next pickup
-		// does not count toward the bound (see research.Store.ReleaseRun).
-		r.Attempt--
-	}
-	return nil
+	_, err := s.q.release(jobs.KindRun, id, owner, now)
+	return jobmap.ResearchErr(err)
 }
 
-// WaitRun implements research.Store.
+// WaitRun implements research.Store: Park, and the interrupt recorded with
+// the decision cleared.
 func (s *Runs) WaitRun(_ context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.held(id, owner)
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	r, err := s.get(id)
 	if err != nil {
 		return err
 	}
-	r.State, r.Owner, r.LeaseUntil, r.UpdatedAt = research.StateWaiting, "", time.Time{}, now
-	r.Interrupt = &intr
-	r.Decision = nil
+	if _, err := s.q.park(jobs.KindRun, id, owner, nil, now); err != nil {
+		return jobmap.ResearchErr(err)
+	}
+	r.Interrupt, r.Decision = &intr, nil
 	return nil
 }
 
-// FinishRun implements research.Store.
+// FinishRun implements research.Store: Finish.
 func (s *Runs) FinishRun(_ context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
-	if state.Active() {
-		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.held(id, owner)
+	js, payload, err := jobmap.RunFinish(state)
 	if err != nil {
+		return fmt.Errorf("finish run %s: %w", id, err)
+	}
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if _, err := s.get(id); err != nil {
 		return err
 	}
-	r.State, r.Owner, r.LeaseUntil, r.Error = state, "", time.Time{}, errText
-	r.UpdatedAt, r.FinishedAt = now, now
-	return nil
+	_, err = s.q.finishHeld(jobs.KindRun, id, owner, js, errText, payload, now)
+	return jobmap.ResearchErr(err)
 }
 
 // SetStatusMessage implements research.Store.
 func (s *Runs) SetStatusMessage(_ context.Context, id, ts string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	r, err := s.get(id)
 	if err != nil {
 		return "", err
@@ -299,62 +278,72 @@ func (s *Runs) SetStatusMessage(_ context.Context, id, ts string) (string, error
 	return r.StatusTS, nil
 }
 
-// Decide implements research.Store.
+// Decide implements research.Store. The checks come first, in
+// jobmap.DecideRefusal's order (the SQL stores keep it): the run exists; it
+// waits on d's interrupt (ErrNotWaiting); no decision yet
+// (ErrAlreadyDecided); its job is parked (ErrNotWaiting). Then a cancel
+// fails the job as cancelled (Cancel), any other action makes it ready with
+// its attempts reset (Unpark), and the decision is recorded.
 func (s *Runs) Decide(_ context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	r, err := s.get(runID)
 	if err != nil {
 		return research.Run{}, err
 	}
-	if r.Interrupt == nil || r.Interrupt.ID != d.InterruptID {
-		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrNotWaiting)
+	cur := s.withLease(r)
+	if err := jobmap.DecideRefusal(cur, d); err != nil {
+		return cur, err
 	}
-	if r.Decision != nil {
-		return clone(r), fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrAlreadyDecided)
+	if d.Action == research.ActionCancel {
+		err = s.q.cancel(jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), d.At)
+	} else {
+		_, err = s.q.unpark(jobs.KindRun, runID, nil, d.At)
 	}
-	if r.State != research.StateWaiting {
-		return clone(r), fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrNotWaiting)
+	if err != nil {
+		return cur, fmt.Errorf("run %s is %s: %w: %w", runID, cur.State, research.ErrNotWaiting, err)
 	}
 	dc := d
 	r.Decision = &dc
 	r.UpdatedAt = d.At
 	if d.Action == research.ActionCancel {
-		r.State, r.FinishedAt, r.CancelRequestedBy = research.StateCancelled, d.At, d.By
-	} else {
-		r.State, r.Attempt = research.StateQueued, 0
+		r.CancelRequestedBy = d.By
 	}
-	return clone(r), nil
+	return s.withLease(r), nil
 }
 
-// RequestCancel implements research.Store.
+// RequestCancel implements research.Store: a queued or waiting run's job is
+// failed as cancelled (Cancel); a running run gets CancelRequestedBy (its
+// owner sees it in Heartbeat); a finished run gets ErrFinished.
 func (s *Runs) RequestCancel(_ context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	r, err := s.get(runID)
 	if err != nil {
 		return research.Run{}, false, err
 	}
-	switch r.State {
+	cur := s.withLease(r)
+	switch cur.State {
 	case research.StateQueued, research.StateWaiting:
-		r.State, r.Owner, r.LeaseUntil = research.StateCancelled, "", time.Time{}
-		r.CancelRequestedBy, r.UpdatedAt, r.FinishedAt = by, now, now
-		return clone(r), true, nil
+		if err := s.q.cancel(jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), now); err != nil {
+			return research.Run{}, false, fmt.Errorf("cancel run %s: %w", runID, err)
+		}
+		r.CancelRequestedBy, r.UpdatedAt = by, now
+		return s.withLease(r), true, nil
 	case research.StateRunning:
 		if r.CancelRequestedBy == "" {
-			r.CancelRequestedBy = by
-			r.UpdatedAt = now
+			r.CancelRequestedBy, r.UpdatedAt = by, now
 		}
-		return clone(r), false, nil
+		return s.withLease(r), false, nil
 	}
-	return clone(r), false, fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrFinished)
+	return cur, false, fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
 }
 
 // RecordUpload implements research.Store.
 func (s *Runs) RecordUpload(_ context.Context, u research.Upload) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	if _, ok := s.uploads[u.RunID]; ok {
 		return false, nil
 	}
@@ -364,8 +353,8 @@ func (s *Runs) RecordUpload(_ context.Context, u research.Upload) (bool, error) 
 
 // Upload implements research.Store.
 func (s *Runs) Upload(_ context.Context, runID string) (research.Upload, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
 	u, ok := s.uploads[runID]
 	if !ok {
 		return research.Upload{}, fmt.Errorf("upload of %s: %w", runID, research.ErrNotFound)

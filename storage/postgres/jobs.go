@@ -316,13 +316,15 @@ func (q *Jobs) Finish(ctx context.Context, kind jobs.Kind, key, owner string, st
 
 // Cancel implements jobs.Queue.
 func (q *Jobs) Cancel(ctx context.Context, kind jobs.Kind, key, errText string, now time.Time) error {
-	return cancelJob(ctx, q.s.pool, kind, key, errText, now)
+	return cancelJob(ctx, q.s.pool, kind, key, errText, nil, now)
 }
 
-// cancelJob is Cancel on db.
-func cancelJob(ctx context.Context, db jobDB, kind jobs.Kind, key, errText string, now time.Time) error {
-	tag, err := db.Exec(ctx, `UPDATE jobs SET state = 'failed', error = $3, updated_at = $4, finished_at = $4
-		WHERE kind = $1 AND key = $2 AND state IN ('ready', 'parked')`, string(kind), key, errText, jobNanos(now))
+// cancelJob is Cancel on db, with a payload (nil keeps it) as Finish has.
+func cancelJob(ctx context.Context, db jobDB, kind jobs.Kind, key, errText string, payload []byte, now time.Time) error {
+	set, p := jobPayload(payload)
+	tag, err := db.Exec(ctx, `UPDATE jobs SET state = 'failed', error = $3, updated_at = $4, finished_at = $4,
+			payload = CASE WHEN $5 THEN $6 ELSE payload END
+		WHERE kind = $1 AND key = $2 AND state IN ('ready', 'parked')`, string(kind), key, errText, jobNanos(now), set, p)
 	if err != nil {
 		return fmt.Errorf("postgres: cancel %s/%s: %w", kind, key, err)
 	}

@@ -87,6 +87,36 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 			t.Fatalf("%s: %v", q.sql, err)
 		}
 	}
+	// Runs: one whose process died (lease ended at 10), one queued, one
+	// waiting for a decision, and finished ones (done, failed, cancelled).
+	for _, r := range []struct {
+		id, state, owner       string
+		lease, attempt         int64
+		intr                   any
+		cancelBy, errText      string
+		created, finished, upd int
+	}{
+		{"r-dead", "running", "dead", ns(10), 1, nil, "", "", 1, 0, 2},
+		{"r-queued", "queued", "", 0, 0, nil, "", "", 2, 0, 2},
+		{"r-wait", "waiting", "", 0, 1, "i1", "", "", 3, 0, 4},
+		{"r-done", "done", "", 0, 1, nil, "", "", 4, 8, 8},
+		{"r-failed", "failed", "", 0, 2, nil, "", "boom", 5, 9, 9},
+		{"r-cancel", "cancelled", "", 0, 0, nil, "U1", "", 6, 7, 7},
+	} {
+		var finished int64 // 0: not finished
+		if r.finished > 0 {
+			finished = ns(r.finished)
+		}
+		if _, err := old.Exec(ctx, `INSERT INTO bot_runs (id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
+				state, owner, lease_until, attempt, status_ts, intr_id, intr_kind, intr_text, intr_message_ts,
+				dec_interrupt_id, dec_action, dec_text, dec_by, dec_at, cancel_requested_by, error, created_at, updated_at, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, NULL, '', '', '', 0, $19, $20, $21, $22, $23)`,
+			r.id, "th-"+r.id, "T1", "C1", "1."+r.id, "U1", "q "+r.id, false, "{}",
+			r.state, r.owner, r.lease, r.attempt, "", r.intr, "draft", "text", "5.0",
+			r.cancelBy, r.errText, ns(r.created), ns(r.upd), finished); err != nil {
+			t.Fatalf("run %s: %v", r.id, err)
+		}
+	}
 
 	s, err := Open(ctx, Options{URL: dsn})
 	if err != nil {
@@ -163,11 +193,48 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 	if ok, err := sch.ClaimFiring(ctx, schedule.Firing{ScheduleID: "s1", Due: at(100), State: schedule.FiringRunning, Owner: "E", LeaseUntil: at(200), ClaimedAt: at(63)}); err != nil || ok {
 		t.Errorf("a migrated firing was claimed again: %v, %v", ok, err)
 	}
+
+	got2, err := r.AcquireRuns(ctx, "B", at(60), 30*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got2) != 2 || got2[0].ID != "r-dead" || got2[1].ID != "r-queued" {
+		t.Fatalf("acquired %+v, want r-dead and r-queued", got2)
+	}
+	if a := got2[0]; a.State != research.StateRunning || a.Owner != "B" || a.Attempt != 2 || a.Question != "q r-dead" || !a.CreatedAt.Equal(at(1)) {
+		t.Errorf("taken over run = %+v", a)
+	}
+	if _, err := r.Heartbeat(ctx, "r-dead", "dead", at(61), time.Minute); !errors.Is(err, research.ErrLeaseLost) {
+		t.Errorf("the dead owner's heartbeat: %v", err)
+	}
+	decided, err := r.Decide(ctx, "r-wait", research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: "U1", At: at(62)})
+	if err != nil || decided.State != research.StateQueued || decided.Attempt != 0 || decided.Interrupt == nil || decided.Interrupt.Text != "text" {
+		t.Errorf("decided run = %+v, %v", decided, err)
+	}
+	for _, want := range []struct {
+		id    string
+		state research.RunState
+		err   string
+		fin   int
+	}{{"r-done", research.StateDone, "", 8}, {"r-failed", research.StateFailed, "boom", 9}, {"r-cancel", research.StateCancelled, "", 7}} {
+		got, err := r.Run(ctx, want.id)
+		if err != nil || got.State != want.state || got.Error != want.err || !got.FinishedAt.Equal(at(want.fin)) || got.Owner != "" {
+			t.Errorf("run %s = %+v, %v", want.id, got, err)
+		}
+	}
+	if err := r.CreateRun(ctx, research.Run{ID: "r-new", ThreadID: "th-r-dead", Requester: "U2", CreatedAt: at(63)}, 0); !errors.Is(err, research.ErrThreadBusy) {
+		t.Errorf("a run on the busy thread of a migrated run: %v", err)
+	}
+	if err := r.CreateRun(ctx, research.Run{ID: "r-new", ThreadID: "th-r-done", Requester: "U1", CreatedAt: at(63)}, 3); !errors.Is(err, research.ErrUserLimit) {
+		t.Errorf("U1 has 3 active migrated runs, limit 3: %v", err)
+	}
 	var leaseCols int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'schedule_firings'
-		AND column_name IN ('lease_until', 'owner', 'state', 'attempts', 'finished_at')`).Scan(&leaseCols); err != nil || leaseCols != 0 {
-		t.Errorf("schedule_firings keeps %d lease columns (%v)", leaseCols, err)
+	for _, table := range []string{"schedule_firings", "bot_runs"} {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1
+			AND column_name IN ('lease_until', 'owner', 'state', 'attempts', 'attempt', 'finished_at')`, table).Scan(&leaseCols); err != nil || leaseCols != 0 {
+			t.Errorf("%s keeps %d lease columns (%v)", table, leaseCols, err)
+		}
 	}
 	for _, table := range []string{"bot_inbox", "bot_events", "bot_instances"} {
 		var n int

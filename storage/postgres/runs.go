@@ -5,26 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"deepresearch/jobs"
 	"deepresearch/research"
 	"deepresearch/storage/dbtext"
+	"deepresearch/storage/jobmap"
 )
 
-// Runs is research.Store on the Store's database (tables bot_*, migrations
-// 0002, 0005 and 0006), shared by any number of processes. The
-// compare-and-set methods are single conditional UPDATEs (READ COMMITTED
-// re-checks the condition on the latest row version, so exactly one of
-// concurrent callers wins); AcquireRuns locks its candidates with FOR UPDATE
-// SKIP LOCKED; CreateRun serialises on transaction-scoped advisory locks on
-// the requester and the thread before it checks and inserts (and a partial
-// unique index backs the one-active-run-per-thread rule). Times are stored as
-// Unix nanoseconds (0: zero time) and read back in UTC.
+// Runs is research.Store on the Store's database (tables bot_* and jobs),
+// shared by any number of processes. A run is a row of bot_runs (question,
+// options, interrupt, decision, status message, CancelRequestedBy) and a
+// KindRun job (migration 0010) that holds its lease and state
+// (jobmap.RunJob), read with a JOIN; the inbox and the event keys are jobs
+// too (inbox.go). The lease rules are jobs.go's: conditional UPDATEs (READ
+// COMMITTED re-checks the condition on the latest row version, so exactly
+// one of concurrent callers wins), and FOR UPDATE SKIP LOCKED for
+// AcquireRuns, run in this file's transactions. CreateRun serialises on
+// transaction-scoped advisory locks on the requester and the thread before
+// it checks the jobs of their runs and inserts; Decide and RequestCancel
+// lock the run's row before they read its state. Times are stored as Unix
+// nanoseconds (0: zero time) and read back in UTC.
 type Runs struct {
 	s *Store
 }
@@ -55,60 +60,61 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-const botActiveStates = `('queued', 'running', 'waiting')`
+// botRunCols are the columns scanBotRun reads: the run's row r and its job
+// j (botRunFrom), seq first.
+const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.requester, r.question, r.follow_up, r.options,
+	r.status_ts, r.intr_id, r.intr_kind, r.intr_text, r.intr_message_ts,
+	r.dec_interrupt_id, r.dec_action, r.dec_text, r.dec_by, r.dec_at,
+	r.cancel_requested_by, r.created_at, r.updated_at,
+	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.updated_at, j.finished_at, j.error`
 
-var botRunColumns = []string{"seq", "id", "thread_id", "team", "channel", "thread_ts", "requester", "question", "follow_up", "options",
-	"state", "owner", "lease_until", "attempt", "status_ts",
-	"intr_id", "intr_kind", "intr_text", "intr_message_ts",
-	"dec_interrupt_id", "dec_action", "dec_text", "dec_by", "dec_at",
-	"cancel_requested_by", "error", "created_at", "updated_at", "finished_at"}
+// botRunFrom joins a run's row to its job, which holds its lease and state.
+const botRunFrom = ` FROM bot_runs r JOIN jobs j ON j.kind = 'run' AND j.key = r.id`
 
-// botRunCols lists the columns scanBotRun reads, each prefixed with p.
-func botRunCols(p string) string {
-	return p + strings.Join(botRunColumns, ", "+p)
-}
+// botRunActive selects the runs whose job is live or parked (queued,
+// running, waiting).
+const botRunActive = `j.state IN ('ready', 'held', 'parked')`
 
 // scanBotRun reads one row of botRunCols and returns the run and its seq.
 func scanBotRun(row pgx.Row) (research.Run, int64, error) {
 	var (
 		r                           research.Run
+		j                           jobs.Job
 		seq                         int64
 		options, state              string
-		leaseUntil, decAt           int64
-		created, updated, finished  int64
+		decAt                       int64
+		created, updated            int64
+		lease, jobUpdated, finished int64
 		intrID, decID               *string
 		intrKind, intrText, intrMsg string
 		decAction, decText, decBy   string
 	)
 	if err := row.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester, &r.Question,
-		&r.FollowUp, &options, &state, &r.Owner, &leaseUntil, &r.Attempt, &r.StatusTS,
+		&r.FollowUp, &options, &r.StatusTS,
 		&intrID, &intrKind, &intrText, &intrMsg,
 		&decID, &decAction, &decText, &decBy, &decAt,
-		&r.CancelRequestedBy, &r.Error, &created, &updated, &finished); err != nil {
+		&r.CancelRequestedBy, &created, &updated,
+		&state, &j.Payload, &j.Owner, &lease, &j.Attempts, &jobUpdated, &finished, &j.Error); err != nil {
 		return research.Run{}, 0, err
 	}
 	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
 		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
-	r.State = research.RunState(state)
-	r.LeaseUntil = fromNanos(leaseUntil)
 	if intrID != nil {
 		r.Interrupt = &research.PendingInterrupt{ID: *intrID, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
 	}
 	if decID != nil {
 		r.Decision = &research.Decision{InterruptID: *decID, Action: research.Action(decAction), Text: decText, By: decBy, At: fromNanos(decAt)}
 	}
-	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	j.State, j.LeaseUntil, j.UpdatedAt, j.FinishedAt = jobs.State(state), jobTime(lease), jobTime(jobUpdated), jobTime(finished)
+	jobmap.RunLease(&r, j)
 	return r, seq, nil
-}
-
-type botQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // queryBotRun reads one run with q (which returns botRunCols); ErrNotFound if
 // there is no row.
-func queryBotRun(ctx context.Context, db botQuerier, what, q string, args ...any) (research.Run, error) {
+func queryBotRun(ctx context.Context, db jobDB, what, q string, args ...any) (research.Run, error) {
 	r, _, err := scanBotRun(db.QueryRow(ctx, q, args...))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -119,8 +125,9 @@ func queryBotRun(ctx context.Context, db botQuerier, what, q string, args ...any
 	return r, nil
 }
 
-func getBotRun(ctx context.Context, db botQuerier, id string, lock string) (research.Run, error) {
-	return queryBotRun(ctx, db, "run "+id, `SELECT `+botRunCols("")+` FROM bot_runs WHERE id = $1`+lock, id)
+// getBotRun reads a run; lock is "" or a locking clause on r.
+func getBotRun(ctx context.Context, db jobDB, id string, lock string) (research.Run, error) {
+	return queryBotRun(ctx, db, "run "+id, `SELECT `+botRunCols+botRunFrom+` WHERE r.id = $1`+lock, id)
 }
 
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
@@ -156,7 +163,10 @@ func (b *Runs) Thread(ctx context.Context, key research.ThreadKey) (research.Thr
 	return b.thread(ctx, key)
 }
 
-// CreateRun implements research.Store.
+// CreateRun implements research.Store: under the advisory locks, the
+// checks (id, busy thread, per-user limit, in memory.Runs' order) read the
+// jobs of the thread's and the requester's runs, and the row and a ready
+// job are inserted, in one transaction.
 func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
 	r = dbtext.Run(r)
 	opts, err := json.Marshal(r.Options)
@@ -189,8 +199,8 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 		var perUser int
 		if err := tx.QueryRow(ctx, `SELECT
 				EXISTS (SELECT 1 FROM bot_runs WHERE id = $1),
-				EXISTS (SELECT 1 FROM bot_runs WHERE thread_id = $2 AND state IN `+botActiveStates+`),
-				(SELECT count(*) FROM bot_runs WHERE requester = $3 AND state IN `+botActiveStates+`)`,
+				EXISTS (SELECT 1`+botRunFrom+` WHERE r.thread_id = $2 AND `+botRunActive+`),
+				(SELECT count(*)`+botRunFrom+` WHERE r.requester = $3 AND `+botRunActive+`)`,
 			r.ID, r.ThreadID, r.Requester).Scan(&exists, &busy, &perUser); err != nil {
 			return fmt.Errorf("postgres: create run: %w", err)
 		}
@@ -203,29 +213,32 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO bot_runs (
-				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
-				state, owner, lease_until, attempt, status_ts,
+				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options, status_ts,
 				intr_id, intr_kind, intr_text, intr_message_ts,
 				dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
-				cancel_requested_by, error, created_at, updated_at, finished_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', '', 0, 0, $10,
-				$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
+				cancel_requested_by, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+				$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
 			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
 			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
 			decID, string(dec.Action), dec.Text, dec.By, nanos(dec.At),
-			r.CancelRequestedBy, r.Error, nanos(r.CreatedAt), nanos(r.UpdatedAt), nanos(r.FinishedAt))
+			r.CancelRequestedBy, nanos(r.CreatedAt), nanos(r.UpdatedAt))
 		if err != nil {
 			return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
 		}
+		stored, err := putJobs(ctx, tx, []jobs.Job{jobmap.RunJob(r)})
+		if err != nil {
+			return fmt.Errorf("create run %s: %w", r.ID, err)
+		}
+		if !stored[0] {
+			return fmt.Errorf("postgres: create run %s: its job exists already", r.ID)
+		}
 		return nil
 	})
-	// The unique indexes back the checks (they cannot fire while every
-	// writer takes the locks, but say the same if they do).
+	// The primary key backs the id check (it cannot fire while every
+	// writer takes the locks, but says the same if it does).
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		if pgErr.ConstraintName == "bot_runs_active_thread" {
-			return fmt.Errorf("thread %s: %w", r.ThreadID, research.ErrThreadBusy)
-		}
 		return fmt.Errorf("run %s: %w", r.ID, research.ErrConflict)
 	}
 	return err
@@ -239,7 +252,7 @@ func (b *Runs) Run(ctx context.Context, id string) (research.Run, error) {
 // LatestRun implements research.Store.
 func (b *Runs) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
 	return queryBotRun(ctx, b.s.pool, "latest run of "+threadID,
-		`SELECT `+botRunCols("")+` FROM bot_runs WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1`, threadID)
+		`SELECT `+botRunCols+botRunFrom+` WHERE r.thread_id = $1 ORDER BY r.seq DESC LIMIT 1`, threadID)
 }
 
 // ListRuns implements research.Store.
@@ -248,25 +261,36 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 	var args []any
 	if f.Requester != "" {
 		args = append(args, f.Requester)
-		where = append(where, fmt.Sprintf("requester = $%d", len(args)))
+		where = append(where, fmt.Sprintf("r.requester = $%d", len(args)))
 	}
 	if f.Channel != "" {
 		args = append(args, f.Channel)
-		where = append(where, fmt.Sprintf("channel = $%d", len(args)))
+		where = append(where, fmt.Sprintf("r.channel = $%d", len(args)))
 	}
 	if len(f.States) > 0 {
-		states := make([]string, len(f.States))
-		for i, s := range f.States {
-			states[i] = string(s)
+		var or []string
+		for _, st := range f.States {
+			js, p := jobmap.RunJobStates(st)
+			args = append(args, string(js))
+			w := fmt.Sprintf("j.state = $%d", len(args))
+			switch {
+			case p == nil:
+			case len(p) == 0:
+				args = append(args, []byte(jobmap.RunCancelled))
+				w += fmt.Sprintf(" AND j.payload <> $%d", len(args))
+			default:
+				args = append(args, p)
+				w += fmt.Sprintf(" AND j.payload = $%d", len(args))
+			}
+			or = append(or, "("+w+")")
 		}
-		args = append(args, states)
-		where = append(where, fmt.Sprintf("state = ANY($%d::text[])", len(args)))
+		where = append(where, "("+strings.Join(or, " OR ")+")")
 	}
-	q := `SELECT ` + botRunCols("") + ` FROM bot_runs`
+	q := `SELECT ` + botRunCols + botRunFrom
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY seq DESC`
+	q += ` ORDER BY r.seq DESC`
 	if f.Limit > 0 {
 		args = append(args, f.Limit)
 		q += fmt.Sprintf(" LIMIT $%d", len(args))
@@ -290,121 +314,92 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 	return out, nil
 }
 
-// botAcquirable selects runs that may be acquired at $2.
-const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < $2))`
-
-// AcquireRun implements research.Store.
+// AcquireRun implements research.Store: ClaimKey.
 func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	r, err := queryBotRun(ctx, b.s.pool, "acquire run "+id, `UPDATE bot_runs
-		SET state = 'running', owner = $1, lease_until = $3, attempt = attempt + 1, updated_at = $2
-		WHERE id = $4 AND `+botAcquirable+` RETURNING `+botRunCols(""),
-		owner, nanos(now), nanos(now.Add(lease)), id)
-	if !errors.Is(err, research.ErrNotFound) {
-		return r, err
-	}
-	cur, err := getBotRun(ctx, b.s.pool, id, "")
+	var r research.Run
+	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		_, err := claimJobKey(ctx, tx, jobs.KindRun, id, owner, now, lease, 0)
+		switch {
+		case errors.Is(err, jobs.ErrNotClaimable):
+			return fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
+		case err != nil:
+			return jobmap.ResearchErr(err)
+		}
+		r, err = getBotRun(ctx, tx, id, "")
+		return err
+	})
 	if err != nil {
 		return research.Run{}, err
 	}
-	return research.Run{}, fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, research.ErrNotAcquired)
+	return r, nil
 }
 
-// AcquireRuns implements research.Store.
+// AcquireRuns implements research.Store: Claim (FOR UPDATE SKIP LOCKED),
+// oldest first.
 func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
-	var lim *int
-	if limit > 0 {
-		lim = &limit
-	}
-	rows, err := b.s.pool.Query(ctx, `WITH c AS (
-			SELECT seq FROM bot_runs WHERE `+botAcquirable+`
-			ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED
-		)
-		UPDATE bot_runs r
-		SET state = 'running', owner = $1, lease_until = $3, attempt = r.attempt + 1, updated_at = $2
-		FROM c WHERE r.seq = c.seq
-		RETURNING `+botRunCols("r."), owner, nanos(now), nanos(now.Add(lease)), lim)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
-	}
-	defer rows.Close()
-	type seqRun struct {
-		seq int64
-		run research.Run
-	}
-	var got []seqRun
-	for rows.Next() {
-		r, seq, err := scanBotRun(rows)
+	var out []research.Run
+	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		got, err := claimJobs(ctx, tx, jobs.KindRun, owner, now, lease, limit, 0)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: acquire runs: %w", err)
+			return fmt.Errorf("acquire runs: %w", err)
 		}
-		got = append(got, seqRun{seq, r})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
-	}
-	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
-	out := make([]research.Run, len(got))
-	for i, g := range got {
-		out[i] = g.run
+		for _, j := range got {
+			r, err := getBotRun(ctx, tx, j.Key, "")
+			if err != nil {
+				return fmt.Errorf("acquire runs: %w", err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// held runs the update q fenced by owner (q ends with botHeldWhere, its
-// last two parameters being the id and the owner) and maps "no row" to
-// ErrNotFound or ErrLeaseLost.
-func (b *Runs) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
-	args = append(args, id, owner)
-	r, err := queryBotRun(ctx, b.s.pool, what, fmt.Sprintf(q, len(args)-1, len(args)), args...)
-	if !errors.Is(err, research.ErrNotFound) {
-		return r, err
-	}
-	cur, err := getBotRun(ctx, b.s.pool, id, "")
-	if err != nil {
-		return research.Run{}, err
-	}
-	return research.Run{}, fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, research.ErrLeaseLost)
-}
-
-// botHeldWhere fences an update by owner; held fills in the parameter numbers.
-var botHeldWhere = ` WHERE id = $%d AND state = 'running' AND owner = $%d RETURNING ` + botRunCols("")
-
-// Heartbeat implements research.Store.
+// Heartbeat implements research.Store: Extend.
 func (b *Runs) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	return b.held(ctx, "heartbeat run "+id, id, owner,
-		`UPDATE bot_runs SET lease_until = $1, updated_at = $2`+botHeldWhere, nanos(now.Add(lease)), nanos(now))
+	if _, err := extendJob(ctx, b.s.pool, jobs.KindRun, id, owner, now, lease); err != nil {
+		return research.Run{}, jobmap.ResearchErr(err)
+	}
+	return getBotRun(ctx, b.s.pool, id, "")
 }
 
-// ReleaseRun implements research.Store.
+// ReleaseRun implements research.Store: Release (a clean hand-back gives
+// its pickup back).
 func (b *Runs) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := b.held(ctx, "release run "+id, id, owner,
-		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, attempt = CASE WHEN attempt > 1 THEN attempt - 1 ELSE attempt END, updated_at = $1`+botHeldWhere, nanos(now))
-	return err
+	_, err := releaseJob(ctx, b.s.pool, jobs.KindRun, id, owner, now)
+	return jobmap.ResearchErr(err)
 }
 
-// WaitRun implements research.Store.
+// WaitRun implements research.Store: Park, and the interrupt recorded with
+// the decision cleared, in one transaction.
 func (b *Runs) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
-	_, err := b.held(ctx, "wait run "+id, id, owner,
-		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = $1,
-			intr_id = $2, intr_kind = $3, intr_text = $4, intr_message_ts = $5,
-			dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0`+botHeldWhere,
-		nanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
-	return err
+	return pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		if _, err := parkJob(ctx, tx, jobs.KindRun, id, owner, nil, now); err != nil {
+			return jobmap.ResearchErr(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE bot_runs SET intr_id = $2, intr_kind = $3, intr_text = $4, intr_message_ts = $5,
+				dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0
+			WHERE id = $1`, id, intr.ID, string(intr.Kind), intr.Text, intr.MessageTS); err != nil {
+			return fmt.Errorf("postgres: wait run %s: %w", id, err)
+		}
+		return nil
+	})
 }
 
-// FinishRun implements research.Store.
+// FinishRun implements research.Store: Finish.
 func (b *Runs) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
-	switch state {
-	case research.StateDone, research.StateFailed, research.StateCancelled:
-	default:
-		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
+	js, payload, err := jobmap.RunFinish(state)
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", id, err)
 	}
-	_, err := b.held(ctx, "finish run "+id, id, owner,
-		`UPDATE bot_runs SET state = $1, owner = '', lease_until = 0, error = $2, updated_at = $3, finished_at = $3`+botHeldWhere,
-		string(state), errText, nanos(now))
-	return err
+	_, err = finishJob(ctx, b.s.pool, jobs.KindRun, id, owner, js, errText, payload, now)
+	return jobmap.ResearchErr(err)
 }
 
 // SetStatusMessage implements research.Store.
@@ -421,61 +416,87 @@ func (b *Runs) SetStatusMessage(ctx context.Context, id, ts string) (string, err
 	return out, nil
 }
 
-// Decide implements research.Store.
+// Decide implements research.Store: with the run's row locked, the checks
+// of jobmap.DecideRefusal on the run as stored, then Cancel (a cancel) or
+// Unpark (a compare-and-set) of its job and the decision recorded, in one
+// transaction.
 func (b *Runs) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
-	r, err := queryBotRun(ctx, b.s.pool, "decide run "+runID, `UPDATE bot_runs SET
-			dec_interrupt_id = $2, dec_action = $3, dec_text = $4, dec_by = $5, dec_at = $6, updated_at = $6,
-			state = CASE WHEN $7::boolean THEN 'cancelled' ELSE 'queued' END,
-			finished_at = CASE WHEN $7::boolean THEN $6 ELSE finished_at END,
-			cancel_requested_by = CASE WHEN $7::boolean THEN $5 ELSE cancel_requested_by END,
-			attempt = CASE WHEN $7::boolean THEN attempt ELSE 0 END
-		WHERE id = $1 AND state = 'waiting' AND intr_id = $2 AND dec_interrupt_id IS NULL
-		RETURNING `+botRunCols(""),
-		runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), d.Action == research.ActionCancel)
-	if !errors.Is(err, research.ErrNotFound) {
-		return r, err
-	}
-	if r, err = getBotRun(ctx, b.s.pool, runID, ""); err != nil {
-		return research.Run{}, err
-	}
-	// Why the compare-and-set failed, in memory.Runs' order of checks.
-	switch {
-	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
-		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrNotWaiting)
-	case r.Decision != nil:
-		return r, fmt.Errorf("run %s, interrupt %s: %w", runID, d.InterruptID, research.ErrAlreadyDecided)
-	}
-	return r, fmt.Errorf("run %s is %s: %w", runID, r.State, research.ErrNotWaiting)
+	cancel := d.Action == research.ActionCancel
+	var r research.Run
+	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		var err error
+		if r, err = getBotRun(ctx, tx, runID, " FOR NO KEY UPDATE OF r"); err != nil {
+			return err
+		}
+		if err := jobmap.DecideRefusal(r, d); err != nil {
+			return err
+		}
+		if cancel {
+			err = cancelJob(ctx, tx, jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), d.At)
+		} else {
+			_, err = unparkJob(ctx, tx, jobs.KindRun, runID, nil, d.At)
+		}
+		if err != nil {
+			return fmt.Errorf("decide run %s: %w: %w", runID, research.ErrNotWaiting, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE bot_runs SET
+				dec_interrupt_id = $2, dec_action = $3, dec_text = $4, dec_by = $5, dec_at = $6, updated_at = $6,
+				cancel_requested_by = CASE WHEN $7::boolean THEN $5 ELSE cancel_requested_by END
+			WHERE id = $1`, runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), cancel); err != nil {
+			return fmt.Errorf("postgres: decide run %s: %w", runID, err)
+		}
+		r, err = getBotRun(ctx, tx, runID, "")
+		return err
+	})
+	return r, err
 }
 
-// RequestCancel implements research.Store: one transaction holding the run's row
-// lock from the read to the change.
+// RequestCancel implements research.Store: one transaction holding the
+// run's row lock from the read to the change. A queued or waiting run's job
+// is failed as cancelled (Cancel); one acquired meanwhile (acquiring does
+// not take the row lock) is handled as running: it gets CancelRequestedBy,
+// which its owner sees in Heartbeat; a finished run gets ErrFinished.
 func (b *Runs) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
 	var r research.Run
 	var cancelled bool
 	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
-		cur, err := getBotRun(ctx, tx, runID, " FOR NO KEY UPDATE")
+		cur, err := getBotRun(ctx, tx, runID, " FOR NO KEY UPDATE OF r")
 		if err != nil {
 			return err
 		}
-		switch cur.State {
-		case research.StateQueued, research.StateWaiting:
-			cancelled = true
-			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
-				cancel_requested_by = $2, updated_at = $3, finished_at = $3 WHERE id = $1 RETURNING `+botRunCols(""), runID, by, nanos(now))
-			return err
-		case research.StateRunning:
-			if cur.CancelRequestedBy != "" {
-				r = cur
-				return nil
+		if cur.State == research.StateQueued || cur.State == research.StateWaiting {
+			err := cancelJob(ctx, tx, jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), now)
+			switch {
+			case err == nil:
+				cancelled = true
+				if _, err := tx.Exec(ctx, `UPDATE bot_runs SET cancel_requested_by = $2, updated_at = $3 WHERE id = $1`,
+					runID, by, nanos(now)); err != nil {
+					return fmt.Errorf("postgres: cancel run %s: %w", runID, err)
+				}
+				r, err = getBotRun(ctx, tx, runID, "")
+				return err
+			case !errors.Is(err, jobs.ErrNotClaimable):
+				return fmt.Errorf("cancel run %s: %w", runID, err)
 			}
-			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET cancel_requested_by = $2, updated_at = $3
-				WHERE id = $1 RETURNING `+botRunCols(""), runID, by, nanos(now))
-			return err
+			if cur, err = getBotRun(ctx, tx, runID, ""); err != nil {
+				return err
+			}
 		}
-		r = cur
-		return fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
+		if cur.State != research.StateRunning {
+			r = cur
+			return fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
+		}
+		if cur.CancelRequestedBy != "" {
+			r = cur
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE bot_runs SET cancel_requested_by = $2, updated_at = $3 WHERE id = $1`,
+			runID, by, nanos(now)); err != nil {
+			return fmt.Errorf("postgres: cancel run %s: %w", runID, err)
+		}
+		r, err = getBotRun(ctx, tx, runID, "")
+		return err
 	})
 	if err != nil && !errors.Is(err, research.ErrFinished) {
 		return research.Run{}, false, err

@@ -334,10 +334,13 @@ func (q *Jobs) Finish(ctx context.Context, kind jobs.Kind, key, owner string, st
 	})
 }
 
-// cancelJob is Cancel inside tx.
-func cancelJob(ctx context.Context, tx *sql.Tx, kind jobs.Kind, key, errText string, now time.Time) error {
-	res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'failed', error = ?, updated_at = ?, finished_at = ?
-		WHERE kind = ? AND key = ? AND state IN ('ready', 'parked')`, errText, jobNanos(now), jobNanos(now), kind, key)
+// cancelJob is Cancel inside tx, with a payload (nil keeps it) as Finish
+// has.
+func cancelJob(ctx context.Context, tx *sql.Tx, kind jobs.Kind, key, errText string, payload []byte, now time.Time) error {
+	set, p := jobPayload(payload)
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'failed', error = ?, updated_at = ?, finished_at = ?,
+		payload = CASE WHEN ? THEN ? ELSE payload END
+		WHERE kind = ? AND key = ? AND state IN ('ready', 'parked')`, errText, jobNanos(now), jobNanos(now), set, p, kind, key)
 	if err != nil {
 		return fmt.Errorf("sqlite: cancel %s/%s: %w", kind, key, err)
 	}
@@ -349,7 +352,7 @@ func cancelJob(ctx context.Context, tx *sql.Tx, kind jobs.Kind, key, errText str
 
 // Cancel implements jobs.Queue.
 func (q *Jobs) Cancel(ctx context.Context, kind jobs.Kind, key, errText string, now time.Time) error {
-	return q.s.write(ctx, func(tx *sql.Tx) error { return cancelJob(ctx, tx, kind, key, errText, now) })
+	return q.s.write(ctx, func(tx *sql.Tx) error { return cancelJob(ctx, tx, kind, key, errText, nil, now) })
 }
 
 // failExpiredJobs is FailExpired inside tx.

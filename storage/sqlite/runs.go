@@ -6,20 +6,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
+	"deepresearch/jobs"
 	"deepresearch/research"
 	"deepresearch/storage/dbtext"
+	"deepresearch/storage/jobmap"
 )
 
-// Runs is research.Store on the Store's database (tables bot_*, migrations
-// 0002, 0005 and 0006). Every write is one BEGIN IMMEDIATE transaction on
-// the writer connection, so writers serialise on SQLite's lock across
-// connections and processes: the checks and the change of each method are
-// one atomic step. Reads use the reader pool. Times are stored as Unix
-// nanoseconds (0: zero time) and read back in UTC.
+// Runs is research.Store on the Store's database (tables bot_* and jobs).
+// Every write is one BEGIN IMMEDIATE transaction on the writer connection,
+// so writers serialise on SQLite's lock across connections and processes:
+// the checks and the change of each method are one atomic step. Reads use
+// the reader pool. Times are stored as Unix nanoseconds (0: zero time) and
+// read back in UTC.
+//
+// A run is a row of bot_runs (question, options, interrupt, decision,
+// status message, CancelRequestedBy) and a KindRun job (migration 0010)
+// that holds its lease and state (jobmap.RunJob), read with a JOIN; the
+// inbox and the event keys are jobs too (inbox.go). The lease rules are
+// jobs.go's, run inside this file's transactions.
 type Runs struct {
 	s *Store
 }
@@ -44,14 +51,20 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-const botActiveStates = `('queued', 'running', 'waiting')`
+// botRunCols are the columns scanBotRun reads: the run's row r and its job
+// j (botRunFrom), seq first.
+const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.requester, r.question, r.follow_up, r.options,
+	r.status_ts, r.intr_id, r.intr_kind, r.intr_text, r.intr_message_ts,
+	r.dec_interrupt_id, r.dec_action, r.dec_text, r.dec_by, r.dec_at,
+	r.cancel_requested_by, r.created_at, r.updated_at,
+	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.updated_at, j.finished_at, j.error`
 
-// botRunCols are the columns scanBotRun reads, seq first.
-const botRunCols = `seq, id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
-	state, owner, lease_until, attempt, status_ts,
-	intr_id, intr_kind, intr_text, intr_message_ts,
-	dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
-	cancel_requested_by, error, created_at, updated_at, finished_at`
+// botRunFrom joins a run's row to its job, which holds its lease and state.
+const botRunFrom = ` FROM bot_runs r JOIN jobs j ON j.kind = 'run' AND j.key = r.id`
+
+// botRunActive selects the runs whose job is live or parked (queued,
+// running, waiting).
+const botRunActive = `j.state IN ('ready', 'held', 'parked')`
 
 type botScanner interface{ Scan(dest ...any) error }
 
@@ -59,39 +72,42 @@ type botScanner interface{ Scan(dest ...any) error }
 func scanBotRun(sc botScanner) (research.Run, int64, error) {
 	var (
 		r                           research.Run
+		j                           jobs.Job
 		seq                         int64
-		options, state              string
-		leaseUntil, decAt           int64
-		created, updated, finished  int64
+		options                     string
+		decAt                       int64
+		created, updated            int64
+		lease, jobUpdated, finished int64
 		intrID, decID               sql.NullString
 		intrKind, intrText, intrMsg string
 		decAction, decText, decBy   string
 	)
 	if err := sc.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester, &r.Question,
-		&r.FollowUp, &options, &state, &r.Owner, &leaseUntil, &r.Attempt, &r.StatusTS,
+		&r.FollowUp, &options, &r.StatusTS,
 		&intrID, &intrKind, &intrText, &intrMsg,
 		&decID, &decAction, &decText, &decBy, &decAt,
-		&r.CancelRequestedBy, &r.Error, &created, &updated, &finished); err != nil {
+		&r.CancelRequestedBy, &created, &updated,
+		&j.State, &j.Payload, &j.Owner, &lease, &j.Attempts, &jobUpdated, &finished, &j.Error); err != nil {
 		return research.Run{}, 0, err
 	}
 	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
 		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
-	r.State = research.RunState(state)
-	r.LeaseUntil = fromNanos(leaseUntil)
 	if intrID.Valid {
 		r.Interrupt = &research.PendingInterrupt{ID: intrID.String, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
 	}
 	if decID.Valid {
 		r.Decision = &research.Decision{InterruptID: decID.String, Action: research.Action(decAction), Text: decText, By: decBy, At: fromNanos(decAt)}
 	}
-	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	j.LeaseUntil, j.UpdatedAt, j.FinishedAt = jobTime(lease), jobTime(jobUpdated), jobTime(finished)
+	jobmap.RunLease(&r, j)
 	return r, seq, nil
 }
 
 // queryBotRun reads one run with q (which selects botRunCols); ErrNotFound if none.
-func queryBotRun(ctx context.Context, tx *sql.Tx, what, q string, args ...any) (research.Run, error) {
-	r, _, err := scanBotRun(tx.QueryRowContext(ctx, q, args...))
+func queryBotRun(ctx context.Context, db jobRower, what, q string, args ...any) (research.Run, error) {
+	r, _, err := scanBotRun(db.QueryRowContext(ctx, q, args...))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return research.Run{}, fmt.Errorf("%s: %w", what, research.ErrNotFound)
@@ -101,8 +117,8 @@ func queryBotRun(ctx context.Context, tx *sql.Tx, what, q string, args ...any) (
 	return r, nil
 }
 
-func getBotRun(ctx context.Context, tx *sql.Tx, id string) (research.Run, error) {
-	return queryBotRun(ctx, tx, "run "+id, `SELECT `+botRunCols+` FROM bot_runs WHERE id = ?`, id)
+func getBotRun(ctx context.Context, db jobRower, id string) (research.Run, error) {
+	return queryBotRun(ctx, db, "run "+id, `SELECT `+botRunCols+botRunFrom+` WHERE r.id = ?`, id)
 }
 
 const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
@@ -149,7 +165,10 @@ func (b *Runs) Thread(ctx context.Context, key research.ThreadKey) (research.Thr
 	return t, nil
 }
 
-// CreateRun implements research.Store.
+// CreateRun implements research.Store: the checks (id, busy thread,
+// per-user limit, in memory.Runs' order) read the jobs of the thread's and
+// the requester's runs, and the row and a ready job are inserted, in one
+// immediate transaction (writers serialise on the file's lock).
 func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
 	r = dbtext.Run(r)
 	opts, err := json.Marshal(r.Options)
@@ -173,8 +192,8 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 		var perUser int
 		if err := tx.QueryRowContext(ctx, `SELECT
 				EXISTS (SELECT 1 FROM bot_runs WHERE id = ?1),
-				EXISTS (SELECT 1 FROM bot_runs WHERE thread_id = ?2 AND state IN `+botActiveStates+`),
-				(SELECT count(*) FROM bot_runs WHERE requester = ?3 AND state IN `+botActiveStates+`)`,
+				EXISTS (SELECT 1`+botRunFrom+` WHERE r.thread_id = ?2 AND `+botRunActive+`),
+				(SELECT count(*)`+botRunFrom+` WHERE r.requester = ?3 AND `+botRunActive+`)`,
 			r.ID, r.ThreadID, r.Requester).Scan(&exists, &busy, &perUser); err != nil {
 			return fmt.Errorf("sqlite: create run: %w", err)
 		}
@@ -187,17 +206,23 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_runs (
-				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
-				state, owner, lease_until, attempt, status_ts,
+				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options, status_ts,
 				intr_id, intr_kind, intr_text, intr_message_ts,
 				dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
-				cancel_requested_by, error, created_at, updated_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				cancel_requested_by, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
 			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
 			decID, string(dec.Action), dec.Text, dec.By, nanos(dec.At),
-			r.CancelRequestedBy, r.Error, nanos(r.CreatedAt), nanos(r.UpdatedAt), nanos(r.FinishedAt)); err != nil {
+			r.CancelRequestedBy, nanos(r.CreatedAt), nanos(r.UpdatedAt)); err != nil {
 			return fmt.Errorf("sqlite: create run %s: %w", r.ID, err)
+		}
+		stored, err := putJobs(ctx, tx, []jobs.Job{jobmap.RunJob(r)})
+		if err != nil {
+			return fmt.Errorf("create run %s: %w", r.ID, err)
+		}
+		if !stored[0] {
+			return fmt.Errorf("sqlite: create run %s: its job exists already", r.ID)
 		}
 		return nil
 	})
@@ -205,23 +230,26 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 
 // Run implements research.Store.
 func (b *Runs) Run(ctx context.Context, id string) (research.Run, error) {
-	var r research.Run
-	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
-		r, err = getBotRun(ctx, tx, id)
-		return err
-	})
-	return r, err
+	return getBotRun(ctx, b.s.r, id)
 }
 
 // LatestRun implements research.Store.
 func (b *Runs) LatestRun(ctx context.Context, threadID string) (research.Run, error) {
-	var r research.Run
-	err := b.s.read(ctx, func(tx *sql.Tx) (err error) {
-		r, err = queryBotRun(ctx, tx, "latest run of "+threadID,
-			`SELECT `+botRunCols+` FROM bot_runs WHERE thread_id = ? ORDER BY seq DESC LIMIT 1`, threadID)
-		return err
-	})
-	return r, err
+	return queryBotRun(ctx, b.s.r, "latest run of "+threadID,
+		`SELECT `+botRunCols+botRunFrom+` WHERE r.thread_id = ? ORDER BY r.seq DESC LIMIT 1`, threadID)
+}
+
+// botRunStateWhere returns the condition (and its parameters) on a run's
+// job that selects the runs in state s.
+func botRunStateWhere(s research.RunState) (string, []any) {
+	js, p := jobmap.RunJobStates(s)
+	switch {
+	case p == nil:
+		return `j.state = ?`, []any{js}
+	case len(p) == 0:
+		return `(j.state = ? AND j.payload <> ?)`, []any{js, []byte(jobmap.RunCancelled)}
+	}
+	return `(j.state = ? AND j.payload = ?)`, []any{js, p}
 }
 
 // ListRuns implements research.Store.
@@ -229,18 +257,20 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 	var where []string
 	var args []any
 	if f.Requester != "" {
-		where, args = append(where, "requester = ?"), append(args, f.Requester)
+		where, args = append(where, "r.requester = ?"), append(args, f.Requester)
 	}
 	if f.Channel != "" {
-		where, args = append(where, "channel = ?"), append(args, f.Channel)
+		where, args = append(where, "r.channel = ?"), append(args, f.Channel)
 	}
 	if len(f.States) > 0 {
-		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
+		var or []string
 		for _, s := range f.States {
-			args = append(args, string(s))
+			w, a := botRunStateWhere(s)
+			or, args = append(or, w), append(args, a...)
 		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
 	}
-	q := `SELECT ` + botRunCols + ` FROM bot_runs`
+	q := `SELECT ` + botRunCols + botRunFrom
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -248,7 +278,7 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 	if f.Limit > 0 {
 		limit = f.Limit
 	}
-	q += ` ORDER BY seq DESC LIMIT ?`
+	q += ` ORDER BY r.seq DESC LIMIT ?`
 	args = append(args, limit)
 	rows, err := b.s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -269,27 +299,19 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 	return out, nil
 }
 
-// botAcquireSet is the change AcquireRun(s) make: ?1 owner, ?2 now, ?3 lease end.
-const botAcquireSet = `UPDATE bot_runs SET state = 'running', owner = ?1, lease_until = ?3, attempt = attempt + 1, updated_at = ?2`
-
-// botAcquirable selects runs that may be acquired at ?2.
-const botAcquirable = `(state = 'queued' OR (state = 'running' AND lease_until < ?2))`
-
-// AcquireRun implements research.Store.
+// AcquireRun implements research.Store: ClaimKey.
 func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		r, err = queryBotRun(ctx, tx, "acquire run "+id, botAcquireSet+` WHERE id = ?4 AND `+botAcquirable+` RETURNING `+botRunCols,
-			owner, nanos(now), nanos(now.Add(lease)), id)
-		if !errors.Is(err, research.ErrNotFound) {
-			return err
+		_, err := claimJobKey(ctx, tx, jobs.KindRun, id, owner, now, lease, 0)
+		switch {
+		case errors.Is(err, jobs.ErrNotClaimable):
+			return fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
+		case err != nil:
+			return jobmap.ResearchErr(err)
 		}
-		cur, err := getBotRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("run %s (%s by %q): %w", id, cur.State, cur.Owner, research.ErrNotAcquired)
+		r, err = getBotRun(ctx, tx, id)
+		return err
 	})
 	if err != nil {
 		return research.Run{}, err
@@ -297,110 +319,84 @@ func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, 
 	return r, nil
 }
 
-// AcquireRuns implements research.Store.
+// AcquireRuns implements research.Store: Claim, oldest first.
 func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
-	if limit <= 0 {
-		limit = -1
-	}
-	type seqRun struct {
-		seq int64
-		run research.Run
-	}
-	var got []seqRun
+	var out []research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
-		got = got[:0]
-		rows, err := tx.QueryContext(ctx, botAcquireSet+` WHERE seq IN (
-				SELECT seq FROM bot_runs WHERE `+botAcquirable+` ORDER BY seq LIMIT ?4
-			) RETURNING `+botRunCols, owner, nanos(now), nanos(now.Add(lease)), limit)
+		out = out[:0]
+		got, err := claimJobs(ctx, tx, jobs.KindRun, owner, now, lease, limit, 0)
 		if err != nil {
-			return fmt.Errorf("sqlite: acquire runs: %w", err)
+			return fmt.Errorf("acquire runs: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			r, seq, err := scanBotRun(rows)
+		for _, j := range got {
+			r, err := getBotRun(ctx, tx, j.Key)
 			if err != nil {
-				return fmt.Errorf("sqlite: acquire runs: %w", err)
+				return fmt.Errorf("acquire runs: %w", err)
 			}
-			got = append(got, seqRun{seq, r})
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("sqlite: acquire runs: %w", err)
+			out = append(out, r)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
-	out := make([]research.Run, len(got))
-	for i, g := range got {
-		out[i] = g.run
-	}
 	return out, nil
 }
 
-// held runs the fenced update q (whose WHERE ends with "id = ? AND state =
-// 'running' AND owner = ?" as its last two parameters, and which returns
-// botRunCols) and maps "no row" to ErrNotFound or ErrLeaseLost.
-func (b *Runs) held(ctx context.Context, what, id, owner, q string, args ...any) (research.Run, error) {
+// Heartbeat implements research.Store: Extend.
+func (b *Runs) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
 	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := extendJob(ctx, tx, jobs.KindRun, id, owner, now, lease); err != nil {
+			return jobmap.ResearchErr(err)
+		}
 		var err error
-		r, err = queryBotRun(ctx, tx, what, q, append(args, id, owner)...)
-		if !errors.Is(err, research.ErrNotFound) {
-			return err
-		}
-		cur, err := getBotRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("%s (%s by %q): %w", what, cur.State, cur.Owner, research.ErrLeaseLost)
+		r, err = getBotRun(ctx, tx, id)
+		return err
 	})
-	return r, err
-}
-
-const botHeldWhere = ` WHERE id = ? AND state = 'running' AND owner = ? RETURNING ` + botRunCols
-
-// Heartbeat implements research.Store.
-func (b *Runs) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	r, err := b.held(ctx, "heartbeat run "+id, id, owner,
-		`UPDATE bot_runs SET lease_until = ?, updated_at = ?`+botHeldWhere, nanos(now.Add(lease)), nanos(now))
 	if err != nil {
 		return research.Run{}, err
 	}
 	return r, nil
 }
 
-// ReleaseRun implements research.Store.
+// ReleaseRun implements research.Store: Release (a clean hand-back gives
+// its pickup back).
 func (b *Runs) ReleaseRun(ctx context.Context, id, owner string, now time.Time) error {
-	_, err := b.held(ctx, "release run "+id, id, owner,
-		`UPDATE bot_runs SET state = 'queued', owner = '', lease_until = 0, attempt = CASE WHEN attempt > 1 THEN attempt - 1 ELSE attempt END, updated_at = ?`+botHeldWhere, nanos(now))
-	return err
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		_, err := releaseJob(ctx, tx, jobs.KindRun, id, owner, now)
+		return jobmap.ResearchErr(err)
+	})
 }
 
-// WaitRun implements research.Store.
+// WaitRun implements research.Store: Park, and the interrupt recorded with
+// the decision cleared.
 func (b *Runs) WaitRun(ctx context.Context, id, owner string, intr research.PendingInterrupt, now time.Time) error {
 	intr.Text = dbtext.String(intr.Text)
-	_, err := b.held(ctx, "wait run "+id, id, owner,
-		`UPDATE bot_runs SET state = 'waiting', owner = '', lease_until = 0, updated_at = ?,
-			intr_id = ?, intr_kind = ?, intr_text = ?, intr_message_ts = ?,
-			dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0`+botHeldWhere,
-		nanos(now), intr.ID, string(intr.Kind), intr.Text, intr.MessageTS)
-	return err
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := parkJob(ctx, tx, jobs.KindRun, id, owner, nil, now); err != nil {
+			return jobmap.ResearchErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET intr_id = ?, intr_kind = ?, intr_text = ?, intr_message_ts = ?,
+				dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0
+			WHERE id = ?`, intr.ID, string(intr.Kind), intr.Text, intr.MessageTS, id); err != nil {
+			return fmt.Errorf("sqlite: wait run %s: %w", id, err)
+		}
+		return nil
+	})
 }
 
-// FinishRun implements research.Store.
+// FinishRun implements research.Store: Finish.
 func (b *Runs) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
 	errText = dbtext.String(errText)
-	switch state {
-	case research.StateDone, research.StateFailed, research.StateCancelled:
-	default:
-		return fmt.Errorf("finish run %s: %q is not a final state", id, state)
+	js, payload, err := jobmap.RunFinish(state)
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", id, err)
 	}
-	_, err := b.held(ctx, "finish run "+id, id, owner,
-		`UPDATE bot_runs SET state = ?, owner = '', lease_until = 0, error = ?, updated_at = ?, finished_at = ?`+botHeldWhere,
-		string(state), errText, nanos(now), nanos(now))
-	return err
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		_, err := finishJob(ctx, tx, jobs.KindRun, id, owner, js, errText, payload, now)
+		return jobmap.ResearchErr(err)
+	})
 }
 
 // SetStatusMessage implements research.Store.
@@ -420,45 +416,44 @@ func (b *Runs) SetStatusMessage(ctx context.Context, id, ts string) (string, err
 	return out, err
 }
 
-// Decide implements research.Store.
+// Decide implements research.Store: the checks of jobmap.DecideRefusal on
+// the run as stored, then Cancel (a cancel) or Unpark of its job and the
+// decision recorded, in one immediate transaction.
 func (b *Runs) Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
 	d.Text = dbtext.String(d.Text)
+	cancel := d.Action == research.ActionCancel
 	var r research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		r, err = queryBotRun(ctx, tx, "decide run "+runID, `UPDATE bot_runs SET
-				dec_interrupt_id = ?2, dec_action = ?3, dec_text = ?4, dec_by = ?5, dec_at = ?6, updated_at = ?6,
-				state = CASE WHEN ?7 THEN 'cancelled' ELSE 'queued' END,
-				finished_at = CASE WHEN ?7 THEN ?6 ELSE finished_at END,
-				cancel_requested_by = CASE WHEN ?7 THEN ?5 ELSE cancel_requested_by END,
-				attempt = CASE WHEN ?7 THEN attempt ELSE 0 END
-			WHERE id = ?1 AND state = 'waiting' AND intr_id = ?2 AND dec_interrupt_id IS NULL
-			RETURNING `+botRunCols,
-			runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), d.Action == research.ActionCancel)
-		if !errors.Is(err, research.ErrNotFound) {
-			return err
-		}
 		if r, err = getBotRun(ctx, tx, runID); err != nil {
 			return err
 		}
-		return botDecideRefusal(r, d)
+		if err := jobmap.DecideRefusal(r, d); err != nil {
+			return err
+		}
+		if cancel {
+			err = cancelJob(ctx, tx, jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), d.At)
+		} else {
+			_, err = unparkJob(ctx, tx, jobs.KindRun, runID, nil, d.At)
+		}
+		if err != nil {
+			return fmt.Errorf("decide run %s: %w", runID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET
+				dec_interrupt_id = ?2, dec_action = ?3, dec_text = ?4, dec_by = ?5, dec_at = ?6, updated_at = ?6,
+				cancel_requested_by = CASE WHEN ?7 THEN ?5 ELSE cancel_requested_by END
+			WHERE id = ?1`, runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), cancel); err != nil {
+			return fmt.Errorf("sqlite: decide run %s: %w", runID, err)
+		}
+		r, err = getBotRun(ctx, tx, runID)
+		return err
 	})
 	return r, err
 }
 
-// botDecideRefusal says why decision d cannot be applied to run r, in
-// memory.Runs' order of checks.
-func botDecideRefusal(r research.Run, d research.Decision) error {
-	switch {
-	case r.Interrupt == nil || r.Interrupt.ID != d.InterruptID:
-		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, research.ErrNotWaiting)
-	case r.Decision != nil:
-		return fmt.Errorf("run %s, interrupt %s: %w", r.ID, d.InterruptID, research.ErrAlreadyDecided)
-	}
-	return fmt.Errorf("run %s is %s: %w", r.ID, r.State, research.ErrNotWaiting)
-}
-
-// RequestCancel implements research.Store.
+// RequestCancel implements research.Store: a queued or waiting run's job is
+// failed as cancelled (Cancel); a running run gets CancelRequestedBy (its
+// owner sees it in Heartbeat); a finished run gets ErrFinished.
 func (b *Runs) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
 	var r research.Run
 	var cancelled bool
@@ -470,18 +465,26 @@ func (b *Runs) RequestCancel(ctx context.Context, runID, by string, now time.Tim
 		switch cur.State {
 		case research.StateQueued, research.StateWaiting:
 			cancelled = true
-			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET state = 'cancelled', owner = '', lease_until = 0,
-				cancel_requested_by = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1 RETURNING `+botRunCols, runID, by, nanos(now))
-			return err
+			if err := cancelJob(ctx, tx, jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), now); err != nil {
+				return fmt.Errorf("cancel run %s: %w", runID, err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET cancel_requested_by = ?2, updated_at = ?3 WHERE id = ?1`,
+				runID, by, nanos(now)); err != nil {
+				return fmt.Errorf("sqlite: cancel run %s: %w", runID, err)
+			}
 		case research.StateRunning:
-			r, err = queryBotRun(ctx, tx, "cancel run "+runID, `UPDATE bot_runs SET
-				updated_at = CASE WHEN cancel_requested_by = '' THEN ?3 ELSE updated_at END,
-				cancel_requested_by = CASE WHEN cancel_requested_by = '' THEN ?2 ELSE cancel_requested_by END
-				WHERE id = ?1 RETURNING `+botRunCols, runID, by, nanos(now))
-			return err
+			if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET
+					updated_at = CASE WHEN cancel_requested_by = '' THEN ?3 ELSE updated_at END,
+					cancel_requested_by = CASE WHEN cancel_requested_by = '' THEN ?2 ELSE cancel_requested_by END
+				WHERE id = ?1`, runID, by, nanos(now)); err != nil {
+				return fmt.Errorf("sqlite: cancel run %s: %w", runID, err)
+			}
+		default:
+			r = cur
+			return fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
 		}
-		r = cur
-		return fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
+		r, err = getBotRun(ctx, tx, runID)
+		return err
 	})
 	if err != nil && !errors.Is(err, research.ErrFinished) {
 		return research.Run{}, false, err
