@@ -308,12 +308,20 @@ func testWaitDecide(t *testing.T, s research.Store) {
 	}
 }
 
-func testDecideConcurrent(t *testing.T, s research.Store) {
+// waitingRun creates run r1, which A acquires at 0 and pauses at 1 on
+// interrupt i1 of kind.
+func waitingRun(t *testing.T, s research.Store, kind research.InterruptKind) {
+	t.Helper()
 	c := ctx(t)
 	create(t, s, newRun("r1", "1.0", "U1"))
 	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
 	must(t, err)
-	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft}, at(1)))
+	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: kind}, at(1)))
+}
+
+func testDecideConcurrent(t *testing.T, s research.Store) {
+	c := ctx(t)
+	waitingRun(t, s, research.InterruptDraft)
 	wins := race(12, func(i int) int {
 		_, err := s.Decide(c, "r1", research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: fmt.Sprintf("U%d", i), At: at(2)})
 		return wonUnless(t, err, research.ErrAlreadyDecided, research.ErrNotWaiting)
@@ -325,10 +333,7 @@ func testDecideConcurrent(t *testing.T, s research.Store) {
 
 func testDecideCancel(t *testing.T, s research.Store) {
 	c := ctx(t)
-	create(t, s, newRun("r1", "1.0", "U1"))
-	_, err := s.AcquireRun(c, "r1", "A", at(0), time.Minute)
-	must(t, err)
-	must(t, s.WaitRun(c, "r1", "A", research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan}, at(1)))
+	waitingRun(t, s, research.InterruptPlan)
 	r, err := s.Decide(c, "r1", research.Decision{InterruptID: "i1", Action: research.ActionCancel, By: "U1", At: at(2)})
 	must(t, err)
 	if r.State != research.StateCancelled || r.FinishedAt.IsZero() {
