@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 
 	"deepresearch/graph/savertest"
@@ -27,4 +28,15 @@ func TestRunsTwoHandles(t *testing.T) {
 	a := postgres.NewRuns(open(t, dsn, savertest.Options{}))
 	b := postgres.NewRuns(open(t, dsn, savertest.Options{}))
 	storetest.RunsTwoHandles(t, a, b)
+}
+
+func BenchmarkRunLife(b *testing.B) {
+	storetest.BenchRuns(b, func(tb testing.TB) research.Store {
+		s, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(tb)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(s.Close)
+		return postgres.NewRuns(s)
+	})
 }

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -25,4 +26,15 @@ func TestRunsTwoHandles(t *testing.T) {
 	a := sqlite.NewRuns(open(t, path, savertest.Options{}))
 	b := sqlite.NewRuns(open(t, path, savertest.Options{}))
 	storetest.RunsTwoHandles(t, a, b)
+}
+
+func BenchmarkRunLife(b *testing.B) {
+	storetest.BenchRuns(b, func(tb testing.TB) research.Store {
+		s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(tb.TempDir(), "db.sqlite")})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { s.Close() })
+		return sqlite.NewRuns(s)
+	})
 }
