@@ -101,31 +101,25 @@ func encodeWrites(ws []rawWrite) []byte {
 	return packBlob(b)
 }
 
+var errCorrupt = errors.New("graph: corrupt blob")
+
 type reader struct {
 	b   []byte
 	err error
 }
 
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errors.New("graph: corrupt blob")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *reader) uvarint() uint64 { return readNumber(r, binary.Uvarint) }
 
-func (r *reader) varint() int64 {
+func (r *reader) varint() int64 { return readNumber(r, binary.Varint) }
+
+// readNumber reads one varint from r with decode.
+func readNumber[T uint64 | int64](r *reader, decode func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(r.b)
+	v, n := decode(r.b)
 	if n <= 0 {
-		r.err = errors.New("graph: corrupt blob")
+		r.err = errCorrupt
 		return 0
 	}
 	r.b = r.b[n:]
@@ -138,7 +132,7 @@ func (r *reader) bytes() []byte {
 		return nil
 	}
 	if n > uint64(len(r.b)) {
-		r.err = errors.New("graph: corrupt blob")
+		r.err = errCorrupt
 		return nil
 	}
 	out := r.b[:n:n]
@@ -146,15 +140,25 @@ func (r *reader) bytes() []byte {
 	return out
 }
 
-func decodeWrites(blob []byte) ([]rawWrite, error) {
+// openList unpacks a blob of a count and that many items and reads the
+// count; an empty blob gives a nil reader. what names the blob in errors.
+func openList(blob []byte, what string) (*reader, uint64, error) {
 	b, err := unpackBlob(blob)
 	if err != nil || len(b) == 0 {
-		return nil, err
+		return nil, 0, err
 	}
 	r := &reader{b: b}
 	n := r.uvarint()
 	if n > uint64(len(b)) {
-		return nil, errors.New("graph: corrupt writes blob")
+		return nil, 0, fmt.Errorf("graph: corrupt %s blob", what)
+	}
+	return r, n, nil
+}
+
+func decodeWrites(blob []byte) ([]rawWrite, error) {
+	r, n, err := openList(blob, "writes")
+	if err != nil || r == nil {
+		return nil, err
 	}
 	ws := make([]rawWrite, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
@@ -192,14 +196,9 @@ func encodeNext(ts []taskSpec) []byte {
 }
 
 func decodeNext(blob []byte) ([]taskSpec, error) {
-	b, err := unpackBlob(blob)
-	if err != nil || len(b) == 0 {
+	r, n, err := openList(blob, "next")
+	if err != nil || r == nil {
 		return nil, err
-	}
-	r := &reader{b: b}
-	n := r.uvarint()
-	if n > uint64(len(b)) {
-		return nil, errors.New("graph: corrupt next blob")
 	}
 	ts := make([]taskSpec, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {

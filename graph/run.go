@@ -384,19 +384,24 @@ func (r *run[S]) applyRaw(pending []PendingWrite, delta []byte) error {
 		if i > 0 && ws[i-1].Task == w.Task && ws[i-1].Idx == w.Idx {
 			continue
 		}
-		ch, ok := r.g.schema.channels[w.Channel]
-		if !ok {
-			return fmt.Errorf("graph: stored write to unknown channel %q", w.Channel)
-		}
-		v, err := ch.decode(w.Value)
-		if err != nil {
-			return err
-		}
-		if err := ch.apply(&r.st, v); err != nil {
+		if err := r.applyStored(w.Channel, w.Value); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// applyStored decodes a stored write to channel and applies it to the state.
+func (r *run[S]) applyStored(channel string, value []byte) error {
+	ch, ok := r.g.schema.channels[channel]
+	if !ok {
+		return fmt.Errorf("graph: stored write to unknown channel %q", channel)
+	}
+	v, err := ch.decode(value)
+	if err != nil {
+		return err
+	}
+	return ch.apply(&r.st, v)
 }
 
 func (r *run[S]) newTask(idx int, name string, arg any, rawArg []byte) (*task[S], error) {
@@ -749,15 +754,7 @@ func (r *run[S]) advance() error {
 				if w.Channel == doneChannel {
 					continue
 				}
-				ch, ok := r.g.schema.channels[w.Channel]
-				if !ok {
-					return fmt.Errorf("graph: stored write to unknown channel %q", w.Channel)
-				}
-				v, err := ch.decode(w.Value)
-				if err != nil {
-					return err
-				}
-				if err := ch.apply(&r.st, v); err != nil {
+				if err := r.applyStored(w.Channel, w.Value); err != nil {
 					return err
 				}
 			}

@@ -141,11 +141,19 @@ func mustCommit(t *testing.T, s graph.Saver, b *graph.Batch) {
 // snapshot. It returns the new head.
 func linear(t *testing.T, s graph.Saver, thread, ns string, head, first, last int64, snapEvery int64) int64 {
 	t.Helper()
-	for id := first; id <= last; id++ {
-		c := mkcp(id, head)
-		if snapEvery > 0 && (id-first)%snapEvery == 0 {
+	return chain(t, s, thread, ns, head, first, last, func(c *graph.StoredCheckpoint) {
+		if snapEvery > 0 && (c.ID-first)%snapEvery == 0 {
 			snap(c)
 		}
+	})
+}
+
+// chain is linear with each checkpoint shaped by shape before it is committed.
+func chain(t *testing.T, s graph.Saver, thread, ns string, head, first, last int64, shape func(c *graph.StoredCheckpoint)) int64 {
+	t.Helper()
+	for id := first; id <= last; id++ {
+		c := mkcp(id, head)
+		shape(c)
 		mustCommit(t, s, &graph.Batch{ThreadID: thread, NS: ns, ExpectHead: head, Checkpoints: []*graph.StoredCheckpoint{c}})
 		head = id
 	}
@@ -328,15 +336,11 @@ func testRoundTrip(t *testing.T, h Harness) {
 func testLoadFromNearestSnapshot(t *testing.T, h Harness) {
 	s := h.New(t, Options{})
 	// 1(S) 2 3 4(S) 5 6
-	var head int64
-	for id := int64(1); id <= 6; id++ {
-		c := mkcp(id, head)
-		if id == 1 || id == 4 {
+	chain(t, s, "th", "", 0, 1, 6, func(c *graph.StoredCheckpoint) {
+		if c.ID == 1 || c.ID == 4 {
 			snap(c)
 		}
-		mustCommit(t, s, &graph.Batch{ThreadID: "th", ExpectHead: head, Checkpoints: []*graph.StoredCheckpoint{c}})
-		head = id
-	}
+	})
 	// A chain without any snapshot walks back to its root.
 	linear(t, s, "nosnap", "", 0, 1, 4, 0)
 	tests := []struct {
@@ -414,9 +418,8 @@ func testDeepChain(t *testing.T, h Harness) {
 func testList(t *testing.T, h Harness) {
 	s := h.New(t, Options{})
 	// 1..10; even ids are "loop", odd "update"; meta has step, kind, a number and a bool.
-	var head int64
-	for id := int64(1); id <= 10; id++ {
-		c := mkcp(id, head)
+	chain(t, s, "th", "", 0, 1, 10, func(c *graph.StoredCheckpoint) {
+		id := c.ID
 		if id%2 == 1 {
 			c.Source = "update"
 		}
@@ -428,9 +431,7 @@ func testList(t *testing.T, h Harness) {
 		if id == 1 {
 			snap(c)
 		}
-		mustCommit(t, s, &graph.Batch{ThreadID: "th", ExpectHead: head, Checkpoints: []*graph.StoredCheckpoint{c}})
-		head = id
-	}
+	})
 	linear(t, s, "other", "", 0, 1, 3, 1)
 	tests := []struct {
 		name string
@@ -909,12 +910,22 @@ func testConcurrentWriters(t *testing.T, h Harness) {
 	// The stored history is one straight line: every checkpoint but the
 	// first has a distinct parent, and walking back from the head visits
 	// all of them.
-	infos, err := b.List(ctx, "th", "", graph.ListOptions{})
+	straightChain(t, b, a, "th", int(successes.Load()))
+	t.Logf("%d commits, %d conflicts", successes.Load(), conflicts.Load())
+}
+
+// straightChain checks that thread, listed through ls and loaded through ld,
+// holds one checkpoint per winning commit and one to start from, in a straight
+// line: no checkpoint has two children, and walking back from the head visits
+// them all.
+func straightChain(t *testing.T, ls, ld graph.Saver, thread string, won int) {
+	t.Helper()
+	infos, err := ls.List(ctxT(t), thread, "", graph.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(infos)) != successes.Load()+1 {
-		t.Fatalf("%d checkpoints stored, %d commits succeeded", len(infos), successes.Load())
+	if len(infos) != won+1 {
+		t.Fatalf("%d checkpoints stored, %d commits won", len(infos), won)
 	}
 	parentOf := map[int64]int64{}
 	children := map[int64]int{}
@@ -927,15 +938,13 @@ func testConcurrentWriters(t *testing.T, h Harness) {
 			t.Errorf("checkpoint %d has %d children: the chain forked", p, n)
 		}
 	}
-	ch := load(t, a, "th", "", 0)
 	n := 0
-	for cur := ch.Head; cur != 0; cur = parentOf[cur] {
+	for cur := load(t, ld, thread, "", 0).Head; cur != 0; cur = parentOf[cur] {
 		n++
 	}
 	if n != len(infos) {
 		t.Errorf("walk from the head visits %d of %d checkpoints", n, len(infos))
 	}
-	t.Logf("%d commits, %d conflicts", successes.Load(), conflicts.Load())
 }
 
 func testPutResume(t *testing.T, h Harness) {
