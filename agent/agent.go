@@ -297,12 +297,21 @@ func afterApprovePlan(s State) string {
 	return nSupervisor
 }
 
-func afterReviewer(s State) string {
+// revise is the node a draft goes back to for more work, or "" when it
+// stands.
+func revise(s State) string {
 	switch s.Next {
 	case NextWrite:
 		return nWriter
 	case NextResearch:
 		return nSupervisor
+	}
+	return ""
+}
+
+func afterReviewer(s State) string {
+	if next := revise(s); next != "" {
+		return next
 	}
 	if s.Req.ApproveDraft {
 		return nApproveDraft
@@ -311,11 +320,8 @@ func afterReviewer(s State) string {
 }
 
 func afterApproveDraft(s State) string {
-	switch s.Next {
-	case NextWrite:
-		return nWriter
-	case NextResearch:
-		return nSupervisor
+	if next := revise(s); next != "" {
+		return next
 	}
 	return nFinalize
 }

@@ -36,9 +36,10 @@ func (s *countingSaver) Load(ctx context.Context, thread, ns string, id int64) (
 	return s.Store.Load(ctx, thread, ns, id)
 }
 
-// blockFirstSearch makes the env's first search wait for its context to
-// end; the returned channel is closed when it starts waiting.
-func blockFirstSearch(e *env) <-chan struct{} {
+// startHeld starts a turn of a on thread whose first search holds until the
+// turn's context ends, and returns once the search is held; the turn's error
+// comes on the channel.
+func startHeld(ctx context.Context, e *env, a *agent.Agent, thread string) <-chan error {
 	entered := make(chan struct{})
 	e.web.OnSearch = func(ctx context.Context, n int) error {
 		if n != 1 {
@@ -48,7 +49,13 @@ func blockFirstSearch(e *env) <-chan struct{} {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return entered
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Start(ctx, thread, agent.Request{Question: question}, nil)
+		errc <- err
+	}()
+	<-entered
+	return errc
 }
 
 // TestCancelThenContinueFindsNothing cancels a thread wherever it stands:
@@ -63,15 +70,8 @@ func TestCancelThenContinueFindsNothing(t *testing.T) {
 		leave func(t *testing.T, e *env, thread string) *agent.Agent
 	}{
 		{"running in this process", func(t *testing.T, e *env, thread string) *agent.Agent {
-			entered := blockFirstSearch(e)
 			a := e.agent()
-			ctx := testCtx(t)
-			errc := make(chan error, 1)
-			go func() {
-				_, err := a.Start(ctx, thread, agent.Request{Question: question}, nil)
-				errc <- err
-			}()
-			<-entered
+			errc := startHeld(testCtx(t), e, a, thread)
 			if err := a.Cancel(testCtx(t), thread); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
@@ -396,14 +396,8 @@ func TestResumeAnsweredFinished(t *testing.T) {
 func TestOneCallPerThread(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
-	entered := blockFirstSearch(e)
 	a := e.agent()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := a.Start(ctx, "busy", agent.Request{Question: question}, nil)
-		errc <- err
-	}()
-	<-entered
+	errc := startHeld(ctx, e, a, "busy")
 	for name, call := range map[string]func() error{
 		"Start": func() error {
 			_, err := a.Start(ctx, "busy", agent.Request{Question: question}, nil)
@@ -493,14 +487,8 @@ func TestCallsLoadOnce(t *testing.T) {
 func TestConcurrentCancels(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
-	entered := blockFirstSearch(e)
 	a := e.agent()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := a.Start(ctx, "race", agent.Request{Question: question}, nil)
-		errc <- err
-	}()
-	<-entered
+	errc := startHeld(ctx, e, a, "race")
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {

@@ -124,28 +124,41 @@ func jsonCandidates(s string) ([]string, error) {
 	return cands, nil
 }
 
+// stringScan follows a byte-by-byte scan of JSON text in and out of strings.
+type stringScan struct{ in, esc bool }
+
+// next takes the next byte and reports whether it lies inside a string (the
+// closing quote does, the opening one not) and, if so, whether a backslash
+// escapes it.
+func (sc *stringScan) next(c byte) (inString, escaped bool) {
+	if !sc.in {
+		sc.in = c == '"'
+		return false, false
+	}
+	switch {
+	case sc.esc:
+		sc.esc = false
+		return true, true
+	case c == '\\':
+		sc.esc = true
+	case c == '"':
+		sc.in = false
+	}
+	return true, false
+}
+
 // scanValue returns the end (exclusive) of the bracketed value starting at
 // s[start], honouring strings and escapes, or false if it never closes or
 // the brackets do not match.
 func scanValue(s string, start int) (int, bool) {
 	stack := make([]byte, 0, 16)
-	inStr, esc := false, false
+	var sc stringScan
 	for i := start; i < len(s); i++ {
 		c := s[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
+		if in, _ := sc.next(c); in {
 			continue
 		}
 		switch c {
-		case '"':
-			inStr = true
 		case '{':
 			stack = append(stack, '}')
 		case '[':
@@ -168,17 +181,12 @@ func scanValue(s string, start int) (int, bool) {
 func repairJSON(s string) string {
 	var b bytes.Buffer
 	b.Grow(len(s))
-	inStr, esc := false, false
+	var sc stringScan
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if inStr {
+		if in, escaped := sc.next(c); in {
 			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
+			case escaped:
 			case c == '\n':
 				b.WriteString(`\n`)
 				continue
@@ -191,9 +199,6 @@ func repairJSON(s string) string {
 			}
 			b.WriteByte(c)
 			continue
-		}
-		if c == '"' {
-			inStr = true
 		}
 		if c == ',' {
 			j := i + 1
