@@ -13,6 +13,26 @@ import (
 	"deepresearch/agent/llm/llmtest"
 )
 
+// asked reports whether some request to node had every one of texts in its
+// last user message.
+func (e *env) asked(node string, texts ...string) bool {
+	for _, r := range e.srv.Requests() {
+		if r.Node() == node && containsAll(r.LastUser(), texts) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
 func checkReport(t *testing.T, res *agent.Result) {
 	t.Helper()
 	if res.Status != agent.StatusDone {
@@ -195,13 +215,7 @@ func TestReviewerPassesSecondDraft(t *testing.T) {
 		t.Errorf("finish %s review %+v", res.Finish, res.Review)
 	}
 	// the second draft was asked to address the feedback
-	var fb bool
-	for _, r := range e.srv.Requests() {
-		if r.Node() == "writer" && strings.Contains(r.LastUser(), "Add more detail on penalties.") {
-			fb = true
-		}
-	}
-	if !fb {
+	if !e.asked("writer", "Add more detail on penalties.") {
 		t.Error("feedback not given to the writer")
 	}
 }
@@ -271,13 +285,7 @@ func TestFollowUps(t *testing.T) {
 	if short.Citations.Verified >= first.Citations.Verified {
 		t.Errorf("rewrite not shorter: %d vs %d citations", short.Citations.Verified, first.Citations.Verified)
 	}
-	var sawPrev bool
-	for _, r := range e.srv.Requests() {
-		if r.Node() == "writer" && strings.Contains(r.LastUser(), "Previous draft:") && strings.Contains(r.LastUser(), "Instruction for this version: Rewrite it shorter") {
-			sawPrev = true
-		}
-	}
-	if !sawPrev {
+	if !e.asked("writer", "Previous draft:", "Instruction for this version: Rewrite it shorter") {
 		t.Error("the rewrite did not get the previous report and the instruction")
 	}
 
@@ -287,13 +295,7 @@ func TestFollowUps(t *testing.T) {
 		t.Error("dig deeper did not search")
 	}
 	// the planner saw what was already known
-	var known bool
-	for _, r := range e.srv.Requests() {
-		if r.Node() == "planner" && strings.Contains(r.LastUser(), "Already known") {
-			known = true
-		}
-	}
-	if !known {
+	if !e.asked("planner", "Already known") {
 		t.Error("planner not told the earlier findings")
 	}
 }

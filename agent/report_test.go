@@ -13,50 +13,37 @@ import (
 // inlineWriter writes the style many models use: the quote inline right
 // before the marker, the footnote with title and URL only.
 func inlineWriter(user string, ja bool) string {
-	ev := agenttest.ParseEvidence(user)
-	var b strings.Builder
-	b.WriteString("# Report\n\n## Executive Summary\n\nWhat the sources say.\n\n## Key Findings\n\n")
-	for i, m := range ev {
-		if i == 4 {
-			break
-		}
+	return footnoteReport(user, 4, "\n## Detailed Analysis\n\nSee above.\n", func(i int, quote string) string {
 		if ja {
-			fmt.Fprintf(&b, "- 情報源によれば「%s」[^%d]\n", m.Quote, i+1)
-		} else {
-			fmt.Fprintf(&b, "- The source says \"%s\"[^%d].\n", m.Quote, i+1)
+			return fmt.Sprintf("- 情報源によれば「%s」[^%d]\n", quote, i+1)
 		}
-	}
-	b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
-	for i, m := range ev {
-		if i == 4 {
-			break
-		}
-		fmt.Fprintf(&b, "[^%d]: %s, %s\n", i+1, m.Title, m.URL)
-	}
-	return b.String()
+		return fmt.Sprintf("- The source says \"%s\"[^%d].\n", quote, i+1)
+	})
 }
 
 // fabricatingWriter quotes words that are on no page.
 func fabricatingWriter(user string, ja bool) string {
+	return footnoteReport(user, 2, "", func(i int, _ string) string {
+		if ja {
+			return fmt.Sprintf("- 報告書は「規制は来年から全面的に撤廃される予定である」[^%d]と述べる。\n", i+1)
+		}
+		return fmt.Sprintf("- The page says \"the regulation will be repealed entirely next year\"[^%d].\n", i+1)
+	})
+}
+
+// footnoteReport writes a report with one key finding, from finding, for each
+// of the first n pieces of evidence in the writer's prompt, then middle, then
+// the references as footnotes of title and URL.
+func footnoteReport(user string, n int, middle string, finding func(i int, quote string) string) string {
 	ev := agenttest.ParseEvidence(user)
+	ev = ev[:min(n, len(ev))]
 	var b strings.Builder
 	b.WriteString("# Report\n\n## Executive Summary\n\nWhat the sources say.\n\n## Key Findings\n\n")
 	for i, m := range ev {
-		if i == 2 {
-			break
-		}
-		if ja {
-			fmt.Fprintf(&b, "- 報告書は「規制は来年から全面的に撤廃される予定である」[^%d]と述べる。\n", i+1)
-		} else {
-			fmt.Fprintf(&b, "- The page says \"the regulation will be repealed entirely next year\"[^%d].\n", i+1)
-		}
-		_ = m
+		b.WriteString(finding(i, m.Quote))
 	}
-	b.WriteString("\n## References\n\n")
+	b.WriteString(middle + "\n## References\n\n")
 	for i, m := range ev {
-		if i == 2 {
-			break
-		}
 		fmt.Fprintf(&b, "[^%d]: %s, %s\n", i+1, m.Title, m.URL)
 	}
 	return b.String()
