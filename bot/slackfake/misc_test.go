@@ -169,3 +169,23 @@ func TestCloseIsIdempotentAndStopsDelivery(t *testing.T) {
 		t.Fatal("send after close succeeded")
 	}
 }
+
+func TestMessageButtonValue(t *testing.T) {
+	m := Message{Blocks: json.RawMessage(`[
+		{"type":"section","text":{"type":"mrkdwn","text":"plan"},"accessory":{"type":"button","action_id":"dr_open","value":"o1"}},
+		{"type":"actions","elements":[{"type":"button","action_id":"dr_approve","value":"a1"},{"type":"button","action_id":"dr_cancel","value":"c1"}]}
+	]`)}
+	for _, tc := range []struct{ id, want string }{
+		{"dr_open", "o1"},
+		{"dr_approve", "a1"},
+		{"dr_cancel", "c1"},
+		{"dr_missing", ""},
+	} {
+		if got := m.ButtonValue(tc.id); got != tc.want {
+			t.Errorf("ButtonValue(%q) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+	if got := (Message{Blocks: json.RawMessage(`not json`)}).ButtonValue("dr_approve"); got != "" {
+		t.Errorf("ButtonValue of broken blocks = %q", got)
+	}
+}

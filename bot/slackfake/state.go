@@ -66,6 +66,34 @@ type Message struct {
 // IsBot reports whether the bot posted the message.
 func (m Message) IsBot() bool { return m.BotID != "" }
 
+// ButtonValue returns the value of the button with actionID in the message's
+// blocks, in an actions block or as a section's accessory; "" when there is
+// none.
+func (m Message) ButtonValue(actionID string) string {
+	type button struct {
+		ActionID string `json:"action_id"`
+		Value    string `json:"value"`
+	}
+	var blocks []struct {
+		Elements  []button `json:"elements"`
+		Accessory *button  `json:"accessory"`
+	}
+	if json.Unmarshal(m.Blocks, &blocks) != nil {
+		return ""
+	}
+	for _, b := range blocks {
+		if b.Accessory != nil && b.Accessory.ActionID == actionID {
+			return b.Accessory.Value
+		}
+		for _, e := range b.Elements {
+			if e.ActionID == actionID {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
 func (m Message) clone() Message {
 	m.Files = slices.Clone(m.Files)
 	m.Edits = slices.Clone(m.Edits)
