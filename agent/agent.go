@@ -371,13 +371,9 @@ func (a *Agent) Start(ctx context.Context, threadID string, req Request, events 
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	ctx, end, err := a.begin(ctx, threadID, false)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	res, err := a.start(ctx, threadID, req, events)
-	return res, withCause(ctx, err)
+	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+		return a.start(ctx, threadID, req, events)
+	})
 }
 
 func (a *Agent) start(ctx context.Context, threadID string, req Request, events func(Event)) (*Result, error) {
@@ -436,13 +432,9 @@ func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]
 	if len(answers) == 0 {
 		return nil, errors.New("agent: no answers to resume with")
 	}
-	ctx, end, err := a.begin(ctx, threadID, false)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	res, err := a.resume(ctx, threadID, answers, events)
-	return res, withCause(ctx, err)
+	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+		return a.resume(ctx, threadID, answers, events)
+	})
 }
 
 func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (*Result, error) {
@@ -499,13 +491,9 @@ func (a *Agent) Continue(ctx context.Context, threadID string, events func(Event
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	ctx, end, err := a.begin(ctx, threadID, false)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	res, err := a.cont(ctx, threadID, events)
-	return res, withCause(ctx, err)
+	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+		return a.cont(ctx, threadID, events)
+	})
 }
 
 func (a *Agent) cont(ctx context.Context, threadID string, events func(Event)) (*Result, error) {
@@ -626,6 +614,18 @@ type call struct {
 	cancel     context.CancelCauseFunc
 	done       chan struct{}
 	cancelling bool // a Cancel recording the cancellation
+}
+
+// runCall runs f as the one call on threadID (see begin), with the cause of a
+// cancelled context on its error.
+func (a *Agent) runCall(ctx context.Context, threadID string, f func(context.Context) (*Result, error)) (*Result, error) {
+	ctx, end, err := a.begin(ctx, threadID, false)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	res, err := f(ctx)
+	return res, withCause(ctx, err)
 }
 
 // begin registers a call on the thread, refusing a second one: two calls
