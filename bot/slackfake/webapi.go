@@ -736,7 +736,9 @@ func (s *Server) useTriggerLocked(id string) string {
 	return ""
 }
 
-func parseView(raw string) (map[string]any, string) {
+// parseView reads a view and checks its blocks, and its type unless typ is
+// "", or returns the error to answer with.
+func parseView(raw, typ string) (map[string]any, string) {
 	var v map[string]any
 	if err := json.Unmarshal([]byte(raw), &v); err != nil || v == nil {
 		return nil, "invalid_arguments"
@@ -745,6 +747,9 @@ func parseView(raw string) (map[string]any, string) {
 		if e := validateBlocksOn(string(b), surfaceView); e != "" {
 			return nil, e
 		}
+	}
+	if typ != "" && str(v, "type") != typ {
+		return nil, "invalid_arguments"
 	}
 	return v, ""
 }
@@ -793,12 +798,9 @@ func (s *Server) viewJSONLocked(vs *viewState) map[string]any {
 }
 
 func (s *Server) viewsOpen(r *apiRequest) apiResult {
-	v, e := parseView(r.get("view"))
+	v, e := parseView(r.get("view"), "modal")
 	if e != "" {
 		return fail(e)
-	}
-	if str(v, "type") != "modal" {
-		return fail("invalid_arguments")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -818,12 +820,9 @@ func (s *Server) viewsPublish(r *apiRequest) apiResult {
 	if user == "" {
 		return fail("invalid_arguments")
 	}
-	v, e := parseView(r.get("view"))
+	v, e := parseView(r.get("view"), "home")
 	if e != "" {
 		return fail(e)
-	}
-	if str(v, "type") != "home" {
-		return fail("invalid_arguments")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -845,7 +844,7 @@ func (s *Server) viewsPublish(r *apiRequest) apiResult {
 }
 
 func (s *Server) viewsUpdate(r *apiRequest) apiResult {
-	v, e := parseView(r.get("view"))
+	v, e := parseView(r.get("view"), "")
 	if e != "" {
 		return fail(e)
 	}
