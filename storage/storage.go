@@ -45,6 +45,7 @@ type DB struct {
 	runs           research.Store
 	schedules      schedule.Store
 	notes          Notes
+	feedback       research.FeedbackStore
 	stats          func() PoolStats
 	migrate        func(context.Context) error
 	close          func() error
@@ -67,6 +68,9 @@ func (db *DB) Schedules() schedule.Store { return db.schedules }
 
 // Notes is the store of the agent's research notes.
 func (db *DB) Notes() Notes { return db.notes }
+
+// Feedback is the store of people's feedback on reports.
+func (db *DB) Feedback() research.FeedbackStore { return db.feedback }
 
 // Stats reports the connection pool, for metrics.
 func (db *DB) Stats() PoolStats { return db.stats() }
@@ -107,7 +111,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 func OnSQLite(s *sqlite.Store, location string) *DB {
 	return &DB{
 		kind: "sqlite", location: location, saver: s,
-		runs: sqlite.NewRuns(s), schedules: sqlite.NewSchedules(s), notes: sqlite.NewNotes(s),
+		runs: sqlite.NewRuns(s), schedules: sqlite.NewSchedules(s), notes: sqlite.NewNotes(s), feedback: sqlite.NewFeedback(s),
 		stats: func() PoolStats {
 			st := s.DB().Stats()
 			return PoolStats{Total: st.OpenConnections, InUse: st.InUse, Idle: st.Idle, Max: st.MaxOpenConnections}
@@ -121,7 +125,7 @@ func OnSQLite(s *sqlite.Store, location string) *DB {
 func OnPostgres(s *postgres.Store, location string) *DB {
 	return &DB{
 		kind: "postgres", location: location, saver: s,
-		runs: postgres.NewRuns(s), schedules: postgres.NewSchedules(s), notes: postgres.NewNotes(s),
+		runs: postgres.NewRuns(s), schedules: postgres.NewSchedules(s), notes: postgres.NewNotes(s), feedback: postgres.NewFeedback(s),
 		stats: func() PoolStats {
 			st := s.Pool().Stat()
 			return PoolStats{Total: int(st.TotalConns()), InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()), Max: int(st.MaxConns())}

@@ -1,6 +1,8 @@
 package dbtext
 
 import (
+	"fmt"
+
 	"deepresearch/research"
 	"deepresearch/schedule"
 )
@@ -62,4 +64,14 @@ func Digest(d *schedule.Digest) *schedule.Digest {
 		}
 	}
 	return &c
+}
+
+// Feedback checks a feedback record (run, user, a valid value, a time) and
+// returns it with its text made storable.
+func Feedback(f research.Feedback) (research.Feedback, error) {
+	if f.RunID == "" || f.User == "" || !f.Value.Valid() || f.At.IsZero() {
+		return f, fmt.Errorf("feedback needs a run, a user, a value (positive or negative) and a time: %+v", f)
+	}
+	f.RunID, f.User, f.Text = String(f.RunID), String(f.User), String(f.Text)
+	return f, nil
 }

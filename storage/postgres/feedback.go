@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"deepresearch/research"
+	"deepresearch/storage/dbtext"
+)
+
+// Feedback is research.FeedbackStore on the run_feedback table.
+type Feedback struct{ s *Store }
+
+// NewFeedback returns the feedback store on s's database.
+func NewFeedback(s *Store) *Feedback { return &Feedback{s: s} }
+
+// RecordFeedback implements research.FeedbackStore.
+func (f *Feedback) RecordFeedback(ctx context.Context, fb research.Feedback) error {
+	fb, err := dbtext.Feedback(fb)
+	if err != nil {
+		return fmt.Errorf("postgres: feedback: %w", err)
+	}
+	_, err = f.s.pool.Exec(ctx, `INSERT INTO run_feedback (run_id, user_id, value, text, at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (run_id, user_id) DO UPDATE SET value = excluded.value, at = excluded.at,
+		text = CASE WHEN excluded.text = '' THEN run_feedback.text ELSE excluded.text END`,
+		fb.RunID, fb.User, string(fb.Value), fb.Text, nanos(fb.At))
+	if err != nil {
+		return fmt.Errorf("postgres: record feedback: %w", err)
+	}
+	return nil
+}
+
+// Feedback implements research.FeedbackStore.
+func (f *Feedback) Feedback(ctx context.Context, runID string) ([]research.Feedback, error) {
+	rows, err := f.s.pool.Query(ctx, `SELECT run_id, user_id, value, text, at FROM run_feedback
+		WHERE run_id = $1 ORDER BY at, user_id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: feedback: %w", err)
+	}
+	defer rows.Close()
+	var out []research.Feedback
+	for rows.Next() {
+		var fb research.Feedback
+		var at int64
+		if err := rows.Scan(&fb.RunID, &fb.User, &fb.Value, &fb.Text, &at); err != nil {
+			return nil, fmt.Errorf("postgres: feedback: %w", err)
+		}
+		fb.At = fromNanos(at)
+		out = append(out, fb)
+	}
+	return out, rows.Err()
+}
+
+// CountFeedback implements research.FeedbackStore.
+func (f *Feedback) CountFeedback(ctx context.Context, runIDs []string) (map[string]research.FeedbackCount, error) {
+	out := map[string]research.FeedbackCount{}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := f.s.pool.Query(ctx, `SELECT run_id, value, count(*) FROM run_feedback
+		WHERE run_id = ANY($1) GROUP BY run_id, value`, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count feedback: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, v string
+		var n int
+		if err := rows.Scan(&id, &v, &n); err != nil {
+			return nil, fmt.Errorf("postgres: count feedback: %w", err)
+		}
+		out[id] = research.AddFeedbackCount(out[id], research.FeedbackValue(v), n)
+	}
+	return out, rows.Err()
+}

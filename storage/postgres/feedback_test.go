@@ -1,0 +1,17 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"deepresearch/graph/savertest"
+	"deepresearch/research"
+	"deepresearch/storage/pgtest"
+	"deepresearch/storage/postgres"
+	"deepresearch/storage/storetest"
+)
+
+func TestFeedbackConformance(t *testing.T) {
+	storetest.Feedback(t, func(t *testing.T) research.FeedbackStore {
+		return postgres.NewFeedback(open(t, pgtest.Schema(t), savertest.Options{}))
+	})
+}
