@@ -42,6 +42,15 @@ func running(id string, due time.Time, owner string, lease time.Time) schedule.F
 	return schedule.Firing{ScheduleID: id, Due: due, State: schedule.FiringRunning, Owner: owner, LeaseUntil: lease, Attempts: 1, ClaimedAt: due}
 }
 
+// withFiring creates schedule a in C1 and claims f for it.
+func withFiring(t *testing.T, s schedule.Store, f schedule.Firing) {
+	t.Helper()
+	ctx := ctxT(t)
+	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
+	_, err := s.ClaimFiring(ctx, f)
+	mustSchedule(t, err)
+}
+
 // Schedules runs the conformance suite every schedule.Store passes.
 func Schedules(t *testing.T, open NewScheduleStore) {
 	t.Run("ScheduleCRUD", func(t *testing.T) { testCRUD(t, open(t)) })
@@ -198,10 +207,8 @@ func testClaimOnce(t *testing.T, s schedule.Store) {
 
 func testLease(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
-	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
 	due := scheduleT0
-	_, err := s.ClaimFiring(ctx, running("a", due, "p1", due.Add(time.Minute)))
-	mustSchedule(t, err)
+	withFiring(t, s, running("a", due, "p1", due.Add(time.Minute)))
 	mustSchedule(t, s.RenewFiring(ctx, "a", due, "p1", due.Add(2*time.Minute)))
 	if err := s.RenewFiring(ctx, "a", due, "p2", due.Add(2*time.Minute)); !errors.Is(err, schedule.ErrLeaseLost) {
 		t.Fatalf("renew by another owner: %v", err)
@@ -230,10 +237,8 @@ func testLease(t *testing.T, s schedule.Store) {
 
 func testTakeOver(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
-	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
 	due := scheduleT0
-	_, err := s.ClaimFiring(ctx, running("a", due, "dead", due.Add(time.Minute)))
-	mustSchedule(t, err)
+	withFiring(t, s, running("a", due, "dead", due.Add(time.Minute)))
 	got, err := s.TakeOverFiring(ctx, "p", due.Add(30*time.Second), due.Add(3*time.Minute), 3)
 	mustSchedule(t, err)
 	if len(got) != 0 {
@@ -276,10 +281,8 @@ func testTakeOver(t *testing.T, s schedule.Store) {
 
 func testApprove(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
-	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
 	due := scheduleT0
-	_, err := s.ClaimFiring(ctx, schedule.Firing{ScheduleID: "a", Due: due, State: schedule.FiringWaiting, Owner: "p0", ClaimedAt: due})
-	mustSchedule(t, err)
+	withFiring(t, s, schedule.Firing{ScheduleID: "a", Due: due, State: schedule.FiringWaiting, Owner: "p0", ClaimedAt: due})
 	n := race(8, func(i int) int {
 		f, err := s.ApproveFiring(ctx, "a", due, fmt.Sprint("p", i), due, due.Add(time.Minute))
 		switch {
@@ -301,7 +304,7 @@ func testApprove(t *testing.T, s schedule.Store) {
 	}
 	// Declining a waiting firing: finish by its owner as skipped.
 	due2 := due.Add(24 * time.Hour)
-	_, err = s.ClaimFiring(ctx, schedule.Firing{ScheduleID: "a", Due: due2, State: schedule.FiringWaiting, Owner: "p0", ClaimedAt: due})
+	_, err := s.ClaimFiring(ctx, schedule.Firing{ScheduleID: "a", Due: due2, State: schedule.FiringWaiting, Owner: "p0", ClaimedAt: due})
 	mustSchedule(t, err)
 	mustSchedule(t, s.FinishFiring(ctx, "a", due2, "p0", schedule.Outcome{State: schedule.FiringSkipped, Error: "declined"}))
 	if _, err := s.ApproveFiring(ctx, "a", due2, "p", due, due); !errors.Is(err, schedule.ErrNotWaiting) {
@@ -345,9 +348,7 @@ func testDigests(t *testing.T, s schedule.Store) {
 
 func testDelete(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
-	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
-	_, err := s.ClaimFiring(ctx, running("a", scheduleT0, "p", scheduleT0))
-	mustSchedule(t, err)
+	withFiring(t, s, running("a", scheduleT0, "p", scheduleT0))
 	mustSchedule(t, s.DeleteSchedule(ctx, "a"))
 	if _, err := s.GetFiring(ctx, "a", scheduleT0); !errors.Is(err, schedule.ErrNotFound) {
 		t.Fatalf("firing of a deleted schedule: %v", err)
