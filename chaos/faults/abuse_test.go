@@ -289,7 +289,7 @@ func (w *world) waitButton(ctx context.Context, m mention, actionID string) slac
 	var found slackfake.Message
 	err := w.slack.Wait(ctx, func() bool {
 		for _, msg := range w.slack.Thread(m.Channel, m.TS) {
-			if msg.IsBot() && buttonValue(msg, actionID) != "" {
+			if msg.IsBot() && msg.ButtonValue(actionID) != "" {
 				found = msg
 				return true
 			}
@@ -306,39 +306,11 @@ func (w *world) waitButton(ctx context.Context, m mention, actionID string) slac
 func (w *world) click(ctx context.Context, m mention, msg slackfake.Message, user, actionID string) {
 	w.t.Helper()
 	sent, err := w.slack.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: m.Channel, MessageTS: msg.TS, ThreadTS: m.TS,
-		ActionID: actionID, Value: buttonValue(msg, actionID)})
+		ActionID: actionID, Value: msg.ButtonValue(actionID)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	if _, err := w.slack.WaitAck(sent.EnvelopeID, 10*time.Second); err != nil {
 		w.t.Fatal(err)
 	}
-}
-
-// buttonValue returns the value of the button with actionID in a message.
-func buttonValue(m slackfake.Message, actionID string) string {
-	var blocks []struct {
-		Elements []struct {
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"elements"`
-		Accessory *struct {
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"accessory"`
-	}
-	if json.Unmarshal(m.Blocks, &blocks) != nil {
-		return ""
-	}
-	for _, b := range blocks {
-		if b.Accessory != nil && b.Accessory.ActionID == actionID {
-			return b.Accessory.Value
-		}
-		for _, e := range b.Elements {
-			if e.ActionID == actionID {
-				return e.Value
-			}
-		}
-	}
-	return ""
 }

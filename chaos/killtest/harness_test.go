@@ -6,7 +6,6 @@ import (
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -490,6 +489,19 @@ type threadView struct {
 	ReportNames []string
 }
 
+// ackCounts returns how many envelopes fake saw acked, and how many acks
+// beyond the first of each.
+func ackCounts(fake *slackfake.Server) (acked, redelivered int) {
+	acks := map[string]int{}
+	for _, a := range fake.Acks() {
+		acks[a.EnvelopeID]++
+	}
+	for _, n := range acks {
+		redelivered += n - 1
+	}
+	return len(acks), redelivered
+}
+
 func inspect(fake *slackfake.Server, channel, ts string) threadView {
 	return viewOf(fake.Files(), fake.Thread(channel, ts), channel, ts)
 }
@@ -521,7 +533,7 @@ func viewOf(files []slackfake.File, thread []slackfake.Message, channel, ts stri
 			}
 			continue
 		}
-		if buttonValue(m, "dr_approve") != "" {
+		if m.ButtonValue("dr_approve") != "" {
 			v.Approvals++
 			v.Pending = append(v.Pending, m)
 		} else if strings.Contains(m.Text, "Approved by") || strings.Contains(m.Text, "Draft ready") {
@@ -529,27 +541,6 @@ func viewOf(files []slackfake.File, thread []slackfake.Message, channel, ts stri
 		}
 	}
 	return v
-}
-
-// buttonValue returns the value of the button with actionID in a message.
-func buttonValue(m slackfake.Message, actionID string) string {
-	var blocks []struct {
-		Elements []struct {
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"elements"`
-	}
-	if json.Unmarshal(m.Blocks, &blocks) != nil {
-		return ""
-	}
-	for _, b := range blocks {
-		for _, e := range b.Elements {
-			if e.ActionID == actionID {
-				return e.Value
-			}
-		}
-	}
-	return ""
 }
 
 // ---------------------------------------------------------------------------

@@ -198,7 +198,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 					continue
 				}
 				for _, msg := range v.Pending {
-					val := buttonValue(msg, "dr_approve")
+					val := msg.ButtonValue("dr_approve")
 					cl.mu.Lock()
 					seen, ok := cl.seen[msg.TS]
 					if !ok {

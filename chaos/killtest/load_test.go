@@ -350,14 +350,7 @@ func TestLoadReplicasPostgres(t *testing.T) {
 	pickedUp, leaseLost := fl.grepLogs(`"msg":"bot: picked up run"`), fl.grepLogs(`"msg":"bot: lease lost`)
 	warns, errs := fl.grepLogs(`"level":"WARN"`), fl.grepLogs(`"level":"ERROR"`)
 	llm := analyse(w.llm.Calls(), nil, 0)
-	acks := map[string]int{}
-	for _, a := range w.slack.Acks() {
-		acks[a.EnvelopeID]++
-	}
-	redelivered := 0
-	for _, n := range acks {
-		redelivered += n - 1
-	}
+	acked, redelivered := ackCounts(w.slack)
 	ackLat := w.slack.AckLatencies() // first ack of each envelope; Slack retries after 3 s
 	sort.Slice(ackLat, func(i, j int) bool { return ackLat[i] < ackLat[j] })
 	pct := func(q float64) time.Duration {
@@ -391,7 +384,7 @@ func TestLoadReplicasPostgres(t *testing.T) {
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].poolAcquired) }),
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].pgSessions) }), poolMax)
 	t.Logf("FIGURES load3: outcomes: lost=%d duplicate_reports=%d duplicate_finals=%d duplicate_status_messages=%d failed=%d pings=%d; llm_calls=%d (repeats of a completed identical call %d); envelopes acked=%d redelivered=%d ack_latency p50=%s p99=%s max=%s; log lines warn=%s error=%s",
-		lost, dupReports, dupFinals, dupStatus, failed, len(w.slack.Pings()), llm.Calls, llm.Repeats, len(acks), redelivered, pct(0.5), pct(0.99), pct(1), counts(warns), counts(errs))
+		lost, dupReports, dupFinals, dupStatus, failed, len(w.slack.Pings()), llm.Calls, llm.Repeats, acked, redelivered, pct(0.5), pct(0.99), pct(1), counts(warns), counts(errs))
 	if msgs := logMessages(fl.logLines(`"level":"WARN"`), fl.logLines(`"level":"ERROR"`)); msgs != "" {
 		t.Logf("load3: warnings and errors by message: %s", msgs)
 	}

@@ -200,16 +200,9 @@ func TestReplicasPostgres(t *testing.T) {
 	for slot := range procs {
 		share = append(share, fmt.Sprintf("%d", created[slot]))
 	}
-	acks := map[string]int{}
-	for _, a := range w.slack.Acks() {
-		acks[a.EnvelopeID]++
-	}
-	redelivered := 0
-	for _, n := range acks {
-		redelivered += n - 1
-	}
+	acked, redelivered := ackCounts(w.slack)
 	t.Logf("FIGURES replicas: %d processes on one Postgres, %d mentions handled in %s; runs created per process [%s]; envelopes acked %d (%d more than once)",
-		procs, len(all), elapsed.Round(time.Second), strings.Join(share, " "), len(acks), redelivered)
+		procs, len(all), elapsed.Round(time.Second), strings.Join(share, " "), acked, redelivered)
 	t.Logf("FIGURES replicas: duplicate status messages %d, duplicate reports %d, duplicate final messages %d, lost %d, pings %d",
 		dupStatus, dupReports, dupFinals, lost, len(w.slack.Pings()))
 	t.Logf("FIGURES replicas: digests: %d schedules, %d firings (%d done, %d skipped as superseded catch-ups), %d digest messages, duplicates %d",
