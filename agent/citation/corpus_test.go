@@ -49,6 +49,16 @@ func corpusDocs(t testing.TB) map[string]Doc {
 	return docs
 }
 
+// corpusLook looks pages up in the corpus.
+func corpusLook(t testing.TB) func(string) (Doc, bool) {
+	t.Helper()
+	docs := corpusDocs(t)
+	return func(u string) (Doc, bool) {
+		d, ok := docs[u]
+		return d, ok
+	}
+}
+
 // expectation is one citation of a corpus report: its label as written,
 // whether its quote is on the page verbatim ("exact"), nearly ("near") or
 // not at all ("fab"), and optionally words of the quote as written, to tell
@@ -132,11 +142,7 @@ func pct(a, b int) float64 {
 }
 
 func measure(t testing.TB) yield {
-	docs := corpusDocs(t)
-	look := func(u string) (Doc, bool) {
-		d, ok := docs[u]
-		return d, ok
-	}
+	look := corpusLook(t)
 	var y yield
 	for _, c := range corpusCases(t) {
 		_, rep := Check(c.report, look, Options{})
@@ -189,11 +195,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of the corpus"
 // file (go test -run TestCorpusGolden -update rewrites them), so a change in
 // how reports are rewritten shows in review.
 func TestCorpusGolden(t *testing.T) {
-	docs := corpusDocs(t)
-	look := func(u string) (Doc, bool) {
-		d, ok := docs[u]
-		return d, ok
-	}
+	look := corpusLook(t)
 	for _, c := range corpusCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			out, rep := Check(c.report, look, Options{})
@@ -219,11 +221,7 @@ func TestCorpusGolden(t *testing.T) {
 // TestCheckTwice checks that a checked report checks the same again: what
 // was kept still verifies (a report is checked again when it is revised).
 func TestCheckTwice(t *testing.T) {
-	docs := corpusDocs(t)
-	look := func(u string) (Doc, bool) {
-		d, ok := docs[u]
-		return d, ok
-	}
+	look := corpusLook(t)
 	for _, c := range corpusCases(t) {
 		out, rep := Check(c.report, look, Options{})
 		again, rep2 := Check(out, look, Options{})
@@ -241,11 +239,7 @@ func TestCheckTwice(t *testing.T) {
 
 // BenchmarkCheckCorpus checks every report of the corpus once per op.
 func BenchmarkCheckCorpus(b *testing.B) {
-	docs := corpusDocs(b)
-	look := func(u string) (Doc, bool) {
-		d, ok := docs[u]
-		return d, ok
-	}
+	look := corpusLook(b)
 	cases := corpusCases(b)
 	for b.Loop() {
 		for _, c := range cases {
