@@ -73,6 +73,7 @@ type config struct {
 	seed           uint64
 	echoBot        bool
 	limits         *Limits
+	noStreaming    string // the error the streaming methods answer ("": they work)
 }
 
 func defaultConfig() config {

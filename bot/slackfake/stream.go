@@ -17,6 +17,11 @@ import (
 // task card source needs text, a blocks chunk holds at most 50 blocks, and
 // a stopped stream takes no more chunks.
 
+// WithoutStreaming makes the streaming methods answer code (for example
+// unknown_method, as a Slack that does not serve them does, or
+// missing_scope), for tests of a bot's fallback.
+func WithoutStreaming(code string) Option { return func(c *config) { c.noStreaming = code } }
+
 // Stream is a streaming message as the fake saw it.
 type Stream struct {
 	Channel         string
@@ -164,6 +169,9 @@ func streamChunks(r *apiRequest) ([]json.RawMessage, string) {
 }
 
 func (s *Server) chatStartStream(r *apiRequest) apiResult {
+	if s.cfg.noStreaming != "" {
+		return fail(s.cfg.noStreaming)
+	}
 	channel, threadTS := r.get("channel"), r.get("thread_ts")
 	if channel == "" {
 		return fail("channel_not_found")
@@ -227,6 +235,9 @@ func (s *Server) openStreamLocked(r *apiRequest) (*Stream, string) {
 }
 
 func (s *Server) chatAppendStream(r *apiRequest) apiResult {
+	if s.cfg.noStreaming != "" {
+		return fail(s.cfg.noStreaming)
+	}
 	chunks, e := streamChunks(r)
 	if e != "" {
 		return fail(e)
@@ -247,6 +258,9 @@ func (s *Server) chatAppendStream(r *apiRequest) apiResult {
 }
 
 func (s *Server) chatStopStream(r *apiRequest) apiResult {
+	if s.cfg.noStreaming != "" {
+		return fail(s.cfg.noStreaming)
+	}
 	chunks, e := streamChunks(r)
 	if e != "" {
 		return fail(e)

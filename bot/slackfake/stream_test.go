@@ -138,3 +138,33 @@ func TestStreamTiers(t *testing.T) {
 		t.Fatalf("rate limited: update %d append %d start %d", fake.RateLimited("chat.update"), fake.RateLimited("chat.appendStream"), fake.RateLimited("chat.startStream"))
 	}
 }
+
+// TestWithoutStreaming: a workspace that does not serve the streaming
+// methods refuses each of them with the configured code, and records the
+// calls.
+func TestWithoutStreaming(t *testing.T) {
+	for _, code := range []string{"unknown_method", "missing_scope"} {
+		t.Run(code, func(t *testing.T) {
+			fake := New(WithoutStreaming(code))
+			defer fake.Close()
+			ctx := testCtx(t)
+			api := newAPI(fake)
+			_, _, err := api.StartStreamContext(ctx, "D1", slack.MsgOptionTS("1.1"), slack.MsgOptionMarkdownText("x"))
+			if err == nil || err.Error() != code {
+				t.Fatalf("start = %v, want %s", err, code)
+			}
+			if _, _, err := api.AppendStreamContext(ctx, "D1", "1.2", slack.MsgOptionMarkdownText("x")); err == nil || err.Error() != code {
+				t.Fatalf("append = %v, want %s", err, code)
+			}
+			if _, _, err := api.StopStreamContext(ctx, "D1", "1.2"); err == nil || err.Error() != code {
+				t.Fatalf("stop = %v, want %s", err, code)
+			}
+			if len(fake.Streams()) != 0 || fake.Calls("chat.startStream") != 1 {
+				t.Fatalf("streams %d, start calls %d", len(fake.Streams()), fake.Calls("chat.startStream"))
+			}
+			if _, _, err := api.PostMessageContext(ctx, "D1", slack.MsgOptionText("plain", false)); err != nil {
+				t.Fatalf("post still works: %v", err)
+			}
+		})
+	}
+}
