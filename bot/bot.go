@@ -120,6 +120,10 @@ type Options struct {
 	// section. The scheduler posts and asks for approval through
 	// Bot.Digests, and checks channels with Bot.CheckChannel.
 	Digests *schedule.Manager
+	// Feedback, when set, puts feedback buttons under every report and
+	// digest and keeps the clicks (one per user and run) with what was
+	// wrong; /research status shows the tally.
+	Feedback research.FeedbackStore
 	// Attach is called by New with the new Bot, before it runs, so that
 	// the caller can hand it to what needs it (the digest scheduler).
 	Attach func(*Bot)
@@ -331,6 +335,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
 	b.wireDigests()
+	b.wireRatings()
 	if opts.Attach != nil {
 		opts.Attach(b)
 	}

@@ -674,7 +674,7 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.DigestMessage) (string, error) {
 	ts, err := d.b.postMessage(ctx, channel,
 		slack.MsgOptionText(Escape(Truncate(m.Text, 3000)), false),
-		slack.MsgOptionBlocks(DigestBlocks(m)...),
+		slack.MsgOptionBlocks(d.b.ratingBlocks(DigestBlocks(m), schedule.ThreadID(m.ScheduleID, m.Due))...),
 		slack.MsgOptionDisableLinkUnfurl())
 	if err != nil {
 		return "", fmt.Errorf("bot: post digest: %w", err)

@@ -35,6 +35,7 @@ type Metrics struct {
 	postWait      prometheus.Histogram   // time a chat.postMessage waited for its channel's pace
 	refusals      *prometheus.CounterVec // refusal replies by kind and how they were delivered
 	liveInstances prometheus.Gauge       // replicas the workspace's Slack budgets are split among
+	ratings       *prometheus.CounterVec // clicks on the feedback buttons, by value
 }
 
 func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -60,6 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		postWait: r.histogram("deepresearch_slack_post_wait_seconds", "Time a chat.postMessage waited for its channel's pace (about 1/s).",
 			.001, .01, .1, .5, 1, 2.5, 5, 10, 30, 60),
 		refusals:      r.counterVec("deepresearch_bot_refusals_total", "Refusal replies (busy, limit, too_long, help) by kind and delivery (thread, ephemeral, dropped).", "kind", "how"),
+		ratings:       r.counterVec("deepresearch_bot_feedback_total", "Clicks on the feedback buttons under reports and digests, by value (positive, negative).", "value"),
 		liveInstances: r.gauge("deepresearch_bot_live_instances", "Bot processes on the store seen recently (this one included); the workspace's Slack budgets are split among them."),
 	}
 	m.collectors = r

@@ -212,8 +212,10 @@ func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(
 	var sb strings.Builder
 	sb.WriteString("*Your recent research*\n")
 	now := b.now()
+	ratings := b.ratingCounts(ctx, runs)
 	for _, r := range runs {
-		fmt.Fprintf(&sb, "%s `%s` %s · %s · %s\n", runIcon(r.State), r.ID, stateLabel(r.State), ago(now.Sub(r.CreatedAt)), truncateEscaped(r.Question, 120))
+		fmt.Fprintf(&sb, "%s `%s` %s · %s%s · %s\n", runIcon(r.State), r.ID, stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
+			ratingText(ratings[r.ID]), truncateEscaped(r.Question, 120))
 	}
 	say(Truncate(sb.String(), 3000))
 }

@@ -123,7 +123,8 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	defer stopHealth()
 	go parts.health.loop(hctx)
 	withHealth := func(o *bot.Options) { o.Health = parts.health.Health }
-	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db), withHealth)
+	withFeedback := func(o *bot.Options) { o.Feedback = parts.db.Feedback() }
+	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db), withHealth, withFeedback)
 }
 
 // serveParts is what serve runs with.

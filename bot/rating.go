@@ -1,0 +1,159 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"deepresearch/research"
+)
+
+// Ratings: the feedback buttons under a report or a digest (a
+// context_actions block with a feedback_buttons element, Slack's convention
+// under an AI answer). A click is stored once per user and run, the latest
+// winning, and acknowledged quietly; a negative one opens a "what was
+// wrong?" form whose text is kept with it. The word "feedback" in this
+// package already means the changes someone asks for in a draft, so these
+// are ratings here.
+const (
+	ratingPrefix      = "dr_rate"             // action_id of the buttons; prefix of every rating interaction
+	callbackRatingWhy = ratingPrefix + "_why" // the "what was wrong?" form
+	blockRatingWhy    = "dr_rate_why_block"
+	actionRatingWhy   = "dr_rate_why_text"
+	ratingBlockPrefix = "dr_rate:" // block_id: the prefix and the rated run's id
+)
+
+// ratingBlock is the feedback buttons for a run's report (or a digest,
+// under its firing's id).
+func ratingBlock(runID string) slack.Block {
+	buttons := slack.NewFeedbackButtonsBlockElement(ratingPrefix,
+		slack.NewFeedbackButton(plain("Good"), string(research.FeedbackGood)),
+		slack.NewFeedbackButton(plain("Not good"), string(research.FeedbackBad)))
+	return slack.NewContextActionsBlock(ratingBlockPrefix+runID, buttons)
+}
+
+// ratingBlocks appends the feedback buttons when ratings are kept.
+func (b *Bot) ratingBlocks(blocks []slack.Block, runID string) []slack.Block {
+	if b.opts.Feedback == nil || runID == "" {
+		return blocks
+	}
+	return append(blocks, ratingBlock(runID))
+}
+
+// wireRatings routes the rating interactions to the bot when a feedback
+// store is configured.
+func (b *Bot) wireRatings() {
+	if b.opts.Feedback == nil {
+		return
+	}
+	acts := maps.Clone(b.opts.Interactions)
+	if acts == nil {
+		acts = map[string]InteractionHandler{}
+	}
+	acts[ratingPrefix] = b.onRating
+	b.opts.Interactions = acts
+}
+
+// onRating handles a click on the feedback buttons and the submission of
+// the "what was wrong?" form. The block action's channel has passed the
+// allow-list already.
+func (b *Bot) onRating(ctx context.Context, cb slack.InteractionCallback) error {
+	switch cb.Type {
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID != callbackRatingWhy {
+			return nil
+		}
+		text := ""
+		if cb.View.State != nil {
+			text = strings.TrimSpace(cb.View.State.Values[blockRatingWhy][actionRatingWhy].Value)
+		}
+		if text == "" {
+			return nil
+		}
+		text = Truncate(text, b.opts.MaxQuestionLen)
+		return b.recordRating(ctx, cb.View.PrivateMetadata, cb.User.ID, research.FeedbackBad, text)
+	case slack.InteractionTypeBlockActions:
+		for _, a := range cb.ActionCallback.BlockActions {
+			if a.ActionID != ratingPrefix {
+				continue
+			}
+			runID, ok := strings.CutPrefix(a.BlockID, ratingBlockPrefix)
+			v := research.FeedbackValue(a.Value)
+			if !ok || runID == "" || !v.Valid() {
+				return fmt.Errorf("bot: rating: block %q value %q", a.BlockID, a.Value)
+			}
+			if err := b.recordRating(ctx, runID, cb.User.ID, v, ""); err != nil {
+				return err
+			}
+			if v == research.FeedbackBad && cb.TriggerID != "" {
+				err := b.call(ctx, "views.open", false, func(ctx context.Context) error {
+					_, err := b.api.OpenViewContext(ctx, cb.TriggerID, ratingWhyModal(runID))
+					return err
+				})
+				if err != nil {
+					b.log.Warn("bot: rating form", "run_id", runID, "err", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Bot) recordRating(ctx context.Context, runID, user string, v research.FeedbackValue, text string) error {
+	err := b.opts.Feedback.RecordFeedback(ctx, research.Feedback{RunID: runID, User: user, Value: v, Text: text, At: b.now()})
+	if err != nil {
+		return fmt.Errorf("bot: record rating of %s: %w", runID, err)
+	}
+	if text == "" {
+		b.metrics.ratings.WithLabelValues(string(v)).Inc()
+	}
+	b.log.Info("bot: rating", "run_id", runID, "user", user, "value", v, "with_text", text != "")
+	return nil
+}
+
+// ratingWhyModal asks what was wrong with a report.
+func ratingWhyModal(runID string) slack.ModalViewRequest {
+	input := slack.NewPlainTextInputBlockElement(plain("The sources, a claim, what is missing…"), actionRatingWhy)
+	input.Multiline = true
+	input.MaxLength = 3000
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      callbackRatingWhy,
+		PrivateMetadata: runID,
+		Title:           plain("What was wrong?"),
+		Submit:          plain("Send"),
+		Close:           plain("Skip"),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewInputBlock(blockRatingWhy, plain("What was wrong with this report?"), nil, input),
+		}},
+	}
+}
+
+// ratingCounts tallies the ratings of runs for a listing; nil when ratings
+// are not kept or cannot be read (the listing goes on without them).
+func (b *Bot) ratingCounts(ctx context.Context, runs []research.Run) map[string]research.FeedbackCount {
+	if b.opts.Feedback == nil || len(runs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	counts, err := b.opts.Feedback.CountFeedback(ctx, ids)
+	if err != nil {
+		b.log.Warn("bot: count ratings", "err", err)
+		return nil
+	}
+	return counts
+}
+
+// ratingText is a run's tally for a listing ("" without ratings).
+func ratingText(c research.FeedbackCount) string {
+	if c.Good == 0 && c.Bad == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" · 👍 %d 👎 %d", c.Good, c.Bad)
+}

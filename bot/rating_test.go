@@ -1,0 +1,140 @@
+package bot_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"deepresearch/bot"
+	"deepresearch/bot/slackfake"
+	"deepresearch/research"
+	"deepresearch/schedule"
+	"deepresearch/storage/memory"
+)
+
+// Feedback buttons under a digest: a click is kept once per user (the
+// latest winning) and acknowledged quietly; a negative one opens the "what
+// was wrong?" form, whose text is kept with it; a click from a channel off
+// the allow-list is refused.
+func TestRatingsOnDigests(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	h.fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
+	h.fake.AddChannel(slackfake.Channel{ID: "C9", Name: "elsewhere"})
+	fb := &memory.Feedback{}
+	reg := prometheus.NewRegistry()
+	rb := h.start(func(o *bot.Options) {
+		o.Feedback, o.AllowedChannels, o.Registerer = fb, []string{"C1"}, reg
+		o.Digests = &schedule.Manager{Store: memory.NewSchedules()}
+	})
+	h.connected(ctx, 1)
+
+	due := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	ts, err := rb.Digests().PostDigest(ctx, "C1", schedule.DigestMessage{ScheduleID: "s1", Topic: "news", Title: "News", Due: due, Text: "News"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := h.fake.Message("C1", ts)
+	runID := schedule.ThreadID("s1", due)
+	var blocks []struct {
+		Type     string `json:"type"`
+		BlockID  string `json:"block_id"`
+		Elements []struct {
+			Type     string `json:"type"`
+			ActionID string `json:"action_id"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(msg.Blocks, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	last := blocks[len(blocks)-1]
+	if last.Type != "context_actions" || last.BlockID != "dr_rate:"+runID || len(last.Elements) != 1 || last.Elements[0].Type != "feedback_buttons" {
+		t.Fatalf("last block = %+v", last)
+	}
+
+	click := func(user, channel, value string) {
+		t.Helper()
+		h.acked(h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: channel, MessageTS: ts,
+			ActionID: "dr_rate", BlockID: last.BlockID, ActionType: "feedback_buttons", Value: value}))
+	}
+	click("U2", "C1", "positive")
+	click("U3", "C1", "negative")
+	var form slackfake.View
+	h.waitFor(ctx, "the what-was-wrong form", func() bool {
+		for _, v := range h.fake.Views() {
+			if v.CallbackID == "dr_rate_why" && v.PrivateMetadata == runID {
+				form = v
+				return true
+			}
+		}
+		return false
+	})
+	h.acked(h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "U3", ViewID: form.ID, Values: map[string]map[string]slackfake.InputValue{
+		"dr_rate_why_block": {"dr_rate_why_text": {Type: "plain_text_input", Value: "The prices are from 2024 <!channel>"}},
+	}}))
+	click("U2", "C1", "negative") // changed their mind: the latest click wins
+	click("U4", "C9", "positive") // off the allow-list
+	var got []research.Feedback
+	h.waitFor(ctx, "the ratings", func() bool {
+		got, _ = fb.Feedback(ctx, runID)
+		return len(got) == 2 && got[0].Text != "" && got[1].Value == research.FeedbackBad
+	})
+	if got[0].User != "U3" || got[0].Value != research.FeedbackBad || got[0].Text != "The prices are from 2024 <!channel>" {
+		t.Errorf("U3's rating = %+v", got[0])
+	}
+	if got[1].User != "U2" || got[1].Text != "" {
+		t.Errorf("U2's rating = %+v", got[1])
+	}
+	// quietly: nothing posted in the channel but the digest, no ephemeral
+	// but the refusal in C9
+	if n := len(h.fake.BotMessages("C1")); n != 1 {
+		t.Errorf("%d bot messages in C1, want the digest alone", n)
+	}
+	for _, e := range h.fake.Ephemerals() {
+		if e.Channel == "C1" {
+			t.Errorf("ephemeral in C1: %+v", e)
+		}
+	}
+	// counted by value, the refused click not at all
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "deepresearch_bot_feedback_total" {
+			for _, m := range mf.GetMetric() {
+				counts[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if counts["positive"] != 1 || counts["negative"] != 2 {
+		t.Errorf("feedback counters = %v, want positive 1, negative 2", counts)
+	}
+}
+
+// /research status shows each run's tally, and the clicks are counted in
+// the bot's metrics (TestRatingsOnDigests).
+func TestRatingsInStatus(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	fb := &memory.Feedback{}
+	h.start(func(o *bot.Options) { o.Feedback = fb })
+	h.connected(ctx, 1)
+	r := research.Run{ID: "run-rated", ThreadID: "slack:T:C1:1.000001", Key: research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: "1.000001"},
+		Requester: "U1", Question: "what is new in EU AI regulation", State: research.StateQueued, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := h.store.CreateRun(ctx, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []research.FeedbackValue{research.FeedbackGood, research.FeedbackGood, research.FeedbackBad} {
+		if err := fb.RecordFeedback(ctx, research.Feedback{RunID: r.ID, User: fmt.Sprintf("U%d", i+2), Value: v, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.slash(t, "U1", "C1", "status")
+	h.responseContaining(t, "`"+r.ID+"` ")
+	h.responseContaining(t, "👍 2 👎 1")
+}
