@@ -678,6 +678,15 @@ func (s *Server) usersInfo(r *apiRequest) apiResult {
 	return ok(map[string]any{"user": user})
 }
 
+// record keeps what a call did, under the lock, and answers ok.
+func (s *Server) record(keep func()) apiResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep()
+	s.notifyLocked()
+	return ok(nil)
+}
+
 func (s *Server) assistantSetStatus(r *apiRequest) apiResult {
 	if r.get("channel_id") == "" || r.get("thread_ts") == "" {
 		return fail("invalid_arguments")
@@ -686,11 +695,9 @@ func (s *Server) assistantSetStatus(r *apiRequest) apiResult {
 	if v := r.get("loading_messages"); v != "" {
 		loading = strings.Split(v, ",")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.statuses = append(s.statuses, Status{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Status: r.get("status"), LoadingMessages: loading, At: time.Now()})
-	s.notifyLocked()
-	return ok(nil)
+	return s.record(func() {
+		s.statuses = append(s.statuses, Status{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Status: r.get("status"), LoadingMessages: loading, At: time.Now()})
+	})
 }
 
 func (s *Server) assistantSetSuggestedPrompts(r *apiRequest) apiResult {
@@ -701,22 +708,18 @@ func (s *Server) assistantSetSuggestedPrompts(r *apiRequest) apiResult {
 	if err := json.Unmarshal([]byte(r.get("prompts")), &prompts); err != nil || len(prompts) == 0 {
 		return fail("invalid_arguments")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.prompts = append(s.prompts, SuggestedPrompts{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), Prompts: prompts, At: time.Now()})
-	s.notifyLocked()
-	return ok(nil)
+	return s.record(func() {
+		s.prompts = append(s.prompts, SuggestedPrompts{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), Prompts: prompts, At: time.Now()})
+	})
 }
 
 func (s *Server) assistantSetTitle(r *apiRequest) apiResult {
 	if r.get("channel_id") == "" || r.get("thread_ts") == "" || r.get("title") == "" {
 		return fail("invalid_arguments")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.titles = append(s.titles, Title{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), At: time.Now()})
-	s.notifyLocked()
-	return ok(nil)
+	return s.record(func() {
+		s.titles = append(s.titles, Title{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), At: time.Now()})
+	})
 }
 
 // --- views ---
