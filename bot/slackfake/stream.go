@@ -235,29 +235,28 @@ func (s *Server) openStreamLocked(r *apiRequest) (*Stream, string) {
 }
 
 func (s *Server) chatAppendStream(r *apiRequest) apiResult {
-	if s.cfg.noStreaming != "" {
-		return fail(s.cfg.noStreaming)
-	}
-	chunks, e := streamChunks(r)
-	if e != "" {
-		return fail(e)
-	}
-	if len(chunks) == 0 {
-		return fail("invalid_arguments")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, e := s.openStreamLocked(r)
-	if e != "" {
-		return fail(e)
-	}
-	st.Chunks = append(st.Chunks, chunks...)
-	st.AppendCalls++
-	s.notifyLocked()
-	return ok(map[string]any{"channel": st.Channel, "ts": st.TS})
+	return s.streamMore(r, func(chunks []json.RawMessage) string {
+		if len(chunks) == 0 {
+			return "invalid_arguments"
+		}
+		return ""
+	}, func(st *Stream) { st.AppendCalls++ })
 }
 
 func (s *Server) chatStopStream(r *apiRequest) apiResult {
+	blocks := r.get("blocks")
+	return s.streamMore(r, func([]json.RawMessage) string { return validateBlocks(blocks) }, func(st *Stream) {
+		st.FinalBlocks = rawJSON(blocks)
+		st.Open, st.StoppedAt = false, time.Now()
+		if m := s.findMessageLocked(st.Channel, st.TS); m != nil && len(st.FinalBlocks) > 0 {
+			m.Blocks = st.FinalBlocks
+		}
+	})
+}
+
+// streamMore adds the request's chunks to the open stream it names, then has
+// change do the rest under the lock; check refuses a request first.
+func (s *Server) streamMore(r *apiRequest, check func(chunks []json.RawMessage) string, change func(st *Stream)) apiResult {
 	if s.cfg.noStreaming != "" {
 		return fail(s.cfg.noStreaming)
 	}
@@ -265,8 +264,7 @@ func (s *Server) chatStopStream(r *apiRequest) apiResult {
 	if e != "" {
 		return fail(e)
 	}
-	blocks := r.get("blocks")
-	if e := validateBlocks(blocks); e != "" {
+	if e := check(chunks); e != "" {
 		return fail(e)
 	}
 	s.mu.Lock()
@@ -276,11 +274,7 @@ func (s *Server) chatStopStream(r *apiRequest) apiResult {
 		return fail(e)
 	}
 	st.Chunks = append(st.Chunks, chunks...)
-	st.FinalBlocks = rawJSON(blocks)
-	st.Open, st.StoppedAt = false, time.Now()
-	if m := s.findMessageLocked(st.Channel, st.TS); m != nil && len(st.FinalBlocks) > 0 {
-		m.Blocks = st.FinalBlocks
-	}
+	change(st)
 	s.notifyLocked()
 	return ok(map[string]any{"channel": st.Channel, "ts": st.TS})
 }
