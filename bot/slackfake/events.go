@@ -152,6 +152,7 @@ func (s *Server) sendAssistantThreadEvent(ctx context.Context, typ string, e Ass
 	if e.ThreadTS == "" {
 		e.ThreadTS = s.nextTSLocked()
 	}
+	s.assistantTS[e.Channel+"/"+e.ThreadTS] = true
 	evTS := s.nextTSLocked()
 	s.mu.Unlock()
 	ctxObj := map[string]any{}

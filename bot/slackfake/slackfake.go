@@ -192,6 +192,7 @@ type Server struct {
 	statuses     []Status
 	prompts      []SuggestedPrompts
 	titles       []Title
+	assistantTS  map[string]bool // channel + "/" + thread_ts of assistant threads started
 	responses    []ResponsePost
 	respURLs     map[string]responseTarget
 	triggers     map[string]triggerState
@@ -257,6 +258,7 @@ func newServer(opts []Option) *Server {
 		actionTokens: map[string]actionToken{},
 		views:        map[string]*viewState{},
 		homeViews:    map[string]string{},
+		assistantTS:  map[string]bool{},
 		respURLs:     map[string]responseTarget{},
 		triggers:     map[string]triggerState{},
 		limits:       newTierLimits(cfg.limits),

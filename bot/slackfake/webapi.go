@@ -700,28 +700,6 @@ func (s *Server) assistantSetStatus(r *apiRequest) apiResult {
 	})
 }
 
-func (s *Server) assistantSetSuggestedPrompts(r *apiRequest) apiResult {
-	if r.get("channel_id") == "" {
-		return fail("invalid_arguments")
-	}
-	var prompts []Prompt
-	if err := json.Unmarshal([]byte(r.get("prompts")), &prompts); err != nil || len(prompts) == 0 {
-		return fail("invalid_arguments")
-	}
-	return s.record(func() {
-		s.prompts = append(s.prompts, SuggestedPrompts{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), Prompts: prompts, At: time.Now()})
-	})
-}
-
-func (s *Server) assistantSetTitle(r *apiRequest) apiResult {
-	if r.get("channel_id") == "" || r.get("thread_ts") == "" || r.get("title") == "" {
-		return fail("invalid_arguments")
-	}
-	return s.record(func() {
-		s.titles = append(s.titles, Title{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), At: time.Now()})
-	})
-}
-
 // --- views ---
 
 func (s *Server) useTriggerLocked(id string) string {

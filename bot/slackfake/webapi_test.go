@@ -254,12 +254,13 @@ func TestAssistantThreads(t *testing.T) {
 	if len(st) != 2 || st[0].Status != "is searching…" || len(st[0].LoadingMessages) != 2 || st[1].Status != "" {
 		t.Fatalf("statuses = %+v", st)
 	}
-	p := slack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: "D1", ThreadTS: "1.1", Title: "Try"}
+	parent := fake.AddMessage(Message{Channel: "D1", User: "U1", Text: "question"})
+	p := slack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: "D1", ThreadTS: parent.TS, Title: "Try"}
 	p.AddPrompt("Weekly", "every monday: competitors")
 	if err := api.SetAssistantThreadsSuggestedPromptsContext(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if err := api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: "D1", ThreadTS: "1.1", Title: "AI規制"}); err != nil {
+	if err := api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: "D1", ThreadTS: parent.TS, Title: "AI規制"}); err != nil {
 		t.Fatal(err)
 	}
 	if sp := fake.SuggestedPrompts(); len(sp) != 1 || sp[0].Prompts[0].Message != "every monday: competitors" {
