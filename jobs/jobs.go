@@ -163,7 +163,10 @@ type Queue interface {
 	Get(ctx context.Context, kind Kind, key string) (Job, error)
 	// Prune deletes the finished jobs (of every kind) finished before
 	// `before` and the instances last seen before it, and returns how many
-	// rows of both it deleted. Unfinished jobs are never pruned.
+	// rows of both it deleted. Unfinished jobs are never pruned. The stores
+	// read a run's and a firing's state from its job, so pruning those
+	// kinds leaves their rows without one (research.Store.PruneEvents
+	// prunes only envelopes and event keys).
 	Prune(ctx context.Context, before time.Time) (int, error)
 
 	// The instance registry: every process announces itself every few

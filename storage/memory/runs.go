@@ -93,7 +93,7 @@ func (s *Runs) CreateRun(_ context.Context, r research.Run, maxPerUser int) erro
 	}
 	perUser := 0
 	for _, o := range s.runs {
-		if j, err := s.q.get(jobs.KindRun, o.ID); err != nil || !jobmap.RunState(j.State, j.Payload).Active() {
+		if j := s.q.jobs[jobKey{jobs.KindRun, o.ID}]; !jobmap.RunState(j.State, j.Payload).Active() {
 			continue
 		}
 		if o.ThreadID == r.ThreadID {

@@ -71,9 +71,12 @@ const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.
 // botRunFrom joins a run's row to its job, which holds its lease and state.
 const botRunFrom = ` FROM bot_runs r JOIN jobs j ON j.kind = 'run' AND j.key = r.id`
 
-// botRunActive selects the runs whose job is live or parked (queued,
-// running, waiting).
-const botRunActive = `j.state IN ('ready', 'held', 'parked')`
+// botRunActiveFrom reads the active runs (queued, running, waiting) from
+// their jobs, which the partial index jobs_active_runs (migration 0012)
+// holds, each joined to its row: CreateRun's checks cost the number of
+// active runs, not the history of the thread or the requester.
+const botRunActiveFrom = ` FROM jobs j JOIN bot_runs r ON r.id = j.key
+	WHERE j.kind = 'run' AND j.state IN ('ready', 'held', 'parked')`
 
 // scanBotRun reads one row of botRunCols and returns the run and its seq.
 func scanBotRun(row pgx.Row) (research.Run, int64, error) {
@@ -199,8 +202,8 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 		var perUser int
 		if err := tx.QueryRow(ctx, `SELECT
 				EXISTS (SELECT 1 FROM bot_runs WHERE id = $1),
-				EXISTS (SELECT 1`+botRunFrom+` WHERE r.thread_id = $2 AND `+botRunActive+`),
-				(SELECT count(*)`+botRunFrom+` WHERE r.requester = $3 AND `+botRunActive+`)`,
+				EXISTS (SELECT 1`+botRunActiveFrom+` AND r.thread_id = $2),
+				(SELECT count(*)`+botRunActiveFrom+` AND r.requester = $3)`,
 			r.ID, r.ThreadID, r.Requester).Scan(&exists, &busy, &perUser); err != nil {
 			return fmt.Errorf("postgres: create run: %w", err)
 		}
@@ -314,47 +317,56 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 	return out, nil
 }
 
-// AcquireRun implements research.Store: ClaimKey.
+// AcquireRun implements research.Store: ClaimKey, then the run read (the
+// claim is the compare-and-set; the read needs no transaction with it).
 func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	var r research.Run
-	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
-		_, err := claimJobKey(ctx, tx, jobs.KindRun, id, owner, now, lease, 0)
-		switch {
-		case errors.Is(err, jobs.ErrNotClaimable):
-			return fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
-		case err != nil:
-			return jobmap.ResearchErr(err)
-		}
-		r, err = getBotRun(ctx, tx, id, "")
-		return err
-	})
-	if err != nil {
-		return research.Run{}, err
+	_, err := claimJobKey(ctx, b.s.pool, jobs.KindRun, id, owner, now, lease, 0)
+	switch {
+	case errors.Is(err, jobs.ErrNotClaimable):
+		return research.Run{}, fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
+	case err != nil:
+		return research.Run{}, jobmap.ResearchErr(err)
 	}
-	return r, nil
+	return getBotRun(ctx, b.s.pool, id, "")
 }
 
 // AcquireRuns implements research.Store: Claim (FOR UPDATE SKIP LOCKED),
-// oldest first.
+// oldest first, then the claimed runs read in one query.
 func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
-	var out []research.Run
-	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
-		out = out[:0]
-		got, err := claimJobs(ctx, tx, jobs.KindRun, owner, now, lease, limit, 0)
-		if err != nil {
-			return fmt.Errorf("acquire runs: %w", err)
-		}
-		for _, j := range got {
-			r, err := getBotRun(ctx, tx, j.Key, "")
-			if err != nil {
-				return fmt.Errorf("acquire runs: %w", err)
-			}
-			out = append(out, r)
-		}
-		return nil
-	})
+	got, err := claimJobs(ctx, b.s.pool, jobs.KindRun, owner, now, lease, limit, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("acquire runs: %w", err)
+	}
+	if len(got) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(got))
+	for i, j := range got {
+		ids[i] = j.Key
+	}
+	rows, err := b.s.pool.Query(ctx, `SELECT `+botRunCols+botRunFrom+` WHERE r.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
+	}
+	defer rows.Close()
+	byID := make(map[string]research.Run, len(got))
+	for rows.Next() {
+		r, _, err := scanBotRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: acquire runs: %w", err)
+		}
+		byID[r.ID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: acquire runs: %w", err)
+	}
+	out := make([]research.Run, 0, len(got))
+	for _, id := range ids {
+		r, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("acquire runs: run %s: %w", id, research.ErrNotFound)
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

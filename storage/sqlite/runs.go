@@ -62,9 +62,15 @@ const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.
 // botRunFrom joins a run's row to its job, which holds its lease and state.
 const botRunFrom = ` FROM bot_runs r JOIN jobs j ON j.kind = 'run' AND j.key = r.id`
 
-// botRunActive selects the runs whose job is live or parked (queued,
-// running, waiting).
-const botRunActive = `j.state IN ('ready', 'held', 'parked')`
+// botRunActiveFrom reads the active runs (queued, running, waiting) from
+// their jobs, which the partial index jobs_active_runs (migration 0012)
+// holds, each joined to its row: CreateRun's checks cost the number of
+// active runs, not the history of the thread or the requester. SQLite's
+// planner, without statistics, would start from the requester's runs:
+// INDEXED BY and CROSS JOIN (which keeps the left table outside) say where
+// to start.
+const botRunActiveFrom = ` FROM jobs j INDEXED BY jobs_active_runs CROSS JOIN bot_runs r ON r.id = j.key
+	WHERE j.kind = 'run' AND j.state IN ('ready', 'held', 'parked')`
 
 type botScanner interface{ Scan(dest ...any) error }
 
@@ -192,8 +198,8 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 		var perUser int
 		if err := tx.QueryRowContext(ctx, `SELECT
 				EXISTS (SELECT 1 FROM bot_runs WHERE id = ?1),
-				EXISTS (SELECT 1`+botRunFrom+` WHERE r.thread_id = ?2 AND `+botRunActive+`),
-				(SELECT count(*)`+botRunFrom+` WHERE r.requester = ?3 AND `+botRunActive+`)`,
+				EXISTS (SELECT 1`+botRunActiveFrom+` AND r.thread_id = ?2),
+				(SELECT count(*)`+botRunActiveFrom+` AND r.requester = ?3)`,
 			r.ID, r.ThreadID, r.Requester).Scan(&exists, &busy, &perUser); err != nil {
 			return fmt.Errorf("sqlite: create run: %w", err)
 		}
