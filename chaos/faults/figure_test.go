@@ -38,3 +38,16 @@ func metricValue(t testing.TB, w *world, name string) float64 {
 	}
 	return sum
 }
+
+func TestRSS(t *testing.T) {
+	cur, peak := RSS()
+	if cur == 0 && peak == 0 {
+		t.Skip("no /proc here")
+	}
+	if cur <= 0 || peak < cur {
+		t.Errorf("RSS = %d, peak %d", cur, peak)
+	}
+	if cur, peak := ProcRSS(-1); cur != 0 || peak != 0 {
+		t.Errorf("ProcRSS of no process = %d, %d", cur, peak)
+	}
+}

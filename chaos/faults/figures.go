@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"sort"
@@ -10,33 +9,32 @@ import (
 	"time"
 )
 
-// RSS returns the process's resident set size and its peak (VmRSS, VmHWM
-// from /proc/self/status) in bytes; zeros where /proc is missing.
-func RSS() (cur, peak int64) {
-	f, err := os.Open("/proc/self/status")
+// RSS returns this process's resident set size and its peak, in bytes; see
+// ProcRSS.
+func RSS() (cur, peak int64) { return ProcRSS(os.Getpid()) }
+
+// ProcRSS returns a process's resident set size and its peak (VmRSS, VmHWM
+// from /proc/<pid>/status) in bytes; zeros where /proc is missing.
+func ProcRSS(pid int) (cur, peak int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if !ok || len(f) == 0 {
 			continue
 		}
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			continue
-		}
-		n, err := strconv.ParseInt(fields[0], 10, 64)
+		n, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
 			continue
 		}
 		switch k {
 		case "VmRSS":
-			cur = n * 1024
+			cur = n << 10
 		case "VmHWM":
-			peak = n * 1024
+			peak = n << 10
 		}
 	}
 	return cur, peak

@@ -288,7 +288,7 @@ func TestLoadReplicasPostgres(t *testing.T) {
 	sampling.Wait()
 	hwm := make([]int64, procs)
 	for slot := range procs {
-		_, hwm[slot] = procRSS(fl.pid(slot))
+		_, hwm[slot] = faults.ProcRSS(fl.pid(slot))
 	}
 	vs := views() // after the settle period: late duplicates show here
 	fl.stop()
@@ -442,7 +442,7 @@ func every(ctx context.Context, d time.Duration, f func()) {
 // scrapeLoop reads one process's /metrics and RSS.
 func (s *loadSampler) scrapeLoop(ctx context.Context, scr *scraper, slot int, addr string, pid int) {
 	every(ctx, 250*time.Millisecond, func() {
-		rss, _ := procRSS(pid)
+		rss, _ := faults.ProcRSS(pid)
 		m, err := scr.scrape(ctx, addr)
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -540,32 +540,6 @@ func (s *scraper) scrape(ctx context.Context, addr string) (map[string]float64, 
 		}
 	}
 	return out, sc.Err()
-}
-
-// procRSS reads VmRSS and VmHWM (the peak) of a process, in bytes.
-func procRSS(pid int) (cur, peak int64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		f := strings.Fields(v)
-		if !ok || len(f) == 0 {
-			continue
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "VmRSS":
-			cur = n << 10
-		case "VmHWM":
-			peak = n << 10
-		}
-	}
-	return cur, peak
 }
 
 func (f *fleet) pid(slot int) int {
