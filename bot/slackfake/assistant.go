@@ -14,9 +14,11 @@ import (
 // maxSuggestedPrompts is how many prompts an assistant thread shows.
 const maxSuggestedPrompts = 4
 
-// assistantThreadLocked answers the error for a channel and thread that
-// are not an assistant thread or a message thread Slack knows.
-func (s *Server) assistantThreadLocked(channel, ts string) string {
+// assistantThread answers the error for a channel and thread that are not
+// an assistant thread or a message thread Slack knows.
+func (s *Server) assistantThread(channel, ts string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if _, ok := s.channels[channel]; !ok {
 		return "channel_not_found"
 	}
@@ -39,26 +41,22 @@ func (s *Server) assistantSetSuggestedPrompts(r *apiRequest) apiResult {
 			return fail("invalid_arguments")
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.assistantThreadLocked(r.get("channel_id"), r.get("thread_ts")); e != "" {
+	if e := s.assistantThread(r.get("channel_id"), r.get("thread_ts")); e != "" {
 		return fail(e)
 	}
-	s.prompts = append(s.prompts, SuggestedPrompts{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), Prompts: prompts, At: time.Now()})
-	s.notifyLocked()
-	return ok(nil)
+	return s.record(func() {
+		s.prompts = append(s.prompts, SuggestedPrompts{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), Prompts: prompts, At: time.Now()})
+	})
 }
 
 func (s *Server) assistantSetTitle(r *apiRequest) apiResult {
 	if r.get("channel_id") == "" || r.get("thread_ts") == "" || r.get("title") == "" {
 		return fail("invalid_arguments")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.assistantThreadLocked(r.get("channel_id"), r.get("thread_ts")); e != "" {
+	if e := s.assistantThread(r.get("channel_id"), r.get("thread_ts")); e != "" {
 		return fail(e)
 	}
-	s.titles = append(s.titles, Title{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), At: time.Now()})
-	s.notifyLocked()
-	return ok(nil)
+	return s.record(func() {
+		s.titles = append(s.titles, Title{Channel: r.get("channel_id"), ThreadTS: r.get("thread_ts"), Title: r.get("title"), At: time.Now()})
+	})
 }
