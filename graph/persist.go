@@ -26,6 +26,12 @@ type persister struct {
 	busy   bool
 	closed bool
 	err    error
+	// held are writes for a checkpoint that is not the thread's head (the
+	// first step of a run forked from an earlier checkpoint): the Saver
+	// takes them only inline with the checkpoint they lead to, so they wait
+	// for it. A flush sends them anyway (draining > 0).
+	held     []pItem
+	draining int
 
 	// owned by the writer goroutine
 	expectHead int64
@@ -82,7 +88,10 @@ func (p *persister) failed() error {
 func (p *persister) flush() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for (len(p.queue) > 0 || p.busy) && p.err == nil {
+	p.draining++
+	defer func() { p.draining-- }()
+	p.cond.Broadcast()
+	for (len(p.queue) > 0 || p.busy || len(p.held) > 0) && p.err == nil {
 		p.cond.Wait()
 	}
 	return p.err
@@ -100,21 +109,29 @@ func (p *persister) close() error {
 func (p *persister) loop() {
 	for {
 		p.mu.Lock()
-		for len(p.queue) == 0 && !p.closed {
+		for len(p.queue) == 0 && !p.closed && !(p.draining > 0 && len(p.held) > 0) {
 			p.cond.Wait()
 		}
 		if p.closed || p.err != nil {
-			p.queue = nil
+			p.queue, p.held = nil, nil
 			p.busy = false
 			p.cond.Broadcast()
 			p.mu.Unlock()
 			return
 		}
-		items := p.queue
-		p.queue = nil
+		items := append(p.held, p.queue...)
+		p.queue, p.held = nil, nil
+		force := p.draining > 0
 		p.busy = true
 		p.mu.Unlock()
 
+		if !force && p.holdable(items) {
+			p.mu.Lock()
+			p.held, p.busy = items, false
+			p.cond.Broadcast()
+			p.mu.Unlock()
+			continue
+		}
 		err := p.commit(items)
 
 		p.mu.Lock()
@@ -125,6 +142,21 @@ func (p *persister) loop() {
 		p.cond.Broadcast()
 		p.mu.Unlock()
 	}
+}
+
+// holdable reports whether items are only writes, some of them for a
+// checkpoint other than the head: they must wait for their checkpoint.
+func (p *persister) holdable(items []pItem) bool {
+	other := false
+	for _, it := range items {
+		if it.cp != nil {
+			return false
+		}
+		if it.writes.cp != p.expectHead {
+			other = true
+		}
+	}
+	return other
 }
 
 func sortWrites(ws []rawWrite) {
