@@ -55,9 +55,13 @@ func TestChaosAllCallsSucceed(t *testing.T) {
 	if got := meter.Total().Calls; got != n {
 		t.Errorf("meter calls = %d, want %d", got, n)
 	}
-	// Every extra call is a retry after a sleep. (A slow machine may also
-	// time out an attempt that was not faulted, so >= rather than ==.)
-	if srv.Calls() < n+faults || len(rec.sleeps()) != srv.Calls()-n {
-		t.Errorf("server calls=%d faults=%d sleeps=%d", srv.Calls(), faults, len(rec.sleeps()))
+	// Every fault costs a call more, and failed attempts are retried after
+	// a wait. The counts are not equal on a loaded machine: a slow attempt
+	// may be hedged (a call with no wait), or time out though not faulted,
+	// and a retry may have waited when a hedge of its call wins (a wait
+	// with no call).
+	sleeps := len(rec.sleeps())
+	if srv.Calls() < n+faults || sleeps == 0 || sleeps > srv.Calls() {
+		t.Errorf("server calls=%d faults=%d sleeps=%d", srv.Calls(), faults, sleeps)
 	}
 }
