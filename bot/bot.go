@@ -262,6 +262,8 @@ type Bot struct {
 	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
 
 	digests *Digests // nil unless Options.Digests is set
+
+	assistant *assistantState // assistant threads (assistant.go)
 }
 
 // now is the time on the bot's clock.
@@ -334,6 +336,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.api = slack.New(opts.BotToken, sopts...)
 	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
+	b.wireAssistant()
 	b.wireDigests()
 	b.wireRatings()
 	if opts.Attach != nil {

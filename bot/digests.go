@@ -203,7 +203,8 @@ func (d *Digests) ScheduleModal(topic, channel, tz string, meta modalMeta) slack
 // SlashSchedule serves `/research schedule [topic]`: it opens the modal.
 func (d *Digests) SlashSchedule(ctx context.Context, cmd slack.SlashCommand, args string) (string, error) {
 	tz := d.userTZ(ctx, cmd.UserID)
-	view := d.ScheduleModal(strings.TrimSpace(args), cmd.ChannelID, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
+	channel := d.b.scheduleDefaultChannel(ctx, cmd.ChannelID, cmd.UserID) // from the assistant pane: the channel in view
+	view := d.ScheduleModal(strings.TrimSpace(args), channel, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
 	// A trigger is used once: only rate limits are retried.
 	err := d.b.call(ctx, "views.open", false, func(ctx context.Context) error {
 		_, err := d.b.api.OpenViewContext(ctx, cmd.TriggerID, view)

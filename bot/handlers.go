@@ -45,6 +45,8 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent,
 		}
 	case *slackevents.AssistantThreadStartedEvent:
 		b.onAssistantThreadStarted(ctx, ev)
+	case *slackevents.AssistantThreadContextChangedEvent:
+		b.onAssistantContext(ev.AssistantThread)
 	}
 }
 
@@ -423,25 +425,6 @@ func (b *Bot) cancelRun(ctx context.Context, r research.Run, user string, say fu
 	}
 	// Running: here, or in another process that sees it at its next heartbeat.
 	b.cancelLocal(r.ID, user)
-}
-
-func (b *Bot) onAssistantThreadStarted(ctx context.Context, ev *slackevents.AssistantThreadStartedEvent) {
-	at := ev.AssistantThread
-	err := b.call(ctx, "assistant.threads.setSuggestedPrompts", true, func(ctx context.Context) error {
-		return b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
-			ChannelID: at.ChannelID,
-			ThreadTS:  at.ThreadTimeStamp,
-			Title:     "What should I research?",
-			Prompts: []slack.AssistantThreadsPrompt{
-				{Title: "Regulation trends", Message: "2026年の国内生成AI規制の動向を調べて"},
-				{Title: "Competitor news", Message: "Summarise this month's news about our main competitors, with sources."},
-				{Title: "Technology deep dive", Message: "Compare vector databases for a 10M-document RAG system: cost, latency, operations."},
-			},
-		})
-	})
-	if err != nil {
-		b.log.Warn("bot: suggested prompts", "err", err)
-	}
 }
 
 func (b *Bot) publishHome(ctx context.Context, user string) {

@@ -1,0 +1,302 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"deepresearch/research"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+// Assistant threads (Slack's AI app pane): suggested prompts when a thread
+// opens, the thread's title from the research theme, and the channel the
+// user is looking at as the default channel of the schedule modal.
+//
+// What the bot learns here lives in process memory: it is lost on restart
+// and not shared between replicas, so a slash command served by another
+// process than the one that saw the context event gets the usual default.
+
+// maxTitleRunes bounds a thread title; Slack shows titles on one line in
+// the pane's history.
+const maxTitleRunes = 80
+
+// maxAssistantEntries bounds each memory map of assistantState.
+const maxAssistantEntries = 10000
+
+// planNotePrefix starts the progress note of the step that made the plan;
+// the research theme follows it.
+const planNotePrefix = "planned: "
+
+// assistantState is the bot's memory of assistant threads.
+type assistantState struct {
+	mu sync.Mutex
+	// the channel the user looks at, per assistant thread (channel and
+	// thread_ts) and per assistant DM (its latest context event)
+	contexts map[string]string
+	latest   map[string]viewing
+	// the title last set, per graph thread: a title is set once
+	titles map[string]string
+}
+
+// viewing is the channel a user looked at from their assistant DM.
+type viewing struct{ user, channel string }
+
+func newAssistantState() *assistantState {
+	return &assistantState{contexts: map[string]string{}, latest: map[string]viewing{}, titles: map[string]string{}}
+}
+
+// bound makes room in m for one more entry.
+func bound[V any](m map[string]V) {
+	if len(m) < maxAssistantEntries {
+		return
+	}
+	for k := range m {
+		delete(m, k)
+		if len(m) < maxAssistantEntries {
+			return
+		}
+	}
+}
+
+// wireAssistant sets up the assistant memory and wraps the researcher so
+// that runs in assistant threads title their thread.
+func (b *Bot) wireAssistant() {
+	b.assistant = newAssistantState()
+	b.res = titlingResearcher{Researcher: b.res, b: b}
+}
+
+// onAssistantContext remembers the channel the user looks at in an
+// assistant thread (assistant_thread_started, _context_changed).
+func (b *Bot) onAssistantContext(at slackevents.AssistantThread) {
+	ch := at.Context.ChannelID
+	if b.assistant == nil || ch == "" || at.ChannelID == "" {
+		return
+	}
+	a := b.assistant
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	bound(a.contexts)
+	a.contexts[at.ChannelID+"/"+at.ThreadTimeStamp] = ch
+	bound(a.latest)
+	a.latest[at.ChannelID] = viewing{user: at.UserID, channel: ch}
+}
+
+// assistantContext is the channel the user looks at in an assistant
+// thread ("" when unknown).
+func (b *Bot) assistantContext(channel, threadTS string) string {
+	if b.assistant == nil {
+		return ""
+	}
+	b.assistant.mu.Lock()
+	defer b.assistant.mu.Unlock()
+	return b.assistant.contexts[channel+"/"+threadTS]
+}
+
+// scheduleDefaultChannel is the channel the schedule modal offers first.
+// From a channel it is that channel. From an assistant DM it is the
+// channel the user last looked at with the pane open, when digests may go
+// there (the allow-list and CheckChannel); otherwise the DM as before,
+// which the modal's channel picker does not offer.
+func (b *Bot) scheduleDefaultChannel(ctx context.Context, channel, user string) string {
+	if !strings.HasPrefix(channel, "D") || b.assistant == nil {
+		return channel
+	}
+	b.assistant.mu.Lock()
+	v, ok := b.assistant.latest[channel]
+	b.assistant.mu.Unlock()
+	if !ok || v.user != user || v.channel == "" {
+		return channel
+	}
+	problem, err := b.CheckChannel(ctx, v.channel, user)
+	if err != nil {
+		b.log.Warn("bot: check the assistant's context channel", "channel", v.channel, "err", err)
+		return channel
+	}
+	if problem != "" {
+		b.log.Debug("bot: the assistant's context channel is not offered", "channel", v.channel, "why", problem)
+		return channel
+	}
+	return v.channel
+}
+
+// suggestedPrompts are the prompts offered when an assistant thread opens,
+// in the bot's languages.
+var suggestedPrompts = map[lang]struct {
+	title   string
+	prompts []slack.AssistantThreadsPrompt
+}{
+	langEN: {"What should I research?", []slack.AssistantThreadsPrompt{
+		{Title: "Regulation trends", Message: "Research this year's trends in AI regulation in Japan, the EU and the US, with sources."},
+		{Title: "Competitor news", Message: "Summarise this month's news about our main competitors, with sources."},
+		{Title: "Technology deep dive", Message: "Compare vector databases for a 10M-document RAG system: cost, latency, operations."},
+		{Title: "Market overview", Message: "Give me an overview of the market for AI coding assistants: players, pricing, adoption."},
+	}},
+	langJA: {"何を調べましょうか？", []slack.AssistantThreadsPrompt{
+		{Title: "規制の動向", Message: "2026年の国内生成AI規制の動向を、出典つきで調べて"},
+		{Title: "競合ニュース", Message: "主要な競合の今月のニュースを、出典つきでまとめて"},
+		{Title: "技術の比較", Message: "1000万文書のRAG向けにベクトルDBを比較して（コスト、レイテンシ、運用）"},
+		{Title: "市場の概観", Message: "AIコーディング支援ツールの市場を概観して（主要企業、価格、普及状況）"},
+	}},
+}
+
+// onAssistantThreadStarted offers prompts in the user's language and
+// remembers the channel the user is looking at.
+func (b *Bot) onAssistantThreadStarted(ctx context.Context, ev *slackevents.AssistantThreadStartedEvent) {
+	at := ev.AssistantThread
+	b.onAssistantContext(at)
+	sp := suggestedPrompts[b.userLang(ctx, at.UserID)]
+	err := b.call(ctx, "assistant.threads.setSuggestedPrompts", true, func(ctx context.Context) error {
+		return b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+			ChannelID: at.ChannelID,
+			ThreadTS:  at.ThreadTimeStamp,
+			Title:     sp.title,
+			Prompts:   sp.prompts,
+		})
+	})
+	if err != nil {
+		b.log.Warn("bot: suggested prompts", "err", err)
+	}
+}
+
+// threadTitle makes a thread title of untrusted text: one line, escaped
+// (no mention, link or control character survives), at most
+// maxTitleRunes.
+func threadTitle(s string) string {
+	s = strings.Join(strings.FieldsFunc(CleanText(s), func(r rune) bool {
+		return unicode.IsSpace(r) || zeroWidth(r) || r == '\u2028' || r == '\u2029'
+	}), " ")
+	return truncateEscaped(s, maxTitleRunes)
+}
+
+// setThreadTitle sets an assistant thread's title unless it has it already.
+func (b *Bot) setThreadTitle(ctx context.Context, key research.ThreadKey, title string) {
+	if title == "" {
+		return
+	}
+	id := key.ThreadID()
+	a := b.assistant
+	a.mu.Lock()
+	same := a.titles[id] == title
+	a.mu.Unlock()
+	if same {
+		return
+	}
+	err := b.call(ctx, "assistant.threads.setTitle", true, func(ctx context.Context) error {
+		return b.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
+			ChannelID: key.Channel, ThreadTS: key.ThreadTS, Title: title,
+		})
+	})
+	if err != nil {
+		b.log.Warn("bot: assistant thread title", "thread_id", id, "err", err)
+		return
+	}
+	a.mu.Lock()
+	bound(a.titles)
+	a.titles[id] = title
+	a.mu.Unlock()
+}
+
+// forgetTitle drops the memory of a thread's title.
+func (b *Bot) forgetTitle(threadID string) {
+	b.assistant.mu.Lock()
+	delete(b.assistant.titles, threadID)
+	b.assistant.mu.Unlock()
+}
+
+// dmThreadID reports whether a graph thread id names a Slack DM thread.
+func dmThreadID(id string) bool {
+	parts := strings.SplitN(id, ":", 4)
+	return len(parts) == 4 && parts[0] == "slack" && strings.HasPrefix(parts[2], "D")
+}
+
+// titlingResearcher titles assistant threads while their first run works:
+// the question cut short when the research starts, the plan's theme once
+// there is a plan. Follow-ups keep the thread's title.
+type titlingResearcher struct {
+	Researcher
+	b *Bot
+}
+
+// titledRun is the run a researcher call works on, when it titles its
+// thread.
+func (t titlingResearcher) titledRun(ctx context.Context, threadID string) (research.Run, bool) {
+	if !dmThreadID(threadID) {
+		return research.Run{}, false
+	}
+	r, err := t.b.store.LatestRun(ctx, threadID)
+	if err != nil || r.FollowUp || !strings.HasPrefix(r.Key.Channel, "D") {
+		return research.Run{}, false
+	}
+	return r, true
+}
+
+// themeSink passes progress on to sink and, the first time a plan shows
+// up with its theme, sets the thread's title to the theme. The title is
+// set in the background: a sink must not block the research.
+func (t titlingResearcher) themeSink(ctx context.Context, r research.Run, sink research.ProgressSink) research.ProgressSink {
+	var done atomic.Bool
+	return func(p research.Progress) {
+		sink(p)
+		if len(p.Plan) == 0 || done.Load() {
+			return
+		}
+		theme, ok := strings.CutPrefix(p.Note, planNotePrefix)
+		if !ok || strings.TrimSpace(theme) == "" || done.Swap(true) {
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			t.b.setThreadTitle(ctx, r.Key, threadTitle(theme))
+		}()
+	}
+}
+
+// finished forgets a thread's title once its run has ended.
+func (t titlingResearcher) finished(threadID string, out research.Outcome, err error) {
+	if err == nil && out.Result != nil {
+		t.b.forgetTitle(threadID)
+	}
+}
+
+func (t titlingResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
+	r, ok := t.titledRun(ctx, req.ThreadID)
+	if !ok {
+		return t.Researcher.Start(ctx, req, sink)
+	}
+	t.b.setThreadTitle(ctx, r.Key, threadTitle(req.Question))
+	out, err := t.Researcher.Start(ctx, req, t.themeSink(ctx, r, sink))
+	t.finished(req.ThreadID, out, err)
+	return out, err
+}
+
+func (t titlingResearcher) Resume(ctx context.Context, threadID, interruptID string, ans research.Answer, sink research.ProgressSink) (research.Outcome, error) {
+	r, ok := t.titledRun(ctx, threadID)
+	if !ok {
+		return t.Researcher.Resume(ctx, threadID, interruptID, ans, sink)
+	}
+	out, err := t.Researcher.Resume(ctx, threadID, interruptID, ans, t.themeSink(ctx, r, sink))
+	t.finished(threadID, out, err)
+	return out, err
+}
+
+func (t titlingResearcher) Continue(ctx context.Context, threadID string, sink research.ProgressSink) (research.Outcome, error) {
+	r, ok := t.titledRun(ctx, threadID)
+	if !ok {
+		return t.Researcher.Continue(ctx, threadID, sink)
+	}
+	out, err := t.Researcher.Continue(ctx, threadID, t.themeSink(ctx, r, sink))
+	t.finished(threadID, out, err)
+	return out, err
+}
+
+func (t titlingResearcher) Cancel(ctx context.Context, threadID string) error {
+	t.b.forgetTitle(threadID)
+	return t.Researcher.Cancel(ctx, threadID)
+}
