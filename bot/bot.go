@@ -237,6 +237,9 @@ type Bot struct {
 	langs   sync.Map  // user id -> lang of their Slack client
 
 	updates  *updateBudget // chat.update budget of the process (nil: unlimited)
+	appends  *updateBudget // chat.appendStream budget of the process
+	streams  streaming     // per workspace: whether Slack serves the streaming methods
+	replaced sync.Map      // run id -> ts of the stream started in place of its recorded one
 	posts    *postPacer    // chat.postMessage pace per channel (nil: unpaced)
 	refusals *refusalGate  // caps refusal replies under a flood (nil: uncapped)
 
@@ -303,6 +306,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		approvers: set(opts.Approvers),
 		limiter:   newChannelLimiter(opts.ProgressInterval, opts.Clock),
 		updates:   newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, opts.Clock),
+		appends:   newUpdateBudget(appendsPerMinute, appendBurst, opts.Clock),
 		posts:     newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
 		refusals:  newRefusalGate(opts.RefusalWindow, opts.Clock),
 		runSlots:  make(chan struct{}, opts.MaxConcurrentRuns),

@@ -101,9 +101,19 @@ func (f *fakeResearcher) wait(ctx context.Context, hold chan struct{}) error {
 }
 
 func progress(sink research.ProgressSink, phase string, done int) {
-	subs := []research.Subtask{{Title: "Search news " + evilText, State: research.SubtaskRunning}, {Title: "Read regulations", State: research.SubtaskPending}}
+	subs := []research.Subtask{
+		{Title: "Search news " + evilText, State: research.SubtaskRunning, Searches: 3, Sources: []research.Source{
+			{URL: "https://example.com/news", Title: "News " + evilText},
+			{URL: "javascript:alert(1)", Title: "not a page"},
+			{URL: "https://evil.example/x", Title: "[https://good.example](https://evil.example)"},
+		}},
+		{Title: "Read regulations", State: research.SubtaskPending},
+	}
 	for i := 0; i < done && i < len(subs); i++ {
 		subs[i].State = research.SubtaskDone
+	}
+	if done > 0 {
+		subs[1].Searches, subs[1].Sources = 1, []research.Source{{URL: "https://example.org/law"}}
 	}
 	sink(research.Progress{
 		Phase:       phase,

@@ -31,7 +31,9 @@ type harness struct {
 
 func newHarness(t *testing.T, opts ...slackfake.Option) *harness {
 	t.Helper()
-	fake := slackfake.New(append([]slackfake.Option{slackfake.WithPingInterval(200 * time.Millisecond)}, opts...)...)
+	// The tests of the edited status message run in a workspace without
+	// streaming; streaming tests pass slackfake.WithoutStreaming("").
+	fake := slackfake.New(append([]slackfake.Option{slackfake.WithPingInterval(200 * time.Millisecond), slackfake.WithoutStreaming("unknown_method")}, opts...)...)
 	t.Cleanup(fake.Close)
 	return &harness{t: t, fake: fake, store: memory.NewRuns(), res: newFakeResearcher()}
 }

@@ -83,12 +83,17 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	b.metrics.runs.WithLabelValues(string(research.StateQueued)).Inc()
 	log.Info("bot: run created", "requester", user, "follow_up", req.followUp)
 
-	text, blocks := statusBlocks(statusView{Lang: b.userLang(ctx, user), Question: req.question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID})
-	ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
-	if err != nil {
-		log.Warn("bot: post status message", "err", err)
+	v := statusView{Lang: b.userLang(ctx, user), Question: req.question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
+	if ts, err := b.tryStream(ctx, r, v, log); err == nil {
+		b.recordStatus(ctx, r, ts, true, log)
 	} else {
-		b.recordStatus(ctx, r, ts, log)
+		text, blocks := statusBlocks(v)
+		ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
+		if err != nil {
+			log.Warn("bot: post status message", "err", err)
+		} else {
+			b.recordStatus(ctx, r, ts, false, log)
+		}
 	}
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "is researching…")
@@ -101,8 +106,9 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 // (newRun), and by a process that acquired the queued run before the
 // creator recorded its message (recovery, or the message handled twice),
 // which posts one when it finds none. The set-if-empty picks one; the loser
-// deletes the message it posted.
-func (b *Bot) recordStatus(ctx context.Context, r research.Run, ts string, log *slog.Logger) string {
+// deletes the message it posted (a stream, stopped first). A stream's ts
+// is recorded the same way, so a process taking the run over finds it.
+func (b *Bot) recordStatus(ctx context.Context, r research.Run, ts string, stream bool, log *slog.Logger) string {
 	stored, err := b.store.SetStatusMessage(ctx, r.ID, ts)
 	if err != nil {
 		log.Warn("bot: record status message", "err", err)
@@ -110,6 +116,9 @@ func (b *Bot) recordStatus(ctx context.Context, r research.Run, ts string, log *
 	}
 	if stored != ts {
 		log.Info("bot: the run has another status message; deleting this one", "status_ts", stored, "deleted_ts", ts)
+		if stream {
+			b.stopStreamQuietly(ctx, r, ts)
+		}
 		err := b.call(ctx, "chat.delete", true, func(ctx context.Context) error {
 			_, _, err := b.api.DeleteMessageContext(ctx, r.Key.Channel, ts)
 			return err
@@ -282,41 +291,9 @@ func (b *Bot) execute(r research.Run) {
 		close(hbDone)
 		<-hbStopped
 	}()
-	if r.StatusTS == "" {
-		text, blocks := statusBlocks(statusView{Lang: lang, Question: r.Question, Requester: requester, State: research.StateRunning, Started: r.CreatedAt, Now: b.now(), RunID: r.ID})
-		// The run's creator may be ahead in the channel's queue with its
-		// status message: look again once this post's slot has come.
-		posted := func() bool {
-			cur, err := b.store.Run(wctx, r.ID)
-			if err == nil && cur.StatusTS != "" {
-				r.StatusTS = cur.StatusTS
-				return true
-			}
-			return false
-		}
-		if ts, skipped, err := b.postUnless(wctx, r.Key.Channel, false, posted, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil && !skipped {
-			r.StatusTS = b.recordStatus(wctx, r, ts, log)
-		}
-	}
-	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, statusView{
+	status := b.openStatus(wctx, &r, statusView{
 		Lang: lang, Question: r.Question, Requester: requester, State: research.StateRunning, Started: r.CreatedAt, RunID: r.ID,
-	})
-	status.recorded = func(ctx context.Context) string {
-		cur, err := b.store.Run(ctx, r.ID)
-		if err != nil {
-			return ""
-		}
-		return cur.StatusTS
-	}
-	status.posted = func(ctx context.Context, ts string) {
-		// The status message was never posted: the final message takes its
-		// place in the store, so the run's outcome can be found.
-		if r.StatusTS == "" {
-			if _, err := b.store.SetStatusMessage(ctx, r.ID, ts); err != nil {
-				log.Warn("bot: record final message", "err", err)
-			}
-		}
-	}
+	}, log)
 	defer status.halt()
 	status.Progress(research.Progress{Phase: "starting"})
 	sc := runScope{run: r, thread: th, status: status, requester: requester, log: log}
@@ -437,7 +414,7 @@ func (b *Bot) countTokens(runID string, progressTokens int, out research.Outcome
 type runScope struct {
 	run       research.Run
 	thread    research.Thread
-	status    *statusMessage
+	status    runStatus
 	requester string
 	log       *slog.Logger
 }
@@ -540,9 +517,8 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	if res.Sources > p.SourcesRead {
 		p.SourcesRead = res.Sources
 	}
-	status.mu.Lock()
-	status.view.Progress = p
-	status.mu.Unlock()
+	status.setProgress(p)
+	status.setResult(res)
 	// The final status edit comes before the run is recorded as done: a
 	// process that dies in between leaves the run to be continued, and the
 	// next one renders the (idempotent) edit again. In the other order a
@@ -615,10 +591,9 @@ func (b *Bot) cancelWaiting(ctx context.Context, r research.Run, by string) {
 	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	byName := b.userName(ctx, by)
 	if r.StatusTS != "" {
-		s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
 		l := b.userLang(ctx, r.Requester)
-		v := statusView{Lang: l, Question: r.Question, Requester: b.userName(ctx, r.Requester), State: research.StateCancelled, Started: r.CreatedAt, RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
-		_ = s.render(ctx, v, editFinal)
+		v := statusView{Lang: l, Question: r.Question, Requester: b.userName(ctx, r.Requester), State: research.StateCancelled, Started: r.CreatedAt, Now: b.now(), RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
+		b.endWaitingStatus(ctx, r, v)
 	}
 	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != research.InterruptQuestion {
 		d := research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionCancel, By: by}

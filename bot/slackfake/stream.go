@@ -19,7 +19,8 @@ import (
 
 // WithoutStreaming makes the streaming methods answer code (for example
 // unknown_method, as a Slack that does not serve them does, or
-// missing_scope), for tests of a bot's fallback.
+// missing_scope), for tests of a bot's fallback; "" serves them (the
+// default).
 func WithoutStreaming(code string) Option { return func(c *config) { c.noStreaming = code } }
 
 // Stream is a streaming message as the fake saw it.

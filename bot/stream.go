@@ -1,0 +1,724 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"deepresearch/clock"
+	"deepresearch/research"
+
+	"github.com/slack-go/slack"
+)
+
+// runStatus shows a run's progress in its thread: a streamed plan of task
+// cards (streamStatus) where the workspace serves Slack's streaming
+// methods, else the edited status message (statusMessage).
+type runStatus interface {
+	// Progress records a new progress snapshot (the ProgressSink).
+	Progress(research.Progress)
+	// setProgress replaces the snapshot without showing it.
+	setProgress(research.Progress)
+	lastProgress() research.Progress
+	// setResult gives the final picture the report's summary.
+	setResult(research.Result)
+	// Final shows the last picture of a turn: waiting, done, failed or
+	// cancelled.
+	Final(ctx context.Context, state research.RunState, note string) error
+	// halt stops showing progress; what was shown stays as it is (another
+	// process may continue the run).
+	halt()
+}
+
+func (s *statusMessage) setProgress(p research.Progress) {
+	s.mu.Lock()
+	s.view.Progress = p
+	s.mu.Unlock()
+}
+
+// setResult does nothing: the report's summary goes with the file.
+func (s *statusMessage) setResult(research.Result) {}
+
+// Limits of what a stream shows.
+const (
+	appendsPerMinute = 100 // chat.appendStream is Tier 4 (100+ a minute per workspace)
+	appendBurst      = 20
+	maxCardSources   = 20  // sources on one task card
+	maxCardTitle     = 150 // runes of a card's or the plan's title
+	maxSourceText    = 120
+)
+
+// streaming remembers, per workspace (team id), whether Slack serves the
+// streaming methods; a workspace not yet tried is unknown.
+type streaming struct {
+	probe sync.Mutex // held by the first start in a workspace not yet tried
+	mu    sync.Mutex
+	off   map[string]bool // team id -> true: refused, false: served
+}
+
+// known returns whether streaming works in team and whether that is known.
+func (s *streaming) known(team string) (on, known bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off, ok := s.off[team]
+	return !off, ok
+}
+
+// set records the answer for team; a refusal is final for the process.
+func (s *streaming) set(team string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off == nil {
+		s.off = map[string]bool{}
+	}
+	if s.off[team] {
+		return
+	}
+	s.off[team] = !on
+}
+
+// streamRefused reports whether err is Slack refusing a streaming method
+// itself (unknown_method, missing_scope, not_allowed_token_type,
+// method_deprecated, or any other answer that is not a rate limit, a
+// server error or a connection failure): the workspace falls back to the
+// edited status message.
+func streamRefused(err error) bool {
+	if err == nil || transient(err) {
+		return false
+	}
+	switch errorCode(err) {
+	case "canceled", "transport", "skipped":
+		return false
+	}
+	return true
+}
+
+// streamGone reports whether err means the stream takes no more chunks.
+func streamGone(err error) bool {
+	switch errorCode(err) {
+	case "message_not_in_streaming_state", "message_not_found", "cant_update_message":
+		return true
+	}
+	return false
+}
+
+// streamStatus shows a run's progress as a streamed plan in its thread:
+// the plan's title (the question), one task card per subtask with its
+// searches, pages read and their sources, and at the end the outcome and
+// the report's summary as the stream's final blocks. Progress snapshots
+// are coalesced: a loop appends only the cards that changed, at most once
+// per pace interval and within the process's append budget.
+type streamStatus struct {
+	b        *Bot
+	run      research.Run
+	interval time.Duration
+
+	mu      sync.Mutex
+	ts      string // the live stream; "" when none could be started
+	view    statusView
+	res     *research.Result
+	dirty   bool
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	stopped bool
+
+	// sent is what the stream shows already, by card id, and the plan's
+	// title; only the loop, and Final after halt, touch them.
+	sent      map[string]string
+	sentTitle string
+}
+
+func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
+	return &streamStatus{b: b, run: r, interval: b.limiter.full, ts: ts, view: v, sent: map[string]string{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (s *streamStatus) Progress(p research.Progress) {
+	s.mu.Lock()
+	s.view.Progress = p
+	s.view.State = research.StateRunning
+	s.dirty = true
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *streamStatus) setProgress(p research.Progress) {
+	s.mu.Lock()
+	s.view.Progress = p
+	s.mu.Unlock()
+}
+
+func (s *streamStatus) lastProgress() research.Progress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view.Progress
+}
+
+func (s *streamStatus) setResult(res research.Result) {
+	s.mu.Lock()
+	s.res = &res
+	s.mu.Unlock()
+}
+
+func (s *streamStatus) halt() {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	<-s.done
+}
+
+func (s *streamStatus) liveTS() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ts
+}
+
+// loop appends the newest snapshot's changes, paced: after an append it
+// waits the interval, so snapshots arriving meanwhile are coalesced into
+// the next one; without an append token it looks again later.
+func (s *streamStatus) loop() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(s.b.workCtx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		}
+		s.mu.Lock()
+		v := s.view
+		s.mu.Unlock()
+		if chunks, _ := s.changes(v); len(chunks) == 0 {
+			continue // nothing a card shows changed
+		}
+		for {
+			if !s.b.appends.tryProgress() {
+				if clock.Sleep(ctx, s.b.clk, s.b.appends.retryIn(s.interval)) != nil {
+					return
+				}
+				continue
+			}
+			break
+		}
+		s.mu.Lock()
+		v, dirty := s.view, s.dirty
+		s.dirty = false
+		s.mu.Unlock()
+		if dirty {
+			if err := s.appendChanges(ctx, v, nil); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.b.log.Warn("bot: stream append", "run_id", s.run.ID, "err", err)
+				s.mu.Lock()
+				s.dirty = true
+				s.mu.Unlock()
+				select {
+				case s.kick <- struct{}{}:
+				default:
+				}
+			}
+		}
+		if clock.Sleep(ctx, s.b.clk, s.interval) != nil {
+			return
+		}
+	}
+}
+
+// appendChanges appends the cards (and title) that changed since the last
+// append, then extra; a stream Slack no longer accepts is replaced by a
+// fresh one that says the run resumed.
+func (s *streamStatus) appendChanges(ctx context.Context, v statusView, extra []slack.StreamChunk) error {
+	chunks, commit := s.changes(v)
+	chunks = append(chunks, extra...)
+	if len(chunks) == 0 {
+		return nil
+	}
+	ts := s.liveTS()
+	if ts == "" {
+		return nil // nothing to show it on; the final picture is posted
+	}
+	err := s.b.call(ctx, "chat.appendStream", true, func(ctx context.Context) error {
+		_, _, err := s.b.api.AppendStreamContext(ctx, s.run.Key.Channel, ts, slack.MsgOptionChunks(chunks...))
+		return err
+	})
+	if streamGone(err) {
+		return s.restart(ctx, v, extra)
+	}
+	if err == nil {
+		commit()
+	}
+	return err
+}
+
+// restart stops the stream (it may have stopped already) and starts a
+// fresh one showing the whole picture and that the run resumed.
+func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.StreamChunk) error {
+	if old := s.liveTS(); old != "" {
+		s.b.stopStreamQuietly(ctx, s.run, old)
+	}
+	clear(s.sent)
+	s.sentTitle = ""
+	chunks, commit := s.changes(v)
+	chunks = append([]slack.StreamChunk{slack.NewMarkdownTextChunk(resumedText(v.Lang))}, append(chunks, extra...)...)
+	ts, err := s.b.startStream(ctx, s.run, chunks)
+	if err != nil {
+		return err
+	}
+	commit()
+	s.mu.Lock()
+	s.ts = ts
+	s.mu.Unlock()
+	// The run's record keeps its first stream: this process remembers the
+	// fresh one, so the run's next turn here continues it.
+	s.b.replaced.Store(s.run.ID, ts)
+	s.b.log.Info("bot: the run's stream had stopped; started a fresh one", "run_id", s.run.ID, "stream_ts", ts)
+	return nil
+}
+
+// changes returns the chunks that bring the stream up to v, and a commit
+// that records them as shown.
+func (s *streamStatus) changes(v statusView) ([]slack.StreamChunk, func()) {
+	var chunks []slack.StreamChunk
+	title := planTitle(v.Question)
+	if title != s.sentTitle {
+		chunks = append(chunks, slack.NewPlanUpdateChunk(title))
+	}
+	shown := map[string]string{}
+	for i, st := range v.Progress.Subtasks {
+		card := taskCard(i, st, v.Lang)
+		key := taskKey(card)
+		if s.sent[card.ID] == key {
+			continue
+		}
+		shown[card.ID] = key
+		chunks = append(chunks, card)
+	}
+	return chunks, func() {
+		s.sentTitle = title
+		for id, k := range shown {
+			s.sent[id] = k
+		}
+	}
+}
+
+// Final shows the end of a turn. Waiting leaves the stream open with a
+// line saying so (the approval request is its own message; the resumed
+// run continues this stream); done, failed and cancelled stop it with the
+// outcome (and the report's summary) as final blocks. When there is no
+// stream to stop, the final picture is posted as a message of its own, so
+// the outcome always reaches the thread.
+func (s *streamStatus) Final(ctx context.Context, state research.RunState, note string) error {
+	s.halt()
+	s.mu.Lock()
+	s.view.State, s.view.Note = state, note
+	v, res := s.view, s.res
+	s.mu.Unlock()
+	v.Now = s.b.now()
+	v.Progress.Subtasks = settleCards(v.Progress.Subtasks, state)
+	if state == research.StateWaiting {
+		if s.liveTS() == "" {
+			return nil // nothing to say it on; the approval request follows
+		}
+		return s.appendChanges(ctx, v, []slack.StreamChunk{slack.NewMarkdownTextChunk(waitingText(v.Lang))})
+	}
+	text, blocks := streamFinalBlocks(v, res)
+	defer s.b.replaced.Delete(s.run.ID)
+	if ts := s.liveTS(); ts != "" {
+		chunks, _ := s.changes(v)
+		err := s.b.stopStream(ctx, s.run, ts, chunks, blocks)
+		if streamGone(err) {
+			// Stopped already (by Slack, or by a process that died
+			// before recording the outcome): the message shows it.
+			err = s.b.editMessage(ctx, editFinal, s.run.Key.Channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+		}
+		if err == nil {
+			if rec := s.run.StatusTS; rec != "" && rec != ts {
+				// The run's recorded message is a stream that was replaced:
+				// it shows the outcome too, as where the run is looked up.
+				if err := s.b.editMessage(ctx, editFinal, s.run.Key.Channel, rec, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+					s.b.log.Warn("bot: show the outcome on the replaced stream", "run_id", s.run.ID, "err", err)
+				}
+			}
+			return nil
+		}
+		s.b.log.Warn("bot: stop stream; posting the outcome instead", "run_id", s.run.ID, "err", err)
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(s.run.Key.ThreadTS)}
+	if _, err := s.b.post(ctx, s.run.Key.Channel, true, opts...); err != nil {
+		s.b.log.Error("bot: could not post the run's final message", "run_id", s.run.ID, "err", err)
+		return err
+	}
+	return nil
+}
+
+// settleCards leaves no card spinning after a turn ended: a finished run's
+// cards are complete, and a failed or cancelled run's running ones are
+// errors.
+func settleCards(subs []research.Subtask, state research.RunState) []research.Subtask {
+	out := slices.Clone(subs)
+	for i := range out {
+		switch {
+		case state == research.StateDone && out[i].State != research.SubtaskFailed:
+			out[i].State = research.SubtaskDone
+		case (state == research.StateFailed || state == research.StateCancelled) && out[i].State == research.SubtaskRunning:
+			out[i].State = research.SubtaskFailed
+		}
+	}
+	return out
+}
+
+// streamRecipient addresses a stream in a channel to the requester, as
+// Slack requires there (a DM needs none).
+func streamRecipient(r research.Run, team string) []slack.MsgOption {
+	if strings.HasPrefix(r.Key.Channel, "D") {
+		return nil
+	}
+	return []slack.MsgOption{slack.MsgOptionRecipientUserID(r.Requester), slack.MsgOptionRecipientTeamID(team)}
+}
+
+// team is the workspace a run is in.
+func (b *Bot) team(r research.Run) string {
+	if r.Key.Team != "" {
+		return r.Key.Team
+	}
+	return b.teamID
+}
+
+// startStream starts a stream in the run's thread with chunks (a plan of
+// task cards) and returns its ts. Not retried on a 5xx: a second stream
+// would be worse than the fallback.
+func (b *Bot) startStream(ctx context.Context, r research.Run, chunks []slack.StreamChunk) (string, error) {
+	opts := append([]slack.MsgOption{slack.MsgOptionTS(r.Key.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModePlan),
+		slack.MsgOptionChunks(chunks...)}, streamRecipient(r, b.team(r))...)
+	var ts string
+	err := b.call(ctx, "chat.startStream", false, func(ctx context.Context) error {
+		var err error
+		_, ts, err = b.api.StartStreamContext(ctx, r.Key.Channel, opts...)
+		return err
+	})
+	return ts, err
+}
+
+// stopStream ends a stream with chunks and final blocks.
+func (b *Bot) stopStream(ctx context.Context, r research.Run, ts string, chunks []slack.StreamChunk, blocks []slack.Block) error {
+	var opts []slack.MsgOption
+	if len(chunks) > 0 {
+		opts = append(opts, slack.MsgOptionChunks(chunks...))
+	}
+	if len(blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(blocks...))
+	}
+	return b.call(ctx, "chat.stopStream", true, func(ctx context.Context) error {
+		_, _, err := b.api.StopStreamContext(ctx, r.Key.Channel, ts, opts...)
+		return err
+	})
+}
+
+// stopStreamQuietly stops a stream that is no longer the run's; one that
+// has stopped already is fine.
+func (b *Bot) stopStreamQuietly(ctx context.Context, r research.Run, ts string) {
+	if err := b.stopStream(ctx, r, ts, nil, nil); err != nil && !streamGone(err) {
+		b.log.Warn("bot: stop an old stream", "run_id", r.ID, "ts", ts, "err", err)
+	}
+}
+
+// streamOpening is the first picture of a new stream: the plan's title,
+// the cards known so far and the Cancel button.
+func streamOpening(v statusView, resumed bool) []slack.StreamChunk {
+	chunks := []slack.StreamChunk{}
+	if resumed {
+		chunks = append(chunks, slack.NewMarkdownTextChunk(resumedText(v.Lang)))
+	}
+	chunks = append(chunks, slack.NewPlanUpdateChunk(planTitle(v.Question)))
+	for i, st := range v.Progress.Subtasks {
+		chunks = append(chunks, taskCard(i, st, v.Lang))
+	}
+	btn := slack.NewButtonBlockElement(actCancelRun, v.RunID, plain(v.Lang.words().Cancel))
+	btn.Style = slack.StyleDanger
+	return append(chunks, slack.NewBlocksChunk(slack.NewActionBlock("dr_status", btn)))
+}
+
+// planTitle is the plan's title: the question as plain text.
+func planTitle(question string) string {
+	t := Truncate(strings.Join(strings.Fields(plainTitle(question)), " "), maxCardTitle)
+	if t == "" {
+		return "Research"
+	}
+	return t
+}
+
+var cardStatus = map[research.SubtaskState]slack.TaskCardStatus{
+	research.SubtaskPending: slack.TaskCardStatusPending,
+	research.SubtaskRunning: slack.TaskCardStatusInProgress,
+	research.SubtaskDone:    slack.TaskCardStatusComplete,
+	research.SubtaskFailed:  slack.TaskCardStatusError,
+}
+
+// taskCard renders subtask i as a task card: its title, state, a one-line
+// detail and the pages it read. Everything in it came from the model or
+// the web and is shown as plain text.
+func taskCard(i int, st research.Subtask, l lang) slack.TaskUpdateChunk {
+	title := Truncate(strings.Join(strings.Fields(plainTitle(st.Title)), " "), maxCardTitle)
+	if title == "" {
+		title = fmt.Sprintf("#%d", i+1)
+	}
+	card := slack.NewTaskUpdateChunk(fmt.Sprintf("task_%d", i+1), title)
+	card.Status = cardStatus[st.State]
+	if card.Status == "" {
+		card.Status = slack.TaskCardStatusPending
+	}
+	if st.Searches > 0 || len(st.Sources) > 0 {
+		card.Details = cardDetails(st.Searches, len(st.Sources), l)
+	}
+	for _, src := range st.Sources {
+		if len(card.Sources) == maxCardSources {
+			break
+		}
+		u, ok := sourceURL(src.URL)
+		if !ok {
+			continue
+		}
+		text := Truncate(strings.Join(strings.Fields(plainTitle(src.Title)), " "), maxSourceText)
+		if text == "" {
+			text = Truncate(plainTitle(u), maxSourceText)
+		}
+		card.Sources = append(card.Sources, slack.NewTaskCardSource(u, text))
+	}
+	return card
+}
+
+// sourceURL returns a source's URL if it is one a card may link: http or
+// https with a host.
+func sourceURL(raw string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(CleanText(raw)))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", false
+	}
+	return u.String(), true
+}
+
+func cardDetails(searches, pages int, l lang) string {
+	if l == langJA {
+		return fmt.Sprintf("検索 %d 回、%d ページを読了", searches, pages)
+	}
+	return fmt.Sprintf("%d %s, %d %s read", searches, plural(searches, "search", "searches"), pages, plural(pages, "page", "pages"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// taskKey is what a card shows, to tell whether it changed.
+func taskKey(c slack.TaskUpdateChunk) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d", c.Title, c.Status, c.Details, len(c.Sources))
+}
+
+func waitingText(l lang) string {
+	if l == langJA {
+		return "⏸️ 確認待ち: 下のメッセージで判断してください。"
+	}
+	return "⏸️ Waiting for you: please decide in the message below."
+}
+
+func resumedText(l lang) string {
+	if l == langJA {
+		return "▶️ 調査を再開しました。"
+	}
+	return "▶️ Resumed the research."
+}
+
+// streamFinalBlocks are a stream's final blocks: the outcome, the report's
+// summary when there is one, and the run's facts.
+func streamFinalBlocks(v statusView, res *research.Result) (string, []slack.Block) {
+	w := v.Lang.words()
+	p := v.Progress
+	blocks := []slack.Block{section(fmt.Sprintf("%s *%s:* %s", runIcon(v.State), v.Lang.stateLabel(v.State), truncateEscaped(v.Question, 500)))}
+	if v.Note != "" {
+		blocks = append(blocks, section(v.Note))
+	}
+	if res != nil && v.State == research.StateDone {
+		blocks = append(blocks, reportBlocks(*res, v.Requester, v.Lang)...)
+	} else {
+		facts := []string{fmt.Sprintf(w.SourcesRead, p.SourcesRead), fmt.Sprintf(w.Tokens, p.Tokens)}
+		if !v.Started.IsZero() {
+			facts = append(facts, w.Elapsed+fmtElapsed(v.Now.Sub(v.Started)))
+		}
+		if v.Requester != "" {
+			facts = append(facts, w.AskedBy+v.Requester)
+		}
+		blocks = append(blocks, contextLine(strings.Join(facts, " · ")))
+	}
+	text := fmt.Sprintf("%s: %s", v.Lang.stateLabel(v.State), truncateEscaped(v.Question, 200))
+	return text, blocks
+}
+
+// tryStream starts a run's stream where the workspace serves streaming
+// (or has not been tried yet) and returns its ts; an error means the
+// caller shows the run with a status message instead. A refusal of the
+// method itself is remembered for the workspace.
+func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *slog.Logger) (string, error) {
+	team := b.team(r)
+	on, known := b.streams.known(team)
+	if !known {
+		// One start finds out; the others wait for its answer.
+		b.streams.probe.Lock()
+		defer b.streams.probe.Unlock()
+		on, known = b.streams.known(team)
+	}
+	if known && !on {
+		return "", errStreamingOff
+	}
+	ts, err := b.startStream(ctx, r, streamOpening(v, r.Attempt > 1))
+	switch {
+	case err == nil:
+		b.streams.set(team, true)
+		return ts, nil
+	case streamRefused(err):
+		b.streams.set(team, false)
+		log.Info("bot: slack refused chat.startStream; this workspace gets an edited status message", "team", team, "err", err)
+	default:
+		log.Warn("bot: start stream; posting a status message instead", "err", err)
+	}
+	return "", err
+}
+
+// errStreamingOff: the workspace does not serve the streaming methods.
+var errStreamingOff = errors.New("bot: streaming is off in this workspace")
+
+// openStatus shows a run that this process starts working on: it
+// continues the run's recorded stream if Slack still accepts chunks on it,
+// or replaces it by a fresh one that says the run resumed; without a
+// recorded one it starts one. Where the workspace does not serve
+// streaming, the run gets today's edited status message.
+func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
+	team := b.team(*r)
+	if on, known := b.streams.known(team); known && !on {
+		return b.messageStatus(ctx, r, v, log)
+	}
+	if r.StatusTS == "" {
+		// The run's creator may have recorded one since this run was read.
+		if cur, err := b.store.Run(ctx, r.ID); err == nil && cur.StatusTS != "" {
+			r.StatusTS = cur.StatusTS
+		}
+	}
+	if r.StatusTS == "" {
+		ts, err := b.tryStream(ctx, *r, v, log)
+		if err != nil {
+			return b.messageStatus(ctx, r, v, log)
+		}
+		stored := b.recordStatus(ctx, *r, ts, true, log)
+		if stored == ts {
+			r.StatusTS = ts
+			s := b.newStreamStatus(*r, ts, v)
+			s.sentTitle = planTitle(v.Question)
+			go s.loop()
+			return s
+		}
+		r.StatusTS = stored
+	}
+	live := r.StatusTS
+	if ts, ok := b.replaced.Load(r.ID); ok {
+		live = ts.(string)
+	}
+	s := b.newStreamStatus(*r, live, v)
+	// The first append says whether the recorded stream still takes chunks
+	// (a gone one is replaced by a fresh stream in appendChanges).
+	err := s.appendChanges(ctx, v, nil)
+	switch {
+	case err == nil:
+		b.streams.set(team, true)
+	case streamRefused(err) && !streamGone(err):
+		b.streams.set(team, false)
+		log.Info("bot: slack refused chat.appendStream; this workspace gets an edited status message", "team", team, "err", err)
+		return b.messageStatus(ctx, r, v, log)
+	default:
+		log.Warn("bot: continue the run's stream", "err", err)
+	}
+	go s.loop()
+	return s
+}
+
+// messageStatus is a run's edited status message, posted if the run has
+// none.
+func (b *Bot) messageStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
+	if r.StatusTS == "" {
+		pv := v
+		pv.Now = b.now()
+		text, blocks := statusBlocks(pv)
+		// The run's creator may be ahead in the channel's queue with its
+		// status message: look again once this post's slot has come.
+		posted := func() bool {
+			cur, err := b.store.Run(ctx, r.ID)
+			if err == nil && cur.StatusTS != "" {
+				r.StatusTS = cur.StatusTS
+				return true
+			}
+			return false
+		}
+		if ts, skipped, err := b.postUnless(ctx, r.Key.Channel, false, posted, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil && !skipped {
+			r.StatusTS = b.recordStatus(ctx, *r, ts, false, log)
+		}
+	}
+	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, v)
+	id, hadTS := r.ID, r.StatusTS != ""
+	status.recorded = func(ctx context.Context) string {
+		cur, err := b.store.Run(ctx, id)
+		if err != nil {
+			return ""
+		}
+		return cur.StatusTS
+	}
+	status.posted = func(ctx context.Context, ts string) {
+		// The status message was never posted: the final message takes its
+		// place in the store, so the run's outcome can be found.
+		if !hadTS {
+			if _, err := b.store.SetStatusMessage(ctx, id, ts); err != nil {
+				log.Warn("bot: record final message", "err", err)
+			}
+		}
+	}
+	return status
+}
+
+// endWaitingStatus shows a cancelled queued or waiting run, which no one
+// is running: its stream is stopped with the outcome, or its status
+// message edited.
+func (b *Bot) endWaitingStatus(ctx context.Context, r research.Run, v statusView) {
+	if on, known := b.streams.known(b.team(r)); on || !known {
+		_, blocks := streamFinalBlocks(v, nil)
+		err := b.stopStream(ctx, r, r.StatusTS, nil, blocks)
+		if err == nil {
+			return
+		}
+		if !streamGone(err) && streamRefused(err) {
+			b.streams.set(b.team(r), false)
+		}
+	}
+	s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
+	_ = s.render(ctx, v, editFinal)
+}

@@ -1,0 +1,336 @@
+package bot_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"deepresearch/bot"
+	"deepresearch/bot/slackfake"
+	"deepresearch/research"
+
+	"github.com/slack-go/slack"
+)
+
+// streaming is a harness whose workspace serves Slack's streaming methods.
+func streaming(t *testing.T, opts ...slackfake.Option) *harness {
+	return newHarness(t, append([]slackfake.Option{slackfake.WithoutStreaming("")}, opts...)...)
+}
+
+// threadStreams returns the streams in a thread.
+func threadStreams(h *harness, channel, threadTS string) []slackfake.Stream {
+	var out []slackfake.Stream
+	for _, st := range h.fake.Streams() {
+		if st.ThreadTS == threadTS && (st.Channel == channel || channel == "") {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// openStreams counts the streams still open anywhere.
+func openStreams(h *harness) int {
+	n := 0
+	for _, st := range h.fake.Streams() {
+		if st.Open {
+			n++
+		}
+	}
+	return n
+}
+
+// updatesOf counts chat.update calls on messages of a thread.
+func updatesOf(h *harness, channel, threadTS string) int {
+	n := 0
+	for _, c := range h.fake.CallLog("chat.update") {
+		ts := c.Params.Get("ts")
+		if m, ok := h.fake.Message(channel, ts); ok && (m.ThreadTS == threadTS || m.TS == threadTS) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStreamedPlanEndToEnd: a mention in a channel and a message in a DM
+// each get ONE stream in their thread: a plan titled with the question, a
+// task card per subtask with its detail and the pages it read (escaped,
+// only http(s) links), the approval point, and at the end the outcome and
+// the report's summary as final blocks. The report file lands, and the
+// only chat.update of the run is the approval's buttons replaced by the
+// decision (today's status message took one per progress step).
+func TestStreamedPlanEndToEnd(t *testing.T) {
+	tests := []struct {
+		name, channel string
+		send          func(h *harness, ctx context.Context) string
+	}{
+		{"channel", "C1", func(h *harness, ctx context.Context) string {
+			return h.mention(ctx, "U1", "C1", "EU AI Act <!channel> timeline", "").TS
+		}},
+		{"DM", "D0U1", func(h *harness, ctx context.Context) string {
+			return h.message(ctx, slackfake.MessageEvent{User: "U1", Channel: "D0U1", Text: "EU AI Act <!channel> timeline"}).TS
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := streaming(t)
+			h.start()
+			ctx := testCtx(t)
+			h.connected(ctx, 1)
+			ts := tt.send(h, ctx)
+			approval, val := h.waitApproval(ctx, tt.channel, ts, "dr_approve")
+			if sts := threadStreams(h, tt.channel, ts); len(sts) != 1 || !sts[0].Open {
+				t.Fatalf("while waiting: %d streams (%+v), want one open", len(sts), sts)
+			}
+			h.approveAndWait(ctx, "U1", tt.channel, ts, approval, val)
+			h.waitFor(ctx, "stream stopped", func() bool { return openStreams(h) == 0 })
+
+			sts := threadStreams(h, tt.channel, ts)
+			if len(sts) != 1 {
+				t.Fatalf("%d streams in the thread, want 1", len(sts))
+			}
+			st := sts[0]
+			if st.DisplayMode != "plan" {
+				t.Errorf("display mode %q", st.DisplayMode)
+			}
+			if tt.channel == "C1" && (st.RecipientUser != "U1" || st.RecipientTeam != h.fake.TeamID()) {
+				t.Errorf("recipient = %q/%q", st.RecipientUser, st.RecipientTeam)
+			}
+			if title := st.PlanTitle(); !strings.Contains(title, "EU AI Act") || strings.Contains(title, "<!channel>") {
+				t.Errorf("plan title %q", title)
+			}
+			tasks := st.Tasks()
+			if len(tasks) != 2 {
+				t.Fatalf("tasks = %+v", tasks)
+			}
+			for _, c := range tasks {
+				if c.Status != "complete" {
+					t.Errorf("task %q ended %q", c.Title, c.Status)
+				}
+			}
+			if tasks[0].Details != "3 searches, 3 pages read" || tasks[1].Details != "1 search, 1 page read" {
+				t.Errorf("details = %q, %q", tasks[0].Details, tasks[1].Details)
+			}
+			var urls []string
+			for _, src := range tasks[0].Sources {
+				urls = append(urls, src.URL)
+			}
+			if strings.Join(urls, " ") != "https://example.com/news https://evil.example/x" {
+				t.Errorf("sources of task 1 = %v (the javascript: one must be left out)", urls)
+			}
+			if len(tasks[1].Sources) != 1 || tasks[1].Sources[0].Text == "" {
+				t.Errorf("sources of task 2 = %+v (a page without a title shows its URL)", tasks[1].Sources)
+			}
+			all := ""
+			for _, raw := range st.Chunks {
+				all += string(raw)
+			}
+			all += string(st.FinalBlocks)
+			for _, bad := range []string{"<!channel>", "<!here>", "<!everyone>", "<@U0BOSS>", "<!subteam", "[https://good.example](https://evil.example)"} {
+				if strings.Contains(all, bad) {
+					t.Errorf("stream carries %q", bad)
+				}
+			}
+			if !strings.Contains(all, "dr_cancel") || !strings.Contains(all, "Waiting for you") {
+				t.Errorf("stream has no Cancel button or approval point: %s", all)
+			}
+			final := string(st.FinalBlocks)
+			if !strings.Contains(final, "Summary: regulation is moving") || !strings.Contains(final, "Done") {
+				t.Errorf("final blocks = %s", final)
+			}
+			if f := h.files(tt.channel, ts); len(f) != 1 || !strings.Contains(string(f[0].Content), "# AI regulation 2026") {
+				t.Errorf("report files = %+v", f)
+			}
+			if n := updatesOf(h, tt.channel, ts); n > 2 {
+				t.Errorf("%d chat.update calls for the run, want at most 2", n)
+			}
+			if _, ok := h.statusMessage(tt.channel, ts, 1); ok {
+				t.Error("a status message was posted besides the stream")
+			}
+			t.Logf("%s: chat.update %d, chat.appendStream %d, chunks %d", tt.name, updatesOf(h, tt.channel, ts), st.AppendCalls, len(st.Chunks))
+			h.noPings()
+		})
+	}
+}
+
+// TestStreamFallback: where Slack refuses the streaming methods the run
+// shows the edited status message, and the workspace is not asked again.
+func TestStreamFallback(t *testing.T) {
+	for _, code := range []string{"unknown_method", "missing_scope", "not_allowed_token_type", "method_deprecated"} {
+		t.Run(code, func(t *testing.T) {
+			h := newHarness(t, slackfake.WithoutStreaming(code))
+			h.start(noDraftApproval)
+			ctx := testCtx(t)
+			for i, q := range []string{"first", "second"} {
+				sent := h.mention(ctx, "U1", "C1", q, "")
+				h.waitReports(ctx, "C1", sent.TS, 1)
+				h.waitState(ctx, "C1", sent.TS, research.StateDone)
+				h.waitFor(ctx, "status done", func() bool {
+					m, ok := h.statusMessage("C1", sent.TS, 1)
+					return ok && strings.Contains(string(m.Blocks), "Done")
+				})
+				if n := h.fake.Calls("chat.startStream"); n != 1 {
+					t.Errorf("after run %d: %d chat.startStream calls, want 1", i+1, n)
+				}
+			}
+			if len(h.fake.Streams()) != 0 {
+				t.Errorf("streams = %+v", h.fake.Streams())
+			}
+		})
+	}
+}
+
+// TestStreamTakenOver: a run taken over by another process (a restart
+// mid-run, a process that lost its lease) continues the run's recorded
+// stream: one stream, none open after the end.
+func TestStreamTakenOver(t *testing.T) {
+	h := streaming(t)
+	release := h.holdRuns()
+	a := h.start()
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "survive a restart mid-run", "")
+	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
+	h.waitFor(ctx, "cards shown", func() bool {
+		sts := threadStreams(h, "C1", sent.TS)
+		return len(sts) == 1 && len(sts[0].Tasks()) == 2
+	})
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if sts := threadStreams(h, "C1", sent.TS); len(sts) != 1 || !sts[0].Open {
+		t.Fatalf("after shutdown: %+v, want the stream left open for the next process", sts)
+	}
+	release()
+	h.start()
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+	h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
+	h.waitFor(ctx, "stream stopped", func() bool { return openStreams(h) == 0 })
+	sts := threadStreams(h, "C1", sent.TS)
+	if len(sts) != 1 {
+		t.Fatalf("%d streams, want 1", len(sts))
+	}
+	if !strings.Contains(string(sts[0].FinalBlocks), "Summary: regulation is moving") {
+		t.Errorf("final blocks = %s", sts[0].FinalBlocks)
+	}
+	if r := h.runOf(ctx, "C1", sent.TS); r.StatusTS != sts[0].TS {
+		t.Errorf("run's status ts %q, stream %q", r.StatusTS, sts[0].TS)
+	}
+}
+
+// TestStreamStoppedElsewhereIsReplaced: a process that takes a run over
+// and finds its stream stopped (by Slack, or a process that died while
+// stopping it) starts a fresh one that says the run resumed; at no time
+// are two streams of the run open, and none is after the end.
+func TestStreamStoppedElsewhereIsReplaced(t *testing.T) {
+	h := streaming(t)
+	release := h.holdRuns()
+	a := h.start()
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "a stream that stops under us", "")
+	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
+	h.waitFor(ctx, "a stream", func() bool { return len(threadStreams(h, "C1", sent.TS)) == 1 })
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	api := slack.New(h.fake.BotToken(), slack.OptionAPIURL(h.fake.APIURL()))
+	if _, _, err := api.StopStreamContext(ctx, "C1", threadStreams(h, "C1", sent.TS)[0].TS); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	h.start()
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+	h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
+	h.waitFor(ctx, "streams stopped", func() bool { return openStreams(h) == 0 })
+	sts := threadStreams(h, "C1", sent.TS)
+	if len(sts) != 2 {
+		t.Fatalf("%d streams, want the stopped one and a fresh one", len(sts))
+	}
+	fresh := sts[1]
+	if !strings.Contains(string(fresh.Chunks[0]), "Resumed") || len(fresh.Tasks()) != 2 || !strings.Contains(string(fresh.FinalBlocks), "Summary") {
+		t.Errorf("fresh stream = %s / %s", fresh.Chunks, fresh.FinalBlocks)
+	}
+	if !sts[0].StoppedAt.Before(fresh.StartedAt) {
+		t.Error("the fresh stream started before the old one stopped")
+	}
+}
+
+// TestStreamCancelled: a cancel, while running or while waiting, stops
+// the run's stream with the cancellation.
+func TestStreamCancelled(t *testing.T) {
+	t.Run("running", func(t *testing.T) {
+		h := streaming(t)
+		h.holdRuns()
+		h.start()
+		ctx := testCtx(t)
+		sent := h.mention(ctx, "U1", "C1", "cancel me", "")
+		h.waitState(ctx, "C1", sent.TS, research.StateRunning)
+		var st slackfake.Stream
+		h.waitFor(ctx, "a stream", func() bool {
+			sts := threadStreams(h, "C1", sent.TS)
+			if len(sts) == 1 {
+				st = sts[0]
+			}
+			return len(sts) == 1
+		})
+		m, _ := h.fake.Message("C1", st.TS)
+		h.click(ctx, "U1", "C1", m, "dr_cancel", h.runOf(ctx, "C1", sent.TS).ID)
+		h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
+		h.waitFor(ctx, "stream stopped with the cancel", func() bool {
+			sts := threadStreams(h, "C1", sent.TS)
+			return len(sts) == 1 && !sts[0].Open && strings.Contains(string(sts[0].FinalBlocks), "Cancelled")
+		})
+	})
+	t.Run("waiting", func(t *testing.T) {
+		h := streaming(t)
+		h.start()
+		ctx := testCtx(t)
+		sent := h.mention(ctx, "U1", "C1", "cancel me later", "")
+		approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_cancel_intr")
+		h.click(ctx, "U1", "C1", approval, "dr_cancel_intr", val)
+		h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
+		h.waitFor(ctx, "stream stopped with the cancel", func() bool {
+			sts := threadStreams(h, "C1", sent.TS)
+			return len(sts) == 1 && !sts[0].Open && strings.Contains(string(sts[0].FinalBlocks), "Cancelled")
+		})
+	})
+}
+
+// TestStreamAppendsArePaced: a researcher that reports progress a hundred
+// times a second gets its snapshots coalesced into a few appends.
+func TestStreamAppendsArePaced(t *testing.T) {
+	h := streaming(t)
+	res := &chattyResearcher{fakeResearcher: h.res, n: 200, every: time.Millisecond}
+	h.startWith(res, noDraftApproval, func(o *bot.Options) { o.ProgressInterval = 100 * time.Millisecond })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "chatty", "")
+	h.waitReports(ctx, "C1", sent.TS, 1)
+	h.waitFor(ctx, "stream stopped", func() bool { return openStreams(h) == 0 })
+	st := threadStreams(h, "C1", sent.TS)[0]
+	// 200 snapshots over about 200ms: one append per 100ms at most, plus
+	// the first one.
+	if st.AppendCalls > 6 {
+		t.Errorf("%d appends for 200 snapshots", st.AppendCalls)
+	}
+	if tasks := st.Tasks(); len(tasks) != 2 || tasks[0].Details != "3 searches, 3 pages read" {
+		t.Errorf("tasks = %+v", tasks)
+	}
+}
+
+// chattyResearcher reports n snapshots every interval before the scripted
+// researcher's own.
+type chattyResearcher struct {
+	*fakeResearcher
+	n     int
+	every time.Duration
+}
+
+func (c *chattyResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
+	for i := range c.n {
+		sink(research.Progress{Phase: "researching", Tokens: i, Subtasks: []research.Subtask{
+			{Title: "Search", State: research.SubtaskRunning, Searches: i},
+			{Title: "Read", State: research.SubtaskPending},
+		}})
+		time.Sleep(c.every)
+	}
+	return c.fakeResearcher.Start(ctx, req, sink)
+}
