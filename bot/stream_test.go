@@ -334,3 +334,30 @@ func (c *chattyResearcher) Start(ctx context.Context, req research.StartRequest,
 	}
 	return c.fakeResearcher.Start(ctx, req, sink)
 }
+
+// TestStreamSavesUpdates: the same run (progress, draft approval, report)
+// spends chat.update on every progress step with the status message, and
+// at most on the decided approval with a stream.
+func TestStreamSavesUpdates(t *testing.T) {
+	count := func(t *testing.T, h *harness) (updates, appends int) {
+		res := &chattyResearcher{fakeResearcher: h.res, n: 20, every: 30 * time.Millisecond}
+		h.startWith(res)
+		ctx := testCtx(t)
+		sent := h.mention(ctx, "U1", "C1", "count the edits", "")
+		approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+		h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
+		h.waitFor(ctx, "no open stream", func() bool { return openStreams(h) == 0 })
+		// The final picture of the status message may still be on its way.
+		time.Sleep(200 * time.Millisecond)
+		for _, st := range threadStreams(h, "C1", sent.TS) {
+			appends += st.AppendCalls
+		}
+		return updatesOf(h, "C1", sent.TS), appends
+	}
+	before, _ := count(t, newHarness(t))
+	after, appends := count(t, streaming(t))
+	t.Logf("chat.update per run: status message %d, stream %d (chat.appendStream %d)", before, after, appends)
+	if after > 2 || before <= after {
+		t.Errorf("chat.update per run: status message %d, stream %d", before, after)
+	}
+}
