@@ -278,6 +278,9 @@ func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.
 	if old := s.liveTS(); old != "" {
 		s.b.stopStreamQuietly(ctx, s.run, old)
 	}
+	if s.run.StatusTS != "" {
+		s.b.stopStrayStreams(ctx, s.run)
+	}
 	clear(s.sent)
 	s.sentTitle = ""
 	chunks, commit := s.changes(v)
@@ -442,6 +445,51 @@ func (b *Bot) stopStreamQuietly(ctx context.Context, r research.Run, ts string) 
 	if err := b.stopStream(ctx, r, ts, nil, nil); err != nil && !streamGone(err) {
 		b.log.Warn("bot: stop an old stream", "run_id", r.ID, "ts", ts, "err", err)
 	}
+}
+
+// maxStrayStops bounds the stops of stray streams when a run's stream is
+// replaced (chat.stopStream is Tier 2).
+const maxStrayStops = 8
+
+// stopStrayStreams stops the streams an earlier process may have started
+// in place of the run's recorded one and left open when it died: the bot's
+// messages in the thread after the recorded one. Only the run in progress
+// can have a live stream in its thread, so any still open is this run's;
+// a message that is no stream refuses the stop, which is fine.
+func (b *Bot) stopStrayStreams(ctx context.Context, r research.Run) {
+	var msgs []slack.Message
+	err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
+		var err error
+		msgs, _, _, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: r.Key.Channel, Timestamp: r.Key.ThreadTS, Oldest: r.StatusTS, Limit: 200,
+		})
+		return err
+	})
+	if err != nil {
+		b.log.Warn("bot: read the thread for stray streams", "run_id", r.ID, "err", err)
+		return
+	}
+	stops := 0
+	for _, m := range msgs {
+		if (m.BotID == "" && m.User != b.botUserID) || m.Timestamp <= r.StatusTS || len(m.Files) > 0 || len(m.Blocks.BlockSet) > 0 && hasApproval(m) {
+			continue
+		}
+		if stops++; stops > maxStrayStops {
+			return
+		}
+		b.stopStreamQuietly(ctx, r, m.Timestamp)
+	}
+}
+
+// hasApproval reports whether a message is an approval request (never a
+// stream).
+func hasApproval(m slack.Message) bool {
+	for _, bl := range m.Blocks.BlockSet {
+		if a, ok := bl.(*slack.ActionBlock); ok && a.BlockID == blockIntrAction {
+			return true
+		}
+	}
+	return false
 }
 
 // streamOpening is the first picture of a new stream: the plan's title,

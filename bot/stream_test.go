@@ -361,3 +361,53 @@ func TestStreamSavesUpdates(t *testing.T) {
 		t.Errorf("chat.update per run: status message %d, stream %d", before, after)
 	}
 }
+
+// TestStrayStreamIsStopped: a process that replaced a run's stream (the
+// recorded one had stopped) and then went away leaves its fresh stream
+// open, unknown to the run's record; the process that continues the run
+// stops it before starting its own, so one stream at most is open and
+// none after the end.
+func TestStrayStreamIsStopped(t *testing.T) {
+	h := streaming(t)
+	release := h.holdRuns()
+	a := h.start()
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "two takeovers", "")
+	h.waitState(ctx, "C1", sent.TS, research.StateRunning)
+	h.waitFor(ctx, "a stream", func() bool { return len(threadStreams(h, "C1", sent.TS)) == 1 })
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	api := slack.New(h.fake.BotToken(), slack.OptionAPIURL(h.fake.APIURL()))
+	if _, _, err := api.StopStreamContext(ctx, "C1", threadStreams(h, "C1", sent.TS)[0].TS); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	b := h.start()
+	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+	if sts := threadStreams(h, "C1", sent.TS); len(sts) != 2 || !sts[1].Open {
+		t.Fatalf("streams while waiting: %+v", sts)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.connected(ctx, 1)
+	h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)
+	h.waitFor(ctx, "streams stopped", func() bool { return openStreams(h) == 0 })
+	sts := threadStreams(h, "C1", sent.TS)
+	if len(sts) != 3 {
+		t.Fatalf("%d streams, want 3 (recorded, the stray, the last)", len(sts))
+	}
+	if !sts[1].StoppedAt.Before(sts[2].StartedAt) {
+		t.Error("the last stream started while the stray one was open")
+	}
+	if !strings.Contains(string(sts[2].FinalBlocks), "Summary") {
+		t.Errorf("final blocks = %s", sts[2].FinalBlocks)
+	}
+	// The recorded message, where the run is looked up, shows the outcome.
+	r := h.runOf(ctx, "C1", sent.TS)
+	if m, _ := h.fake.Message("C1", r.StatusTS); !strings.Contains(string(m.Blocks), "Done") {
+		t.Errorf("recorded message = %s", m.Blocks)
+	}
+}
