@@ -29,10 +29,6 @@ const maxTitleRunes = 80
 // maxAssistantEntries bounds each memory map of assistantState.
 const maxAssistantEntries = 10000
 
-// planNotePrefix starts the progress note of the step that made the plan;
-// the research theme follows it.
-const planNotePrefix = "planned: "
-
 // assistantState is the bot's memory of assistant threads.
 type assistantState struct {
 	mu sync.Mutex
@@ -246,8 +242,8 @@ func (t titlingResearcher) themeSink(ctx context.Context, r research.Run, sink r
 		if len(p.Plan) == 0 || done.Load() {
 			return
 		}
-		theme, ok := strings.CutPrefix(p.Note, planNotePrefix)
-		if !ok || strings.TrimSpace(theme) == "" || done.Swap(true) {
+		theme := p.Theme
+		if strings.TrimSpace(theme) == "" || done.Swap(true) {
 			return
 		}
 		go func() {

@@ -25,7 +25,7 @@ type themedResearcher struct {
 func (r themedResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
 	sink(research.Progress{Phase: "planning"})
 	for i := range 5 {
-		sink(research.Progress{Phase: "researching", Plan: []string{"Find recent news", "Compare"}, Tokens: 100 * i, Note: "planned: " + r.theme})
+		sink(research.Progress{Phase: "researching", Plan: []string{"Find recent news", "Compare"}, Tokens: 100 * i, Theme: r.theme, Note: "planned: " + r.theme})
 	}
 	sink(research.Progress{Phase: "researching", Plan: []string{"Find recent news", "Compare"}, Tokens: 600, Note: "reading source"})
 	return r.fakeResearcher.Start(ctx, req, sink)

@@ -59,6 +59,7 @@ func (t *tracker) seed(cur *agent.Result) {
 }
 
 func (t *tracker) setPlan(p *agent.Plan) {
+	t.p.Theme = p.Theme
 	t.p.Plan = nil
 	for _, st := range p.Subtasks {
 		t.p.Plan = append(t.p.Plan, st.Title)

@@ -47,6 +47,7 @@ type RunOptions struct {
 // Progress is a snapshot of a running research.
 type Progress struct {
 	Phase       string    // e.g. "planning", "researching", "writing", "reviewing"
+	Theme       string    // the plan's theme, once planned
 	Plan        []string  // the plan's steps, if planned
 	Subtasks    []Subtask // parallel subtasks and their state
 	SourcesRead int       // pages/documents read so far

@@ -80,6 +80,9 @@ func TestRunToCompletion(t *testing.T) {
 			t.Errorf("snapshot %d went backwards: %+v after %+v", i, snaps[i], snaps[i-1])
 		}
 	}
+	if last.Theme == "" {
+		t.Error("the last snapshot has no theme")
+	}
 	// every subtask shows its searches and the pages it read, once each;
 	// together they are the sources read
 	read := map[string]bool{}
