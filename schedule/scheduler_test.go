@@ -218,7 +218,7 @@ func TestTakeOverAfterProcessDied(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].Attempt != 2 {
 		t.Fatalf("jobs = %+v", jobs)
 	}
-	if f := firing(t, st, "w", monday9); f.State != schedule.FiringDone || f.Owner != s.Owner {
+	if f := firing(t, st, "w", monday9); f.State != schedule.FiringDone || f.Attempts != 2 || f.Digest == nil {
 		t.Fatalf("firing = %+v", f)
 	}
 }

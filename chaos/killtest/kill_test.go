@@ -366,8 +366,11 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	for _, u := range rs.Unexplained {
 		t.Errorf("repeated LLM call not explained by a kill: %s", u)
 	}
-	if rs.NearKill > len(kills) {
-		t.Errorf("%d repeated LLM calls but only %d kills", rs.NearKill, len(kills))
+	// The scripted plan's three subtasks call the model at the same time,
+	// so one kill can land after up to three answers not yet stored.
+	const inFlight = 3
+	if rs.NearKill > inFlight*len(kills) {
+		t.Errorf("%d repeated LLM calls but only %d kills (at most %d calls in flight each)", rs.NearKill, len(kills), inFlight)
 	}
 	for _, e := range fl.unexpectedExits() {
 		t.Errorf("%s", e)
