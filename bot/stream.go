@@ -600,28 +600,15 @@ func resumedText(l lang) string {
 	return "▶️ Resumed the research."
 }
 
-// streamFinalBlocks are a stream's final blocks: the outcome, the report's
-// summary when there is one, and the run's facts.
+// streamFinalBlocks are a stream's final blocks: the run's last status
+// picture (outcome, plan, subtasks, facts; no buttons once it ended) and,
+// when it is done, the report's title and summary. They are also what the
+// run's recorded message shows when it is looked up later.
 func streamFinalBlocks(v statusView, res *research.Result) (string, []slack.Block) {
-	w := v.Lang.words()
-	p := v.Progress
-	blocks := []slack.Block{section(fmt.Sprintf("%s *%s:* %s", runIcon(v.State), v.Lang.stateLabel(v.State), truncateEscaped(v.Question, 500)))}
-	if v.Note != "" {
-		blocks = append(blocks, section(v.Note))
-	}
+	text, blocks := statusBlocks(v)
 	if res != nil && v.State == research.StateDone {
 		blocks = append(blocks, reportBlocks(*res, v.Requester, v.Lang)...)
-	} else {
-		facts := []string{fmt.Sprintf(w.SourcesRead, p.SourcesRead), fmt.Sprintf(w.Tokens, p.Tokens)}
-		if !v.Started.IsZero() {
-			facts = append(facts, w.Elapsed+fmtElapsed(v.Now.Sub(v.Started)))
-		}
-		if v.Requester != "" {
-			facts = append(facts, w.AskedBy+v.Requester)
-		}
-		blocks = append(blocks, contextLine(strings.Join(facts, " · ")))
 	}
-	text := fmt.Sprintf("%s: %s", v.Lang.stateLabel(v.State), truncateEscaped(v.Question, 200))
 	return text, blocks
 }
 
@@ -669,10 +656,7 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 		return b.messageStatus(ctx, r, v, log)
 	}
 	if r.StatusTS == "" {
-		// The run's creator may have recorded one since this run was read.
-		if cur, err := b.store.Run(ctx, r.ID); err == nil && cur.StatusTS != "" {
-			r.StatusTS = cur.StatusTS
-		}
+		r.StatusTS = b.creatorsStatus(ctx, *r)
 	}
 	if r.StatusTS == "" {
 		ts, err := b.tryStream(ctx, *r, v, log)
@@ -709,6 +693,28 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 	}
 	go s.loop()
 	return s
+}
+
+// creatorWait is how long a process that picked up a new run waits for
+// the stream its creator is starting, before starting one itself.
+const creatorWait = time.Second
+
+// creatorsStatus returns the status ts recorded for the run, waiting a
+// little for it when the run is new: its creator (newRun) may be starting
+// its stream right now, and a second one would only be stopped again.
+func (b *Bot) creatorsStatus(ctx context.Context, r research.Run) string {
+	deadline := r.CreatedAt.Add(creatorWait)
+	for {
+		if cur, err := b.store.Run(ctx, r.ID); err == nil && cur.StatusTS != "" {
+			return cur.StatusTS
+		}
+		if r.Attempt > 1 || !b.now().Before(deadline) {
+			return ""
+		}
+		if clock.Sleep(ctx, b.clk, 50*time.Millisecond) != nil {
+			return ""
+		}
+	}
 }
 
 // messageStatus is a run's edited status message, posted if the run has

@@ -144,8 +144,11 @@ func TestStreamedPlanEndToEnd(t *testing.T) {
 			if n := updatesOf(h, tt.channel, ts); n > 2 {
 				t.Errorf("%d chat.update calls for the run, want at most 2", n)
 			}
-			if _, ok := h.statusMessage(tt.channel, ts, 1); ok {
-				t.Error("a status message was posted besides the stream")
+			if m, ok := h.statusMessage(tt.channel, ts, 2); ok {
+				t.Errorf("a status message was posted besides the stream: %s", m.Blocks)
+			}
+			if m, ok := h.statusMessage(tt.channel, ts, 1); !ok || m.TS != st.TS || h.fake.Calls("chat.postMessage") != 1 {
+				t.Errorf("the run's picture is not the stream's (%s), or %d messages posted (want the approval only)", m.TS, h.fake.Calls("chat.postMessage"))
 			}
 			t.Logf("%s: chat.update %d, chat.appendStream %d, chunks %d", tt.name, updatesOf(h, tt.channel, ts), st.AppendCalls, len(st.Chunks))
 			h.noPings()
@@ -391,6 +394,7 @@ func TestStrayStreamIsStopped(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
+	h.waitFor(ctx, "old connection gone", func() bool { return len(h.fake.Connections()) == 0 })
 	h.start()
 	h.connected(ctx, 1)
 	h.approveAndWait(ctx, "U1", "C1", sent.TS, approval, val)

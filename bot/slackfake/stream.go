@@ -205,6 +205,7 @@ func (s *Server) chatStartStream(r *apiRequest) apiResult {
 		}
 	}
 	m := &Message{Channel: channel, TS: s.nextTSLocked(), ThreadTS: threadTS, User: s.cfg.botUserID, BotID: s.cfg.botID, PostedAt: time.Now(), Params: map[string]string{"streaming": "true"}}
+	m.Blocks = withChunkBlocks(m.Blocks, chunks)
 	s.addMessageLocked(m)
 	st := &Stream{Channel: channel, TS: m.TS, ThreadTS: threadTS, DisplayMode: mode, RecipientUser: r.get("recipient_user_id"),
 		RecipientTeam: r.get("recipient_team_id"), Chunks: chunks, Open: true, StartedAt: time.Now()}
@@ -275,9 +276,38 @@ func (s *Server) streamMore(r *apiRequest, check func(chunks []json.RawMessage) 
 		return fail(e)
 	}
 	st.Chunks = append(st.Chunks, chunks...)
+	if m := s.findMessageLocked(st.Channel, st.TS); m != nil {
+		m.Blocks = withChunkBlocks(m.Blocks, chunks)
+	}
 	change(st)
 	s.notifyLocked()
 	return ok(map[string]any{"channel": st.Channel, "ts": st.TS})
+}
+
+// withChunkBlocks adds the blocks of blocks chunks to a streaming
+// message's blocks: what people see (and click) while it streams, until
+// chat.stopStream's final blocks replace them.
+func withChunkBlocks(blocks json.RawMessage, chunks []json.RawMessage) json.RawMessage {
+	var all []json.RawMessage
+	if len(blocks) > 0 && json.Unmarshal(blocks, &all) != nil {
+		return blocks
+	}
+	added := false
+	for _, raw := range chunks {
+		var c struct {
+			Type   string            `json:"type"`
+			Blocks []json.RawMessage `json:"blocks"`
+		}
+		if json.Unmarshal(raw, &c) == nil && c.Type == "blocks" {
+			all = append(all, c.Blocks...)
+			added = true
+		}
+	}
+	if !added {
+		return blocks
+	}
+	out, _ := json.Marshal(all)
+	return out
 }
 
 // Streams returns the streaming messages the bot started, in order.

@@ -168,3 +168,32 @@ func TestWithoutStreaming(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamBlocksShowUntilStopped: a blocks chunk's buttons are on the
+// streaming message (people click them while it streams); the final
+// blocks replace them.
+func TestStreamBlocksShowUntilStopped(t *testing.T) {
+	fake, api, ctx := newFake(t)
+	btn := slack.NewButtonBlockElement("dr_cancel", "run1", slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false))
+	_, ts, err := api.StartStreamContext(ctx, "D1", slack.MsgOptionTS("1.1"),
+		slack.MsgOptionChunks(slack.NewPlanUpdateChunk("Plan"), slack.NewBlocksChunk(slack.NewActionBlock("a1", btn))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := fake.Message("D1", ts); m.ButtonValue("dr_cancel") != "run1" {
+		t.Fatalf("streaming message blocks = %s", m.Blocks)
+	}
+	if _, _, err := api.AppendStreamContext(ctx, "D1", ts, slack.MsgOptionChunks(slack.NewBlocksChunk(slack.NewDividerBlock()))); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := fake.Message("D1", ts); m.ButtonValue("dr_cancel") != "run1" || !strings.Contains(string(m.Blocks), "divider") {
+		t.Fatalf("after append: %s", m.Blocks)
+	}
+	final := slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*Done*", false, false), nil, nil)
+	if _, _, err := api.StopStreamContext(ctx, "D1", ts, slack.MsgOptionBlocks(final)); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := fake.Message("D1", ts); m.ButtonValue("dr_cancel") != "" || !strings.Contains(string(m.Blocks), "*Done*") {
+		t.Fatalf("after stop: %s", m.Blocks)
+	}
+}
