@@ -217,9 +217,8 @@ func ParseFiringKey(key string) (scheduleID string, due int64, err error) {
 // Runs: a run is a KindRun job keyed by its id, created at its CreatedAt,
 // which holds its lease and state (ready: queued, held: running, parked:
 // waiting, done, failed; cancelled is failed with the payload "cancelled")
-// and a failed run's error text. The runs row keeps the rest: the question,
-// the options, the interrupt and the decision, the status message,
-// CancelRequestedBy.
+// and a failed run's error text. The runs row keeps the rest: the columns
+// that conditions read, and the detail (detail.go).
 
 // RunCancelled is the payload of a cancelled run's job.
 const RunCancelled = "cancelled"

@@ -19,8 +19,8 @@ import (
 // Runs is the bot's store of runs, threads, the inbox and events in
 // memory. The zero value is not usable; call NewRuns.
 //
-// A run is its record in runs (question, options, interrupt, decision,
-// status message, CancelRequestedBy) and a KindRun job on q that holds its
+// A run is its record in runs (everything but the lease, its detail
+// normalised as the SQL stores keep it: jobmap.CopyRun) and a KindRun job on q that holds its
 // lease and state (jobmap.RunJob); the inbox, the event keys and the
 // instances are q's too (inbox.go). q's mutex guards everything, so a
 // record and its job change together; the lease rules are jobs.go's.
@@ -42,22 +42,18 @@ func NewRuns() *Runs {
 	}
 }
 
-// withLease returns a copy of the record r with the lease fields of its
-// job; the caller holds q.mu.
-func (s *Runs) withLease(r *research.Run) research.Run {
-	c := *r
-	if r.Interrupt != nil {
-		i := *r.Interrupt
-		c.Interrupt = &i
-	}
-	if r.Decision != nil {
-		d := *r.Decision
-		c.Decision = &d
+// withLease returns a copy of the record r (its detail through the SQL
+// stores' codec, so it shares nothing with the record) with the lease
+// fields of its job; the caller holds q.mu.
+func (s *Runs) withLease(r *research.Run) (research.Run, error) {
+	c, err := jobmap.CopyRun(*r)
+	if err != nil {
+		return research.Run{}, err
 	}
 	if j, err := s.q.get(jobs.KindRun, r.ID); err == nil { // every record has its job
 		jobmap.RunLease(&c, j)
 	}
-	return c
+	return c, nil
 }
 
 // PutThread implements research.Store.
@@ -109,12 +105,15 @@ func (s *Runs) CreateRun(_ context.Context, r research.Run, maxPerUser int) erro
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = r.CreatedAt
 	}
+	r.State, r.Owner, r.LeaseUntil, r.Attempt, r.FinishedAt, r.Error = "", "", time.Time{}, 0, time.Time{}, ""
+	c, err := jobmap.CopyRun(r) // the detail as the SQL stores keep it
+	if err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
 	s.q.drop(jobs.KindRun, r.ID) // never there: runs are not deleted
 	if _, err := s.q.put([]jobs.Job{jobmap.RunJob(r)}); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	r.State, r.Owner, r.LeaseUntil, r.Attempt, r.FinishedAt, r.Error = "", "", time.Time{}, 0, time.Time{}, ""
-	c := r
 	s.runs[r.ID] = &c
 	s.order = append(s.order, r.ID)
 	return nil
@@ -136,7 +135,7 @@ func (s *Runs) Run(_ context.Context, id string) (research.Run, error) {
 	if err != nil {
 		return research.Run{}, err
 	}
-	return s.withLease(r), nil
+	return s.withLease(r)
 }
 
 // LatestRun implements research.Store.
@@ -145,7 +144,7 @@ func (s *Runs) LatestRun(_ context.Context, threadID string) (research.Run, erro
 	defer s.q.mu.Unlock()
 	for i := len(s.order) - 1; i >= 0; i-- {
 		if r := s.runs[s.order[i]]; r.ThreadID == threadID {
-			return s.withLease(r), nil
+			return s.withLease(r)
 		}
 	}
 	return research.Run{}, fmt.Errorf("latest run of %s: %w", threadID, research.ErrNotFound)
@@ -164,7 +163,10 @@ func (s *Runs) ListRuns(_ context.Context, f research.RunFilter) ([]research.Run
 		if f.Channel != "" && r.Key.Channel != f.Channel {
 			continue
 		}
-		c := s.withLease(r)
+		c, err := s.withLease(r)
+		if err != nil {
+			return nil, err
+		}
 		if len(f.States) > 0 && !slices.Contains(f.States, c.State) {
 			continue
 		}
@@ -187,7 +189,7 @@ func (s *Runs) AcquireRun(_ context.Context, id, owner string, now time.Time, le
 	if _, err := s.q.claimKey(jobs.KindRun, id, owner, now, lease, 0); err != nil {
 		return research.Run{}, fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
 	}
-	return s.withLease(r), nil
+	return s.withLease(r)
 }
 
 // AcquireRuns implements research.Store: Claim, oldest first.
@@ -200,7 +202,11 @@ func (s *Runs) AcquireRuns(_ context.Context, owner string, now time.Time, lease
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, s.withLease(r))
+		c, err := s.withLease(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -216,7 +222,7 @@ func (s *Runs) Heartbeat(_ context.Context, id, owner string, now time.Time, lea
 	if _, err := s.q.extend(jobs.KindRun, id, owner, now, lease); err != nil {
 		return research.Run{}, jobmap.ResearchErr(err)
 	}
-	return s.withLease(r), nil
+	return s.withLease(r)
 }
 
 // ReleaseRun implements research.Store: Release (a clean hand-back gives
@@ -241,10 +247,16 @@ func (s *Runs) WaitRun(_ context.Context, id, owner string, intr research.Pendin
 	if err != nil {
 		return err
 	}
+	next := *r
+	next.Interrupt, next.Decision = &intr, nil
+	c, err := jobmap.CopyRun(next)
+	if err != nil {
+		return fmt.Errorf("wait run: %w", err)
+	}
 	if _, err := s.q.park(jobs.KindRun, id, owner, nil, now); err != nil {
 		return jobmap.ResearchErr(err)
 	}
-	r.Interrupt, r.Decision = &intr, nil
+	*r = c
 	return nil
 }
 
@@ -292,9 +304,21 @@ func (s *Runs) Decide(_ context.Context, runID string, d research.Decision) (res
 	if err != nil {
 		return research.Run{}, err
 	}
-	cur := s.withLease(r)
+	cur, err := s.withLease(r)
+	if err != nil {
+		return research.Run{}, err
+	}
 	if err := jobmap.DecideRefusal(cur, d); err != nil {
 		return cur, err
+	}
+	next := *r
+	next.Decision, next.UpdatedAt = &d, d.At
+	if d.Action == research.ActionCancel {
+		next.CancelRequestedBy = d.By
+	}
+	c, err := jobmap.CopyRun(next)
+	if err != nil {
+		return cur, fmt.Errorf("decide: %w", err)
 	}
 	if d.Action == research.ActionCancel {
 		err = s.q.cancel(jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), d.At)
@@ -304,13 +328,8 @@ func (s *Runs) Decide(_ context.Context, runID string, d research.Decision) (res
 	if err != nil {
 		return cur, fmt.Errorf("run %s is %s: %w: %w", runID, cur.State, research.ErrNotWaiting, err)
 	}
-	dc := d
-	r.Decision = &dc
-	r.UpdatedAt = d.At
-	if d.Action == research.ActionCancel {
-		r.CancelRequestedBy = d.By
-	}
-	return s.withLease(r), nil
+	*r = c
+	return s.withLease(r)
 }
 
 // RequestCancel implements research.Store: a queued or waiting run's job is
@@ -323,19 +342,24 @@ func (s *Runs) RequestCancel(_ context.Context, runID, by string, now time.Time)
 	if err != nil {
 		return research.Run{}, false, err
 	}
-	cur := s.withLease(r)
+	cur, err := s.withLease(r)
+	if err != nil {
+		return research.Run{}, false, err
+	}
 	switch cur.State {
 	case research.StateQueued, research.StateWaiting:
 		if err := s.q.cancel(jobs.KindRun, runID, "", []byte(jobmap.RunCancelled), now); err != nil {
 			return research.Run{}, false, fmt.Errorf("cancel run %s: %w", runID, err)
 		}
 		r.CancelRequestedBy, r.UpdatedAt = by, now
-		return s.withLease(r), true, nil
+		c, err := s.withLease(r)
+		return c, err == nil, err
 	case research.StateRunning:
 		if r.CancelRequestedBy == "" {
 			r.CancelRequestedBy, r.UpdatedAt = by, now
 		}
-		return s.withLease(r), false, nil
+		c, err := s.withLease(r)
+		return c, false, err
 	}
 	return cur, false, fmt.Errorf("run %s is %s: %w", runID, cur.State, research.ErrFinished)
 }

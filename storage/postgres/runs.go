@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,9 +17,9 @@ import (
 )
 
 // Runs is research.Store on the Store's database (tables bot_* and jobs),
-// shared by any number of processes. A run is a row of bot_runs (question,
-// options, interrupt, decision, status message, CancelRequestedBy) and a
-// KindRun job (migration 0010) that holds its lease and state
+// shared by any number of processes. A run is a row of bot_runs (the
+// columns that conditions read, and the rest as one JSON text, detail:
+// jobmap.RunDetail) and a KindRun job (migration 0010) that holds its lease and state
 // (jobmap.RunJob), read with a JOIN; the inbox and the event keys are jobs
 // too (inbox.go). The lease rules are jobs.go's: conditional UPDATEs (READ
 // COMMITTED re-checks the condition on the latest row version, so exactly
@@ -62,10 +61,8 @@ func fromNanos(n int64) time.Time {
 
 // botRunCols are the columns scanBotRun reads: the run's row r and its job
 // j (botRunFrom), seq first.
-const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.requester, r.question, r.follow_up, r.options,
-	r.status_ts, r.intr_id, r.intr_kind, r.intr_text, r.intr_message_ts,
-	r.dec_interrupt_id, r.dec_action, r.dec_text, r.dec_by, r.dec_at,
-	r.cancel_requested_by, r.created_at, r.updated_at,
+const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.requester,
+	r.status_ts, r.intr_id, r.dec_interrupt_id, r.cancel_requested_by, r.created_at, r.updated_at, r.detail,
 	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.updated_at, j.finished_at, j.error`
 
 // botRunFrom joins a run's row to its job, which holds its lease and state.
@@ -84,30 +81,18 @@ func scanBotRun(row pgx.Row) (research.Run, int64, error) {
 		r                           research.Run
 		j                           jobs.Job
 		seq                         int64
-		options, state              string
-		decAt                       int64
+		state, detail               string
 		created, updated            int64
 		lease, jobUpdated, finished int64
 		intrID, decID               *string
-		intrKind, intrText, intrMsg string
-		decAction, decText, decBy   string
 	)
-	if err := row.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester, &r.Question,
-		&r.FollowUp, &options, &r.StatusTS,
-		&intrID, &intrKind, &intrText, &intrMsg,
-		&decID, &decAction, &decText, &decBy, &decAt,
-		&r.CancelRequestedBy, &created, &updated,
+	if err := row.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester,
+		&r.StatusTS, &intrID, &decID, &r.CancelRequestedBy, &created, &updated, &detail,
 		&state, &j.Payload, &j.Owner, &lease, &j.Attempts, &jobUpdated, &finished, &j.Error); err != nil {
 		return research.Run{}, 0, err
 	}
-	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
-		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
-	}
-	if intrID != nil {
-		r.Interrupt = &research.PendingInterrupt{ID: *intrID, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
-	}
-	if decID != nil {
-		r.Decision = &research.Decision{InterruptID: *decID, Action: research.Action(decAction), Text: decText, By: decBy, At: fromNanos(decAt)}
+	if err := jobmap.ReadRunDetail(&r, []byte(detail), intrID, decID); err != nil {
+		return research.Run{}, 0, err
 	}
 	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
 	j.State, j.LeaseUntil, j.UpdatedAt, j.FinishedAt = jobs.State(state), jobTime(lease), jobTime(jobUpdated), jobTime(finished)
@@ -172,21 +157,19 @@ func (b *Runs) Thread(ctx context.Context, key research.ThreadKey) (research.Thr
 // job are inserted, in one transaction.
 func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
 	r = dbtext.Run(r)
-	opts, err := json.Marshal(r.Options)
+	detail, err := jobmap.RunDetail(r)
 	if err != nil {
-		return fmt.Errorf("postgres: run %s options: %w", r.ID, err)
+		return fmt.Errorf("postgres: create run: %w", err)
 	}
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = r.CreatedAt
 	}
 	var intrID, decID *string
-	var intr research.PendingInterrupt
-	var dec research.Decision
 	if r.Interrupt != nil {
-		intr, intrID = *r.Interrupt, &r.Interrupt.ID
+		intrID = &r.Interrupt.ID
 	}
 	if r.Decision != nil {
-		dec, decID = *r.Decision, &r.Decision.InterruptID
+		decID = &r.Decision.InterruptID
 	}
 	err = pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
 		// Requester first, then thread: every CreateRun takes them in this
@@ -216,16 +199,11 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO bot_runs (
-				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options, status_ts,
-				intr_id, intr_kind, intr_text, intr_message_ts,
-				dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
-				cancel_requested_by, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-				$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
-			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
-			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
-			decID, string(dec.Action), dec.Text, dec.By, nanos(dec.At),
-			r.CancelRequestedBy, nanos(r.CreatedAt), nanos(r.UpdatedAt))
+				id, thread_id, team, channel, thread_ts, requester, status_ts, intr_id, dec_interrupt_id,
+				cancel_requested_by, created_at, updated_at, detail)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.StatusTS, intrID, decID,
+			r.CancelRequestedBy, nanos(r.CreatedAt), nanos(r.UpdatedAt), string(detail))
 		if err != nil {
 			return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
 		}
@@ -394,9 +372,17 @@ func (b *Runs) WaitRun(ctx context.Context, id, owner string, intr research.Pend
 		if _, err := parkJob(ctx, tx, jobs.KindRun, id, owner, nil, now); err != nil {
 			return jobmap.ResearchErr(err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE bot_runs SET intr_id = $2, intr_kind = $3, intr_text = $4, intr_message_ts = $5,
-				dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0
-			WHERE id = $1`, id, intr.ID, string(intr.Kind), intr.Text, intr.MessageTS); err != nil {
+		r, err := getBotRun(ctx, tx, id, " FOR NO KEY UPDATE OF r")
+		if err != nil {
+			return err
+		}
+		r.Interrupt, r.Decision = &intr, nil
+		detail, err := jobmap.RunDetail(r)
+		if err != nil {
+			return fmt.Errorf("postgres: wait run: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE bot_runs SET intr_id = $2, dec_interrupt_id = NULL, detail = $3 WHERE id = $1`,
+			id, intr.ID, string(detail)); err != nil {
 			return fmt.Errorf("postgres: wait run %s: %w", id, err)
 		}
 		return nil
@@ -452,10 +438,15 @@ func (b *Runs) Decide(ctx context.Context, runID string, d research.Decision) (r
 		if err != nil {
 			return fmt.Errorf("decide run %s: %w: %w", runID, research.ErrNotWaiting, err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE bot_runs SET
-				dec_interrupt_id = $2, dec_action = $3, dec_text = $4, dec_by = $5, dec_at = $6, updated_at = $6,
-				cancel_requested_by = CASE WHEN $7::boolean THEN $5 ELSE cancel_requested_by END
-			WHERE id = $1`, runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), cancel); err != nil {
+		next := r
+		next.Decision = &d
+		detail, err := jobmap.RunDetail(next)
+		if err != nil {
+			return fmt.Errorf("postgres: decide: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE bot_runs SET dec_interrupt_id = $2, detail = $3, updated_at = $4,
+				cancel_requested_by = CASE WHEN $5::boolean THEN $6 ELSE cancel_requested_by END
+			WHERE id = $1`, runID, d.InterruptID, string(detail), nanos(d.At), cancel, d.By); err != nil {
 			return fmt.Errorf("postgres: decide run %s: %w", runID, err)
 		}
 		r, err = getBotRun(ctx, tx, runID, "")

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,8 +21,8 @@ import (
 // the reader pool. Times are stored as Unix nanoseconds (0: zero time) and
 // read back in UTC.
 //
-// A run is a row of bot_runs (question, options, interrupt, decision,
-// status message, CancelRequestedBy) and a KindRun job (migration 0010)
+// A run is a row of bot_runs (the columns that conditions read, and the
+// rest as one JSON text, detail: jobmap.RunDetail) and a KindRun job (migration 0010)
 // that holds its lease and state (jobmap.RunJob), read with a JOIN; the
 // inbox and the event keys are jobs too (inbox.go). The lease rules are
 // jobs.go's, run inside this file's transactions.
@@ -53,10 +52,8 @@ func fromNanos(n int64) time.Time {
 
 // botRunCols are the columns scanBotRun reads: the run's row r and its job
 // j (botRunFrom), seq first.
-const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.requester, r.question, r.follow_up, r.options,
-	r.status_ts, r.intr_id, r.intr_kind, r.intr_text, r.intr_message_ts,
-	r.dec_interrupt_id, r.dec_action, r.dec_text, r.dec_by, r.dec_at,
-	r.cancel_requested_by, r.created_at, r.updated_at,
+const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.requester,
+	r.status_ts, r.intr_id, r.dec_interrupt_id, r.cancel_requested_by, r.created_at, r.updated_at, r.detail,
 	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.updated_at, j.finished_at, j.error`
 
 // botRunFrom joins a run's row to its job, which holds its lease and state.
@@ -80,35 +77,31 @@ func scanBotRun(sc botScanner) (research.Run, int64, error) {
 		r                           research.Run
 		j                           jobs.Job
 		seq                         int64
-		options                     string
-		decAt                       int64
 		created, updated            int64
 		lease, jobUpdated, finished int64
 		intrID, decID               sql.NullString
-		intrKind, intrText, intrMsg string
-		decAction, decText, decBy   string
+		detail                      []byte
 	)
-	if err := sc.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester, &r.Question,
-		&r.FollowUp, &options, &r.StatusTS,
-		&intrID, &intrKind, &intrText, &intrMsg,
-		&decID, &decAction, &decText, &decBy, &decAt,
-		&r.CancelRequestedBy, &created, &updated,
+	if err := sc.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester,
+		&r.StatusTS, &intrID, &decID, &r.CancelRequestedBy, &created, &updated, &detail,
 		&j.State, &j.Payload, &j.Owner, &lease, &j.Attempts, &jobUpdated, &finished, &j.Error); err != nil {
 		return research.Run{}, 0, err
 	}
-	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
-		return research.Run{}, 0, fmt.Errorf("run %s: options: %w", r.ID, err)
-	}
-	if intrID.Valid {
-		r.Interrupt = &research.PendingInterrupt{ID: intrID.String, Kind: research.InterruptKind(intrKind), Text: intrText, MessageTS: intrMsg}
-	}
-	if decID.Valid {
-		r.Decision = &research.Decision{InterruptID: decID.String, Action: research.Action(decAction), Text: decText, By: decBy, At: fromNanos(decAt)}
+	if err := jobmap.ReadRunDetail(&r, detail, nullString(intrID), nullString(decID)); err != nil {
+		return research.Run{}, 0, err
 	}
 	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
 	j.LeaseUntil, j.UpdatedAt, j.FinishedAt = jobTime(lease), jobTime(jobUpdated), jobTime(finished)
 	jobmap.RunLease(&r, j)
 	return r, seq, nil
+}
+
+// nullString returns the string of n, or nil when it is NULL.
+func nullString(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	return &n.String
 }
 
 // queryBotRun reads one run with q (which selects botRunCols); ErrNotFound if none.
@@ -177,21 +170,19 @@ func (b *Runs) Thread(ctx context.Context, key research.ThreadKey) (research.Thr
 // immediate transaction (writers serialise on the file's lock).
 func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
 	r = dbtext.Run(r)
-	opts, err := json.Marshal(r.Options)
+	detail, err := jobmap.RunDetail(r)
 	if err != nil {
-		return fmt.Errorf("sqlite: run %s options: %w", r.ID, err)
+		return fmt.Errorf("sqlite: create run: %w", err)
 	}
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = r.CreatedAt
 	}
 	var intrID, decID sql.NullString
-	var intr research.PendingInterrupt
-	var dec research.Decision
 	if r.Interrupt != nil {
-		intr, intrID = *r.Interrupt, sql.NullString{String: r.Interrupt.ID, Valid: true}
+		intrID = sql.NullString{String: r.Interrupt.ID, Valid: true}
 	}
 	if r.Decision != nil {
-		dec, decID = *r.Decision, sql.NullString{String: r.Decision.InterruptID, Valid: true}
+		decID = sql.NullString{String: r.Decision.InterruptID, Valid: true}
 	}
 	return b.s.write(ctx, func(tx *sql.Tx) error {
 		var exists, busy bool
@@ -212,15 +203,11 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 			return fmt.Errorf("user %s has %d: %w", r.Requester, perUser, research.ErrUserLimit)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_runs (
-				id, thread_id, team, channel, thread_ts, requester, question, follow_up, options, status_ts,
-				intr_id, intr_kind, intr_text, intr_message_ts,
-				dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
-				cancel_requested_by, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, string(opts),
-			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS,
-			decID, string(dec.Action), dec.Text, dec.By, nanos(dec.At),
-			r.CancelRequestedBy, nanos(r.CreatedAt), nanos(r.UpdatedAt)); err != nil {
+				id, thread_id, team, channel, thread_ts, requester, status_ts, intr_id, dec_interrupt_id,
+				cancel_requested_by, created_at, updated_at, detail)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.StatusTS, intrID, decID,
+			r.CancelRequestedBy, nanos(r.CreatedAt), nanos(r.UpdatedAt), string(detail)); err != nil {
 			return fmt.Errorf("sqlite: create run %s: %w", r.ID, err)
 		}
 		stored, err := putJobs(ctx, tx, []jobs.Job{jobmap.RunJob(r)})
@@ -383,9 +370,17 @@ func (b *Runs) WaitRun(ctx context.Context, id, owner string, intr research.Pend
 		if _, err := parkJob(ctx, tx, jobs.KindRun, id, owner, nil, now); err != nil {
 			return jobmap.ResearchErr(err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET intr_id = ?, intr_kind = ?, intr_text = ?, intr_message_ts = ?,
-				dec_interrupt_id = NULL, dec_action = '', dec_text = '', dec_by = '', dec_at = 0
-			WHERE id = ?`, intr.ID, string(intr.Kind), intr.Text, intr.MessageTS, id); err != nil {
+		r, err := getBotRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		r.Interrupt, r.Decision = &intr, nil
+		detail, err := jobmap.RunDetail(r)
+		if err != nil {
+			return fmt.Errorf("sqlite: wait run: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET intr_id = ?, dec_interrupt_id = NULL, detail = ? WHERE id = ?`,
+			intr.ID, string(detail), id); err != nil {
 			return fmt.Errorf("sqlite: wait run %s: %w", id, err)
 		}
 		return nil
@@ -445,10 +440,15 @@ func (b *Runs) Decide(ctx context.Context, runID string, d research.Decision) (r
 		if err != nil {
 			return fmt.Errorf("decide run %s: %w", runID, err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET
-				dec_interrupt_id = ?2, dec_action = ?3, dec_text = ?4, dec_by = ?5, dec_at = ?6, updated_at = ?6,
-				cancel_requested_by = CASE WHEN ?7 THEN ?5 ELSE cancel_requested_by END
-			WHERE id = ?1`, runID, d.InterruptID, string(d.Action), d.Text, d.By, nanos(d.At), cancel); err != nil {
+		next := r
+		next.Decision = &d
+		detail, err := jobmap.RunDetail(next)
+		if err != nil {
+			return fmt.Errorf("sqlite: decide: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE bot_runs SET dec_interrupt_id = ?2, detail = ?3, updated_at = ?4,
+				cancel_requested_by = CASE WHEN ?5 THEN ?6 ELSE cancel_requested_by END
+			WHERE id = ?1`, runID, d.InterruptID, string(detail), nanos(d.At), cancel, d.By); err != nil {
 			return fmt.Errorf("sqlite: decide run %s: %w", runID, err)
 		}
 		r, err = getBotRun(ctx, tx, runID)

@@ -44,6 +44,7 @@ func Runs(t *testing.T, newStore func(t *testing.T) research.Store) {
 		{"Uploads", testUploads},
 		{"ListRuns", testListRuns},
 		{"RoundTrip", testRoundTrip},
+		{"RoundTripAll", testRoundTripAll},
 		{"HostileText", testHostileText},
 		{"InboxPut", testInboxPut},
 		{"InboxPutConcurrent", testInboxPutConcurrent},

@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"deepresearch/research"
+)
+
+// A database at 0012 with live runs (waiting on an interrupt, decided and
+// queued, finished, cancelled by a decision, plain) migrates to 0013: each
+// reads back as it did, and the waiting and decided ones still work.
+func TestMigrateRunDetail(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	ns := func(tm time.Time) int64 { return tm.UnixNano() }
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	old := openAtVersion(t, path, 12)
+
+	key := research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: "1.0"}
+	opts := research.RunOptions{ApprovePlan: true, Depth: "deep", Language: "ja", Redeliver: "r-0"}
+	plan := &research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan, Text: "1. 規制\n2. \"quotes\" & <b>", MessageTS: "5.0"}
+	decidedAt := at(3).Add(123456789 * time.Nanosecond)
+	want := []research.Run{
+		{ID: "r-wait", ThreadID: "th-wait", Key: key, Requester: "U1", Question: "2026年の規制 <!here>", FollowUp: true, Options: opts,
+			State: research.StateWaiting, Attempt: 1, StatusTS: "4.0", Interrupt: plan, CreatedAt: at(1), UpdatedAt: at(2)},
+		{ID: "r-decided", ThreadID: "th-decided", Key: key, Requester: "U1", Question: "q", Options: research.RunOptions{ApproveDraft: true},
+			State: research.StateQueued, StatusTS: "4.1",
+			Interrupt: &research.PendingInterrupt{ID: "i2", Kind: research.InterruptDraft, Text: "draft", MessageTS: "5.1"},
+			Decision:  &research.Decision{InterruptID: "i2", Action: research.ActionRevise, Text: "shorter", By: "U2", At: decidedAt},
+			CreatedAt: at(1), UpdatedAt: decidedAt},
+		{ID: "r-done", ThreadID: "th-done", Key: key, Requester: "U2", Question: "done q", State: research.StateDone, Attempt: 2,
+			Interrupt: &research.PendingInterrupt{ID: "i3", Kind: research.InterruptQuestion, Text: "which?", MessageTS: "5.2"},
+			Decision:  &research.Decision{InterruptID: "i3", Action: research.ActionAnswer, Text: "2025", By: "U2", At: at(4)},
+			CreatedAt: at(1), UpdatedAt: at(9), FinishedAt: at(9)},
+		{ID: "r-cancel", ThreadID: "th-cancel", Key: key, Requester: "U2", Question: "c", State: research.StateCancelled,
+			Interrupt:         &research.PendingInterrupt{ID: "i4", Kind: research.InterruptPlan, Text: "p", MessageTS: "5.3"},
+			Decision:          &research.Decision{InterruptID: "i4", Action: research.ActionCancel, By: "U3", At: at(6)},
+			CancelRequestedBy: "U3", CreatedAt: at(2), UpdatedAt: at(6), FinishedAt: at(6)},
+		{ID: "r-plain", ThreadID: "th-plain", Key: key, Requester: "U3", State: research.StateQueued, CreatedAt: at(3), UpdatedAt: at(3)},
+	}
+	jobState := map[research.RunState]string{research.StateWaiting: "parked", research.StateQueued: "ready",
+		research.StateDone: "done", research.StateCancelled: "failed"}
+	for _, r := range want {
+		var intrID, decID any
+		var intr research.PendingInterrupt
+		var dec research.Decision
+		var decAt int64
+		if r.Interrupt != nil {
+			intr, intrID = *r.Interrupt, r.Interrupt.ID
+		}
+		if r.Decision != nil {
+			dec, decID, decAt = *r.Decision, r.Decision.InterruptID, ns(r.Decision.At)
+		}
+		o := `{"ApprovePlan":false,"ApproveDraft":false,"Depth":"","Language":""}`
+		if r.Options != (research.RunOptions{}) {
+			o = `{"ApprovePlan":` + map[bool]string{true: "true", false: "false"}[r.Options.ApprovePlan] +
+				`,"ApproveDraft":` + map[bool]string{true: "true", false: "false"}[r.Options.ApproveDraft] +
+				`,"Depth":"` + r.Options.Depth + `","Language":"` + r.Options.Language + `"`
+			if r.Options.Redeliver != "" {
+				o += `,"Redeliver":"` + r.Options.Redeliver + `"`
+			}
+			o += `}`
+		}
+		if _, err := old.Exec(`INSERT INTO bot_runs (id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
+				status_ts, intr_id, intr_kind, intr_text, intr_message_ts, dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
+				cancel_requested_by, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, o,
+			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS, decID, string(dec.Action), dec.Text, dec.By, decAt,
+			r.CancelRequestedBy, ns(r.CreatedAt), ns(r.UpdatedAt)); err != nil {
+			t.Fatalf("run %s: %v", r.ID, err)
+		}
+		payload, fin := []byte{}, int64(0)
+		if r.State == research.StateCancelled {
+			payload = []byte("cancelled")
+		}
+		if !r.FinishedAt.IsZero() {
+			fin = ns(r.FinishedAt)
+		}
+		if _, err := old.Exec(`INSERT INTO jobs (kind, key, state, payload, owner, lease_until, attempts, created_at, updated_at, finished_at, error)
+			VALUES ('run', ?, ?, ?, '', 0, ?, ?, ?, ?, '')`,
+			r.ID, jobState[r.State], payload, r.Attempt, ns(r.CreatedAt), ns(r.UpdatedAt), fin); err != nil {
+			t.Fatalf("job %s: %v", r.ID, err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatalf("Open (migrate): %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	st := NewRuns(s)
+	for _, w := range want {
+		got, err := st.Run(ctx, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("run %s read back as\n%+v %+v %+v\nwant\n%+v %+v %+v", w.ID, got, got.Interrupt, got.Decision, w, w.Interrupt, w.Decision)
+		}
+	}
+	var moved int
+	if err := s.r.QueryRow(`SELECT count(*) FROM pragma_table_info('bot_runs') WHERE name IN ('question', 'follow_up', 'options',
+		'intr_kind', 'intr_text', 'intr_message_ts', 'dec_action', 'dec_text', 'dec_by', 'dec_at')`).Scan(&moved); err != nil || moved != 0 {
+		t.Errorf("bot_runs keeps %d moved columns (%v)", moved, err)
+	}
+
+	// The waiting run is decided and resumed, waits again and finishes; the
+	// decided one is acquired and finishes.
+	d := research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: "U1", At: at(20)}
+	r, err := st.Decide(ctx, "r-wait", d)
+	if err != nil || r.State != research.StateQueued || r.Question != want[0].Question || r.Options != opts || !r.FollowUp ||
+		r.Interrupt == nil || *r.Interrupt != *plan || r.Decision == nil || *r.Decision != d {
+		t.Fatalf("decided %+v %+v, %v", r, r.Decision, err)
+	}
+	if _, err := st.Decide(ctx, "r-wait", d); err == nil {
+		t.Error("a second decision on a migrated interrupt was taken")
+	}
+	for _, id := range []string{"r-wait", "r-decided"} {
+		r, err := st.AcquireRun(ctx, id, "B", at(21), time.Minute)
+		if err != nil || r.Owner != "B" || r.Decision == nil {
+			t.Fatalf("acquire %s: %+v, %v", id, r, err)
+		}
+	}
+	draft := research.PendingInterrupt{ID: "i5", Kind: research.InterruptDraft, Text: "d", MessageTS: "6.0"}
+	if err := st.WaitRun(ctx, "r-wait", "B", draft, at(22)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Run(ctx, "r-wait"); err != nil || r.Interrupt == nil || *r.Interrupt != draft || r.Decision != nil || r.Question != want[0].Question {
+		t.Errorf("waiting again: %+v, %v", r, err)
+	}
+	if err := st.FinishRun(ctx, "r-decided", "B", research.StateDone, "", at(23)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Run(ctx, "r-decided"); err != nil || r.State != research.StateDone || r.Decision == nil || *r.Decision != *want[1].Decision {
+		t.Errorf("finished: %+v, %v", r, err)
+	}
+}
