@@ -225,10 +225,13 @@ type Run struct {
 	ThreadID  string
 	Key       ThreadKey // where it lives in Slack
 	Requester string
-	Question  string
-	FollowUp  bool
-	Options   RunOptions
-	State     RunState
+	// Locale is the requester's Slack locale (e.g. "ja-JP"), when known: a
+	// default for the report's language and for dates in messages.
+	Locale   string
+	Question string
+	FollowUp bool
+	Options  RunOptions
+	State    RunState
 
 	// Lease: who works on it and until when (running only).
 	Owner      string

@@ -512,11 +512,12 @@ func testRoundTrip(t *testing.T, s research.Store) {
 	r := newRun("r1", "1.0", "U1")
 	r.Question = "2026年の国内生成AI規制 <!here> & \"quotes\""
 	r.FollowUp = true
+	r.Locale = "ja-JP"
 	r.Options = research.RunOptions{ApprovePlan: true, ApproveDraft: true, Depth: "deep", Language: "ja"}
 	r.CreatedAt = at(0.123)
 	r.UpdatedAt = at(0.123)
 	got := create(t, s, r)
-	if got.Question != r.Question || !got.FollowUp || got.Options != r.Options || got.Key != r.Key ||
+	if got.Question != r.Question || !got.FollowUp || got.Locale != "ja-JP" || got.Options != r.Options || got.Key != r.Key ||
 		got.ThreadID != r.ThreadID || got.Requester != "U1" || !got.CreatedAt.Equal(r.CreatedAt) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, r)
 	}
@@ -529,7 +530,7 @@ func testRoundTrip(t *testing.T, s research.Store) {
 	must(t, err)
 	got, _ = s.Run(c, "r1")
 	if got.Interrupt == nil || *got.Interrupt != pi || got.Decision == nil || got.Decision.Text != d.Text ||
-		!got.Decision.At.Equal(d.At) || got.Decision.Action != d.Action || got.Decision.By != "U1" {
+		!got.Decision.At.Equal(d.At) || got.Decision.Action != d.Action || got.Decision.By != "U1" || got.Locale != "ja-JP" {
 		t.Errorf("interrupt/decision round trip: %+v %+v", got.Interrupt, got.Decision)
 	}
 }
