@@ -20,8 +20,8 @@ import (
 // memory. The zero value is not usable; call NewRuns.
 //
 // A run is its record in runs (everything but the lease, its detail
-// normalised as the SQL stores keep it: jobmap.CopyRun) and a KindRun job on q that holds its
-// lease and state (jobmap.RunJob); the inbox, the event keys and the
+// normalised as the SQL stores keep it: jobmap.CopyRun) and a KindRun job
+// on q that holds its lease and state (jobmap.RunJob); the inbox, the event keys and the
 // instances are q's too (inbox.go). q's mutex guards everything, so a
 // record and its job change together; the lease rules are jobs.go's.
 type Runs struct {

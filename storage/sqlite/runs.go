@@ -22,9 +22,9 @@ import (
 // read back in UTC.
 //
 // A run is a row of bot_runs (the columns that conditions read, and the
-// rest as one JSON text, detail: jobmap.RunDetail) and a KindRun job (migration 0010)
-// that holds its lease and state (jobmap.RunJob), read with a JOIN; the
-// inbox and the event keys are jobs too (inbox.go). The lease rules are
+// rest as one JSON text, detail: jobmap.RunDetail) and a KindRun job
+// (migration 0010) that holds its lease and state (jobmap.RunJob), read
+// with a JOIN; the inbox and the event keys are jobs too (inbox.go). The lease rules are
 // jobs.go's, run inside this file's transactions.
 type Runs struct {
 	s *Store
