@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"deepresearch/agent/citation"
 	"deepresearch/research"
 
 	"github.com/slack-go/slack"
@@ -130,32 +131,11 @@ func (b *Bot) mistypedSubcommand(word, rest string) bool {
 		known = append(known, name)
 	}
 	for _, k := range known {
-		if d := editDistance(lw, k); d > 0 && d <= 2 && len(k) >= 4 {
+		if d := citation.EditDistance([]byte(lw), []byte(k)); d > 0 && d <= 2 && len(k) >= 4 {
 			return true
 		}
 	}
 	return false
-}
-
-// editDistance is the Levenshtein distance of two short ASCII words.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question string, say func(string)) {

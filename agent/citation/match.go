@@ -289,7 +289,7 @@ func (p *pageIndex) snap(q []rune, s span) span {
 			if b <= a {
 				continue
 			}
-			if d := editDistance(q, p.f.r[a:b]); best.dist < 0 || d < best.dist {
+			if d := EditDistance(q, p.f.r[a:b]); best.dist < 0 || d < best.dist {
 				best = span{a, b, d}
 			}
 		}
@@ -300,9 +300,9 @@ func (p *pageIndex) snap(q []rune, s span) span {
 	return best
 }
 
-// editDistance is the Levenshtein distance between two sequences (runes,
-// or words).
-func editDistance[T comparable](a, b []T) int {
+// EditDistance is the Levenshtein distance between two sequences (runes,
+// bytes or words).
+func EditDistance[T comparable](a, b []T) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -370,7 +370,7 @@ func (p *pageIndex) close(qf *folded, s span, qOrig string) bool {
 	if !slices.Equal(numberWords(qw), numberWords(pw)) {
 		return false
 	}
-	return editDistance(qw, pw) <= 2+len(qw)/12
+	return EditDistance(qw, pw) <= 2+len(qw)/12
 }
 
 // numberWordSet holds the words that state a quantity: a repair that
