@@ -760,16 +760,24 @@ func (b *Bot) messageStatus(ctx context.Context, r *research.Run, v statusView, 
 }
 
 // endWaitingStatus shows a cancelled queued or waiting run, which no one
-// is running: its stream is stopped with the outcome, or its status
-// message edited.
+// is running: its stream is stopped with the outcome (a stream that
+// replaced the recorded one too, and the recorded message edited), or its
+// status message edited.
 func (b *Bot) endWaitingStatus(ctx context.Context, r research.Run, v statusView) {
 	if on, known := b.streams.known(b.team(r)); on || !known {
 		_, blocks := streamFinalBlocks(v, nil)
-		err := b.stopStream(ctx, r, r.StatusTS, nil, blocks)
-		if err == nil {
-			return
+		live := r.StatusTS
+		if ts, ok := b.replaced.LoadAndDelete(r.ID); ok {
+			live = ts.(string)
 		}
-		if !streamGone(err) && streamRefused(err) {
+		err := b.stopStream(ctx, r, live, nil, blocks)
+		switch {
+		case err == nil && live == r.StatusTS:
+			return
+		case streamGone(err) && live == r.StatusTS:
+			// Replaced by a process that is gone: stop what it left open.
+			b.stopStrayStreams(ctx, r)
+		case err != nil && !streamGone(err) && streamRefused(err):
 			b.streams.set(b.team(r), false)
 		}
 	}
