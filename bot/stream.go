@@ -142,6 +142,9 @@ func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamSt
 
 func (s *streamStatus) Progress(p research.Progress) {
 	s.mu.Lock()
+	if p.Theme == "" {
+		p.Theme = s.view.Progress.Theme // the plan's title stays once planned
+	}
 	s.view.Progress = p
 	s.view.State = research.StateRunning
 	s.dirty = true
@@ -304,7 +307,7 @@ func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.
 // that records them as shown.
 func (s *streamStatus) changes(v statusView) ([]slack.StreamChunk, func()) {
 	var chunks []slack.StreamChunk
-	title := planTitle(v.Question)
+	title := streamTitle(v)
 	if title != s.sentTitle {
 		chunks = append(chunks, slack.NewPlanUpdateChunk(title))
 	}
@@ -499,7 +502,7 @@ func streamOpening(v statusView, resumed bool) []slack.StreamChunk {
 	if resumed {
 		chunks = append(chunks, slack.NewMarkdownTextChunk(resumedText(v.Lang)))
 	}
-	chunks = append(chunks, slack.NewPlanUpdateChunk(planTitle(v.Question)))
+	chunks = append(chunks, slack.NewPlanUpdateChunk(streamTitle(v)))
 	for i, st := range v.Progress.Subtasks {
 		chunks = append(chunks, taskCard(i, st, v.Lang))
 	}
@@ -508,7 +511,16 @@ func streamOpening(v statusView, resumed bool) []slack.StreamChunk {
 	return append(chunks, slack.NewBlocksChunk(slack.NewActionBlock("dr_status", btn)))
 }
 
-// planTitle is the plan's title: the question as plain text.
+// streamTitle is the plan's title: the research's theme once planned,
+// else the question.
+func streamTitle(v statusView) string {
+	if strings.TrimSpace(v.Progress.Theme) != "" {
+		return planTitle(v.Progress.Theme)
+	}
+	return planTitle(v.Question)
+}
+
+// planTitle is a plan's title as plain text.
 func planTitle(question string) string {
 	t := Truncate(strings.Join(strings.Fields(plainTitle(question)), " "), maxCardTitle)
 	if t == "" {
@@ -667,7 +679,7 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 		if stored == ts {
 			r.StatusTS = ts
 			s := b.newStreamStatus(*r, ts, v)
-			s.sentTitle = planTitle(v.Question)
+			s.sentTitle = streamTitle(v)
 			go s.loop()
 			return s
 		}

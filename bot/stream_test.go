@@ -314,6 +314,9 @@ func TestStreamAppendsArePaced(t *testing.T) {
 	if st.AppendCalls > 6 {
 		t.Errorf("%d appends for 200 snapshots", st.AppendCalls)
 	}
+	if title := st.PlanTitle(); !strings.HasPrefix(title, "Chatty theme") || strings.Contains(title, "<!here>") {
+		t.Errorf("plan title %q, want the theme (escaped)", title)
+	}
 	if tasks := st.Tasks(); len(tasks) != 2 || tasks[0].Details != "3 searches, 3 pages read" {
 		t.Errorf("tasks = %+v", tasks)
 	}
@@ -329,7 +332,7 @@ type chattyResearcher struct {
 
 func (c *chattyResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
 	for i := range c.n {
-		sink(research.Progress{Phase: "researching", Tokens: i, Subtasks: []research.Subtask{
+		sink(research.Progress{Phase: "researching", Theme: "Chatty theme <!here>", Tokens: i, Subtasks: []research.Subtask{
 			{Title: "Search", State: research.SubtaskRunning, Searches: i},
 			{Title: "Read", State: research.SubtaskPending},
 		}})
