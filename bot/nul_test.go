@@ -162,7 +162,7 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 // researched and shown again after every lease.
 func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 	pg := openPostgres(t)
-	if _, err := pg.Pool().Exec(context.Background(), `ALTER TABLE bot_runs ADD CONSTRAINT no_poison CHECK (intr_text NOT LIKE '%POISON%')`); err != nil {
+	if _, err := pg.Pool().Exec(context.Background(), `ALTER TABLE bot_runs ADD CONSTRAINT no_poison CHECK (detail NOT LIKE '%POISON%')`); err != nil {
 		t.Fatal(err)
 	}
 	store := postgres.NewRuns(pg)
