@@ -133,6 +133,7 @@ type streamStatus struct {
 	// title; only the loop, and Final after halt, touch them.
 	sent      map[string]string
 	sentTitle string
+	probing   bool // openStatus's first append: a gone stream is its to handle
 }
 
 func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
@@ -266,7 +267,7 @@ func (s *streamStatus) appendChanges(ctx context.Context, v statusView, extra []
 		_, _, err := s.b.api.AppendStreamContext(ctx, s.run.Key.Channel, ts, slack.MsgOptionChunks(chunks...))
 		return err
 	})
-	if streamGone(err) {
+	if streamGone(err) && !s.probing {
 		return s.restart(ctx, v, extra)
 	}
 	if err == nil {
@@ -413,18 +414,19 @@ func (b *Bot) team(r research.Run) string {
 }
 
 // startStream starts a stream in the run's thread with chunks (a plan of
-// task cards) and returns its ts. Not retried on a 5xx: a second stream
-// would be worse than the fallback.
+// task cards) and returns its ts. It is tried once: after a 5xx a second
+// stream would be worse than the fallback, and chat.startStream is Tier 2
+// (about 20 a minute), so under a burst a run that gets a 429 shows its
+// status message at once instead of holding its handler for a minute.
 func (b *Bot) startStream(ctx context.Context, r research.Run, chunks []slack.StreamChunk) (string, error) {
 	opts := append([]slack.MsgOption{slack.MsgOptionTS(r.Key.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModePlan),
 		slack.MsgOptionChunks(chunks...)}, streamRecipient(r, b.team(r))...)
-	var ts string
-	err := b.call(ctx, "chat.startStream", false, func(ctx context.Context) error {
-		var err error
-		_, ts, err = b.api.StartStreamContext(ctx, r.Key.Channel, opts...)
-		return err
-	})
-	return ts, err
+	_, ts, err := b.api.StartStreamContext(ctx, r.Key.Channel, opts...)
+	if err != nil {
+		b.metrics.slackErrors.WithLabelValues("chat.startStream", errorCode(err)).Inc()
+		return "", fmt.Errorf("chat.startStream: %w", err)
+	}
+	return ts, nil
 }
 
 // stopStream ends a stream with chunks and final blocks.
@@ -690,13 +692,23 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 		live = ts.(string)
 	}
 	s := b.newStreamStatus(*r, live, v)
-	// The first append says whether the recorded stream still takes chunks
-	// (a gone one is replaced by a fresh stream in appendChanges).
+	// The first append says whether the recorded stream still takes chunks.
+	s.probing = true
 	err := s.appendChanges(ctx, v, nil)
+	s.probing = false
 	switch {
 	case err == nil:
 		b.streams.set(team, true)
-	case streamRefused(err) && !streamGone(err):
+	case errorCode(err) == "message_not_found":
+		// No stream: the run's status message was posted instead (Slack
+		// refused a stream for it, or it is gone and a final is posted).
+		return b.messageStatus(ctx, r, v, log)
+	case streamGone(err):
+		// The stream stopped: a fresh one says the run resumed.
+		if err := s.restart(ctx, v, nil); err != nil {
+			log.Warn("bot: replace the run's stopped stream", "err", err)
+		}
+	case streamRefused(err):
 		b.streams.set(team, false)
 		log.Info("bot: slack refused chat.appendStream; this workspace gets an edited status message", "team", team, "err", err)
 		return b.messageStatus(ctx, r, v, log)

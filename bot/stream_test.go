@@ -418,3 +418,27 @@ func TestStrayStreamIsStopped(t *testing.T) {
 		t.Errorf("recorded message = %s", m.Blocks)
 	}
 }
+
+// TestStreamStartRateLimited: beyond chat.startStream's Tier 2 budget a
+// run does not wait for a stream: it shows the edited status message at
+// once, and the workspace keeps streaming for later runs.
+func TestStreamStartRateLimited(t *testing.T) {
+	h := streaming(t, slackfake.WithTierLimits(slackfake.Limits{StartStreamsPerMinute: 1}))
+	h.start(noDraftApproval)
+	ctx := testCtx(t)
+	first := h.mention(ctx, "U1", "C1", "first", "")
+	h.waitReports(ctx, "C1", first.TS, 1)
+	second := h.mention(ctx, "U2", "C2", "second", "")
+	h.waitReports(ctx, "C2", second.TS, 1)
+	h.waitState(ctx, "C2", second.TS, research.StateDone)
+	if n := len(threadStreams(h, "C1", first.TS)); n != 1 {
+		t.Errorf("first run: %d streams", n)
+	}
+	h.waitFor(ctx, "the second run's status message done", func() bool {
+		m, ok := h.statusMessage("C2", second.TS, 1)
+		return ok && strings.Contains(string(m.Blocks), "Done")
+	})
+	if n := len(threadStreams(h, "C2", second.TS)); n != 0 {
+		t.Errorf("second run: %d streams", n)
+	}
+}
