@@ -477,6 +477,10 @@ func tail(path string, n int) string {
 
 var statusTextRE = regexp.MustCompile(`^(Queued|Researching|Waiting for you|Done|Failed|Cancelled): `)
 
+// streamStateRE finds the state in a streamed status's final blocks (the
+// status picture's head: "✅ *Done:* question").
+var streamStateRE = regexp.MustCompile(`\*(Queued|Researching|Waiting for you|Done|Failed|Cancelled):\*`)
+
 // threadView is what the bot left in one thread.
 type threadView struct {
 	Reports     int // completed report files shared in the thread
@@ -503,13 +507,27 @@ func ackCounts(fake *slackfake.Server) (acked, redelivered int) {
 }
 
 func inspect(fake *slackfake.Server, channel, ts string) threadView {
-	return viewOf(fake.Files(), fake.Thread(channel, ts), channel, ts)
+	return viewOf(fake.Files(), fake.Thread(channel, ts), streamsByTS(fake.Streams()), channel, ts)
+}
+
+// streamsByTS indexes streams by their message's channel and ts.
+func streamsByTS(ss []slackfake.Stream) map[string]slackfake.Stream {
+	out := make(map[string]slackfake.Stream, len(ss))
+	for _, st := range ss {
+		out[st.Channel+"/"+st.TS] = st
+	}
+	return out
 }
 
 // viewOf builds a thread's view from the fake's files and the thread's
 // messages (inspect for one thread; the load test reads the fake once for
 // many threads).
-func viewOf(files []slackfake.File, thread []slackfake.Message, channel, ts string) threadView {
+//
+// A run's status is either an edited message ("Done: …" as its text) or a
+// streamed message: open while the run works (a status left active if it
+// stays open), and stopped with final blocks that name the state; a
+// stream stopped without them was replaced and does not count.
+func viewOf(files []slackfake.File, thread []slackfake.Message, streams map[string]slackfake.Stream, channel, ts string) threadView {
 	var v threadView
 	for _, f := range files {
 		if f.Completed && f.ThreadTS == ts && len(f.Channels) > 0 && f.Channels[0] == channel {
@@ -521,7 +539,19 @@ func viewOf(files []slackfake.File, thread []slackfake.Message, channel, ts stri
 		if !m.IsBot() {
 			continue
 		}
-		if st := statusTextRE.FindStringSubmatch(m.Text); st != nil {
+		st := statusTextRE.FindStringSubmatch(m.Text)
+		if stream, ok := streams[m.Channel+"/"+m.TS]; ok && st == nil {
+			switch {
+			case stream.Open:
+				st = []string{"", "Researching"}
+			default:
+				st = streamStateRE.FindStringSubmatch(string(stream.FinalBlocks))
+				if st == nil {
+					continue // replaced by a later stream
+				}
+			}
+		}
+		if st != nil {
 			v.Status++
 			switch st[1] {
 			case "Done":

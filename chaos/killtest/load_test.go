@@ -199,9 +199,10 @@ func TestLoadReplicasPostgres(t *testing.T) {
 			}
 		}
 		out := map[string]threadView{}
+		streams := streamsByTS(w.slack.Streams())
 		for _, s := range all {
 			k := s.channel + "/" + s.ts
-			out[k] = viewOf(byThread[k], msgs[k], s.channel, s.ts)
+			out[k] = viewOf(byThread[k], msgs[k], streams, s.channel, s.ts)
 		}
 		return out
 	}
