@@ -190,6 +190,9 @@ func (s *statusMessage) render(ctx context.Context, v statusView, kind editKind)
 	return s.b.edits.apply(ctx, s.channel+"/"+s.ts, func(ctx context.Context) error {
 		v.Now = s.b.now()
 		text, blocks := statusBlocks(v)
+		if v.State == research.StateDone {
+			blocks = s.b.ratingBlocks(blocks, v.RunID)
+		}
 		err := s.b.editMessage(ctx, kind, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		if err != nil && !errors.Is(err, errEditSkipped) {
 			s.b.log.Warn("bot: status update", "channel", s.channel, "ts", s.ts, "err", err)

@@ -3,6 +3,7 @@ package bot_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +138,44 @@ func TestRatingsInStatus(t *testing.T) {
 	h.slash(t, "U1", "C1", "status")
 	h.responseContaining(t, "`"+r.ID+"` ")
 	h.responseContaining(t, "👍 2 👎 1")
+}
+
+// Every finished report carries the feedback buttons: in the stream's final
+// blocks, and in the final status message where streaming is not served.
+func TestRatingsUnderReports(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		stream bool
+	}{{"stream", true}, {"status message", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tt.stream {
+				h = streaming(t)
+			}
+			ctx := testCtx(t)
+			h.start(func(o *bot.Options) { o.Feedback = &memory.Feedback{} })
+			h.connected(ctx, 1)
+			ts := h.mention(ctx, "U1", "C1", "what changed in the EU AI Act", "").TS
+			approval, val := h.waitApproval(ctx, "C1", ts, "dr_approve")
+			h.approveAndWait(ctx, "U1", "C1", ts, approval, val)
+			r := h.waitState(ctx, "C1", ts, research.StateDone)
+			want := `"block_id":"dr_rate:` + r.ID + `"`
+			h.waitFor(ctx, "the feedback buttons under the report", func() bool {
+				if tt.stream {
+					for _, st := range threadStreams(h, "C1", ts) {
+						if !st.Open && strings.Contains(string(st.FinalBlocks), want) {
+							return true
+						}
+					}
+					return false
+				}
+				for _, m := range h.botMessages("C1", ts) {
+					if strings.Contains(string(m.Blocks), want) && strings.Contains(string(m.Blocks), `"feedback_buttons"`) {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
 }

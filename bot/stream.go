@@ -351,6 +351,9 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 		return s.appendChanges(ctx, v, []slack.StreamChunk{slack.NewMarkdownTextChunk(waitingText(v.Lang))})
 	}
 	text, blocks := streamFinalBlocks(v, res)
+	if state == research.StateDone {
+		blocks = s.b.ratingBlocks(blocks, s.run.ID)
+	}
 	defer s.b.replaced.Delete(s.run.ID)
 	if ts := s.liveTS(); ts != "" {
 		chunks, _ := s.changes(v)
