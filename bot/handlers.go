@@ -432,7 +432,7 @@ func (b *Bot) publishHome(ctx context.Context, user string) {
 	if err != nil {
 		b.log.Warn("bot: list runs for home", "err", err)
 	}
-	blocks := homeBlocks(runs, b.now())
+	blocks := homeBlocks(runs, b.ratingCounts(ctx, runs), b.now())
 	if b.digests != nil {
 		extra, err := b.digests.HomeSection(ctx, user)
 		if err != nil {

@@ -117,7 +117,7 @@ func TestRatingsOnDigests(t *testing.T) {
 	}
 }
 
-// /research status shows each run's tally, and the clicks are counted in
+// /research status and the App Home show each run's tally; the clicks are counted in
 // the bot's metrics (TestRatingsOnDigests).
 func TestRatingsInStatus(t *testing.T) {
 	h := newHarness(t)
@@ -138,6 +138,13 @@ func TestRatingsInStatus(t *testing.T) {
 	h.slash(t, "U1", "C1", "status")
 	h.responseContaining(t, "`"+r.ID+"` ")
 	h.responseContaining(t, "👍 2 👎 1")
+	if _, err := h.fake.SendAppHomeOpened(ctx, "U1", ""); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ctx, "the tally in the App Home", func() bool {
+		v, ok := h.fake.HomeView("U1")
+		return ok && strings.Contains(string(v.JSON), "👍 2 👎 1")
+	})
 }
 
 // Every finished report carries the feedback buttons: in the stream's final

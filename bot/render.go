@@ -319,7 +319,8 @@ const helpText = "*deepresearch* researches a question on the web and in interna
 	"• `/research status` lists your runs, `/research cancel [run]` cancels one, `/research help` shows this."
 
 // homeBlocks renders the App Home with the user's recent runs.
-func homeBlocks(runs []research.Run, now time.Time) []slack.Block {
+// ratings, when set, holds the runs' feedback tallies.
+func homeBlocks(runs []research.Run, ratings map[string]research.FeedbackCount, now time.Time) []slack.Block {
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain("Your research")),
 		section(helpText),
@@ -332,8 +333,8 @@ func homeBlocks(runs []research.Run, now time.Time) []slack.Block {
 		if len(blocks) >= maxBlocks-5 {
 			break
 		}
-		line := fmt.Sprintf("%s *%s* · %s\n%s", runIcon(r.State), stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
-			truncateEscaped(r.Question, 300))
+		line := fmt.Sprintf("%s *%s* · %s%s\n%s", runIcon(r.State), stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
+			ratingText(ratings[r.ID]), truncateEscaped(r.Question, 300))
 		if r.Key.Channel != "" {
 			line += fmt.Sprintf("\n%s · run `%s`", ChannelRef(r.Key.Channel), r.ID)
 		}
