@@ -281,6 +281,11 @@ func (b *Bot) execute(r research.Run) {
 	// the status message waits for the channel's pace, and the final status
 	// edit for the chat.update budget, either of which can take longer than
 	// a short lease when many runs share a channel or a workspace.
+	if th.DM {
+		// Before the heartbeat starts, so that it can never land after
+		// the run's final clear of the status line.
+		b.setAssistantStatus(ctx, th.Key, "is researching…")
+	}
 	hbDone := make(chan struct{})
 	hbStopped := make(chan struct{})
 	go func(r research.Run) {
@@ -366,9 +371,6 @@ func (b *Bot) heartbeat(ctx context.Context, r research.Run, th research.Thread,
 	t := time.NewTicker(b.opts.HeartbeatEvery)
 	defer t.Stop()
 	lastStatus := b.now()
-	if th.DM {
-		b.setAssistantStatus(ctx, th.Key, "is researching…")
-	}
 	for {
 		select {
 		case <-done:
