@@ -236,12 +236,14 @@ type Bot struct {
 	names   sync.Map  // user id -> display name
 	langs   sync.Map  // user id -> lang of their Slack client
 
-	updates  *updateBudget // chat.update budget of the process (nil: unlimited)
-	appends  *updateBudget // chat.appendStream budget of the process
-	streams  streaming     // per workspace: whether Slack serves the streaming methods
-	replaced sync.Map      // run id -> ts of the stream started in place of its recorded one
-	posts    *postPacer    // chat.postMessage pace per channel (nil: unpaced)
-	refusals *refusalGate  // caps refusal replies under a flood (nil: uncapped)
+	updates      *updateBudget // chat.update budget of the process (nil: unlimited)
+	appends      *updateBudget // chat.appendStream budget of the process
+	streamStarts *updateBudget // chat.startStream (Tier 2): a run without a token gets a status message
+	streamStops  *updateBudget // chat.stopStream (Tier 2): a stop waits for a token
+	streams      streaming     // per workspace: whether Slack serves the streaming methods
+	replaced     sync.Map      // run id -> ts of the stream started in place of its recorded one
+	posts        *postPacer    // chat.postMessage pace per channel (nil: unpaced)
+	refusals     *refusalGate  // caps refusal replies under a flood (nil: uncapped)
 
 	live atomic.Int32 // replicas the workspace's budgets are split among (presence.go)
 	// presence goroutine only (presence.go):
@@ -296,22 +298,24 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		return nil, err
 	}
 	b := &Bot{
-		opts:      opts,
-		log:       opts.Logger.With("instance", opts.InstanceID),
-		res:       researcher,
-		store:     store,
-		metrics:   m,
-		clk:       opts.Clock,
-		allowed:   set(opts.AllowedChannels),
-		approvers: set(opts.Approvers),
-		limiter:   newChannelLimiter(opts.ProgressInterval, opts.Clock),
-		updates:   newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, opts.Clock),
-		appends:   newUpdateBudget(appendsPerMinute, appendBurst, opts.Clock),
-		posts:     newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
-		refusals:  newRefusalGate(opts.RefusalWindow, opts.Clock),
-		runSlots:  make(chan struct{}, opts.MaxConcurrentRuns),
-		running:   map[string]context.CancelCauseFunc{},
-		registry:  private,
+		opts:         opts,
+		log:          opts.Logger.With("instance", opts.InstanceID),
+		res:          researcher,
+		store:        store,
+		metrics:      m,
+		clk:          opts.Clock,
+		allowed:      set(opts.AllowedChannels),
+		approvers:    set(opts.Approvers),
+		limiter:      newChannelLimiter(opts.ProgressInterval, opts.Clock),
+		updates:      newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, opts.Clock),
+		appends:      newUpdateBudget(appendsPerMinute, appendBurst, opts.Clock),
+		streamStarts: newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
+		streamStops:  newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
+		posts:        newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
+		refusals:     newRefusalGate(opts.RefusalWindow, opts.Clock),
+		runSlots:     make(chan struct{}, opts.MaxConcurrentRuns),
+		running:      map[string]context.CancelCauseFunc{},
+		registry:     private,
 	}
 	sopts := []slack.Option{
 		slack.OptionAppLevelToken(opts.AppToken),

@@ -83,6 +83,9 @@ func (b *Bot) setShare(n int) {
 	b.updates.setShare(n)
 	b.posts.setShare(n)
 	b.limiter.setShare(n)
+	b.appends.setShare(n)
+	b.streamStarts.setShare(n)
+	b.streamStops.setShare(n)
 	b.metrics.liveInstances.Set(float64(n))
 	if old != n {
 		perMinute, burst := b.updates.current()

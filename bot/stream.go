@@ -48,10 +48,14 @@ func (s *statusMessage) setResult(research.Result) {}
 // Limits of what a stream shows.
 const (
 	appendsPerMinute = 100 // chat.appendStream is Tier 4 (100+ a minute per workspace)
-	appendBurst      = 20
-	maxCardSources   = 20  // sources on one task card
-	maxCardTitle     = 150 // runes of a card's or the plan's title
-	maxSourceText    = 120
+	// chat.startStream and chat.stopStream are Tier 2 (20+ a minute per
+	// workspace, each): a run that finds no start token is shown with a
+	// status message instead of meeting a 429, and a stop waits for one.
+	streamCallsPerMinute = 20
+	appendBurst          = 20
+	maxCardSources       = 20  // sources on one task card
+	maxCardTitle         = 150 // runes of a card's or the plan's title
+	maxSourceText        = 120
 )
 
 // streaming remembers, per workspace (team id), whether Slack serves the
@@ -441,6 +445,9 @@ func (b *Bot) stopStream(ctx context.Context, r research.Run, ts string, chunks 
 	if len(blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(blocks...))
 	}
+	if err := b.streamStops.wait(ctx); err != nil {
+		return fmt.Errorf("chat.stopStream: %w", err)
+	}
 	return b.call(ctx, "chat.stopStream", true, func(ctx context.Context) error {
 		_, _, err := b.api.StopStreamContext(ctx, r.Key.Channel, ts, opts...)
 		return err
@@ -645,6 +652,9 @@ func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *
 	if known && !on {
 		return "", errStreamingOff
 	}
+	if !b.streamStarts.tryProgress() {
+		return "", errStreamBudget
+	}
 	ts, err := b.startStream(ctx, r, streamOpening(v, r.Attempt > 1))
 	switch {
 	case err == nil:
@@ -658,6 +668,9 @@ func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *
 	}
 	return "", err
 }
+
+// errStreamBudget: this minute's chat.startStream calls are spent.
+var errStreamBudget = errors.New("bot: no chat.startStream left this minute; posting a status message")
 
 // errStreamingOff: the workspace does not serve the streaming methods.
 var errStreamingOff = errors.New("bot: streaming is off in this workspace")
