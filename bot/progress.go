@@ -84,18 +84,39 @@ type statusMessage struct {
 	// now (another process may have recorded one since this one started).
 	recorded func(ctx context.Context) string
 
-	mu      sync.Mutex
-	view    statusView
-	dirty   bool
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	stopped bool
+	*updater
+	mu    sync.Mutex
+	view  statusView
+	dirty bool
+}
+
+// updater is how a status picture's goroutine is driven: kicks coalesce
+// into one pending wake-up; halt stops the goroutine once and waits for it.
+type updater struct {
+	kick, stop, done chan struct{}
+	halting          sync.Once
+}
+
+func newUpdater() *updater {
+	return &updater{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// poke wakes the goroutine, or leaves the wake-up already pending.
+func (u *updater) poke() {
+	select {
+	case u.kick <- struct{}{}:
+	default:
+	}
+}
+
+// halt stops the goroutine and waits for it.
+func (u *updater) halt() {
+	u.halting.Do(func() { close(u.stop) })
+	<-u.done
 }
 
 func (b *Bot) newStatusMessage(channel, threadTS, ts string, v statusView) *statusMessage {
-	s := &statusMessage{b: b, channel: channel, threadTS: threadTS, ts: ts, view: v,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &statusMessage{b: b, channel: channel, threadTS: threadTS, ts: ts, view: v, updater: newUpdater()}
 	go s.loop()
 	return s
 }
@@ -107,10 +128,7 @@ func (s *statusMessage) Progress(p research.Progress) {
 	s.view.State = research.StateRunning
 	s.dirty = true
 	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.poke()
 }
 
 func (s *statusMessage) snapshot() (statusView, bool) {
@@ -302,17 +320,6 @@ func (o *editOrder) apply(ctx context.Context, key string, edit func(context.Con
 	}
 	m.applied = ticket
 	return nil
-}
-
-// halt stops the updater goroutine and waits for it.
-func (s *statusMessage) halt() {
-	s.mu.Lock()
-	if !s.stopped {
-		s.stopped = true
-		close(s.stop)
-	}
-	s.mu.Unlock()
-	<-s.done
 }
 
 // lastProgress returns the newest snapshot.

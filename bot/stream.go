@@ -123,15 +123,12 @@ type streamStatus struct {
 	run      research.Run
 	interval time.Duration
 
-	mu      sync.Mutex
-	ts      string // the live stream; "" when none could be started
-	view    statusView
-	res     *research.Result
-	dirty   bool
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	stopped bool
+	*updater
+	mu    sync.Mutex
+	ts    string // the live stream; "" when none could be started
+	view  statusView
+	res   *research.Result
+	dirty bool
 
 	// sent is what the stream shows already, by card id, and the plan's
 	// title; only the loop, and Final after halt, touch them.
@@ -142,7 +139,7 @@ type streamStatus struct {
 
 func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
 	return &streamStatus{b: b, run: r, interval: b.limiter.full, ts: ts, view: v, sent: map[string]string{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		updater: newUpdater()}
 }
 
 func (s *streamStatus) Progress(p research.Progress) {
@@ -154,10 +151,7 @@ func (s *streamStatus) Progress(p research.Progress) {
 	s.view.State = research.StateRunning
 	s.dirty = true
 	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.poke()
 }
 
 func (s *streamStatus) setProgress(p research.Progress) {
@@ -176,16 +170,6 @@ func (s *streamStatus) setResult(res research.Result) {
 	s.mu.Lock()
 	s.res = &res
 	s.mu.Unlock()
-}
-
-func (s *streamStatus) halt() {
-	s.mu.Lock()
-	if !s.stopped {
-		s.stopped = true
-		close(s.stop)
-	}
-	s.mu.Unlock()
-	<-s.done
 }
 
 func (s *streamStatus) liveTS() string {
@@ -242,10 +226,7 @@ func (s *streamStatus) loop() {
 				s.mu.Lock()
 				s.dirty = true
 				s.mu.Unlock()
-				select {
-				case s.kick <- struct{}{}:
-				default:
-				}
+				s.poke()
 			}
 		}
 		if clock.Sleep(ctx, s.b.clk, s.interval) != nil {
