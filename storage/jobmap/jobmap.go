@@ -71,6 +71,19 @@ func InboxDonePayload(j jobs.Job) ([]byte, error) {
 	return envelope(typ, id, nil), nil
 }
 
+// InboxEntries returns the inbox entries of claimed KindEnvelope jobs.
+func InboxEntries(js []jobs.Job) ([]research.InboxEntry, error) {
+	out := make([]research.InboxEntry, 0, len(js))
+	for _, j := range js {
+		e, err := InboxEntry(j)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 // InboxEntry returns the inbox entry of a KindEnvelope job.
 func InboxEntry(j jobs.Job) (research.InboxEntry, error) {
 	typ, id, body, err := splitEnvelope(j.Payload)

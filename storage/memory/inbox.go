@@ -66,13 +66,9 @@ func (s *Runs) ClaimInbox(ctx context.Context, owner string, now time.Time, leas
 	if err != nil {
 		return nil, fmt.Errorf("claim inbox: %w", err)
 	}
-	out := make([]research.InboxEntry, 0, len(got))
-	for _, j := range got {
-		e, err := jobmap.InboxEntry(j)
-		if err != nil {
-			return nil, fmt.Errorf("memory: claim inbox: %w", err)
-		}
-		out = append(out, e)
+	out, err := jobmap.InboxEntries(got)
+	if err != nil {
+		return nil, fmt.Errorf("memory: claim inbox: %w", err)
 	}
 	return out, nil
 }
