@@ -2,7 +2,6 @@ package bot_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,28 +155,6 @@ func (h *harness) waitFor(ctx context.Context, what string, cond func() bool) {
 	}
 }
 
-// buttonValue returns the value of the button with actionID in a message.
-func buttonValue(m slackfake.Message, actionID string) string {
-	var blocks []struct {
-		Type     string `json:"type"`
-		Elements []struct {
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"elements"`
-	}
-	if json.Unmarshal(m.Blocks, &blocks) != nil {
-		return ""
-	}
-	for _, b := range blocks {
-		for _, e := range b.Elements {
-			if e.ActionID == actionID {
-				return e.Value
-			}
-		}
-	}
-	return ""
-}
-
 // botMessages returns the bot's messages in a thread.
 func (h *harness) botMessages(channel, threadTS string) []slackfake.Message {
 	var out []slackfake.Message
@@ -198,7 +175,7 @@ func (h *harness) withButton(ctx context.Context, channel, threadTS, actionID st
 	var val string
 	h.waitFor(ctx, "a message with "+actionID, func() bool {
 		for _, m := range h.botMessages(channel, threadTS) {
-			if v := buttonValue(m, actionID); v != "" && !slices.Contains(not, m.TS) {
+			if v := m.ButtonValue(actionID); v != "" && !slices.Contains(not, m.TS) {
 				msg, val = m, v
 				return true
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -326,7 +325,7 @@ func TestServeEndToEnd(t *testing.T) {
 	var approval slackfake.Message
 	waitFor("the draft approval", func() bool {
 		for _, m := range fake.Thread("C1", sent.TS) {
-			if m.IsBot() && buttonValue(m, "dr_approve") != "" {
+			if m.IsBot() && m.ButtonValue("dr_approve") != "" {
 				approval = m
 				return true
 			}
@@ -337,7 +336,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("approval message lacks the draft's citation check: %s", approval.Blocks)
 	}
 	srv.acked(fake.SendBlockAction(ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: approval.TS,
-		ActionID: "dr_approve", Value: buttonValue(approval, "dr_approve")}))
+		ActionID: "dr_approve", Value: approval.ButtonValue("dr_approve")}))
 
 	var report slackfake.File
 	waitFor("the report file", func() (ok bool) {
@@ -443,23 +442,3 @@ func checkFootnotes(t *testing.T, report string) {
 	}
 }
 
-// buttonValue returns the value of the button with actionID in a message.
-func buttonValue(m slackfake.Message, actionID string) string {
-	var blocks []struct {
-		Elements []struct {
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"elements"`
-	}
-	if json.Unmarshal(m.Blocks, &blocks) != nil {
-		return ""
-	}
-	for _, b := range blocks {
-		for _, e := range b.Elements {
-			if e.ActionID == actionID {
-				return e.Value
-			}
-		}
-	}
-	return ""
-}
