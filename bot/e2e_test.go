@@ -23,7 +23,7 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 		t.Errorf("approval message = %s", approval.Blocks)
 	}
 	for _, id := range []string{"dr_revise", "dr_more", "dr_cancel_intr"} {
-		if buttonValue(approval, id) == "" {
+		if approval.ButtonValue(id) == "" {
 			t.Errorf("approval message has no %s button", id)
 		}
 	}
@@ -69,11 +69,11 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 	// The buttons were replaced by who decided what.
 	h.waitFor(ctx, "decision shown", func() bool {
 		m, _ := h.fake.Message("C1", approval.TS)
-		return strings.Contains(string(m.Blocks), "Approved") && buttonValue(m, "dr_approve") == ""
+		return strings.Contains(string(m.Blocks), "Approved") && m.ButtonValue("dr_approve") == ""
 	})
 	h.waitFor(ctx, "status done", func() bool {
 		m, _ := h.fake.Message("C1", status.TS)
-		return strings.Contains(string(m.Blocks), "Done") && buttonValue(m, "dr_cancel") == ""
+		return strings.Contains(string(m.Blocks), "Done") && m.ButtonValue("dr_cancel") == ""
 	})
 	m, _ := h.fake.Message("C1", approval.TS)
 	if !strings.Contains(string(m.Blocks), "*u1*") {
@@ -193,7 +193,7 @@ func TestCancelWhileRunning(t *testing.T) {
 	r := h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
 	h.waitFor(ctx, "status cancelled", func() bool {
 		m, _ := h.fake.Message("C1", status.TS)
-		return strings.Contains(string(m.Blocks), "Cancelled by") && buttonValue(m, "dr_cancel") == ""
+		return strings.Contains(string(m.Blocks), "Cancelled by") && m.ButtonValue("dr_cancel") == ""
 	})
 	if !slices.Contains(h.res.Cancels(), r.ThreadID) {
 		t.Errorf("researcher not told to cancel: %v", h.res.Cancels())

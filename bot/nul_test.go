@@ -128,7 +128,7 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 	var val string
 	fake.Wait(ctx, func() bool {
 		for _, m := range fake.Thread("C1", sent.TS) {
-			if v := buttonValue(m, "dr_approve"); v != "" {
+			if v := m.ButtonValue("dr_approve"); v != "" {
 				plan, val = m, v
 				return true
 			}
