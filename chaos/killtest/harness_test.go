@@ -489,6 +489,9 @@ type threadView struct {
 	Status      int // status messages (any state)
 	Stale       int // status messages left in an active state
 	Approvals   int // approval messages (pending or decided)
+	Streams     int // streams started in the thread
+	OpenStreams int // streams never stopped
+	Overlaps    int // times a stream started while another of the thread was live
 	Pending     []slackfake.Message
 	ReportNames []string
 }
@@ -570,7 +573,33 @@ func viewOf(files []slackfake.File, thread []slackfake.Message, streams map[stri
 			v.Approvals++
 		}
 	}
+	v.Streams, v.OpenStreams, v.Overlaps = streamCounts(streams, channel, ts)
 	return v
+}
+
+// streamCounts counts a thread's streams, those left open, and the starts
+// of one while an earlier one was still live (two live streams for one
+// run: each thread holds one run).
+func streamCounts(streams map[string]slackfake.Stream, channel, ts string) (total, open, overlaps int) {
+	var mine []slackfake.Stream
+	for _, st := range streams {
+		if st.Channel == channel && st.ThreadTS == ts {
+			mine = append(mine, st)
+		}
+	}
+	slices.SortFunc(mine, func(a, b slackfake.Stream) int { return a.StartedAt.Compare(b.StartedAt) })
+	for i, st := range mine {
+		if st.Open {
+			open++
+		}
+		for _, prev := range mine[:i] {
+			if prev.Open || prev.StoppedAt.After(st.StartedAt) {
+				overlaps++
+				break
+			}
+		}
+	}
+	return len(mine), open, overlaps
 }
 
 // ---------------------------------------------------------------------------

@@ -300,6 +300,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	// Per thread: one report, one final message, no failure.
 	ms := snapshot()
 	var dupReports, dupFinals, lostRuns, failed, staleStatus, extraApprovalMsgs int
+	var streams, openStreams, overlaps int
 	for _, m := range ms {
 		v := inspect(w.slack, m.ch, m.sent.TS)
 		switch {
@@ -320,6 +321,15 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 		}
 		staleStatus += v.Stale
 		extraApprovalMsgs += max(v.Approvals-1, 0)
+		streams += v.Streams
+		openStreams += v.OpenStreams
+		overlaps += v.Overlaps
+		if v.OpenStreams > 0 {
+			t.Errorf("%s: %d streams left open", m.tag, v.OpenStreams)
+		}
+		if v.Overlaps > 0 {
+			t.Errorf("%s: %d streams started while another of the run was live", m.tag, v.Overlaps)
+		}
 	}
 	if p := w.slack.Pings(); len(p) > 0 {
 		t.Errorf("the bot pinged: %+v", p)
@@ -384,6 +394,8 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 		killPhaseEnd.Sub(w.slackStart()).Round(time.Second), doneAt.Sub(w.slackStart()).Round(time.Second))
 	t.Logf("FIGURES %s: duplicate reports %d, duplicate final messages %d, lost runs %d, failed runs %d, stale status messages %d, extra approval messages %d",
 		engine, dupReports, dupFinals, lostRuns, failed, staleStatus, extraApprovalMsgs)
+	t.Logf("FIGURES %s: streams %d (%.1f per run), left open %d, two live at once %d",
+		engine, streams, float64(streams)/float64(max(len(ms), 1)), openStreams, overlaps)
 	t.Logf("FIGURES %s: approvals: %d clicks on %d interrupts (%d double clicks), %d re-clicks, lost %d, applied twice 0 (one decision, one report per run)",
 		engine, clicks, len(cl.clicks), (len(ms))/2, cl.reclicks, lostApprovals)
 	t.Logf("FIGURES %s: LLM calls %d (completed %d, untagged %d); repeated completed calls %d, all within %s after a kill: %d, unexplained %d; pings %d",

@@ -296,10 +296,12 @@ func TestLoadReplicasPostgres(t *testing.T) {
 
 	// Exactly-once outcomes.
 	var dupReports, dupFinals, dupStatus, lost, failed, bad int
+	var streams, openStreams, overlaps int
 	for _, s := range all {
 		v := vs[s.channel+"/"+s.ts]
-		if v.Reports != 1 || v.Finals != 1 || v.Status != 1 || v.Failed != 0 || v.Stale != 0 {
-			t.Errorf("%s (%s %s): reports %d, final %d, status messages %d, failed %d, stale %d", s.tag, s.channel, s.ts, v.Reports, v.Finals, v.Status, v.Failed, v.Stale)
+		if v.Reports != 1 || v.Finals != 1 || v.Status != 1 || v.Failed != 0 || v.Stale != 0 || v.OpenStreams != 0 || v.Overlaps != 0 {
+			t.Errorf("%s (%s %s): reports %d, final %d, status messages %d, failed %d, stale %d, streams left open %d, two live at once %d",
+				s.tag, s.channel, s.ts, v.Reports, v.Finals, v.Status, v.Failed, v.Stale, v.OpenStreams, v.Overlaps)
 			if bad++; bad <= 3 {
 				t.Logf("%s", describe(s))
 			}
@@ -308,6 +310,9 @@ func TestLoadReplicasPostgres(t *testing.T) {
 		dupReports += max(v.Reports-1, 0)
 		dupFinals += max(v.Finals-1, 0)
 		failed += v.Failed
+		streams += v.Streams
+		openStreams += v.OpenStreams
+		overlaps += v.Overlaps
 		if v.Reports == 0 {
 			lost++
 		}
@@ -384,6 +389,7 @@ func TestLoadReplicasPostgres(t *testing.T) {
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].poolTotal) }),
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].poolAcquired) }),
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].pgSessions) }), poolMax)
+	t.Logf("FIGURES load3: streams=%d (runs shown by a status message instead: %d) left_open=%d two_live_at_once=%d", streams, len(all)-streams, openStreams, overlaps)
 	t.Logf("FIGURES load3: outcomes: lost=%d duplicate_reports=%d duplicate_finals=%d duplicate_status_messages=%d failed=%d pings=%d; llm_calls=%d (repeats of a completed identical call %d); envelopes acked=%d redelivered=%d ack_latency p50=%s p99=%s max=%s; log lines warn=%s error=%s",
 		lost, dupReports, dupFinals, dupStatus, failed, len(w.slack.Pings()), llm.Calls, llm.Repeats, acked, redelivered, pct(0.5), pct(0.99), pct(1), counts(warns), counts(errs))
 	if msgs := logMessages(fl.logLines(`"level":"WARN"`), fl.logLines(`"level":"ERROR"`)); msgs != "" {
