@@ -483,15 +483,16 @@ var streamStateRE = regexp.MustCompile(`\*(Queued|Researching|Waiting for you|Do
 
 // threadView is what the bot left in one thread.
 type threadView struct {
-	Reports     int // completed report files shared in the thread
-	Finals      int // status messages that say Done
-	Failed      int // status messages that say Failed or Cancelled
-	Status      int // status messages (any state)
-	Stale       int // status messages left in an active state
-	Approvals   int // approval messages (pending or decided)
-	Streams     int // streams started in the thread
-	OpenStreams int // streams never stopped
-	Overlaps    int // times a stream started while another of the thread was live
+	Reports     int       // completed report files shared in the thread
+	Finals      int       // status messages that say Done
+	Failed      int       // status messages that say Failed or Cancelled
+	Status      int       // status messages (any state)
+	Stale       int       // status messages left in an active state
+	Approvals   int       // approval messages (pending or decided)
+	FinalAt     time.Time // when the last Done picture became visible
+	Streams     int       // streams started in the thread
+	OpenStreams int       // streams never stopped
+	Overlaps    int       // times a stream started while another of the thread was live
 	Pending     []slackfake.Message
 	ReportNames []string
 }
@@ -543,6 +544,10 @@ func viewOf(files []slackfake.File, thread []slackfake.Message, streams map[stri
 			continue
 		}
 		st := statusTextRE.FindStringSubmatch(m.Text)
+		shownAt := m.PostedAt // when the message's current version was shown
+		if n := len(m.Edits); n > 0 {
+			shownAt = m.Edits[n-1].At
+		}
 		if stream, ok := streams[m.Channel+"/"+m.TS]; ok && st == nil {
 			switch {
 			case stream.Open:
@@ -552,6 +557,7 @@ func viewOf(files []slackfake.File, thread []slackfake.Message, streams map[stri
 				if st == nil {
 					continue // replaced by a later stream
 				}
+				shownAt = stream.StoppedAt
 			}
 		}
 		if st != nil {
@@ -559,6 +565,9 @@ func viewOf(files []slackfake.File, thread []slackfake.Message, streams map[stri
 			switch st[1] {
 			case "Done":
 				v.Finals++
+				if shownAt.After(v.FinalAt) {
+					v.FinalAt = shownAt
+				}
 			case "Failed", "Cancelled":
 				v.Failed++
 			default:

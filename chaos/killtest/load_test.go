@@ -70,7 +70,15 @@ func TestLoadReplicasPostgres(t *testing.T) {
 	deadline := finalsTime + margin
 	users := max(runs/2, 1)
 	dbURL := pgURL(t)
-	w := newWorld(t, maxDelay, dbURL, slackfake.WithTierLimits(slackfake.Limits{UpdatesPerMinute: updatesPerMinute}))
+	slackOpts := []slackfake.Option{slackfake.WithTierLimits(slackfake.Limits{UpdatesPerMinute: updatesPerMinute})}
+	// CHAOS_SLACK_STREAMING=off: a workspace without the streaming methods,
+	// where every run shows an edited status message (the bot before
+	// streaming), for a before/after figure in one build.
+	streaming := os.Getenv("CHAOS_SLACK_STREAMING") != "off"
+	if !streaming {
+		slackOpts = append(slackOpts, slackfake.WithoutStreaming("unknown_method"))
+	}
+	w := newWorld(t, maxDelay, dbURL, slackOpts...)
 	w.env["DEEPRESEARCH_APPROVE_DRAFT"] = "false"
 	// Every process may work on every run at once, so that the whole load
 	// can be in flight (the mentions are spread unevenly over the three).
@@ -355,7 +363,21 @@ func TestLoadReplicasPostgres(t *testing.T) {
 	created, done := fl.grepLogs(`"msg":"bot: run created"`), fl.grepLogs(`"msg":"bot: run done"`)
 	pickedUp, leaseLost := fl.grepLogs(`"msg":"bot: picked up run"`), fl.grepLogs(`"msg":"bot: lease lost`)
 	warns, errs := fl.grepLogs(`"level":"WARN"`), fl.grepLogs(`"level":"ERROR"`)
-	llm := analyse(w.llm.Calls(), nil, 0)
+	llmCalls := w.llm.Calls()
+	llm := analyse(llmCalls, nil, 0)
+	// The tail: from the last model answer (the last research finishing)
+	// to the last Done picture becoming visible in Slack.
+	var lastAnswer, lastFinal time.Time
+	for _, c := range llmCalls {
+		if c.Complete && c.End.After(lastAnswer) {
+			lastAnswer = c.End
+		}
+	}
+	for _, v := range vs {
+		if v.FinalAt.After(lastFinal) {
+			lastFinal = v.FinalAt
+		}
+	}
 	acked, redelivered := ackCounts(w.slack)
 	ackLat := w.slack.AckLatencies() // first ack of each envelope; Slack retries after 3 s
 	sort.Slice(ackLat, func(i, j int) bool { return ackLat[i] < ackLat[j] })
@@ -389,6 +411,8 @@ func TestLoadReplicasPostgres(t *testing.T) {
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].poolTotal) }),
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].poolAcquired) }),
 		perSlot(func(s int) string { return strconv.Itoa(smp.per[s].pgSessions) }), poolMax)
+	t.Logf("FIGURES load3: streaming=%t: last research answer to last final visible: %s (last answer at +%s, last final at +%s)",
+		streaming, lastFinal.Sub(lastAnswer).Round(100*time.Millisecond), lastAnswer.Sub(start).Round(100*time.Millisecond), lastFinal.Sub(start).Round(100*time.Millisecond))
 	t.Logf("FIGURES load3: streams=%d (runs shown by a status message instead: %d) left_open=%d two_live_at_once=%d", streams, len(all)-streams, openStreams, overlaps)
 	t.Logf("FIGURES load3: outcomes: lost=%d duplicate_reports=%d duplicate_finals=%d duplicate_status_messages=%d failed=%d pings=%d; llm_calls=%d (repeats of a completed identical call %d); envelopes acked=%d redelivered=%d ack_latency p50=%s p99=%s max=%s; log lines warn=%s error=%s",
 		lost, dupReports, dupFinals, dupStatus, failed, len(w.slack.Pings()), llm.Calls, llm.Repeats, acked, redelivered, pct(0.5), pct(0.99), pct(1), counts(warns), counts(errs))
