@@ -675,7 +675,8 @@ func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, fro
 		meter.Add(llm.Record{Time: a.now(), Node: "earlier", PromptTokens: used})
 	}
 	ctx = llm.WithMeter(ctx, meter)
-	ctx = a.withRunLimits(ctx)
+	ctx, stop := a.withRunLimits(ctx)
+	defer stop()
 	cfg.ThreadID = thread
 	if events != nil {
 		var mu sync.Mutex

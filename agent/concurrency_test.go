@@ -302,3 +302,51 @@ func TestReflectionQueriesNeedNoSelect(t *testing.T) {
 		t.Errorf("the first reflection's query was searched %d times, want once per subtask (%d)", n, subtasks)
 	}
 }
+
+// A later try whose query leads back to pages its researcher has read asks
+// the search for more results, so it still finds pages to read. Here the
+// reflection's query ranks first the pages one subtask read in its first
+// try; looking past them, every subtask ends after its second try and no
+// select call is needed to find another query.
+func TestLaterTryLooksPastPagesRead(t *testing.T) {
+	e := newEnv(t)
+	e.brain.ReflectDone = func(try int) bool { return try >= 2 }
+	res := e.start("past", agent.Request{Question: "What does the EU AI Act require?"})
+	checkReport(t, res)
+	if n := e.brain.Count("select"); n != 0 {
+		t.Errorf("%d select calls, want none", n)
+	}
+	finished := 0
+	for _, ev := range e.events {
+		if ev.Kind == agent.EventSubtaskFinished {
+			finished++
+			if ev.Subtask.Tries != 2 || !ev.Subtask.Completed {
+				t.Errorf("subtask %q ended after %d tries (completed %v), want 2", ev.Subtask.Title, ev.Subtask.Tries, ev.Subtask.Completed)
+			}
+		}
+	}
+	if finished != len(res.Plan.Subtasks) {
+		t.Errorf("%d subtasks finished, want %d", finished, len(res.Plan.Subtasks))
+	}
+}
+
+// The researchers of one run whose searches find the same pages read each
+// page once: a page another researcher has read, or is reading, is shared.
+func TestRunReadsEachPageOnce(t *testing.T) {
+	e := newEnv(t)
+	res := e.start("pages", agent.Request{Question: "What does the EU AI Act require?"})
+	checkReport(t, res)
+	pages := len(agenttest.EnglishPages())
+	if n := e.web.Fetches(); n > pages {
+		t.Errorf("%d pages fetched; the web has %d", n, pages)
+	}
+	read := 0
+	for _, src := range res.Sources {
+		if src.Retrieved {
+			read++
+		}
+	}
+	if read < len(res.Plan.Subtasks) {
+		t.Errorf("%d sources read", read)
+	}
+}

@@ -94,12 +94,12 @@ func TestContinueAfterCrash(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	e.web.OnSearch = func(_ context.Context, n int) error {
+	e.web.OnSearch = researchSearches(func(_ context.Context, n int) error {
 		if n == 2 {
 			once.Do(cancel)
 		}
 		return nil
-	}
+	})
 	_, err := e.agent().Start(ctx, "crash", agent.Request{Question: "What does the EU AI Act require?"}, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)

@@ -113,6 +113,11 @@ type planOut struct {
 func (a *Agent) planner(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhasePlanning)
 	sc, c := a.sc, a.caller(nPlanner)
+	if s.Report == "" && !s.Req.ApprovePlan {
+		// the research starts once the plan is made: the pages the question
+		// itself leads to can be on their way already
+		a.readAhead(ctx, s.Question)
+	}
 	l := a.limits(s.Req.Depth)
 	var known []string
 	for _, f := range s.Findings {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"deepresearch/agent/agenttest"
 	"deepresearch/agent/llm"
 	"deepresearch/agent/llm/llmtest"
+	"deepresearch/graph"
 	"deepresearch/graph/memsaver"
 )
 
@@ -80,4 +82,17 @@ func (e *env) start(thread string, req agent.Request) *agent.Result {
 		e.t.Fatalf("Start: %v", err)
 	}
 	return res
+}
+
+// researchSearches is a World.OnSearch hook that sees the researchers'
+// searches only, numbered from 1 in the order they start: the search a run
+// makes ahead of its plan (outside any graph task) passes by it.
+func researchSearches(hook func(ctx context.Context, n int) error) func(context.Context, int) error {
+	var n atomic.Int64
+	return func(ctx context.Context, _ int) error {
+		if _, ok := graph.CurrentTask(ctx); !ok {
+			return nil
+		}
+		return hook(ctx, int(n.Add(1)))
+	}
 }

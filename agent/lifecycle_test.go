@@ -41,14 +41,14 @@ func (s *countingSaver) Load(ctx context.Context, thread, ns string, id int64) (
 // comes on the channel.
 func startHeld(ctx context.Context, e *env, a *agent.Agent, thread string) <-chan error {
 	entered := make(chan struct{})
-	e.web.OnSearch = func(ctx context.Context, n int) error {
+	e.web.OnSearch = researchSearches(func(ctx context.Context, n int) error {
 		if n != 1 {
 			return nil
 		}
 		close(entered)
 		<-ctx.Done()
 		return ctx.Err()
-	}
+	})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := a.Start(ctx, thread, agent.Request{Question: question}, nil)
@@ -94,12 +94,12 @@ func TestCancelThenContinueFindsNothing(t *testing.T) {
 		{"stopped mid-turn by a crash", func(t *testing.T, e *env, thread string) *agent.Agent {
 			ctx, cancel := context.WithCancel(testCtx(t))
 			var once sync.Once
-			e.web.OnSearch = func(_ context.Context, n int) error {
+			e.web.OnSearch = researchSearches(func(_ context.Context, n int) error {
 				if n == 2 {
 					once.Do(cancel)
 				}
 				return nil
-			}
+			})
 			if _, err := e.agent().Start(ctx, thread, agent.Request{Question: question}, nil); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Start: %v", err)
 			}
@@ -188,13 +188,13 @@ func TestCancelWaitsAtMostForCtx(t *testing.T) {
 	e := newEnv(t)
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	e.web.OnSearch = func(_ context.Context, n int) error {
+	e.web.OnSearch = researchSearches(func(_ context.Context, n int) error {
 		if n == 1 {
 			close(entered)
 			<-release // ignores its context
 		}
 		return nil
-	}
+	})
 	a := e.agent()
 	done := make(chan struct{})
 	sctx := testCtx(t)
@@ -465,13 +465,12 @@ func TestCallsLoadOnce(t *testing.T) {
 	// a run stopped mid-way, continued
 	stop, cancel := context.WithCancel(ctx)
 	var once sync.Once
-	base := e.web.Searches()
-	e.web.OnSearch = func(_ context.Context, n int) error {
-		if n == base+2 {
+	e.web.OnSearch = researchSearches(func(_ context.Context, n int) error {
+		if n == 2 {
 			once.Do(cancel)
 		}
 		return nil
-	}
+	})
 	if _, err := a.Start(stop, "once", agent.Request{Question: question}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Start: %v", err)
 	}

@@ -38,18 +38,34 @@ func (s slots) take(ctx context.Context) (release func(), err error) {
 }
 
 // runLimits are the limits of one run (one Start, Resume or Continue): its
-// model calls and its page fetches per host.
+// model calls and its page fetches per host; and what the run shares among
+// its researchers: the pages read (see readPage) and the work done ahead of
+// need (see readAhead), which ends with the run.
 type runLimits struct {
 	model slots
 	per   int
 	mu    sync.Mutex
 	hosts map[string]slots
+	pages map[string]*pageRead
+
+	bgCtx context.Context
+	bg    *sync.WaitGroup
 }
 
 type runLimitsKey struct{}
 
-func (a *Agent) withRunLimits(ctx context.Context) context.Context {
-	return context.WithValue(ctx, runLimitsKey{}, &runLimits{model: newSlots(a.opts.RunModelCalls), per: a.opts.HostFetches, hosts: map[string]slots{}})
+// withRunLimits starts a run's limits; stop ends the work the run started
+// ahead of need and waits for it.
+func (a *Agent) withRunLimits(ctx context.Context) (_ context.Context, stop func()) {
+	l := &runLimits{model: newSlots(a.opts.RunModelCalls), per: a.opts.HostFetches, hosts: map[string]slots{},
+		pages: map[string]*pageRead{}, bg: &sync.WaitGroup{}}
+	ctx = context.WithValue(ctx, runLimitsKey{}, l)
+	bgCtx, cancel := context.WithCancel(ctx)
+	l.bgCtx = bgCtx
+	return ctx, func() {
+		cancel()
+		l.bg.Wait()
+	}
 }
 
 func runLimitsFrom(ctx context.Context) *runLimits {

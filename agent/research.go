@@ -257,6 +257,12 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 			ex.claimed[u] = true
 		}
 	}
+	// pages already read would fill the top results: ask for as many more
+	// (up to twice as many), so a query still leads to pages not yet read
+	results := a.opts.ResultsPerQuery
+	if k := len(ex.claimed); k > 0 {
+		results = min(results+k, 2*results, search.MaxMaxResults)
+	}
 	var wg sync.WaitGroup
 	for _, act := range s.Actions {
 		switch act.Kind {
@@ -269,7 +275,7 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ex.searchAndRead(ctx2, q, per)
+					ex.searchAndRead(ctx2, q, results, per)
 				}()
 			}
 		case actVisit:
@@ -313,9 +319,9 @@ type execution struct {
 	notes        int
 }
 
-func (ex *execution) searchAndRead(ctx context.Context, q string, per int) {
+func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 	a, t := ex.a, ex.s.Task
-	results, err := a.search.Search(ctx, search.Query{Text: q, MaxResults: a.opts.ResultsPerQuery})
+	results, err := a.search.Search(ctx, search.Query{Text: q, MaxResults: n})
 	ex.mu.Lock()
 	ex.queries = append(ex.queries, q)
 	ex.mu.Unlock()
@@ -366,12 +372,7 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			release, err := fetchSlot(ctx, r.URL)
-			if err != nil {
-				return
-			}
-			pg, err := a.fetch.Fetch(ctx, r.URL)
-			release()
+			pg, err := a.readPage(ctx, r.URL)
 			if err != nil || strings.TrimSpace(pg.Text) == "" {
 				a.log.Debug("fetch failed", "url", r.URL, "err", err)
 				return
