@@ -37,6 +37,10 @@ type Deps struct {
 	// Logger defaults to slog.Default(); Now to time.Now.
 	Logger *slog.Logger
 	Now    func() time.Time
+
+	// Workspace searches a requester's own workspace for requests that
+	// bring access to it (Request.Workspace); nil: never.
+	Workspace WorkspaceSearcher
 }
 
 // Options tune the agent. Zero values take the defaults; the per-run limits
@@ -133,6 +137,9 @@ type Agent struct {
 
 	mu    sync.Mutex
 	calls map[string]*call // by thread: the call working on it in this process
+
+	// workspace searches the requester's workspace (nil: no such search).
+	workspace WorkspaceSearcher
 }
 
 // Errors.
@@ -198,7 +205,7 @@ func New(d Deps, o Options) (*Agent, error) {
 			*p.v = p.def
 		}
 	}
-	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, coder: d.Coder, notes: d.Notes,
+	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, coder: d.Coder, notes: d.Notes,
 		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
 	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
 	sub, err := a.buildResearcher(gopts)
@@ -343,6 +350,7 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 			routes = append(routes, graph.Send(nResearcher, researchTask{
 				Turn: s.Turn, Round: s.Round, Index: i, Subtask: st, Question: s.Question, Language: s.Language,
 				Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
+				Workspace: a.workspaceFor(s, st),
 			}))
 		}
 		if len(routes) > 0 {

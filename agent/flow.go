@@ -129,6 +129,7 @@ func (a *Agent) planner(ctx context.Context, s State) ([]graph.Write, error) {
 	p, err := prompts.Render(prompts.Planner, prompts.PlannerData{
 		Question: s.Question, Language: s.Language, Today: today(a.now()),
 		MaxSubtasks: l.subtasks, MaxQueries: a.opts.MaxQueries, Feedback: s.PlanFeedback, Known: known,
+		Workspace: a.workspace != nil && s.Req.Workspace != nil,
 	})
 	if err != nil {
 		return nil, err
@@ -161,7 +162,7 @@ func (a *Agent) cleanPlan(out planOut, l limits) *Plan {
 			continue
 		}
 		seen = append(seen, qs...)
-		pl.Subtasks = append(pl.Subtasks, Subtask{Title: t, Queries: qs})
+		pl.Subtasks = append(pl.Subtasks, Subtask{Title: t, Queries: qs, Workspace: st.Workspace})
 		if len(pl.Subtasks) == l.subtasks {
 			break
 		}

@@ -321,7 +321,7 @@ type execution struct {
 
 func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 	a, t := ex.a, ex.s.Task
-	results, err := a.search.Search(ctx, search.Query{Text: q, MaxResults: n})
+	results, err := ex.search(ctx, search.Query{Text: q, MaxResults: n})
 	ex.mu.Lock()
 	ex.queries = append(ex.queries, q)
 	ex.mu.Unlock()

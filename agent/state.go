@@ -165,6 +165,9 @@ type researchTask struct {
 	Queries  []string  `json:"queries,omitempty"`
 	Deadline time.Time `json:"deadline"`
 	MaxTries int       `json:"max_tries"`
+	// Workspace is the access to the requester's workspace this
+	// researcher searches with (nil: the web and documents only).
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // rState is a researcher's own state (a subgraph with its own checkpoints).

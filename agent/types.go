@@ -35,6 +35,9 @@ type Request struct {
 	// crashed after the turn finished can tell its own turn from an
 	// earlier one.
 	Tag string `json:"tag,omitempty"`
+	// Workspace, when set, lets the research search the requester's own
+	// workspace (see Workspace) where the plan or the question calls for it.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // Plan is the research plan: a theme, the points to investigate, search
@@ -68,6 +71,9 @@ const (
 type Subtask struct {
 	Title   string   `json:"title"`
 	Queries []string `json:"queries"`
+	// Workspace asks for the team's own messages to be searched too (the
+	// planner sets it for points about the team's own decisions).
+	Workspace bool `json:"workspace,omitempty"`
 }
 
 // Finding is an item of the knowledge store: a claim with the verbatim quote

@@ -25,6 +25,8 @@ type PlannerData struct {
 	MaxQueries  int
 	Feedback    string   // a person's edits to an earlier plan
 	Known       []string // findings from earlier turns (follow-ups)
+	// Workspace: the team's own Slack messages can be searched too.
+	Workspace bool
 }
 
 // ReplanData feeds the prompt that plans another research round.

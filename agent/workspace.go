@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"deepresearch/tools/search"
+)
+
+// Workspace is what a request brings to search its requester's own
+// workspace (what the team already wrote in Slack) as that requester: only
+// what they may read is found. It is kept with the thread's state, and
+// nothing found is stored beyond the run's own state.
+type Workspace struct {
+	// Token is the short-lived credential that came with the requester's
+	// message (Slack's action_token); it is never logged.
+	Token string `json:"token"`
+	// Private lets the search include private conversations the requester
+	// is in. Only a run whose report no one else sees (a direct message
+	// with the bot) sets it: a report in a channel must not quote a
+	// private channel to the channel's other members.
+	Private bool `json:"private,omitempty"`
+}
+
+// LogValue keeps the token out of logs.
+func (w Workspace) LogValue() slog.Value { return slog.GroupValue(slog.Bool("private", w.Private)) }
+
+// WorkspaceSearcher searches the messages of the requester's workspace
+// that the requester can see; results carry the message text as Content
+// and the message's permalink as URL, so they are read (and quoted) like
+// pages without a fetch. bot.WorkspaceSearch implements it over Slack's
+// Real-time Search API.
+type WorkspaceSearcher interface {
+	SearchWorkspace(ctx context.Context, w Workspace, q search.Query) ([]search.Result, error)
+}
+
+// workspaceFor is the workspace access a researcher of subtask st gets:
+// the request's, when the agent can search a workspace and the plan asked
+// for it or the question is about the team's own matters.
+func (a *Agent) workspaceFor(s State, st Subtask) *Workspace {
+	if a.workspace == nil || s.Req.Workspace == nil || s.Req.Workspace.Token == "" {
+		return nil
+	}
+	if !st.Workspace && !looksInternal(s.Question) {
+		return nil
+	}
+	w := *s.Req.Workspace
+	return &w
+}
+
+// internalCues are phrases by which a question asks about the team's own
+// decisions and discussions rather than the world's.
+var internalCues = []string{
+	"what did we", "did we ", "we decided", "we agreed", "we discussed", "our team", "our decision",
+	"internal", "in slack", "this channel", "this workspace", "our channel",
+	"社内", "我々", "私たち", "うちの", "チームで", "決めた", "決まった", "決定した", "話し合った", "議論した", "合意した",
+}
+
+// looksInternal reports whether a question is about internal matters.
+func looksInternal(question string) bool {
+	q := strings.ToLower(question)
+	for _, c := range internalCues {
+		if strings.Contains(q, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// search runs a query on the agent's searcher and, when this researcher
+// may search the workspace, on the workspace at the same time. The
+// workspace's hits come first (the team's own words on its own matters);
+// a workspace that fails only costs its hits.
+func (ex *execution) search(ctx context.Context, q search.Query) ([]search.Result, error) {
+	a, w := ex.a, ex.s.Task.Workspace
+	if w == nil || a.workspace == nil {
+		return a.search.Search(ctx, q)
+	}
+	var (
+		wg        sync.WaitGroup
+		own       []search.Result
+		ownErr    error
+		found     []search.Result
+		searchErr error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		own, ownErr = a.workspace.SearchWorkspace(ctx, *w, q)
+	}()
+	if a.search != nil {
+		found, searchErr = a.search.Search(ctx, q)
+	}
+	wg.Wait()
+	if ownErr != nil {
+		a.log.Warn("workspace search failed", "query", q.Text, "err", ownErr)
+		emit(ctx, Event{Kind: EventWarning, Query: q.Text, Message: "workspace search failed: " + ownErr.Error()})
+	}
+	if len(own) == 0 {
+		return found, searchErr
+	}
+	return append(own, found...), nil
+}
