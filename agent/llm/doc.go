@@ -39,8 +39,8 @@
 // times out when its first chunk takes longer than FirstTokenTimeout or a
 // next one longer than IdleTimeout — not after a fixed total, which would
 // cut long answers or leave a dead connection waiting for minutes. An
-// attempt that has not started answering twice as late as the slowest
-// start seen lately is hedged: the same request goes out again (at most
+// attempt that has not started answering half as late again as the
+// slowest start seen lately is hedged: the same request goes out again (at most
 // twice), the first answer wins and the others are cancelled; when all of
 // them still hang one interval after the last, the attempt gives up (a
 // timeout) and a fresh one follows. A server that

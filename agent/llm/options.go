@@ -119,7 +119,7 @@ type Options struct {
 	NoStream bool
 	// HedgeAfter is the least an attempt waits for its answer to start
 	// before the same request is sent again alongside it (default 1s); the
-	// wait is twice the slowest start of the last 32 for the model (3s
+	// wait is 1.5 times the slowest start of the last 32 for the model (3s
 	// before any is seen; a reasoning model is not hedged before then). The
 	// first answer wins and the other requests are cancelled. Negative
 	// disables hedging.

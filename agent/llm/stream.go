@@ -24,9 +24,6 @@ const (
 	// reasoningFirstToken is the default first-token deadline of reasoning
 	// models (o1, o3, gpt-5 …), which may think for minutes.
 	reasoningFirstToken = 5 * time.Minute
-	// hedgeFactor is the wide margin: an attempt is hedged once it has
-	// waited this many times the slowest first answer seen lately.
-	hedgeFactor = 2
 	// hedgeInitial is the wait before hedging while nothing has been seen.
 	hedgeInitial = 3 * time.Second
 	// maxHedges is how many extra requests one attempt may send.
@@ -78,14 +75,17 @@ func (l *latencies) slowest(model string) time.Duration {
 }
 
 // hedgeAfter is how long an attempt waits for its first chunk before a
-// second, identical request is sent (0: never).
+// second, identical request is sent (0: never): half as long again as the
+// slowest first answer of the last latencySamples — later than nearly every
+// answer starts, so a hedge is rarely an extra request, and soon enough that
+// a hung request costs little more than a slow one.
 func (c *Client) hedgeAfter(model string) time.Duration {
 	if c.opts.HedgeAfter < 0 {
 		return 0
 	}
 	d := hedgeInitial
 	if s := c.lat.slowest(model); s > 0 {
-		d = hedgeFactor * s
+		d = s + s/2
 	} else if isReasoningModel(model) {
 		return 0 // it thinks before its first token: wait to learn how long
 	}

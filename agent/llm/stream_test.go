@@ -198,10 +198,10 @@ func TestStreamDefaultsByModel(t *testing.T) {
 		wantFirst, wantHedge time.Duration
 	}{
 		{"chat model, cold", nil, "gpt-4o-mini", 0, DefaultFirstTokenTimeout, hedgeInitial},
-		{"chat model, warm", nil, "gpt-4o-mini", 700 * time.Millisecond, DefaultFirstTokenTimeout, 1400 * time.Millisecond},
+		{"chat model, warm", nil, "gpt-4o-mini", 900 * time.Millisecond, DefaultFirstTokenTimeout, 1350 * time.Millisecond},
 		{"chat model, fast", nil, "gpt-4o-mini", 100 * time.Millisecond, DefaultFirstTokenTimeout, DefaultHedgeAfter},
 		{"reasoning model, cold", nil, "o3-mini", 0, reasoningFirstToken, 0},
-		{"reasoning model, warm", nil, "o3-mini", 20 * time.Second, reasoningFirstToken, 40 * time.Second},
+		{"reasoning model, warm", nil, "o3-mini", 20 * time.Second, reasoningFirstToken, 30 * time.Second},
 		{"set first token", func(o *Options) { o.FirstTokenTimeout = 10 * time.Second }, "o3-mini", 0, 10 * time.Second, 0},
 		{"total below first token", func(o *Options) { o.Timeout = 3 * time.Second }, "gpt-4o-mini", 0, 3 * time.Second, 0},
 		{"no hedging", func(o *Options) { o.HedgeAfter = -1 }, "gpt-4o-mini", time.Second, DefaultFirstTokenTimeout, 0},
