@@ -22,6 +22,10 @@ type Workspace struct {
 	// with the bot) sets it: a report in a channel must not quote a
 	// private channel to the channel's other members.
 	Private bool `json:"private,omitempty"`
+	// Before, when set, limits the search to what was written before the
+	// request (opaque to the agent: the searcher's own mark of the asking
+	// message), so the question never finds itself.
+	Before string `json:"before,omitempty"`
 }
 
 // LogValue keeps the token out of logs.

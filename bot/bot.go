@@ -102,6 +102,10 @@ type Options struct {
 	MaxQuestionLen int
 	// RunOptions are the options of every new run (approval steps, depth).
 	RunOptions research.RunOptions
+	// WorkspaceSearch lets a run asked for by a message search the
+	// workspace's messages its author can see (the researcher needs a
+	// WorkspaceSearch; the app the search:read scopes of manifest.yaml).
+	WorkspaceSearch bool
 	// Health, when set, is asked before a new research starts; an error
 	// (the model endpoint refuses the key, does not answer, does not serve
 	// the model) is told to the person who asked, in plain words, instead
@@ -322,11 +326,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		slack.OptionHTTPClient(opts.HTTPClient),
 	}
 	if opts.APIURL != "" {
-		u := opts.APIURL
-		if !strings.HasSuffix(u, "/") {
-			u += "/"
-		}
-		sopts = append(sopts, slack.OptionAPIURL(u))
+		sopts = append(sopts, slack.OptionAPIURL(apiBase(opts.APIURL)))
 	}
 	m.sampler = func(ctx context.Context) map[research.RunState]int {
 		runs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})

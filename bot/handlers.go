@@ -26,7 +26,8 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent,
 		if ev.BotID != "" || ev.User == "" || ev.User == b.botUserID {
 			return
 		}
-		b.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, redo: redo})
+		b.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, redo: redo,
+			actionToken: actionToken(ev.ActionToken, ev.AssistantThread)})
 	case *slackevents.MessageEvent:
 		if ev.BotID != "" || ev.SubType != "" || ev.User == "" || ev.User == b.botUserID {
 			return
@@ -38,7 +39,8 @@ func (b *Bot) handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent,
 		if !dm && ev.ThreadTimeStamp == "" {
 			return
 		}
-		b.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, answerOnly: !dm, redo: redo})
+		b.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, answerOnly: !dm, redo: redo,
+			actionToken: actionToken(ev.ActionToken, ev.AssistantThread)})
 	case *slackevents.AppHomeOpenedEvent:
 		if ev.Tab == "" || ev.Tab == "home" {
 			b.publishHome(ctx, ev.User)
@@ -58,6 +60,18 @@ type incoming struct {
 	ts, threadTS              string // the message's; its thread's ("" outside one)
 	answerOnly                bool
 	redo                      bool // handled again after a crash (see firstAnswer)
+	// actionToken came with the message: it lets the run search the
+	// workspace as the message's author (WorkspaceSearch).
+	actionToken string
+}
+
+// actionToken is a message event's action_token: at the top, or in its
+// assistant thread.
+func actionToken(top string, th *slackevents.AssistantThreadActionToken) string {
+	if top == "" && th != nil {
+		return th.ActionToken
+	}
+	return top
 }
 
 // onMessage routes a message to the bot.
@@ -165,6 +179,10 @@ func (b *Bot) onMessage(ctx context.Context, m incoming) {
 		question, followUp = prev.Question, prev.FollowUp
 		opts = prev.Options
 		opts.Redeliver = prev.ID
+	} else if b.opts.WorkspaceSearch && m.actionToken != "" {
+		// The run may search what the team wrote, as this person; private
+		// channels only where the report is theirs alone (a DM).
+		opts.WorkspaceToken, opts.WorkspacePrivate, opts.WorkspaceBefore = m.actionToken, dm, m.ts
 	}
 	b.newRun(ctx, th, runRequest{user: m.user, question: question, followUp: followUp, msgTS: m.ts, opts: opts, redo: m.redo})
 }

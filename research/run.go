@@ -42,6 +42,17 @@ type RunOptions struct {
 	// asks the researcher for that run's turn again — a finished turn is
 	// returned as it is, not researched again — and posts its report.
 	Redeliver string `json:",omitempty"`
+	// WorkspaceToken is the credential that came with the requester's Slack
+	// message (its action_token): with it the run may search the messages
+	// of the workspace that the requester can see. "": no such search. It
+	// is short-lived and never logged.
+	WorkspaceToken string `json:",omitempty"`
+	// WorkspacePrivate lets that search include private conversations the
+	// requester is in: only for a run whose report no one else sees.
+	WorkspacePrivate bool `json:",omitempty"`
+	// WorkspaceBefore is the ts of the requester's message: the search
+	// finds only what was written before it.
+	WorkspaceBefore string `json:",omitempty"`
 }
 
 // Progress is a snapshot of a running research.

@@ -59,6 +59,9 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		Depth:        agent.Depth(req.Options.Depth),
 		Tag:          req.RunID,
 	}
+	if tok := req.Options.WorkspaceToken; tok != "" {
+		areq.Workspace = &agent.Workspace{Token: tok, Private: req.Options.WorkspacePrivate, Before: req.Options.WorkspaceBefore}
+	}
 	started := r.clk.Now()
 	t := newTracker(sink)
 	t.publish()

@@ -24,6 +24,7 @@ const (
 	envSlackApprovers   = "DEEPRESEARCH_SLACK_APPROVERS"
 	envUpdatesPerMinute = "DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE"
 	envUpdateBurst      = "DEEPRESEARCH_SLACK_UPDATE_BURST"
+	envSlackSearch      = "DEEPRESEARCH_SLACK_SEARCH"
 
 	envAPIKey      = "OPENAI_API_KEY"
 	envBaseURL     = "OPENAI_BASE_URL"
@@ -96,6 +97,10 @@ type Slack struct {
 	// budget, split among the live replicas; negative: unlimited.
 	UpdatesPerMinute int // DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE (50)
 	UpdateBurst      int // DEEPRESEARCH_SLACK_UPDATE_BURST (20)
+	// WorkspaceSearch lets a run search the messages its requester can see
+	// (assistant.search.context) when the question is about the team's own
+	// matters: DEEPRESEARCH_SLACK_SEARCH (true).
+	WorkspaceSearch bool
 }
 
 // Model is the LLM endpoint.
@@ -230,6 +235,9 @@ func loadSlack(getenv func(string) string) (Slack, error) {
 		return Slack{}, err
 	}
 	if s.UpdateBurst, err = nonZeroIntVar(getenv, envUpdateBurst, 20); err != nil {
+		return Slack{}, err
+	}
+	if s.WorkspaceSearch, err = boolVar(getenv, envSlackSearch, true); err != nil {
 		return Slack{}, err
 	}
 	return s, nil

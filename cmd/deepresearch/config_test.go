@@ -16,7 +16,7 @@ import (
 // defaultConfig is what loadConfig makes of an empty environment.
 func defaultConfig() config {
 	return config{
-		Slack:     Slack{UpdatesPerMinute: 50, UpdateBurst: 20},
+		Slack:     Slack{UpdatesPerMinute: 50, UpdateBurst: 20, WorkspaceSearch: true},
 		Model:     Model{LLM: llm.Options{Model: "gpt-4o-mini"}, CheckEvery: 30 * time.Second},
 		Limits:    Limits{MaxRunsPerUser: 3, MaxConcurrentRuns: 8},
 		Approvals: Approvals{ApproveDraft: true},
@@ -45,6 +45,8 @@ var configCases = []struct {
 		err: `SLACK_API_URL: "slack.example" is not an http(s) URL; unset it to use Slack's own API`},
 	{name: "channels", env: map[string]string{"DEEPRESEARCH_SLACK_CHANNELS": "C1, C2 C3"}, want: func(c *config) { c.Channels = []string{"C1", "C2", "C3"} }},
 	{name: "approvers", env: map[string]string{"DEEPRESEARCH_SLACK_APPROVERS": "U1,U2"}, want: func(c *config) { c.Approvers = []string{"U1", "U2"} }},
+	{name: "workspace search off", env: map[string]string{"DEEPRESEARCH_SLACK_SEARCH": "false"}, want: func(c *config) { c.WorkspaceSearch = false }},
+	{name: "workspace search not a bool", env: map[string]string{"DEEPRESEARCH_SLACK_SEARCH": "sometimes"}, err: "DEEPRESEARCH_SLACK_SEARCH", prefix: true},
 	{name: "updates per minute", env: map[string]string{"DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE": "17"}, want: func(c *config) { c.UpdatesPerMinute = 17 }},
 	{name: "updates unlimited", env: map[string]string{"DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE": "-1"}, want: func(c *config) { c.UpdatesPerMinute = -1 }},
 	{name: "updates not a number", env: map[string]string{"DEEPRESEARCH_SLACK_UPDATES_PER_MINUTE": "fifty"},

@@ -222,6 +222,16 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		closeAll() // closes the database too, logging a failure
 		return nil
 	}
+	if cfg.WorkspaceSearch && cfg.BotToken != "" {
+		// Only with the requester's action_token, which comes with their
+		// message (bot.Options.WorkspaceSearch).
+		ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: cfg.BotToken, APIURL: cfg.APIURL, Logger: log})
+		if err != nil {
+			closeDeps()
+			return serveParts{}, configError{envSlackBotToken, err.Error()}
+		}
+		deps.Workspace = ws
+	}
 	a, err := agent.New(deps, agent.Options{})
 	if err != nil {
 		closeDeps()
@@ -246,6 +256,7 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store re
 		MaxRunsPerUser:    cfg.MaxRunsPerUser,
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns,
 		RunOptions:        research.RunOptions{ApprovePlan: cfg.ApprovePlan, ApproveDraft: cfg.ApproveDraft},
+		WorkspaceSearch:   cfg.WorkspaceSearch,
 		Lease:             cfg.Lease,
 		UpdatesPerMinute:  cfg.UpdatesPerMinute,
 		UpdateBurst:       cfg.UpdateBurst,

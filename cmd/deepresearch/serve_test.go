@@ -441,4 +441,3 @@ func checkFootnotes(t *testing.T, report string) {
 		t.Errorf("report has unverified citations:\n%s", report)
 	}
 }
-

@@ -1,0 +1,145 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"deepresearch/agent"
+	"deepresearch/tools/search"
+)
+
+// WorkspaceSearch searches what a team already wrote in Slack, as the
+// person whose request a run answers: Slack's Real-time Search API
+// (assistant.search.context) with the action_token that came with that
+// person's message, so only messages they may read are found. Public
+// channels always; private channels the person is in only when the run's
+// report is seen by nobody else (agent.Workspace.Private); never direct
+// messages. Results are the messages' text and permalinks, for the run to
+// read and quote like pages; nothing is stored here.
+type WorkspaceSearch struct {
+	api *slack.Client
+	log *slog.Logger
+}
+
+// WorkspaceSearchOptions configure a WorkspaceSearch.
+type WorkspaceSearchOptions struct {
+	BotToken   string       // xoxb-… of the app (the action_token says whom it searches for)
+	APIURL     string       // Slack Web API base; "" for Slack's own
+	HTTPClient *http.Client // nil: http.DefaultClient
+	Logger     *slog.Logger // nil: slog.Default()
+}
+
+// NewWorkspaceSearch returns a WorkspaceSearch.
+func NewWorkspaceSearch(o WorkspaceSearchOptions) (*WorkspaceSearch, error) {
+	if o.BotToken == "" {
+		return nil, errors.New("bot: workspace search needs the bot token (SLACK_BOT_TOKEN)")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	opts := []slack.Option{}
+	if o.HTTPClient != nil {
+		opts = append(opts, slack.OptionHTTPClient(o.HTTPClient))
+	}
+	if o.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(apiBase(o.APIURL)))
+	}
+	return &WorkspaceSearch{api: slack.New(o.BotToken, opts...), log: o.Logger}, nil
+}
+
+// apiBase is a Web API base URL as slack-go wants it (ending in "/").
+func apiBase(u string) string {
+	if !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u
+}
+
+// maxWorkspaceResults is the API's largest page.
+const maxWorkspaceResults = 20
+
+// SearchWorkspace implements agent.WorkspaceSearcher. One call, no
+// retries: the method allows about ten calls a minute per workspace, so a
+// refused call costs the run this query's workspace hits, not a wait.
+func (w *WorkspaceSearch) SearchWorkspace(ctx context.Context, access agent.Workspace, q search.Query) ([]search.Result, error) {
+	if access.Token == "" {
+		return nil, errors.New("bot: workspace search without the requester's action_token")
+	}
+	text := strings.TrimSpace(q.Text)
+	if text == "" {
+		return nil, search.ErrEmptyQuery
+	}
+	limit := q.MaxResults
+	if limit <= 0 {
+		limit = search.DefaultMaxResults
+	}
+	types := []string{"public_channel"}
+	if access.Private {
+		types = append(types, "private_channel")
+	}
+	resp, err := w.api.SearchAssistantContextContext(ctx, slack.AssistantSearchContextParameters{
+		Query: text, ActionToken: access.Token, ChannelTypes: types, ContentTypes: []string{"messages"},
+		Limit: min(limit, maxWorkspaceResults), Before: tsSeconds(access.Before),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assistant.search.context: %w", err)
+	}
+	out := make([]search.Result, 0, len(resp.Results.Messages))
+	for _, m := range resp.Results.Messages {
+		body := strings.TrimSpace(m.Content)
+		if body == "" || m.Permalink == "" || !strings.HasPrefix(m.Permalink, "https://") {
+			continue
+		}
+		out = append(out, search.Result{
+			Title:     messageTitle(m),
+			URL:       m.Permalink,
+			Snippet:   Truncate(body, 200),
+			Content:   body,
+			Source:    "slack",
+			Published: tsTime(m.MessageTS),
+		})
+	}
+	w.log.Debug("bot: workspace search", "results", len(out), "private", access.Private)
+	return out, nil
+}
+
+// messageTitle names a message as a source: where and by whom, never as a
+// mention (the names are plain text).
+func messageTitle(m slack.AssistantSearchContextMessage) string {
+	where := m.ChannelName
+	if where == "" {
+		where = m.ChannelID
+	}
+	title := "Slack message in #" + where
+	if m.AuthorName != "" {
+		title += " by " + m.AuthorName
+	}
+	return title
+}
+
+// tsTime is the time of a Slack ts ("1700000000.000100"), zero when it is
+// not one.
+func tsTime(ts string) time.Time {
+	if n := tsSeconds(ts); n > 0 {
+		return time.Unix(n, 0).UTC()
+	}
+	return time.Time{}
+}
+
+// tsSeconds is the whole seconds of a Slack ts, 0 when it is not one.
+func tsSeconds(ts string) int64 {
+	sec, _, _ := strings.Cut(ts, ".")
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
