@@ -727,6 +727,11 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	} else if r.Status == "" && s.Intent == IntentChat {
 		r.Status = StatusReplied
 	}
+	for _, sr := range s.Results {
+		if sr.Turn == s.Turn {
+			r.Subtasks = append(r.Subtasks, sr)
+		}
+	}
 	cited := map[string]bool{}
 	for _, f := range s.Citations.Footnotes {
 		if f.Status == citation.Verified {

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"deepresearch/agent/citation"
@@ -125,6 +127,19 @@ type SubtaskResult struct {
 	Gaps      []string `json:"gaps,omitempty"`
 	Findings  int      `json:"findings"`
 	Stopped   Budget   `json:"stopped,omitempty"` // the budget that cut it short
+	// Searches is how many queries it searched; Read the pages it read, by
+	// URL. A resumed turn's progress shows them again.
+	Searches int         `json:"searches,omitempty"`
+	Read     []SourceRef `json:"read,omitempty"`
+}
+
+// readRefs lists the pages of read, by URL.
+func readRefs(read map[string]Source) []SourceRef {
+	out := make([]SourceRef, 0, len(read))
+	for _, u := range slices.Sorted(maps.Keys(read)) {
+		out = append(out, SourceRef{URL: read[u].URL, Title: read[u].Title, Retrieved: true})
+	}
+	return out
 }
 
 // Budget names a budget of the turn that can run out.
@@ -292,13 +307,15 @@ type Result struct {
 	// Reply answers small talk (StatusReplied).
 	Reply string `json:"reply,omitempty"`
 	// Report is the final markdown report; Summary its executive summary.
-	Report    string      `json:"report,omitempty"`
-	Summary   string      `json:"summary,omitempty"`
-	Plan      *Plan       `json:"plan,omitempty"`
-	Sources   []SourceRef `json:"sources,omitempty"`
-	Citations Citations   `json:"citations"`
-	Review    *Review     `json:"review,omitempty"`
-	Usage     Usage       `json:"usage"`
+	Report  string      `json:"report,omitempty"`
+	Summary string      `json:"summary,omitempty"`
+	Plan    *Plan       `json:"plan,omitempty"`
+	Sources []SourceRef `json:"sources,omitempty"`
+	// Subtasks are what the current turn's researchers returned so far.
+	Subtasks  []SubtaskResult `json:"subtasks,omitempty"`
+	Citations Citations       `json:"citations"`
+	Review    *Review         `json:"review,omitempty"`
+	Usage     Usage           `json:"usage"`
 	// Unverified says what the report could not back with a checked source
 	// (dropped citations, open gaps, budget cut-offs).
 	Unverified []string `json:"unverified,omitempty"`

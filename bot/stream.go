@@ -273,7 +273,11 @@ func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.
 	clear(s.sent)
 	s.sentTitle = ""
 	chunks, commit := s.changes(v)
-	chunks = append([]slack.StreamChunk{slack.NewMarkdownTextChunk(resumedText(v.Lang))}, append(chunks, extra...)...)
+	head := []slack.StreamChunk{slack.NewMarkdownTextChunk(resumedText(v.Lang))}
+	if strings.TrimSpace(v.Progress.Theme) == "" {
+		head = append(head, slack.NewPlanUpdateChunk(streamTitle(v))) // a fresh stream starts with its title
+	}
+	chunks = append(head, append(chunks, extra...)...)
 	ts, err := s.b.startStream(ctx, s.run, chunks)
 	if err != nil {
 		return err
@@ -294,7 +298,10 @@ func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.
 func (s *streamStatus) changes(v statusView) ([]slack.StreamChunk, func()) {
 	var chunks []slack.StreamChunk
 	title := streamTitle(v)
-	if title != s.sentTitle {
+	// Until the plan has a theme the title is the question, which every
+	// stream starts with: a continued stream is not sent it again (it may
+	// show the theme already).
+	if title != s.sentTitle && strings.TrimSpace(v.Progress.Theme) != "" {
 		chunks = append(chunks, slack.NewPlanUpdateChunk(title))
 	}
 	shown := map[string]string{}

@@ -56,6 +56,19 @@ func (t *tracker) seed(cur *agent.Result) {
 		}
 	}
 	t.p.SourcesRead = len(t.read)
+	// The researchers that finished before the pause keep their picture:
+	// done (or failed), their searches and the pages they read.
+	for _, r := range cur.Subtasks {
+		s := t.find(&agent.SubtaskRef{Round: r.Round, Index: r.Index, Title: r.Title})
+		s.state = SubtaskDone
+		if !r.Completed && r.Findings == 0 {
+			s.state = SubtaskFailed
+		}
+		s.searches = max(s.searches, r.Searches)
+		for _, src := range r.Read {
+			s.addSource(src.URL, src.Title)
+		}
+	}
 }
 
 func (t *tracker) setPlan(p *agent.Plan) {
