@@ -60,8 +60,14 @@ const defaultBlockCost = 10
 // article's prose and little else. Ties go to the deepest element, and a
 // child holding descendPercent of its parent's value is preferred to the
 // parent. Teaser cards (see findCards) add no positive value.
-func (e *extractor) chooseRoot(body *html.Node) *html.Node {
+// It also returns the length of all of body's text, which bounds that of
+// any rendering of it.
+func (e *extractor) chooseRoot(body *html.Node) (*html.Node, int) {
 	scores := scoreBlocks(body, e.cards, e.opts.Tuning.BlockCost)
+	all := 0
+	if s := scores[body]; s != nil {
+		all = s.good + s.bad
+	}
 	best, bestScore := body, -1<<62
 	var pick func(n *html.Node, depth int)
 	pick = func(n *html.Node, depth int) {
@@ -101,7 +107,7 @@ func (e *extractor) chooseRoot(body *html.Node) *html.Node {
 		}
 		best, bestScore = next, scores[next].value
 	}
-	return best
+	return best, all
 }
 
 // defaultDescendPercent (Tuning.DescendPercent) and descendPosPercent are
@@ -285,9 +291,10 @@ const (
 // a small share of the page's text, those of the whole page with the
 // titles of its items kept.
 func (e *extractor) content(body *html.Node, title string) []block {
-	root := e.chooseRoot(body)
+	root, all := e.chooseRoot(body)
 	blocks := cleanBlocks(e.render(root), title, 0)
-	if root == body {
+	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent {
+		// The whole page could not render to more than all.
 		return blocks
 	}
 	links, seen := len(e.links), len(e.seenLinks)

@@ -221,7 +221,7 @@ func extractContent(body *html.Node, base *url.URL, opts Options, title string, 
 	e.lenient = lenient
 	e.prune(body)
 	blocks := e.content(body, title)
-	return content{blocks: blocks, links: e.links, prose: e.size[body].para}
+	return content{blocks: blocks, links: e.links, prose: e.sizeOf(body).para}
 }
 
 // toUTF8 converts the page to UTF-8 from whatever encoding its BOM, meta

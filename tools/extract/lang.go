@@ -51,17 +51,36 @@ var englishWords = map[string]bool{
 }
 
 // englishish reports whether common English function words make up a fair
-// share of the first words of text.
+// share of the first maxLangWords words of text.
 func englishish(text string) bool {
 	words, hits := 0, 0
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) }) {
+	word := func(w string) {
 		words++
-		if englishWords[strings.ToLower(w)] {
+		if len(w) <= 4 && englishWords[strings.ToLower(w)] {
 			hits++
 		}
-		if words >= 2000 {
-			break
+	}
+	start := -1
+	for i, r := range text {
+		if unicode.IsLetter(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
 		}
+		if start >= 0 {
+			word(text[start:i])
+			start = -1
+			if words >= maxLangWords {
+				break
+			}
+		}
+	}
+	if start >= 0 && words < maxLangWords {
+		word(text[start:])
 	}
 	return words > 0 && hits*100 >= words*8
 }
+
+// maxLangWords is how many words englishish reads.
+const maxLangWords = 2000

@@ -14,9 +14,9 @@ type extractor struct {
 	opts      Options
 	links     []string
 	seenLinks map[string]bool
-	// size caches the weighted text length of elements and of their prose
-	// text, filled by measure before pruning.
-	size map[*html.Node]textSize
+	// scores holds the text of every element under body, filled by
+	// measure before pruning (see sizeOf).
+	scores map[*html.Node]*nodeScore
 	// cards are the items of teaser lists (see findCards), found before
 	// pruning.
 	cards map[*html.Node]bool
@@ -30,6 +30,16 @@ type extractor struct {
 }
 
 type textSize struct{ all, para, paras int }
+
+// sizeOf returns the weighted length of n's text, of its prose text and
+// the number of its prose runs, as measured before pruning.
+func (e *extractor) sizeOf(n *html.Node) textSize {
+	sc := e.scores[n]
+	if sc == nil {
+		return textSize{}
+	}
+	return textSize{all: sc.good + sc.bad, para: sc.good, paras: sc.goodRuns}
+}
 
 func newExtractor(base *url.URL, opts Options) *extractor {
 	return &extractor{base: base, opts: opts, seenLinks: map[string]bool{}}
@@ -275,15 +285,11 @@ func hiddenBy(n *html.Node) string {
 	return ""
 }
 
-// measure fills e.size for every element under body and returns body's
+// measure fills e.scores for every element under body and returns body's
 // size: all text, and the text of prose-like runs (see scoreBlocks).
 func (e *extractor) measure(body *html.Node) textSize {
-	e.size = map[*html.Node]textSize{}
-	scores := scoreBlocks(body, nil, e.opts.Tuning.BlockCost)
-	for n, sc := range scores {
-		e.size[n] = textSize{all: sc.good + sc.bad, para: sc.good, paras: sc.goodRuns}
-	}
-	e.cards = findCards(scores)
+	e.scores = scoreBlocks(body, nil, e.opts.Tuning.BlockCost)
+	e.cards = findCards(e.scores)
 	e.popups = findPopups(body)
 	// Pages rendered by scripts often put a copy of their content for
 	// crawlers in <noscript> (forums do). That copy is the content only
@@ -297,15 +303,16 @@ func (e *extractor) measure(body *html.Node) textSize {
 				continue
 			}
 			if c.Data == "noscript" {
-				inside += e.size[c].all
+				inside += e.sizeOf(c).all
 				continue
 			}
 			walk(c, depth+1)
 		}
 	}
 	walk(body, 0)
-	e.noscriptMain = inside*2 > e.size[body].all
-	return e.size[body]
+	total := e.sizeOf(body)
+	e.noscriptMain = inside*2 > total.all
+	return total
 }
 
 // isEmbedName reports a class or id naming an embedded post.
@@ -377,7 +384,9 @@ func findPopups(body *html.Node) map[*html.Node]bool {
 				st.links += cs.links
 			}
 		}
-		stats[n] = st
+		if !blockTags[n.Data] && st.links >= popupMinLinks && st.chars >= popupMinChars {
+			stats[n] = st // only these can be candidates
+		}
 		if blockTags[n.Data] && st.chars-st.link >= popupMinProse {
 			// n is a block with prose: mark the popups among its
 			// inline descendants.
@@ -519,19 +528,20 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 		// some prose: that is the page itself, hidden until its scripts
 		// run (hydration, a consent or age gate), not something hidden
 		// from the reader.
-		wholePage := e.size[n].paras > 0 && e.size[n].all*4 >= total.all*3
-		if !wholePage && (h != "hidden" || e.size[n].paras == 0) {
+		size := e.sizeOf(n)
+		wholePage := size.paras > 0 && size.all*4 >= total.all*3
+		if !wholePage && (h != "hidden" || size.paras == 0) {
 			return true
 		}
 	}
 	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
 		// A "button" holding prose is a clickable card (a story's title
 		// and summary), not a control.
-		if r != "button" || e.size[n].all < 60 {
+		if r != "button" || e.sizeOf(n).all < 60 {
 			return true
 		}
 	}
-	size := e.size[n]
+	size := e.sizeOf(n)
 	// holdsMain: the element carries most of the page's paragraph text.
 	holdsMain := total.para > 0 && size.para*2 > total.para
 	switch tag {

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
@@ -126,7 +127,10 @@ func (r *renderer) flush() {
 		return
 	}
 	text := strings.TrimRight(string(b.text), " \n")
-	md := strings.TrimRight(string(b.md), " \n")
+	md := text // most blocks have nothing to escape and no links
+	if !bytes.Equal(b.text, b.md) {
+		md = strings.TrimRight(string(b.md), " \n")
+	}
 	r.blocks = append(r.blocks, block{
 		kind: r.kind, level: r.level, ordered: r.ordered, index: r.index, quote: r.quote,
 		text: text, md: md, chars: b.chars, link: b.link, parent: r.parentOfOwner(),
@@ -409,16 +413,16 @@ func repeatedSection(blocks []block) map[int]bool {
 		i      int
 		parent *html.Node
 	}
-	var last map[string]at
+	var last map[uint64]at
 	var out map[int]bool
 	for i, b := range blocks {
 		if b.kind != kindPara || b.chars < minRepeat {
 			continue
 		}
-		k := normText(b.text)
+		k := normHash(b.text)
 		prev, ok := last[k]
 		if last == nil {
-			last = map[string]at{}
+			last = map[uint64]at{}
 		}
 		last[k] = at{i, b.parent}
 		if ok && prev.parent != b.parent {
@@ -516,6 +520,20 @@ func trimEdges(blocks []block) []block {
 	return blocks
 }
 
+// normHash is an FNV-1a hash of normText(s), computed without building it.
+func normHash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	var buf [utf8.UTFMax]byte
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			for _, c := range buf[:utf8.EncodeRune(buf[:], unicode.ToLower(r))] {
+				h = (h ^ uint64(c)) * 1099511628211
+			}
+		}
+	}
+	return h
+}
+
 func normText(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -530,6 +548,11 @@ func normText(s string) string {
 // line.
 func blocksText(blocks []block) string {
 	var b strings.Builder
+	size := 0
+	for _, bl := range blocks {
+		size += len(bl.text) + 2
+	}
+	b.Grow(size)
 	for _, bl := range blocks {
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
@@ -551,6 +574,11 @@ func blocksText(blocks []block) string {
 // blocksMarkdown renders blocks as markdown.
 func blocksMarkdown(blocks []block) string {
 	var b strings.Builder
+	size := 0
+	for _, bl := range blocks {
+		size += len(bl.md) + 4
+	}
+	b.Grow(size)
 	prevItem := false
 	for _, bl := range blocks {
 		isItem := bl.kind == kindItem
