@@ -135,6 +135,7 @@ type streamStatus struct {
 	sent      map[string]string
 	sentTitle string
 	probing   bool // openStatus's first append: a gone stream is its to handle
+	resuming  bool // the run resumes (a decision, or another pickup): its stream shows more than the question
 }
 
 func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
@@ -299,9 +300,9 @@ func (s *streamStatus) changes(v statusView) ([]slack.StreamChunk, func()) {
 	var chunks []slack.StreamChunk
 	title := streamTitle(v)
 	// Until the plan has a theme the title is the question, which every
-	// stream starts with: a continued stream is not sent it again (it may
-	// show the theme already).
-	if title != s.sentTitle && strings.TrimSpace(v.Progress.Theme) != "" {
+	// stream starts with: only the first append of a new run's stream
+	// sends it again (a resumed run's stream may show the theme already).
+	if title != s.sentTitle && (strings.TrimSpace(v.Progress.Theme) != "" || s.probing && !s.resuming) {
 		chunks = append(chunks, slack.NewPlanUpdateChunk(title))
 	}
 	shown := map[string]string{}
@@ -697,8 +698,14 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 	}
 	s := b.newStreamStatus(*r, live, v)
 	// The first append says whether the recorded stream still takes chunks.
-	s.probing = true
-	err := s.appendChanges(ctx, v, nil)
+	s.probing, s.resuming = true, r.Decision != nil || r.Attempt > 1
+	var extra []slack.StreamChunk
+	if s.resuming {
+		// The probe's chunk: a resumed run says so (its title and cards
+		// come with its first progress).
+		extra = []slack.StreamChunk{slack.NewMarkdownTextChunk(resumedText(v.Lang))}
+	}
+	err := s.appendChanges(ctx, v, extra)
 	s.probing = false
 	switch {
 	case err == nil:
