@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -348,5 +349,86 @@ func TestRunReadsEachPageOnce(t *testing.T) {
 	}
 	if read < len(res.Plan.Subtasks) {
 		t.Errorf("%d sources read", read)
+	}
+}
+
+// heldFetcher reads the World's pages, except that a fetch of hold waits
+// for its context; ended is closed when that fetch has returned.
+type heldFetcher struct {
+	*agenttest.World
+	hold  string
+	ended chan struct{}
+	once  sync.Once
+
+	mu   sync.Mutex
+	read map[string]bool
+}
+
+func (f *heldFetcher) Fetch(ctx context.Context, u string) (agent.Page, error) {
+	f.mu.Lock()
+	f.read[u] = true
+	f.mu.Unlock()
+	if u == f.hold {
+		<-ctx.Done()
+		f.once.Do(func() { close(f.ended) })
+		return agent.Page{}, ctx.Err()
+	}
+	return f.World.Fetch(ctx, u)
+}
+
+func (f *heldFetcher) fetched(u string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.read[u]
+}
+
+// While the plan is made, a run reads ahead the pages the question itself
+// finds. A page no researcher's search leads to is read but does not enter
+// the research; a read still under way when the run ends is called off with
+// it, before Start returns. A question about the team's own matters is not
+// read ahead: the web does not know them.
+func TestReadAheadOfThePlan(t *testing.T) {
+	const q, internal = "What does the EU AI Act require?", "What did we decide about the EU AI Act?"
+	aside := agenttest.Page{URL: "https://aside.example/question", Title: "Aside", Text: "A page only the question finds. It says little more."}
+	held := agenttest.Page{URL: "https://held.example/question", Title: "Held", Text: "A page that takes longer than the run. It is never read."}
+	e := newEnv(t)
+	e.web = agenttest.NewWorld(append(agenttest.EnglishPages(), aside, held)...)
+	e.web.Find = func(query string) []agenttest.Page {
+		if query == q || query == internal {
+			return []agenttest.Page{aside, held}
+		}
+		return agenttest.EnglishPages()
+	}
+	f := &heldFetcher{World: e.web, hold: held.URL, ended: make(chan struct{}), read: map[string]bool{}}
+	a, err := agent.New(agent.Deps{LLM: e.client, Search: e.web, Fetch: f, Saver: e.store, Logger: slog.New(slog.DiscardHandler)}, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Start(testCtx(t), "ahead", agent.Request{Question: q}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, res)
+	select {
+	case <-f.ended:
+	default:
+		t.Error("a page read ahead was still being read after Start returned")
+	}
+	if !f.fetched(aside.URL) {
+		t.Error("the page the question finds was not read ahead")
+	}
+	for _, src := range res.Sources {
+		if src.URL == aside.URL || src.URL == held.URL {
+			t.Errorf("%s, read ahead only, entered the research", src.URL)
+		}
+	}
+
+	res, err = a.Start(testCtx(t), "internal", agent.Request{Question: internal}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, res)
+	if slices.Contains(e.web.Queries(), internal) {
+		t.Error("a question about the team's own matters was searched on the web as asked")
 	}
 }

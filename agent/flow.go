@@ -113,9 +113,10 @@ type planOut struct {
 func (a *Agent) planner(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhasePlanning)
 	sc, c := a.sc, a.caller(nPlanner)
-	if s.Report == "" && !s.Req.ApprovePlan {
+	if s.Report == "" && !s.Req.ApprovePlan && !looksInternal(s.Question) {
 		// the research starts once the plan is made: the pages the question
-		// itself leads to can be on their way already
+		// itself leads to can be on their way already (not for the team's
+		// own matters, which the web does not know)
 		a.readAhead(ctx, s.Question)
 	}
 	l := a.limits(s.Req.Depth)

@@ -32,6 +32,8 @@ func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
 			l.pages[rawURL] = r
 			l.mu.Unlock()
 			r.pg, r.err = a.fetchPage(ctx, rawURL)
+			// kept for the run as a researcher keeps it
+			r.pg.Text = clip(r.pg.Text, a.opts.PageChars)
 			if r.err != nil {
 				l.mu.Lock()
 				if l.pages[rawURL] == r {
