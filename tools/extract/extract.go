@@ -10,6 +10,9 @@
 // crawlers in <noscript> is read when it holds more text than the rest (forum
 // software does this), and a page whose class names would remove nearly
 // all of its prose is read again trusting tags, roles and visibility only.
+// A page whose HTML holds next to no content but whose JSON-LD states a
+// body (a product description, an article rendered by scripts) gives that
+// body.
 // Thresholds are chosen by cross-validation by site on a corpus of page
 // types (see package extractbench and Tuning).
 //
@@ -191,6 +194,12 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 				}
 			}
 		}
+		if mc := opts.Tuning.MinContent; chars(c.blocks) < mc && weightedLen(m.ldBody) > 2*chars(c.blocks) {
+			// The page's HTML holds next to no content, but its JSON-LD
+			// states a body (a shop's product description, an article
+			// rendered by scripts): that is the content.
+			c.blocks, c.links = textBlocks(m.ldBody), nil
+		}
 		a.Text = blocksText(c.blocks)
 		a.Markdown = blocksMarkdown(c.blocks)
 		a.Links = c.links
@@ -203,6 +212,16 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	}
 	sanitize(a)
 	return a, nil
+}
+
+// textBlocks turns plain text whose paragraphs are separated by blank
+// lines into blocks.
+func textBlocks(text string) []block {
+	var out []block
+	for _, p := range strings.Split(text, "\n\n") {
+		out = append(out, block{kind: kindPara, text: p, md: mdEscape(p), chars: weightedLen(p)})
+	}
+	return out
 }
 
 // content is what one reading of a page's body found: the blocks of its

@@ -215,6 +215,21 @@ func TestHeuristics(t *testing.T) {
 			want:  []string{"qof sentence number 0"},
 			count: map[string]int{"tsadi sentence number 1": 2},
 		},
+		{
+			name: "a page without content in its HTML whose JSON-LD states a body",
+			body: `<div id="app"><h1>Headline</h1><span>$25</span><a href="/cart">Add to cart</a></div>` +
+				`<script type="application/ld+json">{"@type":"Product","name":"Headline","description":` +
+				`"<p>` + prose("resh", 2) + `</p><ul><li>` + prose("shin", 1) + `</li></ul>"}</script>`,
+			want:    []string{"resh sentence number 1", "shin sentence number 0"},
+			notWant: []string{"Add to cart"},
+		},
+		{
+			name: "a JSON-LD description beside content in the HTML is left alone",
+			body: `<article><h1>Headline</h1><p>` + prose("tav", 3) + `</p></article>` +
+				`<script type="application/ld+json">{"@type":"Article","description":"` + prose("kaf", 4) + `"}</script>`,
+			want:    []string{"tav sentence number 2"},
+			notWant: []string{"kaf sentence"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

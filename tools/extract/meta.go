@@ -14,6 +14,9 @@ type meta struct {
 	title, h1, byline, siteName, description string
 	canonical, lang                          string
 	published                                time.Time
+	// ldBody is the longest body text a JSON-LD object states
+	// (articleBody, text, reviewBody or description), markup removed.
+	ldBody string
 }
 
 // maxJSONLD caps the size of one JSON-LD script that is decoded, and
@@ -143,6 +146,7 @@ func readMeta(doc *html.Node, base *url.URL) meta {
 	})
 
 	art := pickArticleLD(ld)
+	m.ldBody = ldBody(ld)
 	str := func(o map[string]any, k string) string {
 		if o == nil {
 			return ""
@@ -352,6 +356,52 @@ func pickArticleLD(objs []map[string]any) map[string]any {
 		}
 	}
 	return best
+}
+
+// ldBody returns the longest articleBody, text, reviewBody or description
+// of objs, as plain text with paragraphs separated by blank lines.
+func ldBody(objs []map[string]any) string {
+	best := ""
+	for _, o := range objs {
+		for _, k := range []string{"articleBody", "text", "reviewBody", "description"} {
+			if s, ok := o[k].(string); ok && len(s) > len(best) {
+				best = s
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return markupText(html.UnescapeString(best))
+}
+
+// markupText returns the text of s, which may hold HTML, with a blank line
+// where a block element starts or ends.
+func markupText(s string) string {
+	var b strings.Builder
+	z := html.NewTokenizer(strings.NewReader(s))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			out := strings.Split(b.String(), "\n\n")
+			kept := out[:0]
+			for _, p := range out {
+				if p = collapseSpace(p); p != "" {
+					kept = append(kept, p)
+				}
+			}
+			return strings.Join(kept, "\n\n")
+		case html.TextToken:
+			b.Write(z.Text())
+		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			if blockTags[string(name)] || string(name) == "br" {
+				b.WriteString("\n\n")
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+	}
 }
 
 func ldTypes(v any) []string {

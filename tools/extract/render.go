@@ -82,6 +82,15 @@ func appendMDRune(md []byte, r rune) []byte {
 	return utf8.AppendRune(md, r)
 }
 
+// mdEscape escapes s as inline markdown text (see appendMDRune).
+func mdEscape(s string) string {
+	md := make([]byte, 0, len(s))
+	for _, r := range s {
+		md = appendMDRune(md, r)
+	}
+	return string(md)
+}
+
 func (b *inline) newline() {
 	if len(b.text) > 0 && b.text[len(b.text)-1] != '\n' {
 		b.text = append(b.text, '\n')
