@@ -46,9 +46,9 @@ type updateBudget struct {
 	fullBurst int     // the workspace's burst
 
 	mu      sync.Mutex
-	share   int     // replicas the workspace's budget is split among
-	rate    float64 // this process's tokens per second: perMinute/60/share
-	burst   float64 // this process's burst: fullBurst/share, at least 1
+	share   float64 // this process's part of the workspace's budget (0 < share ≤ 1)
+	rate    float64 // this process's tokens per second: perMinute/60*share
+	burst   float64 // this process's burst: fullBurst*share, at least 1
 	reserve float64 // tokens progress edits leave for finals: half the burst
 	tokens  float64
 	last    time.Time // tokens were counted up to here (later than now during a pause)
@@ -81,10 +81,10 @@ func newUpdateBudget(perMinute, burst int, clk clock.Clock) *updateBudget {
 	return u
 }
 
-func (u *updateBudget) applyShareLocked(n int) {
-	u.share = n
-	u.rate = u.perMinute / 60 / float64(n)
-	b := max(u.fullBurst/n, 1)
+func (u *updateBudget) applyShareLocked(f float64) {
+	u.share = f
+	u.rate = u.perMinute / 60 * f
+	b := max(int(float64(u.fullBurst)*f+1e-9), 1)
 	u.burst = float64(b)
 	u.reserve = float64(b / 2)
 }
@@ -95,17 +95,23 @@ func (u *updateBudget) applyShareLocked(n int) {
 // Tokens earned so far count at the old rate; tokens beyond the new burst
 // are dropped. Queued finals keep their places and recompute their wait.
 func (u *updateBudget) setShare(n int) {
+	u.setFraction(1 / float64(max(n, 1)))
+}
+
+// setFraction makes the bucket the part f (0 < f ≤ 1) of the workspace's
+// budget, as setShare does for an even split.
+func (u *updateBudget) setFraction(f float64) {
 	if u == nil {
 		return
 	}
-	n = max(n, 1)
+	f = min(max(f, 1e-3), 1)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if n == u.share {
+	if math.Abs(f-u.share) < 1e-9 {
 		return
 	}
 	u.refillLocked(u.clk.Now())
-	u.applyShareLocked(n)
+	u.applyShareLocked(f)
 	u.tokens = min(u.tokens, u.burst)
 	u.notifyLocked()
 }
@@ -118,7 +124,7 @@ func (u *updateBudget) current() (perMinute float64, burst int) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.perMinute / float64(u.share), int(u.burst)
+	return u.perMinute * u.share, int(u.burst)
 }
 
 func (u *updateBudget) refillLocked(now time.Time) {

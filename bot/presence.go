@@ -74,18 +74,48 @@ func (b *Bot) presence(ctx context.Context) {
 		b.presenceRecovering--
 		n = max(n, int(b.live.Load()))
 	}
-	b.setShare(n)
+	b.setShare(n, b.weight(ctx, n, now))
 }
 
-// setShare splits the workspace's Slack budgets among n live replicas.
-func (b *Bot) setShare(n int) {
+// shareSafety keeps the replicas' weighted parts, each computed from its own
+// reading of the store a moment apart, from adding up to more than the
+// workspace's budget.
+const shareSafety = 0.95
+
+// weight is this process's part of the workspace-wide budgets whose calls
+// follow the runs it holds (chat.update, chat.appendStream,
+// chat.stopStream): each of n live replicas weighs its held runs plus one,
+// so the replica that ends up working on most runs is not held to 1/n of
+// the budget while the others' parts go unused. 1/n when alone or when the
+// count fails.
+func (b *Bot) weight(ctx context.Context, n int, now time.Time) float64 {
+	even := 1 / float64(max(n, 1))
+	if n <= 1 {
+		return even
+	}
+	mine, all, err := b.store.HeldRuns(ctx, b.opts.InstanceID, now)
+	if err != nil {
+		b.log.Debug("bot: count held runs; Slack budgets stay split evenly", "err", err)
+		return even
+	}
+	all = max(all, mine)
+	if all == 0 {
+		return even
+	}
+	return shareSafety * float64(mine+1) / float64(all+n)
+}
+
+// setShare splits the workspace's Slack budgets among n live replicas:
+// those that follow the runs this process holds by its weight f, starting
+// streams and the per-channel pacing evenly.
+func (b *Bot) setShare(n int, f float64) {
 	old := int(b.live.Swap(int32(n)))
-	b.updates.setShare(n)
+	b.updates.setFraction(f)
+	b.appends.setFraction(f)
+	b.streamStops.setFraction(f)
 	b.posts.setShare(n)
 	b.limiter.setShare(n)
-	b.appends.setShare(n)
 	b.streamStarts.setShare(n)
-	b.streamStops.setShare(n)
 	b.metrics.liveInstances.Set(float64(n))
 	if old != n {
 		perMinute, burst := b.updates.current()

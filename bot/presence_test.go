@@ -3,11 +3,14 @@ package bot_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"deepresearch/bot"
+	"deepresearch/research"
 	"deepresearch/storage/memory"
 )
 
@@ -149,3 +152,47 @@ func TestReplicasSplitSlackBudgets(t *testing.T) {
 // presenceWindow mirrors the bot's: an instance is counted for three
 // rounds after its last announcement.
 const presenceWindow = 3
+
+// TestBusyReplicaGetsMoreOfTheBudget: the budgets whose calls follow the
+// runs a replica holds (chat.update among them) are split by held runs
+// plus one each, so the replica working on most runs gets most of them,
+// and together the replicas stay within the workspace's budget; with no
+// runs held the split is even.
+func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
+	h := newHarness(t)
+	store := &registryStore{Runs: memory.NewRuns()}
+	budget := func(o *bot.Options) {
+		o.PresenceEvery = 50 * time.Millisecond
+		o.UpdatesPerMinute, o.UpdateBurst = 60, 20
+	}
+	ctx := testCtx(t)
+	a := h.startOn(store, budget) // instance "bot-A"
+	b := h.startOn(store, budget)
+	h.waitFor(ctx, "an even split", func() bool {
+		return bot.SharesOf(a.Bot).UpdatesPerMinute == 30 && bot.SharesOf(b.Bot).UpdatesPerMinute == 30
+	})
+	// A works on eight runs (held under a long lease), B on none.
+	for i := range 8 {
+		id := fmt.Sprintf("held%d", i)
+		k := research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: fmt.Sprintf("%d.0", 100+i)}
+		if err := store.CreateRun(ctx, research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: fmt.Sprintf("U%d", i),
+			Question: "q", CreatedAt: time.Now(), UpdatedAt: time.Now()}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.AcquireRun(ctx, id, "bot-A", time.Now(), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A: 0.95 × 9/10 of 60 a minute; B: 0.95 × 1/10.
+	h.waitFor(ctx, "a split by held runs", func() bool {
+		sa, sb := bot.SharesOf(a.Bot), bot.SharesOf(b.Bot)
+		return math.Abs(sa.UpdatesPerMinute-51.3) < 0.01 && math.Abs(sb.UpdatesPerMinute-5.7) < 0.01
+	})
+	sa, sb := bot.SharesOf(a.Bot), bot.SharesOf(b.Bot)
+	if sum := sa.UpdatesPerMinute + sb.UpdatesPerMinute; sum > 60 || sa.UpdateBurst+sb.UpdateBurst > 20 {
+		t.Errorf("together %.1f a minute with bursts %d+%d; the workspace allows 60 and 20", sum, sa.UpdateBurst, sb.UpdateBurst)
+	}
+	if sa.PostInterval != sb.PostInterval {
+		t.Errorf("per-channel pacing %s and %s; it stays split evenly", sa.PostInterval, sb.PostInterval)
+	}
+}

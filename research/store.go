@@ -37,6 +37,11 @@ type Store interface {
 	// across all processes (0 when none; the caller counts itself as at
 	// least one).
 	LiveInstances(ctx context.Context, since time.Time) (int, error)
+	// HeldRuns counts the runs held under a lease that has not ended by
+	// now: those held by owner, and all of them. The replicas split the
+	// workspace's Slack budgets by it, so a process working on more runs
+	// (each with a final picture to show) gets more of them.
+	HeldRuns(ctx context.Context, owner string, now time.Time) (mine, all int, err error)
 	// LeaveInstance forgets the instance (a clean shutdown), so that the
 	// others stop counting it at once. Leaving an unknown id is not an
 	// error.

@@ -37,6 +37,23 @@ func (s *Runs) TouchInstance(ctx context.Context, id string, now time.Time) erro
 	return s.q.TouchInstance(ctx, id, now)
 }
 
+// HeldRuns implements research.Store.
+func (s *Runs) HeldRuns(_ context.Context, owner string, now time.Time) (mine, all int, err error) {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	for k := range s.q.live {
+		j := s.q.jobs[k]
+		if k.kind != jobs.KindRun || j.State != jobs.Held || j.LeaseUntil.Before(now) {
+			continue
+		}
+		all++
+		if j.Owner == owner {
+			mine++
+		}
+	}
+	return mine, all, nil
+}
+
 // LiveInstances implements research.Store.
 func (s *Runs) LiveInstances(ctx context.Context, since time.Time) (int, error) {
 	return s.q.LiveInstances(ctx, since)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -18,6 +19,16 @@ func (b *Runs) TouchInstance(ctx context.Context, id string, now time.Time) erro
 // LiveInstances implements research.Store.
 func (b *Runs) LiveInstances(ctx context.Context, since time.Time) (int, error) {
 	return liveInstances(ctx, b.s.pool, since)
+}
+
+// HeldRuns implements research.Store.
+func (b *Runs) HeldRuns(ctx context.Context, owner string, now time.Time) (mine, all int, err error) {
+	var m, a int64
+	if err := b.s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE owner = $1), count(*) FROM jobs
+		WHERE kind = 'run' AND state = 'held' AND lease_until >= $2`, owner, jobNanos(now)).Scan(&m, &a); err != nil {
+		return 0, 0, fmt.Errorf("postgres: held runs: %w", err)
+	}
+	return int(m), int(a), nil
 }
 
 // LeaveInstance implements research.Store.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -18,6 +19,15 @@ func (b *Runs) TouchInstance(ctx context.Context, id string, now time.Time) erro
 // LiveInstances implements research.Store.
 func (b *Runs) LiveInstances(ctx context.Context, since time.Time) (int, error) {
 	return liveInstances(ctx, b.s, since)
+}
+
+// HeldRuns implements research.Store.
+func (b *Runs) HeldRuns(ctx context.Context, owner string, now time.Time) (mine, all int, err error) {
+	if err := b.s.r.QueryRowContext(ctx, `SELECT coalesce(sum(owner = ?), 0), count(*) FROM jobs
+		WHERE kind = 'run' AND state = 'held' AND lease_until >= ?`, owner, jobNanos(now)).Scan(&mine, &all); err != nil {
+		return 0, 0, fmt.Errorf("sqlite: held runs: %w", err)
+	}
+	return mine, all, nil
 }
 
 // LeaveInstance implements research.Store.

@@ -35,6 +35,7 @@ func Runs(t *testing.T, newStore func(t *testing.T) research.Store) {
 		{"AcquireAndLease", testAcquireAndLease},
 		{"AcquireConcurrent", testAcquireConcurrent},
 		{"AcquireRuns", testAcquireRuns},
+		{"HeldRuns", testHeldRuns},
 		{"WaitDecideResume", testWaitDecide},
 		{"DecideConcurrent", testDecideConcurrent},
 		{"DecideCancel", testDecideCancel},
@@ -73,6 +74,39 @@ func ctx(t *testing.T) context.Context {
 
 func key(ts string) research.ThreadKey {
 	return research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: ts}
+}
+
+// testHeldRuns: HeldRuns counts the runs held under a live lease, by the
+// owner and in all; queued, waiting, finished and expired runs do not count.
+func testHeldRuns(t *testing.T, s research.Store) {
+	c := ctx(t)
+	for i, owner := range []string{"A", "A", "B", "", "", "expired", "done"} {
+		id := fmt.Sprintf("h%d", i)
+		create(t, s, newRun(id, fmt.Sprintf("%d.0", 10+i), fmt.Sprintf("U%d", i)))
+		switch owner {
+		case "": // queued
+		case "expired":
+			_, err := s.AcquireRun(c, id, "B", at(0), 5*time.Second)
+			must(t, err)
+		case "done":
+			_, err := s.AcquireRun(c, id, "A", at(0), time.Minute)
+			must(t, err)
+			must(t, s.FinishRun(c, id, "A", research.StateDone, "", at(1)))
+		default:
+			_, err := s.AcquireRun(c, id, owner, at(0), time.Minute)
+			must(t, err)
+		}
+	}
+	for _, tc := range []struct {
+		owner     string
+		mine, all int
+	}{{"A", 2, 3}, {"B", 1, 3}, {"C", 0, 3}} {
+		mine, all, err := s.HeldRuns(c, tc.owner, at(10))
+		must(t, err)
+		if mine != tc.mine || all != tc.all {
+			t.Errorf("HeldRuns(%s) = %d of %d, want %d of %d", tc.owner, mine, all, tc.mine, tc.all)
+		}
+	}
 }
 
 func newRun(id, thread, user string) research.Run {
