@@ -114,7 +114,7 @@ func (e *extractor) chooseRoot(body *html.Node) (*html.Node, int) {
 // the shares of its parent's value and positive value a child must hold for
 // chooseRoot to prefer the child.
 const (
-	defaultDescendPercent = 85
+	defaultDescendPercent = 95
 	descendPosPercent     = 80
 )
 

@@ -84,7 +84,7 @@ type Tuning struct {
 	// them.
 	BlockCost int
 	// DescendPercent is the share of its parent's value a child must hold
-	// for the child to be preferred as the root (default 85).
+	// for the child to be preferred as the root (default 95).
 	DescendPercent int
 	// BroadPercent: when the chosen container's text is less than this
 	// share of the text of the whole (pruned) page, the page is not one

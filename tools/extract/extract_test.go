@@ -143,7 +143,7 @@ func TestGoldenContent(t *testing.T) {
 				"fishing association, warned", "Raised sea wall", "What happens next"},
 			notWant: []string{"Harbour Council Approves", "cookies", "Tweet", "Related stories",
 				"My basement", "Most read", "All rights reserved", "Hidden tracking", "Advertisement",
-				"Tags:", "artist's impression"},
+				"Tags:"},
 			mdWant: []string{"## What happens next", "1. A public consultation", "> “This is",
 				"| Option | Cost | Homes protected |", "[An engineering report](https://example.org/report.pdf)"},
 			wantMeta: wantMeta{title: "Harbour Council Approves New Tide Barrier", lang: "en-US",

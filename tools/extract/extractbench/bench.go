@@ -199,7 +199,7 @@ var DefaultDirs = []string{
 func Tunings() []extract.Tuning {
 	return []extract.Tuning{
 		{BlockCost: 5}, {BlockCost: 15}, {BlockCost: 20},
-		{DescendPercent: 75}, {DescendPercent: 95},
+		{DescendPercent: 75}, {DescendPercent: 85}, {DescendPercent: 90}, {DescendPercent: 100},
 		{BroadPercent: 15}, {BroadPercent: 35}, {BroadPercent: 50},
 		{MinItemLink: 10}, {MinItemLink: 25},
 		{MinContent: 125}, {MinContent: 500}, {MinContent: 1000},
