@@ -189,7 +189,20 @@ func child() int {
 			case len(snap.Next) == 0:
 				return // finished in an earlier life
 			}
-			if _, err := g.Invoke(ctx, cfg); err != nil {
+			_, err = g.Invoke(ctx, cfg)
+			// A commit sent by the process killed before this one can land
+			// after this one read the thread: the saver refuses the stale
+			// write (ErrConflict), and the thread goes on from its new head,
+			// as a restarted service would.
+			for try := 0; errors.Is(err, graph.ErrConflict) && try < 3; try++ {
+				write("conflict " + id)
+				cfg.Input = nil
+				if snap, serr := g.State(ctx, id, 0); serr == nil && len(snap.Next) == 0 {
+					return
+				}
+				_, err = g.Invoke(ctx, cfg)
+			}
+			if err != nil {
 				errs <- fmt.Errorf("%s: %w", id, err)
 			}
 		}()
