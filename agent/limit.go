@@ -7,9 +7,11 @@ import (
 	"sync"
 )
 
-// Default concurrency limits (see Options).
+// Default concurrency limits (see Options). A run's model calls are
+// capped at the widest step of a standard run: four subtasks summarising
+// three queries each at once.
 const (
-	DefaultRunModelCalls     = 8
+	DefaultRunModelCalls     = 12
 	DefaultProcessModelCalls = 256
 	DefaultHostFetches       = 4
 )
