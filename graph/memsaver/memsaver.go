@@ -96,7 +96,6 @@ func (s *Store) chainOf(thread, ns string, create bool) *chain {
 	return c
 }
 
-
 // Load implements graph.Saver.
 func (s *Store) Load(ctx context.Context, thread, ns string, id int64) (*graph.Chain, error) {
 	if err := ctx.Err(); err != nil {
@@ -299,7 +298,6 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 	}
 	return out, nil
 }
-
 
 // DeleteThread implements graph.Saver.
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {
