@@ -65,7 +65,7 @@ func checkReport(t *testing.T, res *agent.Result) {
 
 func TestFullRunEnglish(t *testing.T) {
 	e := newEnv(t)
-	e.web.Barrier = 3 // the three researchers must search at the same time
+	e.web.OnSearch = researchBarrier(3) // the three researchers must search at the same time
 	res := e.start("en-1", agent.Request{Question: "What does the EU AI Act require, and when?"})
 	checkReport(t, res)
 	if res.Finish != agent.FinishApproved || res.Language != "en" {

@@ -96,3 +96,27 @@ func researchSearches(hook func(ctx context.Context, n int) error) func(context.
 		return hook(ctx, int(n.Add(1)))
 	}
 }
+
+// researchBarrier is a World.OnSearch hook that holds each of the first n
+// researchers' searches until all n are in flight: a run only gets through
+// if they search at the same time.
+func researchBarrier(n int) func(context.Context, int) error {
+	var mu sync.Mutex
+	waiting, release := 0, make(chan struct{})
+	return researchSearches(func(ctx context.Context, k int) error {
+		if k > n {
+			return nil
+		}
+		mu.Lock()
+		if waiting++; waiting == n {
+			close(release)
+		}
+		mu.Unlock()
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
