@@ -3,8 +3,10 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,6 +198,7 @@ func TestCodingAndVisitActions(t *testing.T) {
 	e.coder = coder
 	e.opts.MaxSubtasks, e.opts.MaxURLs, e.opts.MinSources = 1, 1, 1
 	e.brain.ReflectDone = func(try int) bool { return try >= 2 }
+	var visited atomic.Value // the page the select step asked to visit
 	e.brain.SelectTools = func(r *llmtest.Request) llmtest.Reply {
 		var visit string
 		for _, ln := range strings.Split(r.LastUser(), "\n") {
@@ -203,6 +206,7 @@ func TestCodingAndVisitActions(t *testing.T) {
 				visit = ln[strings.LastIndex(ln, " ")+1:]
 			}
 		}
+		visited.Store(visit)
 		calls := []llmtest.ToolCall{{ID: "c1", Name: "coding", Args: map[string]string{"task": "max fine for 1bn turnover", "code": "console.log(0.07*1e9)"}}}
 		if visit != "" {
 			calls = append(calls, llmtest.ToolCall{ID: "c2", Name: "visit", Args: map[string]any{"urls": []string{visit}}})
@@ -223,8 +227,9 @@ func TestCodingAndVisitActions(t *testing.T) {
 	if strings.Join(offered, ",") != "search,visit,coding,answer" {
 		t.Errorf("tools offered: %v", offered)
 	}
-	if e.web.Fetches() < 2 {
-		t.Errorf("visit did not read a page (%d fetches)", e.web.Fetches())
+	visit, _ := visited.Load().(string)
+	if visit == "" || !slices.ContainsFunc(res.Sources, func(s agent.SourceRef) bool { return s.URL == visit && s.Retrieved }) {
+		t.Errorf("the visit did not read %q: sources %+v", visit, res.Sources)
 	}
 	var sawComp bool
 	for _, r := range e.srv.Requests() {
