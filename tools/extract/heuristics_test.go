@@ -216,6 +216,16 @@ func TestHeuristics(t *testing.T) {
 			count: map[string]int{"tsadi sentence number 1": 2},
 		},
 		{
+			name: "forum posts whose ids are records named comment",
+			body: `<div id="comments"><h1>Headline</h1>` +
+				`<article id="elComment_4398546"><div id="comment-4398546_wrap"><p>` + prose("he", 2) + `</p></div></article>` +
+				`<article id="elComment_4398547"><div id="comment-4398547_wrap"><p>` + prose("vav", 2) + `</p></div></article>` +
+				`<article id="elComment_4398548"><div id="comment-4398548_wrap"><p>` + prose("zayin", 2) + `</p></div></article></div>` +
+				`<div id="modal_2110a1e7-afbc-4454-a3d3-b691678ba1b8" class="reveal"><p>You are leaving our website for a site we do not run.</p></div>`,
+			want:    []string{"he sentence number 1", "vav sentence number 1", "zayin sentence number 1"},
+			notWant: []string{"leaving our website"},
+		},
+		{
 			name: "a page without content in its HTML whose JSON-LD states a body",
 			body: `<div id="app"><h1>Headline</h1><span>$25</span><a href="/cart">Add to cart</a></div>` +
 				`<script type="application/ld+json">{"@type":"Product","name":"Headline","description":` +

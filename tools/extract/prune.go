@@ -188,7 +188,7 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 	case "articleBody", "text", "reviewBody":
 		return 1, false
 	}
-	if id := attr(n, "id"); !headingSlug(n, id) {
+	if id := attr(n, "id"); !headingSlug(n, id) && !recordID(id) {
 		check(id)
 	}
 	classes := strings.Fields(attr(n, "class"))
@@ -208,6 +208,35 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 	}
 	return 0, false
 }
+
+// recordID reports an id carrying a record number (comment-4398546,
+// elComment_4398546): it names one item among many of its kind, such as a
+// post of a thread, not a region of the page. Every word of it is letters
+// or digits, so generated ids (hex, UUIDs) are not taken for records.
+func recordID(id string) bool {
+	record := false
+	for _, w := range strings.FieldsFunc(id, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		digits, letters := 0, 0
+		for _, r := range w {
+			if unicode.IsDigit(r) {
+				digits++
+			} else {
+				letters++
+			}
+		}
+		switch {
+		case digits > 0 && letters > 0:
+			return false
+		case digits >= minRecordDigits:
+			record = true
+		}
+	}
+	return record
+}
+
+// minRecordDigits is the length of the digit run that makes an id a
+// record's.
+const minRecordDigits = 4
 
 // headingSlug reports an id made from the text of the element's own
 // heading ("more-on-lists" on a section headed "5.1. More on Lists", as
