@@ -216,6 +216,15 @@ func TestHeuristics(t *testing.T) {
 			count: map[string]int{"tsadi sentence number 1": 2},
 		},
 		{
+			name: "carousel slides hidden from screen readers hold prose; a large hidden layer of teasers does not",
+			body: `<article><h1>Headline</h1><p>` + prose("tet", 3) + `</p>` +
+				`<div class="slides"><div class="slide" aria-hidden="true"><p>` + prose("yod", 1) + `</p><p>` + prose("lamed", 1) + `</p></div>` +
+				`<div class="slide" aria-hidden="true"><span>Next</span></div></div></article>` +
+				`<div id="layer" aria-hidden="true">` + strings.Repeat(`<p>`+prose("qoph", 3)+`</p>`, 3) + `</div>`,
+			want:    []string{"tet sentence number 2", "yod sentence number 0", "lamed sentence number 0"},
+			notWant: []string{"qoph sentence", "Next"},
+		},
+		{
 			name: "forum posts whose ids are records named comment",
 			body: `<div id="comments"><h1>Headline</h1>` +
 				`<article id="elComment_4398546"><div id="comment-4398546_wrap"><p>` + prose("he", 2) + `</p></div></article>` +
