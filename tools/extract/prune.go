@@ -561,13 +561,13 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 		// from the reader.
 		size := e.sizeOf(n)
 		wholePage := size.paras > 0 && size.all*4 >= total.all*3
-		// An aria-hidden element holding several prose runs and under a
-		// quarter of the page's text is a slide of a carousel or a panel
-		// kept from screen readers until shown (testimonials, a product's
-		// features); one holding more is a duplicate or a hidden layer of
-		// teasers.
+		// An element hidden by its style or from screen readers that
+		// holds two or more prose runs and under a quarter of the page's
+		// text is a slide of a carousel or a tab shown on demand
+		// (testimonials, a product's details); one holding more is a
+		// duplicate or a hidden layer of teasers.
 		keep := h == "hidden" && size.paras > 0 ||
-			h == "aria-hidden" && size.paras >= 2 && size.all*4 < total.all
+			h != "hidden" && size.paras >= 2 && size.all*4 < total.all
 		if !wholePage && !keep {
 			return true
 		}
