@@ -216,13 +216,14 @@ func TestHeuristics(t *testing.T) {
 			count: map[string]int{"tsadi sentence number 1": 2},
 		},
 		{
-			name: "carousel slides and tabs hidden until shown hold prose; a large hidden layer of teasers does not",
+			name: "carousel slides and tabs hidden until shown (by style, aria-hidden or class) hold prose; a large hidden layer of teasers does not",
 			body: `<article><h1>Headline</h1><p>` + prose("tet", 3) + `</p>` +
 				`<div class="slides"><div class="slide" aria-hidden="true"><p>` + prose("yod", 1) + `</p><p>` + prose("lamed", 1) + `</p></div>` +
 				`<div class="slide" aria-hidden="true"><span>Next</span></div></div>` +
-				`<div class="tab" style="display: none"><p>` + prose("mem2", 1) + `</p><p>` + prose("nun2", 1) + `</p></div></article>` +
+				`<div class="tab" style="display: none"><p>` + prose("mem2", 1) + `</p><p>` + prose("nun2", 1) + `</p></div>` +
+				`<div class="panel hidden"><p>` + prose("samekh2", 1) + `</p><p>` + prose("ayin2", 1) + `</p></div></article>` +
 				`<div id="layer" aria-hidden="true">` + strings.Repeat(`<p>`+prose("qoph", 3)+`</p>`, 3) + `</div>`,
-			want:    []string{"tet sentence number 2", "yod sentence number 0", "lamed sentence number 0", "mem2 sentence number 0"},
+			want:    []string{"tet sentence number 2", "yod sentence number 0", "lamed sentence number 0", "mem2 sentence number 0", "samekh2 sentence number 0"},
 			notWant: []string{"qoph sentence", "Next"},
 		},
 		{

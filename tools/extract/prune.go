@@ -138,8 +138,9 @@ func splitWords(name string) []string {
 }
 
 // classVerdict classifies an element by its class and id: -1 furniture,
-// +1 content, 0 unknown. strong reports a strongly negative word.
-func classVerdict(n *html.Node) (verdict int, strong bool) {
+// +1 content, 0 unknown. strong reports a strongly negative word. shown
+// says that a hiding class (see hiddenClass) does not count against it.
+func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
 	neg, pos := 0, 0
 	check := func(name string) {
 		if name == "" || len(name) > 200 {
@@ -195,7 +196,7 @@ func classVerdict(n *html.Node) (verdict int, strong bool) {
 	for _, c := range classes {
 		check(c)
 	}
-	if hiddenClass(classes) {
+	if !shown && hiddenClass(classes) {
 		neg++
 	}
 	switch {
@@ -594,7 +595,10 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 	if e.lenient {
 		return false
 	}
-	if v, _ := classVerdict(n); v >= 0 {
+	// A hiding class is read like the hiding attributes above: a
+	// small part of the page with several prose runs is a tab or a slide.
+	shown := size.paras >= 2 && size.all*4 < total.all
+	if v, _ := classVerdict(n, shown); v >= 0 {
 		return false
 	}
 	// A furniture-named element that holds most of the page's paragraph
