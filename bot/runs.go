@@ -55,6 +55,7 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
+	r.StatusStream = b.planStream(b.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
 	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
 		switch {
@@ -84,9 +85,14 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	log.Info("bot: run created", "requester", user, "follow_up", req.followUp)
 
 	v := statusView{Lang: b.userLang(ctx, user), Question: req.question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
-	if ts, err := b.tryStream(ctx, r, v, log); err == nil {
-		b.recordStatus(ctx, r, ts, true, log)
-	} else {
+	streamed := false
+	if r.StatusStream {
+		if ts, err := b.tryStream(ctx, r, v, log, true); err == nil {
+			b.recordStatus(ctx, r, ts, true, log)
+			streamed = true
+		}
+	}
+	if !streamed {
 		text, blocks := statusBlocks(v)
 		ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
 		if err != nil {

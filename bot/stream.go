@@ -629,7 +629,7 @@ func streamFinalBlocks(v statusView, res *research.Result) (string, []slack.Bloc
 // (or has not been tried yet) and returns its ts; an error means the
 // caller shows the run with a status message instead. A refusal of the
 // method itself is remembered for the workspace.
-func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *slog.Logger) (string, error) {
+func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *slog.Logger, tokenHeld bool) (string, error) {
 	team := b.team(r)
 	on, known := b.streams.known(team)
 	if !known {
@@ -641,7 +641,7 @@ func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *
 	if known && !on {
 		return "", errStreamingOff
 	}
-	if !b.streamStarts.tryProgress() {
+	if !tokenHeld && !b.streamStarts.tryProgress() {
 		return "", errStreamBudget
 	}
 	ts, err := b.startStream(ctx, r, streamOpening(v, r.Attempt > 1))
@@ -656,6 +656,20 @@ func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *
 		log.Warn("bot: start stream; posting a status message instead", "err", err)
 	}
 	return "", err
+}
+
+// planStream decides, as a run is created, whether it will be shown as a
+// stream: where the workspace may serve streaming and a chat.startStream
+// is left this minute (the token is taken for the run's tryStream). The
+// choice is stored with the run (Run.StatusStream), so a process that
+// picks the run up knows a status message from a stream without asking
+// Slack — under a burst most runs get status messages, and asking for each
+// would spend the chat.appendStream budget on 429s.
+func (b *Bot) planStream(team string) bool {
+	if on, known := b.streams.known(team); known && !on {
+		return false
+	}
+	return b.streamStarts.tryProgress()
 }
 
 // errStreamBudget: this minute's chat.startStream calls are spent.
@@ -678,7 +692,10 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 		r.StatusTS = b.creatorsStatus(ctx, *r)
 	}
 	if r.StatusTS == "" {
-		ts, err := b.tryStream(ctx, *r, v, log)
+		if !r.StatusStream {
+			return b.messageStatus(ctx, r, v, log)
+		}
+		ts, err := b.tryStream(ctx, *r, v, log, false)
 		if err != nil {
 			return b.messageStatus(ctx, r, v, log)
 		}
@@ -691,6 +708,9 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 			return s
 		}
 		r.StatusTS = stored
+	}
+	if !r.StatusStream {
+		return b.messageStatus(ctx, r, v, log)
 	}
 	live := r.StatusTS
 	if ts, ok := b.replaced.Load(r.ID); ok {
@@ -799,7 +819,7 @@ func (b *Bot) messageStatus(ctx context.Context, r *research.Run, v statusView, 
 // replaced the recorded one too, and the recorded message edited), or its
 // status message edited.
 func (b *Bot) endWaitingStatus(ctx context.Context, r research.Run, v statusView) {
-	if on, known := b.streams.known(b.team(r)); on || !known {
+	if on, known := b.streams.known(b.team(r)); r.StatusStream && (on || !known) {
 		_, blocks := streamFinalBlocks(v, nil)
 		live := r.StatusTS
 		if ts, ok := b.replaced.LoadAndDelete(r.ID); ok {

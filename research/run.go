@@ -238,11 +238,16 @@ type Run struct {
 	Requester string
 	// Locale is the requester's Slack locale (e.g. "ja-JP"), when known: a
 	// default for the report's language and for dates in messages.
-	Locale   string
-	Question string
-	FollowUp bool
-	Options  RunOptions
-	State    RunState
+	Locale string
+	// StatusStream: the run's status is shown as a stream (its creator took
+	// a chat.startStream for it); false, an edited status message. A process
+	// that picks the run up asks Slack whether a stream still takes chunks
+	// only for a stream.
+	StatusStream bool
+	Question     string
+	FollowUp     bool
+	Options      RunOptions
+	State        RunState
 
 	// Lease: who works on it and until when (running only).
 	Owner      string

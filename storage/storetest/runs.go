@@ -547,11 +547,12 @@ func testRoundTrip(t *testing.T, s research.Store) {
 	r.Question = "2026年の国内生成AI規制 <!here> & \"quotes\""
 	r.FollowUp = true
 	r.Locale = "ja-JP"
+	r.StatusStream = true
 	r.Options = research.RunOptions{ApprovePlan: true, ApproveDraft: true, Depth: "deep", Language: "ja"}
 	r.CreatedAt = at(0.123)
 	r.UpdatedAt = at(0.123)
 	got := create(t, s, r)
-	if got.Question != r.Question || !got.FollowUp || got.Locale != "ja-JP" || got.Options != r.Options || got.Key != r.Key ||
+	if got.Question != r.Question || !got.FollowUp || got.Locale != "ja-JP" || !got.StatusStream || got.Options != r.Options || got.Key != r.Key ||
 		got.ThreadID != r.ThreadID || got.Requester != "U1" || !got.CreatedAt.Equal(r.CreatedAt) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, r)
 	}
