@@ -90,6 +90,12 @@ func (w *WorkspaceSearch) SearchWorkspace(ctx context.Context, access agent.Work
 		Limit: min(limit, maxWorkspaceResults), Before: tsSeconds(access.Before),
 	})
 	if err != nil {
+		switch errorCode(err) {
+		case "missing_scope", "not_allowed_token_type":
+			return nil, fmt.Errorf("assistant.search.context: %w (the app needs the search:read.public and search:read.private scopes of bot/manifest.yaml; reinstall it, or set DEEPRESEARCH_SLACK_SEARCH=false)", err)
+		case "invalid_action_token", "missing_action_token":
+			return nil, fmt.Errorf("assistant.search.context: %w (the asker's action token has expired; ask again to search the workspace)", err)
+		}
 		return nil, fmt.Errorf("assistant.search.context: %w", err)
 	}
 	out := make([]search.Result, 0, len(resp.Results.Messages))
