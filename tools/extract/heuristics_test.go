@@ -227,6 +227,15 @@ func TestHeuristics(t *testing.T) {
 			notWant: []string{"qoph sentence", "Next"},
 		},
 		{
+			name: "a section named header or more that holds prose is content; the site header is not",
+			body: `<div class="site-header"><a href="/">Home</a> <a href="/about">About us</a> <a href="/shop">Shop</a></div>` +
+				`<article><h1>Headline</h1><p>` + prose("alef3", 4) + `</p><p>` + prose("vav3", 4) + `</p>` +
+				`<div class="service-header"><p>` + prose("bet3", 1) + `</p><p>` + prose("gimel3", 1) + `</p></div>` +
+				`<div class="read-more"><p>` + prose("dalet3", 1) + `</p><p>` + prose("he3", 1) + `</p></div></article>`,
+			want:    []string{"alef3 sentence number 2", "bet3 sentence number 0", "gimel3 sentence number 0", "he3 sentence number 0"},
+			notWant: []string{"About us"},
+		},
+		{
 			name: "forum posts whose ids are records named comment",
 			body: `<div id="comments"><h1>Headline</h1>` +
 				`<article id="elComment_4398546"><div id="comment-4398546_wrap"><p>` + prose("he", 2) + `</p></div></article>` +
