@@ -236,6 +236,12 @@ func TestHeuristics(t *testing.T) {
 			notWant: []string{"About us"},
 		},
 		{
+			name: "headings that are links are kept",
+			body: `<article><h1>Headline</h1><h2><a href="#installing-the-tool">Installing the tool</a></h2><p>` + prose("zayin3", 3) + `</p>` +
+				`<h3><a href="/guide/configuration">Configuration of the service</a></h3><p>` + prose("het3", 3) + `</p></article>`,
+			want: []string{"Installing the tool", "Configuration of the service", "het3 sentence number 2"},
+		},
+		{
 			name: "forum posts whose ids are records named comment",
 			body: `<div id="comments"><h1>Headline</h1>` +
 				`<article id="elComment_4398546"><div id="comment-4398546_wrap"><p>` + prose("he", 2) + `</p></div></article>` +

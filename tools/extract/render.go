@@ -472,8 +472,9 @@ func cleanBlocks(blocks []block, title string, itemLink int) []block {
 		}
 		// A block that is mostly links is a link list, unless its own
 		// text is a sentence or more (a list item that is a linked
-		// headline followed by its summary).
-		if b.kind != kindTable && b.kind != kindPre && b.link*2 > b.chars && b.chars-b.link < minProse &&
+		// headline followed by its summary). A heading that is a link
+		// (a section's self-link, an item's title) is still a heading.
+		if b.kind != kindTable && b.kind != kindPre && b.kind != kindHeading && b.link*2 > b.chars && b.chars-b.link < minProse &&
 			(itemLink == 0 || b.chars < itemLink) {
 			continue
 		}
