@@ -242,6 +242,15 @@ func TestHeuristics(t *testing.T) {
 			want: []string{"Installing the tool", "Configuration of the service", "het3 sentence number 2"},
 		},
 		{
+			name: "named links in the article are kept; short link entries are not",
+			body: `<article><h1>Headline</h1><p>` + prose("tet3", 3) + `</p><p>Sources for this story:</p><ul>` +
+				`<li><a href="/r1">Harbour council minutes of the March meeting</a></li>` +
+				`<li><a href="/r2">Engineering report on the tide barrier</a></li></ul>` +
+				`<p>` + prose("yod3", 3) + `</p><ul><li><a href="/a">Share</a></li><li><a href="/b">Next page</a></li></ul></article>`,
+			want:    []string{"Harbour council minutes of the March meeting", "Engineering report on the tide barrier"},
+			notWant: []string{"Next page"},
+		},
+		{
 			name: "forum posts whose ids are records named comment",
 			body: `<div id="comments"><h1>Headline</h1>` +
 				`<article id="elComment_4398546"><div id="comment-4398546_wrap"><p>` + prose("he", 2) + `</p></div></article>` +

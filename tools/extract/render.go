@@ -454,8 +454,8 @@ const minProse = 50
 
 // cleanBlocks drops furniture blocks that survived pruning: the headline,
 // link lists, short boilerplate phrases. A block that is all link text is
-// kept when it is at least itemLink long (0: never), as the title of an
-// item on a page of items.
+// kept when it is at least itemLink long (0: never): the title of an
+// item on a page of items, a named link in an article (see rootItemLink).
 func cleanBlocks(blocks []block, title string, itemLink int) []block {
 	normTitle := normText(title)
 	repeats := repeatedSection(blocks)
