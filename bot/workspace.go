@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"deepresearch/agent"
+	"deepresearch/clock"
 	"deepresearch/tools/search"
 )
 
@@ -25,8 +26,10 @@ import (
 // messages. Results are the messages' text and permalinks, for the run to
 // read and quote like pages; nothing is stored here.
 type WorkspaceSearch struct {
-	api *slack.Client
-	log *slog.Logger
+	api     *slack.Client
+	log     *slog.Logger
+	budget  *updateBudget // the method's calls a minute
+	maxWait time.Duration
 }
 
 // WorkspaceSearchOptions configure a WorkspaceSearch.
@@ -35,6 +38,13 @@ type WorkspaceSearchOptions struct {
 	APIURL     string       // Slack Web API base; "" for Slack's own
 	HTTPClient *http.Client // nil: http.DefaultClient
 	Logger     *slog.Logger // nil: slog.Default()
+	// PerMinute bounds the calls a minute (default 10: the method allows
+	// "10+ per minute" per workspace); a query waits at most MaxWait
+	// (default 2s) for one, then goes without the workspace's hits instead
+	// of meeting a 429.
+	PerMinute int
+	MaxWait   time.Duration
+	Clock     clock.Clock // default clock.Real{}
 }
 
 // NewWorkspaceSearch returns a WorkspaceSearch.
@@ -45,6 +55,15 @@ func NewWorkspaceSearch(o WorkspaceSearchOptions) (*WorkspaceSearch, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.PerMinute == 0 {
+		o.PerMinute = workspaceSearchesPerMinute
+	}
+	if o.MaxWait == 0 {
+		o.MaxWait = 2 * time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
 	opts := []slack.Option{}
 	if o.HTTPClient != nil {
 		opts = append(opts, slack.OptionHTTPClient(o.HTTPClient))
@@ -52,8 +71,15 @@ func NewWorkspaceSearch(o WorkspaceSearchOptions) (*WorkspaceSearch, error) {
 	if o.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(apiBase(o.APIURL)))
 	}
-	return &WorkspaceSearch{api: slack.New(o.BotToken, opts...), log: o.Logger}, nil
+	return &WorkspaceSearch{api: slack.New(o.BotToken, opts...), log: o.Logger,
+		budget: newUpdateBudget(o.PerMinute, o.PerMinute, o.Clock), maxWait: o.MaxWait}, nil
 }
+
+// workspaceSearchesPerMinute is assistant.search.context's rate limit.
+const workspaceSearchesPerMinute = 10
+
+// errWorkspaceBudget: this minute's workspace searches are spent.
+var errWorkspaceBudget = errors.New("bot: this minute's workspace searches are spent (assistant.search.context allows about 10 a minute); this query goes without the workspace")
 
 // apiBase is a Web API base URL as slack-go wants it (ending in "/").
 func apiBase(u string) string {
@@ -80,6 +106,15 @@ func (w *WorkspaceSearch) SearchWorkspace(ctx context.Context, access agent.Work
 	limit := q.MaxResults
 	if limit <= 0 {
 		limit = search.DefaultMaxResults
+	}
+	wctx, cancel := context.WithTimeout(ctx, w.maxWait)
+	err := w.budget.wait(wctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errWorkspaceBudget
 	}
 	types := []string{"public_channel"}
 	if access.Private {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"deepresearch/agent"
 	"deepresearch/bot"
@@ -70,5 +71,37 @@ func TestWorkspaceSearch(t *testing.T) {
 	// A token Slack does not know says what to do.
 	if _, err := ws.SearchWorkspace(ctx, agent.Workspace{Token: "1.2.bogus"}, search.Query{Text: "pricing"}); err == nil || !strings.Contains(err.Error(), "ask again") {
 		t.Errorf("unknown token: %v; want an error that says to ask again", err)
+	}
+}
+
+// A burst of workspace searches keeps to the method's rate limit: beyond
+// it a query goes without the workspace at once, and Slack answers no 429.
+func TestWorkspaceSearchKeepsToTheRateLimit(t *testing.T) {
+	fake := slackfake.New() // assistant.search.context: 10 a minute per workspace
+	defer fake.Close()
+	fake.AddChannel(slackfake.Channel{ID: "CPUB", Name: "general"})
+	fake.AddMessage(slackfake.Message{Channel: "CPUB", User: "U2", TS: "1600000000.000100", Text: "We decided the pricing change ships in March."})
+	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: fake.BotToken(), APIURL: fake.APIURL(), MaxWait: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := fake.ActionToken("U1")
+	found, spent := 0, 0
+	for range 14 {
+		res, err := ws.SearchWorkspace(context.Background(), agent.Workspace{Token: tok}, search.Query{Text: "pricing"})
+		switch {
+		case err == nil && len(res) == 1:
+			found++
+		case err != nil && strings.Contains(err.Error(), "spent"):
+			spent++
+		default:
+			t.Fatalf("search: %d results, %v", len(res), err)
+		}
+	}
+	if found != 10 || spent != 4 {
+		t.Errorf("%d searches answered and %d skipped; want 10 and 4", found, spent)
+	}
+	if n := fake.RateLimited("assistant.search.context"); n != 0 {
+		t.Errorf("Slack answered 429 %d times", n)
 	}
 }
