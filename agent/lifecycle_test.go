@@ -443,7 +443,7 @@ func TestCallsLoadOnce(t *testing.T) {
 	}
 	// want counts Saver.Load calls: the agent's own load, which the graph
 	// reuses when it starts a turn, continues one or stores an answer (an
-	// answer the Saver stores and loads in one ResumeLoad is not counted).
+	// answer the Saver stores and loads in one ResumeHold is not counted).
 	loads := func(name string, want int64, fn func() (*agent.Result, error)) *agent.Result {
 		t.Helper()
 		saver.loads.Store(0)

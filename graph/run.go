@@ -95,6 +95,9 @@ type run[S any] struct {
 	ranBuf   []string
 	from     *Chain // the thread as the caller loaded it (InvokeFrom)
 	fresh    bool   // the caller found the thread new (NewThread)
+	// hold is the open transaction that stored this run's answer
+	// (ResumeHolder); the persister's first commit ends it
+	hold HeldResume
 }
 
 // special write indexes
@@ -176,12 +179,19 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 			return nil, fmt.Errorf("graph: load thread %q: %w", r.cfg.ThreadID, err)
 		default:
 			if err := r.restore(chain); err != nil {
+				if r.hold != nil {
+					// the answer stays stored, as if the run had failed later
+					err = errors.Join(err, r.hold.Release(context.WithoutCancel(ctx)))
+				}
 				return nil, err
 			}
 			fresh = false
 			head = chain.Head
 		}
 		r.p = newPersister(g.opts.Saver, r.cfg.ThreadID, r.ns, head, g.opts.SnapshotRatio, g.opts.SnapshotEvery, r.emit)
+		if r.hold != nil {
+			r.p.holdAnswer(r.hold, g.opts.ResumeHold)
+		}
 		if !fresh {
 			r.p.lastSnap, r.p.sinceSnap, r.p.sinceCount = chainCost(chain)
 		}
@@ -208,11 +218,11 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 // load reads the thread, or takes the chain the caller loaded (InvokeFrom).
 // To answer one static interrupt with a Saver that can, it stores the
 // answer and loads in one round trip (resumed reports that the answer is
-// stored). Static answers are safe to store before the
-// load: a marker for an interrupt that was not pending is never consulted.
+// stored, in r.hold's transaction). Static answers are safe to store before
+// the load: a marker for an interrupt that was not pending is never consulted.
 func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err error) {
 	saver := r.g.opts.Saver
-	if rl, ok := saver.(ResumeLoader); ok && r.cfg.CheckpointID == 0 && len(r.cfg.Input) == 0 && len(r.cfg.Resume) == 1 {
+	if rl, ok := saver.(ResumeHolder); ok && r.cfg.CheckpointID == 0 && len(r.cfg.Input) == 0 && len(r.cfg.Resume) == 1 {
 		for id, val := range r.cfg.Resume {
 			cp, task, ok := r.parseStaticID(id)
 			if !ok {
@@ -223,10 +233,11 @@ func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err erro
 				return nil, false, fmt.Errorf("graph: resume value: %w", err)
 			}
 			w := PendingWrite{CheckpointID: cp, Task: task, Idx: idxStaticResume, Channel: resumeChannel, Value: raw}
-			chain, err := rl.ResumeLoad(ctx, r.cfg.ThreadID, r.ns, cp, w)
+			chain, hold, err := rl.ResumeHold(ctx, r.cfg.ThreadID, r.ns, cp, w)
 			if errors.Is(err, ErrAlreadyResumed) || errors.Is(err, ErrConflict) {
 				return nil, false, fmt.Errorf("graph: interrupt %s: %w", id, ErrAlreadyResumed)
 			}
+			r.hold = hold
 			return chain, err == nil, err
 		}
 	}

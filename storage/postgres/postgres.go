@@ -226,11 +226,51 @@ const newChainSQL = `WITH h AS (
 
 // Commit implements graph.Saver.
 func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
-	if err := ctx.Err(); err != nil {
+	args, err := s.commitArgs(ctx, b)
+	if err != nil || args == nil {
 		return err
 	}
+	var rows int
+	if b.ExpectHead != 0 {
+		err = s.pool.QueryRow(ctx, commitSQL, args...).Scan(&rows)
+	} else {
+		// The shared thread lock, taken by an earlier statement of the same
+		// implicit transaction, orders this against DeleteThread: the insert's
+		// snapshot is taken after it and so sees any tombstone.
+		batch := &pgx.Batch{}
+		batch.Queue(`SELECT pg_advisory_xact_lock_shared($1, hashtext($2))`, lockThread, b.ThreadID)
+		batch.Queue(newChainSQL, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&rows) })
+		err = s.pool.SendBatch(ctx, batch).Close()
+	}
+	return s.commitResult(ctx, b, rows, err)
+}
+
+// commitResult maps the outcome of a commit statement to Saver errors.
+func (s *Store) commitResult(ctx context.Context, b *graph.Batch, rows int, err error) error {
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == "graph_checkpoints" {
+			return fmt.Errorf("postgres: a checkpoint id of the batch is taken: %w", graph.ErrConflict)
+		}
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	if rows == 0 {
+		if err := s.why(ctx, b); err != nil {
+			return err
+		}
+		return fmt.Errorf("postgres: chain changed during the commit: %w", graph.ErrConflict)
+	}
+	return nil
+}
+
+// commitArgs checks batch b and returns the arguments of commitSQL and
+// newChainSQL for it, or none for an empty batch that is no error.
+func (s *Store) commitArgs(ctx context.Context, b *graph.Batch) ([]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := graph.CheckBatch(b, s.maxBytes); err != nil {
-		return err
+		return nil, err
 	}
 	if len(b.Checkpoints) == 0 {
 		ok := len(b.Writes) > 0 && b.ExpectHead != 0
@@ -243,7 +283,7 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 			if err == nil && len(b.Writes) > 0 {
 				err = fmt.Errorf("writes are not all for head %d: %w", b.ExpectHead, graph.ErrConflict)
 			}
-			return err
+			return nil, err // (nil, nil): an empty batch, nothing to do
 		}
 	}
 	now := s.now().UnixNano()
@@ -278,37 +318,9 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	if n > 0 {
 		head, parent, finished = ids[n-1], parents[0], &b.Finished
 	}
-	args := []any{b.ThreadID, b.NS, b.ExpectHead, head, now, finished, parent,
+	return []any{b.ThreadID, b.NS, b.ExpectHead, head, now, finished, parent,
 		ids, parents, created, steps, sources, snaps, deltas, nexts, metas,
-		wcps, tasks, idxs, channels, values}
-
-	var rows int
-	var err error
-	if b.ExpectHead != 0 {
-		err = s.pool.QueryRow(ctx, commitSQL, args...).Scan(&rows)
-	} else {
-		// The shared thread lock, taken by an earlier statement of the same
-		// implicit transaction, orders this against DeleteThread: the insert's
-		// snapshot is taken after it and so sees any tombstone.
-		batch := &pgx.Batch{}
-		batch.Queue(`SELECT pg_advisory_xact_lock_shared($1, hashtext($2))`, lockThread, b.ThreadID)
-		batch.Queue(newChainSQL, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&rows) })
-		err = s.pool.SendBatch(ctx, batch).Close()
-	}
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == "graph_checkpoints" {
-			return fmt.Errorf("postgres: a checkpoint id of the batch is taken: %w", graph.ErrConflict)
-		}
-		return fmt.Errorf("postgres: commit: %w", err)
-	}
-	if rows == 0 {
-		if err := s.why(ctx, b); err != nil {
-			return err
-		}
-		return fmt.Errorf("postgres: chain changed during the commit: %w", graph.ErrConflict)
-	}
-	return nil
+		wcps, tasks, idxs, channels, values}, nil
 }
 
 // why says why batch b cannot be applied now, in memsaver's order of checks,
@@ -485,33 +497,96 @@ func scanChain(rows pgx.Rows, thread, ns string) (*graph.Chain, error) {
 	return out, nil
 }
 
-// ResumeLoad implements graph.ResumeLoader: PutResume and Load of the head
-// pipelined in one round trip and one transaction.
-func (s *Store) ResumeLoad(ctx context.Context, thread, ns string, cpID int64, w graph.PendingWrite) (*graph.Chain, error) {
+// ResumeHold implements graph.ResumeHolder: PutResume and Load of the head
+// in one round trip, in a transaction left open for the run's first batch.
+// The answer row and the chain's row stay locked until it ends, so a second
+// resumer waits and then finds the interrupt answered; if this process dies
+// first, the server rolls the transaction back and the answer was never given.
+func (s *Store) ResumeHold(ctx context.Context, thread, ns string, cpID int64, w graph.PendingWrite) (*graph.Chain, graph.HeldResume, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(w.Value) > s.maxBytes {
-		return nil, fmt.Errorf("resume %s: %d bytes > %d: %w", w.Channel, len(w.Value), s.maxBytes, graph.ErrTooLarge)
+		return nil, nil, fmt.Errorf("resume %s: %d bytes > %d: %w", w.Channel, len(w.Value), s.maxBytes, graph.ErrTooLarge)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: resume: %w", err)
 	}
 	var onHead, inserted int
 	var chain *graph.Chain
 	var loadErr error
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(putResumeSQL, thread, ns, cpID, int32(w.Task), int32(w.Idx), w.Channel, nonNil(w.Value), s.now().UnixNano()).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&onHead, &inserted) })
 	b.Queue(loadSQL, thread, ns, int64(0)).Query(func(rows pgx.Rows) error {
 		chain, loadErr = scanChain(rows, thread, ns)
 		return nil
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("postgres: resume and load: %w", err)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback(conn)
+		return nil, nil, fmt.Errorf("postgres: resume and load: %w", err)
 	}
-	if inserted == 0 {
+	if inserted == 0 || loadErr != nil {
+		rollback(conn)
+		if loadErr != nil {
+			return nil, nil, loadErr
+		}
 		// not stored: PutResume knows which error it is
-		return nil, s.PutResume(ctx, thread, ns, cpID, w)
+		return nil, nil, s.PutResume(ctx, thread, ns, cpID, w)
 	}
-	return chain, loadErr
+	return chain, &heldResume{s: s, conn: conn}, nil
+}
+
+// rollback ends conn's transaction and gives conn back to the pool (which
+// closes a connection still in a transaction).
+func rollback(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, `ROLLBACK`)
+	conn.Release()
+}
+
+// heldResume is ResumeHold's open transaction.
+type heldResume struct {
+	s    *Store
+	conn *pgxpool.Conn
+}
+
+// Commit implements graph.HeldResume: commitSQL and COMMIT in one round
+// trip. A batch that does not apply leaves the answer stored, as a commit
+// that fails after PutResume would.
+func (h *heldResume) Commit(ctx context.Context, b *graph.Batch) error {
+	args, err := h.s.commitArgs(ctx, b)
+	if err != nil || args == nil || b.ExpectHead == 0 {
+		if err == nil && args != nil {
+			err = errors.New("postgres: a held answer's batch must continue its chain")
+		}
+		return errors.Join(err, h.Release(ctx))
+	}
+	var rows int
+	batch := &pgx.Batch{}
+	batch.Queue(commitSQL, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&rows) })
+	batch.Queue(`COMMIT`)
+	err = h.conn.SendBatch(ctx, batch).Close()
+	if err != nil {
+		rollback(h.conn)
+	} else {
+		h.conn.Release()
+	}
+	return h.s.commitResult(ctx, b, rows, err)
+}
+
+// Release implements graph.HeldResume.
+func (h *heldResume) Release(ctx context.Context) error {
+	_, err := h.conn.Exec(ctx, `COMMIT`)
+	if err != nil {
+		rollback(h.conn)
+		return fmt.Errorf("postgres: store the answer: %w", err)
+	}
+	h.conn.Release()
+	return nil
 }
 
 // List implements graph.Saver. Metadata is filtered in Go with
