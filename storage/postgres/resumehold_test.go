@@ -74,6 +74,33 @@ func wantReviewed(t *testing.T, g *graph.Graph[approvalState], thread string) {
 	}
 }
 
+// blockingReview is an approval whose review step signals started and then
+// waits for finish (or its context).
+func blockingReview() (app *approval, started, finish chan struct{}) {
+	started, finish = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	app = &approval{inReview: func(ctx context.Context) error {
+		once.Do(func() { close(started) })
+		select {
+		case <-finish:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	return app, started, finish
+}
+
+// resumeInBackground answers the interrupt on another goroutine.
+func resumeInBackground(ctx context.Context, g *graph.Graph[approvalState], thread, id string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Invoke(ctx, graph.Config{ThreadID: thread, Resume: map[string]any{id: true}})
+		done <- err
+	}()
+	return done
+}
+
 // The one-round-trip answer (ResumeHold) applies an answer exactly once, even
 // when twenty answers race from two pools.
 func TestResumeHoldAnswersOnce(t *testing.T) {
@@ -147,26 +174,12 @@ func TestResumeHoldCommitsAnswerAndStepTogether(t *testing.T) {
 func TestResumeHoldLetsGoOfASlowStep(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	s := open(t, dsn, savertest.Options{})
-	started, finish := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	app := approval{inReview: func(ctx context.Context) error {
-		once.Do(func() { close(started) })
-		select {
-		case <-finish:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}}
+	app, started, finish := blockingReview()
 	g := app.build(t, s, 20*time.Millisecond)
 	id := draft(t, g, "slow")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := g.Invoke(ctx, graph.Config{ThreadID: "slow", Resume: map[string]any{id: true}})
-		done <- err
-	}()
+	done := resumeInBackground(ctx, g, "slow", id)
 	<-started
 	// (with the answer's transaction held across the step, this waits for
 	// the step, which waits for this: the context's deadline fails the test)
@@ -190,22 +203,12 @@ func TestResumeHoldLetsGoOfASlowStep(t *testing.T) {
 func TestResumeHoldDiesWithItsConnection(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	s := open(t, dsn, savertest.Options{})
-	started, finish := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	app := approval{inReview: func(ctx context.Context) error {
-		once.Do(func() { close(started) })
-		<-finish
-		return nil
-	}}
+	app, started, finish := blockingReview()
 	g := app.build(t, s, time.Hour)
 	id := draft(t, g, "dies")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := g.Invoke(ctx, graph.Config{ThreadID: "dies", Resume: map[string]any{id: true}})
-		done <- err
-	}()
+	done := resumeInBackground(ctx, g, "dies", id)
 	<-started
 	// the holder's backend: the one holding a row lock on this schema's
 	// graph_chains; terminating it is what the server sees of a SIGKILL
