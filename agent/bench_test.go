@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,13 +89,15 @@ func independent(p, c span) bool {
 	return pi != "" && ci != "" && pcp == ccp && pi != ci
 }
 
-// criticalPath is the longest chain of dependent calls: a call depends on
-// every call that ended before it started, except calls it is provably
-// independent of (see independent). Each call costs its measured duration.
-func (tr *tracer) criticalPath() time.Duration {
+// criticalPath is the longest chain of dependent calls and its length: a
+// call depends on every call that ended before it started, except calls it
+// is provably independent of (see independent). Each call costs its
+// measured duration.
+func (tr *tracer) criticalPath() (time.Duration, []span) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	f := make([]time.Duration, len(tr.spans))
+	prev := make([]int, len(tr.spans))
 	order := make([]int, len(tr.spans))
 	for i := range order {
 		order[i] = i
@@ -102,19 +105,28 @@ func (tr *tracer) criticalPath() time.Duration {
 	// by end time, so predecessors are computed first
 	sortByEnd(order, tr.spans)
 	var best time.Duration
+	last := -1
 	for _, ci := range order {
 		c := tr.spans[ci]
 		var pre time.Duration
+		prev[ci] = -1
 		for _, pi := range order {
 			p := tr.spans[pi]
 			if !p.end.After(c.start) && pi != ci && !independent(p, c) && f[pi] > pre {
-				pre = f[pi]
+				pre, prev[ci] = f[pi], pi
 			}
 		}
 		f[ci] = pre + c.end.Sub(c.start)
-		best = max(best, f[ci])
+		if f[ci] > best {
+			best, last = f[ci], ci
+		}
 	}
-	return best
+	var chain []span
+	for i := last; i >= 0; i = prev[i] {
+		chain = append(chain, tr.spans[i])
+	}
+	slices.Reverse(chain)
+	return best, chain
 }
 
 func sortByEnd(idx []int, sp []span) {
@@ -215,7 +227,7 @@ func BenchmarkCriticalPath(b *testing.B) {
 				if err != nil || res.Status != agent.StatusDone {
 					b.Fatalf("%v %+v", err, res)
 				}
-				cp := w.tr.criticalPath()
+				cp, _ := w.tr.criticalPath()
 				ratio += float64(wall) / float64(cp)
 				wallSum += wall.Seconds()
 				cpSum += cp.Seconds()

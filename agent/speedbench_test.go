@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,9 +161,12 @@ func BenchmarkResearchSpeed(b *testing.B) {
 					}
 					par := busy.Seconds() / wall.Seconds()
 					lb := w.lowerBound()
+					cpBusy, cp := w.tr.criticalPath()
 					fmt.Fprintf(os.Stderr, "speed %s seed %d: wall %v, model calls %d (%d requests, %v faulted), searches %d, fetches %d, tokens %d, parallelism %.2f, lower bound %v (wall/bound %.2f), verified citations %d, %s\n",
 						name, i+1, wall.Round(10*time.Millisecond), n["llm"], w.srv.Calls(), w.srv.Faulted(), n["search"], n["fetch"],
 						tokens, par, lb.Round(10*time.Millisecond), wall.Seconds()/lb.Seconds(), verified, status)
+					fmt.Fprintf(os.Stderr, "  critical path %v of the wall's %v (%d calls, one after another): %s\n",
+						cpBusy.Round(10*time.Millisecond), wall.Round(10*time.Millisecond), len(cp), pathString(cp))
 					wallSum += wall.Seconds()
 					parSum += par
 				}
@@ -172,6 +176,19 @@ func BenchmarkResearchSpeed(b *testing.B) {
 			})
 		}
 	}
+}
+
+// pathString names a chain's calls: "planner 0.36 → search 0.30 → …".
+func pathString(chain []span) string {
+	parts := make([]string, len(chain))
+	for i, s := range chain {
+		name := s.kind
+		if s.node != "" {
+			name = s.node[strings.LastIndex(s.node, ".")+1:]
+		}
+		parts[i] = fmt.Sprintf("%s %.2f", name, s.end.Sub(s.start).Seconds())
+	}
+	return strings.Join(parts, " → ")
 }
 
 // dump prints the calls of a run in the order they started (offset from
