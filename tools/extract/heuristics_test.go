@@ -275,6 +275,17 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"tav sentence number 2"},
 			notWant: []string{"kaf sentence"},
 		},
+		{
+			name: "a page of sections: the sections beside the longest one are kept",
+			body: `<nav><a href="/">Home</a> <a href="/services">Services</a> <a href="/about">About us</a></nav><main>` +
+				`<section><h2>Moving across the state</h2><p>` + prose("lamed", 2) + `</p><a href="/book">Book your move</a></section>` +
+				`<section><h2>Full service</h2><p>` + prose("mem", 2) + `</p><a href="/book">Book your move</a></section>` +
+				`<section><h2>Storage</h2><p>` + prose("nun", 2) + `</p><a href="/book">Book your move</a></section>` +
+				`<section><h2>Questions</h2><p>` + prose("samekh", 2) + `</p><p>` + prose("pe", 2) + `</p></section></main>` +
+				`<footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer>`,
+			want:    []string{"lamed sentence number 1", "nun sentence number 1", "samekh sentence number 1", "pe sentence number 1"},
+			notWant: []string{"About us", "Privacy"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
