@@ -106,6 +106,11 @@ type Options struct {
 	// workspace's messages its author can see (the researcher needs a
 	// WorkspaceSearch; the app the search:read scopes of manifest.yaml).
 	WorkspaceSearch bool
+	// SharedBudgets are other per-workspace Slack budgets of this process
+	// that the live replicas split, as the bot's own: each is told this
+	// process's fraction (weighted by the runs it holds) on every heartbeat.
+	// The WorkspaceSearch the researcher uses is one.
+	SharedBudgets []SharedBudget
 	// Health, when set, is asked before a new research starts; an error
 	// (the model endpoint refuses the key, does not answer, does not serve
 	// the model) is told to the person who asked, in plain words, instead

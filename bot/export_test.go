@@ -20,6 +20,11 @@ type Shares struct {
 	EditInterval     time.Duration // spacing of edits per channel
 }
 
+// WorkspaceSearchRate returns w's current calls a minute and burst.
+func WorkspaceSearchRate(w *WorkspaceSearch) (perMinute float64, burst int) {
+	return w.budget.current()
+}
+
 // SharesOf returns b's current shares.
 func SharesOf(b *Bot) Shares {
 	s := Shares{Live: int(b.live.Load()), EditInterval: b.limiter.every()}

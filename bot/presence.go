@@ -116,6 +116,9 @@ func (b *Bot) setShare(n int, f float64) {
 	b.posts.setShare(n)
 	b.limiter.setShare(n)
 	b.streamStarts.setShare(n)
+	for _, sb := range b.opts.SharedBudgets {
+		sb.SetFraction(f)
+	}
 	b.metrics.liveInstances.Set(float64(n))
 	if old != n {
 		perMinute, burst := b.updates.current()

@@ -196,3 +196,37 @@ func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
 		t.Errorf("per-channel pacing %s and %s; it stays split evenly", sa.PostInterval, sb.PostInterval)
 	}
 }
+
+// The workspace search's calls a minute (assistant.search.context's limit
+// is the workspace's) are split among the live replicas with the bot's own
+// budgets, by the runs each holds.
+func TestReplicasShareTheWorkspaceSearchBudget(t *testing.T) {
+	h := newHarness(t)
+	store := &registryStore{Runs: memory.NewRuns()}
+	var ws []*bot.WorkspaceSearch
+	shared := func(o *bot.Options) {
+		o.PresenceEvery = 50 * time.Millisecond
+		w, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: h.fake.BotToken(), APIURL: h.fake.APIURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+		o.SharedBudgets = []bot.SharedBudget{w}
+	}
+	ctx := testCtx(t)
+	h.startOn(store, shared)
+	if perMinute, burst := bot.WorkspaceSearchRate(ws[0]); perMinute != 10 || burst != 10 {
+		t.Fatalf("one replica alone: %.1f a minute, burst %d; want the workspace's 10 and 10", perMinute, burst)
+	}
+	h.startOn(store, shared)
+	h.waitFor(ctx, "the workspace search split between two replicas", func() bool {
+		a, _ := bot.WorkspaceSearchRate(ws[0])
+		b, _ := bot.WorkspaceSearchRate(ws[1])
+		return a == 5 && b == 5
+	})
+	ra, ba := bot.WorkspaceSearchRate(ws[0])
+	rb, bb := bot.WorkspaceSearchRate(ws[1])
+	if ra+rb > 10 || ba+bb > 10 {
+		t.Errorf("together %.1f a minute with bursts %d+%d; the workspace allows 10", ra+rb, ba, bb)
+	}
+}

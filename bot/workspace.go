@@ -75,6 +75,17 @@ func NewWorkspaceSearch(o WorkspaceSearchOptions) (*WorkspaceSearch, error) {
 		budget: newUpdateBudget(o.PerMinute, o.PerMinute, o.Clock), maxWait: o.MaxWait}, nil
 }
 
+// SharedBudget is a per-workspace Slack budget outside the Bot that the live
+// replicas split (Options.SharedBudgets).
+type SharedBudget interface {
+	// SetFraction makes the budget f (0 < f ≤ 1) of the workspace's.
+	SetFraction(f float64)
+}
+
+// SetFraction implements SharedBudget: the replicas of a deployment share
+// the workspace's assistant.search.context calls a minute.
+func (w *WorkspaceSearch) SetFraction(f float64) { w.budget.setFraction(f) }
+
 // workspaceSearchesPerMinute is assistant.search.context's rate limit.
 const workspaceSearchesPerMinute = 10
 

@@ -124,7 +124,12 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	go parts.health.loop(hctx)
 	withHealth := func(o *bot.Options) { o.Health = parts.health.Health }
 	withFeedback := func(o *bot.Options) { o.Feedback = parts.db.Feedback() }
-	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db), withHealth, withFeedback)
+	withShared := func(o *bot.Options) {
+		if parts.workspace != nil {
+			o.SharedBudgets = append(o.SharedBudgets, parts.workspace)
+		}
+	}
+	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db), withHealth, withFeedback, withShared)
 }
 
 // serveParts is what serve runs with.
@@ -136,6 +141,9 @@ type serveParts struct {
 	// health is the model endpoint's state (Check, re-checked); nil in
 	// tests that build parts by hand.
 	health *modelHealth
+	// workspace is the researcher's workspace search, whose budget the
+	// replicas split (nil: off)
+	workspace *bot.WorkspaceSearch
 }
 
 // serveDigests starts the digest scheduler on the same database
@@ -222,10 +230,11 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		closeAll() // closes the database too, logging a failure
 		return nil
 	}
+	var ws *bot.WorkspaceSearch
 	if cfg.WorkspaceSearch && cfg.BotToken != "" {
 		// Only with the requester's action_token, which comes with their
 		// message (bot.Options.WorkspaceSearch).
-		ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: cfg.BotToken, APIURL: cfg.APIURL, Logger: log})
+		ws, err = bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: cfg.BotToken, APIURL: cfg.APIURL, Logger: log})
 		if err != nil {
 			closeDeps()
 			return serveParts{}, configError{envSlackBotToken, err.Error()}
@@ -238,7 +247,7 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		return serveParts{}, err
 	}
 	log.Info("serve: storage", "kind", db.Kind(), "location", db.Location())
-	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health}, nil
+	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws}, nil
 }
 
 // serveBot runs a bot with the given researcher and store, plus the
