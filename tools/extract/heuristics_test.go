@@ -286,6 +286,26 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"lamed sentence number 1", "nun sentence number 1", "samekh sentence number 1", "pe sentence number 1"},
 			notWant: []string{"About us", "Privacy"},
 		},
+		{
+			name: "a thread whose posts are named comment",
+			body: `<h1>Headline</h1><div class="notice"><p>` + prose("qof", 1) + `</p></div><div class="thread">` +
+				`<article class="threadComment"><b>anna</b><div class="commentBody"><p>` + prose("tsadi", 2) + `</p></div></article>` +
+				`<article class="threadComment"><b>ben</b><div class="commentBody"><p>` + prose("sin", 2) + `</p></div></article>` +
+				`<article class="threadComment"><b>cleo</b><div class="commentBody"><p>` + prose("thet", 2) + `</p></div></article>` +
+				`</div><div class="share-links"><a href="/tw">Share this thread on social media</a></div>`,
+			want:    []string{"tsadi sentence number 1", "sin sentence number 1", "thet sentence number 1"},
+			notWant: []string{"Share this thread"},
+		},
+		{
+			name: "a blog's comments in a list stay out",
+			body: `<article><h1>Headline</h1><div class="entry-content"><p>` + prose("alef", 2) + `</p><p>` + prose("bet", 1) + `</p></div></article>` +
+				`<ol class="commentlist">` +
+				`<li class="comment"><p>` + prose("gimel", 2) + `</p></li>` +
+				`<li class="comment"><p>` + prose("dalet", 2) + `</p></li>` +
+				`<li class="comment"><p>` + prose("zayin", 2) + `</p></li></ol>`,
+			want:    []string{"alef sentence number 1", "bet sentence number 0"},
+			notWant: []string{"gimel", "dalet", "zayin"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

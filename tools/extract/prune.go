@@ -24,6 +24,8 @@ type extractor struct {
 	popups map[*html.Node]bool
 	// lenient ignores class and id names when pruning (see ExtractBytes).
 	lenient bool
+	// posts are a thread's posts named "comment" (see findPosts).
+	posts map[*html.Node]bool
 	// noscriptMain reports that the page's <noscript> elements hold more
 	// text than the rest of it (see measure).
 	noscriptMain bool
@@ -367,7 +369,64 @@ func (e *extractor) measure(body *html.Node) textSize {
 	walk(body, 0)
 	total := e.sizeOf(body)
 	e.noscriptMain = inside*2 > total.all
+	if !e.lenient {
+		e.posts = e.findPosts(total)
+	}
 	return total
+}
+
+// findPosts finds a thread's posts that forum software names "comment":
+// two or more siblings of one tag, not list items (a blog's comments
+// under its article are), whose classes say "comment" in the same word
+// and that together hold most of the page's prose in several runs.
+func (e *extractor) findPosts(total textSize) map[*html.Node]bool {
+	if total.para == 0 {
+		return nil
+	}
+	var posts map[*html.Node]bool
+	type sum struct{ n, para, paras int }
+	sums := map[string]*sum{}
+	kind := func(c *html.Node) string {
+		if c.Type != html.ElementNode || c.Data == "li" || e.scores[c] == nil {
+			return ""
+		}
+		for _, name := range strings.Fields(attr(c, "class")) {
+			if len(name) <= 200 && strings.Contains(strings.ToLower(name), "comment") {
+				return c.Data + " " + name
+			}
+		}
+		return ""
+	}
+	for parent := range e.scores {
+		clear(sums)
+		for c := parent.FirstChild; c != nil; c = c.NextSibling {
+			if k := kind(c); k != "" {
+				s := sums[k]
+				if s == nil {
+					s = &sum{}
+					sums[k] = s
+				}
+				size := e.sizeOf(c)
+				s.n++
+				s.para += size.para
+				s.paras += size.paras
+			}
+		}
+		for k, s := range sums {
+			if s.n < 2 || s.paras < 2 || s.para*2 <= total.para {
+				continue
+			}
+			if posts == nil {
+				posts = map[*html.Node]bool{}
+			}
+			for c := parent.FirstChild; c != nil; c = c.NextSibling {
+				if kind(c) == k {
+					posts[c] = true
+				}
+			}
+		}
+	}
+	return posts
 }
 
 // isEmbedName reports a class or id naming an embedded post.
@@ -544,8 +603,8 @@ func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
 func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
 	nodes := 0
-	var walk func(n *html.Node, depth int)
-	walk = func(n *html.Node, depth int) {
+	var walk func(n *html.Node, main textSize, depth int)
+	walk = func(n *html.Node, main textSize, depth int) {
 		for c := n.FirstChild; c != nil; {
 			next := c.NextSibling
 			switch c.Type {
@@ -553,19 +612,21 @@ func (e *extractor) prune(body *html.Node) {
 				n.RemoveChild(c)
 			case html.ElementNode:
 				nodes++
-				if depth > maxDepth || nodes > e.opts.MaxNodes || e.isFurniture(c, total) {
+				if depth > maxDepth || nodes > e.opts.MaxNodes || e.isFurniture(c, total, main) {
 					n.RemoveChild(c)
+				} else if e.posts[c] {
+					walk(c, e.sizeOf(c), depth+1)
 				} else {
-					walk(c, depth+1)
+					walk(c, main, depth+1)
 				}
 			}
 			c = next
 		}
 	}
-	walk(body, 0)
+	walk(body, total, 0)
 }
 
-func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
+func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 	tag := n.Data
 	if dropTags[tag] {
 		return true
@@ -628,10 +689,14 @@ func (e *extractor) isFurniture(n *html.Node, total textSize) bool {
 	if !strong && size.paras >= 2 && size.all*4 < total.all && namesSection(n) {
 		return false
 	}
+	if e.posts[n] {
+		return false
+	}
 	// A furniture-named element that holds most of the page's paragraph
 	// text in several paragraphs is more likely a mis-named wrapper. One
 	// long paragraph (a site notice in a footer of a short page) is not.
-	return !holdsMain || size.paras < 2
+	// Inside a post (main is the post's), one paragraph is enough.
+	return !(main.para > 0 && size.para*2 > main.para) || size.paras < 2 && main == total
 }
 
 // weightedLen counts non-space runes, CJK and Hangul twice (they carry
