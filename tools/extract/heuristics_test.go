@@ -306,6 +306,13 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"alef sentence number 1", "bet sentence number 0"},
 			notWant: []string{"gimel", "dalet", "zayin"},
 		},
+		{
+			name: "a class that denies furniture (no-sidebar) does not name it",
+			body: `<h1>Headline</h1><div class="layout no-sidebars"><p>` + prose("kuf", 3) + `</p></div>` +
+				`<div class="sidebar"><p>Subscribe to our weekly newsletter for more stories like this.</p></div>`,
+			want:    []string{"kuf sentence number 2"},
+			notWant: []string{"weekly newsletter"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

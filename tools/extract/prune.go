@@ -172,6 +172,11 @@ func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
 			return
 		}
 		words := splitWords(name)
+		if len(words) > 1 && negations[words[0]] {
+			// "no-sidebar", "without-comments": a layout without the
+			// furniture, not the furniture.
+			return
+		}
 		lname := strings.ToLower(name)
 		isNeg, isPos, isStrong := false, false, false
 		lastNeg, lastPos := -1, -1
@@ -234,6 +239,9 @@ func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
 	}
 	return 0, false
 }
+
+// negations are first words of a class that deny the rest of it.
+var negations = wordSet(`no not without`)
 
 // recordID reports an id carrying a record number (comment-4398546,
 // elComment_4398546): it names one item among many of its kind, such as a
