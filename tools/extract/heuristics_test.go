@@ -313,6 +313,15 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"kuf sentence number 2"},
 			notWant: []string{"weekly newsletter"},
 		},
+		{
+			name: "the header of an item in a list holds its title",
+			body: `<header class="site"><a href="/">Home</a> <a href="/topics">Topics</a></header><h1>Headline</h1>` +
+				`<article><header><h2><a href="/a">Harbour council approves the new tide barrier</a></h2></header><p>` + prose("ro", 1) + `</p></article>` +
+				`<article><header><h2><a href="/b">Ferry timetable changes for the winter months</a></h2></header><p>` + prose("fi", 1) + `</p></article>` +
+				`<article><header><h2><a href="/c">Lighthouse restoration reaches its final stage</a></h2></header><p>` + prose("mu", 1) + `</p></article>`,
+			want:    []string{"Harbour council approves", "Ferry timetable changes", "Lighthouse restoration", "mu sentence number 0"},
+			notWant: []string{"Topics"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

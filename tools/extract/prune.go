@@ -240,6 +240,25 @@ func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
 	return 0, false
 }
 
+// itemHeader reports a header of one item of a page (a story in a list,
+// a card): inside an article element, with a heading of its own and no
+// h1, the page's headline.
+func itemHeader(n *html.Node) bool {
+	inArticle := false
+	for p, d := n.Parent, 0; p != nil && d <= maxDepth && !inArticle; p, d = p.Parent, d+1 {
+		inArticle = p.Type == html.ElementNode && p.Data == "article"
+	}
+	if !inArticle || firstElement(n, "h1", 8) != nil {
+		return false
+	}
+	for _, h := range []string{"h2", "h3", "h4", "h5", "h6"} {
+		if firstElement(n, h, 8) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // negations are first words of a class that deny the rest of it.
 var negations = wordSet(`no not without`)
 
@@ -682,6 +701,11 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 		// A header holds the headline and byline; keep it (and forms,
 		// which some sites wrap around everything) only when it carries a
 		// large share of the text.
+		// The header of an item (see itemHeader) holds its title: it
+		// is read like any other element.
+		if tag == "header" && itemHeader(n) {
+			break
+		}
 		return !holdsMain && size.all*3 < total.all
 	}
 	if e.lenient {
