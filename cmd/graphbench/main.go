@@ -632,7 +632,16 @@ func (c *stmtCounter) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.T
 		k = classify(d.SQL)
 		c.kinds[d.SQL] = k
 	}
-	if k == sqlWrite {
+	// a pipeline may open and end its own transaction (BEGIN … COMMIT)
+	switch {
+	case k == sqlBegin:
+		c.inTx[conn] = true
+	case k == sqlCommit:
+		c.inTx[conn] = false
+		c.commits.Add(1)
+	case k == sqlRollback:
+		c.inTx[conn] = false
+	case !c.inTx[conn] && k == sqlWrite:
 		c.batchWrites[conn] = true
 	}
 }
