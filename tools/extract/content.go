@@ -137,30 +137,23 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 }
 
 // teaserProse returns the prose of the teasers under p and not under
-// inner: cards (see findCards) whose text starts with a link, a story's
-// title. A section ending in a call to action is not one.
+// inner, a descendant of p: cards (see findCards) whose text starts with a
+// link, a story's title. A section ending in a call to action is not one.
+// The sums are made once, in one pass over the cards and their ancestors.
 func (e *extractor) teaserProse(p, inner *html.Node) int {
-	n := 0
-	for c := range e.cards {
-		if !titledCard(c) {
-			continue
-		}
-		under, inInner := false, false
-		for a, d := c, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
-			if a == inner {
-				inInner = true
-				break
+	if e.teasers == nil {
+		e.teasers = map[*html.Node]int{}
+		for c := range e.cards {
+			if !titledCard(c) {
+				continue
 			}
-			if a == p {
-				under = true
-				break
+			para := e.sizeOf(c).para
+			for a, d := c, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+				e.teasers[a] += para
 			}
-		}
-		if under && !inInner {
-			n += e.sizeOf(c).para
 		}
 	}
-	return n
+	return e.teasers[p] - e.teasers[inner]
 }
 
 // titledCard reports whether the first text of n is inside a link.

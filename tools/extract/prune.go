@@ -20,6 +20,9 @@ type extractor struct {
 	// cards are the items of teaser lists (see findCards), found before
 	// pruning.
 	cards map[*html.Node]bool
+	// teasers sums the prose of the titled cards under each element
+	// (see teaserProse), made when first needed.
+	teasers map[*html.Node]int
 	// popups are link clusters inside paragraphs (see findPopups).
 	popups map[*html.Node]bool
 	// lenient ignores class and id names when pruning (see ExtractBytes).
