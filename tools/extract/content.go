@@ -126,12 +126,15 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 			break
 		}
 		addAll := sp.good + sp.bad - sb.good - sb.bad
-		good := sp.good - e.teaserProse(p, best)
-		if good*100 >= sb.good*ascendGainPercent && (sp.link-sb.link)*100 <= addAll*ascendLinkPercent {
-			best = p
-			continue
+		if sp.good*100 < sb.good*ascendGainPercent || (sp.link-sb.link)*100 > addAll*ascendLinkPercent {
+			break
 		}
-		break
+		// Only now, as it costs a pass over the cards: the teasers'
+		// prose does not count.
+		if (sp.good-e.teaserProse(p, best))*100 < sb.good*ascendGainPercent {
+			break
+		}
+		best = p
 	}
 	return root, best, all
 }
