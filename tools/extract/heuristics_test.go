@@ -322,6 +322,17 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"Harbour council approves", "Ferry timetable changes", "Lighthouse restoration", "mu sentence number 0"},
 			notWant: []string{"Topics"},
 		},
+		{
+			name: "accordion answers hidden from screen readers until opened are kept",
+			body: `<h1>Headline</h1><p>` + prose("nu", 2) + `</p><h2>Questions</h2>` +
+				`<button id="q1" aria-expanded="false">How long does a move take?</button>` +
+				`<div role="region" aria-labelledby="q1" aria-hidden="true"><p>` + prose("xi", 1) + `</p></div>` +
+				`<button id="q2" aria-expanded="false">Do you pack fragile things?</button>` +
+				`<div aria-labelledby="q2" style="display:none"><p>` + prose("omicron", 1) + `</p></div>` +
+				`<div aria-hidden="true"><p>` + prose("upsilon", 1) + `</p></div>`,
+			want:    []string{"xi sentence number 0", "omicron sentence number 0"},
+			notWant: []string{"upsilon"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

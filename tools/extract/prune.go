@@ -243,6 +243,21 @@ func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
 	return 0, false
 }
 
+// disclosurePanel reports an element that names itself a panel shown on
+// demand: labelled by the control that opens it (aria-labelledby), or a
+// tab panel or region. Hidden, it is an accordion's answer or a tab, not
+// something kept from the reader.
+func disclosurePanel(n *html.Node) bool {
+	if attr(n, "aria-labelledby") != "" {
+		return true
+	}
+	switch strings.ToLower(attr(n, "role")) {
+	case "tabpanel", "region":
+		return true
+	}
+	return false
+}
+
 // itemHeader reports a header of one item of a page (a story in a list,
 // a card): inside an article element, with a heading of its own and no
 // h1, the page's headline.
@@ -681,7 +696,8 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 		// text is a slide of a carousel or a tab shown on demand
 		// (testimonials, a product's details); one holding more is a
 		// duplicate or a hidden layer of teasers.
-		keep := h == "hidden" && size.paras > 0 ||
+		// So is a panel that a control opens (see disclosurePanel).
+		keep := (h == "hidden" || disclosurePanel(n)) && size.paras > 0 ||
 			h != "hidden" && size.paras >= 2 && size.all*4 < total.all
 		if !wholePage && !keep {
 			return true
