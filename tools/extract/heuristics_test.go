@@ -329,8 +329,10 @@ func TestHeuristics(t *testing.T) {
 				`<div role="region" aria-labelledby="q1" aria-hidden="true"><p>` + prose("xi", 1) + `</p></div>` +
 				`<button id="q2" aria-expanded="false">Do you pack fragile things?</button>` +
 				`<div aria-labelledby="q2" style="display:none"><p>` + prose("omicron", 1) + `</p></div>` +
+				`<button aria-controls="a3" aria-expanded="false">Can you store furniture?</button>` +
+				`<div id="a3" style="display:none"><p>` + prose("phi", 1) + `</p></div>` +
 				`<div aria-hidden="true"><p>` + prose("upsilon", 1) + `</p></div>`,
-			want:    []string{"xi sentence number 0", "omicron sentence number 0"},
+			want:    []string{"xi sentence number 0", "omicron sentence number 0", "phi sentence number 0"},
 			notWant: []string{"upsilon"},
 		},
 	}

@@ -29,6 +29,9 @@ type extractor struct {
 	lenient bool
 	// posts are a thread's posts named "comment" (see findPosts).
 	posts map[*html.Node]bool
+	// controlled are the ids that controls name in aria-controls (at
+	// most maxControlled).
+	controlled map[string]bool
 	// noscriptMain reports that the page's <noscript> elements hold more
 	// text than the rest of it (see measure).
 	noscriptMain bool
@@ -243,12 +246,15 @@ func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
 	return 0, false
 }
 
-// disclosurePanel reports an element that names itself a panel shown on
-// demand: labelled by the control that opens it (aria-labelledby), or a
-// tab panel or region. Hidden, it is an accordion's answer or a tab, not
-// something kept from the reader.
-func disclosurePanel(n *html.Node) bool {
+// disclosurePanel reports an element that is a panel shown on demand:
+// labelled by the control that opens it (aria-labelledby), named by a
+// control's aria-controls, or a tab panel or region. Hidden, it is an
+// accordion's answer or a tab, not something kept from the reader.
+func (e *extractor) disclosurePanel(n *html.Node) bool {
 	if attr(n, "aria-labelledby") != "" {
+		return true
+	}
+	if id := attr(n, "id"); id != "" && e.controlled[id] {
 		return true
 	}
 	switch strings.ToLower(attr(n, "role")) {
@@ -408,6 +414,16 @@ func (e *extractor) measure(body *html.Node) textSize {
 				inside += e.sizeOf(c).all
 				continue
 			}
+			for _, a := range c.Attr {
+				if a.Key == "aria-controls" && len(a.Val) <= 200 && len(e.controlled) < maxControlled {
+					if e.controlled == nil {
+						e.controlled = map[string]bool{}
+					}
+					for _, id := range strings.Fields(a.Val) {
+						e.controlled[id] = true
+					}
+				}
+			}
 			walk(c, depth+1)
 		}
 	}
@@ -419,6 +435,9 @@ func (e *extractor) measure(body *html.Node) textSize {
 	}
 	return total
 }
+
+// maxControlled bounds how many ids named by aria-controls are kept.
+const maxControlled = 10000
 
 // findPosts finds a thread's posts that forum software names "comment":
 // two or more siblings of one tag, not list items (a blog's comments
@@ -697,7 +716,7 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 		// (testimonials, a product's details); one holding more is a
 		// duplicate or a hidden layer of teasers.
 		// So is a panel that a control opens (see disclosurePanel).
-		keep := (h == "hidden" || disclosurePanel(n)) && size.paras > 0 ||
+		keep := (h == "hidden" || e.disclosurePanel(n)) && size.paras > 0 ||
 			h != "hidden" && size.paras >= 2 && size.all*4 < total.all
 		if !wholePage && !keep {
 			return true
