@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -223,8 +224,16 @@ func (p *persister) release(h HeldResume) error {
 	return h.Release(ctx)
 }
 
-// commit stores items as one batch, through h when it is not nil.
-func (p *persister) commit(items []pItem, h HeldResume) error {
+// commit stores items as one batch, through h when it is not nil; h is
+// ended whatever happens (the answer alone when no batch goes through it).
+func (p *persister) commit(items []pItem, h HeldResume) (err error) {
+	if h != nil {
+		defer func() {
+			if h != nil {
+				err = errors.Join(err, p.release(h))
+			}
+		}()
+	}
 	b := &Batch{ThreadID: p.thread, NS: p.ns, ExpectHead: p.expectHead}
 	pending := map[int64][]rawWrite{}
 	var saved []*pWrites
@@ -275,16 +284,13 @@ func (p *persister) commit(items []pItem, h HeldResume) error {
 		}
 	}
 	if len(b.Checkpoints) == 0 && len(b.Writes) == 0 {
-		if h != nil {
-			return p.release(h)
-		}
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	commit := p.saver.Commit
 	if h != nil {
-		commit = h.Commit
+		commit, h = h.Commit, nil // Commit ends the hold, stored or not
 	}
 	if err := commit(ctx, b); err != nil {
 		return err
