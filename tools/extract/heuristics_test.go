@@ -335,6 +335,13 @@ func TestHeuristics(t *testing.T) {
 			want:    []string{"xi sentence number 0", "omicron sentence number 0", "phi sentence number 0"},
 			notWant: []string{"upsilon"},
 		},
+		{
+			name: "a highlighter's classes inside code are not furniture",
+			body: `<article><h1>Headline</h1><p>` + prose("chi", 2) + `</p>` +
+				`<pre><code class="hljs"><span class="hljs-comment"># make the repository</span>` + "\n" + `git init` + "\n" +
+				`<span class="token comment">// stage every file</span>` + "\n" + `git add -A</code></pre><p>` + prose("psi", 2) + `</p></article>`,
+			want: []string{"# make the repository", "// stage every file", "git add -A", "psi sentence number 1"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -667,8 +667,8 @@ func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
 func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
 	nodes := 0
-	var walk func(n *html.Node, main textSize, depth int)
-	walk = func(n *html.Node, main textSize, depth int) {
+	var walk func(n *html.Node, main textSize, inCode bool, depth int)
+	walk = func(n *html.Node, main textSize, inCode bool, depth int) {
 		for c := n.FirstChild; c != nil; {
 			next := c.NextSibling
 			switch c.Type {
@@ -676,18 +676,29 @@ func (e *extractor) prune(body *html.Node) {
 				n.RemoveChild(c)
 			case html.ElementNode:
 				nodes++
-				if depth > maxDepth || nodes > e.opts.MaxNodes || e.isFurniture(c, total, main) {
+				switch {
+				case depth > maxDepth || nodes > e.opts.MaxNodes:
 					n.RemoveChild(c)
-				} else if e.posts[c] {
-					walk(c, e.sizeOf(c), depth+1)
-				} else {
-					walk(c, main, depth+1)
+				case inCode:
+					// Classes inside code are its highlighter's tokens
+					// ("hljs-comment", "token comment"), not furniture.
+					if dropTags[c.Data] || hiddenBy(c) != "" {
+						n.RemoveChild(c)
+					} else {
+						walk(c, main, true, depth+1)
+					}
+				case e.isFurniture(c, total, main):
+					n.RemoveChild(c)
+				case e.posts[c]:
+					walk(c, e.sizeOf(c), false, depth+1)
+				default:
+					walk(c, main, c.Data == "pre" || c.Data == "code", depth+1)
 				}
 			}
 			c = next
 		}
 	}
-	walk(body, total, 0)
+	walk(body, total, false, 0)
 }
 
 func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
