@@ -332,7 +332,8 @@ func TestHeuristics(t *testing.T) {
 				`<button aria-controls="a3" aria-expanded="false">Can you store furniture?</button>` +
 				`<div id="a3" style="display:none"><p>` + prose("phi", 1) + `</p></div>` +
 				`<div aria-hidden="true"><p>` + prose("upsilon", 1) + `</p></div>`,
-			want:    []string{"xi sentence number 0", "omicron sentence number 0", "phi sentence number 0"},
+			want: []string{"xi sentence number 0", "omicron sentence number 0", "phi sentence number 0",
+				"How long does a move take?", "Can you store furniture?"},
 			notWant: []string{"upsilon"},
 		},
 		{

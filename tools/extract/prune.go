@@ -436,6 +436,19 @@ func (e *extractor) measure(body *html.Node) textSize {
 	return total
 }
 
+// disclosureControl reports a button that opens a panel (aria-expanded,
+// aria-controls): its text is the panel's title, an accordion's question,
+// and is kept with the answer (see disclosurePanel).
+func disclosureControl(n *html.Node) bool {
+	for _, a := range n.Attr {
+		switch a.Key {
+		case "aria-expanded", "aria-controls":
+			return true
+		}
+	}
+	return false
+}
+
 // maxControlled bounds how many ids named by aria-controls are kept.
 const maxControlled = 10000
 
@@ -703,7 +716,7 @@ func (e *extractor) prune(body *html.Node) {
 
 func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 	tag := n.Data
-	if dropTags[tag] {
+	if dropTags[tag] && !(tag == "button" && disclosureControl(n)) {
 		return true
 	}
 	if tag == "noscript" {
