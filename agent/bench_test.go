@@ -79,8 +79,12 @@ func subgraph(ns string) (cp, inst string) {
 }
 
 // independent reports whether two calls cannot depend on each other: tasks
-// of the same superstep, or researchers fanned out by the same step.
+// of the same superstep, or researchers fanned out by the same step, except
+// a page read, which every researcher of the run shares (agent/pages.go).
 func independent(p, c span) bool {
+	if p.kind == "fetch" {
+		return false
+	}
 	if p.ns == c.ns {
 		return p.step == c.step && p.task != c.task
 	}
