@@ -714,6 +714,9 @@ func (e *extractor) prune(body *html.Node) {
 	walk(body, total, false, 0)
 }
 
+// isFurniture reports whether n is page furniture to drop. total is the
+// size of the whole page; main is that of the post n is in (see
+// findPosts), else total: a part holding most of it is content.
 func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 	tag := n.Data
 	if dropTags[tag] && !(tag == "button" && disclosureControl(n)) {
