@@ -132,7 +132,9 @@ func TestResumeHoldEndsOnce(t *testing.T) {
 			},
 			[]string{"release"}, []string{"draft", "review", "publish"}, false},
 		{"the step fails", time.Minute,
-			func(*holdingSaver) func(context.Context) error { return func(context.Context) error { return errReview } },
+			func(*holdingSaver) func(context.Context) error {
+				return func(context.Context) error { return errReview }
+			},
 			[]string{"release"}, []string{"draft"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

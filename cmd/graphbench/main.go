@@ -581,7 +581,11 @@ func classify(sql string) sqlKind {
 
 var writeRE = regexp.MustCompile(`(?i)\b(insert|update|delete|truncate)\b`)
 
-func (c *stmtCounter) query(conn *pgx.Conn, sql string) {
+// query counts a statement sent alone (a transaction of its own unless one
+// is open on conn) or, in a pipeline, one of the batch (inBatch: its writes
+// commit with the pipeline's implicit transaction, counted at TraceBatchEnd).
+// A pipeline may open and end its own transaction (BEGIN … COMMIT).
+func (c *stmtCounter) query(conn *pgx.Conn, sql string, inBatch bool) {
 	if !c.on.Load() {
 		return
 	}
@@ -604,13 +608,15 @@ func (c *stmtCounter) query(conn *pgx.Conn, sql string) {
 		c.commits.Add(1)
 	case k == sqlRollback:
 		c.inTx[conn] = false
+	case !c.inTx[conn] && k == sqlWrite && inBatch:
+		c.batchWrites[conn] = true
 	case !c.inTx[conn] && k == sqlWrite:
 		c.commits.Add(1)
 	}
 }
 
 func (c *stmtCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.query(conn, d.SQL)
+	c.query(conn, d.SQL, false)
 	return ctx
 }
 func (c *stmtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
@@ -618,32 +624,7 @@ func (c *stmtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 	return ctx
 }
 func (c *stmtCounter) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
-	if !c.on.Load() {
-		return
-	}
-	c.statements.Add(1)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.batchWrites == nil {
-		c.inTx, c.batchWrites, c.kinds = map[*pgx.Conn]bool{}, map[*pgx.Conn]bool{}, map[string]sqlKind{}
-	}
-	k, ok := c.kinds[d.SQL]
-	if !ok {
-		k = classify(d.SQL)
-		c.kinds[d.SQL] = k
-	}
-	// a pipeline may open and end its own transaction (BEGIN … COMMIT)
-	switch {
-	case k == sqlBegin:
-		c.inTx[conn] = true
-	case k == sqlCommit:
-		c.inTx[conn] = false
-		c.commits.Add(1)
-	case k == sqlRollback:
-		c.inTx[conn] = false
-	case !c.inTx[conn] && k == sqlWrite:
-		c.batchWrites[conn] = true
-	}
+	c.query(conn, d.SQL, true)
 }
 func (c *stmtCounter) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.TraceBatchEndData) {
 	c.mu.Lock()
