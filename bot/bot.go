@@ -51,7 +51,7 @@ type Options struct {
 
 	Workers           int           // event handler goroutines (default 16)
 	QueueSize         int           // events waiting for a handler; more wait in the inbox for recovery (default 1024)
-	InboxGrace        time.Duration // lease on a received envelope: how long before another process may handle it instead (default 30s)
+	InboxGrace        time.Duration // lease on a received envelope: how long before another process may handle it instead (default Lease: a click held by a process that died is taken over as soon as its run is)
 	MaxConcurrentRuns int           // runs this process works on at once (default 8)
 	Lease             time.Duration // run lease (default 30s)
 	HeartbeatEvery    time.Duration // lease renewal period (default Lease/3)
@@ -163,11 +163,11 @@ func (o *Options) defaults() {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1024
 	}
-	def(&o.InboxGrace, 30*time.Second)
 	if o.MaxConcurrentRuns <= 0 {
 		o.MaxConcurrentRuns = 8
 	}
 	def(&o.Lease, 30*time.Second)
+	def(&o.InboxGrace, o.Lease)
 	def(&o.HeartbeatEvery, o.Lease/3)
 	def(&o.RecoverEvery, 5*time.Second)
 	def(&o.PresenceEvery, 2*time.Second)

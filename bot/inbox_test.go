@@ -200,26 +200,42 @@ func TestAckedMentionSurvivesCrash(t *testing.T) {
 }
 
 // A click acked by a process that dies before handling it is applied by
-// the next process: the decision is not lost either.
+// the next process: the decision is not lost either. Without a grace of its
+// own the envelope's lease is the run lease (the harness's 2s), so the
+// click is taken over as soon as a run would be, well before the 30s
+// default lease of a run.
 func TestAckedClickSurvivesCrash(t *testing.T) {
-	h := newHarness(t)
-	a := h.start(withGrace)
-	ctx := testCtx(t)
-	sent := h.mention(ctx, "U1", "C1", "approve me after a crash", "")
-	approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
-	bot.StopHandling(a.Bot)
-	click := h.click(ctx, "U1", "C1", approval, "dr_approve", val)
-	if err := a.stop(); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		edit []func(*bot.Options)
+	}{
+		{"with a grace of its own", []func(*bot.Options){withGrace}},
+		{"with the run lease", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.start(tc.edit...)
+			ctx := testCtx(t)
+			sent := h.mention(ctx, "U1", "C1", "approve me after a crash", "")
+			approval, val := h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+			bot.StopHandling(a.Bot)
+			click := h.click(ctx, "U1", "C1", approval, "dr_approve", val)
+			if err := a.stop(); err != nil {
+				t.Fatal(err)
+			}
+			if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateWaiting || r.Decision != nil {
+				t.Fatalf("the stopped process handled the click: %+v", r)
+			}
+			h.start(tc.edit...)
+			// (a lease of 30s, not the run's, runs this context out)
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			h.waitReports(wctx, "C1", sent.TS, 1)
+			h.waitState(ctx, "C1", sent.TS, research.StateDone)
+			h.waitDone(ctx, h.inboxKey(click.EnvelopeID))
+			h.oneRun(ctx, "C1", sent.TS)
+		})
 	}
-	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateWaiting || r.Decision != nil {
-		t.Fatalf("the stopped process handled the click: %+v", r)
-	}
-	h.start(withGrace)
-	h.waitReports(ctx, "C1", sent.TS, 1)
-	h.waitState(ctx, "C1", sent.TS, research.StateDone)
-	h.waitDone(ctx, h.inboxKey(click.EnvelopeID))
-	h.oneRun(ctx, "C1", sent.TS)
 }
 
 // Slack redelivers an envelope that was stored and acked, to another
