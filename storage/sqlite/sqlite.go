@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlitedrv "modernc.org/sqlite" // also registers the "sqlite" driver
 
 	"deepresearch/graph"
 	"deepresearch/storage/migrate"
@@ -89,12 +89,42 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(opts.MaxReaders)
 	s := &Store{w: w, r: r, maxBytes: opts.MaxRecordBytes, now: opts.Now}
-	if err := s.Migrate(ctx); err != nil {
+	if err := s.migrateAtOpen(ctx, opts.BusyTimeout); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
+
+// migrateAtOpen runs Migrate, again while it meets SQLITE_BUSY, for up to
+// busy. Processes that open a fresh file at once race to switch it to WAL,
+// and while one does, another's BEGIN IMMEDIATE can fail with SQLITE_BUSY
+// at once, without SQLite calling the busy handler (TestProcesses met it
+// about once in 30 runs). After the switch, the busy timeout serialises
+// writers as usual.
+func (s *Store) migrateAtOpen(ctx context.Context, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := s.Migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sqlite: migrate: %w", ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isBusy reports an SQLITE_BUSY error (any extended code).
+func isBusy(err error) bool {
+	var e *sqlitedrv.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqliteBusy
+}
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
 
 // DB returns the writer: one connection whose transactions begin IMMEDIATE,
 // for the stores of this package (runs, schedules, notes, jobs).

@@ -44,6 +44,9 @@ type nodeScore struct {
 	pos int
 	// link is the length of the link text.
 	link int
+	// linkRun is the length of the longest run that is mostly link
+	// text: an item's title, or a post's signature (see postList).
+	linkRun int
 }
 
 // blockValue rates one run of text: its non-link length, less its link
@@ -240,6 +243,7 @@ func scoreBlocks(body *html.Node, cards map[*html.Node]bool, cost int) map[*html
 				}
 				if linkRun {
 					s.linkRuns++
+					s.linkRun = max(s.linkRun, cur.chars)
 				}
 				if a == body {
 					break
@@ -396,7 +400,7 @@ func (e *extractor) content(body *html.Node, title string) []block {
 		return e.widen(blocks, wide, root, title, links0, seen0)
 	}
 	links, seen := len(e.links), len(e.seenLinks)
-	broad := cleanBlocks(e.render(body), title, e.opts.Tuning.MinItemLink)
+	broad := cleanBlocks(e.renderItems(body), title, e.opts.Tuning.MinItemLink)
 	if chars(blocks)*100 >= chars(broad)*e.opts.Tuning.BroadPercent {
 		e.links = e.links[:links]
 		if len(e.seenLinks) != seen {

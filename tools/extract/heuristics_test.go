@@ -165,8 +165,8 @@ func TestHeuristics(t *testing.T) {
 		},
 		{
 			name: "every section named like furniture",
-			body: `<nav><a href="/">Home</a></nav><div class="page">` + strings.Repeat(`<section class="toc-para"><h2>Part</h2><p>`+
-				prose("dalet", 3)+`</p></section>`, 4) + `</div><footer>Contact us</footer>`,
+			body: `<nav><a href="/">Home</a></nav><div class="page">` + strings.Repeat(`<section class="promo-para"><h2>Part</h2><p>`+
+				prose("dalet", 7)+`</p></section>`, 4) + `</div><footer>Contact us</footer>`,
 			want:    []string{"dalet sentence number 2"},
 			notWant: []string{"Contact us"},
 		},

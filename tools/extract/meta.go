@@ -17,6 +17,11 @@ type meta struct {
 	// ldBody is the longest body text a JSON-LD object states
 	// (articleBody, text, reviewBody or description), markup removed.
 	ldBody string
+	// ldStated is the longest body a JSON-LD object states as the page's
+	// content (see ldStatedBody).
+	ldStated string
+	// declared is what the page says it is (see declare).
+	declared declared
 }
 
 // maxJSONLD caps the size of one JSON-LD script that is decoded, and
@@ -138,15 +143,25 @@ func readMeta(doc *html.Node, base *url.URL) meta {
 	})
 
 	var ld []map[string]any
+	st := statement{ogType: strings.ToLower(props["og:type"])}
 	d.Find(`script[type*="ld+json" i]`).EachWithBreak(func(i int, s *goquery.Selection) bool {
-		if c := s.Get(0).FirstChild; c != nil && len(c.Data) <= maxJSONLD {
+		c := s.Get(0).FirstChild
+		if c == nil {
+			return true
+		}
+		st.anyLD = true
+		if len(c.Data) <= maxJSONLD {
 			ld = append(ld, decodeJSONLD(c.Data)...)
+			st.discussionLD = st.discussionLD || namesDiscussion(c.Data)
 		}
 		return i < maxJSONLDScripts
 	})
+	st.ld = ld
+	m.declared = declare(d, st)
 
 	art := pickArticleLD(ld)
 	m.ldBody = ldBody(ld)
+	m.ldStated = ldStatedBody(ld)
 	str := func(o map[string]any, k string) string {
 		if o == nil {
 			return ""

@@ -237,8 +237,10 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	behind := fs.Bool("behind", false, "with -worst: the pages where package extract trails another contender most")
 	only := fs.String("only", "", "keep only pages whose type, source or set is this")
 	train := fs.Int("train", -1, "with -worst: list only pages outside held-out fold F (of -k), to find rules on training folds")
+	dump := fs.String("dump", "", "write package extract's per-page scores to this file (for -compare)")
+	compare := fs.Bool("compare", false, "compare two dumps, BASE NEXT, fold by fold (the arguments are the dump files)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [DIR...]")
+		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [-dump FILE] [DIR...]\n       extract-bench -compare [-k K] BASE NEXT")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -246,6 +248,12 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	}
 	if *k < 2 {
 		return errors.New("extract-bench: -k must be at least 2")
+	}
+	if *compare {
+		if fs.NArg() != 2 {
+			return errors.New("extract-bench: -compare takes two dump files, BASE NEXT")
+		}
+		return WriteComparison(stdout, fs.Arg(0), fs.Arg(1), *k)
 	}
 	dirs := fs.Args()
 	if len(dirs) == 0 {
@@ -280,6 +288,19 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	ours, err := Evaluate(ctx, "deepresearch", pages, Ours, *repeat)
 	if err != nil {
 		return err
+	}
+	if *dump != "" {
+		f, err := os.Create(*dump)
+		if err != nil {
+			return fmt.Errorf("extract-bench: %w", err)
+		}
+		werr := WriteDump(f, pages, ours)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("extract-bench: write %s: %w", *dump, werr)
+		}
 	}
 	results := []Result{ours}
 	if *grid {

@@ -1,0 +1,43 @@
+package extract
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPhotoFigure checks that a photo's caption is left out of the text,
+// while a numbered figure's caption and a quoted testimonial's author
+// stay.
+func TestPhotoFigure(t *testing.T) {
+	tests := []struct {
+		name, figure, text string
+		kept               bool
+	}{
+		{"photo caption", `<figure><img src="a.jpg"><figcaption>Above: the garden in winter light. Photograph by Jane Roe</figcaption></figure>`,
+			"Photograph by Jane Roe", false},
+		{"video caption", `<figure><div><video src="v.mp4"></video></div><figcaption>Clip shot on the river bank at dawn</figcaption></figure>`,
+			"Clip shot on the river bank", false},
+		{"numbered figure", `<figure><img src="a.png"><figcaption><em>Figure 2. Gas consumption per block averages one billion</em></figcaption></figure>`,
+			"Gas consumption per block", true},
+		{"testimonial", `<figure><blockquote>The retreat changed how I teach my classes forever</blockquote><figcaption>Abbie Y</figcaption></figure>`,
+			"Abbie Y", true},
+		{"figure without media", `<figure><figcaption>A figure that holds only its words here</figcaption></figure>`,
+			"only its words", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<html><head><title>Garden</title></head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
+				tt.figure + `<p>` + prose("beta", 3) + `</p></article></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "beta sentence number 2") {
+				t.Fatalf("the article is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
+				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
+			}
+		})
+	}
+}
