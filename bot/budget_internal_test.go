@@ -25,6 +25,25 @@ func waitTimer(t *testing.T, clk *clock.Manual, at time.Time) {
 	}
 }
 
+// waitRearmed waits until the clock's only pending timer fires within
+// (lo, hi]: a waiter woken by a change of rate has put its new timer in
+// place of the old. Advancing the clock before that races the waiter,
+// whose timer would then start from the advanced time and never fire.
+func waitRearmed(t *testing.T, clk *clock.Manual, lo, hi time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d := clk.Deadlines()
+		if len(d) == 1 && d[0].After(lo) && !d[0].After(hi) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timers pending at %v, want one in (%v, %v]", d, lo, hi)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func queued(u *updateBudget) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -111,20 +130,31 @@ func TestUpdateBudgetFinalsFirst(t *testing.T) {
 	}()
 	waitQueued(t, u, 2)
 
-	clk.Advance(5 * time.Second) // tokens for both finals and more
+	// One token: the head's. (Served finals send to order after leaving
+	// the queue, so two served at once could report in either order; the
+	// clock hands out one token at a time to see the queue's order.)
+	clk.Advance(time.Second)
 	if u.tryProgress() {
 		t.Fatal("a progress edit went ahead of queued finals")
 	}
 	if got := <-order; got != "A" {
 		t.Fatalf("first final served: %s, want A", got)
 	}
+	waitTimer(t, clk, start.Add(2*time.Second))
+	select {
+	case got := <-order:
+		t.Fatalf("final %s served without a token", got)
+	default:
+	}
+	clk.Advance(4 * time.Second) // tokens for B and more
 	if got := <-order; got != "B" {
 		t.Fatalf("second final served: %s, want B", got)
 	}
 	waitQueued(t, u, 0)
-	// 2 tokens were refilled after 5s (burst 2) and the finals took them.
+	// The bucket refilled to its burst (2) and B took one: what is left is
+	// the finals' reserve.
 	if u.tryProgress() {
-		t.Fatal("progress took a token the finals used")
+		t.Fatal("progress took the finals' reserve")
 	}
 
 	// A final whose context ends leaves the queue; the next one is served.
@@ -345,6 +375,7 @@ func TestUpdateBudgetShare(t *testing.T) {
 	if pm, b := u.current(); pm != 60 || b != 20 {
 		t.Fatalf("back to the full budget = %v/min, burst %d; want 60, 20", pm, b)
 	}
+	waitRearmed(t, clk, start.Add(1600*time.Millisecond), start.Add(1700*time.Millisecond))
 	clk.Advance(700 * time.Millisecond)
 	if got := <-order; got != "A" {
 		t.Fatalf("first final served: %s, want A", got)
@@ -361,6 +392,7 @@ func TestUpdateBudgetShare(t *testing.T) {
 	if pm, b := u.current(); pm != 30 || b != 10 {
 		t.Fatalf("a half = %v/min, burst %d; want 30, 10", pm, b)
 	}
+	waitRearmed(t, clk, start.Add(3600*time.Millisecond), start.Add(3700*time.Millisecond))
 	clk.Advance(time.Second)
 	select {
 	case got := <-order:
