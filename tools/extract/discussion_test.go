@@ -32,14 +32,7 @@ func TestDiscussionRepliesNamedComment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(a.Text, "opening sentence number 5") {
-				t.Fatalf("opening post missing:\n%s", a.Text)
-			}
-			for i := 1; i <= 3; i++ {
-				if got := strings.Contains(a.Text, fmt.Sprintf("reply%d sentence number 1", i)); got != tc.replies {
-					t.Errorf("reply %d kept = %v, want %v:\n%s", i, got, tc.replies, a.Text)
-				}
-			}
+			checkThread(t, a.Text, "opening sentence number 5", 3, tc.replies)
 		})
 	}
 }

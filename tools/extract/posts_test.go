@@ -44,15 +44,22 @@ func TestThreadPostsAreNotTeasers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(a.Text, "opening sentence number 0") {
-				t.Fatalf("opening post missing:\n%s", a.Text)
-			}
-			for i := 1; i <= 5; i++ {
-				if got := strings.Contains(a.Text, fmt.Sprintf("reply%d sentence number 1", i)); got != tc.replies {
-					t.Errorf("reply %d kept = %v, want %v:\n%s", i, got, tc.replies, a.Text)
-				}
-			}
+			checkThread(t, a.Text, "opening sentence number 0", 5, tc.replies)
 		})
+	}
+}
+
+// checkThread fails t unless text holds the opening post (its sentence
+// opening) and holds replies 1..n exactly when replies is set.
+func checkThread(t *testing.T, text, opening string, n int, replies bool) {
+	t.Helper()
+	if !strings.Contains(text, opening) {
+		t.Fatalf("opening post missing:\n%s", text)
+	}
+	for i := 1; i <= n; i++ {
+		if got := strings.Contains(text, fmt.Sprintf("reply%d sentence number 1", i)); got != replies {
+			t.Errorf("reply %d kept = %v, want %v:\n%s", i, got, replies, text)
+		}
 	}
 }
 
