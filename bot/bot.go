@@ -268,6 +268,7 @@ type Bot struct {
 
 	workCtx    context.Context // parent of event handlers
 	workCancel context.CancelFunc
+	held       heldEntries // inbox entries queued or being handled by this process
 
 	registry *prometheus.Registry // the private registry when Options.Registerer is nil
 

@@ -472,3 +472,99 @@ func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
 		t.Errorf("inbox errors = %v, want 2", n)
 	}
 }
+
+// lateRenewals is a store whose inbox lease renewals are lost (they come
+// too late), so the leases of this process's entries run out while it
+// handles them.
+type lateRenewals struct{ *memory.Runs }
+
+func (lateRenewals) ExtendInbox(context.Context, string, string, time.Time, time.Duration) error {
+	return nil
+}
+
+// An inbox entry this process holds is not taken over by its own recovery
+// when its lease runs out: not while it waits in the queue behind a busy
+// worker (recovery renews its lease), nor while its handler runs with its
+// renewals late (recovery skips an entry the process holds). The handler
+// runs once, and the envelope is not given up as poison. (Before, recovery
+// claimed the expired entry again and again and queued it each time: a
+// queued click was dropped after five claims, and a running one ran twice.)
+func TestEnvelopeNotTakenOverByItsOwnProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		late     bool // lose the lease renewals
+		workers  int
+		clicks   []string
+		wantRuns map[string]int32
+	}{
+		{"queued behind a busy worker", false, 1, []string{"block_1", "block_2"}, map[string]int32{"block_1": 1, "block_2": 1}},
+		{"handled with late renewals", true, 2, []string{"block_1"}, map[string]int32{"block_1": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			release := make(chan struct{})
+			entered := make(chan string, 8)
+			var calls sync.Map // action id -> *atomic.Int32
+			blocker := func(ctx context.Context, cb slack.InteractionCallback) error {
+				id := cb.ActionCallback.BlockActions[0].ActionID
+				n, _ := calls.LoadOrStore(id, new(atomic.Int32))
+				n.(*atomic.Int32).Add(1)
+				entered <- id
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil
+			}
+			var store research.Store = h.store
+			if tc.late {
+				store = lateRenewals{h.store}
+			}
+			a := h.startOn(store, withGrace, func(o *bot.Options) {
+				o.Workers, o.QueueSize = tc.workers, 8 // the queue has room: recovery may claim
+				o.Interactions = map[string]bot.InteractionHandler{"block_": blocker}
+			})
+			ctx := testCtx(t)
+			h.connected(ctx, 1)
+			var keys []string
+			for i, id := range tc.clicks {
+				c := h.click(ctx, "U1", "C1", slackfake.Message{}, id, "x")
+				keys = append(keys, h.inboxKey(c.EnvelopeID))
+				if i == 0 { // the first worker waits in it
+					select {
+					case <-entered:
+					case <-ctx.Done():
+						t.Fatal("the blocking handler never ran")
+					}
+				}
+			}
+			// Many leases long, with recovery every 100ms: more than the
+			// takeovers after which an envelope is given up as poison.
+			time.Sleep(8 * testGrace)
+			close(release)
+			for _, k := range keys {
+				// Queued entries keep their lease: none was claimed, so a
+				// later takeover (after a crash) is not near the poison cap.
+				if e := h.waitDone(ctx, k); !tc.late && e.Attempts != 1 {
+					t.Errorf("entry %s: %d attempts, want 1", k, e.Attempts)
+				}
+			}
+			time.Sleep(2 * testGrace) // a second copy, if queued, runs now
+			for id, want := range tc.wantRuns {
+				got := int32(0)
+				if n, ok := calls.Load(id); ok {
+					got = n.(*atomic.Int32).Load()
+				}
+				if got != want {
+					t.Errorf("handler of %s ran %d times, want %d", id, got, want)
+				}
+			}
+			if n := metric(t, a.Bot, "deepresearch_bot_dropped_events_total"); n != 0 {
+				t.Errorf("dropped = %v", n)
+			}
+			if n := metric(t, a.Bot, "deepresearch_bot_inbox_recovered_total"); n != 0 {
+				t.Errorf("recovered = %v: the process took over an envelope it held", n)
+			}
+		})
+	}
+}

@@ -159,7 +159,11 @@ func TestRefusalFloodIsCapped(t *testing.T) {
 		_, ok := h.statusMessage("C1", other.TS, 1)
 		return ok
 	})
-	if n := h.fake.Calls("chat.postMessage"); n != 3 {
-		t.Errorf("%d chat.postMessage calls, want 3 (two status messages and one refusal)", n)
+	if calls := h.fake.CallLog("chat.postMessage"); len(calls) != 3 {
+		var sb strings.Builder
+		for _, c := range calls {
+			fmt.Fprintf(&sb, "\n  %s thread_ts=%q status=%d error=%q text=%.80q", c.At.Format("15:04:05.000"), c.Params.Get("thread_ts"), c.Status, c.Error, c.Params.Get("text"))
+		}
+		t.Errorf("%d chat.postMessage calls, want 3 (two status messages and one refusal):%s", len(calls), sb.String())
 	}
 }

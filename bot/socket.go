@@ -175,7 +175,11 @@ func (b *Bot) ingest(ctx context.Context, p *pool, batch []received) {
 			b.log.Info("bot: duplicate envelope acked and ignored", "key", e.Key, "envelope_id", e.EnvelopeID, "retry_attempt", ev.Request.RetryAttempt)
 		case b.skipWork.Load():
 			// Tests: as if the process died right after the ack.
+		case !b.held.add(e.Key, e.LeaseUntil):
+			// Recovery here claimed it already (its lease ran out before
+			// the ack): it is queued once.
 		case !p.submit(func() { b.work(e, ev) }):
+			b.held.remove(e.Key)
 			b.metrics.deferred.Inc()
 			b.log.Warn("bot: handler queue full; the envelope waits in the inbox for recovery", "key", e.Key, "envelope_id", e.EnvelopeID, "type", ev.Type)
 		}
@@ -204,6 +208,7 @@ func (b *Bot) ack(ctx context.Context, envelopeID string, payload any, start tim
 // marks it done. The lease is renewed while the handler runs. A handler cut
 // short by shutdown leaves the entry to be handled again.
 func (b *Bot) work(e research.InboxEntry, ev socketmode.Event) {
+	defer b.held.remove(e.Key)
 	ctx := b.workCtx
 	owner := b.opts.InstanceID
 	if b.now().After(e.LeaseUntil.Add(-b.opts.InboxGrace / 2)) {
@@ -214,6 +219,7 @@ func (b *Bot) work(e research.InboxEntry, ev socketmode.Event) {
 			return
 		}
 	}
+	b.held.running(e.Key)
 	release := b.holdInbox(ctx, e.Key)
 	b.handle(ctx, ev, e.Attempts > 1)
 	release()
@@ -270,6 +276,7 @@ func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
 	if b.skipWork.Load() {
 		return
 	}
+	b.renewQueued(ctx)
 	n := min(p.free(), inboxRecoverBatch)
 	if n <= 0 {
 		return
@@ -282,8 +289,17 @@ func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
 		return
 	}
 	for _, e := range es {
+		if !b.held.add(e.Key, e.LeaseUntil) {
+			// Its lease ran out while it waited in this process's queue or
+			// while its handler here was slow to renew: this process is
+			// handling it already. The claim renewed the lease; it is not
+			// a takeover, so it neither runs twice nor counts as an attempt
+			// (which would give a slow envelope up as poison).
+			continue
+		}
 		log := b.log.With("key", e.Key, "envelope_id", e.EnvelopeID, "type", e.Type, "attempts", e.Attempts, "received_at", e.ReceivedAt)
 		if e.Attempts > maxInboxAttempts {
+			b.held.remove(e.Key)
 			log.Error("bot: giving up on an envelope whose handling never finished")
 			b.metrics.dropped.Inc()
 			b.finishInbox(ctx, e.Key)
@@ -291,6 +307,7 @@ func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
 		}
 		ev, err := parseEnvelope(e)
 		if err != nil {
+			b.held.remove(e.Key)
 			log.Error("bot: unreadable envelope in the inbox; dropped", "err", err)
 			b.metrics.dropped.Inc()
 			b.finishInbox(ctx, e.Key)
@@ -299,8 +316,26 @@ func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
 		log.Info("bot: handling an envelope from the inbox")
 		b.metrics.recovered.Inc()
 		if !p.submit(func() { b.work(e, ev) }) {
+			b.held.remove(e.Key)
 			log.Warn("bot: handler queue full; the envelope stays in the inbox")
 		}
+	}
+}
+
+// renewQueued renews the leases of the entries waiting in this process's
+// queue that would run out within half a grace: an entry waits behind busy
+// workers without other processes, or this one's recovery, taking it over.
+// One that another process took over meanwhile is skipped by its handler.
+func (b *Bot) renewQueued(ctx context.Context) {
+	now := b.now()
+	for _, key := range b.held.due(now.Add(b.opts.InboxGrace / 2)) {
+		if err := b.store.ExtendInbox(ctx, key, b.opts.InstanceID, now, b.opts.InboxGrace); err != nil {
+			if ctx.Err() == nil {
+				b.log.Warn("bot: renew the lease of a queued envelope", "key", key, "err", err)
+			}
+			continue
+		}
+		b.held.renewed(key, now.Add(b.opts.InboxGrace))
 	}
 }
 
@@ -475,4 +510,67 @@ func (b *Bot) foreign(ev socketmode.Event) string {
 		return "app " + app
 	}
 	return ""
+}
+
+// heldEntries are the inbox entries this process has queued or is
+// handling. Recovery claims entries by their lease alone, so a lease of this
+// process's own must not run out while an entry waits behind busy workers:
+// recovery renews the leases of queued entries (a running handler renews
+// its own, see holdInbox), and skips an entry it claims anyway (a renewal
+// came late) instead of queueing it a second time.
+type heldEntries struct {
+	mu   sync.Mutex
+	keys map[string]time.Time // key -> end of its lease while queued; zero once its handler runs
+}
+
+// add marks key held, queued with a lease until until; false if it was
+// held already.
+func (h *heldEntries) add(key string, until time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.keys[key]; ok {
+		return false
+	}
+	if h.keys == nil {
+		h.keys = map[string]time.Time{}
+	}
+	h.keys[key] = until
+	return true
+}
+
+// running records that key's handler started: it renews its own lease.
+func (h *heldEntries) running(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.keys[key]; ok {
+		h.keys[key] = time.Time{}
+	}
+}
+
+// renewed records a queued entry's new lease.
+func (h *heldEntries) renewed(key string, until time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if u, ok := h.keys[key]; ok && !u.IsZero() {
+		h.keys[key] = until
+	}
+}
+
+// due returns the queued entries whose lease ends before by.
+func (h *heldEntries) due(by time.Time) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for k, u := range h.keys {
+		if !u.IsZero() && u.Before(by) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (h *heldEntries) remove(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.keys, key)
 }
