@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/storage/memory"
 
 	"github.com/slack-go/slack"
 )
@@ -283,5 +285,74 @@ func TestFinalMessageRecordedWhenStatusNeverPosted(t *testing.T) {
 	m, ok := h.fake.Message("C1", r.StatusTS)
 	if !ok || !strings.HasPrefix(m.Text, "Done") {
 		t.Fatalf("recorded status message = %q (found %v), want the Done message", m.Text, ok)
+	}
+}
+
+// lateCreatorRecord is a store where the run's creator records its status
+// message late: its SetStatusMessage (the first) waits until a second one
+// comes, and lands before it.
+type lateCreatorRecord struct {
+	*memory.Runs
+	calls         atomic.Int32
+	second, first chan struct{}
+}
+
+func (s *lateCreatorRecord) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
+	switch s.calls.Add(1) {
+	case 1:
+		select {
+		case <-s.second:
+		case <-ctx.Done():
+		case <-time.After(20 * time.Second):
+		}
+		defer close(s.first)
+	case 2:
+		close(s.second)
+		select {
+		case <-s.first:
+		case <-ctx.Done():
+		}
+	}
+	return s.Runs.SetStatusMessage(ctx, id, ts)
+}
+
+// The run's creator posted its status message, but recorded it only after
+// the process working on the run (whose own post failed) found none
+// recorded and posted the final message: the recorded message is edited to
+// the outcome, and the final message posted in its place is removed, so the
+// thread shows the outcome once, where the run says it is.
+func TestFinalMessageWhenCreatorRecordsLate(t *testing.T) {
+	h := newHarness(t)
+	store := &lateCreatorRecord{Runs: h.store, second: make(chan struct{}), first: make(chan struct{})}
+	h.startOn(store, func(o *bot.Options) { o.RunOptions = research.RunOptions{}; o.SlackRetries = 1 })
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "creator records late", "")
+	// The creator's status message is posted (its record waits); the
+	// runner's own post then fails, with its retry.
+	h.waitFor(ctx, "the creator's status message", func() bool {
+		_, ok := h.statusMessage("C1", sent.TS, 1)
+		return ok
+	})
+	h.fake.InjectFault("chat.postMessage", slackfake.Fault{Status: http.StatusInternalServerError, Times: 2})
+	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	h.waitFor(ctx, "the recorded status message says Done", func() bool {
+		cur, err := h.store.Run(ctx, r.ID)
+		if err != nil || cur.StatusTS == "" {
+			return false
+		}
+		m, ok := h.fake.Message("C1", cur.StatusTS)
+		return ok && strings.HasPrefix(m.Text, "Done")
+	})
+	h.waitFor(ctx, "one Done message in the thread", func() bool {
+		n := 0
+		for _, m := range h.botMessages("C1", sent.TS) {
+			if strings.HasPrefix(m.Text, "Done") {
+				n++
+			}
+		}
+		return n == 1
+	})
+	if n := store.calls.Load(); n != 2 {
+		t.Errorf("%d status records, want 2 (the creator's and the final message's)", n)
 	}
 }

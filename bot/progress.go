@@ -78,8 +78,9 @@ type statusMessage struct {
 	ts       string
 	// posted, if set, is told the ts of a final message posted because the
 	// status message could not be edited (the run records it, so the
-	// outcome can be found where it is shown).
-	posted func(ctx context.Context, ts string)
+	// outcome can be found where it is shown). It returns the status
+	// message the run has recorded, if another was recorded meanwhile.
+	posted func(ctx context.Context, ts string) (recorded string)
 	// recorded, if set, returns the status message recorded for the run
 	// now (another process may have recorded one since this one started).
 	recorded func(ctx context.Context) string
@@ -256,8 +257,20 @@ func (s *statusMessage) Final(ctx context.Context, state research.RunState, note
 		s.b.log.Error("bot: could not post the run's final message", "channel", s.channel, "err", err)
 		return err
 	}
-	if s.posted != nil {
-		s.posted(ctx, ts)
+	if s.posted == nil {
+		return nil
+	}
+	if rec := s.posted(ctx, ts); rec != "" && rec != ts {
+		// A status message was recorded while this one was posted (the
+		// run's creator recorded its own late): the outcome goes where the
+		// run says it is, and the message just posted is removed, so the
+		// thread shows it once.
+		s.ts = rec
+		if err := s.render(ctx, v, editFinal); err != nil {
+			s.b.log.Warn("bot: show the outcome in the recorded status message; the final message posted stays", "channel", s.channel, "ts", rec, "err", err)
+			return nil
+		}
+		s.b.deleteExtra(ctx, s.channel, ts, s.b.log)
 	}
 	return nil
 }

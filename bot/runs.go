@@ -125,15 +125,21 @@ func (b *Bot) recordStatus(ctx context.Context, r research.Run, ts string, strea
 		if stream {
 			b.stopStreamQuietly(ctx, r, ts)
 		}
-		err := b.call(ctx, "chat.delete", true, func(ctx context.Context) error {
-			_, _, err := b.api.DeleteMessageContext(ctx, r.Key.Channel, ts)
-			return err
-		})
-		if err != nil && errorCode(err) != "message_not_found" {
-			log.Warn("bot: delete extra status message", "ts", ts, "err", err)
-		}
+		b.deleteExtra(ctx, r.Key.Channel, ts, log)
 	}
 	return stored
+}
+
+// deleteExtra deletes a message of the bot's that duplicates the run's
+// recorded status message.
+func (b *Bot) deleteExtra(ctx context.Context, channel, ts string, log *slog.Logger) {
+	err := b.call(ctx, "chat.delete", true, func(ctx context.Context) error {
+		_, _, err := b.api.DeleteMessageContext(ctx, channel, ts)
+		return err
+	})
+	if err != nil && errorCode(err) != "message_not_found" {
+		log.Warn("bot: delete extra status message", "ts", ts, "err", err)
+	}
 }
 
 // messageRunID is the id of the run a Slack message asks for. It is derived

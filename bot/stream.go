@@ -802,14 +802,20 @@ func (b *Bot) messageStatus(ctx context.Context, r *research.Run, v statusView, 
 		}
 		return cur.StatusTS
 	}
-	status.posted = func(ctx context.Context, ts string) {
+	status.posted = func(ctx context.Context, ts string) string {
 		// The status message was never posted: the final message takes its
-		// place in the store, so the run's outcome can be found.
-		if !hadTS {
-			if _, err := b.store.SetStatusMessage(ctx, id, ts); err != nil {
-				log.Warn("bot: record final message", "err", err)
-			}
+		// place in the store, so the run's outcome can be found. The
+		// creator may have recorded its own since (it posted, but recorded
+		// late): that one stays recorded.
+		if hadTS {
+			return ""
 		}
+		stored, err := b.store.SetStatusMessage(ctx, id, ts)
+		if err != nil {
+			log.Warn("bot: record final message", "err", err)
+			return ""
+		}
+		return stored
 	}
 	return status
 }
