@@ -373,34 +373,53 @@ func TestAnswerRepeatedOnlyWhenHandledAgain(t *testing.T) {
 	}
 }
 
+// blocking is an interaction handler for "block_" buttons that waits in
+// each call until release is closed, counting the calls by action id.
+type blocking struct {
+	release chan struct{}
+	entered chan string // each call's action id, as it starts
+	mu      sync.Mutex
+	calls   map[string]int
+}
+
+func newBlocking() *blocking {
+	return &blocking{release: make(chan struct{}), entered: make(chan string, 16), calls: map[string]int{}}
+}
+
+func (b *blocking) handle(ctx context.Context, cb slack.InteractionCallback) error {
+	id := cb.ActionCallback.BlockActions[0].ActionID
+	b.mu.Lock()
+	b.calls[id]++
+	b.mu.Unlock()
+	b.entered <- id
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func (b *blocking) ran(id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls[id]
+}
+
 // With the handler queue full, an envelope is still acked: it waits in the
 // inbox and recovery hands it to a worker once there is room. A handler
 // that runs longer than the grace keeps its entry (the lease is renewed).
 func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
 	h := newHarness(t)
-	release := make(chan struct{})
-	entered := make(chan string, 4)
-	var calls sync.Map // action id -> *atomic.Int32
-	blocker := func(ctx context.Context, cb slack.InteractionCallback) error {
-		id := cb.ActionCallback.BlockActions[0].ActionID
-		n, _ := calls.LoadOrStore(id, new(atomic.Int32))
-		n.(*atomic.Int32).Add(1)
-		entered <- id
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	}
+	blocker := newBlocking()
 	a := h.start(withGrace, func(o *bot.Options) {
 		o.Workers, o.QueueSize = 1, 1
-		o.Interactions = map[string]bot.InteractionHandler{"block_": blocker}
+		o.Interactions = map[string]bot.InteractionHandler{"block_": blocker.handle}
 	})
 	ctx := testCtx(t)
 	h.connected(ctx, 1)
 	h.click(ctx, "U1", "C1", slackfake.Message{}, "block_1", "x") // the one worker waits in it
 	select {
-	case <-entered:
+	case <-blocker.entered:
 	case <-ctx.Done():
 		t.Fatal("the blocking handler never ran")
 	}
@@ -415,15 +434,14 @@ func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
 	if runs, _ := h.store.ListRuns(ctx, research.RunFilter{}); len(runs) != 0 {
 		t.Fatalf("%d runs while every worker is busy", len(runs))
 	}
-	close(release)
+	close(blocker.release)
 	h.withButton(ctx, "C1", sent.TS, "dr_approve")
 	h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
 	h.waitDone(ctx, h.inboxKey(sent.EnvelopeID))
 	h.oneRun(ctx, "C1", sent.TS)
 	for _, id := range []string{"block_1", "block_2"} {
-		n, ok := calls.Load(id)
-		if !ok || n.(*atomic.Int32).Load() != 1 {
-			t.Errorf("handler of %s ran %v times, want once", id, n)
+		if n := blocker.ran(id); n != 1 {
+			t.Errorf("handler of %s ran %d times, want once", id, n)
 		}
 	}
 	if n := metric(t, a.Bot, "deepresearch_bot_dropped_events_total"); n != 0 {
@@ -495,34 +513,21 @@ func TestEnvelopeNotTakenOverByItsOwnProcess(t *testing.T) {
 		late     bool // lose the lease renewals
 		workers  int
 		clicks   []string
-		wantRuns map[string]int32
+		wantRuns map[string]int
 	}{
-		{"queued behind a busy worker", false, 1, []string{"block_1", "block_2"}, map[string]int32{"block_1": 1, "block_2": 1}},
-		{"handled with late renewals", true, 2, []string{"block_1"}, map[string]int32{"block_1": 1}},
+		{"queued behind a busy worker", false, 1, []string{"block_1", "block_2"}, map[string]int{"block_1": 1, "block_2": 1}},
+		{"handled with late renewals", true, 2, []string{"block_1"}, map[string]int{"block_1": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			release := make(chan struct{})
-			entered := make(chan string, 8)
-			var calls sync.Map // action id -> *atomic.Int32
-			blocker := func(ctx context.Context, cb slack.InteractionCallback) error {
-				id := cb.ActionCallback.BlockActions[0].ActionID
-				n, _ := calls.LoadOrStore(id, new(atomic.Int32))
-				n.(*atomic.Int32).Add(1)
-				entered <- id
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-				return nil
-			}
+			blocker := newBlocking()
 			var store research.Store = h.store
 			if tc.late {
 				store = lateRenewals{h.store}
 			}
 			a := h.startOn(store, withGrace, func(o *bot.Options) {
 				o.Workers, o.QueueSize = tc.workers, 8 // the queue has room: recovery may claim
-				o.Interactions = map[string]bot.InteractionHandler{"block_": blocker}
+				o.Interactions = map[string]bot.InteractionHandler{"block_": blocker.handle}
 			})
 			ctx := testCtx(t)
 			h.connected(ctx, 1)
@@ -532,7 +537,7 @@ func TestEnvelopeNotTakenOverByItsOwnProcess(t *testing.T) {
 				keys = append(keys, h.inboxKey(c.EnvelopeID))
 				if i == 0 { // the first worker waits in it
 					select {
-					case <-entered:
+					case <-blocker.entered:
 					case <-ctx.Done():
 						t.Fatal("the blocking handler never ran")
 					}
@@ -541,7 +546,7 @@ func TestEnvelopeNotTakenOverByItsOwnProcess(t *testing.T) {
 			// Many leases long, with recovery every 100ms: more than the
 			// takeovers after which an envelope is given up as poison.
 			time.Sleep(8 * testGrace)
-			close(release)
+			close(blocker.release)
 			for _, k := range keys {
 				// Queued entries keep their lease: none was claimed, so a
 				// later takeover (after a crash) is not near the poison cap.
@@ -551,11 +556,7 @@ func TestEnvelopeNotTakenOverByItsOwnProcess(t *testing.T) {
 			}
 			time.Sleep(2 * testGrace) // a second copy, if queued, runs now
 			for id, want := range tc.wantRuns {
-				got := int32(0)
-				if n, ok := calls.Load(id); ok {
-					got = n.(*atomic.Int32).Load()
-				}
-				if got != want {
+				if got := blocker.ran(id); got != want {
 					t.Errorf("handler of %s ran %d times, want %d", id, got, want)
 				}
 			}
