@@ -5,38 +5,31 @@ import (
 	"testing"
 )
 
-// TestTableOfContentsIsContent checks that a documentation page's table
-// of contents, named "toc", is kept with the page's text.
-func TestTableOfContentsIsContent(t *testing.T) {
-	page := `<html><body><nav><a href="/">Docs home</a></nav><main><h1>Indexes</h1>` +
-		`<div class="toc"><p>Table of Contents</p><ul><li><a href="#intro">11.1. Introduction to indexes</a></li>` +
-		`<li><a href="#types">11.2. Index types and their uses</a></li><li><a href="#multi">11.3. Multicolumn indexes</a></li></ul></div>` +
-		`<p>` + prose("kaph", 6) + `</p><p>` + prose("lamed", 4) + `</p></main><footer>© Docs</footer></body></html>`
-	a, err := ExtractBytes([]byte(page), "https://docs.example/indexes", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"kaph sentence number 5", "Table of Contents", "11.2. Index types and their uses"} {
-		if !strings.Contains(a.Text, want) {
-			t.Errorf("missing %q:\n%s", want, a.Text)
-		}
-	}
-}
-
-// TestAdmonitionIsContent checks that a documentation page's note box,
-// named "alert", is kept with the page's text.
-func TestAdmonitionIsContent(t *testing.T) {
-	page := `<html><body><nav><a href="/">Docs home</a></nav><main><h1>Installing</h1><p>` + prose("mem", 5) + `</p>` +
-		`<div class="alert alert-warning" role="note"><p>Back up the data directory before you upgrade: the new version rewrites it in place.</p></div>` +
-		`<p>` + prose("nun", 4) + `</p></main><footer>© Docs</footer></body></html>`
-	a, err := ExtractBytes([]byte(page), "https://docs.example/install", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"mem sentence number 4", "Back up the data directory", "nun sentence number 3"} {
-		if !strings.Contains(a.Text, want) {
-			t.Errorf("missing %q:\n%s", want, a.Text)
-		}
+// TestDocumentationBoxesAreContent checks that a documentation page's
+// table of contents (named "toc") and its note box (named "alert") are
+// kept with the page's text.
+func TestDocumentationBoxesAreContent(t *testing.T) {
+	for _, tc := range []struct {
+		name, page string
+		want       []string
+	}{
+		{"table of contents", `<html><body><nav><a href="/">Docs home</a></nav><main><h1>Indexes</h1>` +
+			`<div class="toc"><p>Table of Contents</p><ul><li><a href="#intro">11.1. Introduction to indexes</a></li>` +
+			`<li><a href="#types">11.2. Index types and their uses</a></li><li><a href="#multi">11.3. Multicolumn indexes</a></li></ul></div>` +
+			`<p>` + prose("kaph", 6) + `</p><p>` + prose("lamed", 4) + `</p></main><footer>© Docs</footer></body></html>`,
+			[]string{"kaph sentence number 5", "Table of Contents", "11.2. Index types and their uses"}},
+		{"admonition", `<html><body><nav><a href="/">Docs home</a></nav><main><h1>Installing</h1><p>` + prose("mem", 5) + `</p>` +
+			`<div class="alert alert-warning" role="note"><p>Back up the data directory before you upgrade: the new version rewrites it in place.</p></div>` +
+			`<p>` + prose("nun", 4) + `</p></main><footer>© Docs</footer></body></html>`,
+			[]string{"mem sentence number 4", "Back up the data directory", "nun sentence number 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(tc.page), "https://docs.example/page", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tc.want, nil)
+		})
 	}
 }
 
