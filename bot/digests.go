@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -329,7 +330,7 @@ func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) er
 		// is not in it, it is archived or not allowed) are told here.
 		var lines []string
 		for _, msg := range errs {
-			lines = append(lines, "• "+Escape(msg))
+			lines = append(lines, "• "+escapeRefusal(msg))
 		}
 		tell("I could not schedule that:\n" + strings.Join(lines, "\n"))
 		return nil
@@ -340,6 +341,25 @@ func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) er
 		Escape(Truncate(sc.Topic, 200)), ChannelRef(sc.Channel), Escape(sc.Spec), Escape(sc.TZ), schedule.DateLabel(next))
 	tell(text)
 	return nil
+}
+
+// channelLinkRE is a channel link as ChannelRef writes it.
+var channelLinkRE = regexp.MustCompile(`<#([CG][A-Z0-9]{1,30})>`)
+
+// escapeRefusal makes a refusal safe for mrkdwn. The channel checker
+// (CheckChannel) names the channel as a link (ChannelRef); that link is
+// kept, everything else is escaped once: escaping the whole message showed
+// "&lt;#C2&gt;".
+func escapeRefusal(msg string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range channelLinkRE.FindAllStringSubmatchIndex(msg, -1) {
+		b.WriteString(Escape(msg[last:m[0]]))
+		b.WriteString(ChannelRef(msg[m[2]:m[3]]))
+		last = m[1]
+	}
+	b.WriteString(Escape(msg[last:]))
+	return b.String()
 }
 
 // ---------------------------------------------------------------- list

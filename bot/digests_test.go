@@ -27,6 +27,7 @@ import (
 type digestHarness struct {
 	fake    *slackfake.Server
 	api     *slack.Client
+	bot     *bot.Bot
 	ui      *bot.Digests
 	mgr     *schedule.Manager
 	store   *memory.Schedules
@@ -67,9 +68,10 @@ func newDigestHarness(t *testing.T) *digestHarness {
 	r := &recRunner{}
 	sched := &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: "test"}
 	mgr := &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}
-	ui := newDigestBot(t, fake.APIURL(), mgr).Digests()
+	b := newDigestBot(t, fake.APIURL(), mgr)
+	ui := b.Digests()
 	sched.Approvals = ui
-	h := &digestHarness{fake: fake, api: api, ui: ui, mgr: mgr, store: st, sched: sched, clock: clk, handled: make(chan string, 16), runner: r}
+	h := &digestHarness{fake: fake, api: api, bot: b, ui: ui, mgr: mgr, store: st, sched: sched, clock: clk, handled: make(chan string, 16), runner: r}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	sm := socketmode.New(api)
@@ -460,4 +462,36 @@ func TestDigestsServedByTheBot(t *testing.T) {
 		v, ok := h.fake.HomeView("UOWNER")
 		return ok && strings.Contains(string(v.JSON), "Your scheduled digests") && strings.Contains(string(v.JSON), sc.ID)
 	})
+}
+
+// TestScheduleRefusalShowsTheChannelLink: a refusal found after the ack
+// (the bot is not in the channel picked) names the channel as a link, once
+// escaped: "<#C2>", never "&lt;#C2&gt;".
+func TestScheduleRefusalShowsTheChannelLink(t *testing.T) {
+	h := newDigestHarness(t)
+	h.fake.AddChannel(slackfake.Channel{ID: "C2", Name: "nobot", BotAbsent: true})
+	h.mgr.Channels = h.bot
+	ctx := context.Background()
+	v := h.openModal(t)
+	vals := values("", "0 9 * * 1")
+	vals[bot.SchedBlockChannel] = map[string]slackfake.InputValue{"value": {Type: "conversations_select", Channel: "C2"}}
+	sent, err := h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: "UOWNER", ViewID: v.ID, Values: vals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t, sent.EnvelopeID)
+	if l, _ := h.store.ListSchedules(ctx, schedule.Filter{}); len(l) != 0 {
+		t.Fatalf("stored a refused schedule: %+v", l)
+	}
+	eph := h.fake.Ephemerals()
+	if len(eph) == 0 {
+		t.Fatal("the refusal was not told")
+	}
+	text := eph[len(eph)-1].Text
+	if !strings.Contains(text, "I could not schedule that") || !strings.Contains(text, "<#C2>") || strings.Contains(text, "&lt;") || strings.Contains(text, "&amp;") {
+		t.Errorf("refusal = %q, want the channel as <#C2>, escaped once", text)
+	}
+	if hz := bot.Hazards(text); len(hz) > 0 {
+		t.Errorf("refusal hazards: %v", hz)
+	}
 }
