@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -142,7 +143,7 @@ func (d *Digests) ScheduleModal(topic, channel, tz string, meta modalMeta) slack
 	topicIn := slack.NewPlainTextInputBlockElement(label("e.g. Weekly competitor news: pricing, launches, hires"), schedInput)
 	topicIn.Multiline = true
 	topicIn.InitialValue = CleanText(topic) // the user's own words, editable: no markup is parsed in an input
-	topicIn.MaxLength = 2000
+	topicIn.MaxLength = maxTopicInput
 
 	chIn := slack.NewOptionsSelectBlockElement(slack.OptTypeConversations, label("Channel"), schedInput)
 	chIn.InitialConversation = channel
@@ -201,11 +202,29 @@ func (d *Digests) ScheduleModal(topic, channel, tz string, meta modalMeta) slack
 	}
 }
 
+// maxTopicInput is the max_length of the modal's topic field, the
+// schedules' default topic limit (schedule.Limits.MaxTopicLen).
+const maxTopicInput = 2000
+
+// fitTopic cuts a topic to the modal's topic field at a character
+// boundary: Slack refuses to open a view whose input is pre-filled beyond
+// its max_length (slack-facts.md). cut is the topic's length when it was cut.
+func fitTopic(topic string) (fit string, cut int) {
+	topic = CleanText(topic)
+	n := utf8.RuneCountInString(topic)
+	if n <= maxTopicInput {
+		return topic, 0
+	}
+	return string([]rune(topic)[:maxTopicInput]), n
+}
+
 // SlashSchedule serves `/research schedule [topic]`: it opens the modal.
+// A topic longer than the form takes is cut to fit, and the user is told.
 func (d *Digests) SlashSchedule(ctx context.Context, cmd slack.SlashCommand, args string) (string, error) {
 	tz := d.userTZ(ctx, cmd.UserID)
 	channel := d.b.scheduleDefaultChannel(ctx, cmd.ChannelID, cmd.UserID) // from the assistant pane: the channel in view
-	view := d.ScheduleModal(strings.TrimSpace(args), channel, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
+	topic, cut := fitTopic(strings.TrimSpace(args))
+	view := d.ScheduleModal(topic, channel, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
 	// A trigger is used once: only rate limits are retried.
 	err := d.b.call(ctx, "views.open", false, func(ctx context.Context) error {
 		_, err := d.b.api.OpenViewContext(ctx, cmd.TriggerID, view)
@@ -214,7 +233,20 @@ func (d *Digests) SlashSchedule(ctx context.Context, cmd slack.SlashCommand, arg
 	if err != nil {
 		return "", fmt.Errorf("bot: open schedule modal: %w", err)
 	}
+	if cut > 0 {
+		return fmt.Sprintf("Your topic has %s characters; the form takes %s, so it holds the first %s. Check its end before you schedule.",
+			digitsGrouped(cut), digitsGrouped(maxTopicInput), digitsGrouped(maxTopicInput)), nil
+	}
 	return "", nil
+}
+
+// digitsGrouped writes n with thousands separators (6,000).
+func digitsGrouped(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func inputValue(cb slack.InteractionCallback, block string) slack.BlockAction {

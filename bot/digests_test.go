@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
@@ -493,5 +494,51 @@ func TestScheduleRefusalShowsTheChannelLink(t *testing.T) {
 	}
 	if hz := bot.Hazards(text); len(hz) > 0 {
 		t.Errorf("refusal hazards: %v", hz)
+	}
+}
+
+// TestScheduleLongTopicKeepsTheFormValid: `/research schedule` with a
+// topic longer than the form's topic field takes (2,000 characters) opens
+// the form with the topic cut at a character boundary to fit, and says so;
+// Slack refuses a view whose input is pre-filled beyond its max_length.
+func TestScheduleLongTopicKeepsTheFormValid(t *testing.T) {
+	h := newDigestHarness(t)
+	long := strings.Repeat("調査", 3000) // 6,000 characters, 18,000 bytes
+	reply, err := h.ui.SlashSchedule(context.Background(), slack.SlashCommand{
+		Command: "/research", Text: "schedule " + long, UserID: "UOWNER", ChannelID: "C1",
+		TeamID: h.fake.TeamID(), TriggerID: h.fake.NewTriggerID()}, long)
+	if err != nil {
+		t.Fatalf("SlashSchedule: %v", err)
+	}
+	views := h.fake.Views()
+	if len(views) != 1 {
+		t.Fatalf("%d views opened, want the form", len(views))
+	}
+	var form struct {
+		Blocks []struct {
+			BlockID string `json:"block_id"`
+			Element struct {
+				InitialValue string `json:"initial_value"`
+				MaxLength    int    `json:"max_length"`
+			} `json:"element"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(views[0].JSON, &form); err != nil {
+		t.Fatal(err)
+	}
+	var topic string
+	for _, b := range form.Blocks {
+		if b.BlockID == bot.SchedBlockTopic {
+			topic = b.Element.InitialValue
+			if b.Element.MaxLength != 2000 {
+				t.Errorf("topic max_length = %d", b.Element.MaxLength)
+			}
+		}
+	}
+	if n := utf8.RuneCountInString(topic); n != 2000 || !utf8.ValidString(topic) || !strings.HasPrefix(long, topic) {
+		t.Errorf("pre-filled topic: %d characters, valid UTF-8 %v, a prefix of the asked %v", n, utf8.ValidString(topic), strings.HasPrefix(long, topic))
+	}
+	if !strings.Contains(reply, "6,000") || !strings.Contains(reply, "2,000") {
+		t.Errorf("reply = %q, want it to say the topic was cut", reply)
 	}
 }

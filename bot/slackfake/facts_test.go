@@ -227,3 +227,43 @@ func TestFeedbackButtons(t *testing.T) {
 		})
 	}
 }
+
+// TestViewInputLengths: a plain-text input's max_length is 1–3000 and its
+// min_length 0–3000 (Slack's element reference); a view whose input is
+// pre-filled with more than its max_length is refused with
+// invalid_arguments (slack-facts.md: not documented, the strict choice).
+func TestViewInputLengths(t *testing.T) {
+	fake := New()
+	defer fake.Close()
+	ctx := testCtx(t)
+	api := newAPI(fake)
+	tests := []struct {
+		name     string
+		initial  string
+		min, max int
+		want     string
+	}{
+		{"initial at max_length", strings.Repeat("é", 2000), 0, 2000, ""},
+		{"initial one rune over", strings.Repeat("é", 2001), 0, 2000, "invalid_arguments"},
+		{"initial far over", strings.Repeat("x", 6000), 0, 2000, "invalid_arguments"},
+		{"no max_length", strings.Repeat("x", 6000), 0, 0, ""},
+		{"max_length over 3000", "", 0, 3001, "invalid_arguments"},
+		{"min_length over max_length", "", 10, 5, "invalid_arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slack.NewPlainTextInputBlockElement(nil, "value")
+			in.InitialValue, in.MinLength, in.MaxLength = tt.initial, tt.min, tt.max
+			modal := slack.ModalViewRequest{Type: slack.VTModal, Title: slack.NewTextBlockObject(slack.PlainTextType, "Form", false, false),
+				Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewInputBlock("b", slack.NewTextBlockObject(slack.PlainTextType, "Topic", false, false), nil, in)}}}
+			_, err := api.OpenViewContext(ctx, fake.NewTriggerID(), modal)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("views.open = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

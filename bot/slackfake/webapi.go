@@ -729,10 +729,54 @@ func parseView(raw, typ string) (map[string]any, string) {
 			return nil, e
 		}
 	}
+	if e := validateInputs(v["blocks"]); e != "" {
+		return nil, e
+	}
 	if typ != "" && str(v, "type") != typ {
 		return nil, "invalid_arguments"
 	}
 	return v, ""
+}
+
+// maxInputLength bounds a plain-text input's min_length and max_length
+// (0–3000 and 1–3000, Slack's plain-text input element reference).
+const maxInputLength = 3000
+
+// validateInputs checks the plain-text inputs of a view: min_length and
+// max_length within Slack's range, min_length not above max_length, and an
+// initial_value no longer than max_length. Slack's reference says nothing
+// of an initial_value over max_length; the fake refuses the view with
+// invalid_arguments (the strict choice: a form that opens already invalid
+// cannot be submitted as it is), so a bot must keep them in agreement.
+func validateInputs(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		if x["type"] == "plain_text_input" {
+			lo, hasLo := x["min_length"].(float64)
+			hi, hasHi := x["max_length"].(float64)
+			switch {
+			case hasLo && (lo < 0 || lo > maxInputLength),
+				hasHi && (hi < 1 || hi > maxInputLength),
+				hasLo && hasHi && lo > hi:
+				return "invalid_arguments"
+			}
+			if iv, _ := x["initial_value"].(string); hasHi && float64(utf8.RuneCountInString(iv)) > hi {
+				return "invalid_arguments"
+			}
+		}
+		for _, c := range x {
+			if e := validateInputs(c); e != "" {
+				return e
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if e := validateInputs(c); e != "" {
+				return e
+			}
+		}
+	}
+	return ""
 }
 
 func str(m map[string]any, k string) string {
