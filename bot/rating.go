@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -74,6 +75,9 @@ func (b *Bot) onRating(ctx context.Context, cb slack.InteractionCallback) error 
 			return nil
 		}
 		text = Truncate(text, b.opts.MaxQuestionLen)
+		if err := b.rateable(ctx, cb, cb.View.PrivateMetadata, ""); err != nil {
+			return err
+		}
 		return b.recordRating(ctx, cb.View.PrivateMetadata, cb.User.ID, research.FeedbackBad, text)
 	case slack.InteractionTypeBlockActions:
 		for _, a := range cb.ActionCallback.BlockActions {
@@ -84,6 +88,9 @@ func (b *Bot) onRating(ctx context.Context, cb slack.InteractionCallback) error 
 			v := research.FeedbackValue(a.Value)
 			if !ok || runID == "" || !v.Valid() {
 				return fmt.Errorf("bot: rating: block %q value %q", a.BlockID, a.Value)
+			}
+			if err := b.rateable(ctx, cb, runID, interactionChannel(cb)); err != nil {
+				return err
 			}
 			if err := b.recordRating(ctx, runID, cb.User.ID, v, ""); err != nil {
 				return err
@@ -98,6 +105,44 @@ func (b *Bot) onRating(ctx context.Context, cb slack.InteractionCallback) error 
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// errRatingRefused: a rating that no click on the bot's buttons can send
+// (a forged or misrouted envelope); it is not recorded.
+var errRatingRefused = errors.New("bot: rating refused")
+
+// rateable checks, as defence in depth, that a rating of runID comes from
+// where the bot's buttons are: an envelope with a team id, a run that
+// exists (a digest's firing: a schedule that exists), clicked in the run's
+// channel (channel "" for the form, which has none), and in a DM by the
+// DM's owner, the run's requester (the only person there besides the bot).
+// Slack's own envelopes always pass.
+func (b *Bot) rateable(ctx context.Context, cb slack.InteractionCallback, runID, channel string) error {
+	user := cb.User.ID
+	if team := cb.Team.ID; team == "" && cb.User.TeamID == "" || user == "" {
+		return fmt.Errorf("%w: %s by %q without a team or a user", errRatingRefused, runID, user)
+	}
+	if rest, ok := strings.CutPrefix(runID, "schedule:"); ok {
+		i := strings.LastIndex(rest, ":")
+		if b.digests == nil || i <= 0 {
+			return fmt.Errorf("%w: %s: no such digest", errRatingRefused, runID)
+		}
+		if _, err := b.digests.mgr.Store.GetSchedule(ctx, rest[:i]); err != nil {
+			return fmt.Errorf("%w: %s: schedule: %w", errRatingRefused, runID, err)
+		}
+		return nil
+	}
+	r, err := b.store.Run(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errRatingRefused, runID, err)
+	}
+	switch {
+	case channel != "" && channel != r.Key.Channel:
+		return fmt.Errorf("%w: %s is in %s, the click came from %s", errRatingRefused, runID, r.Key.Channel, channel)
+	case strings.HasPrefix(r.Key.Channel, "D") && user != r.Requester:
+		return fmt.Errorf("%w: %s is in %s's DM, rated by %s", errRatingRefused, runID, r.Requester, user)
 	}
 	return nil
 }

@@ -27,9 +27,15 @@ func TestRatingsOnDigests(t *testing.T) {
 	h.fake.AddChannel(slackfake.Channel{ID: "C9", Name: "elsewhere"})
 	fb := &memory.Feedback{}
 	reg := prometheus.NewRegistry()
+	schedules := memory.NewSchedules()
+	now := time.Now()
+	if err := schedules.CreateSchedule(ctx, schedule.Schedule{ID: "s1", Channel: "C1", Owner: "U1", Topic: "news", Spec: "@daily", TZ: "UTC",
+		Enabled: true, ActiveSince: now, CreatedAt: now, UpdatedAt: now}, 0); err != nil {
+		t.Fatal(err)
+	}
 	rb := h.start(func(o *bot.Options) {
 		o.Feedback, o.AllowedChannels, o.Registerer = fb, []string{"C1"}, reg
-		o.Digests = &schedule.Manager{Store: memory.NewSchedules()}
+		o.Digests = &schedule.Manager{Store: schedules}
 	})
 	h.connected(ctx, 1)
 
@@ -184,5 +190,83 @@ func TestRatingsUnderReports(t *testing.T) {
 				return false
 			})
 		})
+	}
+}
+
+// TestForgedRatingsAreRefused: ratings are defence in depth against forged
+// envelopes: one without a team id, one for a run that does not exist, one
+// for a run shown in another channel, and one by a user who is not the
+// DM's owner (a click or the "what was wrong?" form) are not recorded. The
+// owner's "Good" after their "Not good" drops the complaint's text.
+func TestForgedRatingsAreRefused(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	h.fake.AddChannel(slackfake.Channel{ID: "C2", Name: "elsewhere"})
+	fb := &memory.Feedback{}
+	h.start(func(o *bot.Options) { o.Feedback = fb })
+	h.connected(ctx, 1)
+	now := time.Now()
+	for _, r := range []research.Run{
+		{ID: "run-c1", ThreadID: "slack:T:C1:1.000001", Key: research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: "1.000001"}},
+		{ID: "run-dm", ThreadID: "slack:T:D0U1:1.000002", Key: research.ThreadKey{Team: h.fake.TeamID(), Channel: "D0U1", ThreadTS: "1.000002"}},
+	} {
+		r.Requester, r.Question, r.State, r.CreatedAt, r.UpdatedAt = "U1", "what changed", research.StateDone, now, now
+		if err := h.store.CreateRun(ctx, r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	click := func(user, channel, runID, value string) {
+		t.Helper()
+		sent := h.acked(h.fake.SendBlockAction(ctx, slackfake.BlockAction{User: user, Channel: channel, MessageTS: "1.000009",
+			ActionID: "dr_rate", BlockID: "dr_rate:" + runID, ActionType: "feedback_buttons", Value: value}))
+		h.waitInboxDone(ctx, "env:"+sent.EnvelopeID)
+	}
+	why := func(user, runID, text string) {
+		t.Helper()
+		sent := h.acked(h.fake.SendViewSubmission(ctx, slackfake.ViewSubmission{User: user, CallbackID: "dr_rate_why", PrivateMetadata: runID,
+			Values: map[string]map[string]slackfake.InputValue{"dr_rate_why_block": {"dr_rate_why_text": {Value: text}}}}))
+		h.waitInboxDone(ctx, "env:"+sent.EnvelopeID)
+	}
+
+	// A block action without any team id.
+	id, err := h.fake.SendEnvelope(ctx, slackfake.TypeInteractive, map[string]any{
+		"type": "block_actions", "api_app_id": h.fake.AppID(), "trigger_id": h.fake.NewTriggerID(),
+		"user":      map[string]any{"id": "U7"},
+		"container": map[string]any{"type": "message", "channel_id": "C1", "message_ts": "1.000009"},
+		"channel":   map[string]any{"id": "C1"},
+		"actions":   []any{map[string]any{"action_id": "dr_rate", "block_id": "dr_rate:run-c1", "type": "feedback_buttons", "value": "positive"}},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitInboxDone(ctx, "env:"+id)
+	click("U8", "C1", "run-gone", "negative")                 // no such run
+	click("U8", "C2", "run-c1", "negative")                   // the run is in C1
+	click("U9", "D0U1", "run-dm", "negative")                 // U1's DM
+	click("U8", "C1", "schedule:nope:1764320400", "negative") // no such schedule (nor digests)
+	why("U9", "run-dm", "forged complaint")
+	why("U8", "run-gone", "forged complaint")
+
+	click("U2", "C1", "run-c1", "positive")
+	click("U1", "D0U1", "run-dm", "negative")
+	why("U1", "run-dm", "the sources are old")
+	click("U1", "D0U1", "run-dm", "positive") // changed their mind
+
+	for run, want := range map[string][]research.Feedback{
+		"run-c1":                   {{RunID: "run-c1", User: "U2", Value: research.FeedbackGood}},
+		"run-dm":                   {{RunID: "run-dm", User: "U1", Value: research.FeedbackGood}},
+		"run-gone":                 nil,
+		"schedule:nope:1764320400": nil,
+	} {
+		got, err := fb.Feedback(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			got[i].At = time.Time{}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("ratings of %s = %+v, want %+v", run, got, want)
+		}
 	}
 }

@@ -36,8 +36,10 @@ type FeedbackCount struct {
 // click winning. storage/storetest.Feedback checks an implementation.
 type FeedbackStore interface {
 	// RecordFeedback stores f as the user's verdict on the run, replacing an
-	// earlier one (value and time). An empty Text keeps the text stored
-	// before; a value that is not Valid is refused.
+	// earlier one (value and time). A positive verdict has no text (a
+	// "Good" after "Not good" drops the complaint); a negative one with an
+	// empty Text keeps the text stored before (the click, then its form). A
+	// value that is not Valid is refused.
 	RecordFeedback(ctx context.Context, f Feedback) error
 	// Feedback returns a run's records, oldest first.
 	Feedback(ctx context.Context, runID string) ([]Feedback, error)

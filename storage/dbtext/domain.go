@@ -73,5 +73,8 @@ func Feedback(f research.Feedback) (research.Feedback, error) {
 		return f, fmt.Errorf("feedback needs a run, a user, a value (positive or negative) and a time: %+v", f)
 	}
 	f.RunID, f.User, f.Text = String(f.RunID), String(f.User), String(f.Text)
+	if f.Value == research.FeedbackGood {
+		f.Text = "" // a positive verdict has no "what was wrong?"
+	}
 	return f, nil
 }

@@ -31,7 +31,7 @@ func (f *Feedback) RecordFeedback(_ context.Context, fb research.Feedback) error
 		byUser = map[string]research.Feedback{}
 		f.runs[fb.RunID] = byUser
 	}
-	if old, ok := byUser[fb.User]; ok && fb.Text == "" {
+	if old, ok := byUser[fb.User]; ok && fb.Text == "" && fb.Value == research.FeedbackBad {
 		fb.Text = old.Text
 	}
 	byUser[fb.User] = fb

@@ -22,7 +22,7 @@ func (f *Feedback) RecordFeedback(ctx context.Context, fb research.Feedback) err
 	}
 	_, err = f.s.pool.Exec(ctx, `INSERT INTO run_feedback (run_id, user_id, value, text, at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (run_id, user_id) DO UPDATE SET value = excluded.value, at = excluded.at,
-		text = CASE WHEN excluded.text = '' THEN run_feedback.text ELSE excluded.text END`,
+		text = CASE WHEN excluded.text = '' AND excluded.value = 'negative' THEN run_feedback.text ELSE excluded.text END`,
 		fb.RunID, fb.User, string(fb.Value), fb.Text, nanos(fb.At))
 	if err != nil {
 		return fmt.Errorf("postgres: record feedback: %w", err)

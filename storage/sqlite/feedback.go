@@ -25,7 +25,7 @@ func (f *Feedback) RecordFeedback(ctx context.Context, fb research.Feedback) err
 	return f.s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO run_feedback (run_id, user_id, value, text, at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (run_id, user_id) DO UPDATE SET value = excluded.value, at = excluded.at,
-			text = CASE WHEN excluded.text = '' THEN run_feedback.text ELSE excluded.text END`,
+			text = CASE WHEN excluded.text = '' AND excluded.value = 'negative' THEN run_feedback.text ELSE excluded.text END`,
 			fb.RunID, fb.User, string(fb.Value), fb.Text, nanos(fb.At))
 		if err != nil {
 			return fmt.Errorf("sqlite: record feedback: %w", err)

@@ -17,7 +17,7 @@ import (
 func Feedback(t *testing.T, open func(t *testing.T) research.FeedbackStore) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
-	t.Run("LatestClickWinsAndTextStays", func(t *testing.T) {
+	t.Run("LatestClickWinsAndGoodClearsTheText", func(t *testing.T) {
 		s := open(t)
 		steps := []research.Feedback{
 			{RunID: "r1", User: "U1", Value: research.FeedbackBad, At: at},
@@ -25,6 +25,8 @@ func Feedback(t *testing.T, open func(t *testing.T) research.FeedbackStore) {
 			{RunID: "r1", User: "U1", Value: research.FeedbackGood, At: at.Add(2 * time.Second)},
 			{RunID: "r1", User: "U2", Value: research.FeedbackGood, At: at.Add(3 * time.Second)},
 			{RunID: "r2", User: "U1", Value: research.FeedbackBad, At: at.Add(4 * time.Second)},
+			{RunID: "r3", User: "U1", Value: research.FeedbackBad, Text: "a claim is wrong", At: at.Add(5 * time.Second)},
+			{RunID: "r3", User: "U1", Value: research.FeedbackBad, At: at.Add(6 * time.Second)},
 		}
 		for _, fb := range steps {
 			if err := s.RecordFeedback(ctx, fb); err != nil {
@@ -35,18 +37,29 @@ func Feedback(t *testing.T, open func(t *testing.T) research.FeedbackStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// "Good" after "Not good" drops the complaint: a positive verdict
+		// has no "what was wrong?".
 		want := []research.Feedback{
-			{RunID: "r1", User: "U1", Value: research.FeedbackGood, Text: "the sources are old ones", At: at.Add(2 * time.Second)},
+			{RunID: "r1", User: "U1", Value: research.FeedbackGood, At: at.Add(2 * time.Second)},
 			{RunID: "r1", User: "U2", Value: research.FeedbackGood, At: at.Add(3 * time.Second)},
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("feedback of r1 =\n%+v\nwant\n%+v", got, want)
 		}
-		counts, err := s.CountFeedback(ctx, []string{"r1", "r2", "r3"})
+		// A second "Not good" click (no text) keeps the text of the first.
+		got, err = s.Feedback(ctx, "r3")
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantCounts := map[string]research.FeedbackCount{"r1": {Good: 2}, "r2": {Bad: 1}}
+		want = []research.Feedback{{RunID: "r3", User: "U1", Value: research.FeedbackBad, Text: "a claim is wrong", At: at.Add(6 * time.Second)}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("feedback of r3 =\n%+v\nwant\n%+v", got, want)
+		}
+		counts, err := s.CountFeedback(ctx, []string{"r1", "r2", "r3", "r4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCounts := map[string]research.FeedbackCount{"r1": {Good: 2}, "r2": {Bad: 1}, "r3": {Bad: 1}}
 		if !reflect.DeepEqual(counts, wantCounts) {
 			t.Errorf("counts = %+v, want %+v", counts, wantCounts)
 		}
