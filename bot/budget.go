@@ -170,6 +170,19 @@ func (u *updateBudget) tryProgress() bool {
 	return true
 }
 
+// giveBack returns a token taken by tryProgress and not used (the run it
+// was taken for was refused), up to the burst.
+func (u *updateBudget) giveBack() {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.refillLocked(u.clk.Now())
+	u.tokens = min(u.burst, u.tokens+1)
+	u.notifyLocked()
+}
+
 // progressAvailable reports, without taking it, whether tryProgress would
 // find a token now: a progress loop looks before it waits for a channel slot.
 func (u *updateBudget) progressAvailable() bool {

@@ -530,3 +530,24 @@ func TestChannelLimiterShare(t *testing.T) {
 		t.Errorf("full: every %v, want 20ms", d)
 	}
 }
+
+// TestUpdateBudgetGiveBack: a token given back can be taken again, and
+// giving back never lifts the bucket above its burst.
+func TestUpdateBudgetGiveBack(t *testing.T) {
+	u := newUpdateBudget(20, 4, newManualClock()) // burst 4, reserve 2: two progress tokens
+	if !u.tryProgress() || !u.tryProgress() || u.tryProgress() {
+		t.Fatal("want exactly two progress tokens from a full bucket")
+	}
+	u.giveBack()
+	if !u.tryProgress() {
+		t.Fatal("the token given back is not available")
+	}
+	for range 10 {
+		u.giveBack()
+	}
+	if _, burst := u.current(); u.tokens != float64(burst) {
+		t.Errorf("tokens %v after giving back more than was taken, want the burst %d", u.tokens, burst)
+	}
+	var unlimited *updateBudget
+	unlimited.giveBack() // a nil budget is unlimited
+}

@@ -58,6 +58,7 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	r.StatusStream = b.planStream(b.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
 	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
+		b.unplanStream(r)
 		switch {
 		case errors.Is(err, research.ErrConflict):
 			// The message came as two events, or its handling is repeated

@@ -672,6 +672,15 @@ func (b *Bot) planStream(team string) bool {
 	return b.streamStarts.tryProgress()
 }
 
+// unplanStream gives back the chat.startStream token planStream took for
+// a run that was not created (the per-user limit, a busy thread, a run
+// that exists already): only runs that are accepted spend the budget.
+func (b *Bot) unplanStream(r research.Run) {
+	if r.StatusStream {
+		b.streamStarts.giveBack()
+	}
+}
+
 // errStreamBudget: this minute's chat.startStream calls are spent.
 var errStreamBudget = errors.New("bot: no chat.startStream left this minute; posting a status message")
 

@@ -2,6 +2,8 @@ package bot_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -440,5 +442,39 @@ func TestStreamStartRateLimited(t *testing.T) {
 	})
 	if n := len(threadStreams(h, "C2", second.TS)); n != 0 {
 		t.Errorf("second run: %d streams", n)
+	}
+}
+
+// TestRefusedMentionsLeaveTheStreamBudget: mentions refused by the
+// per-user limit spend no chat.startStream: after one user's flood of 40
+// (limit 3) the next user's run is still shown as a stream.
+func TestRefusedMentionsLeaveTheStreamBudget(t *testing.T) {
+	h := streaming(t)
+	defer h.holdRuns()()
+	h.start(func(o *bot.Options) { o.MaxRunsPerUser = 3 })
+	ctx := testCtx(t)
+	h.connected(ctx, 1)
+	for i := range 40 {
+		h.mention(ctx, "U1", "C1", fmt.Sprintf("question %d", i), "")
+	}
+	for _, env := range h.fake.Envelopes() {
+		var p struct {
+			EventID string `json:"event_id"`
+		}
+		if json.Unmarshal(env.Payload, &p) == nil && p.EventID != "" {
+			h.waitInboxDone(ctx, "ev:"+p.EventID)
+		}
+	}
+	if runs, _ := h.store.ListRuns(ctx, research.RunFilter{}); len(runs) != 3 {
+		t.Fatalf("%d runs for the flood, want 3", len(runs))
+	}
+	sent := h.mention(ctx, "U2", "C2", "the next user's question", "")
+	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: "C2", ThreadTS: sent.TS}
+	h.waitFor(ctx, "the next user's run shown", func() bool {
+		r, err := h.store.LatestRun(ctx, key.ThreadID())
+		return err == nil && r.StatusTS != ""
+	})
+	if r := h.runOf(ctx, "C2", sent.TS); !r.StatusStream || len(threadStreams(h, "C2", sent.TS)) != 1 {
+		t.Errorf("the next user's run: stream planned %v, %d streams (chat.startStream calls %d)", r.StatusStream, len(threadStreams(h, "C2", sent.TS)), h.fake.Calls("chat.startStream"))
 	}
 }
