@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"deepresearch/clock"
 	"deepresearch/research"
@@ -56,6 +57,12 @@ const (
 	maxCardSources       = 20  // sources on one task card
 	maxCardTitle         = 150 // runes of a card's or the plan's title
 	maxSourceText        = 120
+	// maxSourceURL bounds a card source's URL (characters). Slack refuses
+	// a chunk whose source url passes 3,000 characters (Block Kit's url
+	// limit, slack-facts.md), and every card is re-sent as it changes: a
+	// longer URL (tracking junk, a page built to be long) is left off the
+	// card; the report lists it.
+	maxSourceURL = 1000
 )
 
 // streaming remembers, per workspace (team id), whether Slack serves the
@@ -571,13 +578,16 @@ func taskCard(i int, st research.Subtask, l lang) slack.TaskUpdateChunk {
 }
 
 // sourceURL returns a source's URL if it is one a card may link: http or
-// https with a host.
+// https with a host, at most maxSourceURL characters.
 func sourceURL(raw string) (string, bool) {
 	u, err := url.Parse(strings.TrimSpace(CleanText(raw)))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", false
 	}
-	return u.String(), true
+	if s := u.String(); utf8.RuneCountInString(s) <= maxSourceURL {
+		return s, true
+	}
+	return "", false
 }
 
 func cardDetails(searches, pages int, l lang) string {

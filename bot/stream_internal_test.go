@@ -117,3 +117,24 @@ func TestSettleCards(t *testing.T) {
 		t.Error("settleCards changed its input")
 	}
 }
+
+// TestTaskCardBoundsSourceURLs: a source whose URL is longer than a card
+// may link (Slack refuses a chunk whose source url passes 3,000
+// characters) is left off the card; the others stay.
+func TestTaskCardBoundsSourceURLs(t *testing.T) {
+	long := "https://example.com/p?" + strings.Repeat("a", 6000)
+	edge := "https://example.com/" + strings.Repeat("b", maxSourceURL-len("https://example.com/"))
+	card := taskCard(0, research.Subtask{Title: "Read", Sources: []research.Source{
+		{URL: long, Title: "long"}, {URL: edge, Title: "edge"}, {URL: "https://example.org/", Title: "short"},
+	}}, langEN)
+	var got []string
+	for _, s := range card.Sources {
+		got = append(got, s.Text)
+		if len(s.URL) > maxSourceURL {
+			t.Errorf("a card links a %d-character URL", len(s.URL))
+		}
+	}
+	if strings.Join(got, ",") != "edge,short" {
+		t.Errorf("card sources = %v, want edge,short", got)
+	}
+}

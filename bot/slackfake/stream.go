@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Streaming messages (chat.startStream, chat.appendStream, chat.stopStream):
@@ -14,8 +15,9 @@ import (
 // here are in shared/slack-facts.md ("Agent messages"): thread_ts is
 // required, channels (not DMs) need recipient_user_id and
 // recipient_team_id, task_display_mode is timeline (default) or plan, a
-// task card source needs text, a blocks chunk holds at most 50 blocks, and
-// a stopped stream takes no more chunks.
+// task card source needs text and a url of at most 3,000 characters, a
+// blocks chunk holds at most 50 blocks, markdown_text and chunks are
+// exclusive, and a stopped stream takes no more chunks.
 
 // WithoutStreaming makes the streaming methods answer code (for example
 // unknown_method, as a Slack that does not serve them does, or
@@ -94,6 +96,13 @@ type TaskSource struct {
 
 var taskStatuses = []string{"pending", "in_progress", "complete", "error"}
 
+// maxSourceURL bounds a task card source's url. Slack documents no limit
+// for the url source element; Block Kit's other url fields (a button's
+// url, an image's) take at most 3,000 characters, and a longer URL in a
+// block is refused (slack-facts.md). The fake refuses a longer source url
+// with invalid_chunks: the strict choice.
+const maxSourceURL = 3000
+
 // validateChunks checks a chunks parameter as Slack does and returns the
 // chunks, or an error code.
 func validateChunks(raw string) ([]json.RawMessage, string) {
@@ -133,6 +142,9 @@ func validateChunks(raw string) ([]json.RawMessage, string) {
 				if strings.TrimSpace(src.Text) == "" || src.URL == "" {
 					return nil, "invalid_chunks" // a source without text is rejected
 				}
+				if src.Type != "url" || utf8.RuneCountInString(src.URL) > maxSourceURL {
+					return nil, "invalid_chunks"
+				}
 			}
 		case "plan_update":
 			if head.Title == "" {
@@ -161,7 +173,9 @@ func streamChunks(r *apiRequest) ([]json.RawMessage, string) {
 	}
 	if md := r.get("markdown_text"); md != "" {
 		if len(chunks) > 0 {
-			return nil, "invalid_arguments" // one or the other
+			// One or the other (hermes-agent#104173; a probe against
+			// Slack in vercel/chat#886 saw no other chunk refused).
+			return nil, "cannot_provide_both_markdown_text_and_chunks"
 		}
 		b, _ := json.Marshal(map[string]string{"type": "markdown_text", "text": md})
 		chunks = []json.RawMessage{b}

@@ -72,6 +72,10 @@ func TestStreamRefusals(t *testing.T) {
 
 	noText := slack.NewTaskUpdateChunk("t1", "Read")
 	noText.Sources = []slack.TaskCardSource{{Type: "url", URL: "https://example.com"}}
+	longURL := slack.NewTaskUpdateChunk("t1", "Read")
+	longURL.Sources = []slack.TaskCardSource{slack.NewTaskCardSource("https://example.com/"+strings.Repeat("a", 3000), "Example")}
+	atLimit := slack.NewTaskUpdateChunk("t1", "Read")
+	atLimit.Sources = []slack.TaskCardSource{slack.NewTaskCardSource("https://example.com/"+strings.Repeat("a", 3000-len("https://example.com/")), "Example")}
 	var many []slack.Block
 	for range 51 {
 		many = append(many, slack.NewDividerBlock())
@@ -87,6 +91,9 @@ func TestStreamRefusals(t *testing.T) {
 		{"channel without recipient user", "C1", []slack.MsgOption{slack.MsgOptionTS("1.1"), slack.MsgOptionRecipientTeamID("T1"), slack.MsgOptionMarkdownText("x")}, "missing_recipient_user_id"},
 		{"DM needs no recipient", "D1", []slack.MsgOption{slack.MsgOptionTS("1.1"), slack.MsgOptionMarkdownText("x")}, ""},
 		{"source without text", "C1", with(slack.MsgOptionTS("1.1"), slack.MsgOptionChunks(noText)), "invalid_chunks"},
+		{"source url over 3,000 characters", "C1", with(slack.MsgOptionTS("1.1"), slack.MsgOptionChunks(longURL)), "invalid_chunks"},
+		{"source url of 3,000 characters", "C1", with(slack.MsgOptionTS("1.1"), slack.MsgOptionChunks(atLimit)), ""},
+		{"markdown_text and chunks", "C1", with(slack.MsgOptionTS("1.1"), slack.MsgOptionMarkdownText("x"), slack.MsgOptionChunks(atLimit)), "cannot_provide_both_markdown_text_and_chunks"},
 		{"51 blocks in a chunk", "C1", with(slack.MsgOptionTS("1.1"), slack.MsgOptionChunks(slack.NewBlocksChunk(many...))), "invalid_blocks"},
 		{"unknown display mode", "C1", with(slack.MsgOptionTS("1.1"), slack.MsgOptionTaskDisplayMode("grid")), "invalid_arguments"},
 	}
