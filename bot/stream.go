@@ -95,12 +95,29 @@ func (s *streaming) set(team string, on bool) {
 }
 
 // streamRefused reports whether err is Slack refusing a streaming method
-// itself (unknown_method, missing_scope, not_allowed_token_type,
-// method_deprecated, or any other answer that is not a rate limit, a
-// server error or a connection failure): the workspace falls back to the
-// edited status message.
+// itself, for the whole workspace (the method is unknown or retired, the
+// token lacks its scope or is of the wrong type, the workspace or its
+// admins do not allow it): the workspace falls back to the edited status
+// message. What a call carried (streamContentRefused) is not such a
+// refusal.
 func streamRefused(err error) bool {
-	if err == nil || transient(err) {
+	switch errorCode(err) {
+	case "unknown_method", "method_deprecated", "deprecated_endpoint", "missing_scope", "not_allowed_token_type",
+		"no_permission", "access_denied", "accesslimited", "enterprise_is_restricted", "team_access_not_granted",
+		"feature_not_enabled", "not_enabled":
+		return true
+	}
+	return false
+}
+
+// streamContentRefused reports whether Slack refused a streaming call for
+// what it carried or where it went (invalid_chunks, invalid_blocks,
+// msg_too_long, a channel it may not stream in, …): any answer that is not
+// a refusal of the method, a stream that takes no more chunks, a rate
+// limit, a server error or a connection failure. It concerns that run
+// only: its stream is stopped and it shows a status message instead.
+func streamContentRefused(err error) bool {
+	if err == nil || transient(err) || streamRefused(err) || streamGone(err) {
 		return false
 	}
 	switch errorCode(err) {
@@ -143,6 +160,11 @@ type streamStatus struct {
 	sentTitle string
 	probing   bool // openStatus's first append: a gone stream is its to handle
 	resuming  bool // the run resumes (a decision, or another pickup): its stream shows more than the question
+
+	// fallback, once set (under mu), shows the run instead of the stream:
+	// Slack refused the stream's content, so the stream was stopped and
+	// its message became an edited status message.
+	fallback *statusMessage
 }
 
 func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
@@ -152,6 +174,12 @@ func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamSt
 
 func (s *streamStatus) Progress(p research.Progress) {
 	s.mu.Lock()
+	if fb := s.fallback; fb != nil {
+		s.view.Progress = p
+		s.mu.Unlock()
+		fb.Progress(p)
+		return
+	}
 	if p.Theme == "" {
 		p.Theme = s.view.Progress.Theme // the plan's title stays once planned
 	}
@@ -165,7 +193,57 @@ func (s *streamStatus) Progress(p research.Progress) {
 func (s *streamStatus) setProgress(p research.Progress) {
 	s.mu.Lock()
 	s.view.Progress = p
+	fb := s.fallback
 	s.mu.Unlock()
+	if fb != nil {
+		fb.setProgress(p)
+	}
+}
+
+// halt stops the stream's loop, and the status message's that replaced
+// it, if any.
+func (s *streamStatus) halt() {
+	s.updater.halt()
+	if fb := s.fallbackStatus(); fb != nil {
+		fb.halt()
+	}
+}
+
+func (s *streamStatus) fallbackStatus() *statusMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fallback
+}
+
+// fallBack gives up the run's stream after Slack refused its content: the
+// stream is stopped (bare: what it was refused stays out) so that it is not
+// left open, and the run goes on with an edited status message on the
+// stream's message. The workspace keeps streaming for other runs.
+func (s *streamStatus) fallBack(ctx context.Context, cause error) *statusMessage {
+	if fb := s.fallbackStatus(); fb != nil {
+		return fb
+	}
+	s.b.log.Warn("bot: slack refused this run's stream content; the run shows a status message", "run_id", s.run.ID, "err", cause)
+	ts := s.liveTS()
+	stopped := true
+	if ts != "" {
+		err := s.b.stopStream(ctx, s.run, ts, nil, nil)
+		if stopped = err == nil || streamGone(err); !stopped {
+			s.b.log.Warn("bot: stop the refused stream; its run's end stops it", "run_id", s.run.ID, "err", err)
+		}
+	} else {
+		ts = s.run.StatusTS
+	}
+	s.mu.Lock()
+	v := s.view
+	fb := s.b.newStatusMessage(s.run.Key.Channel, s.run.Key.ThreadTS, ts, v)
+	s.fallback = fb
+	if stopped {
+		s.ts = ""
+	}
+	s.mu.Unlock()
+	fb.Progress(v.Progress)
+	return fb
 }
 
 func (s *streamStatus) lastProgress() research.Progress {
@@ -228,6 +306,11 @@ func (s *streamStatus) loop() {
 		if dirty {
 			if err := s.appendChanges(ctx, v, nil); err != nil {
 				if ctx.Err() != nil {
+					return
+				}
+				if streamContentRefused(err) {
+					// The same chunks would be refused again, for ever.
+					s.fallBack(ctx, err)
 					return
 				}
 				s.b.log.Warn("bot: stream append", "run_id", s.run.ID, "err", err)
@@ -340,15 +423,31 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 	s.halt()
 	s.mu.Lock()
 	s.view.State, s.view.Note = state, note
-	v, res := s.view, s.res
+	v, res, fb := s.view, s.res, s.fallback
 	s.mu.Unlock()
+	if fb != nil {
+		if ts := s.liveTS(); ts != "" {
+			s.b.stopStreamQuietly(ctx, s.run, ts) // its stop failed when the run fell back
+			s.mu.Lock()
+			s.ts = ""
+			s.mu.Unlock()
+		}
+		if state != research.StateWaiting {
+			s.b.replaced.Delete(s.run.ID)
+		}
+		return fb.Final(ctx, state, note)
+	}
 	v.Now = s.b.now()
 	v.Progress.Subtasks = settleCards(v.Progress.Subtasks, state)
 	if state == research.StateWaiting {
 		if s.liveTS() == "" {
 			return nil // nothing to say it on; the approval request follows
 		}
-		return s.appendChanges(ctx, v, []slack.StreamChunk{slack.NewMarkdownTextChunk(waitingText(v.Lang))})
+		err := s.appendChanges(ctx, v, []slack.StreamChunk{slack.NewMarkdownTextChunk(waitingText(v.Lang))})
+		if streamContentRefused(err) {
+			return s.fallBack(ctx, err).Final(ctx, state, note)
+		}
+		return err
 	}
 	text, blocks := streamFinalBlocks(v, res)
 	if state == research.StateDone {
@@ -358,9 +457,18 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 	if ts := s.liveTS(); ts != "" {
 		chunks, _ := s.changes(v)
 		err := s.b.stopStream(ctx, s.run, ts, chunks, blocks)
-		if streamGone(err) {
-			// Stopped already (by Slack, or by a process that died
-			// before recording the outcome): the message shows it.
+		shown := streamGone(err) // stopped already (by Slack, or by a process that died before recording the outcome)
+		if streamContentRefused(err) {
+			// Slack refused what the stop carried: stop it bare, so the
+			// stream is not left open.
+			s.b.log.Warn("bot: slack refused the stream's final content; stopping it bare", "run_id", s.run.ID, "err", err)
+			if err := s.b.stopStream(ctx, s.run, ts, nil, nil); err != nil && !streamGone(err) {
+				s.b.log.Warn("bot: stop the stream bare", "run_id", s.run.ID, "err", err)
+			}
+			shown = true
+		}
+		if shown {
+			// The stopped stream's message shows the outcome.
 			err = s.b.editMessage(ctx, editFinal, s.run.Key.Channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		}
 		if err == nil {
@@ -376,7 +484,12 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 		s.b.log.Warn("bot: stop stream; posting the outcome instead", "run_id", s.run.ID, "err", err)
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(s.run.Key.ThreadTS)}
-	if _, err := s.b.post(ctx, s.run.Key.Channel, true, opts...); err != nil {
+	_, err := s.b.post(ctx, s.run.Key.Channel, true, opts...)
+	if refusedContent(err) {
+		// The blocks are what Slack refuses: the outcome goes as text.
+		_, err = s.b.post(ctx, s.run.Key.Channel, true, slack.MsgOptionText(text, false), slack.MsgOptionTS(s.run.Key.ThreadTS))
+	}
+	if err != nil {
 		s.b.log.Error("bot: could not post the run's final message", "run_id", s.run.ID, "err", err)
 		return err
 	}
@@ -663,6 +776,8 @@ func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *
 		b.streams.set(team, false)
 		log.Info("bot: slack refused chat.startStream; this workspace gets an edited status message", "team", team, "err", err)
 	default:
+		// A refusal of this stream's content, or a passing failure: this
+		// run only.
 		log.Warn("bot: start stream; posting a status message instead", "err", err)
 	}
 	return "", err
@@ -762,6 +877,15 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 		b.streams.set(team, false)
 		log.Info("bot: slack refused chat.appendStream; this workspace gets an edited status message", "team", team, "err", err)
 		return b.messageStatus(ctx, r, v, log)
+	case streamContentRefused(err):
+		// This run's chunks: its stream is stopped, not left open, and
+		// its message becomes its status message. Other runs stream.
+		log.Warn("bot: slack refused this run's stream content; the run shows a status message", "err", err)
+		b.stopStreamQuietly(ctx, *r, live)
+		if live != r.StatusTS {
+			b.replaced.Delete(r.ID)
+		}
+		return b.messageStatus(ctx, r, v, log)
 	default:
 		log.Warn("bot: continue the run's stream", "err", err)
 	}
@@ -857,8 +981,10 @@ func (b *Bot) endWaitingStatus(ctx context.Context, r research.Run, v statusView
 		case streamGone(err) && live == r.StatusTS:
 			// Replaced by a process that is gone: stop what it left open.
 			b.stopStrayStreams(ctx, r)
-		case err != nil && !streamGone(err) && streamRefused(err):
+		case streamRefused(err):
 			b.streams.set(b.team(r), false)
+		case streamContentRefused(err):
+			b.stopStreamQuietly(ctx, r, live) // bare, so that it is not left open
 		}
 	}
 	s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}

@@ -12,24 +12,33 @@ import (
 )
 
 func TestStreamRefused(t *testing.T) {
+	// refused: the method, for the workspace; content: what this run's
+	// call carried, for this run only.
 	tests := []struct {
-		err           error
-		refused, gone bool
+		err                    error
+		refused, content, gone bool
 	}{
-		{slack.SlackErrorResponse{Err: "unknown_method"}, true, false},
-		{errors.New("missing_scope"), true, false},
-		{fmt.Errorf("chat.startStream: %w", slack.SlackErrorResponse{Err: "not_allowed_token_type"}), true, false},
-		{errors.New("method_deprecated"), true, false},
-		{errors.New("message_not_in_streaming_state"), true, true},
-		{&slack.RateLimitedError{RetryAfter: 1}, false, false},
-		{slack.StatusCodeError{Code: 503, Status: "503"}, false, false},
-		{errors.New("read tcp: connection reset by peer"), false, false},
-		{nil, false, false},
+		{slack.SlackErrorResponse{Err: "unknown_method"}, true, false, false},
+		{errors.New("missing_scope"), true, false, false},
+		{fmt.Errorf("chat.startStream: %w", slack.SlackErrorResponse{Err: "not_allowed_token_type"}), true, false, false},
+		{errors.New("method_deprecated"), true, false, false},
+		{errors.New("message_not_in_streaming_state"), false, false, true},
+		{slack.SlackErrorResponse{Err: "invalid_chunks"}, false, true, false},
+		{fmt.Errorf("chat.stopStream: %w", slack.SlackErrorResponse{Err: "invalid_blocks"}), false, true, false},
+		{errors.New("msg_too_long"), false, true, false},
+		{errors.New("cannot_provide_both_markdown_text_and_chunks"), false, true, false},
+		{&slack.RateLimitedError{RetryAfter: 1}, false, false, false},
+		{slack.StatusCodeError{Code: 503, Status: "503"}, false, false, false},
+		{errors.New("read tcp: connection reset by peer"), false, false, false},
+		{nil, false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.err), func(t *testing.T) {
 			if got := streamRefused(tt.err); got != tt.refused {
 				t.Errorf("streamRefused = %v, want %v", got, tt.refused)
+			}
+			if got := streamContentRefused(tt.err); got != tt.content {
+				t.Errorf("streamContentRefused = %v, want %v", got, tt.content)
 			}
 			if got := streamGone(tt.err); got != tt.gone {
 				t.Errorf("streamGone = %v, want %v", got, tt.gone)

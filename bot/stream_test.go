@@ -478,3 +478,109 @@ func TestRefusedMentionsLeaveTheStreamBudget(t *testing.T) {
 		t.Errorf("the next user's run: stream planned %v, %d streams (chat.startStream calls %d)", r.StatusStream, len(threadStreams(h, "C2", sent.TS)), h.fake.Calls("chat.startStream"))
 	}
 }
+
+// streamOfRun returns the one stream of a thread.
+func streamOfRun(t *testing.T, h *harness, channel, threadTS string) slackfake.Stream {
+	t.Helper()
+	sts := threadStreams(h, channel, threadTS)
+	if len(sts) != 1 {
+		t.Fatalf("%d streams in the thread, want 1", len(sts))
+	}
+	return sts[0]
+}
+
+// stillStreams checks that the workspace still streams after another
+// run's content was refused: a new run gets a stream, stopped at its end.
+func stillStreams(ctx context.Context, t *testing.T, h *harness) {
+	t.Helper()
+	h.fake.ClearFaults()
+	sent := h.mention(ctx, "U2", "C2", "the next question", "")
+	h.waitReports(ctx, "C2", sent.TS, 1)
+	h.waitFor(ctx, "the next run's stream stopped", func() bool {
+		sts := threadStreams(h, "C2", sent.TS)
+		return len(sts) == 1 && !sts[0].Open && strings.Contains(string(sts[0].FinalBlocks), "Done")
+	})
+}
+
+// TestStreamContentRefusalStaysWithTheRun: Slack refusing what one run's
+// stream carried (invalid_chunks on an append, invalid_blocks on the stop)
+// affects that run only: its stream is stopped, not left open, the run's
+// outcome is shown on its message, and the workspace keeps streaming.
+// Only a refusal of the method itself turns streaming off (TestStreamFallback).
+func TestStreamContentRefusalStaysWithTheRun(t *testing.T) {
+	for _, tt := range []struct{ name, method, code string }{
+		{"chunk refused", "chat.appendStream", "invalid_chunks"},
+		{"final blocks refused", "chat.stopStream", "invalid_blocks"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := streaming(t)
+			h.fake.InjectFault(tt.method, slackfake.Fault{Error: tt.code, Times: 1})
+			h.start(noDraftApproval)
+			ctx := testCtx(t)
+			h.connected(ctx, 1)
+			sent := h.mention(ctx, "U1", "C1", "a refused chunk", "")
+			h.waitReports(ctx, "C1", sent.TS, 1)
+			h.waitState(ctx, "C1", sent.TS, research.StateDone)
+			h.waitFor(ctx, "the run's stream stopped", func() bool { return openStreams(h) == 0 })
+			st := streamOfRun(t, h, "C1", sent.TS)
+			h.waitFor(ctx, "the outcome on the run's message", func() bool {
+				m, ok := h.fake.Message("C1", st.TS)
+				return ok && strings.Contains(string(m.Blocks), "Done")
+			})
+			stillStreams(ctx, t, h)
+		})
+	}
+}
+
+// gatedResearcher is the scripted researcher whose Start waits for next
+// before its second progress snapshot and for done before it ends.
+type gatedResearcher struct {
+	*fakeResearcher
+	next, done chan struct{}
+}
+
+func (g *gatedResearcher) Start(ctx context.Context, req research.StartRequest, sink research.ProgressSink) (research.Outcome, error) {
+	g.begin("start", req.ThreadID)
+	progress(sink, "researching", 0)
+	for _, gate := range []chan struct{}{g.next, g.done} {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return research.Outcome{}, ctx.Err()
+		}
+		progress(sink, "writing", 1)
+	}
+	return g.fakeResearcher.next(req.ThreadID, req.Options, "v1"), nil
+}
+
+// TestStreamRefusedMidRunShowsAStatusMessage: when Slack starts refusing a
+// run's chunks mid-run, the run stops its stream (it was retried for ever,
+// the stream left open) and goes on with an edited status message on the
+// same message; the workspace keeps streaming.
+func TestStreamRefusedMidRunShowsAStatusMessage(t *testing.T) {
+	h := streaming(t)
+	g := &gatedResearcher{fakeResearcher: h.res, next: make(chan struct{}), done: make(chan struct{})}
+	h.startWith(g, noDraftApproval)
+	ctx := testCtx(t)
+	h.connected(ctx, 1)
+	sent := h.mention(ctx, "U1", "C1", "refused mid-run", "")
+	h.waitFor(ctx, "the run's cards streamed", func() bool {
+		sts := threadStreams(h, "C1", sent.TS)
+		return len(sts) == 1 && sts[0].AppendCalls > 0 && len(sts[0].Tasks()) == 2
+	})
+	h.fake.InjectFault("chat.appendStream", slackfake.Fault{Error: "invalid_chunks"})
+	close(g.next)
+	h.waitFor(ctx, "the refused stream stopped while the run goes on", func() bool { return openStreams(h) == 0 })
+	if r := h.runOf(ctx, "C1", sent.TS); !r.State.Active() {
+		t.Fatalf("run %s already", r.State)
+	}
+	h.fake.ClearFaults()
+	close(g.done)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	st := streamOfRun(t, h, "C1", sent.TS)
+	h.waitFor(ctx, "the outcome on the run's message", func() bool {
+		m, ok := h.fake.Message("C1", st.TS)
+		return ok && strings.Contains(string(m.Blocks), "Done")
+	})
+	stillStreams(ctx, t, h)
+}
