@@ -84,16 +84,22 @@ func TestRatingsOnDigests(t *testing.T) {
 	}}))
 	click("U2", "C1", "negative") // changed their mind: the latest click wins
 	click("U4", "C9", "positive") // off the allow-list
-	var got []research.Feedback
+	// The form's submission and U2's second click are handled
+	// concurrently: the records are looked up by user, not by order.
+	byUser := map[string]research.Feedback{}
 	h.waitFor(ctx, "the ratings", func() bool {
-		got, _ = fb.Feedback(ctx, runID)
-		return len(got) == 2 && got[0].Text != "" && got[1].Value == research.FeedbackBad
+		got, _ := fb.Feedback(ctx, runID)
+		clear(byUser)
+		for _, r := range got {
+			byUser[r.User] = r
+		}
+		return len(got) == 2 && byUser["U3"].Text != "" && byUser["U2"].Value == research.FeedbackBad
 	})
-	if got[0].User != "U3" || got[0].Value != research.FeedbackBad || got[0].Text != "The prices are from 2024 <!channel>" {
-		t.Errorf("U3's rating = %+v", got[0])
+	if r := byUser["U3"]; r.Value != research.FeedbackBad || r.Text != "The prices are from 2024 <!channel>" {
+		t.Errorf("U3's rating = %+v", r)
 	}
-	if got[1].User != "U2" || got[1].Text != "" {
-		t.Errorf("U2's rating = %+v", got[1])
+	if r := byUser["U2"]; r.Text != "" {
+		t.Errorf("U2's rating = %+v", r)
 	}
 	// quietly: nothing posted in the channel but the digest, no ephemeral
 	// but the refusal in C9
