@@ -584,3 +584,23 @@ func TestStreamRefusedMidRunShowsAStatusMessage(t *testing.T) {
 	})
 	stillStreams(ctx, t, h)
 }
+
+// TestStreamCancelWhileWaitingRefusedFinal: a waiting run cancelled from
+// its Cancel button, whose final blocks Slack refuses on chat.stopStream,
+// still has its stream stopped, and its message shows the cancellation.
+func TestStreamCancelWhileWaitingRefusedFinal(t *testing.T) {
+	h := streaming(t)
+	h.start()
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "cancel me while waiting", "")
+	h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+	st := streamOfRun(t, h, "C1", sent.TS)
+	h.fake.InjectFault("chat.stopStream", slackfake.Fault{Error: "invalid_blocks", Times: 1})
+	m, _ := h.fake.Message("C1", st.TS)
+	h.click(ctx, "U1", "C1", m, "dr_cancel", h.runOf(ctx, "C1", sent.TS).ID)
+	h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
+	h.waitFor(ctx, "the stream stopped and the cancellation shown", func() bool {
+		m, ok := h.fake.Message("C1", st.TS)
+		return openStreams(h) == 0 && ok && strings.Contains(string(m.Blocks), "Cancelled")
+	})
+}
