@@ -63,8 +63,8 @@ type State struct {
 	// Unreachable names the external sources that could not be reached,
 	// with the turn they last failed in (the report lists this turn's).
 	Unreachable map[string]int `json:"unreachable,omitempty"`
-	Extractive bool            `json:"extractive,omitempty"`
-	Exhausted  Budget          `json:"exhausted,omitempty"`
+	Extractive  bool           `json:"extractive,omitempty"`
+	Exhausted   Budget         `json:"exhausted,omitempty"`
 
 	Usage Usage `json:"usage"`
 }

@@ -67,9 +67,9 @@ type SelectData struct {
 	// NoSearch: web search is not offered; Planned are the planner's queries
 	// for a first try that asks the model (because Sources are offered);
 	// Sources are the team's external tools (MCP servers) offered too.
-	NoSearch    bool
-	Planned     []string
-	Sources     []SourceTool
+	NoSearch bool
+	Planned  []string
+	Sources  []SourceTool
 }
 
 // SourceTool is an external source's tool offered to the researcher.
