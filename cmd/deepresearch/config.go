@@ -45,6 +45,7 @@ const (
 	envTavilyURL  = "TAVILY_BASE_URL"
 	envSearXNGURL = "SEARXNG_URL"
 	envDocsDir    = "DEEPRESEARCH_DOCS_DIR"
+	envMCPConfig  = "DEEPRESEARCH_MCP_CONFIG"
 
 	envFetchAllow = "DEEPRESEARCH_FETCH_ALLOW"
 
@@ -116,6 +117,9 @@ type Search struct {
 	TavilyAPIKey, TavilyBaseURL string // TAVILY_API_KEY, TAVILY_BASE_URL
 	SearXNGURL                  string // SEARXNG_URL
 	DocsDir                     string // DEEPRESEARCH_DOCS_DIR
+	// MCPConfig is the path of the MCP servers' JSON file
+	// (DEEPRESEARCH_MCP_CONFIG); see tools/mcpsource.
+	MCPConfig string
 }
 
 // Fetch is the page fetcher's settings.
@@ -204,6 +208,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		TavilyBaseURL: getenv(envTavilyURL),
 		SearXNGURL:    getenv(envSearXNGURL),
 		DocsDir:       getenv(envDocsDir),
+		MCPConfig:     getenv(envMCPConfig),
 	}
 	c.FetchAllow = getenv(envFetchAllow)
 	if _, err := fetch.ParseAllowList(c.FetchAllow); err != nil {

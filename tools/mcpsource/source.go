@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -620,7 +621,7 @@ func results(server, tool string, args map[string]any, res *mcp.CallToolResult, 
 			}
 		}
 		if title := argTitle(args); title != "" && link == nil {
-			r.Title = server + ": " + tool + " " + title
+			r.Title = server + ": " + title
 		}
 		out = append([]agent.ToolResult{r}, out...)
 	}
@@ -667,7 +668,10 @@ func callURL(server, tool string, args map[string]any) string {
 // argTitle is a short label from the arguments (a path, a query), for the
 // document's title.
 func argTitle(args map[string]any) string {
-	for _, k := range []string{"path", "query", "q", "id", "name", "url"} {
+	if p, ok := args["path"].(string); ok && strings.Trim(p, "/") != "" {
+		return clip(path.Base(p), 80) // a file: its name
+	}
+	for _, k := range []string{"query", "q", "id", "name", "url"} {
 		if s, ok := args[k].(string); ok && s != "" {
 			return clip(s, 80)
 		}
