@@ -144,6 +144,7 @@ var configCases = []struct {
 		want: func(c *config) { c.TavilyAPIKey, c.TavilyBaseURL = "tvly-1", "http://127.0.0.1:9" }},
 	{name: "searxng", env: map[string]string{"SEARXNG_URL": "http://searx:8080"}, want: func(c *config) { c.SearXNGURL = "http://searx:8080" }},
 	{name: "docs dir", env: map[string]string{"DEEPRESEARCH_DOCS_DIR": "./docs"}, want: func(c *config) { c.DocsDir = "./docs" }},
+	{name: "mcp config", env: map[string]string{"DEEPRESEARCH_MCP_CONFIG": "./mcp.json"}, want: func(c *config) { c.MCPConfig = "./mcp.json" }},
 	{name: "fetch allow", env: map[string]string{"DEEPRESEARCH_FETCH_ALLOW": "wiki.internal, 10.0.0.0/8"}, want: func(c *config) { c.FetchAllow = "wiki.internal, 10.0.0.0/8" }},
 	{name: "fetch allow malformed", env: map[string]string{"DEEPRESEARCH_FETCH_ALLOW": "10.0.0.0/99"},
 		err: `DEEPRESEARCH_FETCH_ALLOW: fetch: allow-list entry "10.0.0.0/99": `, prefix: true},
