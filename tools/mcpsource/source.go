@@ -198,7 +198,16 @@ func (s *Source) Tools(ctx context.Context, aud agent.Audience) ([]agent.Externa
 func (s *Source) Call(ctx context.Context, run string, aud agent.Audience, name string, args json.RawMessage) ([]agent.ToolResult, error) {
 	sv, tool := s.resolve(name)
 	if sv == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+		// a call chosen before this process knew the server's tools (a
+		// run carried on after a restart): list them, then look again
+		for _, c := range s.sorted() {
+			if strings.HasPrefix(name, prefix(c.name)) && c.cfg.Deepresearch.visibleTo(aud) {
+				_, _ = c.session(ctx)
+			}
+		}
+		if sv, tool = s.resolve(name); sv == nil {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+		}
 	}
 	if !sv.cfg.Deepresearch.visibleTo(aud) || !sv.cfg.Deepresearch.allows(tool) {
 		return nil, fmt.Errorf("%w: %s", ErrNotAllowed, name)

@@ -374,3 +374,18 @@ func TestSecretsNeverLogged(t *testing.T) {
 		t.Errorf("token leaked: %v / %s", errs[0], logs.String())
 	}
 }
+
+// TestCallBeforeToolsListed: a run carried on after a restart calls a tool
+// its select step chose in the earlier process; this process has not
+// listed the server's tools yet.
+func TestCallBeforeToolsListed(t *testing.T) {
+	w := world{"wiki": newFake(t, lookupServer)}
+	s := w.source(t, Config{"wiki": stdio(VisibilityAny)}, Options{})
+	res, err := s.Call(context.Background(), "r", agent.Audience{}, "mcp_wiki__lookup", json.RawMessage(`{"query":"Kite"}`))
+	if err != nil || len(res) != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if _, err := s.Call(context.Background(), "r", agent.Audience{}, "mcp_wiki__nothing", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("unknown tool: %v", err)
+	}
+}
