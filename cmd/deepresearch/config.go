@@ -61,6 +61,8 @@ const (
 	envApproveDraft      = "DEEPRESEARCH_APPROVE_DRAFT"
 
 	envHTTPAddr = "DEEPRESEARCH_HTTP_ADDR"
+	envMCPAddr  = "DEEPRESEARCH_MCP_ADDR"
+	envMCPToken = "DEEPRESEARCH_MCP_TOKEN"
 	envLogLevel = "DEEPRESEARCH_LOG_LEVEL"
 )
 
@@ -149,6 +151,10 @@ type Approvals struct {
 type Server struct {
 	HTTPAddr string     // /healthz and /metrics: DEEPRESEARCH_HTTP_ADDR (:9090), flag -http; "" disables
 	LogLevel slog.Level // DEEPRESEARCH_LOG_LEVEL (info)
+	// MCPAddr serves deep research over MCP's streamable HTTP
+	// (DEEPRESEARCH_MCP_ADDR; "" off, the default) to clients with the
+	// bearer token MCPToken (DEEPRESEARCH_MCP_TOKEN, required with it).
+	MCPAddr, MCPToken string
 }
 
 // configError names a setting that is missing or wrong; it is printed as one line.
@@ -169,6 +175,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.HTTPAddr = orDefault(getenv(envHTTPAddr), ":9090")
 	if strings.EqualFold(c.HTTPAddr, "off") {
 		c.HTTPAddr = ""
+	}
+	c.MCPAddr, c.MCPToken = getenv(envMCPAddr), getenv(envMCPToken)
+	if c.MCPAddr != "" && len(c.MCPToken) < 16 {
+		return config{}, configError{envMCPToken, "set a bearer token of at least 16 characters for the MCP endpoint of " + envMCPAddr}
 	}
 	if lv := getenv(envLogLevel); lv != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {

@@ -62,6 +62,10 @@ var configCases = []struct {
 	// Server
 	{name: "http addr", env: map[string]string{"DEEPRESEARCH_HTTP_ADDR": " 127.0.0.1:8080 "}, want: func(c *config) { c.HTTPAddr = "127.0.0.1:8080" }},
 	{name: "http off", env: map[string]string{"DEEPRESEARCH_HTTP_ADDR": "OFF"}, want: func(c *config) { c.HTTPAddr = "" }},
+	{name: "mcp endpoint", env: map[string]string{"DEEPRESEARCH_MCP_ADDR": "127.0.0.1:9191", "DEEPRESEARCH_MCP_TOKEN": "0123456789abcdef"},
+		want: func(c *config) { c.MCPAddr, c.MCPToken = "127.0.0.1:9191", "0123456789abcdef" }},
+	{name: "mcp endpoint without token", env: map[string]string{"DEEPRESEARCH_MCP_ADDR": "127.0.0.1:9191", "DEEPRESEARCH_MCP_TOKEN": "short"},
+		err: "DEEPRESEARCH_MCP_TOKEN: set a bearer token of at least 16 characters for the MCP endpoint of DEEPRESEARCH_MCP_ADDR"},
 	{name: "log level", env: map[string]string{"DEEPRESEARCH_LOG_LEVEL": "debug"}, want: func(c *config) { c.LogLevel = slog.LevelDebug }},
 	{name: "log level unknown", env: map[string]string{"DEEPRESEARCH_LOG_LEVEL": "loud"},
 		err: `DEEPRESEARCH_LOG_LEVEL: "loud" is not debug, info, warn or error`},

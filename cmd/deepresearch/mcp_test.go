@@ -5,11 +5,15 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deepresearch/bot/slackfake"
 )
 
 // TestMCPCommand speaks to `deepresearch mcp` over its stdin and stdout
@@ -91,5 +95,51 @@ func TestMCPConfigProblemsNamedAtStart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestServeMCPEndpoint: serve with DEEPRESEARCH_MCP_ADDR offers deep
+// research over streamable HTTP to a client with the bearer token, and
+// refuses one without it.
+func TestServeMCPEndpoint(t *testing.T) {
+	fake := slackfake.New()
+	defer fake.Close()
+	addr := freeAddr(t)
+	const token = "mcp-token-0123456789"
+	srv := startServe(t, fake, serveEnv(t, fake, map[string]string{"DEEPRESEARCH_HTTP_ADDR": "off",
+		"DEEPRESEARCH_MCP_ADDR": addr, "DEEPRESEARCH_MCP_TOKEN": token}), 60*time.Second)
+	srv.connected(1)
+	resp, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the token: %d", resp.StatusCode)
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/", HTTPClient: &http.Client{Transport: bearerTransport{token}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(srv.ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, srv.stderr.String())
+	}
+	res, err := cs.CallTool(srv.ctx, &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?"}})
+	if err != nil || res.IsError {
+		t.Fatalf("deep_research: %v %+v\n%s", err, res, srv.stderr.String())
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, `"The EU AI Act entered into force on 1 August 2024."`) {
+		t.Errorf("report:\n%s", text)
+	}
+	cs.Close()
+	srv.exitClean()
+	if strings.Contains(srv.stderr.String(), token) {
+		t.Error("the token was logged")
 	}
 }
