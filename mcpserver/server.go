@@ -83,7 +83,26 @@ func New(r Researcher, o Options) *Server {
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "resume_research", Title: "Answer a research's approval step",
 		Description: "Answer the approval step a run waits at (approve_plan / approve_draft): approve, revise (with feedback), research more (draft only) or cancel."},
 		s.resume)
+	s.srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "report", Title: "Research report", MIMEType: "text/markdown",
+		URITemplate: reportScheme + "{run_id}", Description: "The finished report of a research run (markdown)."}, s.readReport)
 	return s
+}
+
+// reportScheme prefixes a report's resource URI: deepresearch://report/RUN_ID.
+const reportScheme = "deepresearch://report/"
+
+// readReport serves a finished report as a resource.
+func (s *Server) readReport(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, ok := strings.CutPrefix(uri, reportScheme)
+	if !ok || id == "" {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	res, err := s.r.Get(ctx, id)
+	if err != nil || res.Status != agent.StatusDone || res.Report == "" {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: res.Report}}}, nil
 }
 
 // MCP is the underlying server (to serve it on another transport).
@@ -136,7 +155,8 @@ type Report struct {
 	// Waiting describes the approval step a run waits at.
 	Waiting *Waiting `json:"waiting,omitempty"`
 	Sources []string `json:"sources,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// Resource is the report's resource URI, once done.
+	Resource string `json:"resource,omitempty"`
 }
 
 // Waiting is an approval step.
@@ -404,6 +424,9 @@ func statusOf(res *agent.Result) string {
 
 func report(id string, res *agent.Result) Report {
 	r := Report{RunID: id, Status: statusOf(res), Report: res.Report, Summary: res.Summary, Reply: res.Reply}
+	if res.Status == agent.StatusDone && res.Report != "" {
+		r.Resource = reportScheme + id
+	}
 	for _, src := range res.Sources {
 		r.Sources = append(r.Sources, src.URL)
 	}

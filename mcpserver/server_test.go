@@ -155,6 +155,14 @@ func TestDeepResearchBlockingWithProgress(t *testing.T) {
 	if again.Status != "done" || again.Report != r.Report {
 		t.Errorf("get_report = %+v", again)
 	}
+	// the finished report is a resource too
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.Resource})
+	if err != nil || r.Resource != "deepresearch://report/mcp-test-1" || len(rr.Contents) != 1 || rr.Contents[0].Text != r.Report {
+		t.Errorf("resource %q: %+v, %v", r.Resource, rr, err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "deepresearch://report/mcp-none"}); err == nil {
+		t.Error("a report that does not exist was read")
+	}
 }
 
 // TestRestartFinishesTheRun: a run started with wait=false, stopped by the
