@@ -71,6 +71,8 @@ func (a *Agent) toolsFor(ctx context.Context, t researchTask) ([]ExternalTool, [
 	if t.Audience != nil {
 		aud = *t.Audience
 	}
+	ctx, cancel := a.withDeadline(ctx, t.Deadline)
+	defer cancel()
 	tools, down := a.tools.Tools(ctx, aud)
 	builtin := []actionKind{actSearch, actVisit, actCoding, actAnswer}
 	tools = slices.DeleteFunc(tools, func(x ExternalTool) bool { return slices.Contains(builtin, actionKind(x.Name)) })
