@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -387,5 +389,48 @@ func TestCallBeforeToolsListed(t *testing.T) {
 	}
 	if _, err := s.Call(context.Background(), "r", agent.Audience{}, "mcp_wiki__nothing", nil); !errors.Is(err, ErrUnknownTool) {
 		t.Errorf("unknown tool: %v", err)
+	}
+}
+
+// TestStreamableHTTPServer: a server configured by url and headers is
+// reached over streamable HTTP with those headers; without the right
+// token it is named as unreachable.
+func TestStreamableHTTPServer(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "wiki", Version: "1"}, nil)
+	lookupServer(srv)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good-token" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{{"good-token", true}, {"bad-token", false}} {
+		t.Run(tc.token, func(t *testing.T) {
+			cfg := Config{"wiki": {URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer " + tc.token}, Deepresearch: Settings{Visibility: VisibilityAny}}}
+			var logs bytes.Buffer
+			s := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			defer s.Close()
+			ctx := context.Background()
+			tools, down := s.Tools(ctx, agent.Audience{})
+			if !tc.ok {
+				if len(tools) != 0 || !slices.Equal(down, []string{"wiki"}) {
+					t.Errorf("tools %v, down %v", names(tools), down)
+				}
+				if strings.Contains(logs.String(), tc.token) {
+					t.Errorf("the token was logged:\n%s", logs.String())
+				}
+				return
+			}
+			res, err := s.Call(ctx, "r", agent.Audience{}, "mcp_wiki__lookup", json.RawMessage(`{"query":"Kite"}`))
+			if err != nil || len(res) != 1 || !strings.Contains(res[0].Text, "Kite ships in March") {
+				t.Fatalf("%+v, %v", res, err)
+			}
+		})
 	}
 }
