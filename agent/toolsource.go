@@ -101,6 +101,9 @@ func llmTools(ts []ExternalTool) []llm.Tool {
 			var m map[string]any
 			if json.Unmarshal(t.Schema, &m) == nil {
 				tl.Parameters = schemaOf(m, 0)
+				if len(tl.Parameters.Type) == 0 {
+					tl.Parameters.Type = []string{"object"} // function parameters are an object
+				}
 			}
 		}
 		out = append(out, tl)

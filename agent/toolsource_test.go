@@ -12,9 +12,12 @@ func TestLLMToolsKeepPublishedSchema(t *testing.T) {
 		`"head":{"type":["number","null"],"minimum":1},"tags":{"type":"array","items":{"type":"string","enum":["a","b"]},"maxItems":3}},` +
 		`"required":["path"],"additionalProperties":false}`
 	tools := llmTools([]ExternalTool{{Name: "mcp_docs__read", Source: "docs", Description: "Read a file.", Schema: json.RawMessage(published)},
-		{Name: "mcp_docs__list", Source: "docs"}})
-	if len(tools) != 2 || tools[0].Strict || tools[1].Parameters != nil {
+		{Name: "mcp_docs__list", Source: "docs"}, {Name: "mcp_docs__ping", Source: "docs", Schema: json.RawMessage(`{"properties":{}}`)}})
+	if len(tools) != 3 || tools[0].Strict || tools[1].Parameters != nil {
 		t.Fatalf("tools %+v", tools)
+	}
+	if p := tools[2].Parameters; p == nil || len(p.Type) != 1 || p.Type[0] != "object" {
+		t.Errorf("a schema without a type is sent as %+v, want an object", p)
 	}
 	got, err := json.Marshal(tools[0].Parameters)
 	if err != nil {
