@@ -41,6 +41,10 @@ type Deps struct {
 	// Workspace searches a requester's own workspace for requests that
 	// bring access to it (Request.Workspace); nil: never.
 	Workspace WorkspaceSearcher
+
+	// Tools are external sources (MCP servers) the researchers may call
+	// next to web search; nil: none.
+	Tools ToolSource
 }
 
 // Options tune the agent. Zero values take the defaults; the per-run limits
@@ -140,6 +144,8 @@ type Agent struct {
 
 	// workspace searches the requester's workspace (nil: no such search).
 	workspace WorkspaceSearcher
+	// tools are the external sources (nil: none).
+	tools ToolSource
 }
 
 // Errors.
@@ -205,7 +211,7 @@ func New(d Deps, o Options) (*Agent, error) {
 			*p.v = p.def
 		}
 	}
-	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, coder: d.Coder, notes: d.Notes,
+	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, coder: d.Coder, notes: d.Notes,
 		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
 	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
 	sub, err := a.buildResearcher(gopts)
@@ -350,7 +356,7 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 			routes = append(routes, graph.Send(nResearcher, researchTask{
 				Turn: s.Turn, Round: s.Round, Index: i, Subtask: st, Question: s.Question, Language: s.Language,
 				Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
-				Workspace: a.workspaceFor(s, st),
+				Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
 			}))
 		}
 		if len(routes) > 0 {

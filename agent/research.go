@@ -72,7 +72,7 @@ func (a *Agent) researchOut(s rState) []graph.Write {
 		Completed: s.Completed, Tries: s.Try, Gaps: s.Gaps, Findings: len(fs), Stopped: s.Stopped,
 		Searches: len(s.Queries), Read: readRefs(read)}
 	return []graph.Write{sc.results.Set([]SubtaskResult{res}), sc.findings.Set(fs), sc.sources.Set(read),
-		sc.queries.Set(s.Queries), sc.notes.Set(s.Notes), sc.usage.Set(s.Usage)}
+		sc.queries.Set(s.Queries), sc.notes.Set(s.Notes), sc.usage.Set(s.Usage), sc.unreachable.Set(s.Unreachable)}
 }
 
 type searchArgs struct {
@@ -123,22 +123,33 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	if ex := a.exhausted(ctx, t.Deadline); ex != "" {
 		return []graph.Write{rs.actions.Set(nil), rs.stopped.Set(ex)}, nil
 	}
-	if a.search == nil && a.fetch == nil && a.coder == nil {
+	if a.search == nil && a.fetch == nil && a.coder == nil && a.tools == nil {
 		return []graph.Write{rs.actions.Set(nil)}, nil
 	}
 	prev := append(append([]string(nil), t.Queries...), s.Queries...)
+	// external sources (MCP servers) this report may use; with any, the
+	// model chooses among them and web search from the first try on
+	ext, down := a.toolsFor(ctx, t)
+	var extra []graph.Write
+	if len(down) > 0 {
+		extra = append(extra, rs.unreachable.Set(unreachableSet(down, t.Turn)))
+	}
+	var planned []string
 	if s.Try == 0 {
 		qs := dedupQueries(t.Subtask.Queries, prev, a.opts.MaxQueries)
 		if len(qs) == 0 {
 			qs = dedupQueries([]string{t.Subtask.Title}, prev, 1)
 		}
-		return []graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, nil
+		if len(ext) == 0 {
+			return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
+		}
+		planned = qs
 	}
-	if a.coder == nil && a.search != nil {
+	if a.coder == nil && a.search != nil && len(ext) == 0 {
 		// the reflection that asked for this try named its searches, as the
 		// planner named the first try's; only coding needs the select step
 		if qs := dedupQueries(s.NextQueries, prev, a.opts.MaxQueries); len(qs) > 0 {
-			return []graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, nil
+			return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
 		}
 	}
 	c := a.caller(t.node(rSelect))
@@ -153,6 +164,7 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		Question: t.Question, Language: t.Language, Today: today(a.now()), Subtask: t.Subtask.Title,
 		Try: s.Try + 1, MaxTries: t.MaxTries, Advice: s.Advice, PreviousQueries: prev, Knowledge: know,
 		Links: links, AllowVisit: len(links) > 0 && a.fetch != nil, AllowCoding: a.coder != nil, MaxQueries: a.opts.MaxQueries,
+		NoSearch: a.search == nil, Planned: planned, Sources: selectTools(ext),
 	})
 	if err != nil {
 		return nil, err
@@ -175,27 +187,33 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	if len(know) > 0 {
 		add(llm.NewTool[answerArgs](string(actAnswer), "Enough is known to answer the subtask."))
 	}
+	tools = append(tools, llmTools(ext)...)
 	cctx, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
 	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p), Tools: tools, ToolChoice: llm.ToolChoiceRequired})
 	var acts []action
 	if err == nil {
 		acts = a.parseActions(resp.ToolCalls, prev, links)
+		acts = append(acts, toolActions(resp.ToolCalls, ext, a.opts.MaxQueries)...)
 	} else if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	if len(acts) == 0 && err == nil && len(resp.ToolCalls) > 0 {
 		// the model chose answer (or only repeated queries)
-		return []graph.Write{rs.actions.Set(nil), rs.usage.Set(c.usage())}, nil
+		return append([]graph.Write{rs.actions.Set(nil), rs.usage.Set(c.usage())}, extra...), nil
 	}
 	if len(acts) == 0 {
-		// fallback: the reflection's queries, or a rewrite of the subtask
-		qs := dedupQueries(append(append([]string(nil), s.NextQueries...), t.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
+		// fallback: the planned queries on a first try; else the
+		// reflection's queries, or a rewrite of the subtask
+		qs := planned
+		if s.Try > 0 {
+			qs = dedupQueries(append(append([]string(nil), s.NextQueries...), t.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
+		}
 		if len(qs) > 0 && a.search != nil {
 			acts = []action{{Kind: actSearch, Queries: qs}}
 		}
 	}
-	return []graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, nil
+	return append([]graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, extra...), nil
 }
 
 func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompts.Link) []action {
@@ -291,6 +309,15 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 				defer wg.Done()
 				ex.code(ctx2, act)
 			}()
+		case actTool:
+			if a.tools == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ex.callTool(ctx2, act)
+			}()
 		}
 	}
 	wg.Wait()
@@ -299,6 +326,9 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	}
 	w := []graph.Write{rs.findings.Set(ex.findings), rs.sources.Set(ex.sources), rs.queries.Set(ex.queries),
 		rs.computations.Set(ex.computations), rs.notes.Set(ex.notes), rs.usage.Set(c.usage())}
+	if len(ex.unreachable) > 0 {
+		w = append(w, rs.unreachable.Set(unreachableSet(ex.unreachable, t.Turn)))
+	}
 	if errors.Is(ctx2.Err(), context.DeadlineExceeded) {
 		w = append(w, rs.stopped.Set(BudgetTime))
 	}
@@ -318,6 +348,7 @@ type execution struct {
 	queries      []string
 	computations []string
 	notes        int
+	unreachable  []string // external sources that could not be reached
 }
 
 func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
@@ -599,7 +630,7 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	cctx, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
 
-	reflecting := !stopped && (a.search != nil || a.fetch != nil)
+	reflecting := !stopped && (a.search != nil || a.fetch != nil || a.tools != nil)
 	n := len(evidenceOf(s.Findings, 0)) + len(s.Computations)
 	var v verdict
 	reused := false
@@ -721,7 +752,7 @@ func (a *Agent) rReflect(ctx context.Context, s rState) ([]graph.Write, error) {
 	if stopped != "" {
 		return finish(true, false, rs.stopped.Set(stopped), rs.gaps.Set([]string{t.Subtask.Title}))
 	}
-	if a.search == nil && a.fetch == nil {
+	if a.search == nil && a.fetch == nil && a.tools == nil {
 		return finish(true, verified > 0)
 	}
 	v := s.Reflection

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"time"
 
 	"deepresearch/agent/citation"
@@ -59,8 +60,11 @@ type State struct {
 	Status     Status          `json:"status,omitempty"`
 	Finish     Finish          `json:"finish,omitempty"`
 	Unverified []string        `json:"unverified,omitempty"`
-	Extractive bool            `json:"extractive,omitempty"`
-	Exhausted  Budget          `json:"exhausted,omitempty"`
+	// Unreachable names the external sources that could not be reached,
+	// with the turn they last failed in (the report lists this turn's).
+	Unreachable map[string]int `json:"unreachable,omitempty"`
+	Extractive  bool           `json:"extractive,omitempty"`
+	Exhausted   Budget         `json:"exhausted,omitempty"`
 
 	Usage Usage `json:"usage"`
 }
@@ -92,6 +96,7 @@ type schema struct {
 	findings                               graph.Channel[[]Finding]
 	sources                                graph.Channel[map[string]Source]
 	queries, unverified                    graph.Channel[[]string]
+	unreachable                            graph.Channel[map[string]int]
 	researchRequest, feedback, draft       graph.Channel[string]
 	next                                   graph.Channel[NextStep]
 	draftCitations, citations              graph.Channel[citation.Report]
@@ -135,6 +140,7 @@ func newSchema() *schema {
 		sources:         graph.Reduce(s, "sources", func(st *State) *map[string]Source { return &st.Sources }, mergeSources),
 		queries:         graph.Append(s, "queries", func(st *State) *[]string { return &st.Queries }),
 		unverified:      graph.LastValue(s, "unverified", func(st *State) *[]string { return &st.Unverified }),
+		unreachable:     graph.Reduce(s, "unreachable", func(st *State) *map[string]int { return &st.Unreachable }, mergeUnreachable),
 		researchRequest: graph.LastValue(s, "research_request", func(st *State) *string { return &st.ResearchRequest }),
 		feedback:        graph.LastValue(s, "feedback", func(st *State) *string { return &st.Feedback }),
 		draft:           graph.LastValue(s, "draft", func(st *State) *string { return &st.Draft }),
@@ -168,6 +174,9 @@ type researchTask struct {
 	// Workspace is the access to the requester's workspace this
 	// researcher searches with (nil: the web and documents only).
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Audience is where the report is seen: it decides which external
+	// sources the researcher may use (nil: a channel report).
+	Audience *Audience `json:"audience,omitempty"`
 }
 
 // rState is a researcher's own state (a subgraph with its own checkpoints).
@@ -189,6 +198,7 @@ type rState struct {
 	Stopped      Budget            `json:"stopped,omitempty"`
 	Notes        int               `json:"notes"`
 	Usage        Usage             `json:"usage"`
+	Unreachable  map[string]int    `json:"unreachable,omitempty"`
 }
 
 // action is a step the researcher chose.
@@ -198,6 +208,10 @@ type action struct {
 	URLs    []string   `json:"urls,omitempty"`
 	Task    string     `json:"task,omitempty"`
 	Code    string     `json:"code,omitempty"`
+	// Tool, Source and Args name an external tool call (actTool).
+	Tool   string          `json:"tool,omitempty"`
+	Source string          `json:"source,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
 }
 
 // actionKind is what an action does; the researcher's tools have the same
@@ -210,6 +224,7 @@ const (
 	actVisit  actionKind = "visit"  // read pages seen in results
 	actCoding actionKind = "coding" // compute with a program
 	actAnswer actionKind = "answer" // enough is known: answer the subtask
+	actTool   actionKind = "tool"   // call an external source's tool
 )
 
 type rSchema struct {
@@ -226,6 +241,7 @@ type rSchema struct {
 	gaps, nextQueries     graph.Channel[[]string]
 	done, completed       graph.Channel[bool]
 	usage                 graph.Channel[Usage]
+	unreachable           graph.Channel[map[string]int]
 }
 
 func newRSchema() *rSchema {
@@ -249,6 +265,7 @@ func newRSchema() *rSchema {
 		done:         graph.LastValue(s, "done", func(st *rState) *bool { return &st.Done }),
 		completed:    graph.LastValue(s, "completed", func(st *rState) *bool { return &st.Completed }),
 		usage:        graph.Reduce(s, "usage", func(st *rState) *Usage { return &st.Usage }, Usage.add),
+		unreachable:  graph.Reduce(s, "unreachable", func(st *rState) *map[string]int { return &st.Unreachable }, mergeUnreachable),
 	}
 }
 

@@ -40,6 +40,10 @@ type Request struct {
 	// Workspace, when set, lets the research search the requester's own
 	// workspace (see Workspace) where the plan or the question calls for it.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Audience is where the report will be seen; external sources (MCP
+	// servers) whose results may not appear there are not used. nil: a
+	// channel report nobody named (only sources allowed anywhere).
+	Audience *Audience `json:"audience,omitempty"`
 }
 
 // Plan is the research plan: a theme, the points to investigate, search

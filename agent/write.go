@@ -352,6 +352,7 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	for _, g := range gapsOf(s) {
 		unv = append(unv, label(lang, "Not fully researched: ", "調査が不十分: ")+g)
 	}
+	unv = append(unv, unreachableLines(s, lang)...)
 	finish := FinishMaxRounds
 	switch {
 	case extractive:

@@ -44,6 +44,8 @@ type runRequest struct {
 func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	now := b.now()
 	user := req.user
+	// where the report is seen decides the MCP sources it may use
+	req.opts.Channel, req.opts.Private = th.Key.Channel, th.DM
 	r := research.Run{
 		ID:        messageRunID(th.Key.Team, th.Key.Channel, req.msgTS),
 		ThreadID:  th.ThreadID,

@@ -64,6 +64,19 @@ type SelectData struct {
 	AllowVisit      bool
 	AllowCoding     bool
 	MaxQueries      int
+	// NoSearch: web search is not offered; Planned are the planner's queries
+	// for a first try that asks the model (because Sources are offered);
+	// Sources are the team's external tools (MCP servers) offered too.
+	NoSearch bool
+	Planned  []string
+	Sources  []SourceTool
+}
+
+// SourceTool is an external source's tool offered to the researcher.
+type SourceTool struct {
+	Name        string
+	Source      string
+	Description string
 }
 
 // Page is a text the model reads.

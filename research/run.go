@@ -53,6 +53,11 @@ type RunOptions struct {
 	// WorkspaceBefore is the ts of the requester's message: the search
 	// finds only what was written before it.
 	WorkspaceBefore string `json:",omitempty"`
+	// Channel is where the report is posted and Private says nobody but
+	// the requester sees it (a DM, the assistant pane): together they
+	// decide which MCP sources the run may use (agent.Audience).
+	Channel string `json:",omitempty"`
+	Private bool   `json:",omitempty"`
 }
 
 // Progress is a snapshot of a running research.
@@ -148,6 +153,9 @@ type DigestRequest struct {
 	Language string
 	Depth    string
 	Owner    string // Slack user id of the schedule's owner (audit)
+	// Channel is where the digest is posted: its MCP sources are those
+	// allowed there.
+	Channel string
 }
 
 // Result is a finished research.

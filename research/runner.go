@@ -59,6 +59,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		Depth:        agent.Depth(req.Options.Depth),
 		Tag:          req.RunID,
 	}
+	areq.Audience = &agent.Audience{Channel: req.Options.Channel, Private: req.Options.Private}
 	if tok := req.Options.WorkspaceToken; tok != "" {
 		areq.Workspace = &agent.Workspace{Token: tok, Private: req.Options.WorkspacePrivate, Before: req.Options.WorkspaceBefore}
 	}

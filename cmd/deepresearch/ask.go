@@ -115,7 +115,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		}
 		p.printf("thread %s (continue it with: deepresearch ask --thread %s)\n", id, id)
 		res, err = a.Start(ctx, id, agent.Request{Question: question, Language: *lang, Depth: agent.Depth(*depth),
-			ApprovePlan: *approvePlan, ApproveDraft: *approveDraft}, p.event)
+			ApprovePlan: *approvePlan, ApproveDraft: *approveDraft, Audience: &agent.Audience{Private: true}}, p.event)
 	default:
 		res, err = a.Get(ctx, *thread)
 		if err == nil && res.Status != agent.StatusInterrupted {

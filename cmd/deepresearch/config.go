@@ -45,6 +45,7 @@ const (
 	envTavilyURL  = "TAVILY_BASE_URL"
 	envSearXNGURL = "SEARXNG_URL"
 	envDocsDir    = "DEEPRESEARCH_DOCS_DIR"
+	envMCPConfig  = "DEEPRESEARCH_MCP_CONFIG"
 
 	envFetchAllow = "DEEPRESEARCH_FETCH_ALLOW"
 
@@ -60,6 +61,8 @@ const (
 	envApproveDraft      = "DEEPRESEARCH_APPROVE_DRAFT"
 
 	envHTTPAddr = "DEEPRESEARCH_HTTP_ADDR"
+	envMCPAddr  = "DEEPRESEARCH_MCP_ADDR"
+	envMCPToken = "DEEPRESEARCH_MCP_TOKEN"
 	envLogLevel = "DEEPRESEARCH_LOG_LEVEL"
 )
 
@@ -116,6 +119,9 @@ type Search struct {
 	TavilyAPIKey, TavilyBaseURL string // TAVILY_API_KEY, TAVILY_BASE_URL
 	SearXNGURL                  string // SEARXNG_URL
 	DocsDir                     string // DEEPRESEARCH_DOCS_DIR
+	// MCPConfig is the path of the MCP servers' JSON file
+	// (DEEPRESEARCH_MCP_CONFIG); see tools/mcpsource.
+	MCPConfig string
 }
 
 // Fetch is the page fetcher's settings.
@@ -145,6 +151,10 @@ type Approvals struct {
 type Server struct {
 	HTTPAddr string     // /healthz and /metrics: DEEPRESEARCH_HTTP_ADDR (:9090), flag -http; "" disables
 	LogLevel slog.Level // DEEPRESEARCH_LOG_LEVEL (info)
+	// MCPAddr serves deep research over MCP's streamable HTTP
+	// (DEEPRESEARCH_MCP_ADDR; "" off, the default) to clients with the
+	// bearer token MCPToken (DEEPRESEARCH_MCP_TOKEN, required with it).
+	MCPAddr, MCPToken string
 }
 
 // configError names a setting that is missing or wrong; it is printed as one line.
@@ -165,6 +175,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.HTTPAddr = orDefault(getenv(envHTTPAddr), ":9090")
 	if strings.EqualFold(c.HTTPAddr, "off") {
 		c.HTTPAddr = ""
+	}
+	c.MCPAddr, c.MCPToken = getenv(envMCPAddr), getenv(envMCPToken)
+	if c.MCPAddr != "" && len(c.MCPToken) < 16 {
+		return config{}, configError{envMCPToken, "set a bearer token of at least 16 characters for the MCP endpoint of " + envMCPAddr}
 	}
 	if lv := getenv(envLogLevel); lv != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
@@ -204,6 +218,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		TavilyBaseURL: getenv(envTavilyURL),
 		SearXNGURL:    getenv(envSearXNGURL),
 		DocsDir:       getenv(envDocsDir),
+		MCPConfig:     getenv(envMCPConfig),
 	}
 	c.FetchAllow = getenv(envFetchAllow)
 	if _, err := fetch.ParseAllowList(c.FetchAllow); err != nil {

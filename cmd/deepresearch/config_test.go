@@ -62,6 +62,10 @@ var configCases = []struct {
 	// Server
 	{name: "http addr", env: map[string]string{"DEEPRESEARCH_HTTP_ADDR": " 127.0.0.1:8080 "}, want: func(c *config) { c.HTTPAddr = "127.0.0.1:8080" }},
 	{name: "http off", env: map[string]string{"DEEPRESEARCH_HTTP_ADDR": "OFF"}, want: func(c *config) { c.HTTPAddr = "" }},
+	{name: "mcp endpoint", env: map[string]string{"DEEPRESEARCH_MCP_ADDR": "127.0.0.1:9191", "DEEPRESEARCH_MCP_TOKEN": "0123456789abcdef"},
+		want: func(c *config) { c.MCPAddr, c.MCPToken = "127.0.0.1:9191", "0123456789abcdef" }},
+	{name: "mcp endpoint without token", env: map[string]string{"DEEPRESEARCH_MCP_ADDR": "127.0.0.1:9191", "DEEPRESEARCH_MCP_TOKEN": "short"},
+		err: "DEEPRESEARCH_MCP_TOKEN: set a bearer token of at least 16 characters for the MCP endpoint of DEEPRESEARCH_MCP_ADDR"},
 	{name: "log level", env: map[string]string{"DEEPRESEARCH_LOG_LEVEL": "debug"}, want: func(c *config) { c.LogLevel = slog.LevelDebug }},
 	{name: "log level unknown", env: map[string]string{"DEEPRESEARCH_LOG_LEVEL": "loud"},
 		err: `DEEPRESEARCH_LOG_LEVEL: "loud" is not debug, info, warn or error`},
@@ -144,6 +148,7 @@ var configCases = []struct {
 		want: func(c *config) { c.TavilyAPIKey, c.TavilyBaseURL = "tvly-1", "http://127.0.0.1:9" }},
 	{name: "searxng", env: map[string]string{"SEARXNG_URL": "http://searx:8080"}, want: func(c *config) { c.SearXNGURL = "http://searx:8080" }},
 	{name: "docs dir", env: map[string]string{"DEEPRESEARCH_DOCS_DIR": "./docs"}, want: func(c *config) { c.DocsDir = "./docs" }},
+	{name: "mcp config", env: map[string]string{"DEEPRESEARCH_MCP_CONFIG": "./mcp.json"}, want: func(c *config) { c.MCPConfig = "./mcp.json" }},
 	{name: "fetch allow", env: map[string]string{"DEEPRESEARCH_FETCH_ALLOW": "wiki.internal, 10.0.0.0/8"}, want: func(c *config) { c.FetchAllow = "wiki.internal, 10.0.0.0/8" }},
 	{name: "fetch allow malformed", env: map[string]string{"DEEPRESEARCH_FETCH_ALLOW": "10.0.0.0/99"},
 		err: `DEEPRESEARCH_FETCH_ALLOW: fetch: allow-list entry "10.0.0.0/99": `, prefix: true},

@@ -13,6 +13,7 @@ import (
 	"deepresearch/agent/llm"
 	"deepresearch/storage"
 	"deepresearch/tools/fetch"
+	"deepresearch/tools/mcpsource"
 	"deepresearch/tools/pdf"
 	"deepresearch/tools/sandbox"
 	"deepresearch/tools/search"
@@ -101,7 +102,38 @@ func agentDeps(ctx context.Context, cfg config, logger *slog.Logger, open openDB
 	if r, err := sandbox.New(so); err == nil {
 		d.Coder = r
 	}
+	if src := mcpSources(ctx, cfg.MCPConfig, logger); src != nil {
+		closers = append(closers, func() {
+			if err := src.Close(); err != nil {
+				logger.Warn("closing the MCP servers", "err", err)
+			}
+		})
+		d.Tools = src
+	}
 	return d, client, closeAll, nil
+}
+
+// mcpSources starts the MCP servers of the file at path
+// (DEEPRESEARCH_MCP_CONFIG); nil when there is none. An unreadable file,
+// and each server that cannot be reached, is named in one line: the rest
+// still serve (a server that fails is tried again on use).
+func mcpSources(ctx context.Context, path string, logger *slog.Logger) *mcpsource.Source {
+	if path == "" {
+		return nil
+	}
+	mc, err := mcpsource.LoadConfig(path)
+	if err != nil {
+		logger.Error(envMCPConfig+": no MCP sources", "err", err)
+		return nil
+	}
+	if len(mc) == 0 {
+		return nil
+	}
+	src := mcpsource.New(mc, mcpsource.Options{Logger: logger})
+	for _, err := range src.Start(ctx) {
+		logger.Warn(envMCPConfig+": "+err.Error(), "servers", strings.Join(src.Names(), ","))
+	}
+	return src
 }
 
 // askSearch builds the search providers: Tavily, SearXNG and the folder of

@@ -37,6 +37,7 @@ func commandTable() map[string]command {
 		"migrate": {"apply the database migrations and exit", runMigrate},
 		"ask":     {"run one research in the terminal (ask [flags] \"question\")", runAsk},
 		"serve":   {"run the Slack bot (Socket Mode) until interrupted", runServe},
+		"mcp":     {"serve deep research to an MCP client on stdio (tools deep_research, get_report)", runMCP},
 		"extract": {"print the main text of an HTML page (extract [--url URL] [--json] FILE|-)", func(ctx context.Context, args []string, _ env, stdin io.Reader, stdout, stderr io.Writer) error {
 			// Page text goes to a terminal: no control characters from the web.
 			return extract.RunCLI(ctx, args, stdin, newTermWriter(stdout), newTermWriter(stderr))

@@ -18,6 +18,7 @@ import (
 
 	"deepresearch/agent"
 	"deepresearch/bot"
+	"deepresearch/mcpserver"
 
 	"deepresearch/research"
 	"deepresearch/schedule"
@@ -122,6 +123,11 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	hctx, stopHealth := context.WithCancel(ctx)
 	defer stopHealth()
 	go parts.health.loop(hctx)
+	stopMCP, err := serveMCP(ctx, cfg, parts.agent, log)
+	if err != nil {
+		return err
+	}
+	defer stopMCP()
 	withHealth := func(o *bot.Options) { o.Health = parts.health.Health }
 	withFeedback := func(o *bot.Options) { o.Feedback = parts.db.Feedback() }
 	withShared := func(o *bot.Options) {
@@ -144,6 +150,8 @@ type serveParts struct {
 	// workspace is the researcher's workspace search, whose budget the
 	// replicas split (nil: off)
 	workspace *bot.WorkspaceSearch
+	// agent runs the research (the MCP endpoint's runs too)
+	agent *agent.Agent
 }
 
 // serveDigests starts the digest scheduler on the same database
@@ -247,7 +255,7 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		return serveParts{}, err
 	}
 	log.Info("serve: storage", "kind", db.Kind(), "location", db.Location())
-	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws}, nil
+	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws, agent: a}, nil
 }
 
 // serveBot runs a bot with the given researcher and store, plus the
@@ -325,4 +333,35 @@ func healthHandler(next http.Handler, health func(context.Context) error) http.H
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// serveMCP serves deep research over MCP's streamable HTTP on
+// DEEPRESEARCH_MCP_ADDR to clients with DEEPRESEARCH_MCP_TOKEN (off when
+// the address is unset). stop shuts the endpoint down and waits for the
+// runs it started in the background (they stop with ctx; their
+// checkpoints let get_report carry them on later).
+func serveMCP(ctx context.Context, cfg serveConfig, a *agent.Agent, log *slog.Logger) (stop func(), err error) {
+	if cfg.MCPAddr == "" || a == nil {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", cfg.MCPAddr)
+	if err != nil {
+		return nil, configError{envMCPAddr, fmt.Sprintf("cannot listen on %s: %v", cfg.MCPAddr, err)}
+	}
+	s := mcpserver.New(a, mcpserver.Options{Logger: log.With("component", "mcp"), Version: versionString()})
+	ctx, cancelRuns := context.WithCancel(ctx)
+	srv := &http.Server{Handler: s.HTTPHandler(ctx, cfg.MCPToken), ReadHeaderTimeout: 5 * time.Second}
+	log.Info("serve: MCP endpoint", "addr", ln.Addr().String())
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve: mcp http", "err", err)
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+		cancelRuns()
+		s.Wait()
+	}, nil
 }
