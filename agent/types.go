@@ -40,6 +40,9 @@ type Request struct {
 	// Workspace, when set, lets the research search the requester's own
 	// workspace (see Workspace) where the plan or the question calls for it.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Requester is who asked (the Slack user id; "" in a terminal). Only
+	// its hash (tracing.Hash) leaves the process, on the turn's span.
+	Requester string `json:"requester,omitempty"`
 }
 
 // Plan is the research plan: a theme, the points to investigate, search
