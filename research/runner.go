@@ -58,6 +58,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		ApproveDraft: req.Options.ApproveDraft,
 		Depth:        agent.Depth(req.Options.Depth),
 		Tag:          req.RunID,
+		Requester:    req.Requester,
 	}
 	if tok := req.Options.WorkspaceToken; tok != "" {
 		areq.Workspace = &agent.Workspace{Token: tok, Private: req.Options.WorkspacePrivate, Before: req.Options.WorkspaceBefore}
