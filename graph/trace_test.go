@@ -25,7 +25,9 @@ func TestTaskSpans(t *testing.T) {
 	s := graph.NewSchema[struct{ N int }]()
 	n := graph.LastValue(s, "n", func(st *struct{ N int }) *int { return &st.N })
 	b := graph.New(s)
-	b.AddNode("a", func(_ context.Context, st struct{ N int }) ([]graph.Write, error) { return []graph.Write{n.Set(st.N + 1)}, nil })
+	b.AddNode("a", func(_ context.Context, st struct{ N int }) ([]graph.Write, error) {
+		return []graph.Write{n.Set(st.N + 1)}, nil
+	})
 	b.AddNode("flaky", func(_ context.Context, st struct{ N int }) ([]graph.Write, error) {
 		if failed++; failed == 1 {
 			return nil, errors.New("glitch")
