@@ -267,14 +267,7 @@ func errorKind(err error) string {
 		}
 		return k
 	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch t := fmt.Sprintf("%T", e); t {
-		case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.errorString", "*errors.joinError":
-		default:
-			return t
-		}
-	}
-	return "error"
+	return tracing.ErrorType(err)
 }
 
 // inputMessages and outputMessages are the GenAI conventions' message

@@ -306,7 +306,10 @@ type Answer struct {
 type Result struct {
 	ThreadID string `json:"thread_id"`
 	Status   Status `json:"status"`
-	Finish   Finish `json:"finish,omitempty"`
+	// TraceParent is the turn's trace context (see State.TraceParent), so a
+	// caller's later work on the turn (the upload) joins its trace.
+	TraceParent string `json:"traceparent,omitempty"`
+	Finish      Finish `json:"finish,omitempty"`
 	// Reply answers small talk (StatusReplied).
 	Reply string `json:"reply,omitempty"`
 	// Report is the final markdown report; Summary its executive summary.

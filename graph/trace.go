@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -35,26 +34,11 @@ func endTaskSpan[S any](span trace.Span, t *task[S]) {
 	span.End()
 }
 
-// errorType is a short, content-free description of err for a span: the
-// cancellation cause or the error's Go type (a message may quote a page or
-// a prompt).
+// errorType is tracing.ErrorType of the node's own error.
 func errorType(err error) string {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
-	}
 	var ne *NodeError
 	if errors.As(err, &ne) && ne.Err != nil {
 		err = ne.Err
 	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch t := fmt.Sprintf("%T", e); t {
-		case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.errorString", "*errors.joinError":
-		default:
-			return t
-		}
-	}
-	return "error"
+	return tracing.ErrorType(err)
 }

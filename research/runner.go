@@ -254,7 +254,7 @@ func firstLines(s string, n int) string {
 // toResult maps a finished turn to a Result.
 func toResult(res *agent.Result) Result {
 	if res.Status == agent.StatusReplied {
-		return Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true}
+		return Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true, TraceParent: res.TraceParent}
 	}
 	cited := 0
 	for _, s := range res.Sources {
@@ -285,6 +285,8 @@ func toResult(res *agent.Result) Result {
 		Tokens:     res.Usage.Total(),
 		Extractive: res.Extractive,
 		Cited:      citedSources(res.Sources),
+		// the upload's span joins the turn's trace
+		TraceParent: res.TraceParent,
 	}
 }
 

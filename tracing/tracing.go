@@ -375,3 +375,25 @@ func SpanContext(traceparent string) (trace.SpanContext, bool) {
 	sc := trace.SpanContextFromContext(ctx)
 	return sc, sc.IsValid()
 }
+
+// ErrorType describes err for a span's error.type without its message
+// (which may quote a page, a prompt or a URL): a cancellation, or the Go
+// type of the first error in its chain that is more than a wrapper.
+func ErrorType(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch t := fmt.Sprintf("%T", e); t {
+		case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.errorString", "*errors.joinError":
+		default:
+			return t
+		}
+	}
+	return "error"
+}

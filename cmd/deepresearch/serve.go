@@ -279,6 +279,9 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store re
 		Logger:            log,
 		Registerer:        reg,
 	}
+	if cfg.Tracing != nil {
+		bo.TracerProvider = cfg.Tracing.Provider
+	}
 	for _, f := range extend {
 		f(&bo)
 	}
