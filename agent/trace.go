@@ -84,8 +84,11 @@ func (a *Agent) traceTurn(ctx context.Context, call, thread string, s State, req
 			}
 		}
 		if err != nil {
-			if errors.Is(err, ErrCancelled) || errors.Is(err, context.Canceled) {
-				outcome = string(StatusCancelled)
+			switch {
+			case errors.Is(err, ErrCancelled):
+				outcome = string(StatusCancelled) // Cancel: for good
+			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+				outcome = "stopped" // shut down or lease lost: continued later
 			}
 			span.SetStatus(codes.Error, errorKind(err))
 			span.SetAttributes(tracing.ErrorKind.String(errorKind(err)))

@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -300,4 +302,42 @@ func hasAttr(kvs []attribute.KeyValue, k attribute.Key, v string) bool {
 		}
 	}
 	return false
+}
+
+// TestTraceOfContinuedRun: a turn cut short (the process "dies" in the
+// middle of research) and continued by a new Agent carries on in the same
+// trace; the first call's span says how it ended.
+func TestTraceOfContinuedRun(t *testing.T) {
+	e := newEnv(t)
+	rec := traced(e)
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	e.web.OnSearch = researchSearches(func(_ context.Context, n int) error {
+		if n == 2 {
+			once.Do(cancel)
+		}
+		return nil
+	})
+	if _, err := e.agent().Start(ctx, "t-crash", agent.Request{Question: "What does the EU AI Act require?", Tag: "run-c"}, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	e.web.OnSearch = nil
+	if _, err := e.agent().Continue(context.Background(), "t-crash", nil); err != nil {
+		t.Fatal(err)
+	}
+	tr := treeOf(rec.Ended())
+	first, cont := tr.named("research start"), tr.named("research continue")
+	if len(first) != 1 || len(cont) != 1 {
+		t.Fatalf("%d start and %d continue spans", len(first), len(cont))
+	}
+	if got := attrString(first[0], "deepresearch.outcome"); got != "stopped" {
+		t.Errorf("the cut-short call's outcome %q", got)
+	}
+	c := cont[0]
+	if c.SpanContext().TraceID() != first[0].SpanContext().TraceID() || c.Parent().SpanID() != first[0].SpanContext().SpanID() {
+		t.Error("the continued call is not in the first call's trace")
+	}
+	if attrString(c, "deepresearch.run.id") != "run-c" || attrString(c, "deepresearch.outcome") != "done" {
+		t.Errorf("continue span %v", c.Attributes())
+	}
 }
