@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"deepresearch/agent"
+	"deepresearch/agent/agenttest"
+	"deepresearch/agent/llm/llmtest"
 	"deepresearch/tracing"
 )
 
@@ -339,5 +343,40 @@ func TestTraceOfContinuedRun(t *testing.T) {
 	}
 	if attrString(c, "deepresearch.run.id") != "run-c" || attrString(c, "deepresearch.outcome") != "done" {
 		t.Errorf("continue span %v", c.Attributes())
+	}
+}
+
+// BenchmarkResearchTracing runs one whole research (scripted model behind
+// the fake server, scripted web) untraced, with the no-op provider
+// tracing.New returns when no variable is set, and traced by the SDK (spans
+// batched to an exporter that drops them).
+func BenchmarkResearchTracing(b *testing.B) {
+	off, err := tracing.New(context.Background(), tracing.Options{Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	on := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = on.Shutdown(context.Background()) })
+	for _, c := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{{"none", nil}, {"off", off.Provider}, {"sdk", on}} {
+		b.Run(c.name, func(b *testing.B) {
+			brain := agenttest.NewBrain()
+			srv := llmtest.NewServer(b, brain.Respond)
+			web := agenttest.NewWorld()
+			a, err := agent.New(agent.Deps{LLM: agenttest.Client(b, srv, nil), Search: web, Fetch: web, Logger: slog.New(slog.DiscardHandler)},
+				agent.Options{TracerProvider: c.tp})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				res, err := a.Start(context.Background(), fmt.Sprint("bench-", i), agent.Request{Question: "What does the EU AI Act require?"}, nil)
+				if err != nil || res.Status != agent.StatusDone {
+					b.Fatalf("%v %v", err, res)
+				}
+			}
+		})
 	}
 }
