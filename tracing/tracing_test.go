@@ -2,6 +2,8 @@ package tracing_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -138,5 +140,48 @@ func TestTraceParent(t *testing.T) {
 	}
 	if tracing.Hash("U123") == "U123" || tracing.Hash("U123") != tracing.Hash("U123") || len(tracing.Hash("U123")) != 16 || tracing.Hash("") != "" {
 		t.Error("Hash")
+	}
+}
+
+// TestGRPCExporter: OTEL_EXPORTER_OTLP_PROTOCOL=grpc sets up the gRPC
+// exporter (it connects lazily: nothing is sent without spans).
+func TestGRPCExporter(t *testing.T) {
+	s, err := tracing.New(context.Background(), tracing.Options{Getenv: envOf(map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20x",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Enabled() {
+		t.Fatal("not enabled")
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHeaders: OTEL_EXPORTER_OTLP_HEADERS reach the receiver (URL-decoded).
+func TestHeaders(t *testing.T) {
+	got := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	s, err := tracing.New(ctx, tracing.Options{Getenv: envOf(map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20abc",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := s.Provider.Tracer("test").Start(ctx, "one")
+	span.End()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != "Bearer abc" {
+		t.Errorf("Authorization %q", h)
 	}
 }
