@@ -37,6 +37,7 @@ func (p *PageFetcher) Fetch(ctx context.Context, url string) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	notePage(ctx, res.Status, len(res.Text)+len(res.Raw))
 	pg := Page{URL: res.URL, FinalURL: res.FinalURL, Text: res.Text}
 	if res.Kind == fetch.KindHTML {
 		// Extraction needs ~40× the HTML in memory (a 10 MB page allocates

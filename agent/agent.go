@@ -17,10 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"deepresearch/agent/citation"
 	"deepresearch/agent/llm"
 	"deepresearch/graph"
 	"deepresearch/graph/memsaver"
+	"deepresearch/tracing"
 )
 
 // Deps are the agent's collaborators. LLM is required; without Search the
@@ -89,6 +92,12 @@ type Options struct {
 	ProcessModelCalls int
 	HostFetches       int
 	Durability        graph.Durability
+
+	// TracerProvider traces each turn (see trace.go and package tracing);
+	// nil or a no-op provider: no spans at all. TraceContent records
+	// prompts, completions and search queries on the spans.
+	TracerProvider trace.TracerProvider
+	TraceContent   bool
 }
 
 type limits struct {
@@ -146,6 +155,9 @@ type Agent struct {
 	workspace WorkspaceSearcher
 	// tools are the external sources (nil: none).
 	tools ToolSource
+
+	tr           trace.Tracer // nil: tracing is off
+	traceContent bool
 }
 
 // Errors.
@@ -214,6 +226,13 @@ func New(d Deps, o Options) (*Agent, error) {
 	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, coder: d.Coder, notes: d.Notes,
 		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
 	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
+	if tracing.Active(o.TracerProvider) {
+		a.tr, a.traceContent = o.TracerProvider.Tracer("deepresearch/agent"), o.TraceContent
+		gopts.TracerProvider = o.TracerProvider
+		if a.search != nil {
+			a.search = tracedSearcher{next: a.search, tr: a.tr, content: o.TraceContent}
+		}
+	}
 	sub, err := a.buildResearcher(gopts)
 	if err != nil {
 		return nil, err
@@ -418,8 +437,12 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 	if lang == "" {
 		lang = DetectLanguage(req.Question)
 	}
+	treq := req
+	treq.Language = lang
+	ctx, end := a.traceTurn(ctx, callStart, threadID, prev, treq)
 	sc := a.sc
 	in := []graph.Write{
+		sc.traceParent.Set(tracing.TraceParent(ctx)),
 		sc.turn.Set(prev.Turn + 1), sc.req.Set(req), sc.question.Set(req.Question), sc.language.Set(lang),
 		sc.deadline.Set(a.now().Add(a.opts.TimeBudget)), sc.turnStart.Set(prev.Usage.Total()),
 		sc.intent.Set(""), sc.reply.Set(""), sc.instruction.Set(""), sc.clarified.Set(false), sc.planFeedback.Set(""),
@@ -427,7 +450,9 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
 		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
 	}
-	return a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
+	res, err := a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
+	end(res, err)
+	return res, err
 }
 
 // finished reports whether a turn with this status has ended with something
@@ -451,7 +476,7 @@ func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]
 	})
 }
 
-func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (*Result, error) {
+func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (res *Result, err error) {
 	snap, err := a.load(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -468,7 +493,9 @@ func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]
 	for id, ans := range answers {
 		rs[id] = ans
 	}
-	res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, snap, turnUsage(snap.State), events)
+	ctx, end := a.traceTurn(ctx, callResume, threadID, snap.State, snap.State.Req)
+	defer func() { end(res, err) }()
+	res, err = a.invoke(ctx, threadID, graph.Config{Resume: rs}, snap, turnUsage(snap.State), events)
 	if errors.Is(err, graph.ErrAlreadyResumed) || errors.Is(err, graph.ErrNoInterrupt) && pending(snap, answers) {
 		// Answered by another process since the load above: if that turn
 		// has ended, it is the answer. (The one case that loads twice.)
@@ -524,7 +551,10 @@ func (a *Agent) cont(ctx context.Context, threadID string, events func(Event)) (
 	case cur.Status != "" || len(snap.Next) == 0:
 		return nil, fmt.Errorf("%w: thread %s has ended its turn (%s)", ErrNothingToContinue, threadID, cur.Status)
 	}
-	return a.invoke(ctx, threadID, graph.Config{}, snap, turnUsage(snap.State), events)
+	ctx, end := a.traceTurn(ctx, callContinue, threadID, snap.State, snap.State.Req)
+	res, err := a.invoke(ctx, threadID, graph.Config{}, snap, turnUsage(snap.State), events)
+	end(res, err)
+	return res, err
 }
 
 // Cancel stops the thread's current turn for good. A call working on the
@@ -580,7 +610,9 @@ func (a *Agent) cancel(ctx context.Context, threadID string) error {
 		for _, in := range snap.Interrupts {
 			rs[in.ID] = Answer{Action: ActionCancel}
 		}
+		ctx, end := a.traceTurn(ctx, callCancel, threadID, snap.State, snap.State.Req)
 		res, err := a.invoke(ctx, threadID, graph.Config{Resume: rs}, nil, turnUsage(snap.State), nil)
+		end(res, err)
 		if err != nil {
 			return err
 		}
@@ -724,7 +756,7 @@ func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, fro
 func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	r := &Result{ThreadID: thread, Status: s.Status, Finish: s.Finish, Reply: s.Reply, Report: s.Report,
 		Summary: s.Summary, Plan: s.Plan, Citations: s.Citations, Review: s.Review, Usage: s.Usage,
-		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag}
+		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent}
 	for _, in := range intr {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"deepresearch/agent/llm"
 	"deepresearch/graph"
 	"deepresearch/prompts"
@@ -68,17 +70,21 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 	if err != nil {
 		return err
 	}
-	ctx = c.watchModel(llm.WithNode(ctx, c.node))
+	ctx = llm.WithNode(ctx, c.node)
 	req := llm.Request{Role: role, Messages: messages(p), Final: final}
 	// graph.Memo stores the answer before returning it, so a node re-run
 	// after a crash or a later failure does not pay for this call again.
-	m, err := graph.Memo(ctx, memoKey(c.node, req, schemaName[T]()), func() (memoJSON, error) {
+	m, err := graph.Memo(ctx, memoKey(c.node, req, schemaName[T]()), func() (_ memoJSON, err error) {
+		ctx, span := c.a.modelSpan(ctx, req)
+		ctx = c.watchModel(ctx, span)
+		var resp llm.Response
+		defer func() { c.a.endModelSpan(span, resp, err) }()
 		release, err := c.a.modelSlot(ctx)
 		if err != nil {
 			return memoJSON{}, err
 		}
 		defer release()
-		resp, err := c.a.llm.ChatJSON(ctx, req, schema, out)
+		resp, err = c.a.llm.ChatJSON(ctx, req, schema, out)
 		if err != nil {
 			return memoJSON{Resp: resp}, err
 		}
@@ -98,8 +104,11 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 
 // chat asks for text (or tool calls).
 func (c *caller) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	ctx = c.watchModel(llm.WithNode(ctx, c.node))
-	resp, err := graph.Memo(ctx, memoKey(c.node, req, ""), func() (llm.Response, error) {
+	ctx = llm.WithNode(ctx, c.node)
+	resp, err := graph.Memo(ctx, memoKey(c.node, req, ""), func() (resp llm.Response, err error) {
+		ctx, span := c.a.modelSpan(ctx, req)
+		ctx = c.watchModel(ctx, span)
+		defer func() { c.a.endModelSpan(span, resp, err) }()
 		release, err := c.a.modelSlot(ctx)
 		if err != nil {
 			return llm.Response{}, err
@@ -173,9 +182,11 @@ func (a *Agent) withDeadline(ctx context.Context, deadline time.Time) (context.C
 func emit(ctx context.Context, e Event) { graph.Emit(ctx, e) }
 
 // watchModel shows the run's waits on the model in its own progress (a
-// retry, an answer slow to come) instead of minutes of silence.
-func (c *caller) watchModel(ctx context.Context) context.Context {
+// retry, an answer slow to come) instead of minutes of silence, and as
+// events on the call's span (nil: untraced).
+func (c *caller) watchModel(ctx context.Context, span trace.Span) context.Context {
 	return llm.WithNotices(ctx, func(n llm.Notice) {
+		modelNotice(span, n)
 		switch n.Kind {
 		case llm.NoticeRetry:
 			emit(ctx, Event{Kind: EventWaiting, Message: fmt.Sprintf("waiting for the model (retry %d)", n.Retry)})

@@ -20,9 +20,23 @@ type pageRead struct {
 // has read (or is reading) is shared. A failed read is not kept, so a later
 // asker tries again; one whose reader was called off is read again at once.
 func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
+	if a.tr == nil {
+		pg, _, err := a.readPageOnce(ctx, rawURL)
+		return pg, err
+	}
+	ctx, span := a.pageSpan(ctx, rawURL)
+	pg, shared, err := a.readPageOnce(ctx, rawURL)
+	endPageSpan(span, pg, shared, err)
+	return pg, err
+}
+
+// readPageOnce is readPage; shared reports a page another researcher of
+// the run read.
+func (a *Agent) readPageOnce(ctx context.Context, rawURL string) (_ Page, shared bool, _ error) {
 	l := runLimitsFrom(ctx)
 	if l == nil {
-		return a.fetchPage(ctx, rawURL)
+		pg, err := a.fetchPage(ctx, rawURL)
+		return pg, false, err
 	}
 	for {
 		l.mu.Lock()
@@ -42,21 +56,21 @@ func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
 				l.mu.Unlock()
 			}
 			close(r.done)
-			return r.pg, r.err
+			return r.pg, false, r.err
 		}
 		l.mu.Unlock()
 		select {
 		case <-r.done:
 		case <-ctx.Done():
-			return Page{}, ctx.Err()
+			return Page{}, true, ctx.Err()
 		}
 		switch {
 		case r.err == nil:
-			return r.pg, nil
+			return r.pg, true, nil
 		case ctx.Err() != nil:
-			return Page{}, ctx.Err()
+			return Page{}, true, ctx.Err()
 		case !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded):
-			return Page{}, r.err
+			return Page{}, true, r.err
 		}
 		// the reader's own context ended, not ours: read it ourselves
 	}

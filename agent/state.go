@@ -67,6 +67,11 @@ type State struct {
 	Exhausted   Budget         `json:"exhausted,omitempty"`
 
 	Usage Usage `json:"usage"`
+
+	// TraceParent is the W3C traceparent of the span of the call that
+	// started the turn ("" untraced): a later call on the turn (a resume,
+	// hours later in another process) continues its trace.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 type bestDraft struct {
@@ -107,6 +112,7 @@ type schema struct {
 	status                                 graph.Channel[Status]
 	finish                                 graph.Channel[Finish]
 	usage                                  graph.Channel[Usage]
+	traceParent                            graph.Channel[string]
 }
 
 func newSchema() *schema {
@@ -155,6 +161,7 @@ func newSchema() *schema {
 		status:          graph.LastValue(s, "status", func(st *State) *Status { return &st.Status }),
 		finish:          graph.LastValue(s, "finish", func(st *State) *Finish { return &st.Finish }),
 		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
+		traceParent:     graph.LastValue(s, "traceparent", func(st *State) *string { return &st.TraceParent }),
 	}
 }
 

@@ -44,6 +44,9 @@ type Request struct {
 	// servers) whose results may not appear there are not used. nil: a
 	// channel report nobody named (only sources allowed anywhere).
 	Audience *Audience `json:"audience,omitempty"`
+	// Requester is who asked (the Slack user id; "" in a terminal). Only
+	// its hash (tracing.Hash) leaves the process, on the turn's span.
+	Requester string `json:"requester,omitempty"`
 }
 
 // Plan is the research plan: a theme, the points to investigate, search
@@ -307,7 +310,10 @@ type Answer struct {
 type Result struct {
 	ThreadID string `json:"thread_id"`
 	Status   Status `json:"status"`
-	Finish   Finish `json:"finish,omitempty"`
+	// TraceParent is the turn's trace context (see State.TraceParent), so a
+	// caller's later work on the turn (the upload) joins its trace.
+	TraceParent string `json:"traceparent,omitempty"`
+	Finish      Finish `json:"finish,omitempty"`
 	// Reply answers small talk (StatusReplied).
 	Reply string `json:"reply,omitempty"`
 	// Report is the final markdown report; Summary its executive summary.

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Bot. BotToken and AppToken are required; every other
@@ -141,6 +142,9 @@ type Options struct {
 	Registerer prometheus.Registerer // where metrics are registered; default a private registry
 	HTTPClient *http.Client          // for the Web API and response_urls; default a client with a 30s timeout
 	Clock      clock.Clock           // time and timers; default clock.Real{}
+	// TracerProvider traces report uploads (in the research turn's trace)
+	// and Socket Mode envelopes (their ack latency); nil or no-op: none.
+	TracerProvider trace.TracerProvider
 }
 
 // SlashHandler runs a /research subcommand. args is the text after the
@@ -230,6 +234,7 @@ type Bot struct {
 	sm      *socketmode.Client
 	metrics *Metrics
 	clk     clock.Clock
+	tracer  trace.Tracer // nil: untraced
 
 	botUserID    string
 	teamID       string
@@ -314,6 +319,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		store:        store,
 		metrics:      m,
 		clk:          opts.Clock,
+		tracer:       tracerOf(opts.TracerProvider),
 		allowed:      set(opts.AllowedChannels),
 		approvers:    set(opts.Approvers),
 		limiter:      newChannelLimiter(opts.ProgressInterval, opts.Clock),

@@ -516,13 +516,15 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	}
 	// The report is the product: a Slack outage outlasting one call's
 	// retries gets a few more rounds before the run is failed.
-	err := b.uploadReport(ctx, sc, res)
+	uctx, endUpload := b.traceUpload(ctx, sc, res)
+	err := b.uploadReport(uctx, sc, res)
 	for round := 1; err != nil && transient(err) && round <= uploadRounds && ctx.Err() == nil; round++ {
 		wait := time.Duration(round) * 2 * time.Second
 		log.Warn("bot: report upload failed; trying again", "err", err, "round", round, "wait", wait)
 		_ = clock.Sleep(ctx, b.clk, wait)
-		err = b.uploadReport(ctx, sc, res)
+		err = b.uploadReport(uctx, sc, res)
 	}
+	endUpload(err)
 	if err != nil {
 		b.fail(ctx, sc, fmt.Errorf("%s%w", uploadFailedPrefix, err))
 		return

@@ -202,6 +202,7 @@ func (b *Bot) ack(ctx context.Context, envelopeID string, payload any, start tim
 		return
 	}
 	b.metrics.ackLatency.Observe(time.Since(start).Seconds())
+	b.traceAck(ctx, envelopeID, start)
 }
 
 // work handles an inbox entry this process holds, in a pool worker, and

@@ -21,7 +21,10 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"deepresearch/clock"
+	"deepresearch/tracing"
 )
 
 // Start and End are the virtual entry and exit of every graph.
@@ -237,6 +240,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand returns a number in [0,1) for retry jitter (default math/rand).
 	Rand func() float64
+	// TracerProvider, when it records (tracing.Active), gives every task a
+	// span named after its node, child of the span in the Invoke context;
+	// a failed attempt that is retried is an event on it. nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultStepLimit is the default number of supersteps one Invoke may run.
@@ -257,6 +264,7 @@ type Graph[S any] struct {
 	after   map[string]bool
 	opts    Options
 	log     *slog.Logger
+	tracer  trace.Tracer // nil: no spans
 }
 
 // Compile checks the graph and freezes it.
@@ -324,6 +332,9 @@ func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
+	}
+	if tracing.Active(opts.TracerProvider) {
+		g.tracer = opts.TracerProvider.Tracer("deepresearch/graph")
 	}
 	return g, nil
 }

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"deepresearch/tracing"
 )
 
 // Config is one Invoke.
@@ -915,6 +919,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
 		tc.memo = t.memo
 	}
 	tctx := context.WithValue(ctx, taskCtxKey{}, tc)
+	if r.g.tracer != nil {
+		var span trace.Span
+		tctx, span = r.taskSpan(tctx, t)
+		defer func() { endTaskSpan(span, t) }()
+	}
 	pol := t.node.opts.retry
 	for attempt := 1; ; attempt++ {
 		tc.calls = 0
@@ -955,6 +964,9 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
 			return
 		}
 		r.g.log.Warn("node failed; retrying", "node", t.node.name, "attempt", attempt, "err", err)
+		if r.g.tracer != nil {
+			trace.SpanFromContext(tctx).AddEvent("retry", trace.WithAttributes(tracing.Attempts.Int(attempt), tracing.ErrorKind.String(errorType(err))))
+		}
 		if serr := r.g.opts.Sleep(ctx, pol.backoff(attempt, r.g.opts.Rand)); serr != nil {
 			t.err = serr
 			return

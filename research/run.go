@@ -178,6 +178,9 @@ type Result struct {
 	// Extractive: the model could not be reached for part of the research,
 	// and the report was written from the sources' own words instead.
 	Extractive bool
+	// TraceParent is the research turn's trace context (W3C traceparent;
+	// "" untraced): the upload's span joins that trace.
+	TraceParent string `json:",omitempty"`
 }
 
 // Store errors. Implementations return them (wrapped or not); callers test

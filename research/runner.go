@@ -58,6 +58,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		ApproveDraft: req.Options.ApproveDraft,
 		Depth:        agent.Depth(req.Options.Depth),
 		Tag:          req.RunID,
+		Requester:    req.Requester,
 	}
 	areq.Audience = &agent.Audience{Channel: req.Options.Channel, Private: req.Options.Private}
 	if tok := req.Options.WorkspaceToken; tok != "" {
@@ -254,7 +255,7 @@ func firstLines(s string, n int) string {
 // toResult maps a finished turn to a Result.
 func toResult(res *agent.Result) Result {
 	if res.Status == agent.StatusReplied {
-		return Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true}
+		return Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true, TraceParent: res.TraceParent}
 	}
 	cited := 0
 	for _, s := range res.Sources {
@@ -285,6 +286,8 @@ func toResult(res *agent.Result) Result {
 		Tokens:     res.Usage.Total(),
 		Extractive: res.Extractive,
 		Cited:      citedSources(res.Sources),
+		// the upload's span joins the turn's trace
+		TraceParent: res.TraceParent,
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of the streaming deadlines and of hedging (see Options).
@@ -165,6 +167,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 				giveUp = time.After(d)
 			}
 			c.log.WarnContext(ctx, "llm hedging a slow attempt", "model", model, "attempt", attempt, "hedge", hedges)
+			trace.SpanFromContext(ctx).AddEvent("gen_ai.hedge", trace.WithAttributes(attribute.Int("deepresearch.attempts", attempt), attribute.Int("deepresearch.hedge", hedges)))
 			nt.send(NoticeSlow, attempt, time.Duration(hedges)*d, nil)
 			running++
 			launch()

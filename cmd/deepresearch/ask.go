@@ -82,6 +82,11 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	if err != nil {
 		return err
 	}
+	tr, stopTracing, err := startTracing(ctx, e, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // the trace is delivered before ask exits
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	p := &progress{w: stderr, quiet: *quiet}
 	deps, client, closeAll, err := askDeps(ctx, cfg, logger, depHooks{notice: p.notice, note: func(s string) { fmt.Fprintln(stderr, s) }})
@@ -89,7 +94,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		return err
 	}
 	defer closeAll()
-	a, err := agent.New(deps, agent.Options{TokenBudget: *budget, TimeBudget: *timeBudget})
+	a, err := agent.New(deps, traced(agent.Options{TokenBudget: *budget, TimeBudget: *timeBudget}, tr))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"deepresearch/agent/llm"
 	"deepresearch/storage"
 	"deepresearch/tools/fetch"
+	"deepresearch/tracing"
 )
 
 // The environment variables the commands read (README.md and bot/README.md
@@ -87,6 +88,9 @@ type config struct {
 	Limits
 	Approvals
 	Server
+	// Tracing is set up by the command from the OTEL_* variables
+	// (startTracing); nil: none.
+	Tracing *tracing.Setup
 }
 
 // serveConfig is the configuration serve runs with.

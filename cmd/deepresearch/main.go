@@ -15,7 +15,10 @@ import (
 	"sort"
 	"syscall"
 
+	"go.opentelemetry.io/otel"
+
 	"deepresearch/redact"
+	"deepresearch/tracing"
 
 	"deepresearch/tools/extract"
 	"deepresearch/tools/extract/extractbench"
@@ -130,6 +133,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.WorkerCommand {
 		os.Exit(sandbox.WorkerMain(context.Background(), os.Stdin, os.Stdout))
 	}
+	// The OpenTelemetry SDK reports failed exports through its global
+	// error handler: one line on stderr, with no control characters (a
+	// receiver's answer may hold anything) and no secret of the endpoint.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		var secrets []string
+		for _, k := range []string{tracing.EnvEndpoint, tracing.EnvTracesEndpoint} {
+			secrets = append(secrets, redact.Secrets(os.Getenv(k))...)
+		}
+		fmt.Fprintf(os.Stderr, "deepresearch: tracing: %s\n", termSafe(redact.Text(err.Error(), secrets...)))
+	}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -100,6 +100,12 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	tr, stopTracing, err := startTracing(ctx, e, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	cfg.Tracing = tr
 	parts, err := serveDeps(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -249,7 +255,7 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		}
 		deps.Workspace = ws
 	}
-	a, err := agent.New(deps, agent.Options{})
+	a, err := agent.New(deps, traced(agent.Options{}, cfg.Tracing))
 	if err != nil {
 		closeDeps()
 		return serveParts{}, err
@@ -280,6 +286,9 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store re
 		RecoverEvery:      recoverEvery(cfg.Lease),
 		Logger:            log,
 		Registerer:        reg,
+	}
+	if cfg.Tracing != nil {
+		bo.TracerProvider = cfg.Tracing.Provider
 	}
 	for _, f := range extend {
 		f(&bo)
