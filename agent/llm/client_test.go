@@ -521,7 +521,7 @@ func TestStructuredTolerantReply(t *testing.T) {
 func TestStructuredRepairOnce(t *testing.T) {
 	t.Run("repaired", func(t *testing.T) {
 		srv := llmtest.NewServer(t, nil)
-		srv.Enqueue(llmtest.Text(`{"score": 10, "pass": tru`), llmtest.JSON(verdict{Score: 10, Issues: []string{}}))
+		srv.Enqueue(llmtest.Text(`{"score": 10, "pass": yes}`), llmtest.JSON(verdict{Score: 10, Issues: []string{}}))
 		c, _ := newTestClient(t, srv, nil)
 		m := NewMeter(0, 0)
 		var v verdict
@@ -537,7 +537,7 @@ func TestStructuredRepairOnce(t *testing.T) {
 		}
 		second := srv.LastRequest()
 		n := len(second.Messages)
-		if n != 3 || second.Messages[1].Role != "assistant" || second.Messages[1].Content != `{"score": 10, "pass": tru` ||
+		if n != 3 || second.Messages[1].Role != "assistant" || second.Messages[1].Content != `{"score": 10, "pass": yes}` ||
 			!strings.Contains(second.Messages[2].Content, "could not be parsed") {
 			t.Errorf("repair messages = %+v", second.Messages)
 		}

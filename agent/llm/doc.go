@@ -21,7 +21,8 @@
 // json_object to a prompt-only request when the server rejects
 // response_format (remembered per Client), parses replies tolerantly
 // (DecodeJSON: think blocks, code fences, prose, trailing commas) and asks
-// once for a repair when parsing fails.
+// once for a repair when parsing fails. A reply cut off mid-JSON or at the
+// length limit is never decoded: it is asked for again, within MaxRetries.
 //
 // Transient failures (429, 408, 5xx, per-attempt timeouts, connection errors,
 // malformed 2xx bodies) are retried with exponential backoff and jitter,
