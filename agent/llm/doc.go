@@ -28,8 +28,8 @@
 // malformed 2xx bodies) are retried with exponential backoff and jitter,
 // honouring Retry-After (seconds or HTTP date) and retry-after-ms as the
 // whole wait. The first failure of a call that belongs to its one request (a
-// malformed body, a 500 or 502 without Retry-After, a request that hung) is
-// retried at once, and does not count toward the backoff. Other 4xx
+// malformed body, a request that hung) is retried at once, and does not
+// count toward the backoff; a 5xx backs off from its first retry. Other 4xx
 // are not retried; 401, 403 and 404 map to ErrUnauthorized, ErrForbidden and
 // ErrModelNotFound with a hint naming the variable to fix. Retry-After is
 // read from the response headers (for a failed stream, the transport keeps
