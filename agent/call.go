@@ -69,7 +69,7 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 		return err
 	}
 	ctx = c.watchModel(llm.WithNode(ctx, c.node))
-	req := llm.Request{Role: role, Messages: messages(p), Final: final}
+	req := llm.Request{Role: role, Messages: messages(p), Final: final, SchemaName: schemaTitle(out)}
 	// graph.Memo stores the answer before returning it, so a node re-run
 	// after a crash or a later failure does not pay for this call again.
 	m, err := graph.Memo(ctx, memoKey(c.node, req, schemaName[T]()), func() (memoJSON, error) {
@@ -129,6 +129,27 @@ func memoKey(node string, req llm.Request, schema string) string {
 	}{node, req, schema})
 	sum := sha256.Sum256(b)
 	return "llm:" + node + ":" + hex.EncodeToString(sum[:12])
+}
+
+// schemaTitle names a structured call's JSON schema for what it asks (the
+// API recommends a meaningful name; traces and servers show it) rather
+// than the client's generic "response".
+func schemaTitle(out any) string {
+	switch out.(type) {
+	case *coordOut:
+		return "route"
+	case *planOut:
+		return "plan"
+	case *replanOut:
+		return "replan"
+	case *summaryOut:
+		return "findings"
+	case *reflectOut:
+		return "check"
+	case *reviewOut:
+		return "review"
+	}
+	return ""
 }
 
 func schemaName[T any]() string {
