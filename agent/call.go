@@ -32,12 +32,77 @@ func (c *caller) usage() Usage {
 	return c.u
 }
 
-func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
-	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return // called off (a run cancelled, an answer no longer needed): not a failure
+type speculativeKey struct{}
+
+// withSpeculative marks the calls of ctx as speculative (on): made before
+// it is known whether their answer will be used.
+func withSpeculative(ctx context.Context, on bool) context.Context {
+	if !on {
+		return ctx
+	}
+	return context.WithValue(ctx, speculativeKey{}, true)
+}
+
+func speculativeFrom(ctx context.Context) bool {
+	on, _ := ctx.Value(speculativeKey{}).(bool)
+	return on
+}
+
+// speculation times a speculative call against the judgement it runs
+// alongside: when its answer is used, the wall time saved is how long the
+// two overlapped (the call would otherwise have started after the
+// judgement); when it is not, its tokens are wasted.
+type speculation struct {
+	on                 bool
+	t0, done, judgedAt time.Time
+	resp               llm.Response
+	err                error
+}
+
+func (s *speculation) start(on bool) { s.on, s.t0 = on, time.Now() }
+
+// answered runs in the call's goroutine, before the channel it closes.
+func (s *speculation) answered(resp llm.Response, err error) {
+	s.done, s.resp, s.err = time.Now(), resp, err
+}
+
+func (s *speculation) judged() { s.judgedAt = time.Now() }
+
+// settle adds what the speculation saved or wasted to c's usage, once the
+// call has returned.
+func (c *caller) settle(s speculation, superseded bool) {
+	if !s.on || s.done.IsZero() {
+		return
 	}
 	c.mu.Lock()
-	if err != nil {
+	defer c.mu.Unlock()
+	switch {
+	case !superseded && s.err == nil:
+		end := s.done
+		if s.judgedAt.Before(end) {
+			end = s.judgedAt
+		}
+		c.u.SpeculativeSavedMS += max(end.Sub(s.t0), 0).Milliseconds()
+	case superseded && s.err == nil:
+		// answered before it was called off, and replaced all the same
+		n := s.resp.Billed().TotalTokens
+		c.u.WastedTokens += n
+		c.u.SpeculativeWasted += n
+	}
+}
+
+func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
+	calledOff := err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil
+	c.mu.Lock()
+	// what reached the server is paid for, answered or not
+	c.u.Requests += resp.Requests
+	c.u.PromptTokens += resp.Wasted.PromptTokens
+	c.u.CompletionTokens += resp.Wasted.CompletionTokens
+	c.u.WastedTokens += resp.Wasted.TotalTokens
+	if calledOff && speculativeFrom(ctx) {
+		c.u.SpeculativeWasted += resp.Wasted.TotalTokens
+	}
+	if err != nil && !calledOff { // called off (a run cancelled, an answer no longer needed): not a failure
 		c.u.Failures++
 	}
 	if resp.Usage.TotalTokens > 0 || resp.Usage.PromptTokens > 0 {
@@ -47,6 +112,9 @@ func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
 		c.u.Cost += resp.Cost
 	}
 	c.mu.Unlock()
+	if calledOff {
+		return
+	}
 	if err != nil {
 		c.a.log.Warn("llm call failed", "node", c.node, "err", err)
 		return

@@ -617,6 +617,10 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	actx, cancelAnswer := context.WithCancel(cctx)
 	defer cancelAnswer()
 	answered := make(chan struct{})
+	// the answer is asked for while the reflection judges the evidence:
+	// speculation that saves the reflection's wait when the answer stands,
+	// and wastes the answer's tokens when another try replaces it
+	var spec speculation
 	if len(ev) == 0 && len(s.Computations) == 0 || stopped {
 		close(answered)
 	} else {
@@ -625,9 +629,11 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		if err != nil {
 			return nil, err
 		}
+		spec.start(reflecting)
 		go func() {
 			defer close(answered)
-			resp, err := c.chat(actx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+			resp, err := c.chat(withSpeculative(actx, reflecting), llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+			spec.answered(resp, err)
 			if txt := strings.TrimSpace(resp.Content); err == nil && txt != "" {
 				ans = txt
 			}
@@ -647,10 +653,14 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 			return nil, err
 		}
 		v.Evidence = n
-		if !v.Failed && !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries {
+		spec.judged()
+		superseded := !v.Failed && !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries
+		if superseded {
 			cancelAnswer() // another try follows; its answer replaces this one
 		}
 		w = []graph.Write{rs.reflection.Set(&v), rs.usage.Set(rc.usage())}
+		<-answered
+		c.settle(spec, superseded)
 	}
 	<-answered
 	if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -193,20 +194,55 @@ type Review struct {
 }
 
 // Usage counts the tokens of a thread.
+//
+// The tokens are every request's that reached the server: Requests counts
+// them (retries, hedges, a re-asked reply, calls cancelled in flight), and
+// WastedTokens is the part spent on requests whose answer was not used;
+// Calls counts the answered calls. SpeculativeWasted is the part of
+// WastedTokens spent on speculative calls that were called off.
 type Usage struct {
-	Calls            int     `json:"calls"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	Cost             float64 `json:"cost,omitempty"`
-	Failures         int     `json:"failures,omitempty"` // calls that failed after retries
+	Calls             int `json:"calls"`
+	Requests          int `json:"requests,omitempty"`
+	PromptTokens      int `json:"prompt_tokens"`
+	CompletionTokens  int `json:"completion_tokens"`
+	WastedTokens      int `json:"wasted_tokens,omitempty"`
+	SpeculativeWasted int `json:"speculative_wasted,omitempty"`
+	// SpeculativeSavedMS is the wall time speculative calls saved, in
+	// milliseconds: how long each used one ran alongside the judgement it
+	// would otherwise have waited for.
+	SpeculativeSavedMS int64   `json:"speculative_saved_ms,omitempty"`
+	Cost               float64 `json:"cost,omitempty"`
+	Failures           int     `json:"failures,omitempty"` // calls that failed after retries
 }
 
 // Total is prompt plus completion tokens.
 func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
 
+// Spent says what the run's model requests cost in tokens, honestly: every
+// request that reached the server, and how many of those tokens went on
+// requests whose answer was not used.
+func (u Usage) Spent() string {
+	req := max(u.Requests, u.Calls)
+	s := fmt.Sprintf("%d tokens in %d requests", u.Total(), req)
+	if req != u.Calls || u.WastedTokens > 0 {
+		s += fmt.Sprintf(" (%d calls answered; %d tokens on failed, retried or cancelled requests)", u.Calls, u.WastedTokens)
+	}
+	return s
+}
+
+// PerVerified is the tokens spent per verified citation of the report
+// ("no verified citation" without one).
+func (u Usage) PerVerified(verified int) string {
+	if verified <= 0 {
+		return "no verified citation"
+	}
+	return fmt.Sprintf("%d tokens per verified citation", (u.Total()+verified/2)/verified)
+}
+
 func (u Usage) add(v Usage) Usage {
-	return Usage{Calls: u.Calls + v.Calls, PromptTokens: u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens, Cost: u.Cost + v.Cost, Failures: u.Failures + v.Failures}
+	return Usage{Calls: u.Calls + v.Calls, Requests: u.Requests + v.Requests, PromptTokens: u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens, WastedTokens: u.WastedTokens + v.WastedTokens,
+		SpeculativeWasted: u.SpeculativeWasted + v.SpeculativeWasted, SpeculativeSavedMS: u.SpeculativeSavedMS + v.SpeculativeSavedMS, Cost: u.Cost + v.Cost, Failures: u.Failures + v.Failures}
 }
 
 // Status is where a thread stands after Start, Resume or Continue.

@@ -109,6 +109,9 @@ func (c *Client) structured(ctx context.Context, req Request, schema *Schema, st
 		}
 		resp, err := c.do(ctx, r, model, env, oreq)
 		if err != nil {
+			// what the failed call sent is paid for too
+			sum.Requests += resp.Requests
+			sum.Wasted.add(resp.Wasted)
 			if int(level) < len(jsonModes)-1 && rejectsResponseFormat(err) {
 				if invalidSchema(err) {
 					// The server supports the mode but not this schema: step
@@ -126,11 +129,12 @@ func (c *Client) structured(ctx context.Context, req Request, schema *Schema, st
 			}
 			return sum, err
 		}
-		usage := sum.Usage
+		usage, wasted := sum.Usage, sum.Wasted
 		usage.add(resp.Usage)
-		cost, attempts := sum.Cost+resp.Cost, sum.Attempts+resp.Attempts
+		wasted.add(resp.Wasted)
+		cost, attempts, requests := sum.Cost+resp.Cost, sum.Attempts+resp.Attempts, sum.Requests+resp.Requests
 		sum = resp
-		sum.Usage, sum.Cost, sum.Attempts = usage, cost, attempts
+		sum.Usage, sum.Wasted, sum.Cost, sum.Attempts, sum.Requests = usage, wasted, cost, attempts, requests
 
 		if resp.Refusal != "" {
 			return sum, &Error{Kind: ErrRefused, Model: model, Message: truncate(resp.Refusal, 500)}

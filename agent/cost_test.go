@@ -1,0 +1,44 @@
+package agent_test
+
+import (
+	"testing"
+
+	"deepresearch/agent"
+	"deepresearch/agent/agenttest"
+	"deepresearch/agent/llm/llmtest"
+)
+
+// A run's usage counts every request that reached the model: the planner's
+// failed attempt, and each speculative answer called off when its
+// reflection asked for another try (the request was sent; a real API bills
+// its prompt). Before, a run counted answered calls only.
+func TestUsageCountsEveryRequest(t *testing.T) {
+	e := newEnv(t)
+	e.brain.FailNext("planner")
+	e.brain.ReflectDone = func(try int) bool { return try >= 2 }
+	hung := map[string]bool{}
+	e.brain.Wrap = func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
+		// the first answer of each subtask is still being written when its
+		// reflection asks for another try (the server calls Wrap under its
+		// lock, so the map needs no other)
+		if agenttest.Kind(r.Node()) == "answer_subtask" && !hung[r.Node()] {
+			hung[r.Node()] = true
+			return llmtest.Hang()
+		}
+		return scripted
+	}
+	res := e.start("usage-every-request", agent.Request{Question: "What does the EU AI Act require?"})
+	if res.Status != agent.StatusDone {
+		t.Fatalf("status %s", res.Status)
+	}
+	u := res.Usage
+	if u.Requests != e.srv.Calls() {
+		t.Errorf("usage counts %d requests, the server saw %d", u.Requests, e.srv.Calls())
+	}
+	if want := u.Calls + 1 + len(hung); u.Requests < want {
+		t.Errorf("requests %d, want at least %d (%d answered, the failed planner, %d called-off answers)", u.Requests, want, u.Calls, len(hung))
+	}
+	if u.WastedTokens <= 0 || u.SpeculativeWasted <= 0 || u.SpeculativeWasted > u.WastedTokens {
+		t.Errorf("wasted %d tokens, %d of them speculative; want both, speculative a part", u.WastedTokens, u.SpeculativeWasted)
+	}
+}
