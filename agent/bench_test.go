@@ -45,6 +45,7 @@ type span struct {
 	step, task int
 	kind       string // "llm", "search" or "fetch"
 	node       string // the LLM call's node
+	out        int    // the LLM call's output tokens (every request's)
 }
 
 type tracer struct {
@@ -53,6 +54,11 @@ type tracer struct {
 }
 
 func (tr *tracer) track(ctx context.Context, kind string, fn func()) {
+	tr.trackOut(ctx, kind, func() int { fn(); return 0 })
+}
+
+// trackOut is track for a call that reports its output tokens.
+func (tr *tracer) trackOut(ctx context.Context, kind string, fn func() int) {
 	s := span{start: time.Now(), kind: kind}
 	if kind == "llm" {
 		s.node = llm.NodeFrom(ctx)
@@ -60,7 +66,7 @@ func (tr *tracer) track(ctx context.Context, kind string, fn func()) {
 	if ti, ok := graph.CurrentTask(ctx); ok {
 		s.ns, s.step, s.task = ti.NS, ti.Step, ti.Task
 	}
-	fn()
+	s.out = fn()
 	s.end = time.Now()
 	tr.mu.Lock()
 	tr.spans = append(tr.spans, s)
@@ -147,12 +153,12 @@ type tracedLLM struct {
 }
 
 func (t tracedLLM) Chat(ctx context.Context, req llm.Request) (r llm.Response, err error) {
-	t.tr.track(ctx, "llm", func() { r, err = t.LLM.Chat(ctx, req) })
+	t.tr.trackOut(ctx, "llm", func() int { r, err = t.LLM.Chat(ctx, req); return r.Billed().CompletionTokens })
 	return
 }
 
 func (t tracedLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schema, out any) (r llm.Response, err error) {
-	t.tr.track(ctx, "llm", func() { r, err = t.LLM.ChatJSON(ctx, req, s, out) })
+	t.tr.trackOut(ctx, "llm", func() int { r, err = t.LLM.ChatJSON(ctx, req, s, out); return r.Billed().CompletionTokens })
 	return
 }
 
