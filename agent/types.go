@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"deepresearch/agent/citation"
@@ -213,6 +214,45 @@ type Usage struct {
 	SpeculativeSavedMS int64   `json:"speculative_saved_ms,omitempty"`
 	Cost               float64 `json:"cost,omitempty"`
 	Failures           int     `json:"failures,omitempty"` // calls that failed after retries
+}
+
+// The notes of Result.Unverified begin (English) or contain (Japanese)
+// these words, by kind: a statement whose citation was removed, a question
+// the research left open (the report passed its review), a point not fully
+// researched (it did not).
+const (
+	NoteCitationRemoved   = "Citation removed from "
+	NoteCitationRemovedJA = "の出典を削除"
+	NoteOpenQuestion      = "Open question: "
+	NoteOpenQuestionJA    = "未解決の問い: "
+	NoteNotResearched     = "Not fully researched: "
+	NoteNotResearchedJA   = "調査が不十分: "
+)
+
+// NoteCounts sorts a report's notes (Result.Unverified) by kind.
+type NoteCounts struct {
+	Unverified    int // statements whose citation was removed
+	Open          int // questions left open by a report that passed
+	NotResearched int // points not fully researched
+	Other         int // notes on the run: budgets, the model, the review
+}
+
+// CountNotes sorts notes as finalize wrote them.
+func CountNotes(notes []string) NoteCounts {
+	var c NoteCounts
+	for _, n := range notes {
+		switch {
+		case strings.HasPrefix(n, NoteCitationRemoved) || strings.Contains(n, NoteCitationRemovedJA):
+			c.Unverified++
+		case strings.HasPrefix(n, NoteOpenQuestion) || strings.HasPrefix(n, NoteOpenQuestionJA):
+			c.Open++
+		case strings.HasPrefix(n, NoteNotResearched) || strings.HasPrefix(n, NoteNotResearchedJA):
+			c.NotResearched++
+		default:
+			c.Other++
+		}
+	}
+	return c
 }
 
 // Total is prompt plus completion tokens.
