@@ -32,8 +32,10 @@ func TestUsageCountsEveryRequest(t *testing.T) {
 		t.Fatalf("status %s", res.Status)
 	}
 	u := res.Usage
-	if u.Requests != e.srv.Calls() {
-		t.Errorf("usage counts %d requests, the server saw %d", u.Requests, e.srv.Calls())
+	// every request the server saw is counted; a called-off one written
+	// whole but dropped before the server read it may be counted too
+	if u.Requests < e.srv.Calls() || u.Requests > e.srv.Calls()+len(hung) {
+		t.Errorf("usage counts %d requests, the server saw %d (%d called off)", u.Requests, e.srv.Calls(), len(hung))
 	}
 	if want := u.Calls + 1 + len(hung); u.Requests < want {
 		t.Errorf("requests %d, want at least %d (%d answered, the failed planner, %d called-off answers)", u.Requests, want, u.Calls, len(hung))
