@@ -525,6 +525,7 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 		if fd.Claim == "" {
 			fd.Claim = fd.Quote
 		}
+		fd.Claim = markClaim(fd.Claim, fd.Quote, t.Language)
 		fs = append(fs, fd)
 	}
 	step := t.Round*100 + t.Index*10 + ex.s.Try
