@@ -695,7 +695,8 @@ func (a *Agent) reflect(ctx context.Context, c *caller, s rState, answer string)
 		}
 	}
 	p, err := prompts.Render(prompts.Reflect, prompts.ReflectData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
-		Answer: answer, Try: s.Try + 1, MaxTries: t.MaxTries, Sources: src})
+		Answer: answer, Try: s.Try + 1, MaxTries: t.MaxTries, Sources: src,
+		PreviousQueries: append(append([]string(nil), t.Queries...), s.Queries...)})
 	if err != nil {
 		return verdict{}, err
 	}

@@ -138,7 +138,7 @@ type reviewOut struct {
 	Scores          Scores       `json:"scores"`
 	Evaluations     []Evaluation `json:"evaluations"`
 	Feedback        string       `json:"feedback"`
-	SuggestedAction string       `json:"suggested_action" jsonschema:"enum=write|research"`
+	SuggestedAction string       `json:"suggested_action" jsonschema:"enum=accept|write|research"`
 	Issues          []Issue      `json:"issues"`
 }
 
