@@ -44,3 +44,26 @@ func TestUsageCountsEveryRequest(t *testing.T) {
 		t.Errorf("wasted %d tokens, %d of them speculative; want both, speculative a part", u.WastedTokens, u.SpeculativeWasted)
 	}
 }
+
+// The run's cost lines: every request, the tokens per verified citation,
+// and what speculation saved against what it wasted.
+func TestUsageLines(t *testing.T) {
+	u := agent.Usage{Calls: 8, Requests: 17, PromptTokens: 7000, CompletionTokens: 786, WastedTokens: 1200,
+		SpeculativeWasted: 446, SpeculativeSavedMS: 1345}
+	if got, want := u.Spent(), "7786 tokens in 17 requests (8 calls answered; 1200 tokens on failed, retried or cancelled requests)"; got != want {
+		t.Errorf("Spent = %q, want %q", got, want)
+	}
+	if got, want := u.PerVerified(4), "1947 tokens per verified citation"; got != want {
+		t.Errorf("PerVerified = %q, want %q", got, want)
+	}
+	if got, want := u.PerVerified(0), "no verified citation"; got != want {
+		t.Errorf("PerVerified(0) = %q, want %q", got, want)
+	}
+	if got, want := u.Speculation(), "speculative answers saved 1.3s of waiting and wasted 446 tokens"; got != want {
+		t.Errorf("Speculation = %q, want %q", got, want)
+	}
+	clean := agent.Usage{Calls: 3, Requests: 3, PromptTokens: 100}
+	if got, want := clean.Spent(), "100 tokens in 3 requests"; got != want || clean.Speculation() != "" {
+		t.Errorf("clean: Spent = %q, want %q; Speculation %q", got, want, clean.Speculation())
+	}
+}

@@ -177,15 +177,16 @@ func BenchmarkResearchSpeed(b *testing.B) {
 					par := busy.Seconds() / wall.Seconds()
 					lb := w.lowerBound()
 					cpBusy, cp := w.tr.criticalPath()
-					cpOut := 0
+					cpOut, cpRefs := 0, 0
 					for _, s := range cp {
 						cpOut += s.out
+						cpRefs += s.refs
 					}
 					fmt.Fprintf(os.Stderr, "speed %s seed %d: wall %v, model calls %d (%d requests, %v faulted), searches %d, fetches %d, tokens %d (%s), parallelism %.2f, lower bound %v (wall/bound %.2f), verified citations %d, %s\n",
 						name, i+1, wall.Round(10*time.Millisecond), n["llm"], w.srv.Calls(), w.srv.Faulted(), n["search"], n["fetch"],
 						tokens, usage.Spent()+", "+usage.PerVerified(verified), par, lb.Round(10*time.Millisecond), wall.Seconds()/lb.Seconds(), verified, status)
-					fmt.Fprintf(os.Stderr, "  critical path %v of the wall's %v (%d calls, one after another, %d output tokens; %v generating in all): %s\n",
-						cpBusy.Round(10*time.Millisecond), wall.Round(10*time.Millisecond), len(cp), cpOut, w.srv.GenerationTime().Round(10*time.Millisecond), pathString(cp))
+					fmt.Fprintf(os.Stderr, "  critical path %v of the wall's %v (%d calls, one after another, %d output tokens, %d of them a References section the program could write; %v generating in all): %s\n",
+						cpBusy.Round(10*time.Millisecond), wall.Round(10*time.Millisecond), len(cp), cpOut, cpRefs, w.srv.GenerationTime().Round(10*time.Millisecond), pathString(cp))
 					fmt.Fprintf(os.Stderr, "  speculation: saved %v of wall time, wasted %d tokens\n",
 						time.Duration(usage.SpeculativeSavedMS)*time.Millisecond, usage.SpeculativeWasted)
 					wallSum += wall.Seconds()

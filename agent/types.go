@@ -270,6 +270,17 @@ func (u Usage) Spent() string {
 	return s
 }
 
+// Speculation says whether the run's speculative calls paid for
+// themselves: the wall time they saved against the tokens they wasted (""
+// when it made none).
+func (u Usage) Speculation() string {
+	if u.SpeculativeSavedMS == 0 && u.SpeculativeWasted == 0 {
+		return ""
+	}
+	saved := time.Duration(u.SpeculativeSavedMS) * time.Millisecond
+	return fmt.Sprintf("speculative answers saved %s of waiting and wasted %d tokens", saved.Round(100*time.Millisecond), u.SpeculativeWasted)
+}
+
 // PerVerified is the tokens spent per verified citation of the report
 // ("no verified citation" without one).
 func (u Usage) PerVerified(verified int) string {

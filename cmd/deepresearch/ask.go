@@ -162,6 +162,9 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	if r := res.Review; r != nil && r.Simple {
 		p.printf("review score %.2f is heuristic: no reviewer model gave it\n", r.Overall)
 	}
+	if s := res.Usage.Speculation(); s != "" {
+		p.printf("%s\n", s)
+	}
 	c := res.Citations
 	line := fmt.Sprintf("done (%s) in %s: %d sources read, citations %d cited / %d verified / %d dropped, %s",
 		res.Finish, elapsed(time.Since(start)), len(res.Sources), c.Cited, c.Verified, c.Dropped, usageLine(res.Usage, client, c.Verified))
