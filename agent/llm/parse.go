@@ -171,7 +171,15 @@ func opensJSON(s string, i int) bool {
 	if s[i] == '{' {
 		return s[j] == '"' || s[j] == '}'
 	}
-	return strings.IndexByte(`{["-0123456789tfn]`, s[j]) >= 0
+	if strings.IndexByte(`{["-0123456789]`, s[j]) >= 0 {
+		return true
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if strings.HasPrefix(s[j:], lit) || strings.HasPrefix(lit, s[j:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanValue returns the end (exclusive) of the bracketed value starting at

@@ -43,6 +43,8 @@ func TestDecodeJSONTolerant(t *testing.T) {
 		{"cut off after a complete inner object", `{"answer":"x","items":[{"answer":"inner","n":1},{"answer":"cut`, out{}, true},
 		{"cut off in a code fence", "```json\n{\"answer\":\"x\",\"items\":[{\"answer\":\"inner\",\"n\":2},", out{}, true},
 		{"cut off after the last bracket", `{"answer":"x","items":[{"answer":"inner","n":3}]`, out{}, true},
+		{"prose bracket before the value", `Sure [now: {"answer":"n","n":20}`, out{"n", 20}, false},
+		{"cut off in an array of literals", `{"answer":"x","flags":[true, fal`, out{}, true},
 		{"complete value before a cut-off one", `{"answer":"first","n":19} and {"answer":"second","items":[{"answer":"in"}`, out{"first", 19}, false},
 	}
 	for _, tt := range tests {
