@@ -355,7 +355,7 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 			title = qs[0]
 		}
 		seen = append(seen, qs...)
-		subs = append(subs, Subtask{Title: title, Queries: qs})
+		subs = append(subs, Subtask{Title: title, Queries: qs, Workspace: st.Workspace})
 	}
 	if len(subs) > 0 {
 		return subs
