@@ -64,10 +64,14 @@
 //
 // # Usage and budgets
 //
-// Every successful call is recorded in a Meter: the one attached to the
-// context with WithMeter, else Options.Meter (one Client can serve many runs,
-// each with its own Meter in its context). Records carry the role, the node
-// (WithNode), the model, tokens and cost (Options.Prices). A Meter with a
+// Every call is recorded in a Meter: the one attached to the context with
+// WithMeter, else Options.Meter (one Client can serve many runs, each with
+// its own Meter in its context). Records carry the role, the node
+// (WithNode), the model, tokens and cost (Options.Prices), and count every
+// request that reached the server: failed and retried attempts, hedges that
+// lost, a call cancelled in flight — their prompts estimated, since no usage
+// comes back for them (Response.Requests, Response.Wasted; a call that got
+// no answer is recorded as Failed). A Meter with a
 // budget refuses calls that would not fit with ErrBudgetExceeded before
 // anything is sent; Request.Final lets the final answer use the reserve
 // (NewDefaultMeter: 1,000,000 tokens, 15% reserved). When the
