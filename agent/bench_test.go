@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"deepresearch/agent"
 	"deepresearch/agent/agenttest"
@@ -45,6 +46,8 @@ type span struct {
 	step, task int
 	kind       string // "llm", "search" or "fetch"
 	node       string // the LLM call's node
+	out        int    // the LLM call's output tokens (every request's)
+	refs       int    // of which a References section (characters/4)
 }
 
 type tracer struct {
@@ -53,6 +56,12 @@ type tracer struct {
 }
 
 func (tr *tracer) track(ctx context.Context, kind string, fn func()) {
+	tr.trackLLM(ctx, kind, func() llm.Response { fn(); return llm.Response{} })
+}
+
+// trackLLM is track for a model call: its output tokens, and those of a
+// References section the model wrote (text the program has).
+func (tr *tracer) trackLLM(ctx context.Context, kind string, fn func() llm.Response) {
 	s := span{start: time.Now(), kind: kind}
 	if kind == "llm" {
 		s.node = llm.NodeFrom(ctx)
@@ -60,7 +69,15 @@ func (tr *tracer) track(ctx context.Context, kind string, fn func()) {
 	if ti, ok := graph.CurrentTask(ctx); ok {
 		s.ns, s.step, s.task = ti.NS, ti.Step, ti.Task
 	}
-	fn()
+	r := fn()
+	s.out = r.Billed().CompletionTokens
+	if i := strings.Index(r.Content, "\n## References"); i >= 0 {
+		refs := r.Content[i:]
+		if j := strings.Index(refs[1:], "\n## "); j >= 0 {
+			refs = refs[:j+1]
+		}
+		s.refs = (utf8.RuneCountInString(refs) + 3) / 4
+	}
 	s.end = time.Now()
 	tr.mu.Lock()
 	tr.spans = append(tr.spans, s)
@@ -147,12 +164,12 @@ type tracedLLM struct {
 }
 
 func (t tracedLLM) Chat(ctx context.Context, req llm.Request) (r llm.Response, err error) {
-	t.tr.track(ctx, "llm", func() { r, err = t.LLM.Chat(ctx, req) })
+	t.tr.trackLLM(ctx, "llm", func() llm.Response { r, err = t.LLM.Chat(ctx, req); return r })
 	return
 }
 
 func (t tracedLLM) ChatJSON(ctx context.Context, req llm.Request, s *llm.Schema, out any) (r llm.Response, err error) {
-	t.tr.track(ctx, "llm", func() { r, err = t.LLM.ChatJSON(ctx, req, s, out) })
+	t.tr.trackLLM(ctx, "llm", func() llm.Response { r, err = t.LLM.ChatJSON(ctx, req, s, out); return r })
 	return
 }
 

@@ -34,12 +34,77 @@ func (c *caller) usage() Usage {
 	return c.u
 }
 
-func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
-	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return // called off (a run cancelled, an answer no longer needed): not a failure
+type speculativeKey struct{}
+
+// withSpeculative marks the calls of ctx as speculative (on): made before
+// it is known whether their answer will be used.
+func withSpeculative(ctx context.Context, on bool) context.Context {
+	if !on {
+		return ctx
+	}
+	return context.WithValue(ctx, speculativeKey{}, true)
+}
+
+func speculativeFrom(ctx context.Context) bool {
+	on, _ := ctx.Value(speculativeKey{}).(bool)
+	return on
+}
+
+// speculation times a speculative call against the judgement it runs
+// alongside: when its answer is used, the wall time saved is how long the
+// two overlapped (the call would otherwise have started after the
+// judgement); when it is not, its tokens are wasted.
+type speculation struct {
+	on                 bool
+	t0, done, judgedAt time.Time
+	resp               llm.Response
+	err                error
+}
+
+func (s *speculation) start(on bool) { s.on, s.t0 = on, time.Now() }
+
+// answered runs in the call's goroutine, before the channel it closes.
+func (s *speculation) answered(resp llm.Response, err error) {
+	s.done, s.resp, s.err = time.Now(), resp, err
+}
+
+func (s *speculation) judged() { s.judgedAt = time.Now() }
+
+// settle adds what the speculation saved or wasted to c's usage, once the
+// call has returned.
+func (c *caller) settle(s speculation, superseded bool) {
+	if !s.on || s.done.IsZero() {
+		return
 	}
 	c.mu.Lock()
-	if err != nil {
+	defer c.mu.Unlock()
+	switch {
+	case !superseded && s.err == nil:
+		end := s.done
+		if s.judgedAt.Before(end) {
+			end = s.judgedAt
+		}
+		c.u.SpeculativeSavedMS += max(end.Sub(s.t0), 0).Milliseconds()
+	case superseded && s.err == nil:
+		// answered before it was called off, and replaced all the same
+		n := s.resp.Billed().TotalTokens
+		c.u.WastedTokens += n
+		c.u.SpeculativeWasted += n
+	}
+}
+
+func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
+	calledOff := err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil
+	c.mu.Lock()
+	// what reached the server is paid for, answered or not
+	c.u.Requests += resp.Requests
+	c.u.PromptTokens += resp.Wasted.PromptTokens
+	c.u.CompletionTokens += resp.Wasted.CompletionTokens
+	c.u.WastedTokens += resp.Wasted.TotalTokens
+	if calledOff && speculativeFrom(ctx) {
+		c.u.SpeculativeWasted += resp.Wasted.TotalTokens
+	}
+	if err != nil && !calledOff { // called off (a run cancelled, an answer no longer needed): not a failure
 		c.u.Failures++
 	}
 	if resp.Usage.TotalTokens > 0 || resp.Usage.PromptTokens > 0 {
@@ -49,6 +114,9 @@ func (c *caller) record(ctx context.Context, resp llm.Response, err error) {
 		c.u.Cost += resp.Cost
 	}
 	c.mu.Unlock()
+	if calledOff {
+		return
+	}
 	if err != nil {
 		c.a.log.Warn("llm call failed", "node", c.node, "err", err)
 		return
@@ -71,7 +139,7 @@ func structured[T any](ctx context.Context, c *caller, role llm.Role, p prompts.
 		return err
 	}
 	ctx = llm.WithNode(ctx, c.node)
-	req := llm.Request{Role: role, Messages: messages(p), Final: final}
+	req := llm.Request{Role: role, Messages: messages(p), Final: final, SchemaName: schemaTitle(out)}
 	// graph.Memo stores the answer before returning it, so a node re-run
 	// after a crash or a later failure does not pay for this call again.
 	m, err := graph.Memo(ctx, memoKey(c.node, req, schemaName[T]()), func() (_ memoJSON, err error) {
@@ -138,6 +206,27 @@ func memoKey(node string, req llm.Request, schema string) string {
 	}{node, req, schema})
 	sum := sha256.Sum256(b)
 	return "llm:" + node + ":" + hex.EncodeToString(sum[:12])
+}
+
+// schemaTitle names a structured call's JSON schema for what it asks (the
+// API recommends a meaningful name; traces and servers show it) rather
+// than the client's generic "response".
+func schemaTitle(out any) string {
+	switch out.(type) {
+	case *coordOut:
+		return "route"
+	case *planOut:
+		return "plan"
+	case *replanOut:
+		return "replan"
+	case *summaryOut:
+		return "findings"
+	case *reflectOut:
+		return "check"
+	case *reviewOut:
+		return "review"
+	}
+	return ""
 }
 
 func schemaName[T any]() string {

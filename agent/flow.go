@@ -331,6 +331,7 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 	p, err := prompts.Render(prompts.Replan, prompts.ReplanData{
 		Question: s.Question, Language: s.Language, Today: today(a.now()), Theme: theme, Feedback: feedback,
 		Gaps: gaps, PreviousQueries: s.Queries, MaxSubtasks: l.subtasks, MaxQueries: a.opts.MaxQueries,
+		Workspace: a.workspace != nil && s.Req.Workspace != nil,
 	})
 	var out replanOut
 	if err == nil {
@@ -354,7 +355,7 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 			title = qs[0]
 		}
 		seen = append(seen, qs...)
-		subs = append(subs, Subtask{Title: title, Queries: qs})
+		subs = append(subs, Subtask{Title: title, Queries: qs, Workspace: st.Workspace})
 	}
 	if len(subs) > 0 {
 		return subs

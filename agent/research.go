@@ -556,6 +556,7 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 		if fd.Claim == "" {
 			fd.Claim = fd.Quote
 		}
+		fd.Claim = markClaim(fd.Claim, fd.Quote, t.Language)
 		fs = append(fs, fd)
 	}
 	step := t.Round*100 + t.Index*10 + ex.s.Try
@@ -648,6 +649,10 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	actx, cancelAnswer := context.WithCancel(cctx)
 	defer cancelAnswer()
 	answered := make(chan struct{})
+	// the answer is asked for while the reflection judges the evidence:
+	// speculation that saves the reflection's wait when the answer stands,
+	// and wastes the answer's tokens when another try replaces it
+	var spec speculation
 	if len(ev) == 0 && len(s.Computations) == 0 || stopped {
 		close(answered)
 	} else {
@@ -656,9 +661,11 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		if err != nil {
 			return nil, err
 		}
+		spec.start(reflecting)
 		go func() {
 			defer close(answered)
-			resp, err := c.chat(actx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+			resp, err := c.chat(withSpeculative(actx, reflecting), llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+			spec.answered(resp, err)
 			if txt := strings.TrimSpace(resp.Content); err == nil && txt != "" {
 				ans = txt
 			}
@@ -678,10 +685,14 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 			return nil, err
 		}
 		v.Evidence = n
-		if !v.Failed && !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries {
+		spec.judged()
+		superseded := !v.Failed && !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries
+		if superseded {
 			cancelAnswer() // another try follows; its answer replaces this one
 		}
 		w = []graph.Write{rs.reflection.Set(&v), rs.usage.Set(rc.usage())}
+		<-answered
+		c.settle(spec, superseded)
 	}
 	<-answered
 	if ctx.Err() != nil {
@@ -715,7 +726,8 @@ func (a *Agent) reflect(ctx context.Context, c *caller, s rState, answer string)
 		}
 	}
 	p, err := prompts.Render(prompts.Reflect, prompts.ReflectData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
-		Answer: answer, Try: s.Try + 1, MaxTries: t.MaxTries, Sources: src})
+		Answer: answer, Try: s.Try + 1, MaxTries: t.MaxTries, Sources: src,
+		PreviousQueries: append(append([]string(nil), t.Queries...), s.Queries...)})
 	if err != nil {
 		return verdict{}, err
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
+	"deepresearch/agent/llm"
 	"deepresearch/graph"
 )
 
@@ -192,5 +194,25 @@ func TestRoutesOnStoredWords(t *testing.T) {
 		if got := tc.router(s); got != tc.want {
 			t.Errorf("%s: routes to %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The reviewer may say a report passes as it is: its schema offers
+// "accept" beside "write" and "research" (a strict server rejects any
+// value the enum lacks).
+func TestReviewSchemaOffersAccept(t *testing.T) {
+	s, err := llm.SchemaFor[reviewOut]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"accept"`) {
+		t.Errorf("suggested_action offers no \"accept\": %s", b)
+	}
+	if got := parseSuggestedAction("accept"); got != NextWrite {
+		t.Errorf("accept = %q: the review rounds, not the reviewer, end a turn", got)
 	}
 }

@@ -65,7 +65,7 @@ func (w *speedWorld) lowerBound() time.Duration {
 	return lb
 }
 
-func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorld {
+func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64) *speedWorld {
 	w := &speedWorld{tr: &tracer{}, nominal: map[string]time.Duration{}}
 	// a model that wants more, as models do: every subtask's first
 	// reflection asks for another try, and the first review a rewrite
@@ -78,6 +78,10 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorl
 		return agent.Scores{FactCheck: 0.95, Completeness: 0.9, Logic: 0.9, Format: 1}, "write"
 	}
 	var opts []llmtest.Option
+	if tps > 0 {
+		// a real model takes time per output token, not only to start
+		opts = append(opts, llmtest.WithTokensPerSecond(tps/scale))
+	}
 	if faults > 0 {
 		opts = append(opts, llmtest.WithFaults(llmtest.Faults{Rate: faults, Seed: seed}))
 	}
@@ -112,18 +116,27 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults float64) *speedWorl
 }
 
 // BenchmarkResearchSpeed runs whole researches, an English and a Japanese
-// question, on simulated latencies (model 300–800 ms, search 200–400 ms,
-// page 100–300 ms, seeded), clean and with 30 % of model calls failing
-// (429 with Retry-After, 500, hangs, malformed JSON), and prints per run:
-// wall time, calls, tokens, effective parallelism (sum of call durations ÷
-// wall) and the lower bound (see chain). Each iteration is one run with the
-// seed of its index. SPEEDBENCH_SCALE multiplies every latency (default 1).
+// question, on simulated latencies (model 300–800 ms to the first token
+// and then SPEEDBENCH_TPS output tokens a second, default 60 — 0 turns
+// generation time off; search 200–400 ms, page 100–300 ms, seeded), clean
+// and with 30 % of model calls failing (429 with Retry-After, 500, hangs,
+// malformed JSON), and prints per run: wall time, calls and requests,
+// tokens (every request's, wasted ones included) per report and per
+// verified citation, effective parallelism (sum of call durations ÷ wall),
+// the lower bound (see chain), the output tokens on the critical path, and
+// what speculative calls saved against what they wasted. Each iteration is
+// one run with the seed of its index. SPEEDBENCH_SCALE multiplies every
+// latency and generation time (default 1).
 //
 //	go test -run '^$' -bench ResearchSpeed -benchtime 3x ./agent/
 func BenchmarkResearchSpeed(b *testing.B) {
 	scale := 1.0
 	if v, err := strconv.ParseFloat(os.Getenv("SPEEDBENCH_SCALE"), 64); err == nil && v > 0 {
 		scale = v
+	}
+	tps := 60.0
+	if v, err := strconv.ParseFloat(os.Getenv("SPEEDBENCH_TPS"), 64); err == nil && v >= 0 {
+		tps = v
 	}
 	for _, faults := range []float64{0, 0.3} {
 		for _, q := range []string{"What does the EU AI Act require?", "2026年の国内生成AI規制の動向を調べて"} {
@@ -134,15 +147,17 @@ func BenchmarkResearchSpeed(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				var wallSum, parSum float64
+				var tokSum, verSum, cpOutSum int
 				failed := 0
 				for i := 0; i < b.N; i++ {
-					w := newSpeedWorld(b, uint64(i+1), scale, faults)
+					w := newSpeedWorld(b, uint64(i+1), scale, faults, tps)
 					t0 := time.Now()
 					res, err := w.a.Start(context.Background(), "speed-"+strconv.Itoa(i), agent.Request{Question: q}, nil)
 					wall := time.Since(t0)
 					status, tokens, verified := "error", 0, 0
+					var usage agent.Usage
 					if err == nil {
-						status, tokens, verified = string(res.Status), res.Usage.Total(), res.Citations.Verified
+						status, tokens, verified, usage = string(res.Status), res.Usage.Total(), res.Citations.Verified, res.Usage
 					}
 					if err != nil || res.Status != agent.StatusDone {
 						failed++
@@ -162,16 +177,31 @@ func BenchmarkResearchSpeed(b *testing.B) {
 					par := busy.Seconds() / wall.Seconds()
 					lb := w.lowerBound()
 					cpBusy, cp := w.tr.criticalPath()
-					fmt.Fprintf(os.Stderr, "speed %s seed %d: wall %v, model calls %d (%d requests, %v faulted), searches %d, fetches %d, tokens %d, parallelism %.2f, lower bound %v (wall/bound %.2f), verified citations %d, %s\n",
+					cpOut, cpRefs := 0, 0
+					for _, s := range cp {
+						cpOut += s.out
+						cpRefs += s.refs
+					}
+					fmt.Fprintf(os.Stderr, "speed %s seed %d: wall %v, model calls %d (%d requests, %v faulted), searches %d, fetches %d, tokens %d (%s), parallelism %.2f, lower bound %v (wall/bound %.2f), verified citations %d, %s\n",
 						name, i+1, wall.Round(10*time.Millisecond), n["llm"], w.srv.Calls(), w.srv.Faulted(), n["search"], n["fetch"],
-						tokens, par, lb.Round(10*time.Millisecond), wall.Seconds()/lb.Seconds(), verified, status)
-					fmt.Fprintf(os.Stderr, "  critical path %v of the wall's %v (%d calls, one after another): %s\n",
-						cpBusy.Round(10*time.Millisecond), wall.Round(10*time.Millisecond), len(cp), pathString(cp))
+						tokens, usage.Spent()+", "+usage.PerVerified(verified), par, lb.Round(10*time.Millisecond), wall.Seconds()/lb.Seconds(), verified, status)
+					fmt.Fprintf(os.Stderr, "  critical path %v of the wall's %v (%d calls, one after another, %d output tokens, %d of them a References section the program could write; %v generating in all): %s\n",
+						cpBusy.Round(10*time.Millisecond), wall.Round(10*time.Millisecond), len(cp), cpOut, cpRefs, w.srv.GenerationTime().Round(10*time.Millisecond), pathString(cp))
+					fmt.Fprintf(os.Stderr, "  speculation: saved %v of wall time, wasted %d tokens\n",
+						time.Duration(usage.SpeculativeSavedMS)*time.Millisecond, usage.SpeculativeWasted)
 					wallSum += wall.Seconds()
 					parSum += par
+					tokSum += tokens
+					verSum += verified
+					cpOutSum += cpOut
 				}
 				b.ReportMetric(wallSum/float64(b.N), "wall-s")
 				b.ReportMetric(parSum/float64(b.N), "parallelism")
+				b.ReportMetric(float64(tokSum)/float64(b.N), "tokens/report")
+				if verSum > 0 {
+					b.ReportMetric(float64(tokSum)/float64(verSum), "tokens/verified")
+				}
+				b.ReportMetric(float64(cpOutSum)/float64(b.N), "cp-out-tokens")
 				b.ReportMetric(float64(failed), "failed")
 			})
 		}

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"deepresearch/agent/citation"
@@ -200,20 +202,105 @@ type Review struct {
 }
 
 // Usage counts the tokens of a thread.
+//
+// The tokens are every request's that reached the server: Requests counts
+// them (retries, hedges, a re-asked reply, calls cancelled in flight), and
+// WastedTokens is the part spent on requests whose answer was not used;
+// Calls counts the answered calls. SpeculativeWasted is the part of
+// WastedTokens spent on speculative calls that were called off.
 type Usage struct {
-	Calls            int     `json:"calls"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	Cost             float64 `json:"cost,omitempty"`
-	Failures         int     `json:"failures,omitempty"` // calls that failed after retries
+	Calls             int `json:"calls"`
+	Requests          int `json:"requests,omitempty"`
+	PromptTokens      int `json:"prompt_tokens"`
+	CompletionTokens  int `json:"completion_tokens"`
+	WastedTokens      int `json:"wasted_tokens,omitempty"`
+	SpeculativeWasted int `json:"speculative_wasted,omitempty"`
+	// SpeculativeSavedMS is the wall time speculative calls saved, in
+	// milliseconds: how long each used one ran alongside the judgement it
+	// would otherwise have waited for.
+	SpeculativeSavedMS int64   `json:"speculative_saved_ms,omitempty"`
+	Cost               float64 `json:"cost,omitempty"`
+	Failures           int     `json:"failures,omitempty"` // calls that failed after retries
+}
+
+// The notes of Result.Unverified begin (English) or contain (Japanese)
+// these words, by kind: a statement whose citation was removed, a question
+// the research left open (the report passed its review), a point not fully
+// researched (it did not).
+const (
+	NoteCitationRemoved   = "Citation removed from "
+	NoteCitationRemovedJA = "の出典を削除"
+	NoteOpenQuestion      = "Open question: "
+	NoteOpenQuestionJA    = "未解決の問い: "
+	NoteNotResearched     = "Not fully researched: "
+	NoteNotResearchedJA   = "調査が不十分: "
+)
+
+// NoteCounts sorts a report's notes (Result.Unverified) by kind.
+type NoteCounts struct {
+	Unverified    int // statements whose citation was removed
+	Open          int // questions left open by a report that passed
+	NotResearched int // points not fully researched
+	Other         int // notes on the run: budgets, the model, the review
+}
+
+// CountNotes sorts notes as finalize wrote them.
+func CountNotes(notes []string) NoteCounts {
+	var c NoteCounts
+	for _, n := range notes {
+		switch {
+		case strings.HasPrefix(n, NoteCitationRemoved) || strings.Contains(n, NoteCitationRemovedJA):
+			c.Unverified++
+		case strings.HasPrefix(n, NoteOpenQuestion) || strings.HasPrefix(n, NoteOpenQuestionJA):
+			c.Open++
+		case strings.HasPrefix(n, NoteNotResearched) || strings.HasPrefix(n, NoteNotResearchedJA):
+			c.NotResearched++
+		default:
+			c.Other++
+		}
+	}
+	return c
 }
 
 // Total is prompt plus completion tokens.
 func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
 
+// Spent says what the run's model requests cost in tokens, honestly: every
+// request that reached the server, and how many of those tokens went on
+// requests whose answer was not used.
+func (u Usage) Spent() string {
+	req := max(u.Requests, u.Calls)
+	s := fmt.Sprintf("%d tokens in %d requests", u.Total(), req)
+	if req != u.Calls || u.WastedTokens > 0 {
+		s += fmt.Sprintf(" (%d calls answered; %d tokens on failed, retried or cancelled requests)", u.Calls, u.WastedTokens)
+	}
+	return s
+}
+
+// Speculation says whether the run's speculative calls paid for
+// themselves: the wall time they saved against the tokens they wasted (""
+// when it made none).
+func (u Usage) Speculation() string {
+	if u.SpeculativeSavedMS == 0 && u.SpeculativeWasted == 0 {
+		return ""
+	}
+	saved := time.Duration(u.SpeculativeSavedMS) * time.Millisecond
+	return fmt.Sprintf("speculative answers saved %s of waiting and wasted %d tokens", saved.Round(100*time.Millisecond), u.SpeculativeWasted)
+}
+
+// PerVerified is the tokens spent per verified citation of the report
+// ("no verified citation" without one).
+func (u Usage) PerVerified(verified int) string {
+	if verified <= 0 {
+		return "no verified citation"
+	}
+	return fmt.Sprintf("%d tokens per verified citation", (u.Total()+verified/2)/verified)
+}
+
 func (u Usage) add(v Usage) Usage {
-	return Usage{Calls: u.Calls + v.Calls, PromptTokens: u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens, Cost: u.Cost + v.Cost, Failures: u.Failures + v.Failures}
+	return Usage{Calls: u.Calls + v.Calls, Requests: u.Requests + v.Requests, PromptTokens: u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens, WastedTokens: u.WastedTokens + v.WastedTokens,
+		SpeculativeWasted: u.SpeculativeWasted + v.SpeculativeWasted, SpeculativeSavedMS: u.SpeculativeSavedMS + v.SpeculativeSavedMS, Cost: u.Cost + v.Cost, Failures: u.Failures + v.Failures}
 }
 
 // Status is where a thread stands after Start, Resume or Continue.

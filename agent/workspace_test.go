@@ -10,6 +10,7 @@ import (
 
 	"deepresearch/agent"
 	"deepresearch/agent/citation"
+	"deepresearch/agent/llm/llmtest"
 	"deepresearch/tools/search"
 )
 
@@ -109,5 +110,41 @@ func TestWorkspaceSearch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A subtask the replanner marks "workspace" (its prompt explains the field)
+// searches the team's messages in the next round, as a planned one does.
+func TestReplannedWorkspaceSubtask(t *testing.T) {
+	e := newEnv(t)
+	e.brain.ReviewScores = func(n int) (agent.Scores, string) {
+		if n == 1 {
+			return agent.Scores{FactCheck: 0.95, Completeness: 0.5, Logic: 0.7, Format: 1}, "research"
+		}
+		return agent.Scores{FactCheck: 0.95, Completeness: 0.9, Logic: 0.9, Format: 1}, "write"
+	}
+	e.brain.Replan = func(string) llmtest.Reply {
+		return llmtest.JSON(map[string]any{"subtasks": []map[string]any{
+			{"title": "What the team decided about the billing rewrite", "queries": []string{"billing rewrite decision"}, "workspace": true}}})
+	}
+	ws := &workspaceFake{visible: map[string][]search.Result{"tok-alice": {decisionMessage()}}}
+	a, err := agent.New(agent.Deps{LLM: e.client, Search: e.web, Fetch: e.web, Saver: e.store, Notes: e.notes,
+		Logger: slog.New(slog.DiscardHandler), Workspace: ws}, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Start(context.Background(), "replan-workspace",
+		agent.Request{Question: "What are the latest EU AI Act obligations?", Workspace: &agent.Workspace{Token: "tok-alice"}}, e.record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agent.StatusDone {
+		t.Fatalf("status %s", res.Status)
+	}
+	if e.brain.Count("supervisor") == 0 {
+		t.Fatalf("no second round was planned (supervisor calls %d)", e.brain.Count("supervisor"))
+	}
+	if ws.searches() == 0 {
+		t.Error("the replanned workspace subtask did not search the workspace")
 	}
 }

@@ -138,7 +138,7 @@ type reviewOut struct {
 	Scores          Scores       `json:"scores"`
 	Evaluations     []Evaluation `json:"evaluations"`
 	Feedback        string       `json:"feedback"`
-	SuggestedAction string       `json:"suggested_action" jsonschema:"enum=write|research"`
+	SuggestedAction string       `json:"suggested_action" jsonschema:"enum=accept|write|research"`
 	Issues          []Issue      `json:"issues"`
 }
 
@@ -347,12 +347,10 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 		if ctxt == "" {
 			ctxt = f.Label
 		}
-		unv = append(unv, fmt.Sprintf(label(lang, "Citation removed from “%s” (%s%s)", "「%s」の出典を削除（%s%s）"), ctxt, f.Status, urlSuffix(f.URL)))
-	}
-	for _, g := range gapsOf(s) {
-		unv = append(unv, label(lang, "Not fully researched: ", "調査が不十分: ")+g)
+		unv = append(unv, fmt.Sprintf(label(lang, NoteCitationRemoved+"“%s” (%s%s)", "「%s」"+NoteCitationRemovedJA+"（%s%s）"), ctxt, f.Status, urlSuffix(f.URL)))
 	}
 	unv = append(unv, unreachableLines(s, lang)...)
+	gapsAt := len(unv) // the questions left open go here, once the verdict is known
 	finish := FinishMaxRounds
 	switch {
 	case extractive:
@@ -376,6 +374,18 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	case s.Iteration > a.limits(s.Req.Depth).iterations:
 		finish = FinishMaxIterations
 	}
+	// One verdict per report: a report the review (or a person) passed
+	// lists what the research left open as open questions, not as "not
+	// fully researched", which would contradict the pass.
+	prefix := label(lang, NoteNotResearched, NoteNotResearchedJA)
+	if finish == FinishApproved || finish == FinishPersonOK {
+		prefix = label(lang, NoteOpenQuestion, NoteOpenQuestionJA)
+	}
+	var gapNotes []string
+	for _, g := range gapsOf(s) {
+		gapNotes = append(gapNotes, prefix+g)
+	}
+	unv = slices.Insert(unv, gapsAt, gapNotes...)
 	if finish == FinishMaxRounds || finish == FinishMaxIterations {
 		if b := s.Best; b != nil && b.Review != nil && !b.Review.Approved {
 			unv = append(unv, fmt.Sprintf(label(lang, "The reviewer did not pass the report (score %.2f): %s", "レビューで合格しませんでした（スコア %.2f）：%s"),

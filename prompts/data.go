@@ -40,6 +40,8 @@ type ReplanData struct {
 	PreviousQueries []string
 	MaxSubtasks     int
 	MaxQueries      int
+	// Workspace: the team's own Slack messages can be searched too.
+	Workspace bool
 }
 
 // Link is a URL the researcher may visit.
@@ -124,6 +126,9 @@ type ReflectData struct {
 	Try      int
 	MaxTries int
 	Sources  int
+	// PreviousQueries are the subtask's searches so far, which the new
+	// ones must differ from.
+	PreviousQueries []string
 }
 
 // SubtaskAnswer is one researcher's result.

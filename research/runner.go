@@ -267,8 +267,8 @@ func toResult(res *agent.Result) Result {
 	if summary == "" {
 		summary = firstLines(res.Report, 6)
 	}
-	if len(res.Unverified) > 0 {
-		summary += fmt.Sprintf("\n\n_%d statement(s) could not be verified; see the report._", len(res.Unverified))
+	if line := limitsLine(res.Unverified); line != "" {
+		summary += "\n\n_" + line + "; see the report._"
 	}
 	title := reportHeading(res.Report)
 	if title == "" && res.Plan != nil {
@@ -317,4 +317,25 @@ func reportHeading(report string) string {
 		}
 	}
 	return ""
+}
+
+// limitsLine says what the report's notes are, by kind, so a reader can
+// trust the count: statements whose citation was removed are unverified;
+// questions the research left open are not statements at all.
+func limitsLine(notes []string) string {
+	c := agent.CountNotes(notes)
+	var parts []string
+	if c.Unverified > 0 {
+		parts = append(parts, fmt.Sprintf("%d statement(s) could not be verified (citation removed)", c.Unverified))
+	}
+	if c.Open > 0 {
+		parts = append(parts, fmt.Sprintf("%d open question(s)", c.Open))
+	}
+	if c.NotResearched > 0 {
+		parts = append(parts, fmt.Sprintf("%d point(s) not fully researched", c.NotResearched))
+	}
+	if c.Other > 0 {
+		parts = append(parts, fmt.Sprintf("%d note(s) on the research", c.Other))
+	}
+	return strings.Join(parts, "; ")
 }

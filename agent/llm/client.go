@@ -354,35 +354,62 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	start := time.Now()
 	nt := notifier{fn: noticesTo(ctx, c.opts.OnNotice), base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
 	retriedAtOnce, backoffs := false, 0
+	// Every request that reached the server is paid for, answered or not:
+	// failed attempts, lost hedges, a call cancelled in flight. Without
+	// usage from the server, its prompt is estimated.
+	promptEst := estimateTokens(oreq)
+	var wasted Usage
+	requests := 0
+	waste := func(n int) {
+		wasted.add(Usage{PromptTokens: n * promptEst, TotalTokens: n * promptEst})
+	}
+	// failed records the waste of a call that got no answer and returns
+	// it with the error.
+	failed := func(err error) (Response, error) {
+		if requests > 0 {
+			release(&Record{Time: c.clk.Now(), Role: req.Role, Node: node, Model: model, Failed: true,
+				PromptTokens: wasted.PromptTokens, CompletionTokens: wasted.CompletionTokens,
+				Requests: requests, WastedTokens: wasted.TotalTokens})
+		}
+		return Response{Requests: requests, Wasted: wasted}, err
+	}
 	for attempt := 1; ; attempt++ {
 		log.DebugContext(ctx, "llm request", "attempt", attempt, "messages", len(oreq.Messages), "tools", len(oreq.Tools))
 		stopWatch := nt.watch(attempt)
-		resp, hdr, err := c.attempt(ctx, oreq, model, nt, attempt)
+		resp, hdr, sent, err := c.attempt(ctx, oreq, model, nt, attempt)
 		stopWatch()
+		requests += sent
 		if err == nil && len(resp.Choices) == 0 {
 			err = fmt.Errorf("%w: no choices in response", ErrMalformedResponse)
 		}
 		if err == nil {
+			waste(sent - 1) // the hedges that lost
 			out := c.response(resp, oreq, attempt)
+			out.Requests, out.Wasted = requests, wasted
+			billed := out.Billed()
 			rec := Record{Time: c.clk.Now(), Role: req.Role, Node: node, Model: model,
-				PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens, Cost: out.Cost}
+				PromptTokens: billed.PromptTokens, CompletionTokens: billed.CompletionTokens, Cost: out.Cost,
+				Requests: requests, WastedTokens: wasted.TotalTokens}
 			release(&rec)
 			log.DebugContext(ctx, "llm response", "attempt", attempt, "finish", out.FinishReason,
 				"prompt_tokens", out.Usage.PromptTokens, "completion_tokens", out.Usage.CompletionTokens,
-				"tool_calls", len(out.ToolCalls), "elapsed", time.Since(start))
+				"tool_calls", len(out.ToolCalls), "requests", requests, "wasted_tokens", wasted.TotalTokens,
+				"elapsed", time.Since(start))
 			return out, nil
 		}
 		if ctx.Err() != nil {
-			return Response{}, fmt.Errorf("llm: %s call canceled: %w", model, context.Cause(ctx))
+			waste(sent)
+			return failed(fmt.Errorf("llm: %s call canceled: %w", model, context.Cause(ctx)))
 		}
 		f := c.classify(ctx, err, hdr, model, env)
+		waste(sent)
 		if !f.retry || attempt > c.opts.MaxRetries {
 			if f.retry {
 				log.WarnContext(ctx, "llm giving up", "attempts", attempt, "status", f.status, "error", f.kind)
 			}
 			e := f.toError(attempt)
 			nt.send(NoticeFailed, attempt, 0, e)
-			return Response{}, e
+			return failed(e)
 		}
 		var wait time.Duration
 		switch {
@@ -402,14 +429,14 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 				f.hint = fmt.Sprintf("the server asked to wait %s, longer than the %s limit", f.retryAfter, c.opts.MaxRetryAfter)
 				e := f.toError(attempt)
 				nt.send(NoticeFailed, attempt, 0, e)
-				return Response{}, e
+				return failed(e)
 			}
 			wait = f.retryAfter
 		}
 		log.WarnContext(ctx, "llm retry", "attempt", attempt, "status", f.status, "error", f.kind, "wait", wait)
 		nt.send(NoticeRetry, attempt, wait, f.toError(attempt))
 		if err := clock.Sleep(ctx, c.clk, wait); err != nil {
-			return Response{}, fmt.Errorf("llm: %s call canceled while waiting to retry (%v): %w", model, f.toError(attempt), err)
+			return failed(fmt.Errorf("llm: %s call canceled while waiting to retry (%v): %w", model, f.toError(attempt), err))
 		}
 	}
 }

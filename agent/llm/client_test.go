@@ -269,20 +269,50 @@ func TestRetry500ThenSuccess(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("sleeps = %v", got)
 	}
-	// the first 500 is retried at once; then exponential backoff, counted
-	// from the first wait, with up to 50% jitter subtracted
-	if got[0] != 0 {
-		t.Errorf("sleep 0 = %v, want 0", got[0])
-	}
-	if base := 100 * time.Millisecond; got[1] < base/2 || got[1] > base {
-		t.Errorf("sleep 1 = %v, want in [%v, %v]", got[1], base/2, base)
+	// a 500 backs off from the first retry: exponential backoff with up to
+	// 50% jitter subtracted
+	for i, base := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+		if got[i] < base/2 || got[i] > base {
+			t.Errorf("sleep %d = %v, want in [%v, %v]", i, got[i], base/2, base)
+		}
 	}
 }
 
-// A failure of one request (a 500 or 502 without Retry-After, a malformed
-// body, a request that hung) is retried at once the first time a call meets
-// one: a fresh request is as likely to succeed now as later. A server asking
-// for room (503, 429) waits, and Retry-After is the whole wait.
+// A 5xx is not retried at once (the issue's "retry 1 in 0s"): the first
+// retry waits the backoff, jittered by the injected source.
+func TestServerErrorBacksOffWithJitter(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply llmtest.Reply
+	}{
+		{"500", llmtest.ServerError()},
+		{"502", llmtest.Error(502, "bad gateway")},
+		{"503", llmtest.Error(503, "overloaded")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, nil)
+			srv.Enqueue(tc.reply, tc.reply, llmtest.Text("ok"))
+			draws := 0
+			c, rec := newTestClient(t, srv, func(o *Options) {
+				o.MinBackoff, o.MaxBackoff = 400*time.Millisecond, 10*time.Second
+				o.Jitter = func() float64 { draws++; return 0.5 }
+			})
+			if _, err := c.Chat(context.Background(), Request{Messages: []Message{User("x")}}); err != nil {
+				t.Fatal(err)
+			}
+			// jitter 0.5 takes a quarter off: 400ms → 300ms, 800ms → 600ms
+			want := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond}
+			if got := rec.sleeps(); !slices.Equal(got, want) || draws != 2 {
+				t.Errorf("waits %v (jitter drawn %d times), want %v", got, draws, want)
+			}
+		})
+	}
+}
+
+// A failure of one request (a malformed body, a request that hung) is
+// retried at once the first time a call meets one: a fresh request is as
+// likely to succeed now as later. A server error (500, 502, 503) or a server
+// asking for room (429) waits, and Retry-After is the whole wait.
 func TestPerRequestFailureRetriedAtOnce(t *testing.T) {
 	const lo, hi = 100 * time.Millisecond, time.Second
 	tests := []struct {
@@ -290,15 +320,15 @@ func TestPerRequestFailureRetriedAtOnce(t *testing.T) {
 		replies []llmtest.Reply
 		want    []time.Duration // 0 or an exact Retry-After; -n: backoff number n (jittered)
 	}{
-		{"500", []llmtest.Reply{llmtest.ServerError()}, []time.Duration{0}},
-		{"502", []llmtest.Reply{llmtest.Error(502, "bad gateway")}, []time.Duration{0}},
+		{"500", []llmtest.Reply{llmtest.ServerError()}, []time.Duration{-1}},
+		{"502", []llmtest.Reply{llmtest.Error(502, "bad gateway")}, []time.Duration{-1}},
 		{"malformed", []llmtest.Reply{llmtest.Malformed()}, []time.Duration{0}},
 		{"hang", []llmtest.Reply{llmtest.Hang()}, []time.Duration{0}},
 		{"two per-request failures", []llmtest.Reply{llmtest.Malformed(), llmtest.ServerError()}, []time.Duration{0, -1}},
-		{"three", []llmtest.Reply{llmtest.ServerError(), llmtest.Hang(), llmtest.ServerError()}, []time.Duration{0, -1, -2}},
+		{"three", []llmtest.Reply{llmtest.ServerError(), llmtest.Hang(), llmtest.ServerError()}, []time.Duration{-1, 0, -2}},
 		{"503 waits", []llmtest.Reply{llmtest.Error(503, "overloaded")}, []time.Duration{-1}},
-		{"429 then 500", []llmtest.Reply{llmtest.RateLimited(2 * time.Second), llmtest.ServerError()}, []time.Duration{2 * time.Second, 0}},
-		{"500 then 429", []llmtest.Reply{llmtest.ServerError(), llmtest.RateLimited(2 * time.Second)}, []time.Duration{0, 2 * time.Second}},
+		{"429 then 500", []llmtest.Reply{llmtest.RateLimited(2 * time.Second), llmtest.ServerError()}, []time.Duration{2 * time.Second, -1}},
+		{"500 then 429", []llmtest.Reply{llmtest.ServerError(), llmtest.RateLimited(2 * time.Second)}, []time.Duration{-1, 2 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -459,8 +489,8 @@ func TestTimeoutMalformedAndConnectionRetries(t *testing.T) {
 			}
 		}()
 		_, err := c.Chat(ctx, Request{Messages: []Message{User("x")}})
-		// the first 500 is retried at once; the second waits, and is cancelled
-		if !errors.Is(err, context.Canceled) || srv.Calls() != 2 {
+		// the first 500 waits, and is cancelled
+		if !errors.Is(err, context.Canceled) || srv.Calls() != 1 {
 			t.Fatalf("err=%v calls=%d", err, srv.Calls())
 		}
 	})
@@ -521,7 +551,7 @@ func TestStructuredTolerantReply(t *testing.T) {
 func TestStructuredRepairOnce(t *testing.T) {
 	t.Run("repaired", func(t *testing.T) {
 		srv := llmtest.NewServer(t, nil)
-		srv.Enqueue(llmtest.Text(`{"score": 10, "pass": tru`), llmtest.JSON(verdict{Score: 10, Issues: []string{}}))
+		srv.Enqueue(llmtest.Text(`{"score": 10, "pass": yes}`), llmtest.JSON(verdict{Score: 10, Issues: []string{}}))
 		c, _ := newTestClient(t, srv, nil)
 		m := NewMeter(0, 0)
 		var v verdict
@@ -537,7 +567,7 @@ func TestStructuredRepairOnce(t *testing.T) {
 		}
 		second := srv.LastRequest()
 		n := len(second.Messages)
-		if n != 3 || second.Messages[1].Role != "assistant" || second.Messages[1].Content != `{"score": 10, "pass": tru` ||
+		if n != 3 || second.Messages[1].Role != "assistant" || second.Messages[1].Content != `{"score": 10, "pass": yes}` ||
 			!strings.Contains(second.Messages[2].Content, "could not be parsed") {
 			t.Errorf("repair messages = %+v", second.Messages)
 		}

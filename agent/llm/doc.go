@@ -21,14 +21,15 @@
 // json_object to a prompt-only request when the server rejects
 // response_format (remembered per Client), parses replies tolerantly
 // (DecodeJSON: think blocks, code fences, prose, trailing commas) and asks
-// once for a repair when parsing fails.
+// once for a repair when parsing fails. A reply cut off mid-JSON or at the
+// length limit is never decoded: it is asked for again, within MaxRetries.
 //
 // Transient failures (429, 408, 5xx, per-attempt timeouts, connection errors,
 // malformed 2xx bodies) are retried with exponential backoff and jitter,
 // honouring Retry-After (seconds or HTTP date) and retry-after-ms as the
 // whole wait. The first failure of a call that belongs to its one request (a
-// malformed body, a 500 or 502 without Retry-After, a request that hung) is
-// retried at once, and does not count toward the backoff. Other 4xx
+// malformed body, a request that hung) is retried at once, and does not
+// count toward the backoff; a 5xx backs off from its first retry. Other 4xx
 // are not retried; 401, 403 and 404 map to ErrUnauthorized, ErrForbidden and
 // ErrModelNotFound with a hint naming the variable to fix. Retry-After is
 // read from the response headers (for a failed stream, the transport keeps
@@ -63,10 +64,14 @@
 //
 // # Usage and budgets
 //
-// Every successful call is recorded in a Meter: the one attached to the
-// context with WithMeter, else Options.Meter (one Client can serve many runs,
-// each with its own Meter in its context). Records carry the role, the node
-// (WithNode), the model, tokens and cost (Options.Prices). A Meter with a
+// Every call is recorded in a Meter: the one attached to the context with
+// WithMeter, else Options.Meter (one Client can serve many runs, each with
+// its own Meter in its context). Records carry the role, the node
+// (WithNode), the model, tokens and cost (Options.Prices), and count every
+// request that reached the server: failed and retried attempts, hedges that
+// lost, a call cancelled in flight — their prompts estimated, since no usage
+// comes back for them (Response.Requests, Response.Wasted; a call that got
+// no answer is recorded as Failed). A Meter with a
 // budget refuses calls that would not fit with ErrBudgetExceeded before
 // anything is sent; Request.Final lets the final answer use the reserve
 // (NewDefaultMeter: 1,000,000 tokens, 15% reserved). When the

@@ -39,6 +39,9 @@ var (
 	// ErrInvalidJSON: a structured reply could not be parsed even after the
 	// single repair attempt.
 	ErrInvalidJSON = errors.New("llm: reply is not valid JSON")
+	// ErrCutOff: a structured reply was cut off (finish_reason "length", or
+	// JSON that never closes). It always comes with ErrInvalidJSON.
+	ErrCutOff = errors.New("llm: reply was cut off")
 	// ErrRefused: the model refused to answer (structured outputs "refusal").
 	ErrRefused = errors.New("llm: model refused")
 	// ErrBudgetExceeded: the call would exceed the Meter's token budget.

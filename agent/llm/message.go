@@ -135,6 +135,20 @@ type Response struct {
 	Usage        Usage
 	Cost         float64 // from Options.Prices; 0 when unknown
 	Attempts     int     // HTTP attempts, including retries
+	// Requests counts every request of the call that reached the server:
+	// each attempt, each hedge, each request asked again. Wasted is the
+	// usage of those whose answer was not used (failed, retried, lost
+	// hedges, cancelled) — the prompt estimated when no usage came back.
+	// Usage does not include Wasted; a bill does.
+	Requests int
+	Wasted   Usage
+}
+
+// Billed is the call's whole usage: the answer's and the wasted requests'.
+func (r Response) Billed() Usage {
+	u := r.Usage
+	u.add(r.Wasted)
+	return u
 }
 
 // Message returns the assistant message to append to the conversation

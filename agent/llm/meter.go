@@ -48,7 +48,9 @@ func MeterFrom(ctx context.Context) *Meter {
 	return m
 }
 
-// Record is the usage of one successful LLM call.
+// Record is the usage of one LLM call: its tokens include those of every
+// request it sent (Requests), WastedTokens of them on requests whose answer
+// was not used. Failed marks a call that got no answer (only waste).
 type Record struct {
 	Time             time.Time
 	Role             Role
@@ -57,19 +59,29 @@ type Record struct {
 	PromptTokens     int
 	CompletionTokens int
 	Cost             float64
+	Requests         int
+	WastedTokens     int
+	Failed           bool
 }
 
-// Totals sums records.
+// Totals sums records: Calls that were answered, every request sent, and
+// the tokens of all of them (WastedTokens on requests not used).
 type Totals struct {
 	Calls            int
+	Requests         int
 	PromptTokens     int
 	CompletionTokens int
 	TotalTokens      int
+	WastedTokens     int
 	Cost             float64
 }
 
 func (t *Totals) add(r Record) {
-	t.Calls++
+	if !r.Failed {
+		t.Calls++
+	}
+	t.Requests += max(r.Requests, 1)
+	t.WastedTokens += r.WastedTokens
 	t.PromptTokens += r.PromptTokens
 	t.CompletionTokens += r.CompletionTokens
 	t.TotalTokens += r.PromptTokens + r.CompletionTokens

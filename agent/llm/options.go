@@ -128,6 +128,9 @@ type Options struct {
 	// (defaults 500ms and 30s); a random jitter of up to half the delay is
 	// subtracted.
 	MinBackoff, MaxBackoff time.Duration
+	// Jitter returns a random number in [0, 1) that spreads the backoff
+	// (nil: math/rand/v2's Float64). Tests inject a fixed source.
+	Jitter func() float64
 	// MaxRetryAfter caps how long the client waits when the server sends
 	// Retry-After; a longer wait fails at once with ErrRateLimited (default 2m).
 	MaxRetryAfter time.Duration

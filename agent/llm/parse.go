@@ -97,6 +97,16 @@ func jsonCandidates(s string) ([]string, error) {
 		end, ok := scanValue(s, i)
 		if !ok {
 			unclosed = true
+			if end < 0 && opensJSON(s, i) {
+				// A value that starts like JSON and runs to the end of the
+				// reply was cut off: whatever complete value lies inside it
+				// is a fragment (the first subtask of a plan), never the
+				// answer. Values before it stand.
+				if len(cands) == 0 {
+					return nil, fmt.Errorf("%w: the JSON is incomplete (%w before it closed)", ErrInvalidJSON, ErrCutOff)
+				}
+				break
+			}
 			continue
 		}
 		raw := s[i:end]
@@ -147,9 +157,35 @@ func (sc *stringScan) next(c byte) (inString, escaped bool) {
 	return true, false
 }
 
+// opensJSON reports whether the bracket at s[i] starts what looks like a
+// JSON value rather than prose ("A { stray brace"): an object's first key
+// or its end, an array's first value or its end.
+func opensJSON(s string, i int) bool {
+	j := i + 1
+	for j < len(s) && strings.IndexByte(" \t\r\n", s[j]) >= 0 {
+		j++
+	}
+	if j == len(s) {
+		return true
+	}
+	if s[i] == '{' {
+		return s[j] == '"' || s[j] == '}'
+	}
+	if strings.IndexByte(`{["-0123456789]`, s[j]) >= 0 {
+		return true
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if strings.HasPrefix(s[j:], lit) || strings.HasPrefix(lit, s[j:]) {
+			return true
+		}
+	}
+	return false
+}
+
 // scanValue returns the end (exclusive) of the bracketed value starting at
 // s[start], honouring strings and escapes, or false if it never closes or
-// the brackets do not match.
+// the brackets do not match; the end is -1 when the text ran out before the
+// value closed (a cut-off reply), 0 when the brackets do not match.
 func scanValue(s string, start int) (int, bool) {
 	stack := make([]byte, 0, 16)
 	var sc stringScan
@@ -173,7 +209,7 @@ func scanValue(s string, start int) (int, bool) {
 			}
 		}
 	}
-	return 0, false
+	return -1, false
 }
 
 // repairJSON drops trailing commas before } or ] and escapes raw newlines,

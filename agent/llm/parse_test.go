@@ -40,6 +40,12 @@ func TestDecodeJSONTolerant(t *testing.T) {
 		{"no json", "I cannot help with that.", out{}, true},
 		{"truncated", `{"answer":"cut off`, out{}, true},
 		{"wrong type", `{"answer":1,"n":"x"}`, out{}, true},
+		{"cut off after a complete inner object", `{"answer":"x","items":[{"answer":"inner","n":1},{"answer":"cut`, out{}, true},
+		{"cut off in a code fence", "```json\n{\"answer\":\"x\",\"items\":[{\"answer\":\"inner\",\"n\":2},", out{}, true},
+		{"cut off after the last bracket", `{"answer":"x","items":[{"answer":"inner","n":3}]`, out{}, true},
+		{"prose bracket before the value", `Sure [now: {"answer":"n","n":20}`, out{"n", 20}, false},
+		{"cut off in an array of literals", `{"answer":"x","flags":[true, fal`, out{}, true},
+		{"complete value before a cut-off one", `{"answer":"first","n":19} and {"answer":"second","items":[{"answer":"in"}`, out{"first", 19}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +64,24 @@ func TestDecodeJSONTolerant(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A plan cut off mid-JSON (the issue's reply) is not its first subtask:
+// DecodeJSON reports the reply incomplete instead of an empty plan.
+func TestDecodeJSONCutOffPlan(t *testing.T) {
+	type subtask struct {
+		Title     string   `json:"title"`
+		Queries   []string `json:"queries"`
+		Workspace bool     `json:"workspace"`
+	}
+	var plan struct {
+		Subtasks []subtask `json:"subtasks"`
+	}
+	reply := `{"subtasks":[{"queries":["Norvane Robotics funding"],"title":"Funding","workspace":true},{"queries":["Norvane Robotics anno`
+	err := DecodeJSON(reply, &plan)
+	if !errors.Is(err, ErrInvalidJSON) {
+		t.Fatalf("err = %v (plan %+v), want ErrInvalidJSON", err, plan)
 	}
 }
 

@@ -92,14 +92,13 @@ func (c *Client) classify(ctx context.Context, err error, hdr http.Header, model
 }
 
 // perRequest reports whether the failure belongs to the one request (a
-// malformed or cut-off body, a 500 or 502, a request that got no answer in
-// time) rather than to a server that asks for room or is unreachable.
+// malformed or cut-off body, a request that got no answer in time) rather
+// than to a server. A 5xx is the server's: a retry at once meets the same
+// trouble (and, from every caller at once, makes it worse), so it backs off.
 func (f failure) perRequest() bool {
 	switch f.kind {
 	case ErrMalformedResponse, ErrTimeout:
 		return f.status == 0 || f.status/100 == 2
-	case ErrServer:
-		return f.status == http.StatusInternalServerError || f.status == http.StatusBadGateway
 	}
 	return false
 }
@@ -208,7 +207,7 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 
 // backoff returns the wait before retry number attempt (1-based):
 // MinBackoff·2^(attempt-1) capped at MaxBackoff, minus up to half of it at
-// random (jitter), so parallel callers spread out.
+// random (jitter from Options.Jitter), so parallel callers spread out.
 func (c *Client) backoff(attempt int) time.Duration {
-	return clock.Backoff{Initial: c.opts.MinBackoff, Max: c.opts.MaxBackoff, Jitter: 0.5}.Delay(attempt)
+	return clock.Backoff{Initial: c.opts.MinBackoff, Max: c.opts.MaxBackoff, Jitter: 0.5, Rand: c.opts.Jitter}.Delay(attempt)
 }

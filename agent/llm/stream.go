@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -125,9 +126,20 @@ type result struct {
 // seen so far. The first answer wins and the others are cancelled. A
 // request that fails before any has started answering ends the attempt
 // (the retry loop then honours Retry-After and backoff).
-func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest, model string, nt notifier, attempt int) (openai.ChatCompletionResponse, http.Header, error) {
+//
+// sent is how many requests of the attempt reached the server (were written
+// whole to a connection): the request and its hedges, not one called off
+// before it went out.
+func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest, model string, nt notifier, attempt int) (_ openai.ChatCompletionResponse, _ http.Header, sent int, _ error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var wrote atomic.Int32
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			wrote.Add(1)
+		}
+	}})
+	defer func() { sent = int(wrote.Load()) }()
 	results := make(chan result, 1+maxHedges)
 	startedCh := make(chan struct{})
 	var once sync.Once
@@ -156,7 +168,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 		case <-giveUp:
 			// the request and every hedge hang: waiting on for the
 			// first-token deadline would only wait; a fresh attempt may not
-			return openai.ChatCompletionResponse{}, nil,
+			return openai.ChatCompletionResponse{}, nil, 0,
 				&stallError{what: "first token", after: time.Duration(hedges+1) * d}
 		case <-hedge:
 			hedges++
@@ -174,7 +186,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 		case r := <-results:
 			running--
 			if r.err == nil || running == 0 || !answering {
-				return r.resp, r.hdr, r.err
+				return r.resp, r.hdr, 0, r.err
 			}
 		}
 	}

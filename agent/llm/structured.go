@@ -23,7 +23,9 @@ import (
 // The reply is parsed tolerantly (see DecodeJSON). If it still does not
 // parse, the broken output and the parse error are sent back once asking for
 // valid JSON only; a second failure returns an error wrapping
-// ErrInvalidJSON. The returned Response is the last one, with Usage, Cost
+// ErrInvalidJSON. A reply that was cut off (finish_reason length, or JSON
+// that never closes) is never decoded: the request is made again, up to
+// Options.MaxRetries times, and then the error wraps ErrCutOff too. The returned Response is the last one, with Usage, Cost
 // and Attempts summed over every call made.
 func Structured[T any](ctx context.Context, c *Client, req Request, out *T) (Response, error) {
 	t := typeOf[T]()
@@ -82,7 +84,7 @@ func (c *Client) structured(ctx context.Context, req Request, schema *Schema, st
 	}
 	model, env := c.resolveModel(req)
 	msgs := req.Messages
-	repaired := false
+	reasks := 0
 	var sum Response
 	var local int32 // a per-call step down (schema rejected as invalid)
 	for {
@@ -107,6 +109,9 @@ func (c *Client) structured(ctx context.Context, req Request, schema *Schema, st
 		}
 		resp, err := c.do(ctx, r, model, env, oreq)
 		if err != nil {
+			// what the failed call sent is paid for too
+			sum.Requests += resp.Requests
+			sum.Wasted.add(resp.Wasted)
 			if int(level) < len(jsonModes)-1 && rejectsResponseFormat(err) {
 				if invalidSchema(err) {
 					// The server supports the mode but not this schema: step
@@ -124,32 +129,60 @@ func (c *Client) structured(ctx context.Context, req Request, schema *Schema, st
 			}
 			return sum, err
 		}
-		usage := sum.Usage
+		usage, wasted := sum.Usage, sum.Wasted
 		usage.add(resp.Usage)
-		cost, attempts := sum.Cost+resp.Cost, sum.Attempts+resp.Attempts
+		wasted.add(resp.Wasted)
+		cost, attempts, requests := sum.Cost+resp.Cost, sum.Attempts+resp.Attempts, sum.Requests+resp.Requests
 		sum = resp
-		sum.Usage, sum.Cost, sum.Attempts = usage, cost, attempts
+		sum.Usage, sum.Wasted, sum.Cost, sum.Attempts, sum.Requests = usage, wasted, cost, attempts, requests
 
 		if resp.Refusal != "" {
 			return sum, &Error{Kind: ErrRefused, Model: model, Message: truncate(resp.Refusal, 500)}
 		}
-		perr := DecodeJSON(resp.Content, out)
-		if perr == nil {
+		cut := resp.FinishReason == string(openai.FinishReasonLength)
+		var perr error
+		if cut {
+			// a reply cut at max tokens is a fragment even when some
+			// prefix of it parses: never decode it as the whole
+			perr = fmt.Errorf("%w: %w at the length limit (finish_reason length)", ErrInvalidJSON, ErrCutOff)
+		} else if perr = DecodeJSON(resp.Content, out); perr == nil {
 			return sum, nil
 		}
-		if resp.FinishReason == string(openai.FinishReasonLength) {
-			perr = fmt.Errorf("%w (the reply hit max tokens and was cut off)", perr)
+		cut = cut || errors.Is(perr, ErrCutOff)
+		// A cut-off reply is asked for again from the start, within the
+		// retry budget; a reply that does not parse is sent back once for
+		// a repair.
+		limit := 1
+		if cut {
+			limit = max(c.opts.MaxRetries, 1)
 		}
-		if repaired {
-			return sum, fmt.Errorf("llm: structured output %s from %s invalid after one repair attempt: %w", name, model, perr)
+		if reasks >= limit {
+			return sum, fmt.Errorf("llm: structured output %s from %s invalid after %d more request(s): %w", name, model, reasks, perr)
 		}
-		repaired = true
+		reasks++
+		if cut {
+			c.log.WarnContext(ctx, "llm: structured reply was cut off; asking again",
+				"model", model, "node", NodeFrom(ctx), "schema", name, "finish", resp.FinishReason, "error", perr)
+			msgs = append(slices.Clone(req.Messages), User(cutOffPrompt(resp.FinishReason)))
+			continue
+		}
 		c.log.WarnContext(ctx, "llm: structured reply did not parse; asking once for a repair",
 			"model", model, "node", NodeFrom(ctx), "schema", name, "error", perr)
 		msgs = append(slices.Clone(msgs),
 			Assistant(truncate(resp.Content, 16000)),
 			User(repairPrompt(perr, string(schemaText))))
 	}
+}
+
+// cutOffPrompt asks again for a reply whose JSON was cut off, without the
+// fragment (which a model would only continue or repeat).
+func cutOffPrompt(finish string) string {
+	why := "was cut off before its JSON was complete"
+	if finish == string(openai.FinishReasonLength) {
+		why = "hit the length limit and was cut off before its JSON was complete"
+	}
+	return "Your previous reply " + why + ". Reply again with the complete JSON object only: " +
+		"keep every string short and leave out anything the schema does not ask for."
 }
 
 func repairPrompt(err error, schema string) string {

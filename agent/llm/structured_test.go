@@ -2,6 +2,8 @@ package llm
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"deepresearch/agent/llm/llmtest"
@@ -56,5 +58,60 @@ func TestResponseWithoutUsageIsEstimated(t *testing.T) {
 	}
 	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != "f" {
 		t.Errorf("legacy function_call not mapped: %+v", resp.ToolCalls)
+	}
+}
+
+// A structured reply cut off mid-JSON, or stopped at the length limit, is an
+// invalid reply: the request is made again (without the fragment) within
+// the retry budget, and never decoded as the whole.
+func TestStructuredCutOffReplyAskedAgain(t *testing.T) {
+	whole := llmtest.JSON(verdict{Score: 7, Pass: true, Issues: []string{"a", "b"}})
+	// parses (the first inner value would do), but the model stopped at max tokens
+	atLength := llmtest.Reply{Content: `{"score": 5, "pass": false, "issues": []}`, FinishReason: "length"}
+	// the issue's shape: a complete inner value, then the cut
+	cutOff := llmtest.Text(`{"score": 9, "pass": true, "issues": ["one"], "comment": "x", "more": [{"score": 1}, {"sc`)
+	tests := []struct {
+		name      string
+		replies   []llmtest.Reply
+		retries   int
+		wantCalls int
+		wantErr   bool
+	}{
+		{"length then whole", []llmtest.Reply{atLength, whole}, 0, 2, false},
+		{"cut off then whole", []llmtest.Reply{cutOff, whole}, 0, 2, false},
+		{"cut off three times, then whole", []llmtest.Reply{cutOff, atLength, cutOff, whole}, 3, 4, false},
+		{"cut off past the budget", []llmtest.Reply{atLength, atLength, atLength}, 2, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, nil)
+			srv.Enqueue(tt.replies...)
+			c, _ := newTestClient(t, srv, func(o *Options) { o.MaxRetries = tt.retries })
+			var v verdict
+			_, err := Structured(context.Background(), c, Request{Messages: []Message{User("x")}}, &v)
+			if srv.Calls() != tt.wantCalls {
+				t.Errorf("calls = %d, want %d", srv.Calls(), tt.wantCalls)
+			}
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidJSON) || !errors.Is(err, ErrCutOff) {
+					t.Fatalf("err = %v, want ErrInvalidJSON and ErrCutOff", err)
+				}
+				if v.Score != 0 {
+					t.Errorf("a fragment was decoded: %+v", v)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Score != 7 || len(v.Issues) != 2 {
+				t.Errorf("v = %+v, want the whole reply", v)
+			}
+			// asked again from the original messages, without the fragment
+			last := srv.LastRequest()
+			if n := len(last.Messages); n != 2 || last.Messages[0].Content != "x" || !strings.Contains(last.Messages[1].Content, "cut off") {
+				t.Errorf("the request asked again = %+v", last.Messages)
+			}
+		})
 	}
 }

@@ -147,10 +147,10 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	switch res.Status {
 	case agent.StatusReplied:
 		fmt.Fprintln(stdout, res.Reply)
-		p.printf("replied in %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client))
+		p.printf("replied in %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
 		return nil
 	case agent.StatusCancelled:
-		p.printf("cancelled after %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client))
+		p.printf("cancelled after %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
 		return nil
 	}
 	if *out != "" {
@@ -167,9 +167,12 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	if r := res.Review; r != nil && r.Simple {
 		p.printf("review score %.2f is heuristic: no reviewer model gave it\n", r.Overall)
 	}
+	if s := res.Usage.Speculation(); s != "" {
+		p.printf("%s\n", s)
+	}
 	c := res.Citations
 	line := fmt.Sprintf("done (%s) in %s: %d sources read, citations %d cited / %d verified / %d dropped, %s",
-		res.Finish, elapsed(time.Since(start)), len(res.Sources), c.Cited, c.Verified, c.Dropped, usageLine(res.Usage, client))
+		res.Finish, elapsed(time.Since(start)), len(res.Sources), c.Cited, c.Verified, c.Dropped, usageLine(res.Usage, client, c.Verified))
 	if res.Extractive {
 		why := "the model became unavailable"
 		if f := p.lastFailure(); f != nil {
@@ -183,10 +186,15 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	return nil
 }
 
-// usageLine is the run's tokens and calls, and its cost when the prices
-// of the models in use are known (DEEPRESEARCH_LLM_PRICES).
-func usageLine(u agent.Usage, client *llm.Client) string {
-	s := fmt.Sprintf("%d tokens in %d calls", u.Total(), u.Calls)
+// usageLine is the run's tokens and requests (every one that reached the
+// server, failed and cancelled ones included), the tokens per verified
+// citation for a report (verified ≥ 0), and its cost when the prices of
+// the models in use are known (DEEPRESEARCH_LLM_PRICES).
+func usageLine(u agent.Usage, client *llm.Client, verified int) string {
+	s := u.Spent()
+	if verified >= 0 {
+		s += ", " + u.PerVerified(verified)
+	}
 	if client.HasPrices() {
 		s += ", cost " + money(u.Cost)
 	}

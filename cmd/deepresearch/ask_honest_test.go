@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,8 +110,17 @@ func TestAskRetryLineElapsedAndCost(t *testing.T) {
 		t.Errorf("no retry line:\n%s", stderr)
 	}
 	last := lastLine(stderr)
-	if !regexp.MustCompile(`^done \(\w+\) in [0-9.]+m?s: .* tokens in \d+ calls, cost \$0\.\d+$`).MatchString(last) {
-		t.Errorf("last line = %q, want elapsed time and cost", last)
+	if !regexp.MustCompile(`^done \(\w+\) in [0-9.]+m?s: .* tokens in \d+ requests .*, \d+ tokens per verified citation, cost \$0\.\d+$`).MatchString(last) {
+		t.Errorf("last line = %q, want elapsed time, tokens per verified citation and cost", last)
+	}
+	// the planner's failed request reached the server: it is counted, and
+	// its prompt is in the tokens
+	m := regexp.MustCompile(`tokens in (\d+) requests \((\d+) calls answered; (\d+) tokens on failed`).FindStringSubmatch(last)
+	if m == nil {
+		t.Fatalf("last line = %q, want the failed request counted apart", last)
+	}
+	if req, calls, wasted := atoi(t, m[1]), atoi(t, m[2]), atoi(t, m[3]); req <= calls || wasted <= 0 {
+		t.Errorf("last line = %q: %d requests for %d answered calls, %d tokens wasted; want the failed request counted", last, req, calls, wasted)
 	}
 
 	// unpriced: elapsed time, no cost
@@ -229,9 +239,18 @@ func TestAskReplyLastLine(t *testing.T) {
 	if !strings.Contains(stdout, "Hello!") {
 		t.Errorf("stdout = %q", stdout)
 	}
-	if last := lastLine(stderr); !regexp.MustCompile(`^replied in [0-9.]+m?s: \d+ tokens in \d+ calls, cost \$0\.\d+$`).MatchString(last) {
+	if last := lastLine(stderr); !regexp.MustCompile(`^replied in [0-9.]+m?s: \d+ tokens in \d+ requests, cost \$0\.\d+$`).MatchString(last) {
 		t.Errorf("last line = %q", last)
 	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // askCLI runs `deepresearch ask args...` on vars and fails the test unless

@@ -86,6 +86,13 @@ func WithoutResponseFormat() Option { return func(s *Server) { s.noResponseForma
 // servers that do not stream.
 func WithoutStreaming() Option { return func(s *Server) { s.noStream = true } }
 
+// WithTokensPerSecond makes the server take time to generate, as a real
+// model does: each answer's output tokens (content, reasoning, tool call
+// arguments; characters/4) come at tps per second, after the reply's
+// Delay (its latency). A streamed answer's chunks are spaced by the time
+// their tokens take; a whole answer is sent when all would be done.
+func WithTokensPerSecond(tps float64) Option { return func(s *Server) { s.tps = max(tps, 0) } }
+
 // Server is the fake. Safe for concurrent use.
 type Server struct {
 	ts        *httptest.Server
@@ -98,6 +105,7 @@ type Server struct {
 	noJSONSchema     bool
 	noResponseFormat bool
 	noStream         bool
+	tps              float64 // output tokens per second (0: instant)
 
 	mu         sync.Mutex
 	queue      []Reply
@@ -108,6 +116,7 @@ type Server struct {
 	faulted    map[Fault]int
 	unscripted int
 	nextID     int
+	generated  time.Duration // generation time waited out (WithTokensPerSecond)
 }
 
 type rule struct {
@@ -490,6 +499,17 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req *Request, rep
 		writeError(w, http.StatusInternalServerError, nil, err.Error(), "server_error", "", "")
 		return
 	}
+	if d := s.generation(resp.Usage.CompletionTokens); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			panic(http.ErrAbortHandler)
+		}
+	}
 	writeJSON(w, http.StatusOK, reply.Header, resp)
 }
 
@@ -542,6 +562,27 @@ func completion(req *Request, reply Reply, id int) (openai.ChatCompletionRespons
 		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
 		Usage:   usage,
 	}, nil
+}
+
+// generation is how long the fake takes to produce n output tokens; it
+// counts toward GenerationTime.
+func (s *Server) generation(n int) time.Duration {
+	if s.tps <= 0 || n <= 0 {
+		return 0
+	}
+	d := time.Duration(float64(n) / s.tps * float64(time.Second))
+	s.mu.Lock()
+	s.generated += d
+	s.mu.Unlock()
+	return d
+}
+
+// GenerationTime is the time the server spent generating output tokens
+// (WithTokensPerSecond), summed over every answer.
+func (s *Server) GenerationTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.generated
 }
 
 // PromptTokens is the fake's crude prompt count: characters/4 over every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -403,6 +404,37 @@ func TestErrorBodiesLikeOpenAI(t *testing.T) {
 			}
 			if strings.Contains(e.Message, "wrong-key") {
 				t.Errorf("the key is echoed unmasked: %q", e.Message)
+			}
+		})
+	}
+}
+
+// With a generation rate the fake takes time per output token, streamed or
+// not: 400 characters are 100 tokens, 100 ms at 1000 tokens a second.
+func TestTokensPerSecond(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			srv := NewServer(t, func(*Request) Reply { return Text(strings.Repeat("abcd", 100)) }, WithTokensPerSecond(1000))
+			cfg := openai.DefaultConfig("k")
+			cfg.BaseURL = srv.URL()
+			c := openai.NewClientWithConfig(cfg)
+			req := openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "x"}}}
+			if stream {
+				st, err := c.CreateChatCompletionStream(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for {
+					if _, err := st.Recv(); err != nil {
+						break
+					}
+				}
+				st.Close()
+			} else if _, err := c.CreateChatCompletion(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := srv.GenerationTime(), 100*time.Millisecond; got != want {
+				t.Errorf("generation time %v, want %v", got, want)
 			}
 		})
 	}

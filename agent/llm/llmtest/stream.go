@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -72,6 +73,10 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, req *Reques
 		if sent > 0 && !wait(reply.ChunkDelay, false) {
 			return false
 		}
+		// the chunk's tokens take their time to generate
+		if len(c.Choices) > 0 && !wait(s.generation(chunkTokens(c.Choices[0].Delta)), false) {
+			return false
+		}
 		c.ID, c.Object, c.Created, c.Model = resp.ID, "chat.completion.chunk", resp.Created, resp.Model
 		b, _ := json.Marshal(c)
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
@@ -125,6 +130,19 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, req *Reques
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	flush()
+}
+
+// chunkTokens is the output tokens a delta carries (characters/4, at least
+// one for any text).
+func chunkTokens(d openai.ChatCompletionStreamChoiceDelta) int {
+	n := utf8.RuneCountInString(d.Content) + utf8.RuneCountInString(d.ReasoningContent) + utf8.RuneCountInString(d.Refusal)
+	for _, tc := range d.ToolCalls {
+		n += utf8.RuneCountInString(tc.Function.Arguments) + len(tc.Function.Name)
+	}
+	if n == 0 {
+		return 0
+	}
+	return tokens(n)
 }
 
 // pieces splits s into chunks of streamPiece runes.
