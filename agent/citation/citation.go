@@ -22,8 +22,10 @@ package citation
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -53,6 +55,10 @@ const (
 	QuoteNotFound Status = "quote_not_found" // the quote is not in the text read
 	Undefined     Status = "undefined"       // a marker in the text with no footnote
 	Unused        Status = "unused"          // a footnote never referenced
+
+	// UnknownEvidence is a citation by an evidence id ("[E99]") the run
+	// never gave out.
+	UnknownEvidence Status = "unknown_evidence"
 )
 
 // Footnote is the check of one citation: a footnote used with one quote
@@ -120,6 +126,10 @@ type Options struct {
 	// Language of the report ("ja" or other) for the unverified mark;
 	// guessed from the report when empty.
 	Language string
+	// Evidence, when set, resolves citations by evidence id ("[E12]",
+	// "[^3]: E12"): their footnotes are written from the evidence record,
+	// not from what the model wrote.
+	Evidence EvidenceLookup
 }
 
 var (
@@ -224,6 +234,8 @@ type def struct {
 	quote string
 	title string
 	url   string
+	// evidence: written by the program from an evidence record
+	evidence bool
 }
 
 // group is a run of adjacent markers in the body ("[^1][^2]") with the
@@ -354,6 +366,10 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 		opts.Language = guessLanguage(report)
 	}
 	report = normalizeStyles(report)
+	var cites map[string]int // label → evidence number
+	if opts.Evidence != nil {
+		report, cites = resolveEvidence(report)
+	}
 	lines := strings.Split(report, "\n")
 
 	// Footnote definitions (with continuation lines indented by 4) and the
@@ -386,6 +402,32 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 	}
 	body = dropEmptyRefHeading(body)
 	text := strings.Join(body, "\n")
+	unknown := map[string]bool{}
+	if opts.Evidence != nil {
+		// a bare "[^E12]" in the text cites evidence 12 too
+		for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
+			if id := evidenceIDRE.FindStringSubmatch(m[1]); id != nil && defs[m[1]] == nil {
+				if _, ok := cites[m[1]]; !ok {
+					n, _ := strconv.Atoi(id[1])
+					cites[m[1]] = n
+				}
+			}
+		}
+		labels := slices.Sorted(maps.Keys(cites))
+		for _, l := range labels {
+			n := cites[l]
+			e, ok := opts.Evidence(n)
+			if !ok || strings.TrimSpace(e.URL) == "" {
+				unknown[l] = true
+				delete(defs, l)
+				continue
+			}
+			if defs[l] == nil {
+				order = append(order, l)
+			}
+			defs[l] = evidenceDef(l, e)
+		}
+	}
 
 	// Marker groups in order, each with the quote before it.
 	code := fences(text)
@@ -416,7 +458,7 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 		groups = append(groups, g)
 	}
 
-	c := checker{defs: defs, lookup: lookup, opts: opts, matcher: NewMatcher(), units: map[string]*unit{}, used: map[string]bool{}}
+	c := checker{defs: defs, lookup: lookup, opts: opts, matcher: NewMatcher(), units: map[string]*unit{}, used: map[string]bool{}, unknown: unknown}
 	// Quotes written inline first: a footnote used both with an inline
 	// quote and bare takes the quote for its bare uses.
 	for _, g := range groups {
@@ -476,7 +518,7 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 
 	// Renumber by first use.
 	keep := func(u *unit) bool {
-		return u.ok() || opts.Mode == Flag && u.fn.Status != Undefined
+		return u.ok() || opts.Mode == Flag && u.fn.Status != Undefined && u.fn.Status != UnknownEvidence
 	}
 	next := 1
 	var numbered []*unit
@@ -595,6 +637,7 @@ type checker struct {
 	units   map[string]*unit
 	list    []*unit
 	used    map[string]bool
+	unknown map[string]bool // labels citing evidence ids never given out
 }
 
 // use counts u as cited.
@@ -619,6 +662,9 @@ func (c *checker) unit(label, quote string, pos int, text string) *unit {
 	d := c.defs[label]
 	if d == nil {
 		u.fn.Status = Undefined
+		if c.unknown[label] {
+			u.fn.Status = UnknownEvidence
+		}
 		u.fn.Quote = strings.TrimSpace(quote)
 		return u
 	}
@@ -670,7 +716,7 @@ func (c *checker) defLine(u *unit) string {
 	switch {
 	case d == nil:
 		line = fmt.Sprintf("[^%d]: %s", u.number, u.fn.Label)
-	case !u.fn.Inline && u.fn.Written == "" && u.fn.Quote != "":
+	case !u.fn.Inline && u.fn.Written == "" && u.fn.Quote != "" && !d.evidence:
 		line = fmt.Sprintf("[^%d]: %s", u.number, strings.TrimSpace(d.text))
 	default:
 		var b strings.Builder

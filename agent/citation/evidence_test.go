@@ -1,0 +1,123 @@
+package citation
+
+import (
+	"strings"
+	"testing"
+)
+
+// evidenceOf is the evidence of the run the tests cite by id.
+func testEvidence(n int) (Evidence, bool) {
+	ev := map[int]Evidence{
+		3:  {Quote: "does not immediately remove the old version of the row", Title: "Routine Vacuuming", URL: "https://x.org/vacuum"},
+		12: {Quote: "本法には罰則規定は設けられていない", Title: "AI推進法", URL: "https://x.jp/law"},
+		// given out, but its page was not read: the check still decides
+		20: {Quote: "anything", Title: "Elsewhere", URL: "https://x.org/unread"},
+	}
+	e, ok := ev[n]
+	return e, ok
+}
+
+// TestCheckEvidenceIDs checks citations by evidence id: the footnote is
+// written from the evidence record whatever the model wrote, an id the run
+// never gave out is dropped and counted, and a paraphrased inline quote
+// loses its quotation marks while the claim keeps its evidence.
+func TestCheckEvidenceIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		in                       string
+		cited, verified, dropped int
+		unknown                  int
+		want, not                []string
+	}{
+		{
+			name:  "bare ids",
+			in:    "Old rows stay until vacuumed [E3]. The law has no penalties [E12][E3].\n",
+			cited: 2, verified: 2,
+			want: []string{"vacuumed [^1].", "penalties [^2][^1].",
+				"[^1]: \"does not immediately remove the old version of the row\" — Routine Vacuuming, https://x.org/vacuum",
+				"[^2]: \"本法には罰則規定は設けられていない\" — AI推進法, https://x.jp/law"},
+		},
+		{
+			name:  "a list of ids, full-width brackets, lower case",
+			in:    "Old rows stay [E3, E12]. No penalties【E12】 (e3).\n",
+			cited: 2, verified: 2,
+			want: []string{"Old rows stay [^1][^2].", "No penalties[^2][^1]."},
+		},
+		{
+			name:  "unknown id",
+			in:    "Old rows stay [E3]. A made-up fact [E99].\n",
+			cited: 2, verified: 1, dropped: 1, unknown: 1,
+			want: []string{"A made-up fact (unverified)."},
+			not:  []string{"E99", "[^2]"},
+		},
+		{
+			name:  "a footnote naming an id, its quote and URL wrong",
+			in:    "Old rows stay [^1].\n\n## References\n\n[^1]: [E3] \"old rows are removed later\" — Vacuum, https://x.org/wrong\n",
+			cited: 1, verified: 1,
+			want: []string{"Old rows stay [^1].", "[^1]: \"does not immediately remove the old version of the row\" — Routine Vacuuming, https://x.org/vacuum"},
+			not:  []string{"wrong", "removed later"},
+		},
+		{
+			name:  "a footnote labelled by id",
+			in:    "Old rows stay [^E3].\n\n[^E3]: Routine Vacuuming\n",
+			cited: 1, verified: 1,
+			want: []string{"Old rows stay [^1].", "[^1]: \"does not immediately remove"},
+		},
+		{
+			name:  "an inline quote that is exact is kept",
+			in:    "VACUUM \"does not immediately remove the old version of the row\" [E3].\n",
+			cited: 1, verified: 1,
+			want: []string{"VACUUM \"does not immediately remove the old version of the row\" [^1]."},
+		},
+		{
+			name:  "an inline paraphrase loses its quotation marks, the claim keeps the evidence",
+			in:    "VACUUM \"never deletes the old row right away\" [E3].\n",
+			cited: 2, verified: 1, dropped: 1,
+			want: []string{"VACUUM never deletes the old row right away [^1].", "[^1]: \"does not immediately remove"},
+			not:  []string{"\"never deletes"},
+		},
+		{
+			name:  "evidence whose page was not read",
+			in:    "Something [E20].\n",
+			cited: 1, dropped: 1,
+			want: []string{"Something (unverified)."},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, rep := Check(tc.in, styleLookup, Options{Evidence: testEvidence})
+			unknown := 0
+			for _, f := range rep.Footnotes {
+				if f.Status == UnknownEvidence {
+					unknown++
+				}
+			}
+			if rep.Cited != tc.cited || rep.Verified != tc.verified || rep.Dropped != tc.dropped || unknown != tc.unknown {
+				t.Errorf("cited %d verified %d dropped %d unknown %d, want %d %d %d %d\n%+v", rep.Cited, rep.Verified, rep.Dropped, unknown,
+					tc.cited, tc.verified, tc.dropped, tc.unknown, rep.Footnotes)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(out, s) {
+					t.Errorf("output lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tc.not {
+				if strings.Contains(out, s) {
+					t.Errorf("output has %q:\n%s", s, out)
+				}
+			}
+			// the checked report checks the same again
+			if again, rep2 := Check(out, styleLookup, Options{Evidence: testEvidence}); again != out || rep2.Dropped != 0 {
+				t.Errorf("second check differs (dropped %d):\n%s\n---\n%s", rep2.Dropped, out, again)
+			}
+		})
+	}
+}
+
+// TestCheckEvidenceIDsWithoutEvidence: without the run's evidence an id is
+// text, as before.
+func TestCheckEvidenceIDsWithoutEvidence(t *testing.T) {
+	out, rep := Check("Old rows stay [E3].\n", styleLookup, Options{})
+	if rep.Cited != 0 || !strings.Contains(out, "[E3]") {
+		t.Errorf("got %+v:\n%s", rep, out)
+	}
+}
