@@ -127,6 +127,9 @@ type SubtaskResult struct {
 	Gaps      []string `json:"gaps,omitempty"`
 	Findings  int      `json:"findings"`
 	Stopped   Budget   `json:"stopped,omitempty"` // the budget that cut it short
+	// Statements are the answer as the writer sees it: sentences with the
+	// findings (by ID) they rest on.
+	Statements []Statement `json:"statements,omitempty"`
 	// Searches is how many queries it searched; Read the pages it read, by
 	// URL. A resumed turn's progress shows them again.
 	Searches int         `json:"searches,omitempty"`

@@ -77,12 +77,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 	if s.Plan != nil {
 		points, theme = s.Plan.InvestigationPoints, s.Plan.Theme
 	}
-	var subs []prompts.SubtaskAnswer
-	for _, r := range turnResults(s) {
-		if strings.TrimSpace(r.Answer) != "" {
-			subs = append(subs, prompts.SubtaskAnswer{Title: r.Title, Answer: r.Answer})
-		}
-	}
+	subs, ev, ix := writerInput(s, a.opts.MaxEvidence)
 	prev := s.Draft
 	if s.Intent == IntentRewrite && s.Report != "" && s.Drafts == 0 {
 		prev = s.Report
@@ -92,8 +87,8 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 	}
 	p, err := prompts.Render(prompts.Writer, prompts.WriterData{
 		Question: s.Question, Theme: theme, Language: s.Language, Today: today(a.now()), Points: points,
-		Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence), Subtasks: subs, Feedback: s.Feedback,
-		PreviousDraft: prev, Instruction: s.Instruction, Gaps: gapsOf(s),
+		Evidence: ev, Subtasks: subs, Feedback: s.Feedback,
+		PreviousDraft: citeByID(prev, ix), Instruction: s.Instruction, Gaps: gapsOf(s),
 	})
 	if err != nil {
 		return nil, err
@@ -117,7 +112,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		draft, extractive = a.extractiveReport(s), true
 	}
-	checked, rep := citation.Check(draft, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode, Language: s.Language})
+	checked, rep := citation.Check(draft, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode, Language: s.Language, Evidence: ix.lookup})
 	emit(ctx, Event{Kind: EventDraft, Citations: &rep, Message: fmt.Sprintf("draft %d: %d cited, %d verified, %d dropped", s.Drafts+1, rep.Cited, rep.Verified, rep.Dropped)})
 	return append(w, sc.draft.Set(checked), sc.draftCitations.Set(rep), sc.draftExtractive.Set(extractive), sc.usage.Set(c.usage())), nil
 }
@@ -191,7 +186,7 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	default:
 		p, err := prompts.Render(prompts.Reviewer, prompts.ReviewerData{
 			Question: s.Question, Language: s.Language, Today: today(a.now()), Points: points, Draft: s.Draft,
-			EvaluationTypes: checkNames(types), Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence),
+			EvaluationTypes: checkNames(types), Evidence: reviewEvidence(s, a.opts.MaxEvidence),
 			Citations: prompts.Citations{Cited: s.DraftCitations.Cited, Verified: s.DraftCitations.Verified, Dropped: s.DraftCitations.Dropped},
 		})
 		if err != nil {

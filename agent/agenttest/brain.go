@@ -70,6 +70,8 @@ type Brain struct {
 	FindingQuote func(quote string) string
 	// ReflectDone decides a researcher's reflection on its try (from 1).
 	ReflectDone func(try int) bool
+	// Answer writes a researcher's subtask answer from its prompt.
+	Answer func(prompt string) string
 	// Writer writes the report from the writer's prompt.
 	Writer func(prompt string, ja bool) string
 	// ExtraFootnotes are appended to every default report (fabrications).
@@ -261,6 +263,9 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 		}
 		return llmtest.JSON(map[string]any{"summary": b.said(fmt.Sprintf("%d pages summarised.", len(fs))), "findings": fs})
 	case "answer_subtask":
+		if b.Answer != nil {
+			return llmtest.Text(b.Answer(user))
+		}
 		return llmtest.Text(b.said("The evidence shows the main facts [E1]."))
 	case "reflect":
 		try := 1
