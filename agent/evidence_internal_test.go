@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestAnswerStatements(t *testing.T) {
+	local := []string{"f1", "f2", "f3"}
+	for _, tc := range []struct {
+		name, answer string
+		want         []Statement
+	}{
+		{"tags after the sentence end", "Fines are high [E2]. The act applies in 2026. [E1][E3]",
+			[]Statement{{"Fines are high.", []string{"f2"}}, {"The act applies in 2026.", []string{"f1", "f3"}}}},
+		{"a mini-report", "## Answer\n\n1. **Fines** are high [E2][^1] (see [the page](https://x.org/p)).\n\n## References\n\n[^1]: \"q\" — T, https://x.org/p\n",
+			[]Statement{{"Fines are high (see the page).", []string{"f2"}}}},
+		{"a tag never given out, a list of tags", "It is so [E9, E1]。日本語の文[E3]。",
+			[]Statement{{"It is so。", []string{"f1"}}, {"日本語の文。", []string{"f3"}}}},
+		{"quotation marks go", "The page says \"fines are high\" [E2].", []Statement{{"The page says fines are high.", []string{"f2"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := answerStatements(tc.answer, local)
+			if !slices.EqualFunc(got, tc.want, func(a, b Statement) bool { return a.Text == b.Text && slices.Equal(a.Evidence, b.Evidence) }) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCiteByIDPreviousDraft: a checked draft goes back to the writer with
+// its footnotes as evidence ids, so a revision cites by id too; a footnote
+// that is no evidence stays.
+func TestCiteByIDPreviousDraft(t *testing.T) {
+	ix := indexEvidence([]Finding{
+		{ID: "a", URL: "https://x.org/a", Quote: "Fines can reach 35 million euros.", Verified: true},
+		{ID: "b", URL: "https://x.org/b", Quote: "本法には罰則規定は設けられていない。", Verified: true},
+	})
+	draft := "# R\n\nFines are high [^1]. No penalties[^2]. Other [^3].\n\n## References\n\n" +
+		"[^1]: \"Fines can reach 35 million euros.\" — Fines, https://x.org/a\n" +
+		"[^2]: 「本法には罰則規定は設けられていない。」 — 法, https://x.org/b\n" +
+		"[^3]: \"Something else entirely here.\" — Other, https://x.org/c\n"
+	got := citeByID(draft, ix)
+	for _, s := range []string{"Fines are high [E1]. No penalties[E2]. Other [^3].", "[^3]: \"Something else"} {
+		if !strings.Contains(got, s) {
+			t.Errorf("lacks %q:\n%s", s, got)
+		}
+	}
+	if strings.Contains(got, "[^1]") || strings.Contains(got, "x.org/a") {
+		t.Errorf("footnote 1 left:\n%s", got)
+	}
+}
