@@ -341,6 +341,7 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 		for u, src := range s.Sources {
 			if src.Retrieved {
 				known = append(known, u)
+				known = append(known, src.Aliases...) // read under another URL
 			}
 		}
 		slices.Sort(known)

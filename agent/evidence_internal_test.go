@@ -51,3 +51,39 @@ func TestCiteByIDPreviousDraft(t *testing.T) {
 		t.Errorf("footnote 1 left:\n%s", got)
 	}
 }
+
+// TestMergeSourcesOnePage: two researchers that read one page under two
+// URLs (an alias, the same text) leave one source with the other URL as an
+// alias, which the citation check still finds.
+func TestMergeSourcesOnePage(t *testing.T) {
+	text := strings.Repeat("The same article text, long enough to be told apart. ", 6)
+	old := map[string]Source{"https://a.org/x": {URL: "https://a.org/x", Text: text, Retrieved: true, Digest: textKey(text), Aliases: []string{"https://a.org/go/1"}}}
+	got := mergeSources(old, map[string]Source{
+		"https://a.org/go/1":   {URL: "https://a.org/go/1"}, // seen in results under the alias
+		"https://mirror.org/x": {URL: "https://mirror.org/x", Text: text, Retrieved: true, Digest: textKey(text)},
+		"https://b.org/y":      {URL: "https://b.org/y", Text: "other", Retrieved: true},
+	})
+	if len(got) != 2 || !slices.Contains(got["https://a.org/x"].Aliases, "https://mirror.org/x") {
+		t.Fatalf("%+v", got)
+	}
+	doc, ok := lookup(got)("https://mirror.org/x")
+	if !ok || doc.URL != "https://a.org/x" {
+		t.Errorf("lookup by the alias: %+v %v", doc, ok)
+	}
+}
+
+func TestCanonicalURL(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		pg   Page
+		want string
+	}{
+		{"https://a.org/go/1", Page{FinalURL: "https://a.org/x"}, "https://a.org/x"},
+		{"https://a.org/amp/x", Page{FinalURL: "https://a.org/amp/x", Canonical: "https://www.a.org/x"}, "https://www.a.org/x"},
+		{"https://a.org/x", Page{Canonical: "https://b.org/x"}, "https://a.org/x"}, // another site
+	} {
+		if got := canonicalURL(tc.raw, tc.pg); got != normURL(tc.want) {
+			t.Errorf("canonicalURL(%s, %+v) = %s, want %s", tc.raw, tc.pg, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/url"
+	"slices"
 	"strings"
 
 	"deepresearch/tools/search"
@@ -108,4 +110,56 @@ func (a *Agent) readAhead(ctx context.Context, question string) {
 			})
 		}
 	})
+}
+
+// canonicalURL is the one URL of the page read at rawURL: where its
+// redirects ended, or the rel=canonical URL it declares when that is on the
+// same site (a page may not claim another site's URL).
+func canonicalURL(rawURL string, pg Page) string {
+	u := normURL(rawURL)
+	if pg.FinalURL != "" {
+		u = normURL(pg.FinalURL)
+	}
+	if pg.Canonical != "" {
+		if c := normURL(pg.Canonical); c != u && sameSite(c, u) {
+			u = c
+		}
+	}
+	return u
+}
+
+// sameSite reports whether two URLs are on the same host (ignoring "www.").
+func sameSite(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil || ua.Hostname() == "" {
+		return false
+	}
+	h := func(u *url.URL) string { return strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.") }
+	return h(ua) == h(ub)
+}
+
+// minSameText is the shortest text (in bytes, without white space) by which
+// two pages are taken for one: shorter ones (an error page, a cookie wall)
+// say nothing about being the same page.
+const minSameText = 200
+
+// textKey identifies a page by its extracted text ("" for a text too short
+// to tell): two URLs that read the same text are one source.
+func textKey(text string) string {
+	flat := strings.Join(strings.Fields(text), "")
+	if len(flat) < minSameText {
+		return ""
+	}
+	return hashID("text", flat)
+}
+
+// withAlias adds urls to a source's aliases (not its own URL, no repeats).
+func withAlias(src Source, urls ...string) Source {
+	for _, u := range urls {
+		if u != "" && u != src.URL && !slices.Contains(src.Aliases, u) {
+			src.Aliases = append(src.Aliases, u)
+		}
+	}
+	return src
 }

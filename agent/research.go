@@ -256,6 +256,9 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	for u, src := range s.Sources {
 		if src.Retrieved {
 			ex.claimed[u] = true
+			for _, al := range src.Aliases {
+				ex.claimed[al] = true
+			}
 		}
 	}
 	// pages already read would fill the top results: ask for as many more
@@ -385,6 +388,13 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 			if pg.FinalURL != "" && normURL(pg.FinalURL) != u {
 				src.FinalURL = normURL(pg.FinalURL)
 			}
+			// one page, one source: keyed by its canonical URL, the
+			// URL it was reached by an alias
+			if c := canonicalURL(r.URL, pg); c != u {
+				src.URL = c
+				src = withAlias(src, u)
+			}
+			src.Digest = textKey(src.Text)
 			out[i] = &src
 		}()
 	}
@@ -392,16 +402,54 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 	var pages []Source
 	ex.mu.Lock()
 	for _, p := range out {
-		if p != nil {
-			ex.sources[p.URL] = *p
-			pages = append(pages, *p)
+		if p == nil {
+			continue
 		}
+		for _, al := range p.Aliases {
+			if cur, ok := ex.sources[al]; ok && !cur.Retrieved {
+				delete(ex.sources, al) // seen in results under the alias
+			}
+		}
+		ex.claimed[p.URL] = true
+		for _, al := range p.Aliases {
+			ex.claimed[al] = true
+		}
+		if slices.Contains(ex.s.Task.Known, p.URL) {
+			continue // read in an earlier turn: its findings are known
+		}
+		if k, cur, ok := ex.sameSource(*p); ok {
+			// read already (by another URL): one source, summarised once
+			ex.sources[k] = withAlias(cur, append([]string{p.URL}, p.Aliases...)...)
+			continue
+		}
+		ex.sources[p.URL] = *p
+		pages = append(pages, *p)
 	}
 	ex.mu.Unlock()
 	for _, p := range pages {
 		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
 	}
 	return pages
+}
+
+// sameSource finds the source already read that p is: the same canonical
+// URL, an alias of it or the same text.
+// ex.mu is held.
+func (ex *execution) sameSource(p Source) (string, Source, bool) {
+	for _, m := range []map[string]Source{ex.sources, ex.s.Sources} {
+		for k, src := range m {
+			if !src.Retrieved {
+				continue
+			}
+			if k == p.URL || slices.Contains(src.Aliases, p.URL) || p.Digest != "" && src.Digest == p.Digest {
+				if cur, ok := ex.sources[k]; ok {
+					return k, cur, true
+				}
+				return k, src, true
+			}
+		}
+	}
+	return "", Source{}, false
 }
 
 func (ex *execution) visit(ctx context.Context, urls []string) {

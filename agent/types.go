@@ -113,6 +113,13 @@ type Source struct {
 	Query     string    `json:"query,omitempty"`
 	Provider  string    `json:"provider,omitempty"`
 	Published time.Time `json:"published,omitzero"`
+
+	// Aliases are the other URLs the same page was reached by (a redirect
+	// link, a rel=canonical alias, a copy with the same text): one source.
+	Aliases []string `json:"aliases,omitempty"`
+	// Digest identifies the text read (see textKey): two URLs with the
+	// same text are one source.
+	Digest string `json:"digest,omitempty"`
 }
 
 // SubtaskResult is what one researcher returned.

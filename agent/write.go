@@ -13,18 +13,26 @@ import (
 	"deepresearch/prompts"
 )
 
-// lookup finds the pages read in this thread for the citation check.
+// lookup finds the pages read in this thread for the citation check, by
+// their URL or any alias (where a redirect ended, a rel=canonical alias, a
+// copy with the same text); the document is the source under its one URL.
 func lookup(sources map[string]Source) citation.Lookup {
 	final := map[string]string{}
 	for u, src := range sources {
+		if !src.Retrieved {
+			continue
+		}
 		if src.FinalURL != "" {
 			final[src.FinalURL] = u
+		}
+		for _, al := range src.Aliases {
+			final[al] = u
 		}
 	}
 	return func(raw string) (citation.Doc, bool) {
 		n := normURL(raw)
 		src, ok := sources[n]
-		if !ok {
+		if !ok || !src.Retrieved {
 			if k, ok2 := final[n]; ok2 {
 				src, ok = sources[k], true
 			}

@@ -236,6 +236,8 @@ type def struct {
 	url   string
 	// evidence: written by the program from an evidence record
 	evidence bool
+	// moved: the URL is the page's own, not the alias written
+	moved bool
 }
 
 // group is a run of adjacent markers in the body ("[^1][^2]") with the
@@ -686,6 +688,11 @@ func (c *checker) verify(u *unit, d *def) Status {
 	if !ok {
 		return NotRetrieved
 	}
+	if doc.URL != "" && doc.URL != d.url {
+		// the page's one URL, not the alias the model wrote
+		d.url, d.moved = doc.URL, true
+		u.fn.URL = doc.URL
+	}
 	if u.fn.Title == "" {
 		u.fn.Title = doc.Title
 	}
@@ -716,7 +723,7 @@ func (c *checker) defLine(u *unit) string {
 	switch {
 	case d == nil:
 		line = fmt.Sprintf("[^%d]: %s", u.number, u.fn.Label)
-	case !u.fn.Inline && u.fn.Written == "" && u.fn.Quote != "" && !d.evidence:
+	case !u.fn.Inline && u.fn.Written == "" && u.fn.Quote != "" && !d.evidence && !d.moved:
 		line = fmt.Sprintf("[^%d]: %s", u.number, strings.TrimSpace(d.text))
 	default:
 		var b strings.Builder

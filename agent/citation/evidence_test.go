@@ -121,3 +121,20 @@ func TestCheckEvidenceIDsWithoutEvidence(t *testing.T) {
 		t.Errorf("got %+v:\n%s", rep, out)
 	}
 }
+
+// TestCheckCitesCanonicalURL: a footnote that cites a page under an alias
+// (the lookup finds the page by it) is written under the page's own URL.
+func TestCheckCitesCanonicalURL(t *testing.T) {
+	look := func(u string) (Doc, bool) {
+		if u == "https://x.org/go/vacuum" {
+			u = "https://x.org/vacuum"
+		}
+		return styleLookup(u)
+	}
+	in := "Old rows stay [^1]. Space is reused [^2].\n\n[^1]: \"does not immediately remove the old version of the row\" — Vacuum, https://x.org/go/vacuum\n" +
+		"[^2]: \"does not immediately remove the old version of the row\" — Vacuum, https://x.org/vacuum\n"
+	out, rep := Check(in, look, Options{})
+	if rep.Verified != 2 || strings.Contains(out, "/go/") || !strings.Contains(out, "Old rows stay [^1]. Space is reused [^1].") {
+		t.Errorf("%+v\n%s", rep, out)
+	}
+}
