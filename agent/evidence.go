@@ -42,7 +42,25 @@ func (ix evidenceIndex) lookup(n int) (citation.Evidence, bool) {
 		return citation.Evidence{}, false
 	}
 	f := ix.list[n-1]
-	return citation.Evidence{Quote: f.Quote, Title: f.Title, URL: f.URL}, true
+	return citation.Evidence{Quote: f.Quote, Title: f.Title, URL: f.URL, Claim: f.Claim}, true
+}
+
+// checkDraft checks a draft's citations against the pages read in the
+// thread: evidence cited by id is written from its record, and a quote a
+// page does not have may still stand for the evidence of that page it
+// restates.
+func checkDraft(draft string, s State, ix evidenceIndex, mode citation.Mode) (string, citation.Report) {
+	look := lookup(s.Sources)
+	at := map[string][]citation.Evidence{}
+	for _, f := range ix.list {
+		u := f.URL
+		if doc, ok := look(u); ok {
+			u = doc.URL
+		}
+		at[u] = append(at[u], citation.Evidence{Quote: f.Quote, Title: f.Title, URL: f.URL, Claim: f.Claim})
+	}
+	return citation.Check(draft, look, citation.Options{Mode: mode, Language: s.Language, Evidence: ix.lookup,
+		EvidenceAt: func(u string) []citation.Evidence { return at[u] }})
 }
 
 func (ix evidenceIndex) prompt(n int) prompts.Evidence {

@@ -120,7 +120,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		draft, extractive = a.extractiveReport(s), true
 	}
-	checked, rep := citation.Check(draft, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode, Language: s.Language, Evidence: ix.lookup})
+	checked, rep := checkDraft(draft, s, ix, a.opts.CitationMode)
 	emit(ctx, Event{Kind: EventDraft, Citations: &rep, Message: fmt.Sprintf("draft %d: %d cited, %d verified, %d dropped", s.Drafts+1, rep.Cited, rep.Verified, rep.Dropped)})
 	return append(w, sc.draft.Set(checked), sc.draftCitations.Set(rep), sc.draftExtractive.Set(extractive), sc.usage.Set(c.usage())), nil
 }
@@ -339,7 +339,7 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	report, cit, extractive := chosen(s)
 	if strings.TrimSpace(report) == "" {
 		report, extractive = a.extractiveReport(s), true
-		report, cit = citation.Check(report, lookup(s.Sources), citation.Options{Mode: a.opts.CitationMode, Language: lang})
+		report, cit = checkDraft(report, s, indexEvidence(s.Findings), a.opts.CitationMode)
 	}
 	var unv []string
 	for _, f := range cit.Failed() {

@@ -130,6 +130,11 @@ type Options struct {
 	// "[^3]: E12"): their footnotes are written from the evidence record,
 	// not from what the model wrote.
 	Evidence EvidenceLookup
+	// EvidenceAt, when set, lets a quote the page does not have still
+	// back its claim when it restates evidence collected from that page
+	// (a paraphrase, a translation, two sentences merged): the footnote
+	// then quotes the evidence, and the quotation marks go.
+	EvidenceAt EvidenceAt
 }
 
 var (
@@ -263,6 +268,9 @@ type unit struct {
 	alias  *unit // a bare use of a footnote whose quote was inline
 	number int
 	listed bool
+	// rescued: the quote written is not on the page, the evidence it
+	// stands for is
+	rescued bool
 }
 
 func (u *unit) ok() bool { return u.fn.Status == Verified }
@@ -469,17 +477,22 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 		}
 		var kept []*unit
 		for _, l := range g.labels {
-			if u := c.unit(l, g.quote, g.start, text); u.ok() {
+			if u := c.unit(l, g.quote, g.start, text); u.ok() && !u.rescued {
 				kept = append(kept, u)
 			}
 		}
 		if len(kept) == 0 {
 			// the quote is on none of the pages: it is dropped (and
 			// loses its quotation marks); a footnote whose own quote
-			// verifies still backs the claim (the quoted words may be
-			// a title, not a quote)
+			// verifies, or the evidence the quote stands for, still
+			// backs the claim (the quoted words may be a title, a
+			// paraphrase or a translation, not a quote)
 			for _, l := range g.labels {
-				g.units = append(g.units, c.use(c.unit(l, g.quote, g.start, text)))
+				u := c.unit(l, g.quote, g.start, text)
+				g.units = append(g.units, c.use(u))
+				if u.ok() {
+					continue
+				}
 				if d := c.defs[l]; d != nil && d.quote != "" {
 					if own := c.unit(l, "", g.start, text); own.ok() {
 						g.units = append(g.units, c.use(own))
@@ -680,6 +693,19 @@ func (c *checker) unit(label, quote string, pos int, text string) *unit {
 	return u
 }
 
+// rescue finds the evidence a quote that is not on the page stands for: the
+// evidence a footnote cites by id, whatever quote was written with it, or
+// the evidence of that page the quote restates.
+func (c *checker) rescue(d *def, doc Doc, written string) (Evidence, bool) {
+	if d.evidence {
+		return Evidence{Quote: d.quote, Title: d.title, URL: d.url}, d.quote != ""
+	}
+	if c.opts.EvidenceAt == nil {
+		return Evidence{}, false
+	}
+	return restated(written, c.opts.EvidenceAt(doc.URL))
+}
+
 func (c *checker) verify(u *unit, d *def) Status {
 	if d.url == "" {
 		return NoURL
@@ -705,6 +731,12 @@ func (c *checker) verify(u *unit, d *def) Status {
 	m, ok := c.matcher.Find(doc, u.fn.Quote)
 	if !ok {
 		u.fn.Written = u.fn.Quote
+		if e, ok := c.rescue(d, doc, u.fn.Quote); ok {
+			if m, ok := c.matcher.Find(doc, e.Quote); ok {
+				u.match, u.fn.Quote, u.rescued = m, m.Quote, true
+				return Verified
+			}
+		}
 		return QuoteNotFound
 	}
 	u.match = m

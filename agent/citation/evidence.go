@@ -2,8 +2,10 @@ package citation
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Evidence is a piece of evidence collected in the run, which a report may
@@ -15,7 +17,13 @@ type Evidence struct {
 	Quote string
 	Title string
 	URL   string
+	// Claim is what the evidence says, in the report's language.
+	Claim string
 }
+
+// EvidenceAt lists the evidence collected from the page at a URL (as the
+// Lookup names it).
+type EvidenceAt func(url string) []Evidence
 
 // EvidenceLookup finds evidence by its number (12 for "E12"); ok is false
 // for an id the run never gave out.
@@ -111,4 +119,122 @@ func resolveEvidence(report string) (string, map[string]int) {
 // evidence: defLine renders it from the record.
 func evidenceDef(label string, e Evidence) *def {
 	return &def{label: label, quote: strings.TrimSpace(e.Quote), title: e.Title, url: e.URL, evidence: true}
+}
+
+// stopWords are words too common to say two texts speak of the same thing.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`the and for that with from this are was were has have had its their which will been into than
+		more also but not can may per such these those there they them then when what who whom how all any our out over
+		under about after before between said says say its it's one two`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// contentTokens are what a paraphrase keeps of the text it restates: the
+// words of three letters or more and the numbers (Latin script), and pairs
+// of adjacent characters (Japanese and Chinese, which have no spaces).
+func contentTokens(s string) map[string]bool {
+	f := fold(s)
+	out := map[string]bool{}
+	ws := f.words(0, len(f.r))
+	for i, w := range ws {
+		r := []rune(w)
+		switch {
+		case len(r) == 1 && isCJK(r[0]):
+			if i+1 < len(ws) {
+				if n := []rune(ws[i+1]); len(n) == 1 && isCJK(n[0]) {
+					out[w+ws[i+1]] = true
+				}
+			}
+		case unicode.IsDigit(r[0]) || len(r) >= 3 && !stopWords[w]:
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// overlap is the share of a's tokens that b has.
+func overlap(a, b map[string]bool) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	n := 0
+	for t := range a {
+		if b[t] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a))
+}
+
+// minRestated is the share of a written quote's words that a piece of
+// evidence (its quote and claim) must have for the quote to be taken as a
+// restatement of it: a paraphrase, a translation of the claim, two
+// sentences merged, a researcher's wording.
+const minRestated = 0.6
+
+// restated finds the evidence at a page that a quote the page does not
+// have restates: most of its words are the evidence's, it states no
+// number the evidence lacks, and it does not turn a statement around (a
+// negation added or dropped). A quote that says something else is no
+// restatement and stays unverified.
+func restated(written string, cands []Evidence) (Evidence, bool) {
+	w := contentTokens(written)
+	if len(w) < 3 {
+		return Evidence{}, false
+	}
+	nums := digitRuns(fold(written).r)
+	neg := negations(written) > 0
+	fits := func(text string) bool {
+		have := digitRuns(fold(text).r)
+		for _, n := range nums {
+			if !slices.Contains(have, n) {
+				return false
+			}
+		}
+		return (negations(text) > 0) == neg
+	}
+	type cand struct {
+		e    Evidence
+		text string
+		toks map[string]bool
+		sim  float64
+	}
+	var cs []cand
+	for _, e := range cands {
+		text := e.Quote + "\n" + e.Claim
+		toks := contentTokens(text)
+		cs = append(cs, cand{e, text, toks, overlap(w, toks)})
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		switch {
+		case a.sim > b.sim:
+			return -1
+		case a.sim < b.sim:
+			return 1
+		}
+		return 0
+	})
+	if len(cs) > 0 && cs[0].sim >= minRestated && fits(cs[0].text) {
+		return cs[0].e, true
+	}
+	// two sentences merged into one quote: the two pieces of evidence
+	// together, cited by the closer one
+	for i := 0; i < len(cs) && i < 3; i++ {
+		for j := i + 1; j < len(cs) && j < 4; j++ {
+			both := map[string]bool{}
+			for t := range cs[i].toks {
+				both[t] = true
+			}
+			for t := range cs[j].toks {
+				both[t] = true
+			}
+			if overlap(w, both) >= minRestated && fits(cs[i].text+"\n"+cs[j].text) && cs[j].sim > 0 {
+				return cs[i].e, true
+			}
+		}
+	}
+	return Evidence{}, false
 }

@@ -72,7 +72,7 @@ func TestCheckEvidenceIDs(t *testing.T) {
 		{
 			name:  "an inline paraphrase loses its quotation marks, the claim keeps the evidence",
 			in:    "VACUUM \"never deletes the old row right away\" [E3].\n",
-			cited: 2, verified: 1, dropped: 1,
+			cited: 1, verified: 1,
 			want: []string{"VACUUM never deletes the old row right away [^1].", "[^1]: \"does not immediately remove"},
 			not:  []string{"\"never deletes"},
 		},
@@ -136,5 +136,38 @@ func TestCheckCitesCanonicalURL(t *testing.T) {
 	out, rep := Check(in, look, Options{})
 	if rep.Verified != 2 || strings.Contains(out, "/go/") || !strings.Contains(out, "Old rows stay [^1]. Space is reused [^1].") {
 		t.Errorf("%+v\n%s", rep, out)
+	}
+}
+
+// TestRestated: a quote the page does not have stands for the evidence it
+// restates, never for evidence it contradicts or goes beyond.
+func TestRestated(t *testing.T) {
+	ev := []Evidence{
+		{Quote: "Fines for the most serious infringements can reach €35 million or 7% of worldwide annual turnover.", Claim: "Fines can reach €35 million or 7% of turnover."},
+		{Quote: "Most high-risk obligations apply from 2 August 2026.", Claim: "High-risk obligations apply from August 2026."},
+		{Quote: "本法には罰則規定は設けられていない。", Claim: "AI推進法には罰則規定がない。"},
+	}
+	for _, tc := range []struct {
+		written string
+		want    int // index in ev, -1 for none, -2 for either of the first two
+	}{
+		{"serious infringements may be fined up to €35 million or 7% of annual worldwide turnover", 0},
+		{"AI推進法には罰則の規定がない", 2},
+		{"fines can reach €35 million or 7% of turnover, and high-risk obligations apply from 2 August 2026", -2},
+		{"fines can reach €50 million or 9% of worldwide annual turnover", -1},             // numbers it lacks
+		{"fines for serious infringements cannot reach 7% of worldwide annual turnover", -1}, // turned around
+		{"the regulation will be repealed entirely next year", -1},
+		{"AI推進法には罰則規定が設けられている予定である", -1},
+	} {
+		e, ok := restated(tc.written, ev)
+		got := -1
+		for i := range ev {
+			if ok && e.Quote == ev[i].Quote {
+				got = i
+			}
+		}
+		if got != tc.want && !(tc.want == -2 && (got == 0 || got == 1)) {
+			t.Errorf("restated(%q) = %d, want %d", tc.written, got, tc.want)
+		}
 	}
 }
