@@ -154,7 +154,7 @@ func TestRestated(t *testing.T) {
 		{"serious infringements may be fined up to €35 million or 7% of annual worldwide turnover", 0},
 		{"AI推進法には罰則の規定がない", 2},
 		{"fines can reach €35 million or 7% of turnover, and high-risk obligations apply from 2 August 2026", -2},
-		{"fines can reach €50 million or 9% of worldwide annual turnover", -1},             // numbers it lacks
+		{"fines can reach €50 million or 9% of worldwide annual turnover", -1},               // numbers it lacks
 		{"fines for serious infringements cannot reach 7% of worldwide annual turnover", -1}, // turned around
 		{"the regulation will be repealed entirely next year", -1},
 		{"AI推進法には罰則規定が設けられている予定である", -1},
