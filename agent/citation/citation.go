@@ -703,7 +703,7 @@ func (c *checker) rescue(d *def, doc Doc, written string) (Evidence, bool) {
 	if c.opts.EvidenceAt == nil {
 		return Evidence{}, false
 	}
-	return restated(written, c.opts.EvidenceAt(doc.URL))
+	return restated(c.matcher, doc, written, c.opts.EvidenceAt(doc.URL))
 }
 
 func (c *checker) verify(u *unit, d *def) Status {

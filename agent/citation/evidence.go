@@ -169,71 +169,114 @@ func overlap(a, b map[string]bool) float64 {
 	return float64(n) / float64(len(a))
 }
 
-// minRestated is the share of a written quote's words that a piece of
-// evidence (its quote and claim) must have for the quote to be taken as a
-// restatement of it: a paraphrase, a translation of the claim, two
-// sentences merged, a researcher's wording.
+// minRestated is the share of a translated quote's words that the claim of
+// a piece of evidence must have for the quote to be taken as a translation
+// of it.
 const minRestated = 0.6
 
-// restated finds the evidence at a page that a quote the page does not
-// have restates: most of its words are the evidence's, it states no
-// number the evidence lacks, and it does not turn a statement around (a
-// negation added or dropped). A quote that says something else is no
-// restatement and stays unverified.
-func restated(written string, cands []Evidence) (Evidence, bool) {
+// restated finds the evidence of a page that a quote the page does not
+// have stands for, where that can be told from the words alone:
+//
+//   - the quote is a researcher's wording: the claim of a piece of
+//     evidence, up to what the matcher forgives on a page;
+//   - the quote merges passages of the page: each part (split at ";",
+//     ",", "and", "、") is on the page, and the first is evidence;
+//   - the quote is a translation (its language is not the page's): most
+//     of its words are the claim's, which is in the report's language,
+//     with no number the evidence lacks and no negation added or dropped.
+//
+// A paraphrase in the page's own language is not taken: it cannot be told
+// from a near copy with one fact changed ("two days" for "three days", a
+// title swapped), which must stay unverified. Citing the evidence by id is
+// how a paraphrasing model keeps its citations.
+func restated(m *Matcher, doc Doc, written string, cands []Evidence) (Evidence, bool) {
+	if len(cands) == 0 {
+		return Evidence{}, false
+	}
+	for _, e := range cands {
+		if _, ok := m.Find(Doc{Text: e.Claim}, written); ok && strings.TrimSpace(e.Claim) != "" {
+			return e, true
+		}
+	}
+	if e, ok := merged(m, doc, written, cands); ok {
+		return e, true
+	}
+	if guessLanguage(written) == guessLanguage(doc.Text) {
+		return Evidence{}, false
+	}
 	w := contentTokens(written)
 	if len(w) < 3 {
 		return Evidence{}, false
 	}
-	nums := digitRuns(fold(written).r)
+	wf := fold(written)
+	nums := append(digitRuns(wf.r), numberWords(wf.words(0, len(wf.r)))...)
 	neg := negations(written) > 0
-	fits := func(text string) bool {
-		have := digitRuns(fold(text).r)
-		for _, n := range nums {
-			if !slices.Contains(have, n) {
-				return false
-			}
+	best, bestSim := -1, 0.0
+	for i, e := range cands {
+		if sim := overlap(w, contentTokens(e.Claim)); sim > bestSim {
+			best, bestSim = i, sim
 		}
-		return (negations(text) > 0) == neg
 	}
-	type cand struct {
-		e    Evidence
-		text string
-		toks map[string]bool
-		sim  float64
+	if best < 0 || bestSim < minRestated {
+		return Evidence{}, false
 	}
-	var cs []cand
+	e := cands[best]
+	var have []string
+	for _, t := range []string{e.Claim, e.Quote} {
+		f := fold(t) // each on its own: folding drops what parts numbers
+		have = append(append(have, digitRuns(f.r)...), numberWords(f.words(0, len(f.r)))...)
+	}
+	for _, n := range nums {
+		if !slices.Contains(have, n) {
+			return Evidence{}, false
+		}
+	}
+	if (negations(e.Claim) > 0) != neg {
+		return Evidence{}, false
+	}
+	return e, true
+}
+
+// mergeSplitRE splits a quote that merges passages of a page.
+var mergeSplitRE = regexp.MustCompile(`\s*(?:[;；,、，]|\band\b|\bwhile\b|\bwith\b)\s*`)
+
+// merged verifies a quote that joins passages of the page: every part is
+// on the page; the evidence returned holds the first.
+func merged(m *Matcher, doc Doc, written string, cands []Evidence) (Evidence, bool) {
+	var parts []string
+	for _, p := range mergeSplitRE.Split(written, -1) {
+		if foldedLen(p) > 0 {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) < 2 {
+		return Evidence{}, false
+	}
+	// short parts join the part before them ("…, the ministry said")
+	var joined []string
+	for _, p := range parts {
+		if n := len(joined); n > 0 && foldedLen(p) < 12 {
+			joined[n-1] += " " + p
+			continue
+		}
+		joined = append(joined, p)
+	}
+	if len(joined) < 2 {
+		return Evidence{}, false
+	}
+	var first Match
+	for i, p := range joined {
+		mt, ok := m.Find(doc, p)
+		if !ok {
+			return Evidence{}, false
+		}
+		if i == 0 {
+			first = mt
+		}
+	}
 	for _, e := range cands {
-		text := e.Quote + "\n" + e.Claim
-		toks := contentTokens(text)
-		cs = append(cs, cand{e, text, toks, overlap(w, toks)})
-	}
-	slices.SortStableFunc(cs, func(a, b cand) int {
-		switch {
-		case a.sim > b.sim:
-			return -1
-		case a.sim < b.sim:
-			return 1
-		}
-		return 0
-	})
-	if len(cs) > 0 && cs[0].sim >= minRestated && fits(cs[0].text) {
-		return cs[0].e, true
-	}
-	// two sentences merged into one quote: the two pieces of evidence
-	// together, cited by the closer one
-	for i := 0; i < len(cs) && i < 3; i++ {
-		for j := i + 1; j < len(cs) && j < 4; j++ {
-			both := map[string]bool{}
-			for t := range cs[i].toks {
-				both[t] = true
-			}
-			for t := range cs[j].toks {
-				both[t] = true
-			}
-			if overlap(w, both) >= minRestated && fits(cs[i].text+"\n"+cs[j].text) && cs[j].sim > 0 {
-				return cs[i].e, true
-			}
+		if mt, ok := m.Find(Doc{Text: e.Quote}, first.Quote); ok && mt.Exact {
+			return e, true
 		}
 	}
 	return Evidence{}, false
