@@ -62,16 +62,19 @@ func (a *Agent) researchOut(s rState) []graph.Write {
 			fs = append(fs, f)
 		}
 	}
-	read := map[string]Source{}
+	read, kept := map[string]Source{}, map[string]Source{}
 	for u, src := range s.Sources {
 		if src.Retrieved {
 			read[u] = src
+		}
+		if src.Retrieved || src.OffTopic != "" {
+			kept[u] = src // off-topic ones count as wasted or skipped reads
 		}
 	}
 	res := SubtaskResult{Turn: t.Turn, Round: t.Round, Index: t.Index, Title: t.Subtask.Title, Answer: s.Answer,
 		Completed: s.Completed, Tries: s.Try, Gaps: s.Gaps, Findings: len(fs), Stopped: s.Stopped,
 		Searches: len(s.Queries), Read: readRefs(read), Statements: answerStatements(s.Answer, localEvidence(s.Findings))}
-	return []graph.Write{sc.results.Set([]SubtaskResult{res}), sc.findings.Set(fs), sc.sources.Set(read),
+	return []graph.Write{sc.results.Set([]SubtaskResult{res}), sc.findings.Set(fs), sc.sources.Set(kept),
 		sc.queries.Set(s.Queries), sc.notes.Set(s.Notes), sc.usage.Set(s.Usage)}
 }
 
@@ -96,7 +99,7 @@ type answerArgs struct {
 func unread(s rState) []prompts.Link {
 	var out []prompts.Link
 	for _, src := range s.Sources {
-		if !src.Retrieved && !slices.Contains(s.Task.Known, src.URL) {
+		if !src.Retrieved && src.OffTopic == "" && !slices.Contains(s.Task.Known, src.URL) {
 			out = append(out, prompts.Link{Title: src.Title, URL: src.URL})
 		}
 	}
@@ -335,6 +338,8 @@ func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 		return
 	}
 	emit(ctx, Event{Kind: EventSearched, Query: q, Results: len(results), Subtask: t.ref()})
+	// the best matches first; plainly off-topic results are not read
+	results, off := rankResults(results, ex.topic(q), t.Language)
 	var pick []search.Result
 	ex.mu.Lock()
 	for _, r := range results {
@@ -343,8 +348,15 @@ func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 			continue
 		}
 		if _, seen := ex.sources[u]; !seen && !ex.claimed[u] {
-			ex.sources[u] = Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+			src := Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+			if off[r.URL] {
+				src.OffTopic = OffTopicSkipped
+			}
+			ex.sources[u] = src
 			emit(ctx, Event{Kind: EventSourceFound, URL: u, Title: r.Title, Query: q})
+		}
+		if off[r.URL] {
+			continue
 		}
 		if !ex.claimed[u] && len(pick) < per {
 			ex.claimed[u] = true
@@ -417,6 +429,11 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		if slices.Contains(ex.s.Task.Known, p.URL) {
 			continue // read in an earlier turn: its findings are known
 		}
+		if offTopicPage(p.Title, p.Text, ex.topic(q)) {
+			// nothing of the question in it: no evidence from it
+			ex.sources[p.URL] = Source{URL: p.URL, Title: p.Title, Query: q, Provider: p.Provider, OffTopic: OffTopicRead}
+			continue
+		}
 		if k, cur, ok := ex.sameSource(*p); ok {
 			// read already (by another URL): one source, summarised once
 			ex.sources[k] = withAlias(cur, append([]string{p.URL}, p.Aliases...)...)
@@ -430,6 +447,13 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
 	}
 	return pages
+}
+
+// topic is what the pages a query leads to must concern: the question,
+// the subtask and the query.
+func (ex *execution) topic(q string) map[string]bool {
+	t := ex.s.Task
+	return topicTerms(t.Question, t.Subtask.Title, strings.TrimPrefix(q, "visit: "))
 }
 
 // sameSource finds the source already read that p is: the same canonical

@@ -390,8 +390,10 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	report = withSourcesRead(report, s.Sources, cit, lang)
 	sum := execSummary(report)
 	if ti, ok := graph.CurrentTask(ctx); ok {
+		rs := readStats(s)
 		a.log.Info("research finished", "thread", ti.ThreadID, "finish", finish, "tokens", s.Usage.Total()-s.TurnStart,
-			"cited", cit.Cited, "verified", cit.Verified, "dropped", cit.Dropped, "unverified", len(unv))
+			"cited", cit.Cited, "verified", cit.Verified, "dropped", cit.Dropped, "unverified", len(unv),
+			"read", rs.Read, "wasted_reads", rs.Wasted(), "skipped_off_topic", rs.Skipped)
 	}
 	return []graph.Write{sc.report.Set(report), sc.summary.Set(sum), sc.citations.Set(cit), sc.status.Set(StatusDone),
 		sc.finish.Set(finish), sc.unverified.Set(unv), sc.extractive.Set(extractive),
