@@ -146,3 +146,25 @@ func TestWriterCitesByEvidenceID(t *testing.T) {
 		t.Errorf("the unknown id's claim is not marked:\n%s", res.Report)
 	}
 }
+
+// TestCiteByIDSavesReferences: a writer that cites by id, as the prompt
+// now asks, writes no References (the program does) and keeps as many
+// verified citations as one that copies every quote into them.
+func TestCiteByIDSavesReferences(t *testing.T) {
+	run := func(byID bool) (agent.Citations, int) {
+		e := newEnv(t)
+		e.brain.CiteByID = byID
+		res := e.start("refs", agent.Request{Question: "What does the EU AI Act require, and when?"})
+		if res.Status != agent.StatusDone {
+			t.Fatalf("status %s", res.Status)
+		}
+		return res.Citations, len(e.brain.LastReport())
+	}
+	quotes, quotesLen := run(false)
+	ids, idsLen := run(true)
+	if ids.Verified < quotes.Verified || ids.Dropped != 0 || idsLen >= quotesLen {
+		t.Errorf("by id: %d verified, %d dropped, %d bytes; copying quotes: %d verified, %d bytes", ids.Verified, ids.Dropped, idsLen, quotes.Verified, quotesLen)
+	}
+	t.Logf("writer output: %d bytes copying quotes, %d citing by id (%d output tokens saved at bytes/4); verified %d and %d",
+		quotesLen, idsLen, (quotesLen-idsLen)/4, quotes.Verified, ids.Verified)
+}
