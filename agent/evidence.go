@@ -48,16 +48,30 @@ func (ix evidenceIndex) lookup(n int) (citation.Evidence, bool) {
 // checkDraft checks a draft's citations against the pages read in the
 // thread: evidence cited by id is written from its record, and a quote a
 // page does not have may still stand for the evidence of that page it
-// restates.
+// restates (its claim, or a researcher's statement tagged with it).
 func checkDraft(draft string, s State, ix evidenceIndex, mode citation.Mode) (string, citation.Report) {
 	look := lookup(s.Sources)
 	at := map[string][]citation.Evidence{}
-	for _, f := range ix.list {
+	add := func(f Finding, claim string) {
 		u := f.URL
 		if doc, ok := look(u); ok {
 			u = doc.URL
 		}
-		at[u] = append(at[u], citation.Evidence{Quote: f.Quote, Title: f.Title, URL: f.URL, Claim: f.Claim})
+		at[u] = append(at[u], citation.Evidence{Quote: f.Quote, Title: f.Title, URL: f.URL, Claim: claim})
+	}
+	for _, f := range ix.list {
+		add(f, f.Claim)
+	}
+	// a researcher's statement stands for the evidence it is tagged with:
+	// a writer that quotes it quotes that evidence in other words
+	for _, r := range turnResults(s) {
+		for _, st := range r.Statements {
+			for _, id := range st.Evidence {
+				if n, ok := ix.num[id]; ok {
+					add(ix.list[n-1], st.Text)
+				}
+			}
+		}
 	}
 	return citation.Check(draft, look, citation.Options{Mode: mode, Language: s.Language, Evidence: ix.lookup,
 		EvidenceAt: func(u string) []citation.Evidence { return at[u] }})

@@ -87,3 +87,24 @@ func TestCanonicalURL(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckDraftResearcherStatement: a writer that quotes a researcher's
+// statement, with the URL of the evidence the statement is tagged with,
+// keeps its citation (the footnote quotes the evidence); a quote of a
+// statement tagged with evidence of another page does not.
+func TestCheckDraftResearcherStatement(t *testing.T) {
+	page := "Most high-risk obligations apply from 2 August 2026. Fines for the most serious infringements can reach €35 million."
+	f := Finding{ID: "a", URL: "https://x.org/a", Title: "Timeline", Quote: "Most high-risk obligations apply from 2 August 2026.", Claim: "High-risk rules apply in 2026.", Verified: true, Kind: FindingSource}
+	s := State{Turn: 1, Findings: []Finding{f},
+		Sources: map[string]Source{"https://x.org/a": {URL: "https://x.org/a", Title: "Timeline", Text: page, Retrieved: true},
+			"https://x.org/b": {URL: "https://x.org/b", Title: "Other", Text: "Unrelated text about something else entirely.", Retrieved: true}},
+		Results: []SubtaskResult{{Turn: 1, Title: "Timeline", Statements: []Statement{{Text: "Obligations for high-risk systems only start to bite in August 2026.", Evidence: []string{"a"}}}}},
+	}
+	draft := "- \"Obligations for high-risk systems only start to bite in August 2026\"[^1].\n" +
+		"- \"Obligations for high-risk systems only start to bite in August 2026\"[^2].\n\n" +
+		"[^1]: Timeline, https://x.org/a\n[^2]: Other, https://x.org/b\n"
+	out, rep := checkDraft(draft, s, indexEvidence(s.Findings), 0)
+	if rep.Verified != 1 || rep.Footnotes[0].Status != "verified" || !strings.Contains(out, "[^1]: \"Most high-risk obligations apply from 2 August 2026.\" — Timeline, https://x.org/a") {
+		t.Errorf("%+v\n%s", rep, out)
+	}
+}
