@@ -19,7 +19,8 @@ type pageRead struct {
 }
 
 // readPage reads rawURL once per run: a page another researcher of the run
-// has read (or is reading) is shared. A failed read is not kept, so a later
+// has read (or is reading), under this URL or as the page's canonical URL
+// (a redirect link read before its target), is shared. A failed read is not kept, so a later
 // asker tries again; one whose reader was called off is read again at once.
 func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
 	l := runLimitsFrom(ctx)
@@ -36,13 +37,17 @@ func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
 			r.pg, r.err = a.fetchPage(ctx, rawURL)
 			// kept for the run as a researcher keeps it
 			r.pg.Text = clip(r.pg.Text, a.opts.PageChars)
+			l.mu.Lock()
 			if r.err != nil {
-				l.mu.Lock()
 				if l.pages[rawURL] == r {
 					delete(l.pages, rawURL)
 				}
-				l.mu.Unlock()
+			} else if c := canonicalURL(rawURL, r.pg); c != rawURL && l.pages[c] == nil {
+				// the page under its one URL: an asker of that URL (or
+				// of the link that led here) reads it from here
+				l.pages[c] = r
 			}
+			l.mu.Unlock()
 			close(r.done)
 			return r.pg, r.err
 		}
