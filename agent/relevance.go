@@ -84,12 +84,16 @@ func offTopic(topic, terms map[string]bool) bool {
 		xl, xc = xl || latin(t), xc || !latin(t)
 	}
 	// one term of a script ("AI" in a Japanese query) is too little to
-	// judge a text in that script by
+	// judge a text in that script by, and so is a text of a word or two
+	// ("PDF /audit.pdf")
+	if len(terms) < minTopicTerms+1 {
+		return false
+	}
 	return tl >= minTopicTerms && xl || tc >= minTopicTerms && xc
 }
 
 // minTopicTerms is how many terms of a script the topic needs before a text
-// in that script can be judged off-topic.
+// in that script can be judged off-topic (and a text needs one more).
 const minTopicTerms = 2
 
 // shared counts the terms of a that b has.

@@ -43,6 +43,11 @@ func TestRankResults(t *testing.T) {
 			results: []search.Result{{URL: "https://files.example/4471"}},
 			first:   "https://files.example/4471",
 		},
+		{
+			name: "a word or two is too little to judge by", question: "What does the EU AI Act require?", subtask: "Timeline", query: "EU AI Act timeline", lang: "en",
+			results: []search.Result{{URL: "https://files.example/audit.pdf", Title: "PDF /audit.pdf"}},
+			first:   "https://files.example/audit.pdf",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ranked, off := rankResults(tc.results, topicTerms(tc.question, tc.subtask, tc.query), tc.lang)
