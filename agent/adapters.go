@@ -55,7 +55,7 @@ func (p *PageFetcher) Fetch(ctx context.Context, url string) (Page, error) {
 		if err != nil {
 			return Page{}, fmt.Errorf("agent: extract %s: %w", url, err)
 		}
-		pg.Title, pg.Text = art.Title, art.Text
+		pg.Title, pg.Text, pg.Canonical = art.Title, art.Text, art.CanonicalURL
 	}
 	if strings.TrimSpace(pg.Text) == "" {
 		return Page{}, fmt.Errorf("agent: %s has no text", url)

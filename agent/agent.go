@@ -366,6 +366,7 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 		for u, src := range s.Sources {
 			if src.Retrieved {
 				known = append(known, u)
+				known = append(known, src.Aliases...) // read under another URL
 			}
 		}
 		slices.Sort(known)
@@ -756,7 +757,7 @@ func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, fro
 func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	r := &Result{ThreadID: thread, Status: s.Status, Finish: s.Finish, Reply: s.Reply, Report: s.Report,
 		Summary: s.Summary, Plan: s.Plan, Citations: s.Citations, Review: s.Review, Usage: s.Usage,
-		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent}
+		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent, Reads: readStats(s)}
 	for _, in := range intr {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}

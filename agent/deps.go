@@ -30,6 +30,10 @@ type Page struct {
 	FinalURL string // after redirects
 	Title    string
 	Text     string // the main text, exactly as read
+
+	// Canonical is the URL the page declares as its own (rel=canonical),
+	// when it declares one.
+	Canonical string
 }
 
 // Fetcher reads a page (see NewPageFetcher for the production adapter over

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/url"
+	"slices"
 	"strings"
 
 	"deepresearch/tools/search"
@@ -17,7 +19,8 @@ type pageRead struct {
 }
 
 // readPage reads rawURL once per run: a page another researcher of the run
-// has read (or is reading) is shared. A failed read is not kept, so a later
+// has read (or is reading), under this URL or as the page's canonical URL
+// (a redirect link read before its target), is shared. A failed read is not kept, so a later
 // asker tries again; one whose reader was called off is read again at once.
 func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
 	if a.tr == nil {
@@ -48,13 +51,17 @@ func (a *Agent) readPageOnce(ctx context.Context, rawURL string) (_ Page, shared
 			r.pg, r.err = a.fetchPage(ctx, rawURL)
 			// kept for the run as a researcher keeps it
 			r.pg.Text = clip(r.pg.Text, a.opts.PageChars)
+			l.mu.Lock()
 			if r.err != nil {
-				l.mu.Lock()
 				if l.pages[rawURL] == r {
 					delete(l.pages, rawURL)
 				}
-				l.mu.Unlock()
+			} else if c := canonicalURL(rawURL, r.pg); c != rawURL && l.pages[c] == nil {
+				// the page under its one URL: an asker of that URL (or
+				// of the link that led here) reads it from here
+				l.pages[c] = r
 			}
+			l.mu.Unlock()
 			close(r.done)
 			return r.pg, false, r.err
 		}
@@ -122,4 +129,56 @@ func (a *Agent) readAhead(ctx context.Context, question string) {
 			})
 		}
 	})
+}
+
+// canonicalURL is the one URL of the page read at rawURL: where its
+// redirects ended, or the rel=canonical URL it declares when that is on the
+// same site (a page may not claim another site's URL).
+func canonicalURL(rawURL string, pg Page) string {
+	u := normURL(rawURL)
+	if pg.FinalURL != "" {
+		u = normURL(pg.FinalURL)
+	}
+	if pg.Canonical != "" {
+		if c := normURL(pg.Canonical); c != u && sameSite(c, u) {
+			u = c
+		}
+	}
+	return u
+}
+
+// sameSite reports whether two URLs are on the same host (ignoring "www.").
+func sameSite(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil || ua.Hostname() == "" {
+		return false
+	}
+	h := func(u *url.URL) string { return strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.") }
+	return h(ua) == h(ub)
+}
+
+// minSameText is the shortest text (in bytes, without white space) by which
+// two pages are taken for one: shorter ones (an error page, a cookie wall)
+// say nothing about being the same page.
+const minSameText = 200
+
+// textKey identifies a page by its extracted text ("" for a text too short
+// to tell): two URLs that read the same text are one source.
+func textKey(text string) string {
+	flat := strings.Join(strings.Fields(text), "")
+	if len(flat) < minSameText {
+		return ""
+	}
+	return hashID("text", flat)
+}
+
+// withAlias adds urls to a source's aliases (not its own URL, no repeats).
+func withAlias(src Source, urls ...string) Source {
+	for _, u := range urls {
+		if u != "" && u != src.URL && !slices.Contains(src.Aliases, u) {
+			src.Aliases = append(src.Aliases, u)
+		}
+	}
+	return src
 }

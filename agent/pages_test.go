@@ -23,12 +23,13 @@ func (noLLM) ChatJSON(context.Context, llm.Request, *llm.Schema, any) (llm.Respo
 // gateFetcher counts fetches per URL; a fetch of a held URL says so on
 // entered and waits for release (or its context).
 type gateFetcher struct {
-	mu      sync.Mutex
-	n       map[string]int
-	fail    map[string]bool
-	held    string
-	entered chan struct{}
-	release chan struct{}
+	mu       sync.Mutex
+	n        map[string]int
+	fail     map[string]bool
+	redirect map[string]string // URL → where it redirects
+	held     string
+	entered  chan struct{}
+	release  chan struct{}
 }
 
 func (f *gateFetcher) Fetch(ctx context.Context, u string) (Page, error) {
@@ -46,6 +47,9 @@ func (f *gateFetcher) Fetch(ctx context.Context, u string) (Page, error) {
 	}
 	if f.fail[u] {
 		return Page{}, errors.New("404")
+	}
+	if to, ok := f.redirect[u]; ok {
+		return Page{URL: u, FinalURL: to, Text: "text of " + to}, nil
 	}
 	return Page{URL: u, Text: "text of " + u}, nil
 }
@@ -92,6 +96,20 @@ func TestReadPage(t *testing.T) {
 		}
 		if n := f.count(u); n != 1 {
 			t.Errorf("%d fetches, want 1", n)
+		}
+	})
+
+	t.Run("a page read through a redirect is not read again under its URL", func(t *testing.T) {
+		a, f, ctx := setup(t)
+		const link, target = "https://a.example/go/1", "https://a.example/q"
+		f.redirect = map[string]string{link: target}
+		for _, x := range []string{link, target} {
+			if pg, err := a.readPage(ctx, x); err != nil || pg.Text != "text of "+target {
+				t.Fatalf("%s: %+v, %v", x, pg, err)
+			}
+		}
+		if n := f.count(target); n != 0 {
+			t.Errorf("the target was fetched %d times after the link led to it", n)
 		}
 	})
 

@@ -62,16 +62,19 @@ func (a *Agent) researchOut(s rState) []graph.Write {
 			fs = append(fs, f)
 		}
 	}
-	read := map[string]Source{}
+	read, kept := map[string]Source{}, map[string]Source{}
 	for u, src := range s.Sources {
 		if src.Retrieved {
 			read[u] = src
 		}
+		if src.Retrieved || src.OffTopic != "" {
+			kept[u] = src // off-topic ones count as wasted or skipped reads
+		}
 	}
 	res := SubtaskResult{Turn: t.Turn, Round: t.Round, Index: t.Index, Title: t.Subtask.Title, Answer: s.Answer,
 		Completed: s.Completed, Tries: s.Try, Gaps: s.Gaps, Findings: len(fs), Stopped: s.Stopped,
-		Searches: len(s.Queries), Read: readRefs(read)}
-	return []graph.Write{sc.results.Set([]SubtaskResult{res}), sc.findings.Set(fs), sc.sources.Set(read),
+		Searches: len(s.Queries), Read: readRefs(read), Statements: answerStatements(s.Answer, localEvidence(s.Findings))}
+	return []graph.Write{sc.results.Set([]SubtaskResult{res}), sc.findings.Set(fs), sc.sources.Set(kept),
 		sc.queries.Set(s.Queries), sc.notes.Set(s.Notes), sc.usage.Set(s.Usage), sc.unreachable.Set(s.Unreachable)}
 }
 
@@ -96,7 +99,7 @@ type answerArgs struct {
 func unread(s rState) []prompts.Link {
 	var out []prompts.Link
 	for _, src := range s.Sources {
-		if !src.Retrieved && !slices.Contains(s.Task.Known, src.URL) {
+		if !src.Retrieved && src.OffTopic == "" && !slices.Contains(s.Task.Known, src.URL) {
 			out = append(out, prompts.Link{Title: src.Title, URL: src.URL})
 		}
 	}
@@ -274,6 +277,9 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	for u, src := range s.Sources {
 		if src.Retrieved {
 			ex.claimed[u] = true
+			for _, al := range src.Aliases {
+				ex.claimed[al] = true
+			}
 		}
 	}
 	// pages already read would fill the top results: ask for as many more
@@ -363,6 +369,8 @@ func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 		return
 	}
 	emit(ctx, Event{Kind: EventSearched, Query: q, Results: len(results), Subtask: t.ref()})
+	// the best matches first; plainly off-topic results are not read
+	results, off := rankResults(results, ex.topic(q), t.Language)
 	var pick []search.Result
 	ex.mu.Lock()
 	for _, r := range results {
@@ -371,8 +379,15 @@ func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 			continue
 		}
 		if _, seen := ex.sources[u]; !seen && !ex.claimed[u] {
-			ex.sources[u] = Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+			src := Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+			if off[r.URL] {
+				src.OffTopic = OffTopicSkipped
+			}
+			ex.sources[u] = src
 			emit(ctx, Event{Kind: EventSourceFound, URL: u, Title: r.Title, Query: q})
+		}
+		if off[r.URL] {
+			continue
 		}
 		if !ex.claimed[u] && len(pick) < per {
 			ex.claimed[u] = true
@@ -416,6 +431,13 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 			if pg.FinalURL != "" && normURL(pg.FinalURL) != u {
 				src.FinalURL = normURL(pg.FinalURL)
 			}
+			// one page, one source: keyed by its canonical URL, the
+			// URL it was reached by an alias
+			if c := canonicalURL(r.URL, pg); c != u {
+				src.URL = c
+				src = withAlias(src, u)
+			}
+			src.Digest = textKey(src.Text)
 			out[i] = &src
 		}()
 	}
@@ -423,16 +445,66 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 	var pages []Source
 	ex.mu.Lock()
 	for _, p := range out {
-		if p != nil {
-			ex.sources[p.URL] = *p
-			pages = append(pages, *p)
+		if p == nil {
+			continue
 		}
+		for _, al := range p.Aliases {
+			if cur, ok := ex.sources[al]; ok && !cur.Retrieved {
+				delete(ex.sources, al) // seen in results under the alias
+			}
+		}
+		ex.claimed[p.URL] = true
+		for _, al := range p.Aliases {
+			ex.claimed[al] = true
+		}
+		if slices.Contains(ex.s.Task.Known, p.URL) {
+			continue // read in an earlier turn: its findings are known
+		}
+		if offTopicPage(p.Title, p.Text, ex.topic(q)) {
+			// nothing of the question in it: no evidence from it
+			ex.sources[p.URL] = Source{URL: p.URL, Title: p.Title, Query: q, Provider: p.Provider, OffTopic: OffTopicRead}
+			continue
+		}
+		if k, cur, ok := ex.sameSource(*p); ok {
+			// read already (by another URL): one source, summarised once
+			ex.sources[k] = withAlias(cur, append([]string{p.URL}, p.Aliases...)...)
+			continue
+		}
+		ex.sources[p.URL] = *p
+		pages = append(pages, *p)
 	}
 	ex.mu.Unlock()
 	for _, p := range pages {
 		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
 	}
 	return pages
+}
+
+// topic is what the pages a query leads to must concern: the question,
+// the subtask and the query.
+func (ex *execution) topic(q string) map[string]bool {
+	t := ex.s.Task
+	return topicTerms(t.Question, t.Subtask.Title, strings.TrimPrefix(q, "visit: "))
+}
+
+// sameSource finds the source already read that p is: the same canonical
+// URL, an alias of it or the same text.
+// ex.mu is held.
+func (ex *execution) sameSource(p Source) (string, Source, bool) {
+	for _, m := range []map[string]Source{ex.sources, ex.s.Sources} {
+		for k, src := range m {
+			if !src.Retrieved {
+				continue
+			}
+			if k == p.URL || slices.Contains(src.Aliases, p.URL) || p.Digest != "" && src.Digest == p.Digest {
+				if cur, ok := ex.sources[k]; ok {
+					return k, cur, true
+				}
+				return k, src, true
+			}
+		}
+	}
+	return "", Source{}, false
 }
 
 func (ex *execution) visit(ctx context.Context, urls []string) {

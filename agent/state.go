@@ -2,6 +2,8 @@ package agent
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"deepresearch/agent/citation"
@@ -283,9 +285,47 @@ func mergeSources(old, upd map[string]Source) map[string]Source {
 	for k, v := range old {
 		out[k] = v
 	}
-	for k, v := range upd {
+	// one page, one source: a page read again under an alias or with the
+	// same text (by another researcher) is an alias of the first
+	alias, digest := map[string]string{}, map[string]string{}
+	for k, v := range out {
+		if v.Retrieved {
+			for _, al := range v.Aliases {
+				alias[al] = k
+			}
+			if v.Digest != "" {
+				digest[v.Digest] = k
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(upd)) {
+		v := upd[k]
 		if cur, ok := out[k]; ok && cur.Retrieved && !v.Retrieved {
 			continue
+		}
+		k0, isAlias := alias[k]
+		if !isAlias && v.Retrieved && v.Digest != "" {
+			k0, isAlias = digest[v.Digest]
+		}
+		if isAlias && k0 != k {
+			if v.Retrieved {
+				out[k0] = withAlias(out[k0], append([]string{k}, v.Aliases...)...)
+			}
+			continue
+		}
+		if v.Retrieved {
+			if cur, ok := out[k]; ok && cur.Retrieved {
+				v = withAlias(v, cur.Aliases...)
+			}
+			for _, al := range v.Aliases {
+				if cur, ok := out[al]; ok && !cur.Retrieved {
+					delete(out, al) // only seen, under the alias
+				}
+				alias[al] = k
+			}
+			if v.Digest != "" {
+				digest[v.Digest] = k
+			}
 		}
 		out[k] = v
 	}

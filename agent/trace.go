@@ -234,13 +234,13 @@ func notePage(ctx context.Context, status, bytes int) {
 	span.SetAttributes(tracing.Bytes.Int(bytes))
 }
 
-// checkCitations is citation.Check with a span: cited, verified, dropped.
-func (a *Agent) checkCitations(ctx context.Context, text string, sources map[string]Source, lang string) (string, citation.Report) {
+// checkCitations is checkDraft with a span: cited, verified, dropped.
+func (a *Agent) checkCitations(ctx context.Context, text string, s State, ix evidenceIndex) (string, citation.Report) {
 	var span trace.Span
 	if a.tr != nil {
 		_, span = a.tr.Start(ctx, "citation check")
 	}
-	out, rep := citation.Check(text, lookup(sources), citation.Options{Mode: a.opts.CitationMode, Language: lang})
+	out, rep := checkDraft(text, s, ix, a.opts.CitationMode)
 	if span != nil {
 		span.SetAttributes(tracing.Cited.Int(rep.Cited), tracing.Verified.Int(rep.Verified), tracing.Dropped.Int(rep.Dropped),
 			attribute.Int("deepresearch.citations.repaired", rep.Repaired))

@@ -122,6 +122,62 @@ type Source struct {
 	Query     string    `json:"query,omitempty"`
 	Provider  string    `json:"provider,omitempty"`
 	Published time.Time `json:"published,omitzero"`
+
+	// Aliases are the other URLs the same page was reached by (a redirect
+	// link, a rel=canonical alias, a copy with the same text): one source.
+	Aliases []string `json:"aliases,omitempty"`
+	// Digest identifies the text read (see textKey): two URLs with the
+	// same text are one source.
+	Digest string `json:"digest,omitempty"`
+	// OffTopic says the page does not concern the research: OffTopicSkipped
+	// (judged by its search result, not read) or OffTopicRead (read, its
+	// text shares nothing with the question; no evidence taken from it).
+	OffTopic string `json:"off_topic,omitempty"`
+}
+
+// Off-topic verdicts on a page.
+const (
+	OffTopicSkipped = "skipped"
+	OffTopicRead    = "read"
+)
+
+// ReadStats says what the pages read were worth: Read were read (and kept),
+// Useless of those gave no evidence, OffTopic were read and found off-topic
+// (not kept), Skipped were judged off-topic by their search result and not
+// read. Wasted reads are Useless + OffTopic.
+type ReadStats struct {
+	Read     int `json:"read"`
+	Useless  int `json:"useless"`
+	OffTopic int `json:"off_topic"`
+	Skipped  int `json:"skipped"`
+}
+
+// Wasted is the reads that gave nothing.
+func (r ReadStats) Wasted() int { return r.Useless + r.OffTopic }
+
+// readStats counts the thread's reads.
+func readStats(s State) ReadStats {
+	used := map[string]bool{}
+	for _, f := range s.Findings {
+		if f.Verified {
+			used[f.URL] = true
+		}
+	}
+	var st ReadStats
+	for u, src := range s.Sources {
+		switch {
+		case src.Retrieved:
+			st.Read++
+			if !used[u] {
+				st.Useless++
+			}
+		case src.OffTopic == OffTopicRead:
+			st.OffTopic++
+		case src.OffTopic == OffTopicSkipped:
+			st.Skipped++
+		}
+	}
+	return st
 }
 
 // SubtaskResult is what one researcher returned.
@@ -136,6 +192,9 @@ type SubtaskResult struct {
 	Gaps      []string `json:"gaps,omitempty"`
 	Findings  int      `json:"findings"`
 	Stopped   Budget   `json:"stopped,omitempty"` // the budget that cut it short
+	// Statements are the answer as the writer sees it: sentences with the
+	// findings (by ID) they rest on.
+	Statements []Statement `json:"statements,omitempty"`
 	// Searches is how many queries it searched; Read the pages it read, by
 	// URL. A resumed turn's progress shows them again.
 	Searches int         `json:"searches,omitempty"`
@@ -422,6 +481,8 @@ type Result struct {
 	Language   string      `json:"language,omitempty"`
 	// Tag is the current turn's Request.Tag.
 	Tag string `json:"tag,omitempty"`
+	// Reads says what the pages read were worth (wasted reads).
+	Reads ReadStats `json:"reads"`
 	// Repeated: the call ran nothing and returned the thread's current
 	// turn as it stood (a Start repeating the turn's Tag, or a Resume of a
 	// turn that had already ended).

@@ -13,18 +13,26 @@ import (
 	"deepresearch/prompts"
 )
 
-// lookup finds the pages read in this thread for the citation check.
+// lookup finds the pages read in this thread for the citation check, by
+// their URL or any alias (where a redirect ended, a rel=canonical alias, a
+// copy with the same text); the document is the source under its one URL.
 func lookup(sources map[string]Source) citation.Lookup {
 	final := map[string]string{}
 	for u, src := range sources {
+		if !src.Retrieved {
+			continue
+		}
 		if src.FinalURL != "" {
 			final[src.FinalURL] = u
+		}
+		for _, al := range src.Aliases {
+			final[al] = u
 		}
 	}
 	return func(raw string) (citation.Doc, bool) {
 		n := normURL(raw)
 		src, ok := sources[n]
-		if !ok {
+		if !ok || !src.Retrieved {
 			if k, ok2 := final[n]; ok2 {
 				src, ok = sources[k], true
 			}
@@ -77,12 +85,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 	if s.Plan != nil {
 		points, theme = s.Plan.InvestigationPoints, s.Plan.Theme
 	}
-	var subs []prompts.SubtaskAnswer
-	for _, r := range turnResults(s) {
-		if strings.TrimSpace(r.Answer) != "" {
-			subs = append(subs, prompts.SubtaskAnswer{Title: r.Title, Answer: r.Answer})
-		}
-	}
+	subs, ev, ix := writerInput(s, a.opts.MaxEvidence)
 	prev := s.Draft
 	if s.Intent == IntentRewrite && s.Report != "" && s.Drafts == 0 {
 		prev = s.Report
@@ -92,8 +95,8 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 	}
 	p, err := prompts.Render(prompts.Writer, prompts.WriterData{
 		Question: s.Question, Theme: theme, Language: s.Language, Today: today(a.now()), Points: points,
-		Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence), Subtasks: subs, Feedback: s.Feedback,
-		PreviousDraft: prev, Instruction: s.Instruction, Gaps: gapsOf(s),
+		Evidence: ev, Subtasks: subs, Feedback: s.Feedback,
+		PreviousDraft: citeByID(prev, ix), Instruction: s.Instruction, Gaps: gapsOf(s),
 	})
 	if err != nil {
 		return nil, err
@@ -117,7 +120,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		draft, extractive = a.extractiveReport(s), true
 	}
-	checked, rep := a.checkCitations(ctx, draft, s.Sources, s.Language)
+	checked, rep := a.checkCitations(ctx, draft, s, ix)
 	emit(ctx, Event{Kind: EventDraft, Citations: &rep, Message: fmt.Sprintf("draft %d: %d cited, %d verified, %d dropped", s.Drafts+1, rep.Cited, rep.Verified, rep.Dropped)})
 	return append(w, sc.draft.Set(checked), sc.draftCitations.Set(rep), sc.draftExtractive.Set(extractive), sc.usage.Set(c.usage())), nil
 }
@@ -191,7 +194,7 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	default:
 		p, err := prompts.Render(prompts.Reviewer, prompts.ReviewerData{
 			Question: s.Question, Language: s.Language, Today: today(a.now()), Points: points, Draft: s.Draft,
-			EvaluationTypes: checkNames(types), Evidence: evidenceOf(recentFirst(s), a.opts.MaxEvidence),
+			EvaluationTypes: checkNames(types), Evidence: reviewEvidence(s, a.opts.MaxEvidence),
 			Citations: prompts.Citations{Cited: s.DraftCitations.Cited, Verified: s.DraftCitations.Verified, Dropped: s.DraftCitations.Dropped},
 		})
 		if err != nil {
@@ -336,7 +339,7 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	report, cit, extractive := chosen(s)
 	if strings.TrimSpace(report) == "" {
 		report, extractive = a.extractiveReport(s), true
-		report, cit = a.checkCitations(ctx, report, s.Sources, lang)
+		report, cit = a.checkCitations(ctx, report, s, indexEvidence(s.Findings))
 	}
 	var unv []string
 	for _, f := range cit.Failed() {
@@ -398,8 +401,10 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	report = withSourcesRead(report, s.Sources, cit, lang)
 	sum := execSummary(report)
 	if ti, ok := graph.CurrentTask(ctx); ok {
+		rs := readStats(s)
 		a.log.Info("research finished", "thread", ti.ThreadID, "finish", finish, "tokens", s.Usage.Total()-s.TurnStart,
-			"cited", cit.Cited, "verified", cit.Verified, "dropped", cit.Dropped, "unverified", len(unv))
+			"cited", cit.Cited, "verified", cit.Verified, "dropped", cit.Dropped, "unverified", len(unv),
+			"read", rs.Read, "wasted_reads", rs.Wasted(), "skipped_off_topic", rs.Skipped)
 	}
 	return []graph.Write{sc.report.Set(report), sc.summary.Set(sum), sc.citations.Set(cit), sc.status.Set(StatusDone),
 		sc.finish.Set(finish), sc.unverified.Set(unv), sc.extractive.Set(extractive),

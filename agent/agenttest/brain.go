@@ -70,8 +70,13 @@ type Brain struct {
 	FindingQuote func(quote string) string
 	// ReflectDone decides a researcher's reflection on its try (from 1).
 	ReflectDone func(try int) bool
+	// Answer writes a researcher's subtask answer from its prompt.
+	Answer func(prompt string) string
 	// Writer writes the report from the writer's prompt.
 	Writer func(prompt string, ja bool) string
+	// CiteByID makes the default report cite evidence by id ("[E3]") and
+	// leave the References to the program, as the writer's prompt asks.
+	CiteByID bool
 	// ExtraFootnotes are appended to every default report (fabrications).
 	ExtraFootnotes []string
 	// Inject is text the default script adds to its own prose (hostile
@@ -261,6 +266,9 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 		}
 		return llmtest.JSON(map[string]any{"summary": b.said(fmt.Sprintf("%d pages summarised.", len(fs))), "findings": fs})
 	case "answer_subtask":
+		if b.Answer != nil {
+			return llmtest.Text(b.Answer(user))
+		}
 		return llmtest.Text(b.said("The evidence shows the main facts [E1]."))
 	case "reflect":
 		try := 1
@@ -339,16 +347,27 @@ func (b *Brain) report(user string, ja bool) string {
 			break
 		}
 		n++
+		if b.CiteByID {
+			fmt.Fprintf(&sb, "- %s %d: %s [E%d]\n", bullet, n, e.Claim, e.N)
+			continue
+		}
 		fmt.Fprintf(&sb, "- %s %d: %s [^%d]\n", bullet, n, e.Claim, n+10)
 	}
 	sb.WriteString("\n## Detailed Analysis\n\n### Analysis\n\n")
-	if len(ev) > 0 {
+	switch {
+	case len(ev) > 0 && b.CiteByID:
+		fmt.Fprintf(&sb, "%s\n", b.said(fmt.Sprintf("As noted before [E%d], the picture is consistent.", ev[0].N)))
+	case len(ev) > 0:
 		fmt.Fprintf(&sb, "%s\n", b.said(fmt.Sprintf("As noted before [^%d], the picture is consistent.", 11)))
 	}
 	for i := range b.ExtraFootnotes {
 		fmt.Fprintf(&sb, "Another claim %d [^x%d].\n", i, i)
 	}
-	sb.WriteString("\n## References\n\n")
+	if b.CiteByID {
+		n = 0 // the program writes the references
+	} else {
+		sb.WriteString("\n## References\n\n")
+	}
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&sb, "[^%d]: \"%s\" — %s, %s\n", i+11, ev[i].Quote, ev[i].Title, ev[i].URL)
 	}

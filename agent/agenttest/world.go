@@ -75,6 +75,11 @@ type World struct {
 	// the pages in its language; they need not be among Pages (a test may
 	// serve them itself). MaxResults still cuts them.
 	Find func(query string) []Page
+	// Redirects maps a URL to the URL of the page it redirects to (a
+	// search may find the first: Find returns it as a Page of its own).
+	Redirects map[string]string
+	// Canonicals maps a page's URL to the URL it declares as canonical.
+	Canonicals map[string]string
 
 	mu       sync.Mutex
 	queries  []string
@@ -169,9 +174,16 @@ func (w *World) inLanguage(en bool) []Page {
 // footer. An unknown URL fails.
 func (w *World) Fetch(_ context.Context, u string) (agent.Page, error) {
 	w.fetches.Add(1)
+	if to, ok := w.Redirects[u]; ok {
+		for _, p := range w.Pages {
+			if p.URL == to {
+				return agent.Page{URL: u, FinalURL: to, Canonical: w.Canonicals[to], Title: p.Title, Text: "Menu Home About\n\n" + p.Text + "\n\nFooter"}, nil
+			}
+		}
+	}
 	for _, p := range w.Pages {
 		if p.URL == u {
-			return agent.Page{URL: u, FinalURL: u, Title: p.Title, Text: "Menu Home About\n\n" + p.Text + "\n\nFooter"}, nil
+			return agent.Page{URL: u, FinalURL: u, Canonical: w.Canonicals[u], Title: p.Title, Text: "Menu Home About\n\n" + p.Text + "\n\nFooter"}, nil
 		}
 	}
 	return agent.Page{}, fmt.Errorf("agenttest: 404 %s", u)

@@ -22,8 +22,10 @@ package citation
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -53,6 +55,10 @@ const (
 	QuoteNotFound Status = "quote_not_found" // the quote is not in the text read
 	Undefined     Status = "undefined"       // a marker in the text with no footnote
 	Unused        Status = "unused"          // a footnote never referenced
+
+	// UnknownEvidence is a citation by an evidence id ("[E99]") the run
+	// never gave out.
+	UnknownEvidence Status = "unknown_evidence"
 )
 
 // Footnote is the check of one citation: a footnote used with one quote
@@ -120,6 +126,15 @@ type Options struct {
 	// Language of the report ("ja" or other) for the unverified mark;
 	// guessed from the report when empty.
 	Language string
+	// Evidence, when set, resolves citations by evidence id ("[E12]",
+	// "[^3]: E12"): their footnotes are written from the evidence record,
+	// not from what the model wrote.
+	Evidence EvidenceLookup
+	// EvidenceAt, when set, lets a quote the page does not have still
+	// back its claim when it restates evidence collected from that page
+	// (a paraphrase, a translation, two sentences merged): the footnote
+	// then quotes the evidence, and the quotation marks go.
+	EvidenceAt EvidenceAt
 }
 
 var (
@@ -224,6 +239,10 @@ type def struct {
 	quote string
 	title string
 	url   string
+	// evidence: written by the program from an evidence record
+	evidence bool
+	// moved: the URL is the page's own, not the alias written
+	moved bool
 }
 
 // group is a run of adjacent markers in the body ("[^1][^2]") with the
@@ -249,6 +268,9 @@ type unit struct {
 	alias  *unit // a bare use of a footnote whose quote was inline
 	number int
 	listed bool
+	// rescued: the quote written is not on the page, the evidence it
+	// stands for is
+	rescued bool
 }
 
 func (u *unit) ok() bool { return u.fn.Status == Verified }
@@ -354,6 +376,10 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 		opts.Language = guessLanguage(report)
 	}
 	report = normalizeStyles(report)
+	var cites map[string]int // label → evidence number
+	if opts.Evidence != nil {
+		report, cites = resolveEvidence(report)
+	}
 	lines := strings.Split(report, "\n")
 
 	// Footnote definitions (with continuation lines indented by 4) and the
@@ -386,6 +412,32 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 	}
 	body = dropEmptyRefHeading(body)
 	text := strings.Join(body, "\n")
+	unknown := map[string]bool{}
+	if opts.Evidence != nil {
+		// a bare "[^E12]" in the text cites evidence 12 too
+		for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
+			if id := evidenceIDRE.FindStringSubmatch(m[1]); id != nil && defs[m[1]] == nil {
+				if _, ok := cites[m[1]]; !ok {
+					n, _ := strconv.Atoi(id[1])
+					cites[m[1]] = n
+				}
+			}
+		}
+		labels := slices.Sorted(maps.Keys(cites))
+		for _, l := range labels {
+			n := cites[l]
+			e, ok := opts.Evidence(n)
+			if !ok || strings.TrimSpace(e.URL) == "" {
+				unknown[l] = true
+				delete(defs, l)
+				continue
+			}
+			if defs[l] == nil {
+				order = append(order, l)
+			}
+			defs[l] = evidenceDef(l, e)
+		}
+	}
 
 	// Marker groups in order, each with the quote before it.
 	code := fences(text)
@@ -416,7 +468,7 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 		groups = append(groups, g)
 	}
 
-	c := checker{defs: defs, lookup: lookup, opts: opts, matcher: NewMatcher(), units: map[string]*unit{}, used: map[string]bool{}}
+	c := checker{defs: defs, lookup: lookup, opts: opts, matcher: NewMatcher(), units: map[string]*unit{}, used: map[string]bool{}, unknown: unknown}
 	// Quotes written inline first: a footnote used both with an inline
 	// quote and bare takes the quote for its bare uses.
 	for _, g := range groups {
@@ -425,17 +477,22 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 		}
 		var kept []*unit
 		for _, l := range g.labels {
-			if u := c.unit(l, g.quote, g.start, text); u.ok() {
+			if u := c.unit(l, g.quote, g.start, text); u.ok() && !u.rescued {
 				kept = append(kept, u)
 			}
 		}
 		if len(kept) == 0 {
 			// the quote is on none of the pages: it is dropped (and
 			// loses its quotation marks); a footnote whose own quote
-			// verifies still backs the claim (the quoted words may be
-			// a title, not a quote)
+			// verifies, or the evidence the quote stands for, still
+			// backs the claim (the quoted words may be a title, a
+			// paraphrase or a translation, not a quote)
 			for _, l := range g.labels {
-				g.units = append(g.units, c.use(c.unit(l, g.quote, g.start, text)))
+				u := c.unit(l, g.quote, g.start, text)
+				g.units = append(g.units, c.use(u))
+				if u.ok() {
+					continue
+				}
 				if d := c.defs[l]; d != nil && d.quote != "" {
 					if own := c.unit(l, "", g.start, text); own.ok() {
 						g.units = append(g.units, c.use(own))
@@ -476,7 +533,7 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 
 	// Renumber by first use.
 	keep := func(u *unit) bool {
-		return u.ok() || opts.Mode == Flag && u.fn.Status != Undefined
+		return u.ok() || opts.Mode == Flag && u.fn.Status != Undefined && u.fn.Status != UnknownEvidence
 	}
 	next := 1
 	var numbered []*unit
@@ -595,6 +652,7 @@ type checker struct {
 	units   map[string]*unit
 	list    []*unit
 	used    map[string]bool
+	unknown map[string]bool // labels citing evidence ids never given out
 }
 
 // use counts u as cited.
@@ -619,6 +677,9 @@ func (c *checker) unit(label, quote string, pos int, text string) *unit {
 	d := c.defs[label]
 	if d == nil {
 		u.fn.Status = Undefined
+		if c.unknown[label] {
+			u.fn.Status = UnknownEvidence
+		}
 		u.fn.Quote = strings.TrimSpace(quote)
 		return u
 	}
@@ -632,6 +693,19 @@ func (c *checker) unit(label, quote string, pos int, text string) *unit {
 	return u
 }
 
+// rescue finds the evidence a quote that is not on the page stands for: the
+// evidence a footnote cites by id, whatever quote was written with it, or
+// the evidence of that page the quote restates.
+func (c *checker) rescue(d *def, doc Doc, written string) (Evidence, bool) {
+	if d.evidence {
+		return Evidence{Quote: d.quote, Title: d.title, URL: d.url}, d.quote != ""
+	}
+	if c.opts.EvidenceAt == nil {
+		return Evidence{}, false
+	}
+	return restated(c.matcher, doc, written, c.opts.EvidenceAt(doc.URL))
+}
+
 func (c *checker) verify(u *unit, d *def) Status {
 	if d.url == "" {
 		return NoURL
@@ -639,6 +713,11 @@ func (c *checker) verify(u *unit, d *def) Status {
 	doc, ok := c.lookup(d.url)
 	if !ok {
 		return NotRetrieved
+	}
+	if doc.URL != "" && doc.URL != d.url {
+		// the page's one URL, not the alias the model wrote
+		d.url, d.moved = doc.URL, true
+		u.fn.URL = doc.URL
 	}
 	if u.fn.Title == "" {
 		u.fn.Title = doc.Title
@@ -652,6 +731,12 @@ func (c *checker) verify(u *unit, d *def) Status {
 	m, ok := c.matcher.Find(doc, u.fn.Quote)
 	if !ok {
 		u.fn.Written = u.fn.Quote
+		if e, ok := c.rescue(d, doc, u.fn.Quote); ok {
+			if m, ok := c.matcher.Find(doc, e.Quote); ok {
+				u.match, u.fn.Quote, u.rescued = m, m.Quote, true
+				return Verified
+			}
+		}
 		return QuoteNotFound
 	}
 	u.match = m
@@ -670,7 +755,7 @@ func (c *checker) defLine(u *unit) string {
 	switch {
 	case d == nil:
 		line = fmt.Sprintf("[^%d]: %s", u.number, u.fn.Label)
-	case !u.fn.Inline && u.fn.Written == "" && u.fn.Quote != "":
+	case !u.fn.Inline && u.fn.Written == "" && u.fn.Quote != "" && !d.evidence && !d.moved:
 		line = fmt.Sprintf("[^%d]: %s", u.number, strings.TrimSpace(d.text))
 	default:
 		var b strings.Builder

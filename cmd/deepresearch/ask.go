@@ -171,8 +171,8 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		p.printf("%s\n", s)
 	}
 	c := res.Citations
-	line := fmt.Sprintf("done (%s) in %s: %d sources read, citations %d cited / %d verified / %d dropped, %s",
-		res.Finish, elapsed(time.Since(start)), len(res.Sources), c.Cited, c.Verified, c.Dropped, usageLine(res.Usage, client, c.Verified))
+	line := fmt.Sprintf("done (%s) in %s: %d sources read (%d wasted reads, %d off-topic results skipped), citations %d cited / %d verified / %d dropped, %s",
+		res.Finish, elapsed(time.Since(start)), len(res.Sources), res.Reads.Wasted(), res.Reads.Skipped, c.Cited, c.Verified, c.Dropped, usageLine(res.Usage, client, c.Verified))
 	if res.Extractive {
 		why := "the model became unavailable"
 		if f := p.lastFailure(); f != nil {

@@ -186,7 +186,7 @@ func TestAskEndToEnd(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", s, report)
 		}
 	}
-	for _, s := range []string{"plan: EU AI Act", "→ [1.1] Timeline", "read AI Act", "tokens so far", "verified / 0 dropped", "thread cli-"} {
+	for _, s := range []string{"plan: EU AI Act", "→ [1.1] Timeline", "read AI Act", "tokens so far", "verified / 0 dropped", "0 wasted reads, 0 off-topic results skipped", "thread cli-"} {
 		if !strings.Contains(stderr.String(), s) {
 			t.Errorf("progress lacks %q:\n%s", s, stderr.String())
 		}
