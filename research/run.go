@@ -170,6 +170,9 @@ type Result struct {
 	// Extractive: the model could not be reached for part of the research,
 	// and the report was written from the sources' own words instead.
 	Extractive bool
+	// Links are the addresses of the sources read in the run: the only
+	// ones the summary may show as links.
+	Links []string
 }
 
 // Store errors. Implementations return them (wrapped or not); callers test
