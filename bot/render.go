@@ -45,6 +45,12 @@ func section(s string) *slack.SectionBlock {
 	return slack.NewSectionBlock(mrkdwn(Truncate(s, maxSectionChars)), nil, nil)
 }
 
+// verbatimSection is a section of mrkdwn that Slack shows as it is
+// written: no bare URL, channel name or mention is linked by Slack itself.
+func verbatimSection(s string) *slack.SectionBlock {
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, Truncate(s, maxSectionChars), false, true), nil, nil)
+}
+
 func contextLine(s string) *slack.ContextBlock {
 	return slack.NewContextBlock("", mrkdwn(Truncate(s, maxSectionChars)))
 }
@@ -260,9 +266,11 @@ func reportBlocks(res research.Result, requester string, l lang) []slack.Block {
 	blocks := []slack.Block{slack.NewHeaderBlock(plain(truncateEscaped(title, maxHeaderChars)))}
 	if res.Summary != "" {
 		// These blocks complete a file share, where Slack refuses markdown
-		// blocks (internal_error): the summary goes as mrkdwn sections.
-		for _, part := range splitLines(mrkdwnFromMarkdown(Truncate(res.Summary, summaryChars)), maxSectionChars) {
-			blocks = append(blocks, section(part))
+		// blocks (internal_error): the summary goes as mrkdwn sections,
+		// verbatim so that Slack links nothing by itself (a bare address,
+		// a channel name): the only links are the sources read.
+		for _, part := range splitLines(mrkdwnFromMarkdown(Truncate(res.Summary, summaryChars), summarySet(res)), maxSectionChars) {
+			blocks = append(blocks, verbatimSection(part))
 		}
 	}
 	if res.Extractive {
