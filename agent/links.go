@@ -19,7 +19,7 @@ func readLinks(sources map[string]Source) links.Set {
 }
 
 // honestLinks rewrites what a turn hands out (the report, its summary, a
-// reply, a draft shown for approval) so that only the sources read are links and no
+// reply, a plan, question or draft shown for approval) so that only the sources read are links and no
 // link's text shows another address; any other link, Slack syntax or
 // address the model wrote is left as inert text (links.Markdown).
 func honestLinks(r *Result, sources map[string]Source) {
@@ -28,7 +28,23 @@ func honestLinks(r *Result, sources map[string]Source) {
 	r.Summary = links.Markdown(r.Summary, set)
 	r.Reply = links.Markdown(r.Reply, set)
 	for i := range r.Interrupts {
-		r.Interrupts[i].Draft = links.Markdown(r.Interrupts[i].Draft, set)
-		r.Interrupts[i].Summary = links.Markdown(r.Interrupts[i].Summary, set)
+		in := &r.Interrupts[i]
+		in.Draft = links.Markdown(in.Draft, set)
+		in.Summary = links.Markdown(in.Summary, set)
+		in.Question = links.Markdown(in.Question, set)
+		if p := in.Plan; p != nil {
+			// The interrupt's own copy (decoded from its payload), shown
+			// for approval.
+			p.Theme, p.PlanText = links.Markdown(p.Theme, set), links.Markdown(p.PlanText, set)
+			for j := range p.InvestigationPoints {
+				p.InvestigationPoints[j] = links.Markdown(p.InvestigationPoints[j], set)
+			}
+			for j := range p.Subtasks {
+				p.Subtasks[j].Title = links.Markdown(p.Subtasks[j].Title, set)
+				for k := range p.Subtasks[j].Queries {
+					p.Subtasks[j].Queries[k] = links.Markdown(p.Subtasks[j].Queries[k], set)
+				}
+			}
+		}
 	}
 }
