@@ -2,14 +2,17 @@ package bot_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/schedule"
 )
 
 // The sources a hostile run read, and the links its model wrote: every
@@ -192,5 +195,33 @@ func TestCardSourceTitleShowsRealHost(t *testing.T) {
 		if w, ok := want[src.URL]; !ok || src.Text != w {
 			t.Errorf("source %q shows %q, want %q", src.URL, src.Text, w)
 		}
+	}
+}
+
+// TestDigestBlocksLinkOnlySources: a digest's message links its new
+// sources and nothing else: a finding's address is inert, and a source
+// titled with another site's URL shows the host it opens. Before, both
+// were live ("https://accounts.google.com/signin — https://src.example/p").
+func TestDigestBlocksLinkOnlySources(t *testing.T) {
+	now := time.Date(2026, 3, 9, 9, 0, 0, 0, time.UTC)
+	m := schedule.DigestMessage{ScheduleID: "s1", Topic: "Vendor news", Title: "Vendor news", Due: now,
+		WhatsNew: schedule.WhatsNew{Since: now.Add(-7 * 24 * time.Hour),
+			NewFindings: []string{"Support moved to https://evil.example/phish and www.evil.example"},
+			NewSources: []research.Source{{URL: "https://src.example/p", Title: "https://accounts.google.com/signin"},
+				{URL: "https://src.example/q", Title: "Vendor blog"}, {URL: "https://src.example/r"}}}}
+	raw, err := json.Marshal(bot.DigestBlocks(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range slackfake.BlockLinks(raw) {
+		got = append(got, l.URL+" "+l.Text)
+	}
+	want := []string{"https://src.example/p https://src.example/p", "https://src.example/q https://src.example/q", "https://src.example/r https://src.example/r"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("links = %q, want %q", got, want)
+	}
+	if !strings.Contains(string(raw), "src.example — https://src.example/p") || !strings.Contains(string(raw), "hxxps://evil[.]example/phish") {
+		t.Errorf("blocks = %s", raw)
 	}
 }
