@@ -128,7 +128,9 @@ func labelOf[K ~string](k K, labels map[K]string) string {
 	return string(k)
 }
 
-// statusBlocks renders a run's status message.
+// statusBlocks renders a run's status message. The plan, the subtasks and
+// the note are the model's and the web's words: no address in them is
+// live (inertAddresses).
 func statusBlocks(v statusView) (string, []slack.Block) {
 	p := v.Progress
 	w := v.Lang.words()
@@ -138,7 +140,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 		var sb strings.Builder
 		sb.WriteString("*" + w.Plan + "*\n")
 		for i, step := range p.Plan {
-			line := fmt.Sprintf("%d. %s\n", i+1, truncateEscaped(step, 200))
+			line := fmt.Sprintf("%d. %s\n", i+1, truncateEscaped(inertAddresses(step), 200))
 			if sb.Len()+len(line) > maxSectionChars-20 {
 				sb.WriteString("…\n")
 				break
@@ -151,7 +153,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 		var sb strings.Builder
 		sb.WriteString("*" + w.Subtasks + "*\n")
 		for _, st := range p.Subtasks {
-			line := fmt.Sprintf("%s %s\n", stateIcon(st.State), truncateEscaped(st.Title, 200))
+			line := fmt.Sprintf("%s %s\n", stateIcon(st.State), truncateEscaped(inertAddresses(st.Title), 200))
 			if sb.Len()+len(line) > maxSectionChars-20 {
 				sb.WriteString("…\n")
 				break
@@ -161,7 +163,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 		blocks = append(blocks, section(sb.String()))
 	}
 	if p.Note != "" && v.State == research.StateRunning {
-		blocks = append(blocks, contextLine("_"+truncateEscaped(p.Note, 300)+"_"))
+		blocks = append(blocks, contextLine("_"+truncateEscaped(inertAddresses(p.Note), 300)+"_"))
 	}
 	if v.Note != "" {
 		blocks = append(blocks, section(v.Note))
