@@ -32,6 +32,11 @@ func honestLinks(r *Result, sources map[string]Source) {
 		in.Draft = links.Markdown(in.Draft, set)
 		in.Summary = links.Markdown(in.Summary, set)
 		in.Question = links.Markdown(in.Question, set)
+		if in.Review != nil {
+			rv := *in.Review
+			rv.Feedback = links.Markdown(rv.Feedback, set)
+			in.Review = &rv
+		}
 		if p := in.Plan; p != nil {
 			// The interrupt's own copy (decoded from its payload), shown
 			// for approval.

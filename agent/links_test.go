@@ -43,6 +43,9 @@ func TestTurnLinksOnlyToSourcesRead(t *testing.T) {
 	}
 	inert("the draft", res.Interrupts[0].Draft)
 	inert("the draft's summary", res.Interrupts[0].Summary)
+	if rv := res.Interrupts[0].Review; rv != nil {
+		inert("the review", rv.Feedback)
+	}
 	res, err = e.agent().Resume(ctx, "links", map[string]agent.Answer{res.Interrupts[0].ID: {Action: agent.ActionApprove}}, nil)
 	if err != nil || res.Status != agent.StatusDone {
 		t.Fatalf("want the report: %v %+v", err, res)

@@ -312,7 +312,9 @@ func Markdown(md string, read Set) string {
 			switch {
 			case shown == "" || sameAddress(shown, src):
 				return put(phKeep, "<"+src+">")
-			case ShowsOtherAddress(shown, src):
+			case ShowsOtherAddress(shown, src) || len(Bare(shown, nil)) > 0:
+				// Text that shows an address, other than the one it
+				// opens, is words beside the link.
 				return put(phInert, inertText(shown, read)) + " (" + put(phKeep, "<"+src+">") + ")"
 			}
 			return put(phKeep, "["+inertText(shown, read)+"]("+src+")")

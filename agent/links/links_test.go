@@ -116,6 +116,8 @@ func TestMarkdownOnlySourcesAreLinks(t *testing.T) {
 		{"spoofed link to a source", "[https://accounts.google.com](" + src1 + ")",
 			"hxxps://accounts[.]google[.]com (<" + src1 + ">)"},
 		{"host text on a link to a source", "[ACCOUNTS．GOOGLE．COM](" + src1 + ")", "ACCOUNTS．GOOGLE．COM (<" + src1 + ">)"},
+		{"another page of the source's host as text", "[see https://source.example/admin](" + src1 + ")",
+			"see hxxps://source[.]example/admin (<" + src1 + ">)"},
 		{"own host as text", "[source.example](" + src1 + ")", "[source.example](" + src1 + ")"},
 		{"url text of a source", "[" + src1 + "](" + src1 + ")", "<" + src1 + ">"},
 		{"mentions", "<!channel> <!here> <!everyone> <@U123> <#C123> <!subteam^S1|@team>",
