@@ -267,6 +267,10 @@ func isPlaceholder(r rune) bool { return r >= phKeep && r <= phEnd }
 // brackets inside) and an optional title: [text](url), ![alt](<url> "t").
 var inlineLinkRE = regexp.MustCompile(`(!?)\[([^\[\]\n]*)\]\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\)))?\s*\)`)
 
+// emailRE is an e-mail address, which GFM and Slack link (mailto:) by
+// themselves; its dots are bracketed like a defanged host's.
+var emailRE = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+`)
+
 // angleRE is text in angle brackets: an autolink (<https://…>), Slack's
 // <url|text>, <!channel> and <@U…>, or an HTML tag.
 var angleRE = regexp.MustCompile(`<([^<>\n]*)>`)
@@ -282,6 +286,8 @@ var uriRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]{1,31}:`)
 //   - any other link or image, autolink, Slack link (<url|text>) or bare
 //     address becomes inert text: "text (hxxps://evil[.]example/x)",
 //     javascript: and data: targets included;
+//   - an e-mail address is shown with its dots bracketed (no mailto:
+//     link);
 //   - Slack's <!channel>, <!here>, <@U…>, <#C…>, raw HTML and character
 //     references are broken with an invisible word joiner after the < or
 //     &, and so is whatever link syntax is left (nested brackets,
@@ -326,6 +332,9 @@ func Markdown(md string, read Set) string {
 	})
 	md = angles(md, read, put)
 	md = bare(md, read, put)
+	md = emailRE.ReplaceAllStringFunc(md, func(m string) string {
+		return put(phInert, strings.ReplaceAll(m, ".", "[.]"))
+	})
 	md = restore(md, phInert, inert)
 	md = breakMarkup(md)
 	return restore(md, phKeep, keep)
