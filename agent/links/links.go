@@ -103,8 +103,13 @@ func Host(raw string) string {
 // them is seen as one.
 func foldDots(s string) string {
 	s = norm.NFKC.String(s)
-	return strings.NewReplacer("。", ".", "．", ".", "｡", ".").Replace(strings.ToLower(s))
+	return dotFolder.Replace(strings.ToLower(s))
 }
+
+var (
+	dotFolder = strings.NewReplacer("。", ".", "．", ".", "｡", ".")
+	dotFanger = strings.NewReplacer(".", "[.]", "。", "[.]", "．", "[.]", "｡", "[.]")
+)
 
 // schemeHostRE is an address with a scheme ("https://host…"); hostRE a
 // bare host name ("accounts.google.com": labels and a top-level domain of
@@ -176,7 +181,7 @@ func Defang(raw string) string {
 	if m := schemeRE.FindStringSubmatch(s); m != nil && !strings.HasPrefix(strings.ToLower(m[1]), "hxxp") && !strings.EqualFold(m[1], "fxp") {
 		s = m[1] + "[:]" + s[len(m[0]):]
 	}
-	s = strings.NewReplacer(".", "[.]", "。", "[.]", "．", "[.]", "｡", "[.]").Replace(s)
+	s = dotFanger.Replace(s)
 	return breakMarkup(s)
 }
 

@@ -227,3 +227,20 @@ func TestSetSource(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMarkdown: a report of about 100 KB with a link, a footnote and
+// a bare address on every line.
+func BenchmarkMarkdown(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 100_000; i++ {
+		sb.WriteString("- A finding with [a link](https://evil.example/x) and [the page](" + src1 + ") and https://evil.example/bare[^1].\n")
+	}
+	sb.WriteString("\n[^1]: \"q\" — Page, " + src1 + "\n")
+	md := sb.String()
+	read := NewSet(src1, src2)
+	b.SetBytes(int64(len(md)))
+	b.ResetTimer()
+	for range b.N {
+		Markdown(md, read)
+	}
+}
