@@ -761,6 +761,7 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	for _, in := range intr {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}
+	honestLinks(r, s.Sources)
 	if len(r.Interrupts) > 0 {
 		r.Status = StatusInterrupted
 	} else if r.Status == "" && s.Intent == IntentChat {

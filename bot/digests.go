@@ -699,7 +699,7 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 			fmt.Fprintf(&b, "\n…and %d more in the report.", len(w.NewFindings)-8)
 			break
 		}
-		b.WriteString("\n• " + Escape(Truncate(strings.Join(strings.Fields(f), " "), 280)))
+		b.WriteString("\n• " + Escape(inertAddresses(Truncate(strings.Join(strings.Fields(f), " "), 280))))
 	}
 	blocks = append(blocks, slack.NewSectionBlock(mrkdwn(Truncate(b.String(), 2900)), nil, nil))
 	if len(w.NewSources) > 0 {
@@ -709,11 +709,13 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 			if i == 8 {
 				break
 			}
-			t := src.Title
-			if t == "" {
-				t = src.URL
+			// The title is words (a title that shows another address
+			// gives way to the link's host), the URL the one link.
+			line := Escape(Truncate(src.URL, 200))
+			if strings.TrimSpace(src.Title) != "" {
+				line = Escape(inertAddresses(Truncate(cardSourceText(src.Title, src.URL), 120))) + " — " + line
 			}
-			s.WriteString("\n• " + Escape(Truncate(t, 120)) + " — " + Escape(Truncate(src.URL, 200)))
+			s.WriteString("\n• " + line)
 		}
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(Truncate(s.String(), 2900)), nil, nil))
 	}

@@ -1,9 +1,12 @@
 package bot
 
 import (
-	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+
+	"deepresearch/agent/links"
+	"deepresearch/research"
 )
 
 // Slack renders standard markdown only in markdown blocks, and refuses those
@@ -11,11 +14,13 @@ import (
 // internal_error). Text for the other blocks is mrkdwn, whose syntax differs:
 // *bold*, _italic_, <url|text> links, no headings. mrkdwnFromMarkdown turns
 // the model's markdown (a report summary) into mrkdwn that is safe to show:
-// untrusted text is escaped as Escape does, and a link shows its real
-// target, so its visible text can never pretend to be another address.
+// untrusted text is escaped as Escape does, only the sources the run read
+// are links, each showing its real target (so its visible text can never
+// pretend to be another address), and every other address is shown
+// defanged (hxxps://evil[.]example), which Slack does not link.
 
 var (
-	mdLinkRE     = regexp.MustCompile(`\[([^\[\]\n]*)\]\(([^()\s]+)\)`)
+	mdLinkRE     = regexp.MustCompile(`!?\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+"[^"\n]*")?\s*\)`)
 	mdHeadingRE  = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
 	mdBulletRE   = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
 	mdBoldRE     = regexp.MustCompile(`\*\*([^*\n]+)\*\*|__([^_\n]+)__`)
@@ -25,7 +30,8 @@ var (
 )
 
 // Private-use runes stand for mrkdwn's own markup while the text around it
-// is escaped; they cannot come from the input (stripped first).
+// is escaped; they cannot come from the input (stripped first). A link is
+// phLinkL, its index among the line's links, phLinkR.
 const (
 	phBold   = '\uE000'
 	phItalic = '\uE001'
@@ -34,8 +40,22 @@ const (
 	phLinkR  = '\uE004'
 )
 
-// mrkdwnFromMarkdown converts standard markdown to escaped Slack mrkdwn.
-func mrkdwnFromMarkdown(md string) string {
+func isLinkPlaceholder(r rune) bool { return r == phLinkL || r == phLinkR }
+
+// summarySet is the set of addresses a result's summary may link: the
+// sources its run read.
+func summarySet(res research.Result) links.Set { return links.NewSet(res.Links...) }
+
+// summaryMarkdown is a result's summary for a markdown block: only the
+// sources read are links (links.Markdown), and the text escaped, within n
+// runes.
+func summaryMarkdown(res research.Result, n int) string {
+	return truncateEscaped(links.Markdown(res.Summary, summarySet(res)), n)
+}
+
+// mrkdwnFromMarkdown converts standard markdown to escaped Slack mrkdwn in
+// which only the addresses in read are links.
+func mrkdwnFromMarkdown(md string, read links.Set) string {
 	md = strings.Map(func(r rune) rune {
 		if r >= 0xE000 && r <= 0xE004 {
 			return -1
@@ -51,15 +71,15 @@ func mrkdwnFromMarkdown(md string) string {
 			continue
 		}
 		if inCode {
-			lines[i] = Escape(line)
+			lines[i] = Escape(inertAddresses(line))
 			continue
 		}
-		lines[i] = mrkdwnLine(line)
+		lines[i] = mrkdwnLine(line, read)
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
-func mrkdwnLine(line string) string {
+func mrkdwnLine(line string, read links.Set) string {
 	heading := false
 	if m := mdHeadingRE.FindStringSubmatch(line); m != nil {
 		line, heading = m[1], true
@@ -68,14 +88,14 @@ func mrkdwnLine(line string) string {
 		line = m[1] + "• " + m[2]
 	}
 	// Inline code keeps its text literally (escaped), nothing inside is
-	// markup.
+	// markup, and no address in it is live.
 	parts := strings.Split(line, "`")
 	for j := range parts {
 		if j%2 == 1 && j < len(parts)-1 {
-			parts[j] = Escape(parts[j])
+			parts[j] = Escape(inertAddresses(parts[j]))
 			continue
 		}
-		parts[j] = mrkdwnInline(parts[j])
+		parts[j] = mrkdwnInline(parts[j], read)
 	}
 	line = strings.Join(parts, "`")
 	if heading && strings.TrimSpace(line) != "" {
@@ -84,12 +104,18 @@ func mrkdwnLine(line string) string {
 	return line
 }
 
-func mrkdwnInline(s string) string {
+func mrkdwnInline(s string, read links.Set) string {
+	var targets []string
+	link := func(src string) string {
+		targets = append(targets, src)
+		return string(phLinkL) + strconv.Itoa(len(targets)-1) + string(phLinkR)
+	}
 	s = mdFootnoteRE.ReplaceAllString(s, "[$1]")
 	s = mdLinkRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := mdLinkRE.FindStringSubmatch(m)
-		return linkPlaceholder(sub[1], sub[2])
+		return linkPlaceholder(sub[1], sub[2], read, link)
 	})
+	s = liveAddresses(s, read, link)
 	s = mdBoldRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := mdBoldRE.FindStringSubmatch(m)
 		inner := sub[1] + sub[2]
@@ -98,27 +124,81 @@ func mrkdwnInline(s string) string {
 	s = mdItalicRE.ReplaceAllString(s, "${1}"+string(phItalic)+"${2}"+string(phItalic)+"${3}")
 	s = mdStrikeRE.ReplaceAllString(s, string(phStrike)+"${1}"+string(phStrike))
 	s = Escape(s)
-	return strings.NewReplacer(
-		string(phBold), "*", string(phItalic), "_", string(phStrike), "~",
-		string(phLinkL), "<", string(phLinkR), ">",
-	).Replace(s)
+	s = strings.NewReplacer(string(phBold), "*", string(phItalic), "_", string(phStrike), "~").Replace(s)
+	return restoreLinks(s, targets)
 }
 
-// linkPlaceholder renders a markdown link: the link itself always shows its
-// real target; the text, when it says something else, stands beside it as
-// plain words. Only http(s) targets become links.
-func linkPlaceholder(text, target string) string {
-	u, err := url.Parse(target)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return text
+// restoreLinks replaces the link placeholders of s by mrkdwn links.
+func restoreLinks(s string, targets []string) string {
+	if len(targets) == 0 {
+		return s
 	}
-	// The URL inside <…> must not end the link or start a label early.
-	safe := strings.NewReplacer("<", "%3C", ">", "%3E", "|", "%7C", " ", "%20").Replace(target)
-	link := string(phLinkL) + safe + string(phLinkR)
-	if text == "" || sameTarget(text, target) {
-		return link
+	var b strings.Builder
+	for {
+		i := strings.IndexRune(s, phLinkL)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := strings.IndexRune(s[i:], phLinkR)
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		n, _ := strconv.Atoi(s[i+len(string(phLinkL)) : i+j])
+		b.WriteString(s[:i])
+		// The URL inside <…> must not end the link or start a label early.
+		safe := strings.NewReplacer("<", "%3C", ">", "%3E", "|", "%7C", " ", "%20").Replace(targets[n])
+		b.WriteString("<" + safe + ">")
+		s = s[i+j+len(string(phLinkR)):]
 	}
-	return text + " (" + link + ")"
+}
+
+// linkPlaceholder renders a markdown link. A link to a source read shows
+// its real target: the link itself is the target, and the text, when it
+// says something else, stands beside it as plain words. A link to anything
+// else is inert text: its words and its target defanged.
+func linkPlaceholder(text, target string, read links.Set, link func(string) string) string {
+	text = strings.TrimSpace(text)
+	src, ok := read.Source(target)
+	if !ok {
+		if text == "" {
+			return links.Defang(target)
+		}
+		return text + " (" + links.Defang(target) + ")"
+	}
+	if text == "" || sameTarget(text, src) {
+		return link(src)
+	}
+	return text + " (" + link(src) + ")"
+}
+
+// liveAddresses turns the bare addresses of s into links when they are
+// sources read, and defangs the others (Slack links bare URLs by itself).
+func liveAddresses(s string, read links.Set, link func(string) string) string {
+	spans := links.Bare(s, isLinkPlaceholder)
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(s[last:sp[0]])
+		u := s[sp[0]:sp[1]]
+		if src, ok := read.Source(u); ok {
+			b.WriteString(link(src))
+		} else {
+			b.WriteString(links.Defang(u))
+		}
+		last = sp[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// inertAddresses defangs every bare address of s (text shown as code).
+func inertAddresses(s string) string {
+	return liveAddresses(s, links.Set{}, nil)
 }
 
 // sameTarget reports whether a link's visible text is its target, give or

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"deepresearch/agent/links"
 )
 
 func TestMrkdwnFromMarkdown(t *testing.T) {
@@ -22,9 +24,18 @@ func TestMrkdwnFromMarkdown(t *testing.T) {
 		{"plain broadcast word", "hey @channel", "hey @\u2060channel"},
 		{"link with its own url as text", "[https://a.example/x](https://a.example/x)", "<https://a.example/x>"},
 		{"link with title", "see [the report](https://a.example/r)", "see the report (<https://a.example/r>)"},
-		{"spoofed link shows the real target", "[https://good.example](https://evil.example)", "https://good.example (<https://evil.example>)"},
+		{"link to a source as written", "[r](HTTPS://A.example/r/#part)", "r (<https://a.example/r>)"},
+		{"spoofed link to a source shows the real target", "[https://good.example](https://a.example/r)", "hxxps://good[.]example (<https://a.example/r>)"},
+		{"spoofed link to no source is inert", "[https://good.example](https://evil.example)", "hxxps://good[.]example (hxxps://evil[.]example)"},
+		{"link to no source is inert", "see [the docs](https://evil.example/docs)", "see the docs (hxxps://evil[.]example/docs)"},
+		{"image", "![x](https://evil.example/p.png)", "x (hxxps://evil[.]example/p[.]png)"},
+		{"bare source address", "read https://a.example/x.", "read <https://a.example/x>."},
+		{"bare address", "read https://evil.example/x and www.evil.example", "read hxxps://evil[.]example/x and www[.]evil[.]example"},
+		{"slack link syntax", "<https://evil.example/x|https://a.example/x>", "&lt;hxxps://evil[.]example/x|hxxps://a[.]example/x&gt;"},
+		{"address in code", "`https://evil.example/x`", "`hxxps://evil[.]example/x`"},
 		{"javascript link is inert text", "[click](javascript:alert(1))", "[click]\u2060(javascript:alert(1))"},
-		{"link target cannot break out", "[x](https://a.example/a|b>c)", "x (<https://a.example/a%7Cb%3Ec>)"},
+		{"data link is inert text", "[click](data:text/html,x)", "click (data[:]text/html,x)"},
+		{"link target cannot break out", "[x](https://a.example/a|b>c)", "x (hxxps://a[.]example/a|b&gt;c)"},
 		{"footnote marker", "claim[^1]", "claim[1]"},
 		{"inline code literal", "use `**x** <y>`", "use `**x** &lt;y&gt;`"},
 		{"code block", "```\n<b>**x**\n```", "```\n&lt;b&gt;**x**\n```"},
@@ -32,7 +43,8 @@ func TestMrkdwnFromMarkdown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := mrkdwnFromMarkdown(tt.in); got != tt.want {
+			read := links.NewSet("https://a.example/x", "https://a.example/r")
+			if got := mrkdwnFromMarkdown(tt.in, read); got != tt.want {
 				t.Fatalf("mrkdwnFromMarkdown(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
 		})

@@ -45,6 +45,12 @@ func section(s string) *slack.SectionBlock {
 	return slack.NewSectionBlock(mrkdwn(Truncate(s, maxSectionChars)), nil, nil)
 }
 
+// verbatimSection is a section of mrkdwn that Slack shows as it is
+// written: no bare URL, channel name or mention is linked by Slack itself.
+func verbatimSection(s string) *slack.SectionBlock {
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, Truncate(s, maxSectionChars), false, true), nil, nil)
+}
+
 func contextLine(s string) *slack.ContextBlock {
 	return slack.NewContextBlock("", mrkdwn(Truncate(s, maxSectionChars)))
 }
@@ -122,7 +128,9 @@ func labelOf[K ~string](k K, labels map[K]string) string {
 	return string(k)
 }
 
-// statusBlocks renders a run's status message.
+// statusBlocks renders a run's status message. The plan, the subtasks and
+// the note are the model's and the web's words: no address in them is
+// live (inertAddresses).
 func statusBlocks(v statusView) (string, []slack.Block) {
 	p := v.Progress
 	w := v.Lang.words()
@@ -132,7 +140,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 		var sb strings.Builder
 		sb.WriteString("*" + w.Plan + "*\n")
 		for i, step := range p.Plan {
-			line := fmt.Sprintf("%d. %s\n", i+1, truncateEscaped(step, 200))
+			line := fmt.Sprintf("%d. %s\n", i+1, truncateEscaped(inertAddresses(step), 200))
 			if sb.Len()+len(line) > maxSectionChars-20 {
 				sb.WriteString("…\n")
 				break
@@ -145,7 +153,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 		var sb strings.Builder
 		sb.WriteString("*" + w.Subtasks + "*\n")
 		for _, st := range p.Subtasks {
-			line := fmt.Sprintf("%s %s\n", stateIcon(st.State), truncateEscaped(st.Title, 200))
+			line := fmt.Sprintf("%s %s\n", stateIcon(st.State), truncateEscaped(inertAddresses(st.Title), 200))
 			if sb.Len()+len(line) > maxSectionChars-20 {
 				sb.WriteString("…\n")
 				break
@@ -155,7 +163,7 @@ func statusBlocks(v statusView) (string, []slack.Block) {
 		blocks = append(blocks, section(sb.String()))
 	}
 	if p.Note != "" && v.State == research.StateRunning {
-		blocks = append(blocks, contextLine("_"+truncateEscaped(p.Note, 300)+"_"))
+		blocks = append(blocks, contextLine("_"+truncateEscaped(inertAddresses(p.Note), 300)+"_"))
 	}
 	if v.Note != "" {
 		blocks = append(blocks, section(v.Note))
@@ -260,9 +268,11 @@ func reportBlocks(res research.Result, requester string, l lang) []slack.Block {
 	blocks := []slack.Block{slack.NewHeaderBlock(plain(truncateEscaped(title, maxHeaderChars)))}
 	if res.Summary != "" {
 		// These blocks complete a file share, where Slack refuses markdown
-		// blocks (internal_error): the summary goes as mrkdwn sections.
-		for _, part := range splitLines(mrkdwnFromMarkdown(Truncate(res.Summary, summaryChars)), maxSectionChars) {
-			blocks = append(blocks, section(part))
+		// blocks (internal_error): the summary goes as mrkdwn sections,
+		// verbatim so that Slack links nothing by itself (a bare address,
+		// a channel name): the only links are the sources read.
+		for _, part := range splitLines(mrkdwnFromMarkdown(Truncate(res.Summary, summaryChars), summarySet(res)), maxSectionChars) {
+			blocks = append(blocks, verbatimSection(part))
 		}
 	}
 	if res.Extractive {

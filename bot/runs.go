@@ -689,8 +689,8 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 		// An answer, not a report: a message in the thread, in a markdown
 		// block (chat.postMessage renders it). At least once: a crash
 		// between the post and the record posts it again.
-		ts, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(truncateEscaped(res.Summary, 3000), false),
-			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_reply", truncateEscaped(res.Summary, maxMarkdown-100))),
+		ts, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(summaryMarkdown(res, 3000), false),
+			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_reply", summaryMarkdown(res, maxMarkdown-100))),
 			slack.MsgOptionTS(r.Key.ThreadTS))
 		if err != nil {
 			return fmt.Errorf("posting the reply: %w", err)
@@ -751,8 +751,8 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 	log.Info("bot: report uploaded", "file_id", fileID, "bytes", len(content))
 	if summaryApart && res.Summary != "" {
 		// chat.postMessage shows a markdown block that the file share refused.
-		md := truncateEscaped(res.Summary, summaryChars)
-		if _, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(truncateEscaped(res.Summary, 300), false),
+		md := summaryMarkdown(res, summaryChars)
+		if _, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(summaryMarkdown(res, 300), false),
 			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_summary", md)), slack.MsgOptionTS(r.Key.ThreadTS)); err != nil {
 			log.Warn("bot: post the report summary", "err", err)
 		}

@@ -12,10 +12,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"deepresearch/agent/links"
 	"deepresearch/clock"
 	"deepresearch/research"
 
 	"github.com/slack-go/slack"
+	"golang.org/x/net/idna"
 )
 
 // runStatus shows a run's progress in its thread: a streamed plan of task
@@ -681,13 +683,38 @@ func taskCard(i int, st research.Subtask, l lang) slack.TaskUpdateChunk {
 		if !ok {
 			continue
 		}
-		text := Truncate(strings.Join(strings.Fields(plainTitle(src.Title)), " "), maxSourceText)
-		if text == "" {
-			text = Truncate(plainTitle(u), maxSourceText)
-		}
+		text := cardSourceText(src.Title, u)
 		card.Sources = append(card.Sources, slack.NewTaskCardSource(u, text))
 	}
 	return card
+}
+
+// cardSourceText is a card source's link text: the page's title, or the
+// link's host when the title shows another address than the link opens (a
+// title that is a URL or a host name), or the URL when it has no title.
+func cardSourceText(title, u string) string {
+	text := Truncate(strings.Join(strings.Fields(plainTitle(title)), " "), maxSourceText)
+	switch {
+	case text == "":
+		return Truncate(plainTitle(u), maxSourceText)
+	case links.ShowsOtherAddress(title, u):
+		return Truncate(asciiHost(u), maxSourceText)
+	}
+	return text
+}
+
+// asciiHost is a URL's host as people can check it: an internationalised
+// name in its ASCII (punycode) form, which no look-alike letters hide in.
+func asciiHost(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return plainTitle(u)
+	}
+	h := strings.ToLower(p.Hostname())
+	if a, err := idna.Lookup.ToASCII(h); err == nil {
+		h = a
+	}
+	return plainTitle(h)
 }
 
 // sourceURL returns a source's URL if it is one a card may link: http or

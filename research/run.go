@@ -181,6 +181,9 @@ type Result struct {
 	// TraceParent is the research turn's trace context (W3C traceparent;
 	// "" untraced): the upload's span joins that trace.
 	TraceParent string `json:",omitempty"`
+	// Links are the addresses of the sources read in the run: the only
+	// ones the summary may show as links.
+	Links []string
 }
 
 // Store errors. Implementations return them (wrapped or not); callers test

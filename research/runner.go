@@ -255,7 +255,7 @@ func firstLines(s string, n int) string {
 // toResult maps a finished turn to a Result.
 func toResult(res *agent.Result) Result {
 	if res.Status == agent.StatusReplied {
-		return Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true, TraceParent: res.TraceParent}
+		return Result{Title: "Reply", Summary: res.Reply, Report: res.Reply, Tokens: res.Usage.Total(), Reply: true, TraceParent: res.TraceParent, Links: readLinks(res.Sources)}
 	}
 	cited := 0
 	for _, s := range res.Sources {
@@ -288,7 +288,19 @@ func toResult(res *agent.Result) Result {
 		Cited:      citedSources(res.Sources),
 		// the upload's span joins the turn's trace
 		TraceParent: res.TraceParent,
+		Links:       readLinks(res.Sources),
 	}
+}
+
+// readLinks are the addresses of the sources read.
+func readLinks(srcs []agent.SourceRef) []string {
+	var out []string
+	for _, s := range srcs {
+		if s.Retrieved {
+			out = append(out, s.URL)
+		}
+	}
+	return out
 }
 
 // citedSources lists the sources the report cites, else those it read.

@@ -3,10 +3,12 @@ package schedule
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 
+	"deepresearch/agent/links"
 	"deepresearch/research"
 	"deepresearch/tools/search"
 )
@@ -369,7 +371,21 @@ func ComposeReport(sc Schedule, due time.Time, w WhatsNew, r research.Result) st
 		b.WriteString(demoteHeadings(rep, 2))
 		b.WriteString("\n")
 	}
-	return b.String()
+	// Only the sources read (in this run or the schedule's earlier ones)
+	// are links, and none shows another address (a page titled with a URL).
+	return links.Markdown(b.String(), digestLinks(r, w))
+}
+
+// digestLinks is the set of addresses a digest may link: the sources its
+// run read and those the schedule's earlier digests listed.
+func digestLinks(r research.Result, w WhatsNew) links.Set {
+	urls := slices.Clone(r.Links)
+	for _, srcs := range [][]research.Source{r.Cited, w.NewSources, w.KnownSources} {
+		for _, s := range srcs {
+			urls = append(urls, s.URL)
+		}
+	}
+	return links.NewSet(urls...)
 }
 
 func orUTC(tz string) string {

@@ -143,9 +143,16 @@ func TestControlSequences(t *testing.T) {
 	var unq string
 	_ = json.Unmarshal([]byte(`"`+strings.NewReplacer(`"`, ``, `\`, `\\`, "\n", " ", "\t", " ").Replace(shown)+`"`), &unq)
 	plain := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(shown)
-	for _, want := range []string{"&lt;!channel&gt;", "&lt;!subteam^S1&gt;", "&lt;@U123&gt;", "&lt;https://evil.example|click&gt;"} {
+	for _, want := range []string{"&lt;!channel&gt;", "&lt;!subteam^S1&gt;", "&lt;@U123&gt;", "hxxps://evil[.]example"} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("the bot's messages do not show %q escaped", want)
+		}
+	}
+	// The link the model wrote is shown, inert: only the sources read are
+	// links.
+	for _, l := range w.slack.LiveLinks() {
+		if strings.Contains(l.URL, "evil.example") {
+			t.Errorf("a live link to %q (%s %s)", l.URL, l.Where, l.TS)
 		}
 	}
 	for _, bad := range []string{"<!channel>", "<!here>", "<@U123>", "<!subteam^S1>", "<https://evil.example|click>"} {
