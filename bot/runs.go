@@ -813,28 +813,48 @@ func refusedContent(err error) bool {
 }
 
 // findPostedFile looks in the thread for a file we posted with this name.
+// It reads the whole thread, page by page (conversations.replies is
+// cursor-paginated: a long thread does not come in one answer, and the
+// report is near its end).
 func (b *Bot) findPostedFile(ctx context.Context, key research.ThreadKey, name string) (fileID, ts string, ok bool) {
-	var msgs []slack.Message
-	err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
-		var err error
-		msgs, _, _, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: key.Channel, Timestamp: key.ThreadTS, Limit: 200,
+	cursor := ""
+	for page := 0; page < maxThreadPages; page++ {
+		var msgs []slack.Message
+		var next string
+		err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
+			var err error
+			msgs, _, next, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: key.Channel, Timestamp: key.ThreadTS, Limit: threadPageSize, Cursor: cursor,
+			})
+			return err
 		})
-		return err
-	})
-	if err != nil {
-		b.log.Debug("bot: read thread", "err", err)
-		return "", "", false
-	}
-	for _, m := range msgs {
-		if m.BotID == "" && m.User != b.botUserID {
-			continue
+		if err != nil {
+			b.log.Debug("bot: read thread", "err", err)
+			return "", "", false
 		}
-		for _, f := range m.Files {
-			if f.Name == name {
-				return f.ID, m.Timestamp, true
+		for _, m := range msgs {
+			if m.BotID == "" && m.User != b.botUserID {
+				continue
+			}
+			for _, f := range m.Files {
+				if f.Name == name {
+					return f.ID, m.Timestamp, true
+				}
 			}
 		}
+		if next == "" { // Slack: no next_cursor, no more pages
+			return "", "", false
+		}
+		cursor = next
 	}
+	b.log.Warn("bot: thread too long to read whole; the report was not found in it", "thread_ts", key.ThreadTS)
 	return "", "", false
 }
+
+// threadPageSize is the page of conversations.replies that findPostedFile
+// asks for (Slack recommends 100-200; the maximum is 1000), and
+// maxThreadPages bounds how many pages it reads.
+const (
+	threadPageSize = 200
+	maxThreadPages = 100
+)
