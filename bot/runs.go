@@ -537,7 +537,11 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	// process that dies in between leaves the run to be continued, and the
 	// next one renders the (idempotent) edit again. In the other order a
 	// death there would leave the message saying "Researching" forever.
-	if err := status.Final(ctx, research.StateDone, b.userLang(ctx, r.Requester).words().ReportBelow); err != nil {
+	note := b.userLang(ctx, r.Requester).words().ReportBelow
+	if late := b.lateCancel(ctx, r); late != "" {
+		note += "\n" + late
+	}
+	if err := status.Final(ctx, research.StateDone, note); err != nil {
 		// Recording the run as done anyway: leaving it to be continued
 		// would only repeat this while Slack refuses, and the report
 		// itself is in the thread.
@@ -552,6 +556,22 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
+}
+
+// lateCancel is the word for a cancel that came after the research had
+// finished, while its report was being posted (the run is done all the
+// same): a note for the status message, "" when no one asked to cancel.
+// The person who asked is told in the thread too, since their command was
+// answered with "Cancelling".
+func (b *Bot) lateCancel(ctx context.Context, r research.Run) string {
+	cur, err := b.store.Run(ctx, r.ID)
+	if err != nil || cur.CancelRequestedBy == "" {
+		return ""
+	}
+	by := cur.CancelRequestedBy
+	b.log.Info("bot: cancel came after the research finished; the report is posted", "run_id", r.ID, "by", by)
+	b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, by, b.userLang(ctx, by).words().CancelTooLateYou)
+	return fmt.Sprintf(b.userLang(ctx, r.Requester).words().CancelTooLate, b.userName(ctx, by))
 }
 
 func (b *Bot) fail(ctx context.Context, sc runScope, cause error) {
