@@ -48,6 +48,7 @@ type words struct {
 	SummaryApart                                     string
 	AlreadyDecided, NoLongerWaiting, AlreadyFinished string
 	CancelTooLate, CancelTooLateYou                  string // CancelTooLate: %s canceller
+	OnlyRetry                                        string // %s: requester
 }
 
 var wordsEN = words{
@@ -76,6 +77,7 @@ var wordsEN = words{
 	AlreadyFinished:  "This research has already finished (%s).",
 	CancelTooLate:    "The cancel by *%s* came too late: the report was already being posted.",
 	CancelTooLateYou: "Your cancel came too late: the research had finished and its report was already being posted.",
+	OnlyRetry:        "Only %s (who asked) or an approver can have this report posted again.",
 }
 
 var wordsJA = words{
@@ -104,6 +106,7 @@ var wordsJA = words{
 	AlreadyFinished:  "この調査はすでに終了しています（%s）。",
 	CancelTooLate:    "*%s* さんのキャンセルは間に合いませんでした。レポートはすでに投稿中でした。",
 	CancelTooLateYou: "キャンセルは間に合いませんでした。調査は終わっていて、レポートはすでに投稿中でした。",
+	OnlyRetry:        "このレポートを再投稿できるのは %s さん（依頼者）か承認者だけです。",
 }
 
 func (l lang) words() *words {

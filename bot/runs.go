@@ -30,10 +30,13 @@ func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
 // runRequest is a run asked for by a Slack message.
 type runRequest struct {
 	user, question string
-	followUp       bool // the thread has an earlier run
-	msgTS          string
-	opts           research.RunOptions
-	redo           bool // firstAnswer's
+	// requester is whose run it is when that is not user: an approver's
+	// retry posts the original requester's report ("" is user).
+	requester string
+	followUp  bool // the thread has an earlier run
+	msgTS     string
+	opts      research.RunOptions
+	redo      bool // firstAnswer's
 }
 
 // newRun creates the run asked for by the Slack message req.msgTS in a
@@ -44,11 +47,15 @@ type runRequest struct {
 func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	now := b.now()
 	user := req.user
+	owner := user
+	if req.requester != "" {
+		owner = req.requester
+	}
 	r := research.Run{
 		ID:        messageRunID(th.Key.Team, th.Key.Channel, req.msgTS),
 		ThreadID:  th.ThreadID,
 		Key:       th.Key,
-		Requester: user,
+		Requester: owner,
 		Question:  req.question,
 		FollowUp:  req.followUp,
 		Options:   req.opts,
@@ -82,9 +89,9 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateQueued)).Inc()
-	log.Info("bot: run created", "requester", user, "follow_up", req.followUp)
+	log.Info("bot: run created", "requester", owner, "by", user, "follow_up", req.followUp)
 
-	v := statusView{Lang: b.userLang(ctx, user), Question: req.question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
+	v := statusView{Lang: b.userLang(ctx, owner), Question: req.question, Requester: b.userName(ctx, owner), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
 	streamed := false
 	if r.StatusStream {
 		if ts, err := b.tryStream(ctx, r, v, log, true); err == nil {
