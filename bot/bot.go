@@ -265,6 +265,7 @@ type Bot struct {
 	runWG     sync.WaitGroup
 	runsMu    sync.Mutex
 	running   map[string]context.CancelCauseFunc // runs this process works on
+	tokens    workspaceTokens                    // action_tokens of runs created here, until started
 
 	workCtx    context.Context // parent of event handlers
 	workCancel context.CancelFunc

@@ -24,8 +24,8 @@ func TestRetryOfAnotherUsersReport(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "what changed in AI regulation?", "")
 	failed := h.waitState(ctx, "C1", sent.TS, research.StateFailed)
-	if failed.Options.WorkspaceToken == "" {
-		t.Fatal("the first run carries no workspace token: the test needs one")
+	if tokens := h.res.Thread(failed.ThreadID).tokens; len(tokens) != 1 || tokens[0] == "" {
+		t.Fatalf("the first run's researcher got tokens %q: the test needs one", tokens)
 	}
 	h.fake.ClearFaults()
 
@@ -56,8 +56,8 @@ func TestRetryOfAnotherUsersReport(t *testing.T) {
 	if r.Requester != "U1" {
 		t.Errorf("retried run's requester = %s, want U1 (alice)", r.Requester)
 	}
-	if r.Options.WorkspaceToken != "" {
-		t.Errorf("carol's retry carries a workspace token (%q); alice's was %q", r.Options.WorkspaceToken, failed.Options.WorkspaceToken)
+	if tokens := h.res.Thread(failed.ThreadID).tokens; len(tokens) != 2 || tokens[1] != "" {
+		t.Errorf("researcher tokens %q: carol's retry carries a workspace token", tokens)
 	}
 	blocks := string(h.files("C1", sent.TS)[0].Blocks)
 	if !strings.Contains(blocks, "alice") || strings.Contains(blocks, "carol") {
@@ -77,8 +77,8 @@ func TestRetryByRequesterUsesTheirNewToken(t *testing.T) {
 	h.fake.ClearFaults()
 	h.mention(ctx, "U1", "C1", "retry", sent.TS)
 	h.waitReports(ctx, "C1", sent.TS, 1)
-	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
-	if r.ID == failed.ID || r.Options.WorkspaceToken == "" || r.Options.WorkspaceToken == failed.Options.WorkspaceToken {
-		t.Errorf("retry token %q, first run's %q: want the retry message's own", r.Options.WorkspaceToken, failed.Options.WorkspaceToken)
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	if tokens := h.res.Thread(failed.ThreadID).tokens; len(tokens) != 2 || tokens[1] == "" || tokens[1] == tokens[0] {
+		t.Errorf("researcher tokens %q: want the retry message's own token the second time", tokens)
 	}
 }

@@ -62,6 +62,10 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
+	// The asker's action_token stays in this process's memory; the
+	// stored run never holds it.
+	token := r.Options.WorkspaceToken
+	r.Options.WorkspaceToken = ""
 	r.StatusStream = b.planStream(b.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
 	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
@@ -88,6 +92,7 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 		}
 		return
 	}
+	b.tokens.put(r.ID, token, now)
 	b.metrics.runs.WithLabelValues(string(research.StateQueued)).Inc()
 	log.Info("bot: run created", "requester", owner, "by", user, "follow_up", req.followUp)
 
@@ -378,8 +383,10 @@ func (b *Bot) invoke(ctx context.Context, r research.Run, sink research.Progress
 	if r.Options.Redeliver != "" {
 		tag = r.Options.Redeliver
 	}
+	opts := r.Options
+	opts.WorkspaceToken = b.tokens.take(r.ID)
 	return b.res.Start(ctx, research.StartRequest{
-		RunID: tag, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
+		RunID: tag, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: opts,
 	}, sink)
 }
 
