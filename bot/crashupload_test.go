@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +27,7 @@ var errKilled = errors.New("test: the process was killed")
 // until the test ends, as a dead process never returns from it.
 type killedAt struct {
 	research.Store
-	step   string // "stage" or "record"
+	step   string // "record", or "" (killed by killingTransport)
 	killed atomic.Bool
 	dead   chan struct{} // closed when the step is reached
 	once   sync.Once
@@ -117,5 +119,58 @@ func TestReportPostedOnceAfterCrashInLongThread(t *testing.T) {
 	}
 	if u, err := h.store.Upload(ctx, r.ID); err != nil || u.FileID != h.files("C1", sent.TS)[0].ID {
 		t.Errorf("recorded upload = %+v, %v; want the file posted before the crash", u, err)
+	}
+}
+
+// killingTransport is the Web API client of a process that is killed when
+// it calls method: the call never reaches Slack, and from then on k's
+// writes are lost.
+type killingTransport struct {
+	k      *killedAt
+	method string
+}
+
+func (tr killingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/"+tr.method) {
+		return nil, tr.k.die()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestCrashBetweenUploadAndShareLeavesNoFile: a process killed after it
+// uploaded the report's bytes but before files.completeUploadExternal
+// leaves an unshared file in the workspace; the next process deletes it
+// (files.delete) and posts the report once, so no file is left orphaned.
+func TestCrashBetweenUploadAndShareLeavesNoFile(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	k := newKilledAt(t, h.store, "")
+	a := h.startOn(k, noDraftApproval, func(o *bot.Options) {
+		o.ShutdownTimeout = 200 * time.Millisecond
+		o.HTTPClient = &http.Client{Transport: killingTransport{k: k, method: "files.completeUploadExternal"}}
+	})
+	sent := h.mention(ctx, "U1", "C1", "what changed in AI regulation?", "")
+	select {
+	case <-k.dead:
+	case <-ctx.Done():
+		t.Fatal("the report was never shared")
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.fake.Orphans(); len(o) != 1 {
+		t.Fatalf("%d unshared files after the crash, want the 1 staged", len(o))
+	}
+
+	h.start(noDraftApproval) // the next process
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	if n := len(h.files("C1", sent.TS)); n != 1 {
+		t.Errorf("%d report files in the thread, want 1", n)
+	}
+	if o := h.fake.Orphans(); len(o) != 0 {
+		t.Errorf("unshared files left after recovery: %+v", o)
+	}
+	if n := len(h.fake.Files()); n != 1 {
+		t.Errorf("%d files in the workspace, want 1", n)
 	}
 }

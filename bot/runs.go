@@ -728,8 +728,15 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 	}
 	if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
 		log.Info("bot: report found in thread; not posting again", "file_id", id)
-		return record(id, ts)
+		if err := record(id, ts); err != nil {
+			return err
+		}
+		b.clearStaged(ctx, r.ID, id, log)
+		return nil
 	}
+	// Files an earlier attempt staged but never shared (its process died
+	// between the upload and the share) are deleted: none is left behind.
+	b.clearStaged(ctx, r.ID, "", log)
 	content := res.Report
 	if content == "" {
 		content = res.Summary
@@ -741,7 +748,7 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 	if title == "" {
 		title = "Research report"
 	}
-	fileID, err := b.stageFile(ctx, name, content)
+	fileID, err := b.stageReport(ctx, r.ID, name, content, log)
 	if err != nil {
 		return err
 	}
@@ -760,8 +767,8 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 		if err != nil && !transient(err) {
 			// Slack may not take a second completion of a file whose
 			// first one failed: stage the bytes again as a new file.
-			b.deleteFile(ctx, fileID, log)
-			if fileID, err = b.stageFile(ctx, name, content); err != nil {
+			b.dropStaged(ctx, r.ID, fileID, log)
+			if fileID, err = b.stageReport(ctx, r.ID, name, content, log); err != nil {
 				return err
 			}
 			share.Files[0].ID = fileID
@@ -772,9 +779,13 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 	if err != nil {
 		// The share may have happened although we got an error.
 		if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
-			return record(id, ts)
+			if err := record(id, ts); err != nil {
+				return err
+			}
+			b.clearStaged(ctx, r.ID, id, log)
+			return nil
 		}
-		b.deleteFile(ctx, fileID, log)
+		b.dropStaged(ctx, r.ID, fileID, log)
 		return fmt.Errorf("sharing the report file: %w", err)
 	}
 	log.Info("bot: report uploaded", "file_id", fileID, "bytes", len(content))
@@ -786,7 +797,60 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 			log.Warn("bot: post the report summary", "err", err)
 		}
 	}
-	return record(fileID, "")
+	if err := record(fileID, ""); err != nil {
+		return err
+	}
+	b.unstage(ctx, r.ID, fileID, log)
+	return nil
+}
+
+// stageReport stages the report file and records it as staged before it is
+// shared, so that a process dying before the share leaves the next one a
+// file to delete, never an orphan. A file that cannot be recorded is
+// deleted at once.
+func (b *Bot) stageReport(ctx context.Context, runID, name, content string, log *slog.Logger) (string, error) {
+	fileID, err := b.stageFile(ctx, name, content)
+	if err != nil {
+		return "", err
+	}
+	if err := b.store.StageUpload(ctx, runID, fileID, b.now()); err != nil {
+		b.deleteFile(ctx, fileID, log)
+		return "", fmt.Errorf("recording the staged report file: %w", err)
+	}
+	return fileID, nil
+}
+
+// dropStaged deletes a staged file that was not shared and forgets it; one
+// Slack would not delete stays recorded for the next attempt.
+func (b *Bot) dropStaged(ctx context.Context, runID, fileID string, log *slog.Logger) {
+	if b.deleteFile(ctx, fileID, log) {
+		b.unstage(ctx, runID, fileID, log)
+	}
+}
+
+// clearStaged settles the files staged by the run's earlier attempts: keep
+// (the report found shared in the thread) is forgotten, every other one
+// deleted (it was never shared).
+func (b *Bot) clearStaged(ctx context.Context, runID, keep string, log *slog.Logger) {
+	ids, err := b.store.StagedUploads(ctx, runID)
+	if err != nil {
+		log.Warn("bot: read staged report files", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if id == keep {
+			b.unstage(ctx, runID, id, log)
+			continue
+		}
+		log.Info("bot: deleting a report file an earlier attempt staged but never shared", "file_id", id)
+		b.dropStaged(ctx, runID, id, log)
+	}
+}
+
+func (b *Bot) unstage(ctx context.Context, runID, fileID string, log *slog.Logger) {
+	if err := b.store.UnstageUpload(ctx, runID, fileID); err != nil {
+		log.Warn("bot: forget staged report file", "file_id", fileID, "err", err)
+	}
 }
 
 // stageFile reserves a file and uploads its bytes; it deletes the file when
@@ -826,14 +890,21 @@ func (b *Bot) shareFile(ctx context.Context, p slack.CompleteUploadExternalParam
 	return err
 }
 
-// deleteFile removes a staged file that was never shared.
-func (b *Bot) deleteFile(ctx context.Context, fileID string, log *slog.Logger) {
+// deleteFile removes a staged file that was never shared; it reports
+// whether the file is gone (deleted now, or already).
+func (b *Bot) deleteFile(ctx context.Context, fileID string, log *slog.Logger) bool {
 	err := b.call(ctx, "files.delete", true, func(ctx context.Context) error {
 		return b.api.DeleteFileContext(ctx, fileID)
 	})
-	if err != nil && errorCode(err) != "file_not_found" {
-		log.Warn("bot: delete unshared report file", "file_id", fileID, "err", err)
+	if err == nil {
+		return true
 	}
+	switch errorCode(err) {
+	case "file_not_found", "file_deleted":
+		return true
+	}
+	log.Warn("bot: delete unshared report file", "file_id", fileID, "err", err)
+	return false
 }
 
 // refusedContent reports whether Slack refused a call for what it carried,

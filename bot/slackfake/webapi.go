@@ -1012,15 +1012,20 @@ func (s *Server) filesCompleteUploadExternal(r *apiRequest) apiResult {
 }
 
 // filesDelete deletes a file the bot created, shared or not; its share
-// messages lose it.
+// messages lose it. As Slack's method page lists: a file deleted before is
+// file_deleted, an id never issued file_not_found.
 func (s *Server) filesDelete(r *apiRequest) apiResult {
 	id := r.get("file")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.deletedFiles[id] {
+		return fail("file_deleted")
+	}
 	if _, ok := s.files[id]; !ok {
 		return fail("file_not_found")
 	}
 	delete(s.files, id)
+	s.deletedFiles[id] = true
 	for k, v := range s.uploads {
 		if v == id {
 			delete(s.uploads, k)
