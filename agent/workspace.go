@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 
+	"deepresearch/graph"
 	"deepresearch/tools/search"
 )
 
@@ -158,6 +161,53 @@ const workspaceProvider = "workspace"
 func fromWorkspace(pages []Source) bool {
 	for _, p := range pages {
 		if p.Provider == workspaceProvider {
+			return true
+		}
+	}
+	return false
+}
+
+// ForgetWorkspace deletes the thread's checkpoints, every namespace, when
+// its state holds what a workspace search found or its turn could search
+// the workspace: the team's messages are read for a run and must not
+// outlive it. The caller calls it once the run has ended (its report
+// posted, or the run failed or was cancelled); a later question on the
+// thread then starts afresh. It reports whether the thread was forgotten.
+func (a *Agent) ForgetWorkspace(ctx context.Context, threadID string) (bool, error) {
+	if threadID == "" {
+		return false, ErrNoThread
+	}
+	a.tokens.Delete(threadID)
+	ctx, end, err := a.begin(ctx, threadID, false)
+	if err != nil {
+		return false, err
+	}
+	defer end()
+	snap, err := a.g.State(ctx, threadID, 0)
+	switch {
+	case errors.Is(err, graph.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("agent: load thread %s: %w", threadID, err)
+	}
+	if !usedWorkspace(snap.State) {
+		return false, nil
+	}
+	if err := a.g.ForgetThread(ctx, threadID); err != nil {
+		return false, fmt.Errorf("agent: forget thread %s: %w", threadID, err)
+	}
+	a.log.Info("agent: thread forgotten: its run read the workspace", "thread_id", threadID)
+	return true, nil
+}
+
+// usedWorkspace reports whether a thread's state may hold workspace
+// messages: its turn could search them, or its sources include one.
+func usedWorkspace(s State) bool {
+	if s.Req.Workspace != nil {
+		return true
+	}
+	for _, src := range s.Sources {
+		if src.Provider == workspaceProvider {
 			return true
 		}
 	}

@@ -70,3 +70,53 @@ func TestWorkspaceRunLeavesNoCredentialOrNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetWorkspace: once the run has ended, a thread whose turn could
+// search the workspace is forgotten — no row of the SQLite database holds
+// the private message — and the thread can be asked again; a thread that
+// never had workspace access is kept.
+func TestForgetWorkspace(t *testing.T) {
+	e := newEnv(t)
+	db, err := storage.Open(context.Background(), storage.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ws := &workspaceFake{visible: map[string][]search.Result{"tok": {privateDecision()}}}
+	a, err := agent.New(agent.Deps{LLM: e.client, Search: e.web, Fetch: e.web, Saver: db.Saver(), Notes: db.Notes(),
+		Logger: slog.New(slog.DiscardHandler), Workspace: ws}, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	q := "What did we decide about the Larkspur acquisition budget?"
+	for _, th := range []struct {
+		id     string
+		access *agent.Workspace
+	}{{"t-dm", &agent.Workspace{Token: "tok", Private: true}}, {"t-web", nil}} {
+		if res, err := a.Start(ctx, th.id, agent.Request{Question: q, Workspace: th.access}, e.record); err != nil || res.Status != agent.StatusDone {
+			t.Fatalf("%s: %v %v", th.id, res, err)
+		}
+	}
+	if hits := sqlitetest.Find(t, db.Location(), "Larkspur acquisition budget is 40"); len(hits) == 0 {
+		t.Fatal("the private message is not in the checkpoints before forgetting: the test needs it there")
+	}
+	for _, tc := range []struct {
+		id     string
+		forget bool
+	}{{"t-dm", true}, {"t-web", false}} {
+		got, err := a.ForgetWorkspace(ctx, tc.id)
+		if err != nil || got != tc.forget {
+			t.Errorf("ForgetWorkspace(%s) = %v, %v; want %v", tc.id, got, err, tc.forget)
+		}
+	}
+	if hits := sqlitetest.Find(t, db.Location(), "Larkspur acquisition budget is 40"); len(hits) > 0 {
+		t.Errorf("after the run, the database holds the private message: %v", hits)
+	}
+	if _, err := a.Get(ctx, "t-web"); err != nil {
+		t.Errorf("the thread without workspace access was lost: %v", err)
+	}
+	if res, err := a.Start(ctx, "t-dm", agent.Request{Question: "And what about the timeline?"}, e.record); err != nil || res.Status != agent.StatusDone {
+		t.Errorf("a new question on the forgotten thread: %v %v", res, err)
+	}
+}

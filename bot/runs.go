@@ -567,6 +567,7 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateDone)).Inc()
 	log.Info("bot: run done", "sources", res.Sources, "tokens", res.Tokens)
+	b.endRun(ctx, r, log)
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -608,6 +609,7 @@ func (b *Bot) fail(ctx context.Context, sc runScope, cause error) {
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateFailed)).Inc()
+	b.endRun(ctx, r, log)
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -624,9 +626,21 @@ func (b *Bot) cancelled(ctx context.Context, sc runScope, by string) {
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	log.Info("bot: run cancelled", "by", by)
+	b.endRun(ctx, r, log)
 	_ = status.Final(ctx, research.StateCancelled, fmt.Sprintf(b.userLang(ctx, r.Requester).words().CancelledBy, b.userName(ctx, by)))
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
+	}
+}
+
+// endRun tells the researcher that the run has ended, so that what it read
+// from the requester's workspace does not outlive it.
+func (b *Bot) endRun(ctx context.Context, r research.Run, log *slog.Logger) {
+	if b.ender == nil {
+		return
+	}
+	if err := b.ender.EndRun(ctx, r.ThreadID); err != nil {
+		log.Warn("bot: tell the researcher the run ended", "err", err)
 	}
 }
 
@@ -637,6 +651,7 @@ func (b *Bot) cancelWaiting(ctx context.Context, r research.Run, by string) {
 		b.log.Warn("bot: researcher cancel", "run_id", r.ID, "err", err)
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
+	b.endRun(ctx, r, b.log.With("run_id", r.ID))
 	byName := b.userName(ctx, by)
 	if r.StatusTS != "" {
 		l := b.userLang(ctx, r.Requester)
