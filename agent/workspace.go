@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -146,6 +147,7 @@ func (ex *execution) search(ctx context.Context, q search.Query) ([]search.Resul
 	if len(own) == 0 {
 		return found, searchErr
 	}
+	own = slices.Clone(own) // the searcher's slice is not ours to change
 	for i := range own {
 		own[i].Source = workspaceProvider
 	}

@@ -561,13 +561,16 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 		// itself is in the thread.
 		log.Error("bot: final status", "err", err)
 	}
+	// What the run read from the workspace goes before the run is done: a
+	// process dying in between leaves a run to continue whose report is
+	// recorded (it is not posted again), never the workspace's messages.
+	b.endRun(ctx, r, log)
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateDone, "", b.now()); err != nil {
 		log.Warn("bot: record finished run", "err", err)
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateDone)).Inc()
 	log.Info("bot: run done", "sources", res.Sources, "tokens", res.Tokens)
-	b.endRun(ctx, r, log)
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -604,12 +607,12 @@ func (b *Bot) fail(ctx context.Context, sc runScope, cause error) {
 	// The cause is for the log: people get a plain sentence and the run id
 	// to quote (internal error strings never reach the channel).
 	_ = status.Final(ctx, research.StateFailed, b.userLang(ctx, r.Requester).failedNote(r.ID))
+	b.endRun(ctx, r, log)
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateFailed, cause.Error(), b.now()); err != nil {
 		log.Warn("bot: record failed run", "err", err)
 		return
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateFailed)).Inc()
-	b.endRun(ctx, r, log)
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
@@ -621,12 +624,12 @@ func (b *Bot) cancelled(ctx context.Context, sc runScope, by string) {
 	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
 		log.Warn("bot: researcher cancel", "err", err)
 	}
+	b.endRun(ctx, r, log)
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateCancelled, "", b.now()); err != nil && !errors.Is(err, research.ErrLeaseLost) {
 		log.Warn("bot: record cancelled run", "err", err)
 	}
 	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	log.Info("bot: run cancelled", "by", by)
-	b.endRun(ctx, r, log)
 	_ = status.Final(ctx, research.StateCancelled, fmt.Sprintf(b.userLang(ctx, r.Requester).words().CancelledBy, b.userName(ctx, by)))
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
@@ -650,8 +653,8 @@ func (b *Bot) cancelWaiting(ctx context.Context, r research.Run, by string) {
 	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
 		b.log.Warn("bot: researcher cancel", "run_id", r.ID, "err", err)
 	}
-	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	b.endRun(ctx, r, b.log.With("run_id", r.ID))
+	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	byName := b.userName(ctx, by)
 	if r.StatusTS != "" {
 		l := b.userLang(ctx, r.Requester)
