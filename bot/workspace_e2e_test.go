@@ -15,6 +15,9 @@ import (
 	"deepresearch/storage/sqlitetest"
 )
 
+// The bot tells the production researcher that a run ended.
+var _ bot.RunEnder = (*research.Runner)(nil)
+
 // TestDMRunLeavesNothingOfTheWorkspace: a DM run of the real researcher
 // (agent over a fake model and web) on SQLite searches the asker's private
 // channel through the fake Slack's assistant.search.context and reads a
