@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 )
@@ -72,5 +74,60 @@ func TestCancelDuringUploadSaysTooLate(t *testing.T) {
 			}
 			h.noPings()
 		})
+	}
+}
+
+// slowCancel is a store whose RequestCancel, once it has recorded the
+// cancel, lets the run's step end (release) and returns only when the run
+// has left running: the handler's cancel of the run's context comes after
+// the step's outcome, as it may when the click and the step end together.
+type slowCancel struct {
+	research.Store
+	release chan struct{}
+}
+
+func (s *slowCancel) RequestCancel(ctx context.Context, runID, by string, now time.Time) (research.Run, bool, error) {
+	r, cancelled, err := s.Store.RequestCancel(ctx, runID, by, now)
+	if err != nil || cancelled {
+		return r, cancelled, err
+	}
+	close(s.release)
+	for ctx.Err() == nil {
+		if cur, err := s.Store.Run(ctx, runID); err == nil && cur.State != research.StateRunning {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return r, cancelled, err
+}
+
+// TestCancelRecordedAsTheStepEndsWins: a cancel recorded in the store
+// while the researcher's step ends with a plan, before the handler cancels
+// the run's context, still cancels the run: no plan is posted and the run
+// does not wait for approval.
+func TestCancelRecordedAsTheStepEndsWins(t *testing.T) {
+	h := newHarness(t)
+	res := &stubbornResearcher{fakeResearcher: newFakeResearcher(), entered: make(chan struct{}), release: make(chan struct{})}
+	h.run(res, &slowCancel{Store: h.store, release: res.release}, func(o *bot.Options) {
+		o.RunOptions = research.RunOptions{ApprovePlan: true}
+		o.HeartbeatEvery = time.Hour // only the store tells the run
+	})
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "research something", "")
+	select {
+	case <-res.entered:
+	case <-ctx.Done():
+		t.Fatal("the researcher was never started")
+	}
+	status, val := h.withButton(ctx, "C1", sent.TS, "dr_cancel")
+	h.click(ctx, "U1", "C1", status, "dr_cancel", val)
+	h.waitFor(ctx, "the run left running", func() bool { return h.runOf(ctx, "C1", sent.TS).State != research.StateRunning })
+	if r := h.runOf(ctx, "C1", sent.TS); r.State != research.StateCancelled {
+		t.Errorf("run state %s after a cancel recorded before the plan, want cancelled", r.State)
+	}
+	for _, m := range h.botMessages("C1", sent.TS) {
+		if strings.Contains(string(m.Blocks), "plan ready for review") {
+			t.Errorf("a plan was posted after the cancel: %s", m.Blocks)
+		}
 	}
 }

@@ -338,6 +338,14 @@ func (b *Bot) execute(r research.Run) {
 
 	cause := context.Cause(ctx)
 	var cr cancelRequested
+	if err == nil && outcome.Interrupt != nil && !errors.As(cause, &cr) {
+		// A cancel recorded while the step ended may not have reached
+		// this run's context yet (the handler cancels it just after
+		// recording): the store says so, and the cancel wins over a pause.
+		if cur, err := b.store.Run(wctx, r.ID); err == nil && cur.CancelRequestedBy != "" {
+			cause = cancelRequested{cur.CancelRequestedBy}
+		}
+	}
 	switch {
 	case errors.As(cause, &cr):
 		// Cancelled while the researcher finished a step: the cancel wins,
