@@ -1,8 +1,8 @@
 package bot_test
 
 import (
-	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"deepresearch/agent"
@@ -11,8 +11,6 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage"
-	"deepresearch/storage/sqlitetest"
 )
 
 // The bot tells the production researcher that a run ended.
@@ -22,21 +20,25 @@ var _ bot.RunEnder = (*research.Runner)(nil)
 // (agent over a fake model and web) on SQLite searches the asker's private
 // channel through the fake Slack's assistant.search.context and reads a
 // message there; once the run is done, no row of the database holds the
-// message's text or the asker's action_token — not the research notes,
+// message's text or the asker's action_token (SQLite, PostgreSQL) — not the research notes,
 // not the checkpoints or their writes, not the run.
 func TestDMRunLeavesNothingOfTheWorkspace(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { dmRunLeavesNothing(t, kind) })
+	}
+}
+
+func dmRunLeavesNothing(t *testing.T, kind string) {
 	h := newHarness(t)
 	h.store = nil // the runs are in SQLite
 	ctx := testCtx(t)
 	const secret = "Larkspur acquisition: our AI Act timeline puts the budget at 40 million, secret until May."
 	h.fake.AddChannel(slackfake.Channel{ID: "G0EXEC", Name: "exec", IsPrivate: true, Members: []string{"U1"}})
-	h.fake.AddMessage(slackfake.Message{Channel: "G0EXEC", User: "U1", Text: secret})
+	// Written well before the question: the search finds only what was
+	// written before the asking message's second.
+	h.fake.AddMessage(slackfake.Message{Channel: "G0EXEC", User: "U1", Text: secret, TS: "1700000000.000100"})
 
-	db, err := storage.Open(context.Background(), storage.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, find := durableDB(t, kind)
 	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: h.fake.BotToken(), APIURL: h.fake.APIURL(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -64,11 +66,14 @@ func TestDMRunLeavesNothingOfTheWorkspace(t *testing.T) {
 	if h.fake.Calls("assistant.search.context") == 0 {
 		t.Fatal("the run never searched the workspace: the test needs it to")
 	}
+	if report := h.files("D0U1", sent.TS); len(report) != 1 || !strings.Contains(string(report[0].Content), "/archives/G0EXEC/") {
+		t.Fatal("the report does not cite the private message: the test needs the run to have read it")
+	}
 	var token string
 	for _, c := range h.fake.CallLog("assistant.search.context") {
 		token = c.Params.Get("action_token")
 	}
-	if hits := sqlitetest.Find(t, db.Location(), secret[:40], "secret until May", token); len(hits) > 0 {
+	if hits := find(secret[:40], "secret until May", token); len(hits) > 0 {
 		t.Errorf("after the run, the database holds what the workspace search found, or the token: %v", hits)
 	}
 }

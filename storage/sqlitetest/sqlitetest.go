@@ -1,19 +1,19 @@
 // Package sqlitetest lets tests read a SQLite database file as someone
 // holding a copy of it would: every value of every row of every table,
-// with the graph's packed blobs (one byte of encoding, then raw or deflated
-// bytes) unpacked. Tests use it to show what a run leaves in durable state.
+// with the graph's packed blobs unpacked (graph.UnpackBlob). Tests use it
+// to show what a run leaves in durable state; pgtest.Find does the same
+// on a PostgreSQL schema.
 package sqlitetest
 
 import (
-	"bytes"
-	"compress/flate"
 	"database/sql"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
+
+	"deepresearch/graph"
 )
 
 // Find returns where in the database at path each of needles occurs, as
@@ -89,17 +89,15 @@ func scan(db *sql.DB, table string, needles []string) ([]string, error) {
 	return out, rows.Err()
 }
 
-// valueText is a value as text: a blob also as its unpacked bytes.
+// valueText is a value as text: a blob also as the bytes it packs.
 func valueText(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
 	case []byte:
 		s := string(x)
-		if len(x) > 1 && x[0] == 1 { // a deflated graph blob
-			if raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(x[1:]))); err == nil {
-				s += "\n" + string(raw)
-			}
+		if raw, err := graph.UnpackBlob(x); err == nil {
+			s += "\n" + string(raw)
 		}
 		return s
 	}
