@@ -421,7 +421,7 @@ func Explain(w io.Writer, truth, pred string) {
 			i = j
 		}
 	}
-	tt, pt := Tokenize(truth), Tokenize(strings.ReplaceAll(pred, "\u00ad", ""))
+	tt, pt := Tokenize(strings.ReplaceAll(truth, "\u00ad", "")), Tokenize(strings.ReplaceAll(pred, "\u00ad", ""))
 	runs("+", pt, tt)
 	runs("-", tt, pt)
 }
