@@ -317,7 +317,13 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 		for f, c := range chosen {
 			fmt.Fprintf(stdout, "fold %d: chose %s\n", f, c)
 		}
-		results = append(results, sel)
+		// Chosen without the held-out fold's sites nor its corpus.
+		fo := BySiteAndSource(pages, *k)
+		sel2, chosen2 := SelectBy("deepresearch/cv-site+src", pages, cands, fo)
+		for f, c := range chosen2 {
+			fmt.Fprintf(stdout, "fold %s: chose %s\n", fo.Folds[f], c)
+		}
+		results = append(results, sel, sel2)
 	}
 	for _, c := range others {
 		r, err := Evaluate(ctx, c.Name, pages, c.Fn, *repeat)
