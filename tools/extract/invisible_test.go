@@ -28,6 +28,8 @@ func TestInvisibleText(t *testing.T) {
 		{name: "clipped to nothing", hidden: `<div style="position:absolute;clip:rect(0,0,0,0)"><p>` + claim + `</p><p>` + claim2 + `</p></div>`, notWant: []string{claim, claim2}},
 		{name: "clip-path to nothing", hidden: `<div style="position:absolute;clip-path:inset(50%)"><p>` + claim + `</p><p>` + claim2 + `</p></div>`, notWant: []string{claim, claim2}},
 		{name: "display none, two paragraphs, nothing opens it", hidden: `<div style="display:none"><p>` + claim + `</p><p>` + claim2 + `</p></div>`, notWant: []string{claim, claim2}},
+		{name: "screen-reader-only class, two paragraphs", hidden: `<div class="sr-only"><p>` + claim + `</p><p>` + claim2 + `</p></div>`, notWant: []string{claim, claim2}},
+		{name: "visually-hidden class", hidden: `<span class="visually-hidden">` + claim + `</span>`, notWant: []string{claim}},
 		{name: "visibility hidden, two paragraphs", hidden: `<section style="visibility:hidden"><p>` + claim + `</p><p>` + claim2 + `</p></section>`, notWant: []string{claim, claim2}},
 
 		// Shown on demand or shown after all: kept.
@@ -43,6 +45,7 @@ func TestInvisibleText(t *testing.T) {
 			want: []string{claim}},
 		{name: "font-size 0 parent, children sized again (inline-block gaps)", hidden: `<div style="font-size:0"><p style="font-size:16px">` + claim + `</p></div>`,
 			want: []string{claim}},
+		{name: "screen-reader-only until wide screens", hidden: `<div class="sr-only md:not-sr-only"><p>` + claim + `</p></div>`, want: []string{claim}},
 		{name: "opacity 0: faded in by the page's scripts", hidden: `<div style="opacity:0"><p>` + claim + `</p></div>`, want: []string{claim}},
 		{name: "opacity 1 and font-size 0.9em", hidden: `<div style="opacity:1"><p style="font-size:0.9em">` + claim + `</p></div>`, want: []string{claim}},
 		{name: "a zero box that shows its overflow", hidden: `<div style="height:0"><p>` + claim + `</p></div>`, want: []string{claim}},

@@ -414,6 +414,24 @@ func headingSlug(n *html.Node, id string) bool {
 var hiddenClasses = wordSet(`hidden hide invisible is-hidden u-hidden d-none visually-hidden visuallyhidden
 	sr-only screen-reader-text element-invisible`)
 
+// srOnlyClasses are the conventional names of the "screen reader only"
+// class (a box of one pixel, clipped): text in it is never on screen.
+var srOnlyClasses = wordSet(`sr-only visually-hidden visuallyhidden screen-reader-text element-invisible`)
+
+// screenReaderOnly reports an element of the screen-reader-only class, but
+// not one that a responsive or state variant shows again
+// ("sr-only md:not-sr-only", "focus:not-sr-only").
+func screenReaderOnly(classes []string) bool {
+	sr := false
+	for _, c := range classes {
+		if strings.Contains(c, ":") {
+			return false
+		}
+		sr = sr || srOnlyClasses[strings.ToLower(c)]
+	}
+	return sr
+}
+
 func hiddenClass(classes []string) bool {
 	hidden := false
 	for _, c := range classes {
@@ -1135,6 +1153,10 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 		if h == "invisible" || !wholePage && !keep {
 			return true
 		}
+	}
+	if screenReaderOnly(strings.Fields(attr(n, "class"))) {
+		// Never on screen, whatever it holds (issue 23).
+		return true
 	}
 	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
 		// A "button" holding prose is a clickable card (a story's title
