@@ -432,6 +432,17 @@ func screenReaderOnly(classes []string) bool {
 	return sr
 }
 
+// mayBeSROnly is a cheap test, without allocating, that class may name
+// the screen-reader-only class (see screenReaderOnly).
+func mayBeSROnly(class string) bool {
+	for _, s := range []string{"only", "ONLY", "idden", "IDDEN", "reader", "READER", "nvisible", "NVISIBLE"} {
+		if strings.Contains(class, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func hiddenClass(classes []string) bool {
 	hidden := false
 	for _, c := range classes {
@@ -1154,7 +1165,7 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 			return true
 		}
 	}
-	if screenReaderOnly(strings.Fields(attr(n, "class"))) {
+	if class := attr(n, "class"); mayBeSROnly(class) && screenReaderOnly(strings.Fields(class)) {
 		// Never on screen, whatever it holds (issue 23).
 		return true
 	}
