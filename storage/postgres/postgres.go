@@ -722,6 +722,8 @@ func (s *Store) DeleteBefore(ctx context.Context, thread, ns string, id int64) (
 // PruneThreads implements graph.Saver. The first statement locks the chains
 // of the candidate threads (waiting out commits in flight); the second, with
 // a fresh snapshot, re-selects the threads that still qualify and deletes them.
+// The finished reports stored before olderThan (Reports) go too: they follow
+// the same retention.
 func (s *Store) PruneThreads(ctx context.Context, olderThan time.Time, finishedOnly bool) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -730,6 +732,7 @@ func (s *Store) PruneThreads(ctx context.Context, olderThan time.Time, finishedO
 	cut := olderThan.UnixNano()
 	var n int
 	batch := &pgx.Batch{}
+	batch.Queue(`DELETE FROM past_reports WHERE created_at < $1`, cut)
 	batch.Queue(`SELECT count(*) FROM (SELECT 1 FROM graph_chains WHERE thread_id IN (`+old+`) FOR UPDATE) AS locked`, cut, finishedOnly)
 	batch.Queue(`WITH c AS (
 			DELETE FROM graph_chains WHERE thread_id IN (`+old+`) RETURNING chain_id, ns

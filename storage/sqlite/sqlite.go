@@ -625,7 +625,8 @@ func (s *Store) DeleteBefore(ctx context.Context, thread, ns string, id int64) (
 	return int(n), err
 }
 
-// PruneThreads implements graph.Saver.
+// PruneThreads implements graph.Saver. The finished reports stored before
+// olderThan (Reports) go too: they follow the same retention.
 func (s *Store) PruneThreads(ctx context.Context, olderThan time.Time, finishedOnly bool) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -635,6 +636,15 @@ func (s *Store) PruneThreads(ctx context.Context, olderThan time.Time, finishedO
 	var n int
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		cut := olderThan.UnixNano()
+		// stored reports follow the same retention (their runs finished)
+		for _, q := range []string{
+			`DELETE FROM past_report_terms WHERE rowid IN (SELECT id FROM past_reports WHERE created_at < ?)`,
+			`DELETE FROM past_reports WHERE created_at < ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, cut); err != nil {
+				return fmt.Errorf("sqlite: prune reports: %w", err)
+			}
+		}
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+threads, cut, finishedOnly).Scan(&n); err != nil {
 			return fmt.Errorf("sqlite: prune: %w", err)
 		}

@@ -1,0 +1,138 @@
+package research
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// PastReport is a finished report kept as a source for later questions
+// ("what did we find last month about X"). Where it was posted decides who
+// may later read it (see ReportQuery).
+type PastReport struct {
+	RunID string
+	// Team, Channel and ThreadTS are where it was posted ("" for a report
+	// that never reached Slack: `ask`, an MCP client).
+	Team, Channel, ThreadTS string
+	// Private: nobody but Requester saw it (a DM with the bot, the
+	// assistant pane, the command line, an MCP client).
+	Private   bool
+	Requester string
+	// URL is what a later report cites: the Slack permalink of the thread
+	// it was posted in, or deepresearch://report/RUN_ID.
+	URL                   string
+	Title, Question, Text string
+	CreatedAt             time.Time
+}
+
+// ReportQuery searches the past reports a later report may use: the one
+// seen by Audience. The rule, kept by every ReportStore:
+//   - a report seen in a channel (Private false) finds only the reports
+//     posted in that same channel of the same team, and no private one;
+//   - a private answer (Private true) finds only the private answers of the
+//     same requester (of the same team), and nothing with an empty
+//     Requester.
+//
+// Nothing is visible everywhere: the bot cannot tell here whether a
+// channel is public, so every channel is treated as restricted to itself.
+type ReportQuery struct {
+	Text      string
+	Team      string
+	Channel   string
+	Private   bool
+	Requester string
+	Limit     int // default 5
+}
+
+// ReportStore keeps finished reports and searches them (full text, Japanese
+// included: see ReportTerms).
+type ReportStore interface {
+	// SaveReport stores a report; saving a run's report again replaces it.
+	SaveReport(ctx context.Context, r PastReport) error
+	// SearchReports returns the best matches that q's audience may see,
+	// best first.
+	SearchReports(ctx context.Context, q ReportQuery) ([]PastReport, error)
+	// PruneReports deletes the reports created before the given time (the
+	// retention setting), returning how many.
+	PruneReports(ctx context.Context, before time.Time) (int, error)
+}
+
+// ReportURI is the stable address of a report that was not posted in
+// Slack.
+func ReportURI(runID string) string { return "deepresearch://report/" + runID }
+
+// ReportTerms is the text the engines index for s, and the terms a query
+// is matched by: words of letters and digits in lower case, and every run
+// of Chinese or Japanese characters (which are written without spaces) cut
+// into overlapping pairs ("東京都" → "東京 京都"; a lone character stays
+// itself). Both engines then split on spaces alike: SQLite's FTS5 with its
+// unicode61 tokenizer, Postgres with the 'simple' text search
+// configuration; no extension is needed and the same query finds the same
+// reports on both.
+func ReportTerms(s string) []string {
+	var out []string
+	var word, cjk []rune
+	flushWord := func() {
+		if len(word) > 0 {
+			out = append(out, string(word))
+			word = word[:0]
+		}
+	}
+	flushCJK := func() {
+		switch {
+		case len(cjk) == 1:
+			out = append(out, string(cjk))
+		case len(cjk) > 1:
+			for i := 0; i+1 < len(cjk); i++ {
+				out = append(out, string(cjk[i:i+2]))
+			}
+		}
+		cjk = cjk[:0]
+	}
+	for _, r := range s {
+		switch {
+		case isCJK(r):
+			flushWord()
+			cjk = append(cjk, r)
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			flushCJK()
+			word = append(word, unicode.ToLower(r))
+		default:
+			flushWord()
+			flushCJK()
+		}
+	}
+	flushWord()
+	flushCJK()
+	return out
+}
+
+// isCJK reports whether r is written without spaces between words: Han,
+// Hiragana, Katakana (with its prolonged sound mark) or Hangul.
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) || r == 'ー'
+}
+
+// QueryTerms are the distinct terms of a query, at most max, without the
+// commonest English words (which would match every report).
+func QueryTerms(q string, max int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range ReportTerms(q) {
+		if seen[t] || stopWords[t] || len(out) >= max {
+			continue
+		}
+		seen[t] = true
+		out = append(out, t)
+	}
+	return out
+}
+
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields("a an and are as at be by did do does for from how in is it of on or our the this to was we were what when where which who why with about find found last month") {
+		m[w] = true
+	}
+	return m
+}()
