@@ -48,6 +48,10 @@ type Deps struct {
 	// Tools are external sources (MCP servers) the researchers may call
 	// next to web search; nil: none.
 	Tools ToolSource
+
+	// Reports searches the team's finished reports that a run's audience
+	// may see, next to every web search; nil: never.
+	Reports PastReports
 }
 
 // Options tune the agent. Zero values take the defaults; the per-run limits
@@ -155,6 +159,7 @@ type Agent struct {
 	workspace WorkspaceSearcher
 	// tools are the external sources (nil: none).
 	tools ToolSource
+	past  PastReports
 
 	tr           trace.Tracer // nil: tracing is off
 	traceContent bool
@@ -226,7 +231,7 @@ func New(d Deps, o Options) (*Agent, error) {
 			*p.v = p.def
 		}
 	}
-	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, coder: d.Coder, notes: d.Notes,
+	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, past: d.Reports, coder: d.Coder, notes: d.Notes,
 		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
 	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
 	if tracing.Active(o.TracerProvider) {

@@ -17,9 +17,15 @@ import (
 // and whether nobody but the requester sees it (a direct message with the
 // bot, the assistant pane, the command line, an MCP client). A source
 // whose results may not appear there is never used for the run.
+//
+// Team and Requester decide which of the team's past reports the run may
+// use (PastReports): those posted in the same channel of the same team, or,
+// for a private answer, the same requester's private answers.
 type Audience struct {
-	Channel string `json:"channel,omitempty"`
-	Private bool   `json:"private,omitempty"`
+	Channel   string `json:"channel,omitempty"`
+	Private   bool   `json:"private,omitempty"`
+	Team      string `json:"team,omitempty"`
+	Requester string `json:"requester,omitempty"`
 }
 
 // ExternalTool is a tool of an external source (an MCP server) offered to
@@ -83,11 +89,14 @@ func (a *Agent) toolsFor(ctx context.Context, t researchTask) ([]ExternalTool, [
 // nothing is treated as a channel report: only sources whose results may
 // appear anywhere are used.
 func audienceOf(r Request) *Audience {
+	aud := Audience{}
 	if r.Audience != nil {
-		aud := *r.Audience
-		return &aud
+		aud = *r.Audience
 	}
-	return &Audience{}
+	if aud.Requester == "" {
+		aud.Requester = r.Requester
+	}
+	return &aud
 }
 
 // llmTools turns external tools into the model's tool definitions, their

@@ -110,10 +110,21 @@ func looksInternal(question string) bool {
 }
 
 // search runs a query on the agent's searcher and, when this researcher
-// may search the workspace, on the workspace at the same time. The
-// workspace's hits come first (the team's own words on its own matters);
-// a workspace that fails only costs its hits.
+// may search the workspace, on the workspace at the same time. The team's
+// past reports that the run's audience may see come first, then the
+// workspace's hits (the team's own words on its own matters); a workspace
+// or a report store that fails only costs its hits.
 func (ex *execution) search(ctx context.Context, q search.Query) ([]search.Result, error) {
+	found, err := ex.searchWorkspace(ctx, q)
+	if past := ex.pastReports(ctx, q); len(past) > 0 {
+		return append(past, found...), nil
+	}
+	return found, err
+}
+
+// searchWorkspace searches the web and, when this researcher may, the
+// workspace.
+func (ex *execution) searchWorkspace(ctx context.Context, q search.Query) ([]search.Result, error) {
 	a, access := ex.a, ex.s.Task.Workspace
 	if access == nil || a.workspace == nil {
 		return a.search.Search(ctx, q)

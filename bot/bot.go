@@ -103,6 +103,9 @@ type Options struct {
 	MaxQuestionLen int
 	// RunOptions are the options of every new run (approval steps, depth).
 	RunOptions research.RunOptions
+	// Reports, when set, keeps every report the bot posts as a source for
+	// later questions, cited by the permalink of its thread (reports.go).
+	Reports research.ReportStore
 	// WorkspaceSearch lets a run asked for by a message search the
 	// workspace's messages its author can see (the researcher needs a
 	// WorkspaceSearch; the app the search:read scopes of manifest.yaml).

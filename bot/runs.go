@@ -47,8 +47,9 @@ type runRequest struct {
 func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	now := b.now()
 	user := req.user
-	// where the report is seen decides the MCP sources it may use
-	req.opts.Channel, req.opts.Private = th.Key.Channel, th.DM
+	// where the report is seen decides the MCP sources and the past
+	// reports it may use
+	req.opts.Channel, req.opts.Private, req.opts.Team = th.Key.Channel, th.DM, th.Key.Team
 	owner := user
 	if req.requester != "" {
 		owner = req.requester
@@ -578,6 +579,7 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	// process dying in between leaves a run to continue whose report is
 	// recorded (it is not posted again), never the workspace's messages.
 	b.endRun(ctx, r, log)
+	b.keepReport(ctx, r, th, res, log)
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateDone, "", b.now()); err != nil {
 		log.Warn("bot: record finished run", "err", err)
 		return

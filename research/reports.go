@@ -2,9 +2,13 @@ package research
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
+
+	"deepresearch/agent"
+	"deepresearch/tools/search"
 )
 
 // PastReport is a finished report kept as a source for later questions
@@ -136,3 +140,32 @@ var stopWords = func() map[string]bool {
 	}
 	return m
 }()
+
+// ReportSource offers the stored reports to the agent as a research source
+// (agent.PastReports): the audience's reports that match a query, read as
+// pages whose text is the report and cited by where they were posted.
+type ReportSource struct{ Store ReportStore }
+
+// SearchReports implements agent.PastReports.
+func (s ReportSource) SearchReports(ctx context.Context, aud agent.Audience, q search.Query) ([]search.Result, error) {
+	found, err := s.Store.SearchReports(ctx, ReportQuery{
+		Text: q.Text, Team: aud.Team, Channel: aud.Channel, Private: aud.Private, Requester: aud.Requester, Limit: q.MaxResults,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("research: past reports: %w", err)
+	}
+	out := make([]search.Result, 0, len(found))
+	for _, r := range found {
+		title := r.Title
+		if title == "" {
+			title = r.Question
+		}
+		if !r.CreatedAt.IsZero() {
+			title = fmt.Sprintf("Our report of %s: %s", r.CreatedAt.UTC().Format("2006-01-02"), title)
+		}
+		out = append(out, search.Result{
+			Title: title, URL: r.URL, Snippet: firstLines(r.Text, 3), Content: r.Text, Published: r.CreatedAt,
+		})
+	}
+	return out, nil
+}

@@ -59,6 +59,9 @@ type RunOptions struct {
 	// decide which MCP sources the run may use (agent.Audience).
 	Channel string `json:",omitempty"`
 	Private bool   `json:",omitempty"`
+	// Team is the workspace the report is posted in: with Channel and
+	// Private it decides which past reports the run may use.
+	Team string `json:",omitempty"`
 }
 
 // Progress is a snapshot of a running research.

@@ -60,7 +60,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		Tag:          req.RunID,
 		Requester:    req.Requester,
 	}
-	areq.Audience = &agent.Audience{Channel: req.Options.Channel, Private: req.Options.Private}
+	areq.Audience = &agent.Audience{Channel: req.Options.Channel, Private: req.Options.Private, Team: req.Options.Team, Requester: req.Requester}
 	if tok := req.Options.WorkspaceToken; tok != "" {
 		areq.Workspace = &agent.Workspace{Token: tok, Private: req.Options.WorkspacePrivate, Before: req.Options.WorkspaceBefore}
 	}

@@ -46,6 +46,7 @@ type DB struct {
 	schedules      schedule.Store
 	notes          Notes
 	feedback       research.FeedbackStore
+	reports        research.ReportStore
 	stats          func() PoolStats
 	migrate        func(context.Context) error
 	close          func() error
@@ -71,6 +72,10 @@ func (db *DB) Notes() Notes { return db.notes }
 
 // Feedback is the store of people's feedback on reports.
 func (db *DB) Feedback() research.FeedbackStore { return db.feedback }
+
+// Reports is the store of finished reports, searched as a source by later
+// questions.
+func (db *DB) Reports() research.ReportStore { return db.reports }
 
 // Stats reports the connection pool, for metrics.
 func (db *DB) Stats() PoolStats { return db.stats() }
@@ -111,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 func OnSQLite(s *sqlite.Store, location string) *DB {
 	return &DB{
 		kind: "sqlite", location: location, saver: s,
-		runs: sqlite.NewRuns(s), schedules: sqlite.NewSchedules(s), notes: sqlite.NewNotes(s), feedback: sqlite.NewFeedback(s),
+		runs: sqlite.NewRuns(s), schedules: sqlite.NewSchedules(s), notes: sqlite.NewNotes(s), feedback: sqlite.NewFeedback(s), reports: sqlite.NewReports(s),
 		stats: func() PoolStats {
 			st := s.DB().Stats()
 			return PoolStats{Total: st.OpenConnections, InUse: st.InUse, Idle: st.Idle, Max: st.MaxOpenConnections}
@@ -125,7 +130,7 @@ func OnSQLite(s *sqlite.Store, location string) *DB {
 func OnPostgres(s *postgres.Store, location string) *DB {
 	return &DB{
 		kind: "postgres", location: location, saver: s,
-		runs: postgres.NewRuns(s), schedules: postgres.NewSchedules(s), notes: postgres.NewNotes(s), feedback: postgres.NewFeedback(s),
+		runs: postgres.NewRuns(s), schedules: postgres.NewSchedules(s), notes: postgres.NewNotes(s), feedback: postgres.NewFeedback(s), reports: postgres.NewReports(s),
 		stats: func() PoolStats {
 			st := s.Pool().Stat()
 			return PoolStats{Total: int(st.TotalConns()), InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()), Max: int(st.MaxConns())}

@@ -140,7 +140,7 @@ type Options struct {
 var (
 	defRE    = regexp.MustCompile(`^\s{0,3}\[\^([^\]\s]+)\]:\s?(.*)$`)
 	markerRE = regexp.MustCompile(`\[\^([^\]\s]+)\]`)
-	urlRE    = regexp.MustCompile(`(?:https?|doc|mcp|file)://[^\s<>()\[\]"“”「」]+`)
+	urlRE    = regexp.MustCompile(`(?:https?|doc|mcp|file|deepresearch)://[^\s<>()\[\]"“”「」]+`)
 	refHdrRE = regexp.MustCompile(`(?i)^#{1,6}\s*(references|sources|参考文献|出典|参照|情報源)\s*$`)
 )
 

@@ -16,7 +16,7 @@ var (
 	numListRE = regexp.MustCompile(`^\s{0,3}(\d{1,3})[.)]\s+(.*\S)\s*$`)
 	// "[1]", "[1, 2]", "[1,2]" in the text (not a link's text: "[1](…)")
 	numMarkerRE = regexp.MustCompile(`\[(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\]`)
-	mdLink      = `\[([^\[\]\n]+)\]\(((?:https?|doc|mcp|file)://[^\s()]+(?:\([^\s()]*\)[^\s()]*)?)(?:\s+"[^"\n]*")?\)`
+	mdLink      = `\[([^\[\]\n]+)\]\(((?:https?|doc|mcp|file|deepresearch)://[^\s()]+(?:\([^\s()]*\)[^\s()]*)?)(?:\s+"[^"\n]*")?\)`
 	mdLinkRE    = regexp.MustCompile(mdLink)
 	// "([Title](url))", "([A](u1); [B](u2))", and the full-width parentheses
 	parenLinksRE = regexp.MustCompile(`[ \t]*[(（]\s*` + mdLink + `(?:\s*[,;、；]\s*` + mdLink + `)*\s*[)）]`)

@@ -11,12 +11,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
+	"deepresearch/research"
 	"deepresearch/storage"
 )
 
@@ -120,7 +122,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		}
 		p.printf("thread %s (continue it with: deepresearch ask --thread %s)\n", id, id)
 		res, err = a.Start(ctx, id, agent.Request{Question: question, Language: *lang, Depth: agent.Depth(*depth),
-			ApprovePlan: *approvePlan, ApproveDraft: *approveDraft, Audience: &agent.Audience{Private: true}}, p.event)
+			ApprovePlan: *approvePlan, ApproveDraft: *approveDraft, Audience: &agent.Audience{Private: true, Requester: askRequester}}, p.event)
 	default:
 		res, err = a.Get(ctx, *thread)
 		if err == nil && res.Status != agent.StatusInterrupted {
@@ -153,6 +155,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		p.printf("cancelled after %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
 		return nil
 	}
+	keepAskReport(ctx, deps, question, res, logger)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(termSafe(res.Report)), 0o644); err != nil {
 			return fmt.Errorf("write the report: %w", err)
@@ -445,3 +448,33 @@ func (p *progress) event(ev agent.Event) {
 		}
 	}
 }
+
+// askRequester is who asks through `ask`: the person at this machine. A
+// later `ask` may use the reports of earlier ones (they are private
+// answers of the same requester); Slack runs never see them.
+const askRequester = "cli"
+
+// keepAskReport stores a finished `ask` report as a source for later
+// private questions, cited as deepresearch://report/THREAD_ID (a follow-up
+// on the thread replaces it with its own report). A report that cannot be
+// kept costs nothing else.
+func keepAskReport(ctx context.Context, deps agent.Deps, question string, res *agent.Result, logger *slog.Logger) {
+	src, ok := deps.Reports.(research.ReportSource)
+	if !ok || res.Status != agent.StatusDone || strings.TrimSpace(res.Report) == "" {
+		return
+	}
+	title := ""
+	if m := reportTitleRE.FindStringSubmatch(res.Report); m != nil {
+		title = strings.TrimSpace(m[1])
+	}
+	err := src.Store.SaveReport(ctx, research.PastReport{
+		RunID: res.ThreadID, Private: true, Requester: askRequester, URL: research.ReportURI(res.ThreadID),
+		Title: title, Question: question, Text: res.Report, CreatedAt: time.Now(),
+	})
+	if err != nil {
+		logger.Error("keep the report as a source", "err", err)
+	}
+}
+
+// reportTitleRE is a report's first heading.
+var reportTitleRE = regexp.MustCompile(`(?m)^#\s+(.+)$`)

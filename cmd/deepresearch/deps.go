@@ -11,6 +11,7 @@ import (
 
 	"deepresearch/agent"
 	"deepresearch/agent/llm"
+	"deepresearch/research"
 	"deepresearch/storage"
 	"deepresearch/tools/fetch"
 	"deepresearch/tools/mcpsource"
@@ -92,7 +93,8 @@ func agentDeps(ctx context.Context, cfg config, logger *slog.Logger, open openDB
 			logger.Warn("closing the database", "err", err)
 		}
 	})
-	d := agent.Deps{LLM: client, Search: searcher, Fetch: agent.NewPageFetcher(f), Saver: db.Saver(), Notes: db.Notes(), Logger: logger}
+	d := agent.Deps{LLM: client, Search: searcher, Fetch: agent.NewPageFetcher(f), Saver: db.Saver(), Notes: db.Notes(), Logger: logger,
+		Reports: research.ReportSource{Store: db.Reports()}}
 	// The coding action runs in a child process of this binary (Linux), in
 	// process elsewhere.
 	so := sandbox.Options{Logger: logger}

@@ -135,7 +135,7 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	}
 	defer stopMCP()
 	withHealth := func(o *bot.Options) { o.Health = parts.health.Health }
-	withFeedback := func(o *bot.Options) { o.Feedback = parts.db.Feedback() }
+	withFeedback := func(o *bot.Options) { o.Feedback, o.Reports = parts.db.Feedback(), parts.db.Reports() }
 	withShared := func(o *bot.Options) {
 		if parts.workspace != nil {
 			o.SharedBudgets = append(o.SharedBudgets, parts.workspace)
