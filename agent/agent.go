@@ -778,6 +778,9 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}
 	honestLinks(r, s.Sources)
+	for _, src := range s.Sources {
+		r.ReadWorkspace = r.ReadWorkspace || src.Provider == workspaceProvider
+	}
 	if len(r.Interrupts) > 0 {
 		r.Status = StatusInterrupted
 	} else if r.Status == "" && s.Intent == IntentChat {

@@ -483,6 +483,9 @@ type Result struct {
 	Tag string `json:"tag,omitempty"`
 	// Reads says what the pages read were worth (wasted reads).
 	Reads ReadStats `json:"reads"`
+	// ReadWorkspace: the thread read messages of the requester's workspace
+	// (Deps.Workspace), which must not be stored beyond the run.
+	ReadWorkspace bool `json:"read_workspace,omitempty"`
 	// Repeated: the call ran nothing and returned the thread's current
 	// turn as it stood (a Start repeating the turn's Tag, or a Resume of a
 	// turn that had already ended).

@@ -13,12 +13,12 @@ import (
 // keepReport stores a posted report as a source for later questions (see
 // Options.Reports), cited by the Slack permalink of the thread it was
 // posted in. It is kept where it was posted: research.ReportQuery says who
-// may find it. A run that could read the workspace is not kept: what it
-// found there is never stored beyond the run. A report that cannot be kept
+// may find it. A run that read messages of the workspace is not kept: what
+// it found there is never stored beyond the run. A report that cannot be kept
 // costs nothing but itself; it is stored again if the run is finished
 // again (saving is idempotent).
 func (b *Bot) keepReport(ctx context.Context, r research.Run, th research.Thread, res research.Result, log *slog.Logger) {
-	if b.opts.Reports == nil || res.Reply || r.Options.WorkspaceBefore != "" || r.Options.WorkspaceToken != "" {
+	if b.opts.Reports == nil || res.Reply || res.ReadWorkspace {
 		return
 	}
 	text := res.Report

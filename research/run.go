@@ -188,6 +188,9 @@ type Result struct {
 	// Links are the addresses of the sources read in the run: the only
 	// ones the summary may show as links.
 	Links []string
+	// ReadWorkspace: the run read messages of the workspace, which are
+	// never stored beyond it (the report is not kept as a source).
+	ReadWorkspace bool `json:",omitempty"`
 }
 
 // Store errors. Implementations return them (wrapped or not); callers test

@@ -302,8 +302,9 @@ func toResult(res *agent.Result) Result {
 		Extractive: res.Extractive,
 		Cited:      citedSources(res.Sources),
 		// the upload's span joins the turn's trace
-		TraceParent: res.TraceParent,
-		Links:       readLinks(res.Sources),
+		TraceParent:   res.TraceParent,
+		Links:         readLinks(res.Sources),
+		ReadWorkspace: res.ReadWorkspace,
 	}
 }
 
