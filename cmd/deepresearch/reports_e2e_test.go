@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -18,26 +20,7 @@ import (
 func TestServeCitesEarlierReportsOfTheChannel(t *testing.T) {
 	w := newWorkspaceWorld(t)
 	w.fake.AddChannel(slackfake.Channel{ID: "CSALES", Name: "sales"})
-	// The model quotes an earlier report by a line of its own words (the
-	// scripted model otherwise quotes a page's first sentence, which in a
-	// report is its headings).
-	page := regexp.MustCompile(`(?s)URL: (\S+)\n(.*?)(?:\n=== |\z)`)
-	vars, _ := newAskWorld(t, worldOpts{wrap: func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
-		if !strings.HasSuffix(r.Node(), ".execute") || !strings.Contains(r.LastUser(), "slack.com/archives/") {
-			return scripted
-		}
-		var fs []map[string]string
-		for _, m := range page.FindAllStringSubmatch(r.LastUser(), -1) {
-			for _, line := range strings.Split(m[2], "\n") {
-				line = strings.TrimSpace(line)
-				if strings.HasSuffix(line, ".") && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "-") {
-					fs = append(fs, map[string]string{"claim": line, "quote": line, "url": m[1]})
-					break
-				}
-			}
-		}
-		return llmtest.JSON(map[string]any{"summary": "summary", "findings": fs})
-	}})
+	vars, _ := newAskWorld(t, worldOpts{wrap: quotingReports("slack.com/archives/")})
 	vars["SLACK_BOT_TOKEN"], vars["SLACK_APP_TOKEN"], vars["SLACK_API_URL"] = w.fake.BotToken(), w.fake.AppToken(), w.fake.APIURL()
 	vars["DEEPRESEARCH_HTTP_ADDR"], vars["DEEPRESEARCH_APPROVE_DRAFT"] = "off", "false"
 	// Without the workspace search: it would find the first question
@@ -93,4 +76,60 @@ func TestServeCitesEarlierReportsOfTheChannel(t *testing.T) {
 		}
 	}
 	srv.exitClean()
+}
+
+// reportPageRE is a page in the prompt of a researcher's execute step.
+var reportPageRE = regexp.MustCompile(`(?s)URL: (\S+)\n(.*?)(?:\n=== |\z)`)
+
+// quotingReports makes the scripted model quote an earlier report, a page
+// whose URL contains marker, by a line of its own words (it otherwise
+// quotes a page's first sentence, which in a report is its headings).
+func quotingReports(marker string) func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
+	return func(r *llmtest.Request, scripted llmtest.Reply) llmtest.Reply {
+		if !strings.HasSuffix(r.Node(), ".execute") || !strings.Contains(r.LastUser(), marker) {
+			return scripted
+		}
+		var fs []map[string]string
+		for _, m := range reportPageRE.FindAllStringSubmatch(r.LastUser(), -1) {
+			for _, line := range strings.Split(m[2], "\n") {
+				line = strings.TrimSpace(line)
+				if strings.HasSuffix(line, ".") && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "-") {
+					fs = append(fs, map[string]string{"claim": line, "quote": line, "url": m[1]})
+					break
+				}
+			}
+		}
+		return llmtest.JSON(map[string]any{"summary": "summary", "findings": fs})
+	}
+}
+
+// A finished `ask` report is a source for later asks (private answers of
+// the same person), cited as deepresearch://report/THREAD.
+func TestAskCitesEarlierAskReports(t *testing.T) {
+	vars, _ := newAskWorld(t, worldOpts{wrap: quotingReports("deepresearch://report/")})
+	ctx := context.Background()
+	var first, stderr bytes.Buffer
+	if err := runAsk(ctx, []string{"-q", "What is the timeline of the EU AI Act?"}, getenv(vars), strings.NewReader(""), &first, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var second bytes.Buffer
+	if err := runAsk(ctx, []string{"What did we find about the AI Act timeline?"}, getenv(vars), strings.NewReader(""), &second, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	thread := regexp.MustCompile(`thread (cli-\S+)`).FindStringSubmatch(stderr.String())
+	if thread == nil {
+		t.Fatalf("no thread id in the progress:\n%s", stderr.String())
+	}
+	cited := false
+	for _, d := range footnoteDefRE.FindAllStringSubmatch(second.String(), -1) {
+		if strings.HasPrefix(d[4], "deepresearch://report/cli-") {
+			cited = true
+			if d[4] == "deepresearch://report/"+thread[1] && !strings.Contains(first.String(), d[2]) {
+				t.Errorf("footnote %s quotes %q, which the first report does not hold", d[1], d[2])
+			}
+		}
+	}
+	if !cited {
+		t.Errorf("the second report does not cite the first:\n%s\n%s", second.String(), stderr.String())
+	}
 }
