@@ -68,9 +68,9 @@ func TestRunsCarryTheirAudience(t *testing.T) {
 		}, agent.Audience{Channel: "D1", Private: true, Team: "T1", Requester: "U2"}},
 		{"digest", func() error {
 			_, err := r.Research(ctx, research.DigestRequest{ThreadID: "schedule:s1:1", Question: "What does the EU AI Act require?",
-				Depth: "quick", Channel: "CDIGEST"})
+				Depth: "quick", Channel: "CDIGEST", Team: "T1"})
 			return err
-		}, agent.Audience{Channel: "CDIGEST"}},
+		}, agent.Audience{Channel: "CDIGEST", Team: "T1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src.mu.Lock()

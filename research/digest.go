@@ -18,7 +18,7 @@ func (r *Runner) Research(ctx context.Context, req DigestRequest) (Result, error
 	case errors.Is(err, agent.ErrUnknownThread):
 		res, err = r.a.Start(ctx, req.ThreadID, agent.Request{
 			Question: req.Question, Language: req.Language, Depth: agent.Depth(req.Depth), NoClarify: true,
-			Audience: &agent.Audience{Channel: req.Channel},
+			Audience: &agent.Audience{Channel: req.Channel, Team: req.Team},
 		}, nil)
 	case err == nil && res.Status != agent.StatusDone:
 		res, err = r.a.Continue(ctx, req.ThreadID, nil)

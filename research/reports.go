@@ -118,6 +118,27 @@ func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) || r == 'ー'
 }
 
+// IndexTerms is the text both engines index for a report: the terms of
+// its title, question and text, separated by spaces. A very long report is
+// indexed by its first maxIndexedRunes characters (Postgres refuses a text
+// search vector over 1 MB).
+func IndexTerms(r PastReport) string {
+	s := r.Title + "\n" + r.Question + "\n" + r.Text
+	if n := 0; len(s) > maxIndexedRunes {
+		for i := range s {
+			if n == maxIndexedRunes {
+				s = s[:i]
+				break
+			}
+			n++
+		}
+	}
+	return strings.Join(ReportTerms(s), " ")
+}
+
+// maxIndexedRunes bounds the text a report is found by.
+const maxIndexedRunes = 200_000
+
 // QueryTerms are the distinct terms of a query, at most max, without the
 // commonest English words (which would match every report).
 func QueryTerms(q string, max int) []string {

@@ -158,8 +158,9 @@ type DigestRequest struct {
 	Depth    string
 	Owner    string // Slack user id of the schedule's owner (audit)
 	// Channel is where the digest is posted: its MCP sources are those
-	// allowed there.
+	// allowed there, its past reports those posted there (of Team).
 	Channel string
+	Team    string
 }
 
 // Result is a finished research.

@@ -80,7 +80,7 @@ func (r *DigestRunner) Run(ctx context.Context, job Job) (*Digest, error) {
 	}
 	res, err := r.Researcher.Research(ctx, research.DigestRequest{
 		ThreadID: ThreadID(sc.ID, job.Due), Question: sc.Topic,
-		Language: sc.Options.Language, Depth: sc.Options.Depth, Owner: sc.Owner, Channel: sc.Channel,
+		Language: sc.Options.Language, Depth: sc.Options.Depth, Owner: sc.Owner, Channel: sc.Channel, Team: sc.Team,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("schedule: research %q: %w", sc.Topic, err)

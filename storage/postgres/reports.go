@@ -22,7 +22,7 @@ func (rs *Reports) SaveReport(ctx context.Context, r research.PastReport) error 
 	for _, p := range []*string{&r.RunID, &r.Team, &r.Channel, &r.ThreadTS, &r.Requester, &r.URL, &r.Title, &r.Question, &r.Text} {
 		*p = dbtext.String(*p)
 	}
-	terms := strings.Join(research.ReportTerms(r.Title+"\n"+r.Question+"\n"+r.Text), " ")
+	terms := research.IndexTerms(r)
 	_, err := rs.s.pool.Exec(ctx, `INSERT INTO past_reports (run_id, team, channel, thread_ts, private, requester, url, title, question, body, terms, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (run_id) DO UPDATE SET team = excluded.team, channel = excluded.channel, thread_ts = excluded.thread_ts,

@@ -22,7 +22,7 @@ func NewReports(s *Store) *Reports { return &Reports{s: s} }
 // SaveReport implements research.ReportStore.
 func (rs *Reports) SaveReport(ctx context.Context, r research.PastReport) error {
 	r = cleanReport(r)
-	terms := strings.Join(research.ReportTerms(r.Title+"\n"+r.Question+"\n"+r.Text), " ")
+	terms := research.IndexTerms(r)
 	return rs.s.write(ctx, func(tx *sql.Tx) error {
 		var id int64
 		err := tx.QueryRowContext(ctx, `SELECT id FROM past_reports WHERE run_id = ?`, r.RunID).Scan(&id)
