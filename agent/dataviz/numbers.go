@@ -155,3 +155,16 @@ func findIn(quote string, value float64) (q quoted, ok bool) {
 func isCurrency(u string) bool {
 	return len(u) == 3 && strings.ToUpper(u) == u && u != "%"
 }
+
+// Comparable reports whether a quote writes a number worth putting in a
+// table: an amount in a currency, a percentage, a number with a decimal
+// part, or one of 10 or more that is not a year.
+func Comparable(quote string) bool {
+	for _, n := range numbersIn(quote) {
+		year := n.Value == math.Trunc(n.Value) && n.Value >= 1800 && n.Value <= 2200
+		if n.Unit != "" || strings.Contains(n.Text, ".") || n.Value >= 10 && !year {
+			return true
+		}
+	}
+	return false
+}
