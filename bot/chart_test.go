@@ -1,0 +1,41 @@
+package bot_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"deepresearch/research"
+)
+
+// pngBytes stands for a chart: the bot shares the bytes as they are.
+var pngBytes = []byte("\x89PNG\r\n\x1a\n chart bytes")
+
+// TestChartSharedInThread: a report with a chart is shared with the chart
+// as a file of its own in the same thread, after the report, and the
+// report's link names the chart's file.
+func TestChartSharedInThread(t *testing.T) {
+	h := newHarness(t)
+	h.res.charts = []research.Chart{{Name: "chart-1.png", Title: "Launch prices (USD)", PNG: pngBytes}}
+	h.start(noDraftApproval)
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "how do the prices of the X1 and the B2 compare?", "")
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	files := h.files("C1", sent.TS)
+	if len(files) != 2 {
+		t.Fatalf("%d files in the thread, want the report and its chart", len(files))
+	}
+	report, chart := files[0], files[1]
+	if !strings.HasSuffix(chart.Name, "-chart-1.png") || strings.TrimSuffix(chart.Name, "-chart-1.png") != strings.TrimSuffix(report.Name, ".md") {
+		t.Errorf("chart file %q for report %q", chart.Name, report.Name)
+	}
+	if !bytes.Equal(chart.Content, pngBytes) || chart.Title != "Launch prices (USD)" || chart.SnippetType != "" {
+		t.Errorf("chart file %+v", chart)
+	}
+	if !strings.Contains(string(report.Content), "]("+chart.Name+")") {
+		t.Errorf("the report does not link %s:\n%s", chart.Name, report.Content)
+	}
+	if o := h.fake.Orphans(); len(o) != 0 {
+		t.Errorf("unshared files left: %+v", o)
+	}
+}
