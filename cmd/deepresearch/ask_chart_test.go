@@ -5,14 +5,18 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"deepresearch/agent/llm/llmtest"
+	"deepresearch/bot/slackfake"
+	"deepresearch/research"
 )
 
 // pricePages are two products' prices, one in dollars and one in euros,
@@ -106,4 +110,75 @@ func TestAskWritesChartBesideReport(t *testing.T) {
 	if !strings.Contains(stdout.String(), fmt.Sprintf("](%s)", m[1])) {
 		t.Errorf("the report on stdout does not link %s:\n%s", m[1], stdout.String())
 	}
+}
+
+// TestServeEndToEndPriceChart runs the real serve against slackfake, the
+// real agent and a model whose analyst proposes the two products' prices,
+// the euro's rate and a fabricated price: the thread gets the report with a
+// table of verified cells (the euro price converted at the cited rate, the
+// fabricated price dropped) and the chart as a PNG file of its own.
+func TestServeEndToEndPriceChart(t *testing.T) {
+	fake := slackfake.New()
+	defer fake.Close()
+	vars, _ := newAskWorld(t, worldOpts{pages: pricePages})
+	vars["SLACK_BOT_TOKEN"], vars["SLACK_APP_TOKEN"], vars["SLACK_API_URL"] = fake.BotToken(), fake.AppToken(), fake.APIURL()
+	vars["DEEPRESEARCH_HTTP_ADDR"] = "off"
+	vars["DEEPRESEARCH_APPROVE_DRAFT"] = "false"
+	srv := startServe(t, fake, vars, 90*time.Second)
+	ctx, waitFor := srv.ctx, srv.waitFor
+	srv.connected(1)
+	sent, err := fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "How do the launch prices of the Acme X1 and the Bolt B2 compare?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+	var state research.RunState
+	waitFor("the run to end", func() bool {
+		r, err := latestRun(ctx, vars, threadID)
+		state = r.State
+		return err == nil && !r.State.Active()
+	})
+	if state != research.StateDone {
+		t.Fatalf("run ended %s\n%s", state, srv.stderr.String())
+	}
+	var report, chart slackfake.File
+	for _, f := range fake.Files() {
+		switch {
+		case !f.Completed || f.ThreadTS != sent.TS:
+		case strings.HasSuffix(f.Name, ".md"):
+			report = f
+		case strings.HasSuffix(f.Name, ".png"):
+			chart = f
+		}
+	}
+	if report.ID == "" || chart.ID == "" {
+		t.Fatalf("want the report and its chart in the thread; files: %d", len(fake.Files()))
+	}
+	if _, err := png.Decode(bytes.NewReader(chart.Content)); err != nil {
+		t.Errorf("chart: %v", err)
+	}
+	body := string(report.Content)
+	for _, s := range []string{"](" + chart.Name + ")", "| Acme X1 | 1299 [^", "| Bolt B2 | 1078.92 (999 EUR × 1.08) [^"} {
+		if !strings.Contains(body, s) {
+			t.Errorf("report lacks %q:\n%s", s, body)
+		}
+	}
+	if strings.Contains(body, "1777") || strings.Contains(body, " Pro") {
+		t.Errorf("the fabricated price reached the report:\n%s", body)
+	}
+	// every footnote quotes its page verbatim
+	defs := footnoteDefRE.FindAllStringSubmatch(body, -1)
+	if len(defs) < 3 {
+		t.Errorf("%d footnotes:\n%s", len(defs), body)
+	}
+	for _, d := range defs {
+		u, err := url.Parse(d[4])
+		if page, ok := pricePages[u.Path]; err != nil || !ok || !strings.Contains(page[1], d[2]) {
+			t.Errorf("footnote %s quotes %q, which is not on %s", d[1], d[2], d[4])
+		}
+	}
+	if o := fake.Orphans(); len(o) != 0 {
+		t.Errorf("unshared files left: %d", len(o))
+	}
+	srv.exit()
 }
