@@ -2,10 +2,13 @@ package bot_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"deepresearch/research"
+	"deepresearch/schedule"
 )
 
 // pngBytes stands for a chart: the bot shares the bytes as they are.
@@ -37,5 +40,33 @@ func TestChartSharedInThread(t *testing.T) {
 	}
 	if o := h.fake.Orphans(); len(o) != 0 {
 		t.Errorf("unshared files left: %+v", o)
+	}
+}
+
+// TestDigestChartPostedThroughFake: a digest whose report has a chart
+// shares the chart as a PNG file in the digest's thread, after the report,
+// which links it by the file's name.
+func TestDigestChartPostedThroughFake(t *testing.T) {
+	h := newDigestHarness(t)
+	res := researcherFunc(func(context.Context, research.DigestRequest) (research.Result, error) {
+		return research.Result{Title: "Prices", Summary: "- X costs $5", Report: "# Prices\n\n![Chart: Prices (USD)](chart-1.png)\n",
+			Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: pngBytes}}}, nil
+	})
+	runner := &schedule.DigestRunner{Researcher: res, Poster: h.ui}
+	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "prices", Spec: "@weekly", TZ: "Asia/Tokyo"}
+	d, err := runner.Run(context.Background(), schedule.Job{Schedule: sc, Due: time.Date(2026, 3, 9, 9, 0, 0, 0, sc.Location())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := h.fake.Files()
+	if len(files) != 2 {
+		t.Fatalf("%d files, want the report and its chart", len(files))
+	}
+	report, chart := files[0], files[1]
+	if !chart.Completed || chart.ThreadTS != d.MessageTS || !bytes.Equal(chart.Content, pngBytes) || !strings.HasSuffix(chart.Name, "-chart-1.png") {
+		t.Errorf("chart file %+v", chart)
+	}
+	if !strings.Contains(string(report.Content), "]("+chart.Name+")") {
+		t.Errorf("the report does not link %s:\n%s", chart.Name, report.Content)
 	}
 }
