@@ -205,3 +205,33 @@ func BenchmarkRender(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "png-bytes")
 }
+
+// TestModelTextIsInert: what the model names (rows, columns, units) cannot
+// break the table, mention anyone or link anywhere.
+func TestModelTextIsInert(t *testing.T) {
+	p := Proposal{Title: "<!channel> prices", Unit: "US$", Cells: []ProposedCell{
+		{Row: "Acme | [x](https://evil.example)", Column: "Price\n| 1 |", Value: 1299, Unit: "USD", Evidence: 1},
+		{Row: "Zed Z3 @here", Column: "Price\n| 1 |", Value: 849, Evidence: 4}}}
+	tb, err := Verify(context.Background(), p, lookup, nil)
+	if err != nil {
+		t.Fatalf("%v %q", err, tb.Dropped)
+	}
+	md := Markdown(tb, func(int) string { return "[E1]" })
+	for _, bad := range []string{"<", "@", "](", "\n| 1"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("markdown holds %q:\n%s", bad, md)
+		}
+	}
+	if n := strings.Count(strings.Split(md, "\n")[2], "|"); n != 3 {
+		t.Errorf("header row has %d bars:\n%s", n, md)
+	}
+	// a unit is model text too
+	tb, err = Verify(context.Background(), Proposal{Title: "Revenue", Unit: "bn <@U1>|x", Cells: []ProposedCell{
+		{Row: "Acme", Column: "2022", Value: 2.4, Evidence: 5}, {Row: "Acme", Column: "2024", Value: 3.1, Evidence: 5}}}, lookup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := Markdown(tb, func(int) string { return "[E5]" }); strings.ContainsAny(md, "<@") || strings.Count(strings.Split(md, "\n")[0], "|") != 0 {
+		t.Errorf("markdown:\n%s", md)
+	}
+}

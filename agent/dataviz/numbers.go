@@ -44,9 +44,9 @@ var (
 
 // NormUnit is a unit as the table compares units: currencies by their ISO
 // code ("$", "usd", "dollars" are "USD"), percentages as "%", anything
-// else lower-cased and trimmed.
+// else lower-cased, on one line, without markup, at most 24 runes.
 func NormUnit(u string) string {
-	t := strings.TrimSpace(u)
+	t := clean(u, 24)
 	if t == "" {
 		return ""
 	}
