@@ -158,6 +158,9 @@ type Agent struct {
 
 	tr           trace.Tracer // nil: tracing is off
 	traceContent bool
+	// tokens holds each thread's workspace credential for its turn, in
+	// memory only (thread id -> string).
+	tokens sync.Map
 }
 
 // Errors.
@@ -405,9 +408,11 @@ func (a *Agent) Start(ctx context.Context, threadID string, req Request, events 
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+	res, err := a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
 		return a.start(ctx, threadID, req, events)
 	})
+	a.forgetToken(threadID, res, err)
+	return res, err
 }
 
 func (a *Agent) start(ctx context.Context, threadID string, req Request, events func(Event)) (*Result, error) {
@@ -434,6 +439,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 	default:
 		return nil, fmt.Errorf("agent: load thread %s: %w", threadID, err)
 	}
+	a.keepToken(threadID, &req) // the state keeps the access, not the credential
 	lang := req.Language
 	if lang == "" {
 		lang = DetectLanguage(req.Question)
@@ -473,9 +479,11 @@ func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]
 	if len(answers) == 0 {
 		return nil, errors.New("agent: no answers to resume with")
 	}
-	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+	res, err := a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
 		return a.resume(ctx, threadID, answers, events)
 	})
+	a.forgetToken(threadID, res, err)
+	return res, err
 }
 
 func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (res *Result, err error) {
@@ -534,9 +542,11 @@ func (a *Agent) Continue(ctx context.Context, threadID string, events func(Event
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+	res, err := a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
 		return a.cont(ctx, threadID, events)
 	})
+	a.forgetToken(threadID, res, err)
+	return res, err
 }
 
 func (a *Agent) cont(ctx context.Context, threadID string, events func(Event)) (*Result, error) {
@@ -571,6 +581,7 @@ func (a *Agent) Cancel(ctx context.Context, threadID string) error {
 	if threadID == "" {
 		return ErrNoThread
 	}
+	a.tokens.Delete(threadID)
 	a.mu.Lock()
 	c := a.calls[threadID]
 	if c != nil && !c.cancelling {

@@ -35,6 +35,7 @@ type fakeThread struct {
 	asked     bool
 	questions []string
 	tags      []string // StartRequest.RunID of each Start
+	tokens    []string // StartRequest.Options.WorkspaceToken of each Start
 	answers   []research.Answer
 }
 
@@ -162,6 +163,7 @@ func (f *fakeResearcher) Start(ctx context.Context, req research.StartRequest, s
 	f.mu.Lock()
 	t.questions = append(t.questions, req.Question)
 	t.tags = append(t.tags, req.RunID)
+	t.tokens = append(t.tokens, req.Options.WorkspaceToken)
 	t.lastInput = req.Question
 	f.mu.Unlock()
 	progress(sink, "researching", 0)

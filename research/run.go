@@ -45,8 +45,9 @@ type RunOptions struct {
 	// WorkspaceToken is the credential that came with the requester's Slack
 	// message (its action_token): with it the run may search the messages
 	// of the workspace that the requester can see. "": no such search. It
-	// is short-lived and never logged.
-	WorkspaceToken string `json:",omitempty"`
+	// is short-lived, never logged and never stored (the bot keeps it in
+	// memory until the run's researcher starts; it is not encoded).
+	WorkspaceToken string `json:"-"`
 	// WorkspacePrivate lets that search include private conversations the
 	// requester is in: only for a run whose report no one else sees.
 	WorkspacePrivate bool `json:",omitempty"`

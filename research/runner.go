@@ -115,6 +115,21 @@ func (r *Runner) Cancel(ctx context.Context, threadID string) error {
 	return nil
 }
 
+// EndRun is told that the bot's run on the thread has ended (its report
+// posted, or the run failed or was cancelled): a thread whose run read the
+// requester's workspace is forgotten, so that nothing found there is
+// stored beyond the run.
+func (r *Runner) EndRun(ctx context.Context, threadID string) error {
+	forgot, err := r.a.ForgetWorkspace(ctx, threadID)
+	if err != nil {
+		return fmt.Errorf("research: end run on %s: %w", threadID, err)
+	}
+	if forgot {
+		r.log.Info("research: the run's thread read the workspace and is forgotten", "thread_id", threadID)
+	}
+	return nil
+}
+
 // seededTracker is a progress tracker for a turn that is already under way
 // (resumed or continued): its events start mid-way, so it is seeded with
 // what the thread already has (plan, sources) when there is a sink.

@@ -635,6 +635,28 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 // exclusive thread lock waits out commits that are starting chains, the row
 // locks wait out commits on existing chains, and only then does the delete
 // take its snapshot, so nothing committed before the tombstone survives it.
+// ForgetThread implements graph.Saver.
+func (s *Store) ForgetThread(ctx context.Context, thread string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockThread, thread)
+	batch.Queue(`SELECT count(*) FROM (SELECT 1 FROM graph_chains WHERE thread_id = $1 FOR UPDATE) AS locked`, thread)
+	batch.Queue(`WITH c AS (
+			DELETE FROM graph_chains WHERE thread_id = $1 RETURNING chain_id
+		), k AS (
+			DELETE FROM graph_checkpoints WHERE chain_id IN (SELECT chain_id FROM c)
+		), w AS (
+			DELETE FROM graph_writes WHERE chain_id IN (SELECT chain_id FROM c)
+		)
+		SELECT count(*) FROM c`, thread)
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("postgres: forget thread: %w", err)
+	}
+	return nil
+}
+
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {
 	if err := ctx.Err(); err != nil {
 		return err

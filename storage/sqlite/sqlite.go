@@ -544,6 +544,25 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 }
 
 // DeleteThread implements graph.Saver.
+// ForgetThread implements graph.Saver.
+func (s *Store) ForgetThread(ctx context.Context, thread string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM graph_writes WHERE chain_id IN (SELECT chain_id FROM graph_chains WHERE thread_id = ?1)`,
+			`DELETE FROM graph_checkpoints WHERE chain_id IN (SELECT chain_id FROM graph_chains WHERE thread_id = ?1)`,
+			`DELETE FROM graph_chains WHERE thread_id = ?1`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, thread); err != nil {
+				return fmt.Errorf("sqlite: forget thread: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {
 	if err := ctx.Err(); err != nil {
 		return err
