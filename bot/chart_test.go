@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 	"deepresearch/schedule"
 )
@@ -68,5 +69,25 @@ func TestDigestChartPostedThroughFake(t *testing.T) {
 	}
 	if !strings.Contains(string(report.Content), "]("+chart.Name+")") {
 		t.Errorf("the report does not link %s:\n%s", chart.Name, report.Content)
+	}
+}
+
+// TestChartShareRefusedLeavesNoFile: a chart whose share Slack refuses is
+// deleted (no unshared file is left) and the run is done with its report.
+func TestChartShareRefusedLeavesNoFile(t *testing.T) {
+	h := newHarness(t)
+	h.res.charts = []research.Chart{{Name: "chart-1.png", Title: "Launch prices (USD)", PNG: pngBytes}}
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Times: 1}) // the report's share goes through
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Error: "invalid_arguments", Times: 5})
+	h.start(noDraftApproval)
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "how do the prices of the X1 and the B2 compare?", "")
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	files := h.files("C1", sent.TS)
+	if len(files) != 1 || !strings.HasSuffix(files[0].Name, ".md") {
+		t.Fatalf("files in the thread: %d, want the report alone", len(files))
+	}
+	if o := h.fake.Orphans(); len(o) != 0 {
+		t.Errorf("unshared files left: %d (%s)", len(o), o[0].Name)
 	}
 }
