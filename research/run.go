@@ -185,6 +185,17 @@ type Result struct {
 	// Links are the addresses of the sources read in the run: the only
 	// ones the summary may show as links.
 	Links []string
+	// Charts are the report's charts (PNG), which the report links by
+	// name; they are shared next to it.
+	Charts []Chart `json:",omitempty"`
+}
+
+// Chart is a chart of the report: a PNG the report links by Name
+// ("chart-1.png").
+type Chart struct {
+	Name  string
+	Title string
+	PNG   []byte
 }
 
 // Store errors. Implementations return them (wrapped or not); callers test
