@@ -461,6 +461,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 		sc.round.Set(0), sc.iteration.Set(0), sc.dispatch.Set(nil), sc.reviews.Set(0), sc.review.Set(nil), sc.drafts.Set(0),
 		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
 		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
+		sc.charts.Set(nil),
 	}
 	res, err := a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
 	end(res, err)
@@ -773,7 +774,8 @@ func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, fro
 func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	r := &Result{ThreadID: thread, Status: s.Status, Finish: s.Finish, Reply: s.Reply, Report: s.Report,
 		Summary: s.Summary, Plan: s.Plan, Citations: s.Citations, Review: s.Review, Usage: s.Usage,
-		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent, Reads: readStats(s)}
+		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent, Reads: readStats(s),
+		Charts: s.Charts}
 	for _, in := range intr {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}

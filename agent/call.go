@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"deepresearch/agent/dataviz"
 	"deepresearch/agent/llm"
 	"deepresearch/graph"
 	"deepresearch/prompts"
@@ -225,6 +226,8 @@ func schemaTitle(out any) string {
 		return "check"
 	case *reviewOut:
 		return "review"
+	case *dataviz.Proposal:
+		return "table"
 	}
 	return ""
 }

@@ -65,11 +65,14 @@ func (w *speedWorld) lowerBound() time.Duration {
 	return lb
 }
 
-func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64) *speedWorld {
+func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64, citeByID bool) *speedWorld {
 	w := &speedWorld{tr: &tracer{}, nominal: map[string]time.Duration{}}
 	// a model that wants more, as models do: every subtask's first
 	// reflection asks for another try, and the first review a rewrite
 	b := agenttest.NewBrain()
+	// a writer that does what its prompt asks: cite evidence by id and
+	// leave the References to the program
+	b.CiteByID = citeByID
 	b.ReflectDone = func(try int) bool { return try >= 2 }
 	b.ReviewScores = func(n int) (agent.Scores, string) {
 		if n == 1 {
@@ -126,7 +129,9 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64) *spee
 // the lower bound (see chain), the output tokens on the critical path, and
 // what speculative calls saved against what they wasted. Each iteration is
 // one run with the seed of its index. SPEEDBENCH_SCALE multiplies every
-// latency and generation time (default 1).
+// latency and generation time (default 1). SPEEDBENCH_CITE=quotes makes
+// the writer copy every quote and write a References section, as models
+// did before the prompt asked for evidence ids (the default cites by id).
 //
 //	go test -run '^$' -bench ResearchSpeed -benchtime 3x ./agent/
 func BenchmarkResearchSpeed(b *testing.B) {
@@ -138,6 +143,7 @@ func BenchmarkResearchSpeed(b *testing.B) {
 	if v, err := strconv.ParseFloat(os.Getenv("SPEEDBENCH_TPS"), 64); err == nil && v >= 0 {
 		tps = v
 	}
+	citeByID := os.Getenv("SPEEDBENCH_CITE") != "quotes"
 	for _, faults := range []float64{0, 0.3} {
 		for _, q := range []string{"What does the EU AI Act require?", "2026年の国内生成AI規制の動向を調べて"} {
 			lang := agent.DetectLanguage(q)
@@ -150,7 +156,7 @@ func BenchmarkResearchSpeed(b *testing.B) {
 				var tokSum, verSum, cpOutSum int
 				failed := 0
 				for i := 0; i < b.N; i++ {
-					w := newSpeedWorld(b, uint64(i+1), scale, faults, tps)
+					w := newSpeedWorld(b, uint64(i+1), scale, faults, tps, citeByID)
 					t0 := time.Now()
 					res, err := w.a.Start(context.Background(), "speed-"+strconv.Itoa(i), agent.Request{Question: q}, nil)
 					wall := time.Since(t0)

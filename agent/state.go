@@ -67,6 +67,8 @@ type State struct {
 	Unreachable map[string]int `json:"unreachable,omitempty"`
 	Extractive  bool           `json:"extractive,omitempty"`
 	Exhausted   Budget         `json:"exhausted,omitempty"`
+	// Charts are the report's charts (the data analyst's, from its table).
+	Charts []Chart `json:"charts,omitempty"`
 
 	Usage Usage `json:"usage"`
 
@@ -115,6 +117,7 @@ type schema struct {
 	finish                                 graph.Channel[Finish]
 	usage                                  graph.Channel[Usage]
 	traceParent                            graph.Channel[string]
+	charts                                 graph.Channel[[]Chart]
 }
 
 func newSchema() *schema {
@@ -164,6 +167,7 @@ func newSchema() *schema {
 		finish:          graph.LastValue(s, "finish", func(st *State) *Finish { return &st.Finish }),
 		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
 		traceParent:     graph.LastValue(s, "traceparent", func(st *State) *string { return &st.TraceParent }),
+		charts:          graph.LastValue(s, "charts", func(st *State) *[]Chart { return &st.Charts }),
 	}
 }
 

@@ -765,12 +765,13 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 			return err
 		}
 		b.clearStaged(ctx, r.ID, id, log)
+		b.uploadCharts(ctx, sc, res, name, true)
 		return nil
 	}
 	// Files an earlier attempt staged but never shared (its process died
 	// between the upload and the share) are deleted: none is left behind.
 	b.clearStaged(ctx, r.ID, "", log)
-	content := res.Report
+	content := chartLinks(res.Report, res.Charts, name)
 	if content == "" {
 		content = res.Summary
 	}
@@ -830,6 +831,7 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 			log.Warn("bot: post the report summary", "err", err)
 		}
 	}
+	b.uploadCharts(ctx, sc, res, name, false)
 	if err := record(fileID, ""); err != nil {
 		return err
 	}
@@ -886,15 +888,81 @@ func (b *Bot) unstage(ctx context.Context, runID, fileID string, log *slog.Logge
 	}
 }
 
-// stageFile reserves a file and uploads its bytes; it deletes the file when
-// the bytes cannot be uploaded.
+// chartFilename is the name a chart of the report named report is shared
+// under: the report's name (unique per run) with the chart's.
+func chartFilename(report string, c research.Chart) string {
+	return strings.TrimSuffix(report, ".md") + "-" + c.Name
+}
+
+// chartLinks points the report's links to its charts at the files they
+// are shared as.
+func chartLinks(report string, charts []research.Chart, name string) string {
+	for _, c := range charts {
+		report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+chartFilename(name, c)+")")
+	}
+	return report
+}
+
+// uploadCharts shares the report's charts in its thread, each a PNG file
+// of its own after the report's. A chart that cannot be shared is logged,
+// never a reason to fail the run (the report holds its table); check
+// looks for a chart already in the thread first (a run whose report was
+// shared before a crash).
+func (b *Bot) uploadCharts(ctx context.Context, sc runScope, res research.Result, report string, check bool) {
+	r, log := sc.run, sc.log
+	for _, c := range res.Charts {
+		name := chartFilename(report, c)
+		if check {
+			if _, _, ok := b.findPostedFile(ctx, r.Key, name); ok {
+				continue
+			}
+		}
+		title := plainTitle(Truncate(c.Title, 200))
+		if title == "" {
+			title = "Chart"
+		}
+		id, err := b.stage(ctx, slack.GetUploadURLExternalParameters{FileName: name, FileSize: len(c.PNG), AltTxt: title}, string(c.PNG))
+		if err != nil {
+			log.Warn("bot: stage a chart", "chart", c.Name, "err", err)
+			continue
+		}
+		// recorded as staged like the report, so a process dying before
+		// the share leaves the next attempt a file to delete
+		if err := b.store.StageUpload(ctx, r.ID, id, b.now()); err != nil {
+			b.deleteFile(ctx, id, log)
+			log.Warn("bot: record a staged chart", "chart", c.Name, "err", err)
+			continue
+		}
+		err = b.shareFile(ctx, slack.CompleteUploadExternalParameters{
+			Files: []slack.FileSummary{{ID: id, Title: title}}, Channel: r.Key.Channel, ThreadTimestamp: r.Key.ThreadTS,
+		})
+		if err != nil {
+			// the share may have happened although we got an error
+			if _, _, ok := b.findPostedFile(ctx, r.Key, name); !ok {
+				b.dropStaged(ctx, r.ID, id, log)
+				log.Warn("bot: share a chart", "chart", c.Name, "err", err)
+				continue
+			}
+		}
+		b.unstage(ctx, r.ID, id, log)
+		log.Info("bot: chart uploaded", "file_id", id, "bytes", len(c.PNG))
+	}
+}
+
+// stageFile reserves a report file and uploads its bytes; it deletes the
+// file when the bytes cannot be uploaded.
 func (b *Bot) stageFile(ctx context.Context, name, content string) (string, error) {
+	return b.stage(ctx, slack.GetUploadURLExternalParameters{FileName: name, FileSize: len(content), SnippetType: "markdown"}, content)
+}
+
+// stage reserves a file as p describes it and uploads its bytes; it
+// deletes the file when the bytes cannot be uploaded.
+func (b *Bot) stage(ctx context.Context, p slack.GetUploadURLExternalParameters, content string) (string, error) {
+	name := p.FileName
 	var up *slack.GetUploadURLExternalResponse
 	err := b.call(ctx, "files.getUploadURLExternal", true, func(ctx context.Context) error {
 		var err error
-		up, err = b.api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{
-			FileName: name, FileSize: len(content), SnippetType: "markdown",
-		})
+		up, err = b.api.GetUploadURLExternalContext(ctx, p)
 		return err
 	})
 	if err != nil {

@@ -192,6 +192,17 @@ type Result struct {
 	// ReadWorkspace: the run read messages of the workspace, which are
 	// never stored beyond it (the report is not kept as a source).
 	ReadWorkspace bool `json:",omitempty"`
+	// Charts are the report's charts (PNG), which the report links by
+	// name; they are shared next to it.
+	Charts []Chart `json:",omitempty"`
+}
+
+// Chart is a chart of the report: a PNG the report links by Name
+// ("chart-1.png").
+type Chart struct {
+	Name  string
+	Title string
+	PNG   []byte
 }
 
 // Store errors. Implementations return them (wrapped or not); callers test

@@ -305,7 +305,17 @@ func toResult(res *agent.Result) Result {
 		TraceParent:   res.TraceParent,
 		Links:         readLinks(res.Sources),
 		ReadWorkspace: res.ReadWorkspace,
+		Charts:        charts(res.Charts),
 	}
+}
+
+// charts are the turn's charts as a Result carries them.
+func charts(cs []agent.Chart) []Chart {
+	var out []Chart
+	for _, c := range cs {
+		out = append(out, Chart{Name: c.Name, Title: c.Title, PNG: c.PNG})
+	}
+	return out
 }
 
 // readLinks are the addresses of the sources read.
