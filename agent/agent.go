@@ -256,6 +256,9 @@ const (
 	nReviewer     = "reviewer"
 	nApproveDraft = "approve_draft"
 	nFinalize     = "finalize"
+	// nRoute names the model calls that decide a route (no node of its own:
+	// the supervisor and the reviewer ask them).
+	nRoute = "route"
 )
 
 func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
@@ -770,6 +773,11 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	for _, sr := range s.Results {
 		if sr.Turn == s.Turn {
 			r.Subtasks = append(r.Subtasks, sr)
+		}
+	}
+	for _, rt := range s.Routes {
+		if rt.Turn == s.Turn {
+			r.Routes = append(r.Routes, rt)
 		}
 	}
 	cited := map[string]bool{}

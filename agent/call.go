@@ -225,6 +225,8 @@ func schemaTitle(out any) string {
 		return "check"
 	case *reviewOut:
 		return "review"
+	case *routeOut:
+		return "next_step"
 	}
 	return ""
 }

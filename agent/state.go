@@ -67,6 +67,9 @@ type State struct {
 	Unreachable map[string]int `json:"unreachable,omitempty"`
 	Extractive  bool           `json:"extractive,omitempty"`
 	Exhausted   Budget         `json:"exhausted,omitempty"`
+	// Routes are the decisions the model took where the rules could not,
+	// of every turn (Routing.Turn).
+	Routes []Routing `json:"routes,omitempty"`
 
 	Usage Usage `json:"usage"`
 
@@ -115,6 +118,7 @@ type schema struct {
 	finish                                 graph.Channel[Finish]
 	usage                                  graph.Channel[Usage]
 	traceParent                            graph.Channel[string]
+	routes                                 graph.Channel[[]Routing]
 }
 
 func newSchema() *schema {
@@ -164,6 +168,7 @@ func newSchema() *schema {
 		finish:          graph.LastValue(s, "finish", func(st *State) *Finish { return &st.Finish }),
 		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
 		traceParent:     graph.LastValue(s, "traceparent", func(st *State) *string { return &st.TraceParent }),
+		routes:          graph.Append(s, "routes", func(st *State) *[]Routing { return &st.Routes }),
 	}
 }
 

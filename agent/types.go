@@ -483,6 +483,9 @@ type Result struct {
 	Tag string `json:"tag,omitempty"`
 	// Reads says what the pages read were worth (wasted reads).
 	Reads ReadStats `json:"reads"`
+	// Routes are the current turn's routing decisions taken by the model
+	// where the rules could not decide, with its reasons.
+	Routes []Routing `json:"routes,omitempty"`
 	// Repeated: the call ran nothing and returned the thread's current
 	// turn as it stood (a Start repeating the turn's Tag, or a Resume of a
 	// turn that had already ended).
@@ -507,6 +510,7 @@ const (
 	EventReviewed        EventKind = "reviewed"
 	EventBudget          EventKind = "budget"
 	EventWarning         EventKind = "warning"
+	EventRouted          EventKind = "routed"  // the model decided a route the rules could not (Message: step and reason)
 	EventWaiting         EventKind = "waiting" // the run waits on the model: a retry, or an answer slow to come (Message)
 )
 

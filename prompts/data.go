@@ -44,6 +44,19 @@ type ReplanData struct {
 	Workspace bool
 }
 
+// RouteData feeds the prompt that decides the next step where the rules
+// cannot: another research round or a (re)write.
+type RouteData struct {
+	Question string
+	Language string
+	// Decision is the question to decide ("Is the evidence enough to
+	// write the report?"); Facts what the run knows that bears on it.
+	Decision string
+	Facts    []string
+	// RoundsLeft is how many research rounds the run may still start.
+	RoundsLeft int
+}
+
 // Link is a URL the researcher may visit.
 type Link struct {
 	N     int

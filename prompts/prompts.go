@@ -30,10 +30,11 @@ const (
 	Reflect     Name = "reflect"     // researcher: is the subtask answered? gaps, next queries
 	Writer      Name = "writer"      // the cited markdown report
 	Reviewer    Name = "reviewer"    // review: scores, evaluations, issues, next action
+	Route       Name = "route"       // the next step where the rules cannot decide: research or write
 )
 
 // Names lists every prompt.
-var Names = []Name{Coordinator, Planner, Replan, Select, Summarize, Answer, Reflect, Writer, Reviewer}
+var Names = []Name{Coordinator, Planner, Replan, Select, Summarize, Answer, Reflect, Writer, Reviewer, Route}
 
 // Prompt is a rendered prompt.
 type Prompt struct {

@@ -36,6 +36,7 @@ func samples() map[string]struct {
 		"answer_after_check": {Answer, AnswerData{Question: "EU AI Act timeline", Subtask: "Penalties", Language: "en", Evidence: ev[:1], Advice: "Search for the fine amounts."}},
 		"writer_en":          {Writer, WriterData{Question: "EU AI Act timeline", Theme: "EU AI Act", Language: "en", Today: "2026-01-05", Points: []string{"Timeline", "Penalties"}, Evidence: ev[:1], Subtasks: []SubtaskAnswer{{Title: "Timeline", Answer: "In force 2025 [E1]."}}, Gaps: []string{"penalty amounts"}}},
 		"writer_ja_rewrite":  {Writer, WriterData{Question: "2026年の国内生成AI規制の動向", Theme: "国内AI規制", Language: "ja", Today: "2026-01-05", Evidence: ev[1:], PreviousDraft: "# 旧版", Instruction: "もっと短くして", Feedback: "出典を増やす"}},
+		"route":              {Route, RouteData{Question: "EU AI Act timeline", Language: "en", Decision: "The reviewer did not approve the draft. Is the objection about facts or about form?", Facts: []string{"Reviewer feedback: Penalty amounts are missing.", "Issue (missing/major): no fine amounts"}, RoundsLeft: 1}},
 		"reviewer":           {Reviewer, ReviewerData{Question: "EU AI Act timeline", Language: "en", Today: "2026-01-05", Points: []string{"Timeline"}, Draft: "# Report", EvaluationTypes: []string{"freshness", "attribution"}, Citations: Citations{Cited: 3, Verified: 2, Dropped: 1}, Evidence: ev}},
 	}
 }
