@@ -79,6 +79,9 @@ type Options struct {
 	ExcerptChars int
 	// MaxEvidence caps the evidence given to the writer (default 60).
 	MaxEvidence int
+	// TeamSize is the researchers per subtask of a run whose request names
+	// none (default 1; see Request.TeamSize).
+	TeamSize int
 	// CitationMode drops (default) or flags footnotes that fail the check.
 	CitationMode citation.Mode
 	// MaxConcurrency caps the graph tasks of one step (0: no cap).
@@ -375,12 +378,18 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 		slices.Sort(known)
 		l := a.limits(s.Req.Depth)
 		routes := make([]graph.Route, 0, len(s.Dispatch))
+		team := a.teamSize(s.Req)
 		for i, st := range s.Dispatch {
-			routes = append(routes, graph.Send(nResearcher, researchTask{
-				Turn: s.Turn, Round: s.Round, Index: i, Subtask: st, Question: s.Question, Language: s.Language,
-				Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
-				Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
-			}))
+			for m := range team {
+				// each member of a team researches the subtask its own way
+				mst := st
+				mst.Queries = memberQueries(st.Queries, m, s.Language)
+				routes = append(routes, graph.Send(nResearcher, researchTask{
+					Turn: s.Turn, Round: s.Round, Index: i, Member: m, Subtask: mst, Question: s.Question, Language: s.Language,
+					Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
+					Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
+				}))
+			}
 		}
 		if len(routes) > 0 {
 			return routes
@@ -453,6 +462,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 		sc.round.Set(0), sc.iteration.Set(0), sc.dispatch.Set(nil), sc.reviews.Set(0), sc.review.Set(nil), sc.drafts.Set(0),
 		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
 		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
+		sc.crossCheck.Set(nil),
 	}
 	res, err := a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
 	end(res, err)
@@ -760,7 +770,8 @@ func (a *Agent) invoke(ctx context.Context, thread string, cfg graph.Config, fro
 func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	r := &Result{ThreadID: thread, Status: s.Status, Finish: s.Finish, Reply: s.Reply, Report: s.Report,
 		Summary: s.Summary, Plan: s.Plan, Citations: s.Citations, Review: s.Review, Usage: s.Usage,
-		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent, Reads: readStats(s)}
+		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent, Reads: readStats(s),
+		CrossCheck: s.CrossCheck}
 	for _, in := range intr {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}

@@ -70,6 +70,8 @@ type State struct {
 	// Routes are the decisions the model took where the rules could not,
 	// of every turn (Routing.Turn).
 	Routes []Routing `json:"routes,omitempty"`
+	// CrossCheck is the last draft's cross-check of the findings.
+	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
 
 	Usage Usage `json:"usage"`
 
@@ -119,6 +121,7 @@ type schema struct {
 	usage                                  graph.Channel[Usage]
 	traceParent                            graph.Channel[string]
 	routes                                 graph.Channel[[]Routing]
+	crossCheck                             graph.Channel[*CrossCheck]
 }
 
 func newSchema() *schema {
@@ -169,15 +172,19 @@ func newSchema() *schema {
 		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
 		traceParent:     graph.LastValue(s, "traceparent", func(st *State) *string { return &st.TraceParent }),
 		routes:          graph.Append(s, "routes", func(st *State) *[]Routing { return &st.Routes }),
+		crossCheck:      graph.LastValue(s, "cross_check", func(st *State) **CrossCheck { return &st.CrossCheck }),
 	}
 }
 
 // researchTask is the argument of one researcher (a Send).
 type researchTask struct {
-	ThreadID string    `json:"thread_id"`
-	Turn     int       `json:"turn"`
-	Round    int       `json:"round"`
-	Index    int       `json:"index"`
+	ThreadID string `json:"thread_id"`
+	Turn     int    `json:"turn"`
+	Round    int    `json:"round"`
+	Index    int    `json:"index"`
+	// Member is the researcher's place in the subtask's team (0 alone); it
+	// names the strategy (see strategies).
+	Member   int       `json:"member,omitempty"`
 	Subtask  Subtask   `json:"subtask"`
 	Question string    `json:"question"`
 	Language string    `json:"language"`

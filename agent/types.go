@@ -49,6 +49,10 @@ type Request struct {
 	// Requester is who asked (the Slack user id; "" in a terminal). Only
 	// its hash (tracing.Hash) leaves the process, on the turn's span.
 	Requester string `json:"requester,omitempty"`
+	// TeamSize is how many researchers research each subtask, each with
+	// its own strategy (0: Options.TeamSize; at most MaxTeamSize). Above
+	// 1 the report cross-checks their findings (see CrossCheck).
+	TeamSize int `json:"team_size,omitempty"`
 }
 
 // Plan is the research plan: a theme, the points to investigate, search
@@ -199,6 +203,8 @@ type SubtaskResult struct {
 	// URL. A resumed turn's progress shows them again.
 	Searches int         `json:"searches,omitempty"`
 	Read     []SourceRef `json:"read,omitempty"`
+	// Member is the researcher of a team that returned it (0 alone).
+	Member int `json:"member,omitempty"`
 }
 
 // readRefs lists the pages of read, by URL.
@@ -486,6 +492,10 @@ type Result struct {
 	// Routes are the current turn's routing decisions taken by the model
 	// where the rules could not decide, with its reasons.
 	Routes []Routing `json:"routes,omitempty"`
+	// CrossCheck is what the last draft's findings say together
+	// (corroborated statements, disagreements); the report shows it when
+	// a team researched.
+	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
 	// Repeated: the call ran nothing and returned the thread's current
 	// turn as it stood (a Start repeating the turn's Tag, or a Resume of a
 	// turn that had already ended).

@@ -53,6 +53,10 @@ func turnResults(s State) []SubtaskResult {
 			continue
 		}
 		if i, ok := idx[r.Title]; ok {
+			if p := out[i]; p.Round == r.Round && p.Index == r.Index && p.Member != r.Member {
+				out[i] = mergeMembers(p, r) // another member of the team
+				continue
+			}
 			out[i] = r
 			continue
 		}
@@ -120,6 +124,12 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		draft, extractive = a.extractiveReport(s), true
 	}
+	cc := crossCheck(ix.list)
+	if a.teamSize(s.Req) > 1 {
+		// a team's findings are cross-checked in the report itself
+		draft = withCrossCheck(draft, cc, ix, s.Language)
+	}
+	w = append(w, sc.crossCheck.Set(&cc))
 	checked, rep := a.checkCitations(ctx, draft, s, ix)
 	emit(ctx, Event{Kind: EventDraft, Citations: &rep, Message: fmt.Sprintf("draft %d: %d cited, %d verified, %d dropped", s.Drafts+1, rep.Cited, rep.Verified, rep.Dropped)})
 	return append(w, sc.draft.Set(checked), sc.draftCitations.Set(rep), sc.draftExtractive.Set(extractive), sc.usage.Set(c.usage())), nil

@@ -85,6 +85,9 @@ type SelectData struct {
 	NoSearch bool
 	Planned  []string
 	Sources  []SourceTool
+	// Strategy is how this researcher works, one of a team researching the
+	// same subtask in different ways ("": the only one).
+	Strategy string
 }
 
 // SourceTool is an external source's tool offered to the researcher.
