@@ -10,8 +10,8 @@ func TestCrossCheck(t *testing.T) {
 		return Finding{ID: id, URL: url, Claim: claim, Quote: claim, Verified: true, Kind: FindingSource}
 	}
 	for _, tc := range []struct {
-		name                string
-		fs                  []Finding
+		name                 string
+		fs                   []Finding
 		corroborated, differ int
 	}{
 		{"same figure, two sites", []Finding{
