@@ -77,3 +77,22 @@ func TestTeamCorroboratesAndReportsDisagreement(t *testing.T) {
 		}
 	}
 }
+
+// The token budget and its reserve are the run's, not each researcher's:
+// a team of three spends one budget and stops researching when it is
+// spent.
+func TestTeamSharesTheTokenBudget(t *testing.T) {
+	e := newEnv(t)
+	plantedWeb(e.web)
+	e.opts.TokenBudget = 6500
+	res := e.start("team-budget", agent.Request{Question: "What does the EU AI Act require?", TeamSize: 3})
+	if res.Status != agent.StatusDone || res.Report == "" {
+		t.Fatalf("%+v", res)
+	}
+	if e.kinds()[agent.EventBudget] == 0 {
+		t.Error("the team never ran out of the run's budget")
+	}
+	if res.Usage.Total() > 6500+2000 {
+		t.Errorf("a team of three used %d tokens of a budget of 6500", res.Usage.Total())
+	}
+}
