@@ -392,7 +392,7 @@ func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 		if off[r.URL] {
 			continue
 		}
-		if !ex.claimed[u] && len(pick) < per {
+		if !ex.claimed[u] && len(pick) < per && teamClaim(ctx, t, u) {
 			ex.claimed[u] = true
 			pick = append(pick, r)
 		}

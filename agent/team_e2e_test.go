@@ -96,3 +96,31 @@ func TestTeamSharesTheTokenBudget(t *testing.T) {
 		t.Errorf("a team of three used %d tokens of a budget of 6500", res.Usage.Total())
 	}
 }
+
+// The members of a team read different pages: where their searches find
+// the same ones, the page goes to the member that picked it first, and
+// the others read the next results.
+func TestTeamMembersReadDifferentPages(t *testing.T) {
+	e := newEnv(t)
+	res := e.start("team-pages", agent.Request{Question: "What does the EU AI Act require?", TeamSize: 3})
+	if res.Status != agent.StatusDone {
+		t.Fatalf("status %s", res.Status)
+	}
+	type subtask struct{ round, index int }
+	readBy := map[subtask]map[string]int{}
+	for _, s := range res.Subtasks {
+		k := subtask{s.Round, s.Index}
+		if readBy[k] == nil {
+			readBy[k] = map[string]int{}
+		}
+		for _, r := range s.Read {
+			if m, ok := readBy[k][r.URL]; ok && m != s.Member {
+				t.Errorf("subtask %v: %s read by members %d and %d", k, r.URL, m, s.Member)
+			}
+			readBy[k][r.URL] = s.Member
+		}
+	}
+	if len(readBy) == 0 {
+		t.Fatal("nothing read")
+	}
+}
