@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -356,6 +357,21 @@ func withCrossCheck(draft string, cc CrossCheck, ix evidenceIndex, lang string) 
 		return draft
 	}
 	return insertSection(draft, head, items)
+}
+
+// disagreementLines tell the writer which figures the sources state
+// differently, by evidence id.
+func disagreementLines(cc CrossCheck, ix evidenceIndex) []string {
+	var out []string
+	for _, d := range cc.Disagreements {
+		na, oka := ix.num[d.A.Finding]
+		nb, okb := ix.num[d.B.Finding]
+		if !oka || !okb {
+			continue
+		}
+		out = append(out, fmt.Sprintf("[E%d] %s: %q vs [E%d] %s: %q", na, d.A.Site, d.A.Quote, nb, d.B.Site, d.B.Quote))
+	}
+	return out
 }
 
 // dropSection removes a "## " section by its heading, up to the next one.

@@ -64,6 +64,14 @@ func TestTeamCorroboratesAndReportsDisagreement(t *testing.T) {
 		if m := disagree.FindStringSubmatch(res.Report); m == nil || m[2] == m[4] || m[1] == m[3] {
 			t.Errorf("no disagreement with both citations in the report:\n%s", res.Report)
 		}
+		// the writer is told not to pick one of the figures
+		told := false
+		for _, p := range e.brain.WriterPrompts() {
+			told = told || regexp.MustCompile(`never choose one of them:\n- \[E\d+\] [a-z.]+: "[^"]* (35|30) million euros[^"]*" vs \[E\d+\] [a-z.]+: "[^"]* (35|30) million`).MatchString(p)
+		}
+		if !told {
+			t.Error("the writer was not told of the disagreement")
+		}
 		if res.Citations.Dropped > 0 {
 			t.Errorf("%d citations dropped: %+v", res.Citations.Dropped, res.Citations)
 		}

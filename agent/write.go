@@ -90,6 +90,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		points, theme = s.Plan.InvestigationPoints, s.Plan.Theme
 	}
 	subs, ev, ix := writerInput(s, a.opts.MaxEvidence)
+	cc := crossCheck(ix.list)
 	prev := s.Draft
 	if s.Intent == IntentRewrite && s.Report != "" && s.Drafts == 0 {
 		prev = s.Report
@@ -101,6 +102,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		Question: s.Question, Theme: theme, Language: s.Language, Today: today(a.now()), Points: points,
 		Evidence: ev, Subtasks: subs, Feedback: s.Feedback,
 		PreviousDraft: citeByID(prev, ix), Instruction: s.Instruction, Gaps: gapsOf(s),
+		Disagreements: disagreementLines(cc, ix),
 	})
 	if err != nil {
 		return nil, err
@@ -124,7 +126,6 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		draft, extractive = a.extractiveReport(s), true
 	}
-	cc := crossCheck(ix.list)
 	if a.teamSize(s.Req) > 1 {
 		// a team's findings are cross-checked in the report itself
 		draft = withCrossCheck(draft, cc, ix, s.Language)

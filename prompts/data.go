@@ -166,6 +166,10 @@ type WriterData struct {
 	PreviousDraft string
 	Instruction   string // a follow-up such as "rewrite it shorter"
 	Gaps          []string
+	// Disagreements are quantities the sources state differently, each
+	// with both sides' evidence ("[E3] says 35 million; [E7] says 30
+	// million"): the report gives both, never one.
+	Disagreements []string
 }
 
 // Citations summarises the deterministic citation check for the reviewer.
