@@ -113,7 +113,7 @@ func (a *Agent) route(ctx context.Context, s State, at, decision string, facts [
 	default:
 		r.Reason = "the model named no known step (" + clip(out.Next, 40) + "); the rules' default stands"
 	}
-	emit(ctx, Event{Kind: EventRouted, Message: string(r.Next) + ": " + r.Reason})
+	emit(ctx, Event{Kind: EventRouted, Message: "next step " + string(r.Next) + ": " + r.Reason})
 	return r, c.usage()
 }
 

@@ -164,7 +164,7 @@ func (t *tracker) event(ev agent.Event) {
 				t.p.Tokens += tk.Call
 			}
 		}
-	case agent.EventDraft, agent.EventBudget, agent.EventWarning, agent.EventWaiting:
+	case agent.EventDraft, agent.EventBudget, agent.EventWarning, agent.EventWaiting, agent.EventRouted:
 		if m := strings.TrimSpace(ev.Message); m != "" {
 			t.p.Note = m
 		}

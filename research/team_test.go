@@ -3,6 +3,7 @@ package research_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,5 +34,26 @@ func TestRunTeamSizeReachesTheAgent(t *testing.T) {
 	}
 	if !third {
 		t.Error("no third researcher of the first subtask")
+	}
+}
+
+// A route the model decided shows in the run's progress with its reason.
+func TestRoutingReasonInProgress(t *testing.T) {
+	w := newWorld(t)
+	w.brain.ReflectDone = func(int) bool { return false } // gaps left after enough sources
+	w.brain.Route = func(string) (string, string) { return "write", "The sources already answer the open points." }
+	a, err := agent.New(agent.Deps{LLM: agenttest.Client(t, w.srv, nil), Search: w.web, Fetch: w.web, Saver: w.store,
+		Logger: slog.New(slog.DiscardHandler)}, agent.Options{MinSources: 1, MaxTries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := research.NewRunner(a, research.RunnerOptions{Logger: slog.New(slog.DiscardHandler)})
+	var notes []string
+	if _, err := r.Start(context.Background(), research.StartRequest{RunID: "r1", ThreadID: "t1", Question: "What does the EU AI Act require?"},
+		func(p research.Progress) { notes = append(notes, p.Note) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(notes, "next step write: The sources already answer the open points.") {
+		t.Errorf("no progress note with the routing reason in %q", notes)
 	}
 }
