@@ -385,7 +385,7 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 				mst := st
 				mst.Queries = memberQueries(st.Queries, m, s.Language)
 				routes = append(routes, graph.Send(nResearcher, researchTask{
-					Turn: s.Turn, Round: s.Round, Index: i, Member: m, Subtask: mst, Question: s.Question, Language: s.Language,
+					Turn: s.Turn, Round: s.Round, Index: i, Member: m, Team: team, Subtask: mst, Question: s.Question, Language: s.Language,
 					Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
 					Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
 				}))

@@ -45,7 +45,7 @@ func (a *Agent) buildResearcher(opts graph.Options) (*graph.Graph[rState], error
 }
 
 func (t researchTask) ref() *SubtaskRef {
-	return &SubtaskRef{Round: t.Round, Index: t.Index, Title: t.Subtask.Title}
+	return &SubtaskRef{Round: t.Round, Index: t.Index, Title: t.Subtask.Title, Team: t.Team, Member: t.Member}
 }
 
 func (t researchTask) node(step string) string {

@@ -185,6 +185,7 @@ type researchTask struct {
 	// Member is the researcher's place in the subtask's team (0 alone); it
 	// names the strategy (see strategies).
 	Member   int       `json:"member,omitempty"`
+	Team     int       `json:"team,omitempty"` // the team's size (0: one researcher)
 	Subtask  Subtask   `json:"subtask"`
 	Question string    `json:"question"`
 	Language string    `json:"language"`

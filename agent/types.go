@@ -545,6 +545,10 @@ type SubtaskRef struct {
 	Completed bool   `json:"completed,omitempty"`
 	Findings  int    `json:"findings,omitempty"`
 	Tries     int    `json:"tries,omitempty"`
+	// Team is how many researchers research the subtask (0 or 1: one);
+	// Member which of them this is.
+	Team   int `json:"team,omitempty"`
+	Member int `json:"member,omitempty"`
 }
 
 // Tokens reports usage in events.

@@ -57,3 +57,39 @@ func TestRoutingReasonInProgress(t *testing.T) {
 		t.Errorf("no progress note with the routing reason in %q", notes)
 	}
 }
+
+// A subtask a team researches is running until the last member finishes,
+// and done when any found something.
+func TestTeamSubtaskProgress(t *testing.T) {
+	w := newWorld(t)
+	// the third member of each subtask finds nothing
+	w.web.Empty = func(q string) bool { return strings.HasSuffix(q, "news analysis") }
+	a, err := agent.New(agent.Deps{LLM: agenttest.Client(t, w.srv, nil), Search: w.web, Fetch: w.web, Saver: w.store,
+		Logger: slog.New(slog.DiscardHandler)}, agent.Options{MaxRounds: 1, MaxTries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := research.NewRunner(a, research.RunnerOptions{Logger: slog.New(slog.DiscardHandler)})
+	var last research.Progress
+	failed := false
+	if _, err := r.Start(context.Background(), research.StartRequest{RunID: "r1", ThreadID: "t1", Question: "What does the EU AI Act require?",
+		Options: research.RunOptions{TeamSize: 3}}, func(p research.Progress) {
+		last = p
+		for _, s := range p.Subtasks {
+			failed = failed || s.State == research.SubtaskFailed
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if failed {
+		t.Error("a subtask was shown failed when one member of its team found nothing")
+	}
+	if len(last.Subtasks) != 3 {
+		t.Fatalf("%d subtasks shown: %+v", len(last.Subtasks), last.Subtasks)
+	}
+	for _, s := range last.Subtasks {
+		if s.State != research.SubtaskDone {
+			t.Errorf("subtask %q is %s", s.Title, s.State)
+		}
+	}
+}
