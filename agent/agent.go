@@ -161,6 +161,9 @@ type Agent struct {
 
 	tr           trace.Tracer // nil: tracing is off
 	traceContent bool
+	// tokens holds each thread's workspace credential for its turn, in
+	// memory only (thread id -> string).
+	tokens sync.Map
 }
 
 // Errors.
@@ -417,9 +420,11 @@ func (a *Agent) Start(ctx context.Context, threadID string, req Request, events 
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+	res, err := a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
 		return a.start(ctx, threadID, req, events)
 	})
+	a.forgetToken(threadID, res, err)
+	return res, err
 }
 
 func (a *Agent) start(ctx context.Context, threadID string, req Request, events func(Event)) (*Result, error) {
@@ -446,6 +451,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 	default:
 		return nil, fmt.Errorf("agent: load thread %s: %w", threadID, err)
 	}
+	a.keepToken(threadID, &req) // the state keeps the access, not the credential
 	lang := req.Language
 	if lang == "" {
 		lang = DetectLanguage(req.Question)
@@ -463,6 +469,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
 		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
 		sc.crossCheck.Set(nil),
+		sc.charts.Set(nil),
 	}
 	res, err := a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
 	end(res, err)
@@ -485,9 +492,11 @@ func (a *Agent) Resume(ctx context.Context, threadID string, answers map[string]
 	if len(answers) == 0 {
 		return nil, errors.New("agent: no answers to resume with")
 	}
-	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+	res, err := a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
 		return a.resume(ctx, threadID, answers, events)
 	})
+	a.forgetToken(threadID, res, err)
+	return res, err
 }
 
 func (a *Agent) resume(ctx context.Context, threadID string, answers map[string]Answer, events func(Event)) (res *Result, err error) {
@@ -546,9 +555,11 @@ func (a *Agent) Continue(ctx context.Context, threadID string, events func(Event
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	return a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
+	res, err := a.runCall(ctx, threadID, func(ctx context.Context) (*Result, error) {
 		return a.cont(ctx, threadID, events)
 	})
+	a.forgetToken(threadID, res, err)
+	return res, err
 }
 
 func (a *Agent) cont(ctx context.Context, threadID string, events func(Event)) (*Result, error) {
@@ -583,6 +594,7 @@ func (a *Agent) Cancel(ctx context.Context, threadID string) error {
 	if threadID == "" {
 		return ErrNoThread
 	}
+	a.tokens.Delete(threadID)
 	a.mu.Lock()
 	c := a.calls[threadID]
 	if c != nil && !c.cancelling {
@@ -771,7 +783,7 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	r := &Result{ThreadID: thread, Status: s.Status, Finish: s.Finish, Reply: s.Reply, Report: s.Report,
 		Summary: s.Summary, Plan: s.Plan, Citations: s.Citations, Review: s.Review, Usage: s.Usage,
 		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent, Reads: readStats(s),
-		CrossCheck: s.CrossCheck}
+		CrossCheck: s.CrossCheck, Charts: s.Charts}
 	for _, in := range intr {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"deepresearch/agent/dataviz"
 	"deepresearch/agent/llm"
 	"deepresearch/graph"
 	"deepresearch/prompts"
@@ -227,6 +228,8 @@ func schemaTitle(out any) string {
 		return "review"
 	case *routeOut:
 		return "next_step"
+	case *dataviz.Proposal:
+		return "table"
 	}
 	return ""
 }

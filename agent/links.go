@@ -24,7 +24,7 @@ func readLinks(sources map[string]Source) links.Set {
 // address the model wrote is left as inert text (links.Markdown).
 func honestLinks(r *Result, sources map[string]Source) {
 	set := readLinks(sources)
-	r.Report = links.Markdown(r.Report, set)
+	r.Report = keepChartRefs(links.Markdown(r.Report, set), r.Charts, r.Language, func(s string) string { return links.Markdown(s, set) })
 	r.Summary = links.Markdown(r.Summary, set)
 	r.Reply = links.Markdown(r.Reply, set)
 	for i := range r.Interrupts {

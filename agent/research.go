@@ -641,8 +641,15 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 	}
 	note := Note{ID: id, ThreadID: ex.threadID, Turn: t.Turn, Step: step,
 		Subtask: t.Subtask.Title, Query: q, Summary: strings.TrimSpace(out.Summary), Sources: urls, CreatedAt: a.now()}
-	if err := a.notes.SaveNote(ctx, note); err != nil {
-		a.log.Warn("save research note", "err", err)
+	switch {
+	case fromWorkspace(pages):
+		// what the team wrote in Slack is read for this run only: a note
+		// would keep (a summary of) it beyond the run
+		a.log.Debug("research note of workspace messages not saved", "query", q)
+	default:
+		if err := a.notes.SaveNote(ctx, note); err != nil {
+			a.log.Warn("save research note", "err", err)
+		}
 	}
 	emit(ctx, Event{Kind: EventNoteSaved, Query: q, Message: clip(note.Summary, 300), Subtask: t.ref()})
 	ex.mu.Lock()

@@ -72,6 +72,8 @@ type State struct {
 	Routes []Routing `json:"routes,omitempty"`
 	// CrossCheck is the last draft's cross-check of the findings.
 	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
+	// Charts are the report's charts (the data analyst's, from its table).
+	Charts []Chart `json:"charts,omitempty"`
 
 	Usage Usage `json:"usage"`
 
@@ -122,6 +124,7 @@ type schema struct {
 	traceParent                            graph.Channel[string]
 	routes                                 graph.Channel[[]Routing]
 	crossCheck                             graph.Channel[*CrossCheck]
+	charts                                 graph.Channel[[]Chart]
 }
 
 func newSchema() *schema {
@@ -173,6 +176,7 @@ func newSchema() *schema {
 		traceParent:     graph.LastValue(s, "traceparent", func(st *State) *string { return &st.TraceParent }),
 		routes:          graph.Append(s, "routes", func(st *State) *[]Routing { return &st.Routes }),
 		crossCheck:      graph.LastValue(s, "cross_check", func(st *State) **CrossCheck { return &st.CrossCheck }),
+		charts:          graph.LastValue(s, "charts", func(st *State) *[]Chart { return &st.Charts }),
 	}
 }
 

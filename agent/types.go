@@ -484,7 +484,9 @@ type Result struct {
 	// Extractive: the LLM was unavailable and the report quotes sources.
 	Extractive bool        `json:"extractive,omitempty"`
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
-	Language   string      `json:"language,omitempty"`
+	// Charts are the charts the report links by name (see Chart).
+	Charts   []Chart `json:"charts,omitempty"`
+	Language string  `json:"language,omitempty"`
 	// Tag is the current turn's Request.Tag.
 	Tag string `json:"tag,omitempty"`
 	// Reads says what the pages read were worth (wasted reads).

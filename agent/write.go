@@ -388,6 +388,23 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 		report, extractive = a.extractiveReport(s), true
 		report, cit = a.checkCitations(ctx, report, s, indexEvidence(s.Findings))
 	}
+	// the data analyst: a table of the evidence's numbers that compare,
+	// each value checked against the quote it cites, and its chart
+	var charts []Chart
+	var w []graph.Write
+	left := 0 // proposed table values left out
+	if !extractive && s.Exhausted == "" && strings.TrimSpace(report) != "" {
+		c := a.caller(nAnalyst)
+		ix := indexEvidence(s.Findings)
+		if sec := a.analyze(ctx, c, s, ix); sec != nil {
+			report, cit = withTable(report, cit, sec, ix, lang)
+			if sec.chart != nil {
+				charts = append(charts, *sec.chart)
+			}
+			left = len(sec.table.Dropped)
+		}
+		w = append(w, sc.usage.Set(c.usage()))
+	}
 	var unv []string
 	for _, f := range cit.Failed() {
 		if f.Status == citation.Unused {
@@ -400,6 +417,12 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 		unv = append(unv, fmt.Sprintf(label(lang, NoteCitationRemoved+"“%s” (%s%s)", "「%s」"+NoteCitationRemovedJA+"（%s%s）"), ctxt, f.Status, urlSuffix(f.URL)))
 	}
 	unv = append(unv, unreachableLines(s, lang)...)
+	if left > 0 {
+		// how many, not which: a value that failed the check is not shown
+		unv = append(unv, fmt.Sprintf(label(lang,
+			"%d value(s) proposed for the data table were left out: their number is not in the quote they cite, or their unit could not be converted with a cited rate.",
+			"データ表の候補のうち%d件は除外しました：引用した出典の文中にその数値がない、または出典の換算レートで単位を換算できませんでした。"), left))
+	}
 	gapsAt := len(unv) // the questions left open go here, once the verdict is known
 	finish := FinishMaxRounds
 	switch {
@@ -453,9 +476,9 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 			"cited", cit.Cited, "verified", cit.Verified, "dropped", cit.Dropped, "unverified", len(unv),
 			"read", rs.Read, "wasted_reads", rs.Wasted(), "skipped_off_topic", rs.Skipped)
 	}
-	return []graph.Write{sc.report.Set(report), sc.summary.Set(sum), sc.citations.Set(cit), sc.status.Set(StatusDone),
-		sc.finish.Set(finish), sc.unverified.Set(unv), sc.extractive.Set(extractive),
-		sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: sum}})}, nil
+	return append(w, sc.report.Set(report), sc.summary.Set(sum), sc.citations.Set(cit), sc.status.Set(StatusDone),
+		sc.finish.Set(finish), sc.unverified.Set(unv), sc.extractive.Set(extractive), sc.charts.Set(charts),
+		sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: sum}})), nil
 }
 
 // sourcesHeadings are the headings of the list of sources read, which

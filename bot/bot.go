@@ -270,6 +270,8 @@ type Bot struct {
 	runWG     sync.WaitGroup
 	runsMu    sync.Mutex
 	running   map[string]context.CancelCauseFunc // runs this process works on
+	tokens    workspaceTokens                    // action_tokens of runs created here, until started
+	ender     RunEnder                           // the researcher, when it is told of ended runs
 
 	workCtx    context.Context // parent of event handlers
 	workCancel context.CancelFunc
@@ -333,6 +335,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		running:      map[string]context.CancelCauseFunc{},
 		registry:     private,
 	}
+	b.ender, _ = researcher.(RunEnder)
 	sopts := []slack.Option{
 		slack.OptionAppLevelToken(opts.AppToken),
 		slack.OptionHTTPClient(opts.HTTPClient),

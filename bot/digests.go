@@ -81,6 +81,7 @@ type Digests struct {
 
 var (
 	_ schedule.Poster            = (*Digests)(nil)
+	_ schedule.ChartPoster       = (*Digests)(nil)
 	_ schedule.ApprovalRequester = (*Digests)(nil)
 	_ schedule.ChannelChecker    = (*Bot)(nil)
 )
@@ -749,6 +750,27 @@ func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename,
 	})
 	if err != nil {
 		return fmt.Errorf("bot: share digest report: %w", err)
+	}
+	return nil
+}
+
+// UploadChart implements schedule.ChartPoster: a chart of the digest's
+// report as a PNG file in the thread of the digest's message.
+func (d *Digests) UploadChart(ctx context.Context, channel, threadTS, filename, title string, png []byte) error {
+	title = plainTitle(Truncate(title, 200))
+	if title == "" {
+		title = "Chart"
+	}
+	fileID, err := d.b.stage(ctx, slack.GetUploadURLExternalParameters{FileName: filename, FileSize: len(png), AltTxt: title}, string(png))
+	if err != nil {
+		return fmt.Errorf("bot: upload digest chart: %w", err)
+	}
+	err = d.b.shareFile(ctx, slack.CompleteUploadExternalParameters{
+		Files: []slack.FileSummary{{ID: fileID, Title: title}}, Channel: channel, ThreadTimestamp: threadTS,
+	})
+	if err != nil {
+		d.b.deleteFile(ctx, fileID, d.b.log)
+		return fmt.Errorf("bot: share digest chart: %w", err)
 	}
 	return nil
 }

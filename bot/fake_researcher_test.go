@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"deepresearch/research"
@@ -18,9 +19,10 @@ const evilText = "<!channel> <!here> <!everyone> <@U0BOSS> <!subteam^S123|@team>
 type fakeResearcher struct {
 	mu       sync.Mutex
 	threads  map[string]*fakeThread
-	hold     chan struct{} // when non-nil, calls wait for it to be closed (or ctx)
-	entered  chan string   // receives "start"/"resume"/"continue" as calls begin (if non-nil, never blocks)
-	askFirst bool          // ask a clarifying question before drafting
+	hold     chan struct{}    // when non-nil, calls wait for it to be closed (or ctx)
+	entered  chan string      // receives "start"/"resume"/"continue" as calls begin (if non-nil, never blocks)
+	askFirst bool             // ask a clarifying question before drafting
+	charts   []research.Chart // the charts every result has (its report links them)
 	calls    []string
 	cancels  []string
 }
@@ -33,6 +35,7 @@ type fakeThread struct {
 	asked     bool
 	questions []string
 	tags      []string // StartRequest.RunID of each Start
+	tokens    []string // StartRequest.Options.WorkspaceToken of each Start
 	answers   []research.Answer
 }
 
@@ -147,10 +150,11 @@ func (f *fakeResearcher) next(threadID string, opts research.RunOptions, feedbac
 	return research.Outcome{Result: &research.Result{
 		Title:     "AI regulation 2026 <!here>",
 		Summary:   "Summary: regulation is moving. " + evilText,
-		Report:    "# AI regulation 2026\n\nFindings for " + t.lastInput + ".\n\n[1] https://example.com\n",
+		Report:    "# AI regulation 2026\n\nFindings for " + t.lastInput + ".\n\n[1] https://example.com\n" + chartRefs(f.charts),
 		Sources:   5,
 		Citations: 7,
 		Tokens:    4200,
+		Charts:    f.charts,
 	}}
 }
 
@@ -159,6 +163,7 @@ func (f *fakeResearcher) Start(ctx context.Context, req research.StartRequest, s
 	f.mu.Lock()
 	t.questions = append(t.questions, req.Question)
 	t.tags = append(t.tags, req.RunID)
+	t.tokens = append(t.tokens, req.Options.WorkspaceToken)
 	t.lastInput = req.Question
 	f.mu.Unlock()
 	progress(sink, "researching", 0)
@@ -216,4 +221,13 @@ func (f *fakeResearcher) Cancel(_ context.Context, threadID string) error {
 	t := f.thread(threadID)
 	t.pending, t.inFlight = "", false
 	return nil
+}
+
+// chartRefs are a report's links to its charts.
+func chartRefs(cs []research.Chart) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "\n![Chart: %s](%s)\n", c.Title, c.Name)
+	}
+	return b.String()
 }

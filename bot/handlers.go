@@ -172,19 +172,33 @@ func (b *Bot) onMessage(ctx context.Context, m incoming) {
 		}
 	}
 	opts := b.opts.RunOptions
+	requester := m.user
 	if prev, ok := redeliverable(latest, question); hasLatest && ok {
 		// "retry" after a report that could not be posted: post that
-		// report, do not research again.
-		b.log.Info("bot: retry of a run whose report was not posted", "prev_run_id", prev.ID)
-		question, followUp = prev.Question, prev.FollowUp
+		// report, do not research again. It is the requester's report:
+		// only they (or an approver) may have it posted, it stays theirs
+		// ("asked by" them), and it never carries a credential of theirs
+		// that came with an earlier message, nor anyone else's.
+		if !b.mayDecide(prev, m.user) {
+			if b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
+				b.ephemeral(ctx, m.channel, root, m.user, fmt.Sprintf(b.userLang(ctx, m.user).words().OnlyRetry, b.userName(ctx, prev.Requester)))
+			}
+			return
+		}
+		b.log.Info("bot: retry of a run whose report was not posted", "prev_run_id", prev.ID, "by", m.user)
+		question, followUp, requester = prev.Question, prev.FollowUp, prev.Requester
 		opts = prev.Options
 		opts.Redeliver = prev.ID
+		opts.WorkspaceToken = ""
+		if b.opts.WorkspaceSearch && m.user == prev.Requester {
+			opts.WorkspaceToken = m.actionToken
+		}
 	} else if b.opts.WorkspaceSearch && m.actionToken != "" {
 		// The run may search what the team wrote, as this person; private
 		// channels only where the report is theirs alone (a DM).
 		opts.WorkspaceToken, opts.WorkspacePrivate, opts.WorkspaceBefore = m.actionToken, dm, m.ts
 	}
-	b.newRun(ctx, th, runRequest{user: m.user, question: question, followUp: followUp, msgTS: m.ts, opts: opts, redo: m.redo})
+	b.newRun(ctx, th, runRequest{user: m.user, requester: requester, question: question, followUp: followUp, msgTS: m.ts, opts: opts, redo: m.redo})
 }
 
 // mayDecide reports whether user may press a run's buttons.

@@ -47,6 +47,8 @@ type words struct {
 	ModelNotUsed                                     string
 	SummaryApart                                     string
 	AlreadyDecided, NoLongerWaiting, AlreadyFinished string
+	CancelTooLate, CancelTooLateYou                  string // CancelTooLate: %s canceller
+	OnlyRetry                                        string // %s: requester
 }
 
 var wordsEN = words{
@@ -72,7 +74,10 @@ var wordsEN = words{
 	ModelNotUsed:   "⚠️ The model could not be reached for part of this research: the report was written without it (extractive) and says so.",
 	SummaryApart:   "Summary",
 	AlreadyDecided: "%s already decided this (%s).", NoLongerWaiting: "This research is no longer waiting for that decision.",
-	AlreadyFinished: "This research has already finished (%s).",
+	AlreadyFinished:  "This research has already finished (%s).",
+	CancelTooLate:    "The cancel by *%s* came too late: the report was already being posted.",
+	CancelTooLateYou: "Your cancel came too late: the research had finished and its report was already being posted.",
+	OnlyRetry:        "Only %s (who asked) or an approver can have this report posted again.",
 }
 
 var wordsJA = words{
@@ -98,7 +103,10 @@ var wordsJA = words{
 	ModelNotUsed:   "⚠️ 調査の途中でモデルに接続できませんでした。レポートはモデルなしで（抽出のみで）作成され、その旨が記載されています。",
 	SummaryApart:   "要約",
 	AlreadyDecided: "%s さんがすでに決定しています（%s）。", NoLongerWaiting: "この調査はもうその決定を待っていません。",
-	AlreadyFinished: "この調査はすでに終了しています（%s）。",
+	AlreadyFinished:  "この調査はすでに終了しています（%s）。",
+	CancelTooLate:    "*%s* さんのキャンセルは間に合いませんでした。レポートはすでに投稿中でした。",
+	CancelTooLateYou: "キャンセルは間に合いませんでした。調査は終わっていて、レポートはすでに投稿中でした。",
+	OnlyRetry:        "このレポートを再投稿できるのは %s さん（依頼者）か承認者だけです。",
 }
 
 func (l lang) words() *words {

@@ -176,24 +176,7 @@ func linkPlaceholder(text, target string, read links.Set, link func(string) stri
 // liveAddresses turns the bare addresses of s into links when they are
 // sources read, and defangs the others (Slack links bare URLs by itself).
 func liveAddresses(s string, read links.Set, link func(string) string) string {
-	spans := links.Bare(s, isLinkPlaceholder)
-	if len(spans) == 0 {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for _, sp := range spans {
-		b.WriteString(s[last:sp[0]])
-		u := s[sp[0]:sp[1]]
-		if src, ok := read.Source(u); ok {
-			b.WriteString(link(src))
-		} else {
-			b.WriteString(links.Defang(u))
-		}
-		last = sp[1]
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return links.ReplaceBare(s, read, isLinkPlaceholder, link, links.Defang)
 }
 
 // inertAddresses defangs every bare address of s (text shown as code).

@@ -36,3 +36,10 @@ type Researcher interface {
 	// pending is not an error.
 	Cancel(ctx context.Context, threadID string) error
 }
+
+// RunEnder is a Researcher told when a run on a thread has ended (done,
+// failed or cancelled), to drop what must not outlive the run: what it read
+// from the requester's workspace (research.Runner implements it).
+type RunEnder interface {
+	EndRun(ctx context.Context, threadID string) error
+}

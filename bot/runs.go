@@ -30,10 +30,13 @@ func (c cancelRequested) Error() string { return "bot: cancelled by " + c.by }
 // runRequest is a run asked for by a Slack message.
 type runRequest struct {
 	user, question string
-	followUp       bool // the thread has an earlier run
-	msgTS          string
-	opts           research.RunOptions
-	redo           bool // firstAnswer's
+	// requester is whose run it is when that is not user: an approver's
+	// retry posts the original requester's report ("" is user).
+	requester string
+	followUp  bool // the thread has an earlier run
+	msgTS     string
+	opts      research.RunOptions
+	redo      bool // firstAnswer's
 }
 
 // newRun creates the run asked for by the Slack message req.msgTS in a
@@ -46,17 +49,25 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	user := req.user
 	// where the report is seen decides the MCP sources it may use
 	req.opts.Channel, req.opts.Private = th.Key.Channel, th.DM
+	owner := user
+	if req.requester != "" {
+		owner = req.requester
+	}
 	r := research.Run{
 		ID:        messageRunID(th.Key.Team, th.Key.Channel, req.msgTS),
 		ThreadID:  th.ThreadID,
 		Key:       th.Key,
-		Requester: user,
+		Requester: owner,
 		Question:  req.question,
 		FollowUp:  req.followUp,
 		Options:   req.opts,
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
+	// The asker's action_token stays in this process's memory; the
+	// stored run never holds it.
+	token := r.Options.WorkspaceToken
+	r.Options.WorkspaceToken = ""
 	r.StatusStream = b.planStream(b.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
 	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
@@ -84,10 +95,11 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 		}
 		return
 	}
+	b.tokens.put(r.ID, token, now)
 	b.metrics.runs.WithLabelValues(string(research.StateQueued)).Inc()
-	log.Info("bot: run created", "requester", user, "follow_up", req.followUp)
+	log.Info("bot: run created", "requester", owner, "by", user, "follow_up", req.followUp)
 
-	v := statusView{Lang: b.userLang(ctx, user), Question: req.question, Requester: b.userName(ctx, user), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
+	v := statusView{Lang: b.userLang(ctx, owner), Question: req.question, Requester: b.userName(ctx, owner), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
 	streamed := false
 	if r.StatusStream {
 		if ts, err := b.tryStream(ctx, r, v, log, true); err == nil {
@@ -329,6 +341,14 @@ func (b *Bot) execute(r research.Run) {
 
 	cause := context.Cause(ctx)
 	var cr cancelRequested
+	if err == nil && outcome.Interrupt != nil && !errors.As(cause, &cr) {
+		// A cancel recorded while the step ended may not have reached
+		// this run's context yet (the handler cancels it just after
+		// recording): the store says so, and the cancel wins over a pause.
+		if cur, err := b.store.Run(wctx, r.ID); err == nil && cur.CancelRequestedBy != "" {
+			cause = cancelRequested{cur.CancelRequestedBy}
+		}
+	}
 	switch {
 	case errors.As(cause, &cr):
 		// Cancelled while the researcher finished a step: the cancel wins,
@@ -374,8 +394,10 @@ func (b *Bot) invoke(ctx context.Context, r research.Run, sink research.Progress
 	if r.Options.Redeliver != "" {
 		tag = r.Options.Redeliver
 	}
+	opts := r.Options
+	opts.WorkspaceToken = b.tokens.take(r.ID)
 	return b.res.Start(ctx, research.StartRequest{
-		RunID: tag, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: r.Options,
+		RunID: tag, ThreadID: r.ThreadID, Question: r.Question, FollowUp: r.FollowUp, Requester: r.Requester, Options: opts,
 	}, sink)
 }
 
@@ -542,12 +564,20 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	// process that dies in between leaves the run to be continued, and the
 	// next one renders the (idempotent) edit again. In the other order a
 	// death there would leave the message saying "Researching" forever.
-	if err := status.Final(ctx, research.StateDone, b.userLang(ctx, r.Requester).words().ReportBelow); err != nil {
+	note := b.userLang(ctx, r.Requester).words().ReportBelow
+	if late := b.lateCancel(ctx, r); late != "" {
+		note += "\n" + late
+	}
+	if err := status.Final(ctx, research.StateDone, note); err != nil {
 		// Recording the run as done anyway: leaving it to be continued
 		// would only repeat this while Slack refuses, and the report
 		// itself is in the thread.
 		log.Error("bot: final status", "err", err)
 	}
+	// What the run read from the workspace goes before the run is done: a
+	// process dying in between leaves a run to continue whose report is
+	// recorded (it is not posted again), never the workspace's messages.
+	b.endRun(ctx, r, log)
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateDone, "", b.now()); err != nil {
 		log.Warn("bot: record finished run", "err", err)
 		return
@@ -557,6 +587,22 @@ func (b *Bot) finish(ctx context.Context, sc runScope, res research.Result) {
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
+}
+
+// lateCancel is the word for a cancel that came after the research had
+// finished, while its report was being posted (the run is done all the
+// same): a note for the status message, "" when no one asked to cancel.
+// The person who asked is told in the thread too, since their command was
+// answered with "Cancelling".
+func (b *Bot) lateCancel(ctx context.Context, r research.Run) string {
+	cur, err := b.store.Run(ctx, r.ID)
+	if err != nil || cur.CancelRequestedBy == "" {
+		return ""
+	}
+	by := cur.CancelRequestedBy
+	b.log.Info("bot: cancel came after the research finished; the report is posted", "run_id", r.ID, "by", by)
+	b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, by, b.userLang(ctx, by).words().CancelTooLateYou)
+	return fmt.Sprintf(b.userLang(ctx, r.Requester).words().CancelTooLate, b.userName(ctx, by))
 }
 
 func (b *Bot) fail(ctx context.Context, sc runScope, cause error) {
@@ -574,6 +620,7 @@ func (b *Bot) fail(ctx context.Context, sc runScope, cause error) {
 	// The cause is for the log: people get a plain sentence and the run id
 	// to quote (internal error strings never reach the channel).
 	_ = status.Final(ctx, research.StateFailed, b.userLang(ctx, r.Requester).failedNote(r.ID))
+	b.endRun(ctx, r, log)
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateFailed, cause.Error(), b.now()); err != nil {
 		log.Warn("bot: record failed run", "err", err)
 		return
@@ -590,6 +637,7 @@ func (b *Bot) cancelled(ctx context.Context, sc runScope, by string) {
 	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
 		log.Warn("bot: researcher cancel", "err", err)
 	}
+	b.endRun(ctx, r, log)
 	if err := b.store.FinishRun(ctx, r.ID, b.opts.InstanceID, research.StateCancelled, "", b.now()); err != nil && !errors.Is(err, research.ErrLeaseLost) {
 		log.Warn("bot: record cancelled run", "err", err)
 	}
@@ -601,12 +649,24 @@ func (b *Bot) cancelled(ctx context.Context, sc runScope, by string) {
 	}
 }
 
+// endRun tells the researcher that the run has ended, so that what it read
+// from the requester's workspace does not outlive it.
+func (b *Bot) endRun(ctx context.Context, r research.Run, log *slog.Logger) {
+	if b.ender == nil {
+		return
+	}
+	if err := b.ender.EndRun(ctx, r.ThreadID); err != nil {
+		log.Warn("bot: tell the researcher the run ended", "err", err)
+	}
+}
+
 // cancelWaiting tidies up after a queued or waiting run was cancelled in the
 // store by this process: no one is running it.
 func (b *Bot) cancelWaiting(ctx context.Context, r research.Run, by string) {
 	if err := b.res.Cancel(ctx, r.ThreadID); err != nil {
 		b.log.Warn("bot: researcher cancel", "run_id", r.ID, "err", err)
 	}
+	b.endRun(ctx, r, b.log.With("run_id", r.ID))
 	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	byName := b.userName(ctx, by)
 	if r.StatusTS != "" {
@@ -699,9 +759,17 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 	}
 	if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
 		log.Info("bot: report found in thread; not posting again", "file_id", id)
-		return record(id, ts)
+		if err := record(id, ts); err != nil {
+			return err
+		}
+		b.clearStaged(ctx, r.ID, id, log)
+		b.uploadCharts(ctx, sc, res, name, true)
+		return nil
 	}
-	content := res.Report
+	// Files an earlier attempt staged but never shared (its process died
+	// between the upload and the share) are deleted: none is left behind.
+	b.clearStaged(ctx, r.ID, "", log)
+	content := chartLinks(res.Report, res.Charts, name)
 	if content == "" {
 		content = res.Summary
 	}
@@ -712,7 +780,7 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 	if title == "" {
 		title = "Research report"
 	}
-	fileID, err := b.stageFile(ctx, name, content)
+	fileID, err := b.stageReport(ctx, r.ID, name, content, log)
 	if err != nil {
 		return err
 	}
@@ -731,8 +799,8 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 		if err != nil && !transient(err) {
 			// Slack may not take a second completion of a file whose
 			// first one failed: stage the bytes again as a new file.
-			b.deleteFile(ctx, fileID, log)
-			if fileID, err = b.stageFile(ctx, name, content); err != nil {
+			b.dropStaged(ctx, r.ID, fileID, log)
+			if fileID, err = b.stageReport(ctx, r.ID, name, content, log); err != nil {
 				return err
 			}
 			share.Files[0].ID = fileID
@@ -743,9 +811,13 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 	if err != nil {
 		// The share may have happened although we got an error.
 		if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
-			return record(id, ts)
+			if err := record(id, ts); err != nil {
+				return err
+			}
+			b.clearStaged(ctx, r.ID, id, log)
+			return nil
 		}
-		b.deleteFile(ctx, fileID, log)
+		b.dropStaged(ctx, r.ID, fileID, log)
 		return fmt.Errorf("sharing the report file: %w", err)
 	}
 	log.Info("bot: report uploaded", "file_id", fileID, "bytes", len(content))
@@ -757,18 +829,138 @@ func (b *Bot) uploadReport(ctx context.Context, sc runScope, res research.Result
 			log.Warn("bot: post the report summary", "err", err)
 		}
 	}
-	return record(fileID, "")
+	b.uploadCharts(ctx, sc, res, name, false)
+	if err := record(fileID, ""); err != nil {
+		return err
+	}
+	b.unstage(ctx, r.ID, fileID, log)
+	return nil
 }
 
-// stageFile reserves a file and uploads its bytes; it deletes the file when
-// the bytes cannot be uploaded.
+// stageReport stages the report file and records it as staged before it is
+// shared, so that a process dying before the share leaves the next one a
+// file to delete, never an orphan. A file that cannot be recorded is
+// deleted at once.
+func (b *Bot) stageReport(ctx context.Context, runID, name, content string, log *slog.Logger) (string, error) {
+	fileID, err := b.stageFile(ctx, name, content)
+	if err != nil {
+		return "", err
+	}
+	if err := b.store.StageUpload(ctx, runID, fileID, b.now()); err != nil {
+		b.deleteFile(ctx, fileID, log)
+		return "", fmt.Errorf("recording the staged report file: %w", err)
+	}
+	return fileID, nil
+}
+
+// dropStaged deletes a staged file that was not shared and forgets it; one
+// Slack would not delete stays recorded for the next attempt.
+func (b *Bot) dropStaged(ctx context.Context, runID, fileID string, log *slog.Logger) {
+	if b.deleteFile(ctx, fileID, log) {
+		b.unstage(ctx, runID, fileID, log)
+	}
+}
+
+// clearStaged settles the files staged by the run's earlier attempts: keep
+// (the report found shared in the thread) is forgotten, every other one
+// deleted (it was never shared).
+func (b *Bot) clearStaged(ctx context.Context, runID, keep string, log *slog.Logger) {
+	ids, err := b.store.StagedUploads(ctx, runID)
+	if err != nil {
+		log.Warn("bot: read staged report files", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if id == keep {
+			b.unstage(ctx, runID, id, log)
+			continue
+		}
+		log.Info("bot: deleting a report file an earlier attempt staged but never shared", "file_id", id)
+		b.dropStaged(ctx, runID, id, log)
+	}
+}
+
+func (b *Bot) unstage(ctx context.Context, runID, fileID string, log *slog.Logger) {
+	if err := b.store.UnstageUpload(ctx, runID, fileID); err != nil {
+		log.Warn("bot: forget staged report file", "file_id", fileID, "err", err)
+	}
+}
+
+// chartFilename is the name a chart of the report named report is shared
+// under: the report's name (unique per run) with the chart's.
+func chartFilename(report string, c research.Chart) string {
+	return strings.TrimSuffix(report, ".md") + "-" + c.Name
+}
+
+// chartLinks points the report's links to its charts at the files they
+// are shared as.
+func chartLinks(report string, charts []research.Chart, name string) string {
+	for _, c := range charts {
+		report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+chartFilename(name, c)+")")
+	}
+	return report
+}
+
+// uploadCharts shares the report's charts in its thread, each a PNG file
+// of its own after the report's. A chart that cannot be shared is logged,
+// never a reason to fail the run (the report holds its table); check
+// looks for a chart already in the thread first (a run whose report was
+// shared before a crash).
+func (b *Bot) uploadCharts(ctx context.Context, sc runScope, res research.Result, report string, check bool) {
+	r, log := sc.run, sc.log
+	for _, c := range res.Charts {
+		name := chartFilename(report, c)
+		if check {
+			if _, _, ok := b.findPostedFile(ctx, r.Key, name); ok {
+				continue
+			}
+		}
+		title := plainTitle(Truncate(c.Title, 200))
+		if title == "" {
+			title = "Chart"
+		}
+		id, err := b.stage(ctx, slack.GetUploadURLExternalParameters{FileName: name, FileSize: len(c.PNG), AltTxt: title}, string(c.PNG))
+		if err != nil {
+			log.Warn("bot: stage a chart", "chart", c.Name, "err", err)
+			continue
+		}
+		// recorded as staged like the report, so a process dying before
+		// the share leaves the next attempt a file to delete
+		if err := b.store.StageUpload(ctx, r.ID, id, b.now()); err != nil {
+			b.deleteFile(ctx, id, log)
+			log.Warn("bot: record a staged chart", "chart", c.Name, "err", err)
+			continue
+		}
+		err = b.shareFile(ctx, slack.CompleteUploadExternalParameters{
+			Files: []slack.FileSummary{{ID: id, Title: title}}, Channel: r.Key.Channel, ThreadTimestamp: r.Key.ThreadTS,
+		})
+		if err != nil {
+			// the share may have happened although we got an error
+			if _, _, ok := b.findPostedFile(ctx, r.Key, name); !ok {
+				b.dropStaged(ctx, r.ID, id, log)
+				log.Warn("bot: share a chart", "chart", c.Name, "err", err)
+				continue
+			}
+		}
+		b.unstage(ctx, r.ID, id, log)
+		log.Info("bot: chart uploaded", "file_id", id, "bytes", len(c.PNG))
+	}
+}
+
+// stageFile reserves a report file and uploads its bytes; it deletes the
+// file when the bytes cannot be uploaded.
 func (b *Bot) stageFile(ctx context.Context, name, content string) (string, error) {
+	return b.stage(ctx, slack.GetUploadURLExternalParameters{FileName: name, FileSize: len(content), SnippetType: "markdown"}, content)
+}
+
+// stage reserves a file as p describes it and uploads its bytes; it
+// deletes the file when the bytes cannot be uploaded.
+func (b *Bot) stage(ctx context.Context, p slack.GetUploadURLExternalParameters, content string) (string, error) {
+	name := p.FileName
 	var up *slack.GetUploadURLExternalResponse
 	err := b.call(ctx, "files.getUploadURLExternal", true, func(ctx context.Context) error {
 		var err error
-		up, err = b.api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{
-			FileName: name, FileSize: len(content), SnippetType: "markdown",
-		})
+		up, err = b.api.GetUploadURLExternalContext(ctx, p)
 		return err
 	})
 	if err != nil {
@@ -797,14 +989,21 @@ func (b *Bot) shareFile(ctx context.Context, p slack.CompleteUploadExternalParam
 	return err
 }
 
-// deleteFile removes a staged file that was never shared.
-func (b *Bot) deleteFile(ctx context.Context, fileID string, log *slog.Logger) {
+// deleteFile removes a staged file that was never shared; it reports
+// whether the file is gone (deleted now, or already).
+func (b *Bot) deleteFile(ctx context.Context, fileID string, log *slog.Logger) bool {
 	err := b.call(ctx, "files.delete", true, func(ctx context.Context) error {
 		return b.api.DeleteFileContext(ctx, fileID)
 	})
-	if err != nil && errorCode(err) != "file_not_found" {
-		log.Warn("bot: delete unshared report file", "file_id", fileID, "err", err)
+	if err == nil {
+		return true
 	}
+	switch errorCode(err) {
+	case "file_not_found", "file_deleted":
+		return true
+	}
+	log.Warn("bot: delete unshared report file", "file_id", fileID, "err", err)
+	return false
 }
 
 // refusedContent reports whether Slack refused a call for what it carried,
@@ -818,28 +1017,48 @@ func refusedContent(err error) bool {
 }
 
 // findPostedFile looks in the thread for a file we posted with this name.
+// It reads the whole thread, page by page (conversations.replies is
+// cursor-paginated: a long thread does not come in one answer, and the
+// report is near its end).
 func (b *Bot) findPostedFile(ctx context.Context, key research.ThreadKey, name string) (fileID, ts string, ok bool) {
-	var msgs []slack.Message
-	err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
-		var err error
-		msgs, _, _, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: key.Channel, Timestamp: key.ThreadTS, Limit: 200,
+	cursor := ""
+	for page := 0; page < maxThreadPages; page++ {
+		var msgs []slack.Message
+		var next string
+		err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
+			var err error
+			msgs, _, next, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: key.Channel, Timestamp: key.ThreadTS, Limit: threadPageSize, Cursor: cursor,
+			})
+			return err
 		})
-		return err
-	})
-	if err != nil {
-		b.log.Debug("bot: read thread", "err", err)
-		return "", "", false
-	}
-	for _, m := range msgs {
-		if m.BotID == "" && m.User != b.botUserID {
-			continue
+		if err != nil {
+			b.log.Debug("bot: read thread", "err", err)
+			return "", "", false
 		}
-		for _, f := range m.Files {
-			if f.Name == name {
-				return f.ID, m.Timestamp, true
+		for _, m := range msgs {
+			if m.BotID == "" && m.User != b.botUserID {
+				continue
+			}
+			for _, f := range m.Files {
+				if f.Name == name {
+					return f.ID, m.Timestamp, true
+				}
 			}
 		}
+		if next == "" { // Slack: no next_cursor, no more pages
+			return "", "", false
+		}
+		cursor = next
 	}
+	b.log.Warn("bot: thread too long to read whole; the report was not found in it", "thread_ts", key.ThreadTS)
 	return "", "", false
 }
+
+// threadPageSize is the page of conversations.replies that findPostedFile
+// asks for (Slack recommends 100-200; the maximum is 1000), and
+// maxThreadPages bounds how many pages it reads.
+const (
+	threadPageSize = 200
+	maxThreadPages = 100
+)

@@ -153,7 +153,7 @@ func (b *Bot) ingest(ctx context.Context, p *pool, batch []received) {
 	for i, r := range batch {
 		req := r.ev.Request
 		es[i] = research.InboxEntry{
-			Key: eventKey(*req), Type: req.Type, EnvelopeID: req.EnvelopeID, Payload: req.Payload,
+			Key: eventKey(*req), Type: req.Type, EnvelopeID: req.EnvelopeID, Payload: storablePayload(req.Type, req.Payload),
 			ReceivedAt: now, Owner: b.opts.InstanceID, LeaseUntil: now.Add(b.opts.InboxGrace),
 		}
 	}

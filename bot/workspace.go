@@ -1,16 +1,20 @@
 package bot
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
 
 	"deepresearch/agent"
 	"deepresearch/clock"
@@ -194,4 +198,80 @@ func tsSeconds(ts string) int64 {
 		return 0
 	}
 	return n
+}
+
+// workspaceTokens keeps the action_token that came with a run's message,
+// in this process's memory only, from the run's creation until its
+// researcher is started with it: the token is the asker's credential, so it
+// is never written to the store (a run picked up by another process after
+// a crash goes without the workspace). Tokens not taken within
+// tokenKeep are dropped (the run went to another process, or was refused).
+type workspaceTokens struct {
+	mu sync.Mutex
+	m  map[string]heldToken // run id ->
+}
+
+type heldToken struct {
+	token string
+	at    time.Time
+}
+
+// tokenKeep bounds how long a token waits for its run: Slack does not say
+// how long an action_token lives, but it comes with one message.
+const tokenKeep = time.Hour
+
+// put keeps token for run id; "" keeps nothing.
+func (w *workspaceTokens) put(id, token string, now time.Time) {
+	if token == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]heldToken{}
+	}
+	for k, v := range w.m {
+		if now.Sub(v.at) > tokenKeep {
+			delete(w.m, k)
+		}
+	}
+	w.m[id] = heldToken{token: token, at: now}
+}
+
+// take returns run id's token ("" if none) and forgets it.
+func (w *workspaceTokens) take(id string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.m[id]
+	delete(w.m, id)
+	return t.token
+}
+
+// storablePayload is an envelope's payload as the inbox stores it: an
+// Events API payload without the action_token of its event (at the top of
+// the event, or in its assistant_thread), which is the asker's credential
+// and never written to the store. The handler of this process works on the
+// envelope as received; one taken over after a crash goes without the
+// token (no workspace search). Other payloads are stored as they are.
+func storablePayload(typ string, payload json.RawMessage) json.RawMessage {
+	if typ != socketmode.RequestTypeEventsAPI || !bytes.Contains(payload, []byte(`"action_token"`)) {
+		return payload
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var outer map[string]any
+	if err := dec.Decode(&outer); err != nil {
+		return payload // stored as received; the handler refuses it alike
+	}
+	if ev, ok := outer["event"].(map[string]any); ok {
+		delete(ev, "action_token")
+		if th, ok := ev["assistant_thread"].(map[string]any); ok {
+			delete(th, "action_token")
+		}
+	}
+	out, err := json.Marshal(outer)
+	if err != nil {
+		return payload
+	}
+	return out
 }

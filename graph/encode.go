@@ -45,6 +45,10 @@ func packBlob(raw []byte) []byte {
 	return append(out, raw...)
 }
 
+// UnpackBlob returns the bytes a blob of a Saver holds (a checkpoint's
+// delta or snapshot, a write's value), for tools that read a store directly.
+func UnpackBlob(b []byte) ([]byte, error) { return unpackBlob(b) }
+
 func unpackBlob(b []byte) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, nil

@@ -159,3 +159,12 @@ func (g *Graph[S]) DeleteThread(ctx context.Context, thread string) error {
 	}
 	return g.opts.Saver.DeleteThread(ctx, thread)
 }
+
+// ForgetThread deletes every checkpoint of the thread, leaving no tombstone:
+// the thread may run again, from the start.
+func (g *Graph[S]) ForgetThread(ctx context.Context, thread string) error {
+	if g.opts.Saver == nil {
+		return errors.New("graph: forgetting threads needs a Saver")
+	}
+	return g.opts.Saver.ForgetThread(ctx, thread)
+}

@@ -54,6 +54,11 @@ type Saver interface {
 	// DeleteThread removes every namespace of a thread and leaves a tombstone
 	// so that late commits from other processes cannot resurrect it.
 	DeleteThread(ctx context.Context, threadID string) error
+	// ForgetThread removes every namespace of a thread, checkpoints and
+	// pending writes, and leaves no tombstone: a later run of the thread
+	// starts afresh (its content must not outlive the run that made it).
+	// A thread with nothing stored is no error.
+	ForgetThread(ctx context.Context, threadID string) error
 
 	// PutSnapshot sets the Snapshot of an existing checkpoint (used by
 	// retention before older checkpoints are dropped).

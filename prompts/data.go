@@ -190,3 +190,10 @@ type ReviewerData struct {
 	Citations       Citations
 	Evidence        []Evidence
 }
+
+// AnalystData feeds the data analyst: the evidence whose quotes hold numbers.
+type AnalystData struct {
+	Question string
+	Language string
+	Evidence []Evidence
+}

@@ -39,6 +39,7 @@ func samples() map[string]struct {
 		"writer_disagree":    {Writer, WriterData{Question: "EU AI Act fines", Theme: "EU AI Act", Language: "en", Today: "2026-01-05", Evidence: ev[:1], Disagreements: []string{`[E1] "Fines reach 35 million euros." (a.example) vs [E2] "Fines reach 30 million euros." (b.example)`}}},
 		"writer_ja_rewrite":  {Writer, WriterData{Question: "2026年の国内生成AI規制の動向", Theme: "国内AI規制", Language: "ja", Today: "2026-01-05", Evidence: ev[1:], PreviousDraft: "# 旧版", Instruction: "もっと短くして", Feedback: "出典を増やす"}},
 		"route":              {Route, RouteData{Question: "EU AI Act timeline", Language: "en", Decision: "The reviewer did not approve the draft. Is the objection about facts or about form?", Facts: []string{"Reviewer feedback: Penalty amounts are missing.", "Issue (missing/major): no fine amounts"}, RoundsLeft: 1}},
+		"analyst":            {Analyst, AnalystData{Question: "Acme X1 vs Bolt B2 prices", Language: "en", Evidence: []Evidence{{N: 1, Claim: "The X1 costs $1,299.", Quote: "The Acme X1 costs $1,299 at launch.", Title: "Acme", URL: "https://acme.example/x1"}, {N: 3, Claim: "1 EUR = 1.08 USD.", Quote: "1 EUR = 1.08 USD on 1 March.", Title: "Rates", URL: "https://ecb.example/rates"}}}},
 		"reviewer":           {Reviewer, ReviewerData{Question: "EU AI Act timeline", Language: "en", Today: "2026-01-05", Points: []string{"Timeline"}, Draft: "# Report", EvaluationTypes: []string{"freshness", "attribution"}, Citations: Citations{Cited: 3, Verified: 2, Dropped: 1}, Evidence: ev}},
 	}
 }

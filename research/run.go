@@ -48,8 +48,9 @@ type RunOptions struct {
 	// WorkspaceToken is the credential that came with the requester's Slack
 	// message (its action_token): with it the run may search the messages
 	// of the workspace that the requester can see. "": no such search. It
-	// is short-lived and never logged.
-	WorkspaceToken string `json:",omitempty"`
+	// is short-lived, never logged and never stored (the bot keeps it in
+	// memory until the run's researcher starts; it is not encoded).
+	WorkspaceToken string `json:"-"`
 	// WorkspacePrivate lets that search include private conversations the
 	// requester is in: only for a run whose report no one else sees.
 	WorkspacePrivate bool `json:",omitempty"`
@@ -187,6 +188,17 @@ type Result struct {
 	// Links are the addresses of the sources read in the run: the only
 	// ones the summary may show as links.
 	Links []string
+	// Charts are the report's charts (PNG), which the report links by
+	// name; they are shared next to it.
+	Charts []Chart `json:",omitempty"`
+}
+
+// Chart is a chart of the report: a PNG the report links by Name
+// ("chart-1.png").
+type Chart struct {
+	Name  string
+	Title string
+	PNG   []byte
 }
 
 // Store errors. Implementations return them (wrapped or not); callers test

@@ -116,6 +116,21 @@ func (r *Runner) Cancel(ctx context.Context, threadID string) error {
 	return nil
 }
 
+// EndRun is told that the bot's run on the thread has ended (its report
+// posted, or the run failed or was cancelled): a thread whose run read the
+// requester's workspace is forgotten, so that nothing found there is
+// stored beyond the run.
+func (r *Runner) EndRun(ctx context.Context, threadID string) error {
+	forgot, err := r.a.ForgetWorkspace(ctx, threadID)
+	if err != nil {
+		return fmt.Errorf("research: end run on %s: %w", threadID, err)
+	}
+	if forgot {
+		r.log.Info("research: the run's thread read the workspace and is forgotten", "thread_id", threadID)
+	}
+	return nil
+}
+
 // seededTracker is a progress tracker for a turn that is already under way
 // (resumed or continued): its events start mid-way, so it is seeded with
 // what the thread already has (plan, sources) when there is a sink.
@@ -290,7 +305,17 @@ func toResult(res *agent.Result) Result {
 		// the upload's span joins the turn's trace
 		TraceParent: res.TraceParent,
 		Links:       readLinks(res.Sources),
+		Charts:      charts(res.Charts),
 	}
+}
+
+// charts are the turn's charts as a Result carries them.
+func charts(cs []agent.Chart) []Chart {
+	var out []Chart
+	for _, c := range cs {
+		out = append(out, Chart{Name: c.Name, Title: c.Title, PNG: c.PNG})
+	}
+	return out
 }
 
 // readLinks are the addresses of the sources read.

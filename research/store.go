@@ -159,4 +159,15 @@ type Store interface {
 	RecordUpload(ctx context.Context, u Upload) (bool, error)
 	// Upload returns the recorded upload of a run, or ErrNotFound.
 	Upload(ctx context.Context, runID string) (Upload, error)
+	// StageUpload records fileID as a report file of the run reserved in
+	// Slack (its bytes uploaded) and not yet shared and recorded, before it
+	// is shared: a process that dies in between leaves it to the next one,
+	// which deletes it or records it, so that no file is left unshared.
+	// Staging a file again changes nothing.
+	StageUpload(ctx context.Context, runID, fileID string, at time.Time) error
+	// StagedUploads returns the run's staged files, oldest first.
+	StagedUploads(ctx context.Context, runID string) ([]string, error)
+	// UnstageUpload forgets a staged file (deleted, or shared and
+	// recorded); an unknown one is no error.
+	UnstageUpload(ctx context.Context, runID, fileID string) error
 }

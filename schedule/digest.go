@@ -372,8 +372,36 @@ func ComposeReport(sc Schedule, due time.Time, w WhatsNew, r research.Result) st
 		b.WriteString("\n")
 	}
 	// Only the sources read (in this run or the schedule's earlier ones)
-	// are links, and none shows another address (a page titled with a URL).
-	return links.Markdown(b.String(), digestLinks(r, w))
+	// are links, and none shows another address (a page titled with a URL);
+	// the report's links to its own charts stay.
+	text, refs := holdChartRefs(b.String(), r.Charts)
+	text = links.Markdown(text, digestLinks(r, w))
+	for i, ref := range refs {
+		text = strings.ReplaceAll(text, chartToken(i), ref)
+	}
+	return text
+}
+
+// chartRefRE is a report's link to one of its charts: ![alt](chart-1.png).
+var chartRefRE = regexp.MustCompile(`!\[[^\[\]\n]*\]\(([A-Za-z0-9-]+\.png)\)`)
+
+func chartToken(i int) string { return fmt.Sprintf("DRCHARTREF%dX", i) }
+
+// holdChartRefs replaces the links to the charts a result has by tokens
+// (see chartToken) that links.Markdown leaves alone, and returns them.
+func holdChartRefs(text string, charts []research.Chart) (string, []string) {
+	var refs []string
+	text = chartRefRE.ReplaceAllStringFunc(text, func(m string) string {
+		name := chartRefRE.FindStringSubmatch(m)[1]
+		for _, c := range charts {
+			if c.Name == name {
+				refs = append(refs, m)
+				return chartToken(len(refs) - 1)
+			}
+		}
+		return m
+	})
+	return text, refs
 }
 
 // digestLinks is the set of addresses a digest may link: the sources its

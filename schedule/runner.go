@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -38,6 +39,13 @@ type Poster interface {
 	UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string) error
 }
 
+// ChartPoster is a Poster that also shares a report's charts (bot.Digests):
+// a digest whose report has charts shares each as a PNG file in the same
+// thread, after the report.
+type ChartPoster interface {
+	UploadChart(ctx context.Context, channel, threadTS, filename, title string, png []byte) error
+}
+
 // DigestRunner is the Runner that researches a schedule's topic, compares
 // the result with the schedule's previous digest and posts a summary message
 // plus the report as a .md file.
@@ -48,6 +56,9 @@ type DigestRunner struct {
 	// channel is gone (deleted, archived, the bot removed) or no longer
 	// allowed fails at once instead of after a research nobody can see.
 	Channels ChannelChecker
+	// Logger logs what does not fail a firing (a chart not shared); nil:
+	// not logged.
+	Logger *slog.Logger
 }
 
 // ErrChannelUnavailable fails a firing whose channel cannot take digests.
@@ -99,8 +110,25 @@ func (r *DigestRunner) Run(ctx context.Context, job Job) (*Digest, error) {
 	report := ComposeReport(sc, job.Due, w, res)
 	name := fmt.Sprintf("digest-%s-%s.md", slug(sc.Topic), job.Due.Format("20060102-1504"))
 	title := fmt.Sprintf("%s — %s", truncate(oneLine(sc.Topic), 80), DateLabel(job.Due))
+	cp, charts := r.Poster.(ChartPoster)
+	charts = charts && len(res.Charts) > 0
+	chartName := func(c research.Chart) string { return strings.TrimSuffix(name, ".md") + "-" + c.Name }
+	if charts {
+		for _, c := range res.Charts {
+			report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+chartName(c)+")")
+		}
+	}
 	if err := r.Poster.UploadReport(ctx, sc.Channel, ts, name, title, report); err != nil {
 		return nil, fmt.Errorf("schedule: upload report: %w", err)
+	}
+	if charts {
+		for _, c := range res.Charts {
+			// the report holds the chart's table: a chart not shared is
+			// logged, not a failed firing posted again
+			if err := cp.UploadChart(ctx, sc.Channel, ts, chartName(c), c.Title, c.PNG); err != nil && r.Logger != nil {
+				r.Logger.Warn("schedule: a digest's chart was not shared", "schedule", sc.ID, "chart", c.Name, "err", err)
+			}
+		}
 	}
 	keepF, keepS := Carry(job.Previous, findings, res.Cited)
 	return &Digest{Title: res.Title, Summary: truncate(res.Summary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,

@@ -84,6 +84,9 @@ type Brain struct {
 	// text, the summaries and subtask answers, the report's title, summary
 	// and analysis, and the reviewer's feedback.
 	Inject string
+	// Table replies to the data analyst (its prompt lists the evidence
+	// whose quotes write numbers); nil: no table (an empty proposal).
+	Table func(prompt string) llmtest.Reply
 	// ReviewScores are the reviewer's scores and suggested action for
 	// review n (from 1); Feedback its feedback.
 	ReviewScores func(n int) (agent.Scores, string)
@@ -293,6 +296,11 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 			return llmtest.Text(b.Writer(user, ja))
 		}
 		return llmtest.Text(b.report(user, ja))
+	case "analyst":
+		if b.Table != nil {
+			return b.Table(user)
+		}
+		return llmtest.JSON(map[string]any{"title": "", "unit": "", "columns": []string{}, "cells": []any{}, "rates": []any{}})
 	case "reviewer":
 		b.mu.Lock()
 		b.reviews++

@@ -378,7 +378,16 @@ func angles(s string, read Set, put func(rune, string) string) string {
 // bare rewrites the bare addresses of s: a source's is kept (as the
 // source's URL), any other defanged.
 func bare(s string, read Set, put func(rune, string) string) string {
-	spans := Bare(s, isPlaceholder)
+	return ReplaceBare(s, read, isPlaceholder,
+		func(src string) string { return put(phKeep, src) },
+		func(u string) string { return put(phInert, Defang(u)) })
+}
+
+// ReplaceBare rewrites each bare address of s (as Bare finds them, stop
+// ending an address): one of a source read is replaced by source(its
+// source's URL), any other by other(the address as written).
+func ReplaceBare(s string, read Set, stop func(rune) bool, source, other func(string) string) string {
+	spans := Bare(s, stop)
 	if len(spans) == 0 {
 		return s
 	}
@@ -388,9 +397,9 @@ func bare(s string, read Set, put func(rune, string) string) string {
 		b.WriteString(s[last:sp[0]])
 		u := s[sp[0]:sp[1]]
 		if src, ok := read.Source(u); ok {
-			b.WriteString(put(phKeep, src))
+			b.WriteString(source(src))
 		} else {
-			b.WriteString(put(phInert, Defang(u)))
+			b.WriteString(other(u))
 		}
 		last = sp[1]
 	}

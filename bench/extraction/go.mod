@@ -3,6 +3,7 @@ module deepresearch/bench/extraction
 go 1.26.0
 
 require (
+	codeberg.org/readeck/go-readability v0.0.0-20251125211941-0f57a445e5f1
 	deepresearch v0.0.0
 	github.com/markusmobius/go-trafilatura v1.12.2
 )

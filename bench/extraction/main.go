@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 
+	readability "codeberg.org/readeck/go-readability"
 	"github.com/markusmobius/go-trafilatura"
 
 	"deepresearch/tools/extract/extractbench"
@@ -37,7 +38,8 @@ func main() {
 		}
 	}
 	err := extractbench.RunCLI(ctx, args, os.Stdout, os.Stderr,
-		extractbench.Contender{Name: "go-trafilatura", Fn: trafilaturaFunc(true)})
+		extractbench.Contender{Name: "go-trafilatura", Fn: trafilaturaFunc(true)},
+		extractbench.Contender{Name: "readeck", Fn: readeckFunc})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -50,7 +52,7 @@ func hasDir(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch a {
-		case "-repeat", "--repeat", "-k", "--k", "-worst", "--worst", "-page", "--page", "-only", "--only", "-train", "--train":
+		case "-second", "--second", "-repeat", "--repeat", "-k", "--k", "-worst", "--worst", "-page", "--page", "-only", "--only", "-train", "--train":
 			i++
 			continue
 		}
@@ -75,4 +77,16 @@ func trafilaturaFunc(fallback bool) extractbench.ExtractFunc {
 		}
 		return res.ContentText, nil
 	}
+}
+
+// readeckFunc runs readeck's port of Readability.js as the upstream
+// benchmark does: the article's text content, soft hyphens kept (the
+// scorer strips them).
+func readeckFunc(html []byte, pageURL string) (string, error) {
+	u, _ := url.Parse(pageURL)
+	a, err := readability.FromReader(bytes.NewReader(html), u)
+	if err != nil {
+		return "", err
+	}
+	return a.TextContent, nil
 }

@@ -159,8 +159,20 @@ func TestFilesDeleteAndRetiredUpload(t *testing.T) {
 	if len(fake.Orphans()) != 0 || len(fake.Files()) != 0 {
 		t.Fatalf("after delete: orphans %d files %d", len(fake.Orphans()), len(fake.Files()))
 	}
-	if err := api.DeleteFileContext(ctx, up.FileID); err == nil || err.Error() != "file_not_found" {
+	// Slack's files.delete: file_deleted for a file deleted before,
+	// file_not_found for an id it never issued.
+	if err := api.DeleteFileContext(ctx, up.FileID); err == nil || err.Error() != "file_deleted" {
 		t.Fatalf("second delete = %v", err)
+	}
+	if err := api.DeleteFileContext(ctx, "F404"); err == nil || err.Error() != "file_not_found" {
+		t.Fatalf("delete of an unknown file = %v", err)
+	}
+	// A deleted file's upload URL and completion are gone.
+	if err := api.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: up.UploadURL, Content: "hello", Filename: "r.md"}); err == nil {
+		t.Fatal("upload to a deleted file's URL succeeded")
+	}
+	if _, err := api.CompleteUploadExternalContext(ctx, slack.CompleteUploadExternalParameters{Files: []slack.FileSummary{{ID: up.FileID}}, Channel: "C1"}); err == nil || err.Error() != "file_not_found" {
+		t.Fatalf("completing a deleted file = %v", err)
 	}
 	// files.upload was retired on 2025-11-12.
 	var res struct {

@@ -183,6 +183,7 @@ type Server struct {
 	files        map[string]*fileState
 	fileOrder    []string
 	uploads      map[string]string      // upload key -> file id
+	deletedFiles map[string]bool        // ids of files deleted with files.delete
 	streams      []*Stream              // chat.startStream messages, in order
 	actionTokens map[string]actionToken // action_token of users' message events
 	views        map[string]*viewState
@@ -255,6 +256,7 @@ func newServer(opts []Option) *Server {
 		users:        map[string]User{},
 		files:        map[string]*fileState{},
 		uploads:      map[string]string{},
+		deletedFiles: map[string]bool{},
 		actionTokens: map[string]actionToken{},
 		views:        map[string]*viewState{},
 		homeViews:    map[string]string{},

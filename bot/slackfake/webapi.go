@@ -529,24 +529,32 @@ func (s *Server) chatGetPermalink(r *apiRequest) apiResult {
 	return ok(map[string]any{"channel": channel, "permalink": s.permalinkLocked(m)})
 }
 
-// page applies limit/cursor pagination to n items.
-func page(r *apiRequest, n, defLimit int) (from, to int, next string) {
+// page applies limit/cursor pagination to n items: a page of at most limit
+// (default defLimit, at most 1000: Slack's documented maximum), and the
+// cursor of the next page, "" on the last. A cursor this server did not
+// hand out is refused with invalid_cursor, as Slack does.
+func page(r *apiRequest, n, defLimit int) (from, to int, next string, ok bool) {
 	limit := defLimit
 	if v, err := strconv.Atoi(r.get("limit")); err == nil && v > 0 {
 		limit = min(v, 1000)
 	}
 	if c := r.get("cursor"); c != "" {
-		if b, err := base64.StdEncoding.DecodeString(c); err == nil {
-			if v, err := strconv.Atoi(strings.TrimPrefix(string(b), "offset:")); err == nil && v >= 0 {
-				from = min(v, n)
-			}
+		b, err := base64.StdEncoding.DecodeString(c)
+		if err != nil {
+			return 0, 0, "", false
 		}
+		rest, found := strings.CutPrefix(string(b), "offset:")
+		v, err := strconv.Atoi(rest)
+		if !found || err != nil || v < 0 {
+			return 0, 0, "", false
+		}
+		from = min(v, n)
 	}
 	to = min(from+limit, n)
 	if to < n {
 		next = base64.StdEncoding.EncodeToString([]byte("offset:" + strconv.Itoa(to)))
 	}
-	return from, to, next
+	return from, to, next, true
 }
 
 func inRange(r *apiRequest, ts string) bool {
@@ -593,7 +601,10 @@ func (s *Server) conversationsReplies(r *apiRequest) apiResult {
 // messagesPageLocked answers with one page of msgs, defLimit to a page unless
 // the request sets a limit.
 func (s *Server) messagesPageLocked(r *apiRequest, msgs []*Message, defLimit int) apiResult {
-	from, to, next := page(r, len(msgs), defLimit)
+	from, to, next, valid := page(r, len(msgs), defLimit)
+	if !valid {
+		return fail("invalid_cursor")
+	}
 	out := make([]map[string]any, 0, to-from)
 	for _, m := range msgs[from:to] {
 		out = append(out, s.messageJSONLocked(m))
@@ -1045,15 +1056,20 @@ func (s *Server) filesCompleteUploadExternal(r *apiRequest) apiResult {
 }
 
 // filesDelete deletes a file the bot created, shared or not; its share
-// messages lose it.
+// messages lose it. As Slack's method page lists: a file deleted before is
+// file_deleted, an id never issued file_not_found.
 func (s *Server) filesDelete(r *apiRequest) apiResult {
 	id := r.get("file")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.deletedFiles[id] {
+		return fail("file_deleted")
+	}
 	if _, ok := s.files[id]; !ok {
 		return fail("file_not_found")
 	}
 	delete(s.files, id)
+	s.deletedFiles[id] = true
 	for k, v := range s.uploads {
 		if v == id {
 			delete(s.uploads, k)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		fs.PrintDefaults()
 	}
 	out := fs.String("o", "", "write the report to this file instead of stdout")
+	chartDir := fs.String("chart-dir", "", "write the report's charts to this directory (default: beside the -o file, else the current directory)")
 	thread := fs.String("thread", "", "continue or resume this thread")
 	yes := fs.Bool("yes", false, "approve every plan and draft without asking (clarifying questions get no answer)")
 	approvePlan := fs.Bool("approve-plan", false, "stop to approve the research plan")
@@ -158,13 +160,17 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		p.printf("cancelled after %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
 		return nil
 	}
+	report, err := writeCharts(res, *out, *chartDir, p)
+	if err != nil {
+		return err
+	}
 	if *out != "" {
-		if err := os.WriteFile(*out, []byte(termSafe(res.Report)), 0o644); err != nil {
+		if err := os.WriteFile(*out, []byte(termSafe(report)), 0o644); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
 		p.printf("report written to %s\n", *out)
 	} else {
-		fmt.Fprint(stdout, res.Report)
+		fmt.Fprint(stdout, report)
 	}
 	for _, u := range res.Unverified {
 		p.printf("unverified: %s\n", u)
@@ -449,4 +455,40 @@ func (p *progress) event(ev agent.Event) {
 			p.printf("  review %d: %.2f (fact %.2f) %s\n", r.Round, r.Overall, r.Scores.FactCheck, verdict)
 		}
 	}
+}
+
+// writeCharts writes the report's charts as PNG files named after the
+// report (-o report.md: report-chart-1.png beside it; on stdout: the
+// thread's id in dir, default the current directory), says on stderr where
+// each went, and returns the report with its links pointing at them.
+func writeCharts(res *agent.Result, out, dir string, p *progress) (string, error) {
+	report := res.Report
+	if len(res.Charts) == 0 {
+		return report, nil
+	}
+	base := res.ThreadID
+	switch {
+	case out != "" && dir == "":
+		dir = filepath.Dir(out)
+		base = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+	case out != "":
+		base = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+	case dir == "":
+		dir = "."
+	}
+	for _, c := range res.Charts {
+		name := base + "-" + c.Name
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, c.PNG, 0o644); err != nil {
+			return "", fmt.Errorf("write the chart: %w", err)
+		}
+		p.printf("chart written to %s (%s)\n", path, c.Title)
+		// the link is relative to the report: beside it, its bare name
+		link := name
+		if out == "" || filepath.Clean(dir) != filepath.Clean(filepath.Dir(out)) {
+			link = path
+		}
+		report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+link+")")
+	}
+	return report, nil
 }

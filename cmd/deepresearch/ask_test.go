@@ -160,6 +160,8 @@ func scriptedReply(r *llmtest.Request, quote, ev *regexp.Regexp, style reportSty
 		b.WriteString("# EU AI Act\n\n## Executive Summary\n\nThe act is in force.\n\n## Key Findings\n\n")
 		style(&b, ev.FindAllStringSubmatch(r.LastUser(), -1))
 		return llmtest.Text(b.String())
+	case node == "analyst":
+		return tableProposal(r.LastUser(), ev)
 	case node == "reviewer":
 		return llmtest.JSON(map[string]any{"scores": map[string]float64{"fact_check": 1, "completeness": 0.9, "logic": 0.9, "format": 1},
 			"evaluations": []any{}, "feedback": "", "suggested_action": "write", "issues": []any{}})

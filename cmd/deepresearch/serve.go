@@ -171,7 +171,7 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 	// The bot serves the digests (Options.Digests); the scheduler posts,
 	// asks for approval and checks channels through it, so it starts once
 	// the bot is built (Options.Attach).
-	runner := &schedule.DigestRunner{Researcher: p.res}
+	runner := &schedule.DigestRunner{Researcher: p.res, Logger: log}
 	sched := &schedule.Scheduler{
 		Store:  st,
 		Logger: log,

@@ -300,6 +300,17 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 }
 
 // DeleteThread implements graph.Saver.
+// ForgetThread implements graph.Saver.
+func (s *Store) ForgetThread(ctx context.Context, thread string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.threads, thread)
+	return nil
+}
+
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"InvalidBatch", testInvalidBatch},
 		{"Forks", testForks},
 		{"DeleteThread", testDeleteThread},
+		{"ForgetThread", testForgetThread},
 		{"DeletedNotResurrected", testDeletedNotResurrected},
 		{"DeleteRacesCommits", testDeleteRacesCommits},
 		{"ConcurrentWriters", testConcurrentWriters},
@@ -730,6 +731,35 @@ func testDeleteThread(t *testing.T, h Harness) {
 	if n, err := s.DeleteBefore(ctx, "th", "", 10); err != nil || n != 0 {
 		t.Errorf("DeleteBefore on a deleted thread = %d, %v", n, err)
 	}
+}
+
+// testForgetThread: a forgotten thread loses every namespace, checkpoints
+// and writes, and may start again from nothing (no tombstone); other
+// threads keep theirs.
+func testForgetThread(t *testing.T, h Harness) {
+	s := h.New(t, Options{})
+	ctx := ctxT(t)
+	linear(t, s, "th", "", 0, 1, 3, 1)
+	linear(t, s, "th", "sub", 0, 1, 2, 1)
+	mustCommit(t, s, &graph.Batch{ThreadID: "th", NS: "", ExpectHead: 3, Writes: []graph.PendingWrite{wr(3, 0, 0, "ch", "secret")}})
+	linear(t, s, "keep", "", 0, 1, 2, 100)
+	if err := s.ForgetThread(ctx, "th"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ForgetThread(ctx, "never-existed"); err != nil {
+		t.Fatalf("ForgetThread of an unknown thread: %v", err)
+	}
+	for _, ns := range []string{"", "sub"} {
+		_, err := s.Load(ctx, "th", ns, 0)
+		wantErr(t, "Load of a forgotten thread", err, graph.ErrNotFound)
+		if got := list(t, s, "th", ns, graph.ListOptions{}); len(got) != 0 {
+			t.Errorf("List of forgotten ns %q = %v", ns, got)
+		}
+	}
+	wantLoad(t, s, "keep", "", 0, 2, []int64{1, 2})
+	// The thread starts again from nothing.
+	linear(t, s, "th", "", 0, 1, 2, 1)
+	wantLoad(t, s, "th", "", 0, 2, []int64{2})
 }
 
 // checkDeleted asserts that every way of writing to thread is refused with

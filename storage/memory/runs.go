@@ -30,6 +30,7 @@ type Runs struct {
 	runs    map[string]*research.Run // without the lease fields
 	order   []string                 // run ids in creation order
 	uploads map[string]research.Upload
+	staged  map[string][]string // run id -> staged file ids, oldest first
 }
 
 // NewRuns returns an empty Runs.
@@ -39,6 +40,7 @@ func NewRuns() *Runs {
 		threads: map[research.ThreadKey]research.Thread{},
 		runs:    map[string]*research.Run{},
 		uploads: map[string]research.Upload{},
+		staged:  map[string][]string{},
 	}
 }
 
@@ -384,4 +386,32 @@ func (s *Runs) Upload(_ context.Context, runID string) (research.Upload, error) 
 		return research.Upload{}, fmt.Errorf("upload of %s: %w", runID, research.ErrNotFound)
 	}
 	return u, nil
+}
+
+// StageUpload implements research.Store.
+func (s *Runs) StageUpload(_ context.Context, runID, fileID string, _ time.Time) error {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if !slices.Contains(s.staged[runID], fileID) {
+		s.staged[runID] = append(s.staged[runID], fileID)
+	}
+	return nil
+}
+
+// StagedUploads implements research.Store.
+func (s *Runs) StagedUploads(_ context.Context, runID string) ([]string, error) {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	return slices.Clone(s.staged[runID]), nil
+}
+
+// UnstageUpload implements research.Store.
+func (s *Runs) UnstageUpload(_ context.Context, runID, fileID string) error {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	s.staged[runID] = slices.DeleteFunc(s.staged[runID], func(id string) bool { return id == fileID })
+	if len(s.staged[runID]) == 0 {
+		delete(s.staged, runID)
+	}
+	return nil
 }

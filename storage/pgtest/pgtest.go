@@ -12,6 +12,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -19,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"deepresearch/graph"
 )
 
 // DefaultURL is the server used when DEEPRESEARCH_TEST_DATABASE_URL is unset.
@@ -85,4 +89,74 @@ func withSearchPath(t testing.TB, dsn, schema string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// Find returns where in the schema of dsn (as Schema returns it) each of
+// needles occurs, as "table.column: needle" lines (none: it occurs
+// nowhere): every value of every row of every table, as someone holding a
+// dump would read it, the graph's packed blobs unpacked.
+func Find(t testing.TB, dsn string, needles ...string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`)
+	if err != nil {
+		t.Fatalf("pgtest: list tables: %v", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("pgtest: list tables: %v", err)
+	}
+	var found []string
+	for _, table := range tables {
+		rows, err := conn.Query(ctx, `SELECT * FROM `+pgx.Identifier{table}.Sanitize())
+		if err != nil {
+			t.Fatalf("pgtest: read %s: %v", table, err)
+		}
+		cols := rows.FieldDescriptions()
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatalf("pgtest: read %s: %v", table, err)
+			}
+			for i, v := range vals {
+				text := valueText(v)
+				for _, n := range needles {
+					if n != "" && strings.Contains(text, n) {
+						found = append(found, table+"."+cols[i].Name+": "+n)
+					}
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("pgtest: read %s: %v", table, err)
+		}
+	}
+	return found
+}
+
+// valueText is a value as text: a blob also as the bytes it packs, a JSON
+// value as JSON.
+func valueText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		s := string(x)
+		if raw, err := graph.UnpackBlob(x); err == nil {
+			s += "\n" + string(raw)
+		}
+		return s
+	case nil:
+		return ""
+	}
+	if b, err := json.Marshal(v); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(v)
 }

@@ -631,18 +631,32 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 	return out, nil
 }
 
-// DeleteThread implements graph.Saver. One round trip, one transaction: the
-// exclusive thread lock waits out commits that are starting chains, the row
-// locks wait out commits on existing chains, and only then does the delete
-// take its snapshot, so nothing committed before the tombstone survives it.
+// ForgetThread implements graph.Saver: the thread's checkpoints and writes
+// go, and no tombstone is left (the thread may be started afresh).
+func (s *Store) ForgetThread(ctx context.Context, thread string) error {
+	return s.dropThread(ctx, thread, false)
+}
+
+// DeleteThread implements graph.Saver: ForgetThread plus a tombstone that
+// refuses the thread from now on.
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {
+	return s.dropThread(ctx, thread, true)
+}
+
+// dropThread deletes a thread's chains in one round trip, one transaction:
+// the exclusive thread lock waits out commits that are starting chains, the
+// row locks wait out commits on existing chains, and only then does the
+// delete take its snapshot, so nothing committed before it survives it.
+func (s *Store) dropThread(ctx context.Context, thread string, tombstone bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockThread, thread)
 	batch.Queue(`SELECT count(*) FROM (SELECT 1 FROM graph_chains WHERE thread_id = $1 FOR UPDATE) AS locked`, thread)
-	batch.Queue(`INSERT INTO graph_deleted_threads (thread_id, deleted_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, thread, s.now().UnixNano())
+	if tombstone {
+		batch.Queue(`INSERT INTO graph_deleted_threads (thread_id, deleted_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, thread, s.now().UnixNano())
+	}
 	batch.Queue(`WITH c AS (
 			DELETE FROM graph_chains WHERE thread_id = $1 RETURNING chain_id
 		), k AS (

@@ -531,3 +531,33 @@ func (b *Runs) Upload(ctx context.Context, runID string) (research.Upload, error
 	u.At = fromNanos(at)
 	return u, nil
 }
+
+// StageUpload implements research.Store.
+func (b *Runs) StageUpload(ctx context.Context, runID, fileID string, at time.Time) error {
+	if _, err := b.s.pool.Exec(ctx, `INSERT INTO bot_staged_files (run_id, file_id, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		runID, fileID, nanos(at)); err != nil {
+		return fmt.Errorf("postgres: stage upload: %w", err)
+	}
+	return nil
+}
+
+// StagedUploads implements research.Store.
+func (b *Runs) StagedUploads(ctx context.Context, runID string) ([]string, error) {
+	rows, err := b.s.pool.Query(ctx, `SELECT file_id FROM bot_staged_files WHERE run_id = $1 ORDER BY at, file_id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: staged uploads: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: staged uploads: %w", err)
+	}
+	return ids, nil
+}
+
+// UnstageUpload implements research.Store.
+func (b *Runs) UnstageUpload(ctx context.Context, runID, fileID string) error {
+	if _, err := b.s.pool.Exec(ctx, `DELETE FROM bot_staged_files WHERE run_id = $1 AND file_id = $2`, runID, fileID); err != nil {
+		return fmt.Errorf("postgres: unstage upload: %w", err)
+	}
+	return nil
+}

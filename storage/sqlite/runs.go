@@ -527,3 +527,45 @@ func (b *Runs) Upload(ctx context.Context, runID string) (research.Upload, error
 	u.At = fromNanos(at)
 	return u, nil
 }
+
+// StageUpload implements research.Store.
+func (b *Runs) StageUpload(ctx context.Context, runID, fileID string, at time.Time) error {
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO bot_staged_files (run_id, file_id, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+			runID, fileID, nanos(at)); err != nil {
+			return fmt.Errorf("sqlite: stage upload: %w", err)
+		}
+		return nil
+	})
+}
+
+// StagedUploads implements research.Store.
+func (b *Runs) StagedUploads(ctx context.Context, runID string) ([]string, error) {
+	rows, err := b.s.r.QueryContext(ctx, `SELECT file_id FROM bot_staged_files WHERE run_id = ? ORDER BY at, file_id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: staged uploads: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sqlite: staged uploads: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: staged uploads: %w", err)
+	}
+	return out, nil
+}
+
+// UnstageUpload implements research.Store.
+func (b *Runs) UnstageUpload(ctx context.Context, runID, fileID string) error {
+	return b.s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM bot_staged_files WHERE run_id = ? AND file_id = ?`, runID, fileID); err != nil {
+			return fmt.Errorf("sqlite: unstage upload: %w", err)
+		}
+		return nil
+	})
+}

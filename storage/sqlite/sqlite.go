@@ -543,18 +543,34 @@ func (s *Store) List(ctx context.Context, thread, ns string, opts graph.ListOpti
 	return out, nil
 }
 
-// DeleteThread implements graph.Saver.
+// ForgetThread implements graph.Saver: the thread's checkpoints and writes
+// go, and no tombstone is left (the thread may be started afresh).
+func (s *Store) ForgetThread(ctx context.Context, thread string) error {
+	return s.dropThread(ctx, thread, false)
+}
+
+// DeleteThread implements graph.Saver: ForgetThread plus a tombstone that
+// refuses the thread from now on.
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {
+	return s.dropThread(ctx, thread, true)
+}
+
+// dropThread deletes a thread's chains (and leaves a tombstone if asked) in
+// one transaction.
+func (s *Store) dropThread(ctx context.Context, thread string, tombstone bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	qs := []string{
+		`DELETE FROM graph_writes WHERE chain_id IN (SELECT chain_id FROM graph_chains WHERE thread_id = ?1)`,
+		`DELETE FROM graph_checkpoints WHERE chain_id IN (SELECT chain_id FROM graph_chains WHERE thread_id = ?1)`,
+		`DELETE FROM graph_chains WHERE thread_id = ?1`,
+	}
+	if tombstone {
+		qs = append([]string{`INSERT INTO graph_deleted_threads (thread_id, deleted_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING`}, qs...)
+	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{
-			`INSERT INTO graph_deleted_threads (thread_id, deleted_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING`,
-			`DELETE FROM graph_writes WHERE chain_id IN (SELECT chain_id FROM graph_chains WHERE thread_id = ?1)`,
-			`DELETE FROM graph_checkpoints WHERE chain_id IN (SELECT chain_id FROM graph_chains WHERE thread_id = ?1)`,
-			`DELETE FROM graph_chains WHERE thread_id = ?1`,
-		} {
+		for _, q := range qs {
 			if _, err := tx.ExecContext(ctx, q, thread, s.now().UnixNano()); err != nil {
 				return fmt.Errorf("sqlite: delete thread: %w", err)
 			}

@@ -43,6 +43,7 @@ func Runs(t *testing.T, newStore func(t *testing.T) research.Store) {
 		{"FinishAndRelease", testFinishAndRelease},
 		{"StatusMessage", testStatusMessage},
 		{"Uploads", testUploads},
+		{"StagedUploads", testStagedUploads},
 		{"ListRuns", testListRuns},
 		{"RoundTrip", testRoundTrip},
 		{"RoundTripAll", testRoundTripAll},
@@ -494,6 +495,32 @@ func testUploads(t *testing.T, s research.Store) {
 	must(t, err)
 	if got.RunID != "r1" || got.FileID == "" {
 		t.Errorf("upload = %+v", got)
+	}
+}
+
+// testStagedUploads: staged report files are kept per run, oldest first,
+// once each, until unstaged; unstaging an unknown file is no error.
+func testStagedUploads(t *testing.T, s research.Store) {
+	c := ctx(t)
+	if got, err := s.StagedUploads(c, "r1"); err != nil || len(got) != 0 {
+		t.Fatalf("staged of a run with none = %v, %v", got, err)
+	}
+	must(t, s.StageUpload(c, "r1", "F2", at(1)))
+	must(t, s.StageUpload(c, "r1", "F1", at(2)))
+	must(t, s.StageUpload(c, "r1", "F2", at(3))) // again: no change
+	must(t, s.StageUpload(c, "r2", "F9", at(1)))
+	got, err := s.StagedUploads(c, "r1")
+	must(t, err)
+	if fmt.Sprint(got) != "[F2 F1]" {
+		t.Fatalf("staged = %v, want [F2 F1]", got)
+	}
+	must(t, s.UnstageUpload(c, "r1", "F2"))
+	must(t, s.UnstageUpload(c, "r1", "F404"))
+	if got, err := s.StagedUploads(c, "r1"); err != nil || fmt.Sprint(got) != "[F1]" {
+		t.Fatalf("staged after unstaging F2 = %v, %v", got, err)
+	}
+	if got, err := s.StagedUploads(c, "r2"); err != nil || fmt.Sprint(got) != "[F9]" {
+		t.Fatalf("another run's staged = %v, %v", got, err)
 	}
 }
 

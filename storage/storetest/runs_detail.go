@@ -11,7 +11,8 @@ import (
 
 // FullRun returns a run with every field of research.Run (and of the
 // values it points to) set to a value of its own, found by reflection, so
-// that a field added later is covered without a change here: strings
+// that a field added later is covered without a change here (fields
+// tagged json:"-", which are never stored, stay zero): strings
 // "<name>-<n>", true, n, t0 plus n seconds, one element per slice.
 // The ids, thread, requester and creation time are those given; the
 // decision answers the interrupt. It has no lease: state, owner, lease,
@@ -62,7 +63,9 @@ func fill(v reflect.Value, name string, n *int) {
 		v.Set(m)
 	case reflect.Struct:
 		for i := range v.NumField() {
-			if f := v.Type().Field(i); f.IsExported() {
+			// A field tagged json:"-" is never stored (the asker's
+			// credential): it stays zero.
+			if f := v.Type().Field(i); f.IsExported() && f.Tag.Get("json") != "-" {
 				fill(v.Field(i), f.Name, n)
 			}
 		}

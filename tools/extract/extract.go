@@ -24,6 +24,11 @@
 // kept whatever their class names say, and a thread's posts are not taken
 // for teaser cards (see postList).
 //
+// Text that nothing ever shows is not content, whatever it says: an element
+// hidden with nothing on the page to open it (a control, a tab, a script
+// naming it), text of font size 0, boxes clipped to nothing and the
+// screen-reader-only class. Panels a control opens (accordions, tabs) are.
+//
 // Thresholds are chosen by cross-validation by site on a corpus of page
 // types (see package extractbench and Tuning).
 //

@@ -32,6 +32,13 @@ type extractor struct {
 	// controlled are the ids that controls name in aria-controls (at
 	// most maxControlled).
 	controlled map[string]bool
+	// afterControl are the hidden elements right after a control (see
+	// followsControl), found before pruning removes the controls.
+	afterControl map[*html.Node]bool
+	// scriptNames are the short string literals of the page's inline
+	// scripts (see noteScriptNames); scriptBytes counts what was read.
+	scriptNames map[string]bool
+	scriptBytes int
 	// kinds counts the elements of each kind (see countKinds);
 	// itemText sums the text of the page's items under each element
 	// (see itemTexts).
@@ -407,6 +414,35 @@ func headingSlug(n *html.Node, id string) bool {
 var hiddenClasses = wordSet(`hidden hide invisible is-hidden u-hidden d-none visually-hidden visuallyhidden
 	sr-only screen-reader-text element-invisible`)
 
+// srOnlyClasses are the conventional names of the "screen reader only"
+// class (a box of one pixel, clipped): text in it is never on screen.
+var srOnlyClasses = wordSet(`sr-only visually-hidden visuallyhidden screen-reader-text element-invisible`)
+
+// screenReaderOnly reports an element of the screen-reader-only class, but
+// not one that a responsive or state variant shows again
+// ("sr-only md:not-sr-only", "focus:not-sr-only").
+func screenReaderOnly(classes []string) bool {
+	sr := false
+	for _, c := range classes {
+		if strings.Contains(c, ":") {
+			return false
+		}
+		sr = sr || srOnlyClasses[strings.ToLower(c)]
+	}
+	return sr
+}
+
+// mayBeSROnly is a cheap test, without allocating, that class may name
+// the screen-reader-only class (see screenReaderOnly).
+func mayBeSROnly(class string) bool {
+	for _, s := range []string{"only", "ONLY", "idden", "IDDEN", "reader", "READER", "nvisible", "NVISIBLE"} {
+		if strings.Contains(class, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func hiddenClass(classes []string) bool {
 	hidden := false
 	for _, c := range classes {
@@ -421,16 +457,21 @@ func hiddenClass(classes []string) bool {
 }
 
 // hiddenBy names the attribute that hides n ("hidden", "style",
-// "aria-hidden"), or returns "".
+// "aria-hidden"), or returns "". An element whose inline style makes it
+// invisible for good, not until a script shows it (a box of no size that
+// clips its overflow, clipped to nothing: the "screen reader only" tricks),
+// is hidden by "invisible"; see zeroFont for text of no size.
 func hiddenBy(n *html.Node) string {
 	for _, a := range n.Attr {
 		switch a.Key {
 		case "hidden":
 			return a.Key
 		case "style":
-			s := strings.ToLower(strings.ReplaceAll(a.Val, " ", ""))
-			if strings.Contains(s, "display:none") || strings.Contains(s, "visibility:hidden") {
+			switch styleHiding(a.Val) {
+			case hideShowable:
 				return a.Key
+			case hideForGood:
+				return "invisible"
 			}
 		case "aria-hidden":
 			if a.Val == "true" {
@@ -439,6 +480,121 @@ func hiddenBy(n *html.Node) string {
 		}
 	}
 	return ""
+}
+
+// How an inline style hides an element (see styleHiding).
+const (
+	hideNot      = iota
+	hideShowable // display:none, visibility:hidden: a script may show it
+	hideForGood  // no size and clipped, or clipped to nothing
+)
+
+// styleHiding reads an inline style for what hides the element. Opacity
+// 0 is not read as hiding: pages write it on what their scripts fade in
+// as the reader scrolls (hero headings, sections), and reading it as
+// hiding lowered F1 on the service and product pages of the benchmark.
+func styleHiding(style string) int {
+	if len(style) > maxStyle {
+		style = style[:maxStyle]
+	}
+	zeroW, zeroH, clipped := false, false, false
+	how := hideNot
+	for _, decl := range strings.Split(style, ";") {
+		name, val, ok := strings.Cut(decl, ":")
+		if !ok {
+			continue
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		val = strings.ToLower(strings.Join(strings.Fields(strings.TrimSuffix(strings.TrimSpace(val), "!important")), ""))
+		switch name {
+		case "display":
+			if val == "none" {
+				how = max(how, hideShowable)
+			}
+		case "visibility":
+			if val == "hidden" || val == "collapse" {
+				how = max(how, hideShowable)
+			}
+		case "width", "max-width":
+			zeroW = zeroW || zeroLength(val)
+		case "height", "max-height":
+			zeroH = zeroH || zeroLength(val)
+		case "overflow":
+			clipped = val == "hidden" || val == "clip"
+		case "clip":
+			// rect(0,0,0,0) or rect(1px,1px,1px,1px): the sr-only trick.
+			if r, ok := strings.CutPrefix(val, "rect("); ok {
+				tiny := true
+				for _, f := range strings.FieldsFunc(strings.TrimSuffix(r, ")"), func(r rune) bool { return r == ',' || r == ' ' }) {
+					tiny = tiny && (zeroLength(f) || f == "1px")
+				}
+				if tiny {
+					how = hideForGood
+				}
+			}
+		case "clip-path":
+			if val == "inset(50%)" || val == "inset(100%)" || strings.HasPrefix(val, "circle(0") || val == "polygon(0000)" {
+				how = hideForGood
+			}
+		}
+	}
+	if zeroW && zeroH && clipped {
+		how = hideForGood
+	}
+	return how
+}
+
+// maxStyle bounds how much of an inline style is read.
+const maxStyle = 2000
+
+// zeroLength reports a CSS length or number that is zero (0, 0px, 0em,
+// 0.0%, -0).
+func zeroLength(v string) bool {
+	v = strings.TrimLeft(v, "+-")
+	num := strings.TrimRight(v, "abcdefghijklmnopqrstuvwxyz%")
+	if num == "" || len(v)-len(num) > 4 {
+		return false
+	}
+	for _, r := range num {
+		if r != '0' && r != '.' {
+			return false
+		}
+	}
+	return strings.Contains(num, "0")
+}
+
+// fontSize reports whether n's inline style sets a font size, and whether
+// that size is zero: text of no size is not shown (see prune).
+func fontSize(n *html.Node) (set, zero bool) {
+	style := attr(n, "style")
+	if style == "" || !strings.Contains(strings.ToLower(style), "font") {
+		return false, false
+	}
+	if len(style) > maxStyle {
+		style = style[:maxStyle]
+	}
+	for _, decl := range strings.Split(style, ";") {
+		name, val, ok := strings.Cut(decl, ":")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "font-size":
+			val = strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "!important")))
+			set, zero = true, zeroLength(val)
+		case "font":
+			// The shorthand: "0/0 a" (the image-replacement trick).
+			f := strings.Fields(strings.ToLower(val))
+			for _, w := range f {
+				size, _, _ := strings.Cut(w, "/")
+				if size != "" && (size[0] >= '0' && size[0] <= '9' || size[0] == '.') {
+					set, zero = true, zeroLength(size)
+					break
+				}
+			}
+		}
+	}
+	return set, zero
 }
 
 // measure fills e.scores for every element under body and returns body's
@@ -455,24 +611,27 @@ func (e *extractor) measure(body *html.Node) textSize {
 	inside := 0
 	var walk func(n *html.Node, depth int)
 	walk = func(n *html.Node, depth int) {
+		var prev *html.Node
 		for c := n.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
 			if c.Type != html.ElementNode {
 				continue
 			}
+			if hiddenBy(c) == "hidden" && followsControl(prev) {
+				if e.afterControl == nil {
+					e.afterControl = map[*html.Node]bool{}
+				}
+				e.afterControl[c] = true
+			}
+			prev = c
 			if c.Data == "noscript" {
 				inside += e.sizeOf(c).all
 				continue
 			}
-			for _, a := range c.Attr {
-				if a.Key == "aria-controls" && len(a.Val) <= 200 && len(e.controlled) < maxControlled {
-					if e.controlled == nil {
-						e.controlled = map[string]bool{}
-					}
-					for _, id := range strings.Fields(a.Val) {
-						e.controlled[id] = true
-					}
-				}
+			if c.Data == "script" {
+				e.noteScriptNames(c)
+				continue
 			}
+			e.noteControlled(c)
 			walk(c, depth+1)
 		}
 	}
@@ -498,6 +657,194 @@ func disclosureControl(n *html.Node) bool {
 	}
 	return false
 }
+
+// noteControlled adds to e.controlled the ids of the panels that c opens:
+// those its aria-controls names, and the target of a toggle
+// (data-target, data-bs-target, or the href="#id" of a link that says it
+// toggles something: data-toggle, data-bs-toggle, aria-expanded or role
+// tab).
+func (e *extractor) noteControlled(c *html.Node) {
+	toggle := false
+	var ids []string
+	href := ""
+	for _, a := range c.Attr {
+		if len(a.Val) > 200 {
+			continue
+		}
+		switch a.Key {
+		case "aria-controls":
+			ids = append(ids, strings.Fields(a.Val)...)
+		case "data-target", "data-bs-target":
+			if id, ok := strings.CutPrefix(strings.TrimSpace(a.Val), "#"); ok {
+				ids = append(ids, id)
+			}
+		case "href":
+			href = a.Val
+		case "data-toggle", "data-bs-toggle", "aria-expanded":
+			toggle = true
+		case "role":
+			toggle = toggle || strings.EqualFold(a.Val, "tab")
+		}
+	}
+	if id, ok := strings.CutPrefix(href, "#"); ok && toggle && id != "" {
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		if len(e.controlled) >= maxControlled {
+			return
+		}
+		if e.controlled == nil {
+			e.controlled = map[string]bool{}
+		}
+		e.controlled[id] = true
+	}
+}
+
+// noteScriptNames adds to e.scriptNames the short string literals of an
+// inline script ("S:0" in React's $RC("B:0","S:0")): a hidden element a
+// script names by its id is content the script moves into place or shows
+// (streamed rendering), not text kept from the reader. At most
+// maxScriptBytes of scripts are read.
+func (e *extractor) noteScriptNames(c *html.Node) {
+	for t := c.FirstChild; t != nil; t = t.NextSibling {
+		if t.Type != html.TextNode {
+			continue
+		}
+		src := t.Data
+		if len(src) > maxScriptBytes-e.scriptBytes {
+			src = src[:maxScriptBytes-e.scriptBytes]
+		}
+		e.scriptBytes += len(src)
+		// Every quote may open a literal: a quote in a comment or a
+		// regular expression does not put the rest out of step.
+		for {
+			i := strings.IndexAny(src, "\"'")
+			if i < 0 {
+				break
+			}
+			q := src[i]
+			src = src[i+1:]
+			head := src[:min(len(src), maxScriptName+1)]
+			if j := strings.IndexByte(head, q); j > 0 && !strings.ContainsAny(head[:j], " \n") {
+				if e.scriptNames == nil {
+					e.scriptNames = map[string]bool{}
+				}
+				if len(e.scriptNames) < maxControlled {
+					e.scriptNames[head[:j]] = true
+				}
+			}
+		}
+	}
+}
+
+// maxScriptBytes bounds how much of the page's inline scripts is read for
+// the ids they name; maxScriptName is the longest id taken from them.
+const (
+	maxScriptBytes = 1 << 20
+	maxScriptName  = 64
+)
+
+// opened reports a hidden element that something on the page opens: a
+// panel a control names or labels (see disclosurePanel), the answer right
+// after an accordion's button or summary, or content the browser shows
+// when the reader searches the page (hidden="until-found").
+func (e *extractor) opened(n *html.Node) bool {
+	if e.disclosurePanel(n) {
+		return true
+	}
+	if hiddenBy(n) != "hidden" {
+		return false
+	}
+	return e.afterControl[n] || strings.EqualFold(attr(n, "hidden"), "until-found") || e.streamed(n)
+}
+
+// streamed reports a hidden element that a script moves into place or
+// shows: one a script names by its id (see noteScriptNames), or a segment
+// of a page rendered in a stream (React writes each as <div hidden
+// id="S:1f"> and moves it into place; saved pages often lack the script).
+func (e *extractor) streamed(n *html.Node) bool {
+	id := attr(n, "id")
+	if id == "" {
+		return false
+	}
+	if seg, ok := strings.CutPrefix(id, "S:"); ok && seg != "" && len(seg) <= 8 &&
+		strings.Trim(seg, "0123456789abcdef") == "" {
+		return true
+	}
+	return e.scriptNames[id]
+}
+
+// followsControl reports an element right after a control (see
+// isControl) or after a heading that holds one (<h3><button>), as an
+// accordion's answer is. prev is n's previous element sibling.
+func followsControl(prev *html.Node) bool {
+	if prev == nil {
+		return false
+	}
+	if isControl(prev) {
+		return true
+	}
+	for c := prev.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && isControl(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// isControl reports an element that opens something when clicked: a
+// button, a details element's summary, an element in the role of a button
+// or tab, or one that says whether it is expanded.
+func isControl(n *html.Node) bool {
+	switch n.Data {
+	case "button", "summary":
+		return true
+	}
+	switch strings.ToLower(attr(n, "role")) {
+	case "button", "tab":
+		return true
+	}
+	for _, a := range n.Attr {
+		if a.Key == "aria-expanded" {
+			return true
+		}
+	}
+	return false
+}
+
+// onDemand reports an element named as a part of the page shown on
+// demand: a tab, a slide of a carousel, a collapsed panel; or one of a
+// run of siblings of the same tag and class (the slides of a carousel).
+func onDemand(n *html.Node) bool {
+	for _, name := range append(strings.Fields(attr(n, "class")), attr(n, "id")) {
+		if len(name) > 200 {
+			continue
+		}
+		for _, w := range splitWords(name) {
+			if onDemandWords[w] {
+				return true
+			}
+		}
+	}
+	class := attr(n, "class")
+	if class == "" {
+		return false
+	}
+	same := func(s *html.Node, step func(*html.Node) *html.Node) bool {
+		for i := 0; s != nil && i < 4; s, i = step(s), i+1 {
+			if s.Type == html.ElementNode {
+				return s.Data == n.Data && attr(s, "class") == class
+			}
+		}
+		return false
+	}
+	return same(n.PrevSibling, func(s *html.Node) *html.Node { return s.PrevSibling }) ||
+		same(n.NextSibling, func(s *html.Node) *html.Node { return s.NextSibling })
+}
+
+// onDemandWords name the parts of a page that it shows on demand.
+var onDemandWords = wordSet(`tab tabs tabpanel pane slide slides slider carousel swiper panel accordion collapse
+	collapsible collapsed expandable expand expander toggle drawer dropdown more readmore step faq answer`)
 
 // maxControlled bounds how many ids named by aria-controls are kept.
 const maxControlled = 10000
@@ -732,15 +1079,25 @@ func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
 	e.signups, e.authorBoxes = e.findPostBoxes(body, total)
 	nodes := 0
-	var walk func(n *html.Node, main textSize, inCode bool, depth int)
-	walk = func(n *html.Node, main textSize, inCode bool, depth int) {
+	// zeroFont: n's text has no size (font-size:0 on it or above it, not
+	// set again below): it is not shown, and it is removed.
+	var walk func(n *html.Node, main textSize, inCode, zeroFont bool, depth int)
+	walk = func(n *html.Node, main textSize, inCode, zeroFont bool, depth int) {
 		for c := n.FirstChild; c != nil; {
 			next := c.NextSibling
 			switch c.Type {
 			case html.CommentNode, html.DoctypeNode:
 				n.RemoveChild(c)
+			case html.TextNode:
+				if zeroFont {
+					n.RemoveChild(c)
+				}
 			case html.ElementNode:
 				nodes++
+				zeroFont := zeroFont
+				if set, zero := fontSize(c); set {
+					zeroFont = zero
+				}
 				switch {
 				case depth > maxDepth || nodes > e.opts.MaxNodes:
 					n.RemoveChild(c)
@@ -750,20 +1107,21 @@ func (e *extractor) prune(body *html.Node) {
 					if dropTags[c.Data] || hiddenBy(c) != "" {
 						n.RemoveChild(c)
 					} else {
-						walk(c, main, true, depth+1)
+						walk(c, main, true, zeroFont, depth+1)
 					}
 				case e.isFurniture(c, total, main):
 					n.RemoveChild(c)
 				case e.posts[c]:
-					walk(c, e.sizeOf(c), false, depth+1)
+					walk(c, e.sizeOf(c), false, zeroFont, depth+1)
 				default:
-					walk(c, main, c.Data == "pre" || c.Data == "code", depth+1)
+					walk(c, main, c.Data == "pre" || c.Data == "code", zeroFont, depth+1)
 				}
 			}
 			c = next
 		}
 	}
-	walk(body, total, false, 0)
+	_, zero := fontSize(body)
+	walk(body, total, false, zero, 0)
 }
 
 // isFurniture reports whether n is page furniture to drop. total is the
@@ -781,27 +1139,35 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 		return true
 	}
 	if h := hiddenBy(n); h != "" {
-		// Content behind the hidden attribute is collapsed, not gone: a
-		// tab, an accordion, "read more". It is kept when it holds prose.
-		// So is a hidden element that holds most of the page's text and
-		// some prose: that is the page itself, hidden until its scripts
-		// run (hydration, a consent or age gate), not something hidden
-		// from the reader.
+		// Text that nothing ever shows is not content: it must not
+		// verify a citation (issue 23). Content behind the hidden
+		// attribute is kept only when something opens it (see opened:
+		// a control, a script, find-in-page) and it holds prose: a tab,
+		// an accordion's answer, "read more". So is a hidden element
+		// that holds most of the page's text and some prose: that is
+		// the page itself, hidden until its scripts run (hydration, a
+		// consent or age gate), not something hidden from the reader.
 		size := e.sizeOf(n)
 		wholePage := size.paras > 0 && size.all*4 >= total.all*3
-		// An element hidden by its style or from screen readers that
-		// holds two or more prose runs and under a quarter of the page's
-		// text is a slide of a carousel or a tab shown on demand
-		// (testimonials, a product's details); one holding more is a
-		// duplicate or a hidden layer of teasers.
-		// So is a panel that a control opens (see disclosurePanel).
+		// An element hidden by its style that is named or placed as a
+		// tab or a slide (see onDemand), or hidden from screen readers
+		// only (still on screen), that holds two or more prose runs and
+		// under a quarter of the page's text is a slide of a carousel
+		// or a tab shown on demand (testimonials, a product's details);
+		// one holding more is a duplicate or a hidden layer of teasers.
 		// So is one that holds mostly the page's items (see
 		// holdsItems): a tab of products, a slide of feature cards.
-		keep := (h == "hidden" || e.disclosurePanel(n)) && size.paras > 0 ||
-			h != "hidden" && size.paras >= 2 && size.all*4 < total.all || e.holdsItems(n)
-		if !wholePage && !keep {
+		// One made invisible for good (see hiddenBy) never is.
+		keep := e.opened(n) && size.paras > 0 ||
+			(h == "aria-hidden" || h == "style" && onDemand(n)) && size.paras >= 2 && size.all*4 < total.all ||
+			h != "invisible" && e.holdsItems(n)
+		if h == "invisible" || !wholePage && !keep {
 			return true
 		}
+	}
+	if class := attr(n, "class"); mayBeSROnly(class) && screenReaderOnly(strings.Fields(class)) {
+		// Never on screen, whatever it holds (issue 23).
+		return true
 	}
 	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
 		// A "button" holding prose is a clickable card (a story's title

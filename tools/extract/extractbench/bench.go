@@ -218,7 +218,7 @@ func WithTuning(t extract.Tuning) ExtractFunc {
 }
 
 // RunCLI runs the benchmark for
-// `extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [DIR...]`:
+// `extract-bench [-v] [-repeat N] [-k K] [-grid] [-second NAME] [-worst N [-behind] [-train F]] [-page ID] [DIR...]`:
 // it scores package extract, and the other contenders given, on the pages
 // of the directories (default DefaultDirs) and prints F1, precision and
 // recall per directory, source and page type, pooled and cross-validated
@@ -238,6 +238,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	only := fs.String("only", "", "keep only pages whose type, source or set is this")
 	train := fs.Int("train", -1, "with -worst: list only pages outside held-out fold F (of -k), to find rules on training folds")
 	dump := fs.String("dump", "", "write package extract's per-page scores to this file (for -compare)")
+	second := fs.String("second", "", "take the contender of this name as a second opinion, by a rule chosen by cross-validation (see Rules)")
 	compare := fs.Bool("compare", false, "compare two dumps, BASE NEXT, fold by fold (the arguments are the dump files)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [-dump FILE] [DIR...]\n       extract-bench -compare [-k K] BASE NEXT")
@@ -317,7 +318,13 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 		for f, c := range chosen {
 			fmt.Fprintf(stdout, "fold %d: chose %s\n", f, c)
 		}
-		results = append(results, sel)
+		// Chosen without the held-out fold's sites nor its corpus.
+		fo := BySiteAndSource(pages, *k)
+		sel2, chosen2 := SelectBy("deepresearch/cv-site+src", pages, cands, fo)
+		for f, c := range chosen2 {
+			fmt.Fprintf(stdout, "fold %s: chose %s\n", fo.Folds[f], c)
+		}
+		results = append(results, sel, sel2)
 	}
 	for _, c := range others {
 		r, err := Evaluate(ctx, c.Name, pages, c.Fn, *repeat)
@@ -325,6 +332,29 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 			return err
 		}
 		results = append(results, r)
+	}
+	if *second != "" {
+		var other *Result
+		for i := range results {
+			if results[i].Name == *second {
+				other = &results[i]
+			}
+		}
+		if other == nil {
+			return fmt.Errorf("extract-bench: -second %s: no such contender", *second)
+		}
+		var cands []Result
+		for _, r := range Rules() {
+			cands = append(cands, Combine(pages, ours, *other, r))
+		}
+		for _, fo := range []Folding{BySite(*k), BySiteAndSource(pages, *k)} {
+			sel, chosen := SelectBy("deepresearch+"+*second+"/cv by "+fo.Name, pages, cands, fo)
+			for f, c := range chosen {
+				fmt.Fprintf(stdout, "second opinion, fold %s: %s\n", fo.Folds[f], c)
+			}
+			sel.PerPage = ours.PerPage + other.PerPage
+			results = append(results, sel)
+		}
 	}
 	if *verbose {
 		WritePageTable(stdout, ours)
@@ -421,7 +451,7 @@ func Explain(w io.Writer, truth, pred string) {
 			i = j
 		}
 	}
-	tt, pt := Tokenize(truth), Tokenize(strings.ReplaceAll(pred, "\u00ad", ""))
+	tt, pt := Tokenize(strings.ReplaceAll(truth, "\u00ad", "")), Tokenize(strings.ReplaceAll(pred, "\u00ad", ""))
 	runs("+", pt, tt)
 	runs("-", tt, pt)
 }

@@ -88,21 +88,94 @@ func summarizeWhere(pages []Page, r Result, keep func(i int) bool) Summary {
 
 // HeldOut is a cross-validated figure: the mean over folds of the F1,
 // precision and recall of the pages of each held-out fold, the spread of
-// the fold F1s and the number of folds with pages.
+// the fold F1s and the number of folds with pages. Worst is the lowest F1
+// of a fold holding at least MinFoldPages of the group's pages (the
+// figure to trust: the mean hides a corpus or a site that does badly),
+// WorstFold names it; both are zero when no fold is that large.
 type HeldOut struct {
 	F1, Precision, Recall, F1Std float64
 	Folds, Pages                 int
+	Worst                        float64
+	WorstFold                    string
+}
+
+// MinFoldPages is the fewest pages a fold needs for its F1 to count as
+// the worst fold: a fold of two pages says nothing.
+const MinFoldPages = 10
+
+// Folding splits pages into folds for cross-validation. Of gives the
+// held-out fold of a page; Train reports whether a page may be learnt
+// from when fold f is held out (folds by site and source hold out both
+// the fold's sites and its source).
+type Folding struct {
+	Name  string
+	Folds []string
+	Of    func(Page) int
+	Train func(p Page, f int) bool
+}
+
+// BySite folds pages by a hash of their site into k folds (see Fold).
+func BySite(k int) Folding {
+	fo := Folding{Name: fmt.Sprintf("site, %d folds", k),
+		Of:    func(p Page) int { return Fold(p.Site, k) },
+		Train: func(p Page, f int) bool { return Fold(p.Site, k) != f }}
+	for f := range k {
+		fo.Folds = append(fo.Folds, fmt.Sprintf("site%d", f))
+	}
+	return fo
+}
+
+// BySource holds out one source corpus at a time (scrapinghub,
+// readability, wcxb, …): what a rule learnt on the other corpora does on
+// pages of a kind it never saw.
+func BySource(pages []Page) Folding {
+	srcs := sources(pages)
+	return Folding{Name: "source corpus, leave one out", Folds: srcs,
+		Of:    func(p Page) int { return slices.Index(srcs, p.Source) },
+		Train: func(p Page, f int) bool { return p.Source != srcs[f] }}
+}
+
+// BySiteAndSource crosses the two: a fold is the pages of one source in
+// one site fold, and a rule for it is learnt only on pages of the other
+// sources in the other site folds.
+func BySiteAndSource(pages []Page, k int) Folding {
+	srcs := sources(pages)
+	fo := Folding{Name: fmt.Sprintf("site (%d folds) and source corpus", k),
+		Of: func(p Page) int { return slices.Index(srcs, p.Source)*k + Fold(p.Site, k) },
+		Train: func(p Page, f int) bool {
+			return p.Source != srcs[f/k] && Fold(p.Site, k) != f%k
+		}}
+	for _, s := range srcs {
+		for f := range k {
+			fo.Folds = append(fo.Folds, fmt.Sprintf("%s/site%d", s, f))
+		}
+	}
+	return fo
+}
+
+// sources lists the pages' sources, sorted.
+func sources(pages []Page) []string {
+	m := map[string]bool{}
+	for _, p := range pages {
+		m[p.Source] = true
+	}
+	return sortedKeys(m)
 }
 
 // CrossValidate scores a result fold by fold: for each of k folds (pages
 // grouped by site, see Fold) it summarises the pages of group g in that
 // fold, and it returns the mean over the folds that hold such pages.
 func CrossValidate(pages []Page, r Result, g Group, k int) HeldOut {
+	return CrossValidateBy(pages, r, g, BySite(k))
+}
+
+// CrossValidateBy is CrossValidate over the folds of fo.
+func CrossValidateBy(pages []Page, r Result, g Group, fo Folding) HeldOut {
 	var f1s []float64
 	var h HeldOut
-	for f := range k {
+	for f := range fo.Folds {
 		s := summarizeWhere(pages, r, func(i int) bool {
-			return g.In(pages[i]) && Fold(pages[i].Site, k) == f
+			return g.In(pages[i]) && fo.Of(pages[i]) == f
 		})
 		if s.Pages == 0 {
 			continue
@@ -111,6 +184,9 @@ func CrossValidate(pages []Page, r Result, g Group, k int) HeldOut {
 		h.Precision += s.Precision
 		h.Recall += s.Recall
 		h.Pages += s.Pages
+		if s.Pages >= MinFoldPages && (h.WorstFold == "" || s.F1 < h.Worst) {
+			h.Worst, h.WorstFold = s.F1, fo.Folds[f]
+		}
 	}
 	h.Folds = len(f1s)
 	if h.Folds == 0 {
@@ -134,19 +210,25 @@ func CrossValidate(pages []Page, r Result, g Group, k int) HeldOut {
 // each fold. Scores of the returned result are therefore held-out scores:
 // no page's score comes from a choice made while looking at it.
 func SelectByFold(name string, pages []Page, candidates []Result, k int) (Result, []string) {
+	return SelectBy(name, pages, candidates, BySite(k))
+}
+
+// SelectBy is SelectByFold over the folds of fo: the candidate for fold f
+// is chosen on the pages fo.Train allows for f.
+func SelectBy(name string, pages []Page, candidates []Result, fo Folding) (Result, []string) {
 	out := Result{Name: name, Pages: make([]PageResult, len(pages))}
-	chosen := make([]string, k)
-	for f := range k {
+	chosen := make([]string, len(fo.Folds))
+	for f := range fo.Folds {
 		best, bestF1 := 0, -1.0
 		for c, r := range candidates {
-			s := summarizeWhere(pages, r, func(i int) bool { return Fold(pages[i].Site, k) != f })
+			s := summarizeWhere(pages, r, func(i int) bool { return fo.Train(pages[i], f) })
 			if s.F1 > bestF1 {
 				best, bestF1 = c, s.F1
 			}
 		}
 		chosen[f] = candidates[best].Name
 		for i, p := range pages {
-			if Fold(p.Site, k) == f {
+			if fo.Of(p) == f {
 				out.Pages[i] = candidates[best].Pages[i]
 			}
 		}
@@ -181,17 +263,18 @@ func Compare(ctx context.Context, pages []Page, contenders []Contender, repeat i
 // WriteReport prints, for every group of pages, each result's pooled
 // precision, recall and F1 side by side, then the same groups
 // cross-validated by site with k folds (mean of the held-out folds), then
-// each result's time per page.
+// by each folding (site, source corpus, both) with the spread and the
+// worst fold, then each result's time per page.
 func WriteReport(w io.Writer, pages []Page, results []Result, k int) {
 	groups := Groups(pages)
-	header := func(title string) {
+	header := func(title string, width int) {
 		fmt.Fprintf(w, "%s\n%-22s %5s", title, "group", "pages")
 		for _, r := range results {
-			fmt.Fprintf(w, "  %-24s", truncName(r.Name, 24))
+			fmt.Fprintf(w, "  %-*s", width, truncName(r.Name, width))
 		}
 		fmt.Fprintln(w)
 	}
-	header("# pooled over pages: F1 (precision/recall)")
+	header("# pooled over pages: F1 (precision/recall)", 24)
 	for _, g := range groups {
 		n := 0
 		for _, p := range pages {
@@ -206,7 +289,7 @@ func WriteReport(w io.Writer, pages []Page, results []Result, k int) {
 		}
 		fmt.Fprintln(w)
 	}
-	header(fmt.Sprintf("# cross-validated by site, %d folds: held-out mean F1 ±sd (precision/recall)", k))
+	header(fmt.Sprintf("# cross-validated by site, %d folds: held-out mean F1 ±sd (precision/recall)", k), 24)
 	for _, g := range groups {
 		fmt.Fprintf(w, "%-22s %5s", g.Name, "")
 		for _, r := range results {
@@ -214,6 +297,21 @@ func WriteReport(w io.Writer, pages []Page, results []Result, k int) {
 			fmt.Fprintf(w, "  %.3f±%.3f (%.3f/%.3f)", h.F1, h.F1Std, h.Precision, h.Recall)
 		}
 		fmt.Fprintln(w)
+	}
+	for _, fo := range []Folding{BySite(k), BySource(pages), BySiteAndSource(pages, k)} {
+		header(fmt.Sprintf("# folds by %s: held-out mean F1 ±sd, worst fold of ≥%d pages", fo.Name, MinFoldPages), 36)
+		for _, g := range groups {
+			fmt.Fprintf(w, "%-22s %5s", g.Name, "")
+			for _, r := range results {
+				h := CrossValidateBy(pages, r, g, fo)
+				worst := "-"
+				if h.WorstFold != "" {
+					worst = fmt.Sprintf("%.3f %s", h.Worst, h.WorstFold)
+				}
+				fmt.Fprintf(w, "  %.3f±%.3f %-24s", h.F1, h.F1Std, truncName(worst, 24))
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	fmt.Fprintln(w, "# ms/page (serial)")
 	for _, r := range results {

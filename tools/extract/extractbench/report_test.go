@@ -1,6 +1,7 @@
 package extractbench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,60 @@ func TestCrossValidateMeansFolds(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "all,set=,type=article,type=forum" {
 		t.Errorf("groups = %s", got)
+	}
+}
+
+func TestFoldingsHoldOutSiteAndSource(t *testing.T) {
+	var pages []Page
+	for i := range 40 {
+		src := []string{"news", "shops"}[i%2]
+		pages = append(pages, Page{ID: fmt.Sprint(i), Site: fmt.Sprintf("s%d.example", i/2), Source: src})
+	}
+	bs := BySiteAndSource(pages, 4)
+	if len(bs.Folds) != 8 {
+		t.Fatalf("folds = %v, want 2 sources × 4 site folds", bs.Folds)
+	}
+	for _, p := range pages {
+		f := bs.Of(p)
+		if bs.Folds[f] != fmt.Sprintf("%s/site%d", p.Source, Fold(p.Site, 4)) {
+			t.Errorf("page %s in fold %s", p.ID, bs.Folds[f])
+		}
+		for _, q := range pages {
+			// A page trains fold f only if it shares neither its
+			// source nor its site fold.
+			want := q.Source != p.Source && Fold(q.Site, 4) != Fold(p.Site, 4)
+			if got := bs.Train(q, f); got != want {
+				t.Fatalf("Train(%s, fold of %s) = %v, want %v", q.ID, p.ID, got, want)
+			}
+		}
+	}
+	src := BySource(pages)
+	if strings.Join(src.Folds, ",") != "news,shops" || src.Train(pages[0], src.Of(pages[0])) {
+		t.Errorf("by source: folds %v; a page trains its own source's fold", src.Folds)
+	}
+}
+
+func TestCrossValidateWorstFold(t *testing.T) {
+	// Source "a": 12 pages of recall 1; source "b": 12 pages of recall
+	// 0.5 and, alone in its fold, "c": 2 pages of recall 0 (too few to
+	// count as the worst fold).
+	var pages []Page
+	var tp []float64
+	for i := range 26 {
+		src, v := "a", 1.0
+		switch {
+		case i >= 24:
+			src, v = "c", 0
+		case i >= 12:
+			src, v = "b", 0.5
+		}
+		pages = append(pages, Page{ID: fmt.Sprint(i), Site: fmt.Sprintf("s%d", i), Source: src})
+		tp = append(tp, v)
+	}
+	r := scored("r", tp)
+	all := Group{Name: "all", In: func(Page) bool { return true }}
+	h := CrossValidateBy(pages, r, all, BySource(pages))
+	if h.Folds != 3 || h.WorstFold != "b" || !near(h.Worst, 2*0.5/1.5) {
+		t.Errorf("held out by source: %+v, want 3 folds, worst b (F1 of P 1 and R 0.5)", h)
 	}
 }

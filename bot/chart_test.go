@@ -1,0 +1,93 @@
+package bot_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"deepresearch/bot/slackfake"
+	"deepresearch/research"
+	"deepresearch/schedule"
+)
+
+// pngBytes stands for a chart: the bot shares the bytes as they are.
+var pngBytes = []byte("\x89PNG\r\n\x1a\n chart bytes")
+
+// TestChartSharedInThread: a report with a chart is shared with the chart
+// as a file of its own in the same thread, after the report, and the
+// report's link names the chart's file.
+func TestChartSharedInThread(t *testing.T) {
+	h := newHarness(t)
+	h.res.charts = []research.Chart{{Name: "chart-1.png", Title: "Launch prices (USD)", PNG: pngBytes}}
+	h.start(noDraftApproval)
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "how do the prices of the X1 and the B2 compare?", "")
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	files := h.files("C1", sent.TS)
+	if len(files) != 2 {
+		t.Fatalf("%d files in the thread, want the report and its chart", len(files))
+	}
+	report, chart := files[0], files[1]
+	if !strings.HasSuffix(chart.Name, "-chart-1.png") || strings.TrimSuffix(chart.Name, "-chart-1.png") != strings.TrimSuffix(report.Name, ".md") {
+		t.Errorf("chart file %q for report %q", chart.Name, report.Name)
+	}
+	if !bytes.Equal(chart.Content, pngBytes) || chart.Title != "Launch prices (USD)" || chart.SnippetType != "" {
+		t.Errorf("chart file %+v", chart)
+	}
+	if !strings.Contains(string(report.Content), "]("+chart.Name+")") {
+		t.Errorf("the report does not link %s:\n%s", chart.Name, report.Content)
+	}
+	if o := h.fake.Orphans(); len(o) != 0 {
+		t.Errorf("unshared files left: %+v", o)
+	}
+}
+
+// TestDigestChartPostedThroughFake: a digest whose report has a chart
+// shares the chart as a PNG file in the digest's thread, after the report,
+// which links it by the file's name.
+func TestDigestChartPostedThroughFake(t *testing.T) {
+	h := newDigestHarness(t)
+	res := researcherFunc(func(context.Context, research.DigestRequest) (research.Result, error) {
+		return research.Result{Title: "Prices", Summary: "- X costs $5", Report: "# Prices\n\n![Chart: Prices (USD)](chart-1.png)\n",
+			Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: pngBytes}}}, nil
+	})
+	runner := &schedule.DigestRunner{Researcher: res, Poster: h.ui}
+	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "prices", Spec: "@weekly", TZ: "Asia/Tokyo"}
+	d, err := runner.Run(context.Background(), schedule.Job{Schedule: sc, Due: time.Date(2026, 3, 9, 9, 0, 0, 0, sc.Location())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := h.fake.Files()
+	if len(files) != 2 {
+		t.Fatalf("%d files, want the report and its chart", len(files))
+	}
+	report, chart := files[0], files[1]
+	if !chart.Completed || chart.ThreadTS != d.MessageTS || !bytes.Equal(chart.Content, pngBytes) || !strings.HasSuffix(chart.Name, "-chart-1.png") {
+		t.Errorf("chart file %+v", chart)
+	}
+	if !strings.Contains(string(report.Content), "]("+chart.Name+")") {
+		t.Errorf("the report does not link %s:\n%s", chart.Name, report.Content)
+	}
+}
+
+// TestChartShareRefusedLeavesNoFile: a chart whose share Slack refuses is
+// deleted (no unshared file is left) and the run is done with its report.
+func TestChartShareRefusedLeavesNoFile(t *testing.T) {
+	h := newHarness(t)
+	h.res.charts = []research.Chart{{Name: "chart-1.png", Title: "Launch prices (USD)", PNG: pngBytes}}
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Times: 1}) // the report's share goes through
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Error: "invalid_arguments", Times: 5})
+	h.start(noDraftApproval)
+	ctx := testCtx(t)
+	sent := h.mention(ctx, "U1", "C1", "how do the prices of the X1 and the B2 compare?", "")
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	files := h.files("C1", sent.TS)
+	if len(files) != 1 || !strings.HasSuffix(files[0].Name, ".md") {
+		t.Fatalf("files in the thread: %d, want the report alone", len(files))
+	}
+	if o := h.fake.Orphans(); len(o) != 0 {
+		t.Errorf("unshared files left: %d (%s)", len(o), o[0].Name)
+	}
+}
