@@ -333,7 +333,7 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedback string, searchable bool) []Subtask {
 	var gaps []string
 	for _, r := range s.Results {
-		if r.Turn == s.Turn && !r.Completed {
+		if r.Turn == s.Turn && !r.Completed && !teamCompleted(s, r) {
 			gaps = append(gaps, r.Gaps...)
 			if len(r.Gaps) == 0 {
 				gaps = append(gaps, r.Title)

@@ -387,6 +387,17 @@ func dropSection(report, heading string) string {
 	return strings.TrimRight(report[:i], "\n") + "\n"
 }
 
+// teamCompleted reports whether another member of r's team completed
+// r's subtask: then r's gaps are not the subtask's.
+func teamCompleted(s State, r SubtaskResult) bool {
+	for _, o := range s.Results {
+		if o.Turn == r.Turn && o.Round == r.Round && o.Index == r.Index && o.Member != r.Member && o.Completed {
+			return true
+		}
+	}
+	return false
+}
+
 // mergeMembers is the result of a subtask two members of a team returned:
 // done when either finished it, with both answers' statements.
 func mergeMembers(a, b SubtaskResult) SubtaskResult {

@@ -132,3 +132,28 @@ func TestTeamMembersReadDifferentPages(t *testing.T) {
 		t.Fatal("nothing read")
 	}
 }
+
+// A subtask one member of its team completed is no gap for the next
+// round's plan, though another member found nothing.
+func TestTeamGapsAreTheTeams(t *testing.T) {
+	e := newEnv(t)
+	e.opts.MaxTries, e.opts.MinSources, e.opts.MaxRounds = 1, 100, 2 // too few sources: the supervisor replans
+	e.web.Empty = func(q string) bool { return strings.HasSuffix(q, "news analysis") }
+	res := e.start("team-gaps", agent.Request{Question: "What does the EU AI Act require?", TeamSize: 3})
+	if res.Status != agent.StatusDone {
+		t.Fatalf("status %s", res.Status)
+	}
+	replanned := false
+	for _, r := range e.srv.Requests() {
+		if agenttest.Kind(r.Node()) != "supervisor" {
+			continue
+		}
+		replanned = true
+		if strings.Contains(r.LastUser(), "Open gaps") {
+			t.Errorf("the replan was given gaps of subtasks the team completed:\n%s", r.LastUser())
+		}
+	}
+	if !replanned {
+		t.Fatal("no replan")
+	}
+}
