@@ -83,6 +83,9 @@ type Options struct {
 	ExcerptChars int
 	// MaxEvidence caps the evidence given to the writer (default 60).
 	MaxEvidence int
+	// TeamSize is the researchers per subtask of a run whose request names
+	// none (default 1; see Request.TeamSize).
+	TeamSize int
 	// CitationMode drops (default) or flags footnotes that fail the check.
 	CitationMode citation.Mode
 	// MaxConcurrency caps the graph tasks of one step (0: no cap).
@@ -264,6 +267,9 @@ const (
 	nReviewer     = "reviewer"
 	nApproveDraft = "approve_draft"
 	nFinalize     = "finalize"
+	// nRoute names the model calls that decide a route (no node of its own:
+	// the supervisor and the reviewer ask them).
+	nRoute = "route"
 )
 
 func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
@@ -380,12 +386,18 @@ func (a *Agent) routeSupervisor(s State) []graph.Route {
 		slices.Sort(known)
 		l := a.limits(s.Req.Depth)
 		routes := make([]graph.Route, 0, len(s.Dispatch))
+		team := a.teamSize(s.Req)
 		for i, st := range s.Dispatch {
-			routes = append(routes, graph.Send(nResearcher, researchTask{
-				Turn: s.Turn, Round: s.Round, Index: i, Subtask: st, Question: s.Question, Language: s.Language,
-				Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
-				Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
-			}))
+			for m := range team {
+				// each member of a team researches the subtask its own way
+				mst := st
+				mst.Queries = memberQueries(st.Queries, m, s.Language)
+				routes = append(routes, graph.Send(nResearcher, researchTask{
+					Turn: s.Turn, Round: s.Round, Index: i, Member: m, Team: team, Subtask: mst, Question: s.Question, Language: s.Language,
+					Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
+					Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
+				}))
+			}
 		}
 		if len(routes) > 0 {
 			return routes
@@ -461,6 +473,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 		sc.round.Set(0), sc.iteration.Set(0), sc.dispatch.Set(nil), sc.reviews.Set(0), sc.review.Set(nil), sc.drafts.Set(0),
 		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
 		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
+		sc.crossCheck.Set(nil),
 		sc.charts.Set(nil),
 	}
 	res, err := a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
@@ -775,7 +788,7 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	r := &Result{ThreadID: thread, Status: s.Status, Finish: s.Finish, Reply: s.Reply, Report: s.Report,
 		Summary: s.Summary, Plan: s.Plan, Citations: s.Citations, Review: s.Review, Usage: s.Usage,
 		Unverified: s.Unverified, Extractive: s.Extractive, Language: s.Language, Tag: s.Req.Tag, TraceParent: s.TraceParent, Reads: readStats(s),
-		Charts: s.Charts}
+		CrossCheck: s.CrossCheck, Charts: s.Charts}
 	for _, in := range intr {
 		r.Interrupts = append(r.Interrupts, decodeInterrupt(in.ID, in.Payload))
 	}
@@ -791,6 +804,11 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 	for _, sr := range s.Results {
 		if sr.Turn == s.Turn {
 			r.Subtasks = append(r.Subtasks, sr)
+		}
+	}
+	for _, rt := range s.Routes {
+		if rt.Turn == s.Turn {
+			r.Routes = append(r.Routes, rt)
 		}
 	}
 	cited := map[string]bool{}

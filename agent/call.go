@@ -226,6 +226,8 @@ func schemaTitle(out any) string {
 		return "check"
 	case *reviewOut:
 		return "review"
+	case *routeOut:
+		return "next_step"
 	case *dataviz.Proposal:
 		return "table"
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode"
@@ -296,6 +297,21 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 		dispatch = a.replan(ctx, c, s, l, s.ResearchRequest, !byReviewer)
 	case retrieved < a.opts.MinSources && s.Round < l.rounds && a.search != nil:
 		dispatch = a.replan(ctx, c, s, l, "", false)
+	case s.Round < l.rounds && a.search != nil && len(gapsOf(s)) > 0:
+		// sources enough by count, yet subtasks left open: whether the
+		// evidence is enough is the model's call
+		gaps := gapsOf(s)
+		facts := []string{fmt.Sprintf("%d sources read in %d research round(s)", retrieved, s.Round),
+			fmt.Sprintf("%d verified findings", len(evidenceOf(s.Findings, 0)))}
+		for _, g := range gaps {
+			facts = append(facts, "Open gap: "+g)
+		}
+		rt, u := a.route(ctx, s, nSupervisor, "The researchers left gaps open. Is the evidence enough to write the report, or is another research round needed?",
+			facts, l.rounds-s.Round, NextWrite)
+		w = append(w, sc.routes.Set([]Routing{rt}), sc.usage.Set(u))
+		if rt.Next == NextResearch {
+			dispatch = a.replan(ctx, c, s, l, "", false)
+		}
 	}
 	if len(dispatch) > 0 {
 		if len(dispatch) > l.subtasks {
@@ -317,7 +333,7 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedback string, searchable bool) []Subtask {
 	var gaps []string
 	for _, r := range s.Results {
-		if r.Turn == s.Turn && !r.Completed {
+		if r.Turn == s.Turn && !r.Completed && !teamCompleted(s, r) {
 			gaps = append(gaps, r.Gaps...)
 			if len(r.Gaps) == 0 {
 				gaps = append(gaps, r.Title)

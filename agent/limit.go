@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -49,6 +50,9 @@ type runLimits struct {
 	mu    sync.Mutex
 	hosts map[string]slots
 	pages map[string]*pageRead
+	// team maps a subtask (see teamClaim) to the pages its team's
+	// members picked to read, by the member that picked each.
+	team map[string]map[string]int
 
 	bgCtx context.Context
 	bg    *sync.WaitGroup
@@ -60,7 +64,7 @@ type runLimitsKey struct{}
 // ahead of need and waits for it.
 func (a *Agent) withRunLimits(ctx context.Context) (_ context.Context, stop func()) {
 	l := &runLimits{model: newSlots(a.opts.RunModelCalls), per: a.opts.HostFetches, hosts: map[string]slots{},
-		pages: map[string]*pageRead{}, bg: &sync.WaitGroup{}}
+		pages: map[string]*pageRead{}, team: map[string]map[string]int{}, bg: &sync.WaitGroup{}}
 	ctx = context.WithValue(ctx, runLimitsKey{}, l)
 	bgCtx, cancel := context.WithCancel(ctx)
 	l.bgCtx = bgCtx
@@ -73,6 +77,30 @@ func (a *Agent) withRunLimits(ctx context.Context) (_ context.Context, stop func
 func runLimitsFrom(ctx context.Context) *runLimits {
 	l, _ := ctx.Value(runLimitsKey{}).(*runLimits)
 	return l
+}
+
+// teamClaim claims a search result's page for the member of the team
+// researching t's subtask, so that the members read different pages (each
+// page's findings once): false when another member picked it first in
+// this run. A researcher alone always gets its page.
+func teamClaim(ctx context.Context, t researchTask, u string) bool {
+	l := runLimitsFrom(ctx)
+	if l == nil {
+		return true
+	}
+	key := fmt.Sprintf("%d.%d.%d", t.Turn, t.Round, t.Index)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.team[key]
+	if m == nil {
+		m = map[string]int{}
+		l.team[key] = m
+	}
+	if who, ok := m[u]; ok && who != t.Member {
+		return false
+	}
+	m[u] = t.Member
+	return true
 }
 
 // modelSlot waits until both the run and the process may make another

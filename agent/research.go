@@ -45,10 +45,13 @@ func (a *Agent) buildResearcher(opts graph.Options) (*graph.Graph[rState], error
 }
 
 func (t researchTask) ref() *SubtaskRef {
-	return &SubtaskRef{Round: t.Round, Index: t.Index, Title: t.Subtask.Title}
+	return &SubtaskRef{Round: t.Round, Index: t.Index, Title: t.Subtask.Title, Team: t.Team, Member: t.Member}
 }
 
 func (t researchTask) node(step string) string {
+	if t.Member > 0 {
+		return fmt.Sprintf("researcher[%d.%d.%d].%s", t.Round, t.Index, t.Member, step)
+	}
 	return fmt.Sprintf("researcher[%d.%d].%s", t.Round, t.Index, step)
 }
 
@@ -73,7 +76,7 @@ func (a *Agent) researchOut(s rState) []graph.Write {
 	}
 	res := SubtaskResult{Turn: t.Turn, Round: t.Round, Index: t.Index, Title: t.Subtask.Title, Answer: s.Answer,
 		Completed: s.Completed, Tries: s.Try, Gaps: s.Gaps, Findings: len(fs), Stopped: s.Stopped,
-		Searches: len(s.Queries), Read: readRefs(read), Statements: answerStatements(s.Answer, localEvidence(s.Findings))}
+		Searches: len(s.Queries), Read: readRefs(read), Statements: answerStatements(s.Answer, localEvidence(s.Findings)), Member: t.Member}
 	return []graph.Write{sc.results.Set([]SubtaskResult{res}), sc.findings.Set(fs), sc.sources.Set(kept),
 		sc.queries.Set(s.Queries), sc.notes.Set(s.Notes), sc.usage.Set(s.Usage), sc.unreachable.Set(s.Unreachable)}
 }
@@ -167,7 +170,7 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		Question: t.Question, Language: t.Language, Today: today(a.now()), Subtask: t.Subtask.Title,
 		Try: s.Try + 1, MaxTries: t.MaxTries, Advice: s.Advice, PreviousQueries: prev, Knowledge: know,
 		Links: links, AllowVisit: len(links) > 0 && a.fetch != nil, AllowCoding: a.coder != nil, MaxQueries: a.opts.MaxQueries,
-		NoSearch: a.search == nil, Planned: planned, Sources: selectTools(ext),
+		NoSearch: a.search == nil, Planned: planned, Sources: selectTools(ext), Strategy: strategyOf(t.Member).hint,
 	})
 	if err != nil {
 		return nil, err
@@ -389,7 +392,7 @@ func (ex *execution) searchAndRead(ctx context.Context, q string, n, per int) {
 		if off[r.URL] {
 			continue
 		}
-		if !ex.claimed[u] && len(pick) < per {
+		if !ex.claimed[u] && len(pick) < per && teamClaim(ctx, t, u) {
 			ex.claimed[u] = true
 			pick = append(pick, r)
 		}
@@ -632,7 +635,11 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 		fs = append(fs, fd)
 	}
 	step := t.Round*100 + t.Index*10 + ex.s.Try
-	note := Note{ID: hashID(ex.threadID, fmt.Sprint(t.Turn), fmt.Sprint(step), q), ThreadID: ex.threadID, Turn: t.Turn, Step: step,
+	id := hashID(ex.threadID, fmt.Sprint(t.Turn), fmt.Sprint(step), q)
+	if t.Member > 0 {
+		id = hashID(id, fmt.Sprint(t.Member))
+	}
+	note := Note{ID: id, ThreadID: ex.threadID, Turn: t.Turn, Step: step,
 		Subtask: t.Subtask.Title, Query: q, Summary: strings.TrimSpace(out.Summary), Sources: urls, CreatedAt: a.now()}
 	switch {
 	case fromWorkspace(pages):

@@ -1,6 +1,12 @@
 package agent
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"deepresearch/agent/llm"
+	"deepresearch/prompts"
+)
 
 // Intent is what the coordinator made of a message (State.Intent).
 type Intent string
@@ -61,3 +67,111 @@ func parseCheck(text string) (_ Check, ok bool) {
 
 // word is a one-word answer of the model as compared with the known words.
 func word(text string) string { return strings.ToLower(strings.TrimSpace(text)) }
+
+// Routing is a decision on the run's way that the rules could not take on
+// their own, asked of the model: what was decided, where, and why. The
+// run's history keeps them (State.Routes) and each is reported as an
+// EventRouted.
+type Routing struct {
+	Turn     int      `json:"turn"`
+	At       string   `json:"at"`       // the node that decided (supervisor, reviewer)
+	Decision string   `json:"decision"` // the question put to the model
+	Next     NextStep `json:"next"`     // NextResearch or NextWrite
+	Reason   string   `json:"reason"`
+	// ByModel is false when the model gave no usable answer and the rules'
+	// default stood (Reason says so).
+	ByModel bool `json:"by_model,omitempty"`
+}
+
+// routeOut is the model's routing decision.
+type routeOut struct {
+	Next   string `json:"next" jsonschema:"enum=research|write"`
+	Reason string `json:"reason"`
+}
+
+// route asks the model the decision the rules at node at cannot take:
+// another research round or a (re)write. fallback is the step taken when
+// the model fails. The answer is bounded as the rules are: research only
+// while rounds are left (the caller asks only then), and the supervisor's
+// iteration limit holds whatever it says.
+func (a *Agent) route(ctx context.Context, s State, at, decision string, facts []string, roundsLeft int, fallback NextStep) (Routing, Usage) {
+	c := a.caller(nRoute)
+	r := Routing{Turn: s.Turn, At: at, Decision: decision, Next: fallback}
+	p, err := prompts.Render(prompts.Route, prompts.RouteData{Question: s.Question, Language: s.Language,
+		Decision: decision, Facts: facts, RoundsLeft: roundsLeft})
+	var out routeOut
+	if err == nil {
+		err = structured(ctx, c, llm.RolePlanner, p, false, &out)
+	}
+	switch next := NextStep(word(out.Next)); {
+	case err != nil:
+		r.Reason = "the model could not decide (" + clip(err.Error(), 200) + "); the rules' default stands"
+		a.log.Warn("agent: routing by the model failed; the rules' default stands", "at", at, "next", fallback, "err", err)
+	case next == NextResearch || next == NextWrite:
+		r.Next, r.ByModel = next, true
+		r.Reason = clip(strings.TrimSpace(out.Reason), 500)
+	default:
+		r.Reason = "the model named no known step (" + clip(out.Next, 40) + "); the rules' default stands"
+	}
+	emit(ctx, Event{Kind: EventRouted, Message: "next step " + string(r.Next) + ": " + r.Reason})
+	return r, c.usage()
+}
+
+// objection tells what the reviewer's objection to a draft it did not
+// approve is about, from its suggested action (as it said it) and its
+// issues and failed checks: facts (NextResearch) or form (NextWrite), or ""
+// when they disagree — the reviewer suggested "accept" of a draft that
+// failed, a rewrite while naming only missing facts, or research while
+// naming only faults of form. The empty answer is for the model.
+func objection(suggested string, rv *Review) NextStep {
+	facts, form := 0, 0
+	for _, is := range rv.Issues {
+		switch issueKind(is.Type + " " + is.Description) {
+		case NextResearch:
+			facts++
+		case NextWrite:
+			form++
+		}
+	}
+	for _, e := range rv.Evaluations {
+		if e.Pass {
+			continue
+		}
+		switch e.Type {
+		case CheckFreshness, CheckPlurality, CheckCompleteness:
+			facts++
+		case CheckDefinitive, CheckAttribution:
+			form++
+		}
+	}
+	switch word(suggested) {
+	case string(NextResearch):
+		if form > 0 && facts == 0 {
+			return ""
+		}
+		return NextResearch
+	case string(NextWrite):
+		if facts > 0 && form == 0 {
+			return ""
+		}
+		return NextWrite
+	}
+	return ""
+}
+
+// issueKind classifies a reviewer's issue by its words: missing or wrong
+// facts (NextResearch), faults of form (NextWrite), or neither ("").
+func issueKind(text string) NextStep {
+	t := strings.ToLower(text)
+	for _, w := range []string{"fact", "missing", "outdated", "evidence", "data", "number", "figure", "source", "coverage", "incomplete"} {
+		if strings.Contains(t, w) {
+			return NextResearch
+		}
+	}
+	for _, w := range []string{"format", "style", "structure", "wording", "clarity", "grammar", "length", "tone", "markdown", "heading"} {
+		if strings.Contains(t, w) {
+			return NextWrite
+		}
+	}
+	return ""
+}

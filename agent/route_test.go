@@ -216,3 +216,33 @@ func TestReviewSchemaOffersAccept(t *testing.T) {
 		t.Errorf("accept = %q: the review rounds, not the reviewer, end a turn", got)
 	}
 }
+
+// The reviewer's objection is clear when its suggestion and its issues
+// agree, and left to the model ("") when they do not.
+func TestObjection(t *testing.T) {
+	missing := Issue{Type: "missing", Description: "no fine amounts"}
+	style := Issue{Type: "format", Description: "headings out of order"}
+	failed := func(c Check) Evaluation { return Evaluation{Type: c, Pass: false} }
+	for _, tc := range []struct {
+		name      string
+		suggested string
+		rv        Review
+		want      NextStep
+	}{
+		{"research, facts", "research", Review{Issues: []Issue{missing}}, NextResearch},
+		{"research, nothing named", "research", Review{}, NextResearch},
+		{"research, only form", "research", Review{Issues: []Issue{style}}, ""},
+		{"write, form", "write", Review{Issues: []Issue{style}}, NextWrite},
+		{"write, nothing named", "write", Review{}, NextWrite},
+		{"write, only facts", "write", Review{Issues: []Issue{missing}}, ""},
+		{"write, failed completeness", "write", Review{Evaluations: []Evaluation{failed(CheckCompleteness)}}, ""},
+		{"write, facts and form", "write", Review{Issues: []Issue{missing, style}}, NextWrite},
+		{"research, failed attribution", "research", Review{Evaluations: []Evaluation{failed(CheckAttribution)}}, ""},
+		{"accept of a failed draft", "accept", Review{}, ""},
+		{"no suggestion", "", Review{Issues: []Issue{missing}}, ""},
+	} {
+		if got := objection(tc.suggested, &tc.rv); got != tc.want {
+			t.Errorf("%s: objection = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

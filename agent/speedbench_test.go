@@ -65,7 +65,7 @@ func (w *speedWorld) lowerBound() time.Duration {
 	return lb
 }
 
-func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64, citeByID bool) *speedWorld {
+func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64, overlapping, citeByID bool) *speedWorld {
 	w := &speedWorld{tr: &tracer{}, nominal: map[string]time.Duration{}}
 	// a model that wants more, as models do: every subtask's first
 	// reflection asks for another try, and the first review a rewrite
@@ -104,6 +104,9 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64, citeB
 		tb.Fatal(err)
 	}
 	web := agenttest.NewWorld()
+	if overlapping {
+		web.Pages = append(web.Pages, agenttest.OverlappingPages()...)
+	}
 	search := &slowSearch{World: web, tr: w.tr, lat: func(key string) time.Duration {
 		return w.lat("search", key, searchMin, searchMax, seed, scale)
 	}}
@@ -132,6 +135,10 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64, citeB
 // latency and generation time (default 1). SPEEDBENCH_CITE=quotes makes
 // the writer copy every quote and write a References section, as models
 // did before the prompt asked for evidence ids (the default cites by id).
+// SPEEDBENCH_TEAM is the team size of every run (default 1), and
+// SPEEDBENCH_OVERLAP=1 adds pages of other sites restating the facts, alike
+// or with other numbers (agenttest.OverlappingPages): each run also prints
+// the corroborated claims and the disagreements its report cross-checked.
 //
 //	go test -run '^$' -bench ResearchSpeed -benchtime 3x ./agent/
 func BenchmarkResearchSpeed(b *testing.B) {
@@ -144,6 +151,8 @@ func BenchmarkResearchSpeed(b *testing.B) {
 		tps = v
 	}
 	citeByID := os.Getenv("SPEEDBENCH_CITE") != "quotes"
+	team, _ := strconv.Atoi(os.Getenv("SPEEDBENCH_TEAM"))
+	overlapping := os.Getenv("SPEEDBENCH_OVERLAP") == "1"
 	for _, faults := range []float64{0, 0.3} {
 		for _, q := range []string{"What does the EU AI Act require?", "2026年の国内生成AI規制の動向を調べて"} {
 			lang := agent.DetectLanguage(q)
@@ -153,12 +162,12 @@ func BenchmarkResearchSpeed(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				var wallSum, parSum float64
-				var tokSum, verSum, cpOutSum int
+				var tokSum, verSum, cpOutSum, corSum, disSum int
 				failed := 0
 				for i := 0; i < b.N; i++ {
-					w := newSpeedWorld(b, uint64(i+1), scale, faults, tps, citeByID)
+					w := newSpeedWorld(b, uint64(i+1), scale, faults, tps, overlapping, citeByID)
 					t0 := time.Now()
-					res, err := w.a.Start(context.Background(), "speed-"+strconv.Itoa(i), agent.Request{Question: q}, nil)
+					res, err := w.a.Start(context.Background(), "speed-"+strconv.Itoa(i), agent.Request{Question: q, TeamSize: team}, nil)
 					wall := time.Since(t0)
 					status, tokens, verified := "error", 0, 0
 					var usage agent.Usage
@@ -195,6 +204,13 @@ func BenchmarkResearchSpeed(b *testing.B) {
 						cpBusy.Round(10*time.Millisecond), wall.Round(10*time.Millisecond), len(cp), cpOut, cpRefs, w.srv.GenerationTime().Round(10*time.Millisecond), pathString(cp))
 					fmt.Fprintf(os.Stderr, "  speculation: saved %v of wall time, wasted %d tokens\n",
 						time.Duration(usage.SpeculativeSavedMS)*time.Millisecond, usage.SpeculativeWasted)
+					cor, dis := 0, 0
+					if err == nil && res.CrossCheck != nil {
+						cor, dis = len(res.CrossCheck.Corroborated), len(res.CrossCheck.Disagreements)
+					}
+					fmt.Fprintf(os.Stderr, "  team %d: %d corroborated claims, %d disagreements\n", max(team, 1), cor, dis)
+					corSum += cor
+					disSum += dis
 					wallSum += wall.Seconds()
 					parSum += par
 					tokSum += tokens
@@ -209,6 +225,8 @@ func BenchmarkResearchSpeed(b *testing.B) {
 				}
 				b.ReportMetric(float64(cpOutSum)/float64(b.N), "cp-out-tokens")
 				b.ReportMetric(float64(failed), "failed")
+				b.ReportMetric(float64(corSum)/float64(b.N), "corroborated")
+				b.ReportMetric(float64(disSum)/float64(b.N), "disagreements")
 			})
 		}
 	}

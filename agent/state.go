@@ -67,6 +67,11 @@ type State struct {
 	Unreachable map[string]int `json:"unreachable,omitempty"`
 	Extractive  bool           `json:"extractive,omitempty"`
 	Exhausted   Budget         `json:"exhausted,omitempty"`
+	// Routes are the decisions the model took where the rules could not,
+	// of every turn (Routing.Turn).
+	Routes []Routing `json:"routes,omitempty"`
+	// CrossCheck is the last draft's cross-check of the findings.
+	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
 	// Charts are the report's charts (the data analyst's, from its table).
 	Charts []Chart `json:"charts,omitempty"`
 
@@ -117,6 +122,8 @@ type schema struct {
 	finish                                 graph.Channel[Finish]
 	usage                                  graph.Channel[Usage]
 	traceParent                            graph.Channel[string]
+	routes                                 graph.Channel[[]Routing]
+	crossCheck                             graph.Channel[*CrossCheck]
 	charts                                 graph.Channel[[]Chart]
 }
 
@@ -167,16 +174,22 @@ func newSchema() *schema {
 		finish:          graph.LastValue(s, "finish", func(st *State) *Finish { return &st.Finish }),
 		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
 		traceParent:     graph.LastValue(s, "traceparent", func(st *State) *string { return &st.TraceParent }),
+		routes:          graph.Append(s, "routes", func(st *State) *[]Routing { return &st.Routes }),
+		crossCheck:      graph.LastValue(s, "cross_check", func(st *State) **CrossCheck { return &st.CrossCheck }),
 		charts:          graph.LastValue(s, "charts", func(st *State) *[]Chart { return &st.Charts }),
 	}
 }
 
 // researchTask is the argument of one researcher (a Send).
 type researchTask struct {
-	ThreadID string    `json:"thread_id"`
-	Turn     int       `json:"turn"`
-	Round    int       `json:"round"`
-	Index    int       `json:"index"`
+	ThreadID string `json:"thread_id"`
+	Turn     int    `json:"turn"`
+	Round    int    `json:"round"`
+	Index    int    `json:"index"`
+	// Member is the researcher's place in the subtask's team (0 alone); it
+	// names the strategy (see strategies).
+	Member   int       `json:"member,omitempty"`
+	Team     int       `json:"team,omitempty"` // the team's size (0: one researcher)
 	Subtask  Subtask   `json:"subtask"`
 	Question string    `json:"question"`
 	Language string    `json:"language"`

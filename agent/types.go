@@ -49,6 +49,10 @@ type Request struct {
 	// Requester is who asked (the Slack user id; "" in a terminal). Only
 	// its hash (tracing.Hash) leaves the process, on the turn's span.
 	Requester string `json:"requester,omitempty"`
+	// TeamSize is how many researchers research each subtask, each with
+	// its own strategy (0: Options.TeamSize; at most MaxTeamSize). Above
+	// 1 the report cross-checks their findings (see CrossCheck).
+	TeamSize int `json:"team_size,omitempty"`
 }
 
 // Plan is the research plan: a theme, the points to investigate, search
@@ -199,6 +203,8 @@ type SubtaskResult struct {
 	// URL. A resumed turn's progress shows them again.
 	Searches int         `json:"searches,omitempty"`
 	Read     []SourceRef `json:"read,omitempty"`
+	// Member is the researcher of a team that returned it (0 alone).
+	Member int `json:"member,omitempty"`
 }
 
 // readRefs lists the pages of read, by URL.
@@ -488,6 +494,13 @@ type Result struct {
 	// ReadWorkspace: the thread read messages of the requester's workspace
 	// (Deps.Workspace), which must not be stored beyond the run.
 	ReadWorkspace bool `json:"read_workspace,omitempty"`
+	// Routes are the current turn's routing decisions taken by the model
+	// where the rules could not decide, with its reasons.
+	Routes []Routing `json:"routes,omitempty"`
+	// CrossCheck is what the last draft's findings say together
+	// (corroborated statements, disagreements); the report shows it when
+	// a team researched.
+	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
 	// Repeated: the call ran nothing and returned the thread's current
 	// turn as it stood (a Start repeating the turn's Tag, or a Resume of a
 	// turn that had already ended).
@@ -512,6 +525,7 @@ const (
 	EventReviewed        EventKind = "reviewed"
 	EventBudget          EventKind = "budget"
 	EventWarning         EventKind = "warning"
+	EventRouted          EventKind = "routed"  // the model decided a route the rules could not (Message: step and reason)
 	EventWaiting         EventKind = "waiting" // the run waits on the model: a retry, or an answer slow to come (Message)
 )
 
@@ -536,6 +550,10 @@ type SubtaskRef struct {
 	Completed bool   `json:"completed,omitempty"`
 	Findings  int    `json:"findings,omitempty"`
 	Tries     int    `json:"tries,omitempty"`
+	// Team is how many researchers research the subtask (0 or 1: one);
+	// Member which of them this is.
+	Team   int `json:"team,omitempty"`
+	Member int `json:"member,omitempty"`
 }
 
 // Tokens reports usage in events.

@@ -53,6 +53,10 @@ func turnResults(s State) []SubtaskResult {
 			continue
 		}
 		if i, ok := idx[r.Title]; ok {
+			if p := out[i]; p.Round == r.Round && p.Index == r.Index && p.Member != r.Member {
+				out[i] = mergeMembers(p, r) // another member of the team
+				continue
+			}
 			out[i] = r
 			continue
 		}
@@ -86,6 +90,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		points, theme = s.Plan.InvestigationPoints, s.Plan.Theme
 	}
 	subs, ev, ix := writerInput(s, a.opts.MaxEvidence)
+	cc := crossCheck(ix.list)
 	prev := s.Draft
 	if s.Intent == IntentRewrite && s.Report != "" && s.Drafts == 0 {
 		prev = s.Report
@@ -97,6 +102,7 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		Question: s.Question, Theme: theme, Language: s.Language, Today: today(a.now()), Points: points,
 		Evidence: ev, Subtasks: subs, Feedback: s.Feedback,
 		PreviousDraft: citeByID(prev, ix), Instruction: s.Instruction, Gaps: gapsOf(s),
+		Disagreements: disagreementLines(cc, ix),
 	})
 	if err != nil {
 		return nil, err
@@ -120,6 +126,11 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		draft, extractive = a.extractiveReport(s), true
 	}
+	if a.teamSize(s.Req) > 1 {
+		// a team's findings are cross-checked in the report itself
+		draft = withCrossCheck(draft, cc, ix, s.Language)
+	}
+	w = append(w, sc.crossCheck.Set(&cc))
 	checked, rep := a.checkCitations(ctx, draft, s, ix)
 	emit(ctx, Event{Kind: EventDraft, Citations: &rep, Message: fmt.Sprintf("draft %d: %d cited, %d verified, %d dropped", s.Drafts+1, rep.Cited, rep.Verified, rep.Dropped)})
 	return append(w, sc.draft.Set(checked), sc.draftCitations.Set(rep), sc.draftExtractive.Set(extractive), sc.usage.Set(c.usage())), nil
@@ -188,6 +199,7 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 		ex = a.exhausted(ctx, s.Deadline)
 	}
 	llmOK := true
+	suggested := "" // the action as the reviewer named it
 	switch {
 	case ex != "" || s.DraftExtractive:
 		simple()
@@ -213,7 +225,7 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 			simple()
 		} else {
 			rv.Scores, rv.Feedback, rv.Issues = clampScores(out.Scores), strings.TrimSpace(out.Feedback), out.Issues
-			rv.SuggestedAction = parseSuggestedAction(out.SuggestedAction)
+			rv.SuggestedAction, suggested = parseSuggestedAction(out.SuggestedAction), out.SuggestedAction
 			for _, e := range out.Evaluations {
 				if c, ok := parseCheck(string(e.Type)); ok && slices.Contains(types, c) {
 					e.Type = c
@@ -243,9 +255,26 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 		w = append(w, sc.best.Set(&bestDraft{Text: s.Draft, Citations: s.DraftCitations, Score: rv.Overall, Review: rv, Extractive: s.DraftExtractive}))
 	}
 	next := NextDone
+	canResearch := s.Round < l.rounds && a.search != nil
+	if !(rv.Approved || rv.Simple || !llmOK || ex != "" || n >= l.reviews) && canResearch {
+		// the rules decide when the reviewer's suggestion and its issues
+		// agree; when they do not, the model judges whether the
+		// objection is about facts or about form
+		switch objection(suggested, rv) {
+		case NextResearch:
+			rv.SuggestedAction = NextResearch
+		case NextWrite:
+			rv.SuggestedAction = NextWrite
+		default:
+			rt, u := a.route(ctx, s, nReviewer, "The reviewer did not approve the draft. Is its objection about facts (another research round) or about form (a rewrite)?",
+				reviewFacts(suggested, rv), l.rounds-s.Round, NextWrite)
+			rv.SuggestedAction = rt.Next
+			w = append(w, sc.routes.Set([]Routing{rt}), sc.usage.Set(u))
+		}
+	}
 	switch {
 	case rv.Approved, rv.Simple, !llmOK, ex != "", n >= l.reviews:
-	case rv.SuggestedAction == NextResearch && s.Round < l.rounds && a.search != nil:
+	case rv.SuggestedAction == NextResearch && canResearch:
 		next = NextResearch
 		w = append(w, sc.researchRequest.Set(rv.Feedback), sc.feedback.Set(rv.Feedback))
 	default:
@@ -257,6 +286,24 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	}
 	emit(ctx, Event{Kind: EventReviewed, Review: rv})
 	return append(w, sc.review.Set(rv), sc.next.Set(next)), nil
+}
+
+// reviewFacts is what the routing model is told of a review.
+func reviewFacts(suggested string, rv *Review) []string {
+	facts := []string{fmt.Sprintf("The reviewer suggested %q; overall score %.2f, fact check %.2f, completeness %.2f, format %.2f",
+		word(suggested), rv.Overall, rv.Scores.FactCheck, rv.Scores.Completeness, rv.Scores.Format)}
+	if rv.Feedback != "" {
+		facts = append(facts, "Reviewer feedback: "+clip(rv.Feedback, 600))
+	}
+	for _, is := range rv.Issues {
+		facts = append(facts, fmt.Sprintf("Issue (%s/%s): %s", is.Type, is.Severity, clip(is.Description, 300)))
+	}
+	for _, e := range rv.Evaluations {
+		if !e.Pass {
+			facts = append(facts, fmt.Sprintf("Failed check %s: %s", e.Type, clip(e.Reason, 300)))
+		}
+	}
+	return facts
 }
 
 // checkNames are the checks as the prompts name them.

@@ -325,7 +325,7 @@ func feedbackModal(runID, intrID string, kind research.InterruptKind) slack.Moda
 const helpText = "*deepresearch* researches a question on the web and in internal documents and posts a cited report.\n" +
 	"• Mention me with a question: `@deepresearch 2026年の国内生成AI規制の動向を調べて`\n" +
 	"• Reply in the thread mentioning me for a follow-up (\"dig deeper into X\", \"rewrite shorter\"); in a DM just reply.\n" +
-	"• `/research ask <question>` starts a research in this channel.\n" +
+	"• `/research ask <question>` starts a research in this channel; `/research deep <question>` a deep one by a team of researchers whose findings are cross-checked.\n" +
 	"• `/research status` lists your runs, `/research cancel [run]` cancels one, `/research help` shows this."
 
 // homeBlocks renders the App Home with the user's recent runs.

@@ -35,7 +35,13 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 	}
 	switch sub {
 	case "ask":
-		b.slashAsk(ctx, cmd, rest, say)
+		b.slashAsk(ctx, cmd, rest, say, b.opts.RunOptions)
+	case "deep":
+		// a deep research by a team: each subtask researched several
+		// ways, the findings cross-checked
+		opts := b.opts.RunOptions
+		opts.Depth, opts.TeamSize = "deep", DeepTeamSize
+		b.slashAsk(ctx, cmd, rest, say, opts)
 	case "status":
 		b.slashStatus(ctx, cmd, say)
 	case "cancel":
@@ -61,7 +67,7 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 			say(b.slashHelp(word))
 			return
 		}
-		b.slashAsk(ctx, cmd, text, say)
+		b.slashAsk(ctx, cmd, text, say, b.opts.RunOptions)
 	}
 }
 
@@ -126,7 +132,7 @@ func (b *Bot) mistypedSubcommand(word, rest string) bool {
 	if len(lw) < 4 {
 		return false
 	}
-	known := []string{"ask", "status", "cancel", "help", "schedule", "schedules"}
+	known := []string{"ask", "deep", "status", "cancel", "help", "schedule", "schedules"}
 	for name := range b.opts.Subcommands {
 		known = append(known, name)
 	}
@@ -138,9 +144,13 @@ func (b *Bot) mistypedSubcommand(word, rest string) bool {
 	return false
 }
 
-func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question string, say func(string)) {
+// DeepTeamSize is the team of a `/research deep` run: researchers per
+// subtask (see agent.Request.TeamSize).
+const DeepTeamSize = 3
+
+func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question string, say func(string), opts research.RunOptions) {
 	if question == "" {
-		say("Please add a question: `/research ask <question>`.")
+		say("Please add a question: `/research ask <question>` (or `/research deep <question>`).")
 		return
 	}
 	if n := utf8.RuneCountInString(question); n > b.opts.MaxQuestionLen {
@@ -176,7 +186,7 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 	}
 	say("Started — follow the progress in the thread.")
 	// The message was just posted: the claim of its answer is the first.
-	b.newRun(ctx, th, runRequest{user: cmd.UserID, question: question, msgTS: ts, opts: b.opts.RunOptions})
+	b.newRun(ctx, th, runRequest{user: cmd.UserID, question: question, msgTS: ts, opts: opts})
 }
 
 func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(string)) {

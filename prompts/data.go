@@ -44,6 +44,19 @@ type ReplanData struct {
 	Workspace bool
 }
 
+// RouteData feeds the prompt that decides the next step where the rules
+// cannot: another research round or a (re)write.
+type RouteData struct {
+	Question string
+	Language string
+	// Decision is the question to decide ("Is the evidence enough to
+	// write the report?"); Facts what the run knows that bears on it.
+	Decision string
+	Facts    []string
+	// RoundsLeft is how many research rounds the run may still start.
+	RoundsLeft int
+}
+
 // Link is a URL the researcher may visit.
 type Link struct {
 	N     int
@@ -72,6 +85,9 @@ type SelectData struct {
 	NoSearch bool
 	Planned  []string
 	Sources  []SourceTool
+	// Strategy is how this researcher works, one of a team researching the
+	// same subtask in different ways ("": the only one).
+	Strategy string
 }
 
 // SourceTool is an external source's tool offered to the researcher.
@@ -150,6 +166,10 @@ type WriterData struct {
 	PreviousDraft string
 	Instruction   string // a follow-up such as "rewrite it shorter"
 	Gaps          []string
+	// Disagreements are quantities the sources state differently, each
+	// with both sides' evidence ("[E3] says 35 million; [E7] says 30
+	// million"): the report gives both, never one.
+	Disagreements []string
 }
 
 // Citations summarises the deterministic citation check for the reviewer.

@@ -30,11 +30,12 @@ const (
 	Reflect     Name = "reflect"     // researcher: is the subtask answered? gaps, next queries
 	Writer      Name = "writer"      // the cited markdown report
 	Reviewer    Name = "reviewer"    // review: scores, evaluations, issues, next action
+	Route       Name = "route"       // the next step where the rules cannot decide: research or write
 	Analyst     Name = "analyst"     // data analysis: a table of the evidence's numbers, each citing its evidence
 )
 
 // Names lists every prompt.
-var Names = []Name{Coordinator, Planner, Replan, Select, Summarize, Answer, Reflect, Writer, Reviewer, Analyst}
+var Names = []Name{Coordinator, Planner, Replan, Select, Summarize, Answer, Reflect, Writer, Reviewer, Route, Analyst}
 
 // Prompt is a rendered prompt.
 type Prompt struct {

@@ -24,6 +24,10 @@ type subtask struct {
 	searches     int
 	sources      []Source
 	seen         map[string]bool // URLs in sources
+	// finished counts its researchers that finished (a team has several):
+	// it is done when the last one has, failed when none found anything.
+	finished int
+	found    bool
 }
 
 // addSource records a page the subtask read, once.
@@ -60,8 +64,10 @@ func (t *tracker) seed(cur *agent.Result) {
 	// done (or failed), their searches and the pages they read.
 	for _, r := range cur.Subtasks {
 		s := t.find(&agent.SubtaskRef{Round: r.Round, Index: r.Index, Title: r.Title})
+		s.found = s.found || r.Completed || r.Findings > 0
+		s.finished++
 		s.state = SubtaskDone
-		if !r.Completed && r.Findings == 0 {
+		if !s.found {
 			s.state = SubtaskFailed
 		}
 		s.searches = max(s.searches, r.Searches)
@@ -130,8 +136,14 @@ func (t *tracker) event(ev agent.Event) {
 	case agent.EventSubtaskFinished:
 		if ev.Subtask != nil {
 			s := t.find(ev.Subtask)
-			s.state = SubtaskDone
-			if !ev.Subtask.Completed && ev.Subtask.Findings == 0 {
+			s.found = s.found || ev.Subtask.Completed || ev.Subtask.Findings > 0
+			s.finished++
+			switch {
+			case s.finished < ev.Subtask.Team:
+				// other members of its team are still at work
+			case s.found:
+				s.state = SubtaskDone
+			default:
 				s.state = SubtaskFailed
 			}
 			t.p.Note = fmt.Sprintf("finished: %s (%d findings)", ev.Subtask.Title, ev.Subtask.Findings)
@@ -164,7 +176,7 @@ func (t *tracker) event(ev agent.Event) {
 				t.p.Tokens += tk.Call
 			}
 		}
-	case agent.EventDraft, agent.EventBudget, agent.EventWarning, agent.EventWaiting:
+	case agent.EventDraft, agent.EventBudget, agent.EventWarning, agent.EventWaiting, agent.EventRouted:
 		if m := strings.TrimSpace(ev.Message); m != "" {
 			t.p.Note = m
 		}

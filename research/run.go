@@ -37,6 +37,9 @@ type RunOptions struct {
 	ApproveDraft bool   // pause for draft approval
 	Depth        string // "quick", "standard", "deep"; "" lets the agent choose
 	Language     string // report language, e.g. "ja"; "" follows the question
+	// TeamSize is the researchers per subtask (agent.Request.TeamSize; 0:
+	// the agent's default).
+	TeamSize int `json:",omitempty"`
 	// Redeliver names an earlier run of the thread whose research finished
 	// but whose report never reached Slack (the upload failed). The run
 	// asks the researcher for that run's turn again — a finished turn is

@@ -57,6 +57,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		ApprovePlan:  req.Options.ApprovePlan,
 		ApproveDraft: req.Options.ApproveDraft,
 		Depth:        agent.Depth(req.Options.Depth),
+		TeamSize:     req.Options.TeamSize,
 		Tag:          req.RunID,
 		Requester:    req.Requester,
 	}

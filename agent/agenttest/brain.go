@@ -91,6 +91,11 @@ type Brain struct {
 	// review n (from 1); Feedback its feedback.
 	ReviewScores func(n int) (agent.Scores, string)
 	Feedback     func(n int) string
+	// Issues are the issues review n (from 1) names (none by default).
+	Issues func(n int) []agent.Issue
+	// Route decides a routing question the rules could not (the prompt
+	// says which): "research" or "write", and why. By default "write".
+	Route func(prompt string) (next, reason string)
 	// BadJSON makes every BadJSON-th structured reply broken JSON (the
 	// client must repair it with one more call).
 	BadJSON int
@@ -309,8 +314,18 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 		if b.Feedback != nil {
 			fb = b.Feedback(n)
 		}
+		issues := []agent.Issue{}
+		if b.Issues != nil {
+			issues = b.Issues(n)
+		}
 		return llmtest.JSON(map[string]any{"scores": sc, "evaluations": []map[string]any{{"type": "attribution", "pass": true, "reason": "cited"}},
-			"feedback": fb, "suggested_action": act, "issues": []map[string]string{}})
+			"feedback": fb, "suggested_action": act, "issues": issues})
+	case "route":
+		next, reason := "write", "The evidence covers the question; the text needs the work."
+		if b.Route != nil {
+			next, reason = b.Route(user)
+		}
+		return llmtest.JSON(map[string]string{"next": next, "reason": reason})
 	}
 	return llmtest.Error(400, "agenttest: unexpected node "+r.Node())
 }

@@ -45,6 +45,20 @@ func JapanesePages() []Page {
 	}
 }
 
+// OverlappingPages are pages of other sites that restate facts of
+// EnglishPages and JapanesePages — some alike (corroboration), some with
+// other numbers (disagreement): a web for cross-checking a team's findings.
+func OverlappingPages() []Page {
+	return []Page{
+		{"https://eu.example/ai-act-dates", "Dates of the AI Act", "The EU AI Act entered into force on 1 August 2024. Its obligations are phased in over three years."},
+		{"https://fines.example/overview", "AI Act fines overview", "Fines for prohibited AI practices can reach 30 million euros or 6% of worldwide annual turnover. National authorities set them."},
+		{"https://survey.example/ai-use", "AI use in EU firms", "In 2024, 13.5% of EU enterprises used artificial intelligence technologies. Use grew fastest in services."},
+		{"https://office.example/gpai", "GPAI obligations", "Providers of general-purpose AI models must publish a summary of training content. The AI Office checks it."},
+		{"https://jp2.example/law", "AI推進法の概要", "2025年5月、AI推進法が国会で成立した。基本計画の策定が始まる。"},
+		{"https://jp2.example/survey", "生成AI利用の実態", "国内企業の約3割が生成AIを業務で利用していると回答した。中小企業の利用は少ない。"},
+	}
+}
+
 // FirstSentence is text up to its first full stop (。 or ". ").
 func FirstSentence(text string) string {
 	for i, r := range text {

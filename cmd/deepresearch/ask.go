@@ -68,6 +68,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	budget := fs.Int("tokens", 0, "token budget of the run (default 1,000,000)")
 	timeBudget := fs.Duration("time", 0, "wall-clock budget of the run (default 15m)")
+	team := fs.Int("team", 0, fmt.Sprintf("researchers per subtask, each working another way, their findings cross-checked (1 to %d; default DEEPRESEARCH_TEAM_SIZE, else 1)", agent.MaxTeamSize))
 	words, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -80,6 +81,10 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	case agent.DepthQuick, agent.DepthStandard, agent.DepthDeep:
 	default:
 		return usageError{msg: fmt.Sprintf("--depth %q: want quick, standard or deep", *depth)}
+	}
+
+	if *team < 0 || *team > agent.MaxTeamSize {
+		return usageError{msg: fmt.Sprintf("--team %d: want 1 to %d", *team, agent.MaxTeamSize)}
 	}
 
 	cfg, err := loadConfig(e)
@@ -98,7 +103,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		return err
 	}
 	defer closeAll()
-	a, err := agent.New(deps, traced(agent.Options{TokenBudget: *budget, TimeBudget: *timeBudget}, tr))
+	a, err := agent.New(deps, traced(agent.Options{TokenBudget: *budget, TimeBudget: *timeBudget, TeamSize: cfg.TeamSize}, tr))
 	if err != nil {
 		return err
 	}
@@ -124,7 +129,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		}
 		p.printf("thread %s (continue it with: deepresearch ask --thread %s)\n", id, id)
 		res, err = a.Start(ctx, id, agent.Request{Question: question, Language: *lang, Depth: agent.Depth(*depth),
-			ApprovePlan: *approvePlan, ApproveDraft: *approveDraft, Audience: &agent.Audience{Private: true, Requester: askRequester}}, p.event)
+			ApprovePlan: *approvePlan, ApproveDraft: *approveDraft, Audience: &agent.Audience{Private: true, Requester: askRequester}, TeamSize: *team}, p.event)
 	default:
 		res, err = a.Get(ctx, *thread)
 		if err == nil && res.Status != agent.StatusInterrupted {

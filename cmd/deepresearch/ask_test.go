@@ -238,6 +238,7 @@ func TestAskErrors(t *testing.T) {
 	}{
 		{"empty question", []string{"  "}, nil, "question is empty"},
 		{"bad depth", []string{"--depth", "huge", "q"}, nil, "--depth"},
+		{"team too large", []string{"--team", "9", "q"}, nil, "--team 9: want 1 to 4"},
 		{"no key", []string{"q"}, []string{"OPENAI_API_KEY", "OPENAI_BASE_URL"}, "OPENAI_API_KEY"},
 		{"no search", []string{"q"}, []string{"SEARXNG_URL"}, "TAVILY_API_KEY"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"deepresearch/agent"
 	"deepresearch/agent/llm"
 	"deepresearch/storage"
 	"deepresearch/tools/fetch"
@@ -58,6 +59,7 @@ const (
 	envMaxRunsPerUser    = "DEEPRESEARCH_MAX_RUNS_PER_USER"
 	envMaxConcurrentRuns = "DEEPRESEARCH_MAX_CONCURRENT_RUNS"
 	envRunLease          = "DEEPRESEARCH_RUN_LEASE"
+	envTeamSize          = "DEEPRESEARCH_TEAM_SIZE"
 	envApprovePlan       = "DEEPRESEARCH_APPROVE_PLAN"
 	envApproveDraft      = "DEEPRESEARCH_APPROVE_DRAFT"
 
@@ -143,6 +145,9 @@ type Limits struct {
 	MaxRunsPerUser    int           // DEEPRESEARCH_MAX_RUNS_PER_USER (3)
 	MaxConcurrentRuns int           // DEEPRESEARCH_MAX_CONCURRENT_RUNS (8), flag -max-runs
 	Lease             time.Duration // DEEPRESEARCH_RUN_LEASE; 0: the bot's default (30s)
+	// TeamSize is the researchers per subtask of a run that asks for no
+	// team (DEEPRESEARCH_TEAM_SIZE, 1 to agent.MaxTeamSize; default 1).
+	TeamSize int
 }
 
 // Approvals are the steps a run in Slack stops at for a person.
@@ -194,6 +199,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.MaxConcurrentRuns, err = intVar(getenv, envMaxConcurrentRuns, 8); err != nil {
 		return config{}, err
+	}
+	if c.TeamSize, err = intVar(getenv, envTeamSize, 1); err != nil {
+		return config{}, err
+	}
+	if c.TeamSize < 1 || c.TeamSize > agent.MaxTeamSize {
+		return config{}, configError{envTeamSize, fmt.Sprintf("%d is not a team size from 1 to %d", c.TeamSize, agent.MaxTeamSize)}
 	}
 	if c.ApprovePlan, err = boolVar(getenv, envApprovePlan, false); err != nil {
 		return config{}, err

@@ -18,7 +18,7 @@ func defaultConfig() config {
 	return config{
 		Slack:     Slack{UpdatesPerMinute: 50, UpdateBurst: 20, WorkspaceSearch: true},
 		Model:     Model{LLM: llm.Options{Model: "gpt-4o-mini"}, CheckEvery: 30 * time.Second},
-		Limits:    Limits{MaxRunsPerUser: 3, MaxConcurrentRuns: 8},
+		Limits:    Limits{MaxRunsPerUser: 3, MaxConcurrentRuns: 8, TeamSize: 1},
 		Approvals: Approvals{ApproveDraft: true},
 		Server:    Server{HTTPAddr: ":9090", LogLevel: slog.LevelInfo},
 	}
@@ -74,6 +74,9 @@ var configCases = []struct {
 	{name: "runs per user", env: map[string]string{"DEEPRESEARCH_MAX_RUNS_PER_USER": "-1"}, want: func(c *config) { c.MaxRunsPerUser = -1 }},
 	{name: "runs per user not a number", env: map[string]string{"DEEPRESEARCH_MAX_RUNS_PER_USER": "many"},
 		err: `DEEPRESEARCH_MAX_RUNS_PER_USER: "many" is not a whole number`},
+	{name: "team size", env: map[string]string{"DEEPRESEARCH_TEAM_SIZE": "3"}, want: func(c *config) { c.TeamSize = 3 }},
+	{name: "team size too large", env: map[string]string{"DEEPRESEARCH_TEAM_SIZE": "9"},
+		err: `DEEPRESEARCH_TEAM_SIZE: 9 is not a team size from 1 to 4`},
 	{name: "concurrent runs", env: map[string]string{"DEEPRESEARCH_MAX_CONCURRENT_RUNS": "2"}, want: func(c *config) { c.MaxConcurrentRuns = 2 }},
 	{name: "concurrent runs not a number", env: map[string]string{"DEEPRESEARCH_MAX_CONCURRENT_RUNS": "2x"},
 		err: `DEEPRESEARCH_MAX_CONCURRENT_RUNS: "2x" is not a whole number`},

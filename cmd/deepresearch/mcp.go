@@ -63,7 +63,7 @@ func runMCP(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		return err
 	}
 	defer closeAll()
-	a, err := agent.New(deps, agent.Options{TokenBudget: *budget, TimeBudget: *timeBudget})
+	a, err := agent.New(deps, agent.Options{TokenBudget: *budget, TimeBudget: *timeBudget, TeamSize: cfg.TeamSize})
 	if err != nil {
 		return err
 	}

@@ -255,7 +255,7 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		}
 		deps.Workspace = ws
 	}
-	a, err := agent.New(deps, traced(agent.Options{}, cfg.Tracing))
+	a, err := agent.New(deps, traced(agent.Options{TeamSize: cfg.TeamSize}, cfg.Tracing))
 	if err != nil {
 		closeDeps()
 		return serveParts{}, err
