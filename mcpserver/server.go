@@ -38,7 +38,8 @@ type Options struct {
 	// Depth is the runs' depth when the call names none (default
 	// standard).
 	Depth agent.Depth
-	// NewID makes a run id (default mcp-YYYYMMDD-random).
+	// NewID makes a run id (default mcp-YYYYMMDD-random); an id without the
+	// "mcp-" prefix gets it.
 	NewID func() string
 }
 
@@ -95,7 +96,7 @@ const reportScheme = "deepresearch://report/"
 func (s *Server) readReport(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, ok := strings.CutPrefix(uri, reportScheme)
-	if !ok || id == "" {
+	if !ok || !ownRun(id) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	res, err := s.r.Get(ctx, id)
@@ -182,6 +183,9 @@ func (s *Server) deepResearch(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, Report{}, fmt.Errorf("depth %q: want quick, standard or deep", in.Depth)
 	}
 	id := s.o.NewID()
+	if !ownRun(id) {
+		id = runPrefix + id
+	}
 	areq := agent.Request{Question: q, Language: in.Language, Depth: depth, ApprovePlan: in.ApprovePlan, ApproveDraft: in.ApproveDraft,
 		NoClarify: true, Tag: id,
 		// the answer goes to the client that asked, nobody else
@@ -201,6 +205,9 @@ func (s *Server) getReport(ctx context.Context, req *mcp.CallToolRequest, in Rep
 	id := strings.TrimSpace(in.RunID)
 	if id == "" {
 		return nil, Report{}, errors.New("run_id is empty")
+	}
+	if !ownRun(id) {
+		return nil, Report{}, fmt.Errorf("no run %s", id)
 	}
 	s.mu.Lock()
 	done, here := s.running[id]
@@ -237,6 +244,9 @@ func (s *Server) getReport(ctx context.Context, req *mcp.CallToolRequest, in Rep
 }
 
 func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest, in ResumeIn) (*mcp.CallToolResult, Report, error) {
+	if !ownRun(in.RunID) {
+		return nil, Report{}, fmt.Errorf("no run %s", in.RunID)
+	}
 	res, err := s.r.Get(ctx, in.RunID)
 	if err != nil {
 		return nil, Report{}, fmt.Errorf("run %s: %w", in.RunID, err)
@@ -459,6 +469,17 @@ func allowed(it agent.Interrupt, a agent.Action) bool {
 	}
 	return false
 }
+
+// runPrefix starts the id of every run this server starts. The server may
+// share its agent and database with the Slack bot (serve), whose threads
+// have guessable ids ("slack:TEAM:CHANNEL:TS"): get_report, resume_research
+// and the report resource serve only ids with this prefix, so a client
+// never reads a Slack run's report or answers its requester's approval.
+const runPrefix = "mcp-"
+
+// ownRun reports whether id names a run this server (or an earlier process
+// of it) started.
+func ownRun(id string) bool { return strings.HasPrefix(id, runPrefix) && len(id) > len(runPrefix) }
 
 func newID() string {
 	b := make([]byte, 6)
