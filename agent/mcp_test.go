@@ -28,7 +28,7 @@ type docArgs struct {
 // counts its calls.
 func docsServer(calls *atomic.Int32) func(string, mcpsource.Server) (mcp.Transport, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "read_doc", Description: "Read one of the team's documents."},
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_doc", Description: "Read one of the team's documents.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in docArgs) (*mcp.CallToolResult, any, error) {
 			calls.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: kiteDoc}}}, nil, nil

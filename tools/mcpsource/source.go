@@ -196,7 +196,7 @@ func (s *Source) Tools(ctx context.Context, aud agent.Audience) ([]agent.Externa
 
 // Call runs the tool the model named for run, as seen by aud.
 func (s *Source) Call(ctx context.Context, run string, aud agent.Audience, name string, args json.RawMessage) ([]agent.ToolResult, error) {
-	sv, tool := s.resolve(name)
+	sv, t := s.resolve(name)
 	if sv == nil {
 		// a call chosen before this process knew the server's tools (a
 		// run carried on after a restart): list them, then look again
@@ -205,13 +205,14 @@ func (s *Source) Call(ctx context.Context, run string, aud agent.Audience, name 
 				_, _ = c.session(ctx)
 			}
 		}
-		if sv, tool = s.resolve(name); sv == nil {
+		if sv, t = s.resolve(name); sv == nil {
 			return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
 		}
 	}
-	if !sv.cfg.Deepresearch.visibleTo(aud) || !sv.cfg.Deepresearch.allows(tool) {
+	if !sv.cfg.Deepresearch.visibleTo(aud) || !sv.cfg.Deepresearch.allows(t) {
 		return nil, fmt.Errorf("%w: %s", ErrNotAllowed, name)
 	}
+	tool := t.Name
 	if !s.take(run) {
 		return nil, ErrCallLimit
 	}
@@ -273,7 +274,7 @@ func (s *Source) take(run string) bool {
 }
 
 // resolve finds the server and tool an exposed name stands for.
-func (s *Source) resolve(name string) (*server, string) {
+func (s *Source) resolve(name string) (*server, *mcp.Tool) {
 	for _, sv := range s.sorted() {
 		if !strings.HasPrefix(name, prefix(sv.name)) {
 			continue
@@ -283,11 +284,11 @@ func (s *Source) resolve(name string) (*server, string) {
 		sv.mu.Unlock()
 		for _, t := range tools {
 			if exposed(sv.name, t.Name) == name {
-				return sv, t.Name
+				return sv, t
 			}
 		}
 	}
-	return nil, ""
+	return nil, nil
 }
 
 func prefix(server string) string { return "mcp_" + server + "__" }
@@ -315,8 +316,16 @@ func (st Settings) visibleTo(aud agent.Audience) bool {
 	}
 }
 
-func (st Settings) allows(tool string) bool {
-	return len(st.Tools) == 0 || slices.Contains(st.Tools, tool)
+// allows reports whether the agent may call t: a tool the settings list,
+// or, with no list, one the server marks read-only (annotations'
+// readOnlyHint). Research reads: a tool that may change the team's
+// systems (write_file, create_issue) is never offered unless named, since
+// the model choosing its arguments reads untrusted pages.
+func (st Settings) allows(t *mcp.Tool) bool {
+	if len(st.Tools) > 0 {
+		return slices.Contains(st.Tools, t.Name)
+	}
+	return t.Annotations != nil && t.Annotations.ReadOnlyHint
 }
 
 // server is one configured server and its session.
@@ -486,7 +495,7 @@ func (sv *server) listed(ctx context.Context) ([]agent.ExternalTool, error) {
 	}
 	var out []agent.ExternalTool
 	for _, t := range tools {
-		if !sv.cfg.Deepresearch.allows(t.Name) {
+		if !sv.cfg.Deepresearch.allows(t) {
 			continue
 		}
 		var schema json.RawMessage

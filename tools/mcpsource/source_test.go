@@ -69,7 +69,7 @@ func (f *fakeServer) crash() {
 }
 
 func lookupServer(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "lookup", Description: "Look up the team wiki."},
+	mcp.AddTool(s, &mcp.Tool{Name: "lookup", Description: "Look up the team wiki.", Annotations: readOnly},
 		func(_ context.Context, _ *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "The wiki says: " + in.Query + " ships in March.\x1b[31m"}}}, nil, nil
 		})
@@ -188,28 +188,52 @@ func TestVisibility(t *testing.T) {
 	}
 }
 
+// readOnly marks a fake's tool as one that only reads, as the reference
+// servers mark their read tools.
+var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true}
+
+// TestAllowedTools: the settings' list decides which tools the agent may
+// call; with no list, only the tools the server marks read-only: a tool
+// that changes things (delete_page) is never offered or called unless
+// named, whatever the model (steered by a page it read) asks for.
 func TestAllowedTools(t *testing.T) {
 	w := world{"wiki": newFake(t, func(s *mcp.Server) {
 		lookupServer(s)
-		mcp.AddTool(s, &mcp.Tool{Name: "delete_page"}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
-			t.Error("delete_page was called")
-			return &mcp.CallToolResult{}, nil, nil
-		})
+		for _, name := range []string{"delete_page", "edit_page"} {
+			mcp.AddTool(s, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "changed"}}}, nil, nil
+			})
+		}
 	})}
-	cfg := Config{"wiki": {Command: "x", Deepresearch: Settings{Visibility: VisibilityAny, Tools: []string{"lookup"}}}}
-	s := w.source(t, cfg, Options{})
-	tools, _ := s.Tools(context.Background(), agent.Audience{})
-	if got := names(tools); !slices.Equal(got, []string{"mcp_wiki__lookup"}) {
-		t.Errorf("tools %v", got)
-	}
-	if _, err := s.Call(context.Background(), "r", agent.Audience{}, "mcp_wiki__delete_page", nil); !errors.Is(err, ErrNotAllowed) {
-		t.Errorf("err = %v", err)
+	for _, tc := range []struct {
+		name    string
+		listed  []string
+		offered []string
+		refused []string
+	}{
+		{"listed", []string{"lookup"}, []string{"mcp_wiki__lookup"}, []string{"mcp_wiki__delete_page", "mcp_wiki__edit_page"}},
+		{"no list: read-only tools only", nil, []string{"mcp_wiki__lookup"}, []string{"mcp_wiki__delete_page", "mcp_wiki__edit_page"}},
+		{"a write tool named", []string{"lookup", "edit_page"}, []string{"mcp_wiki__edit_page", "mcp_wiki__lookup"}, []string{"mcp_wiki__delete_page"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{"wiki": {Command: "x", Deepresearch: Settings{Visibility: VisibilityAny, Tools: tc.listed}}}
+			s := w.source(t, cfg, Options{})
+			tools, _ := s.Tools(context.Background(), agent.Audience{})
+			if got := names(tools); !slices.Equal(got, tc.offered) {
+				t.Errorf("tools %v, want %v", got, tc.offered)
+			}
+			for _, name := range tc.refused {
+				if _, err := s.Call(context.Background(), "r", agent.Audience{}, name, nil); !errors.Is(err, ErrNotAllowed) {
+					t.Errorf("call %s: err = %v, want ErrNotAllowed", name, err)
+				}
+			}
+		})
 	}
 }
 
 func TestResourcesAreCited(t *testing.T) {
 	w := world{"docs": newFake(t, func(s *mcp.Server) {
-		mcp.AddTool(s, &mcp.Tool{Name: "find"}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: "find", Annotations: readOnly}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{
 				&mcp.TextContent{Text: "Kite launches in March."},
 				&mcp.ResourceLink{URI: "https://wiki.example/kite", Name: "kite", Title: "Kite plan"},
@@ -238,10 +262,10 @@ func TestLimits(t *testing.T) {
 	block := make(chan struct{})
 	t.Cleanup(func() { close(block) })
 	w := world{"wiki": newFake(t, func(s *mcp.Server) {
-		mcp.AddTool(s, &mcp.Tool{Name: "lookup"}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: "lookup", Annotations: readOnly}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: long}}}, nil, nil
 		})
-		mcp.AddTool(s, &mcp.Tool{Name: "slow"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ lookupIn) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: "slow", Annotations: readOnly}, func(ctx context.Context, _ *mcp.CallToolRequest, _ lookupIn) (*mcp.CallToolResult, any, error) {
 			select {
 			case <-block:
 			case <-ctx.Done():
@@ -337,7 +361,7 @@ func TestToolListRefreshed(t *testing.T) {
 		t.Fatalf("tools %v", names(tools))
 	}
 	sv := s.servers["wiki"]
-	mcp.AddTool(f.srv, &mcp.Tool{Name: "search_pages"}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(f.srv, &mcp.Tool{Name: "search_pages", Annotations: readOnly}, func(context.Context, *mcp.CallToolRequest, lookupIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
 	// the server announces the change; wait for the notification to land
