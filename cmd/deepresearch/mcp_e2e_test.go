@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,44 +15,14 @@ import (
 
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot/slackfake"
+	"deepresearch/tools/mcpsource/mcptest"
 )
-
-// filesystemServer is the command of the reference MCP filesystem server
-// (@modelcontextprotocol/server-filesystem) that .ci/run installs from the
-// npm registry under .ci/mcp; DEEPRESEARCH_TEST_MCP_FILESYSTEM names
-// another. Outside CI a missing server (or node) skips the test; under
-// CI=true it fails it.
-func filesystemServer(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("DEEPRESEARCH_TEST_MCP_FILESYSTEM")
-	if bin == "" {
-		bin, _ = filepath.Abs(filepath.Join("..", "..", ".ci", "mcp", "node_modules", ".bin", "mcp-server-filesystem"))
-	}
-	_, statErr := os.Stat(bin)
-	_, nodeErr := exec.LookPath("node")
-	if statErr != nil || nodeErr != nil {
-		msg := "the MCP filesystem server is not installed (run .ci/run, or npm install --prefix .ci/mcp @modelcontextprotocol/server-filesystem): " +
-			bin + ", node: " + errString(nodeErr)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "found"
-	}
-	return err.Error()
-}
 
 // TestAskCitesMCPServerDocuments: ask, with DEEPRESEARCH_MCP_CONFIG naming
 // the npm filesystem server over a folder of the team's documents, answers
 // a question only those documents answer, citing them by a verified quote.
 func TestAskCitesMCPServerDocuments(t *testing.T) {
-	bin := filesystemServer(t)
+	bin := mcptest.FilesystemServer(t)
 	docs, err := filepath.Abs(filepath.Join("testdata", "mcpdocs"))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +77,7 @@ func TestAskCitesMCPServerDocuments(t *testing.T) {
 // for a channel mention (not even offered to the model); listing the
 // channel lets that channel's reports use it.
 func TestServeMCPSourceFollowsTheChannelRule(t *testing.T) {
-	bin := filesystemServer(t)
+	bin := mcptest.FilesystemServer(t)
 	docs, err := filepath.Abs(filepath.Join("testdata", "mcpdocs"))
 	if err != nil {
 		t.Fatal(err)

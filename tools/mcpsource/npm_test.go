@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,27 +14,8 @@ import (
 	"testing"
 
 	"deepresearch/agent"
+	"deepresearch/tools/mcpsource/mcptest"
 )
-
-// filesystemServer is the reference MCP filesystem server that .ci/run
-// installs from npm (or DEEPRESEARCH_TEST_MCP_FILESYSTEM); missing, the
-// test skips, except under CI=true where it fails.
-func filesystemServer(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("DEEPRESEARCH_TEST_MCP_FILESYSTEM")
-	if bin == "" {
-		bin, _ = filepath.Abs(filepath.Join("..", "..", ".ci", "mcp", "node_modules", ".bin", "mcp-server-filesystem"))
-	}
-	_, statErr := os.Stat(bin)
-	_, nodeErr := exec.LookPath("node")
-	if statErr != nil || nodeErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the MCP filesystem server is not installed (.ci/run installs it): %v %v", statErr, nodeErr)
-		}
-		t.Skipf("the MCP filesystem server is not installed (.ci/run installs it): %v %v", statErr, nodeErr)
-	}
-	return bin
-}
 
 // children are the ids of this process's child processes (Linux).
 func children(t *testing.T) []int {
@@ -60,7 +40,7 @@ func children(t *testing.T) []int {
 // are listed (the others left out by the configuration), a file is read
 // and cited by its call, and the server, killed, is started again.
 func TestFilesystemServer(t *testing.T) {
-	bin := filesystemServer(t)
+	bin := mcptest.FilesystemServer(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "kite.md"), []byte("Project Kite launches on 14 March 2027 in Osaka.\n"), 0o644); err != nil {
 		t.Fatal(err)
