@@ -155,9 +155,13 @@ func TestResumeHoldCommitsAnswerAndStepTogether(t *testing.T) {
 	if _, err := g.Invoke(ctx, graph.Config{ThreadID: "one", Resume: map[string]any{id: true}}); err != nil {
 		t.Fatal(err)
 	}
+	// the answer's writes hang on the checkpoint it answers ("before");
+	// the draft step's own writes may still sit on the one before that
+	// (a task whose write was saved before its step's checkpoint: under
+	// load, 1 run in a few hundred), in an earlier transaction
 	var answer, after []string
 	err = s.Pool().QueryRow(ctx, `SELECT
-		(SELECT array_agg(DISTINCT xmin::text) FROM graph_writes),
+		(SELECT array_agg(DISTINCT xmin::text) FROM graph_writes WHERE checkpoint_id >= $1),
 		(SELECT array_agg(DISTINCT xmin::text) FROM graph_checkpoints WHERE id > $1)`, before.CheckpointID).Scan(&answer, &after)
 	if err != nil {
 		t.Fatal(err)
