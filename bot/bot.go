@@ -442,7 +442,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	go func() { p.close(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(b.opts.ShutdownTimeout):
+	case <-b.clk.After(b.opts.ShutdownTimeout):
 		b.log.Warn("bot: handlers still busy at shutdown")
 	}
 	b.runCancel(errShutdown)
@@ -450,7 +450,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	go func() { b.runWG.Wait(); close(runsDone) }()
 	select {
 	case <-runsDone:
-	case <-time.After(b.opts.ShutdownTimeout):
+	case <-b.clk.After(b.opts.ShutdownTimeout):
 		b.log.Warn("bot: runs still busy at shutdown; their leases will expire")
 	}
 	b.workCancel()

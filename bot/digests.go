@@ -369,7 +369,7 @@ func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) er
 		return nil
 	}
 	d.b.log.Info("bot: schedule created", "schedule_id", sc.ID, "channel", sc.Channel, "owner", sc.Owner, "spec", sc.Spec, "tz", sc.TZ)
-	next := sc.Next(time.Now())
+	next := sc.Next(d.b.now())
 	text := fmt.Sprintf("Scheduled *%s* in %s (`%s`, %s). First digest: %s.",
 		Escape(Truncate(sc.Topic, 200)), ChannelRef(sc.Channel), Escape(sc.Spec), Escape(sc.TZ), schedule.DateLabel(next))
 	tell(text)
@@ -478,7 +478,7 @@ func (d *Digests) SlashSchedules(ctx context.Context, cmd slack.SlashCommand, _ 
 	if err != nil {
 		return "", fmt.Errorf("bot: list schedules: %w", err)
 	}
-	blocks, text := listMessage(list, time.Now(), "")
+	blocks, text := listMessage(list, d.b.now(), "")
 	err = d.b.call(ctx, "chat.postEphemeral", true, func(ctx context.Context) error {
 		_, err := d.b.api.PostEphemeralContext(ctx, cmd.ChannelID, cmd.UserID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		return err
@@ -487,7 +487,7 @@ func (d *Digests) SlashSchedules(ctx context.Context, cmd slack.SlashCommand, _ 
 		d.b.log.Warn("bot: post schedule list", "err", err)
 		var lines []string
 		for _, sc := range list {
-			lines = append(lines, fmt.Sprintf("• %s — `%s` (%s) %s", Escape(Truncate(sc.Topic, 200)), Escape(sc.Spec), Escape(sc.TZ), scheduleStatus(sc, time.Now())))
+			lines = append(lines, fmt.Sprintf("• %s — `%s` (%s) %s", Escape(Truncate(sc.Topic, 200)), Escape(sc.Spec), Escape(sc.TZ), scheduleStatus(sc, d.b.now())))
 		}
 		if len(lines) == 0 {
 			return "No scheduled digests here yet. Create one with `/research schedule`.", nil
@@ -507,7 +507,7 @@ func (d *Digests) HomeSection(ctx context.Context, user string) ([]slack.Block, 
 	if len(list) == 0 {
 		return append(blocks, slack.NewContextBlock("", mrkdwn("None yet: `/research schedule` in a channel creates one."))), nil
 	}
-	return append(blocks, ScheduleBlocks(list, time.Now())...), nil
+	return append(blocks, ScheduleBlocks(list, d.b.now())...), nil
 }
 
 // ---------------------------------------------------------------- actions
@@ -584,7 +584,7 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 	if cb.ResponseURL != "" && err == nil && channel != "" {
 		if list, lerr := d.listFor(ctx, channel, user); lerr == nil {
 			// Replace the ephemeral list that holds the buttons.
-			blocks, text := listMessage(list, time.Now(), msg)
+			blocks, text := listMessage(list, d.b.now(), msg)
 			resp := map[string]any{"replace_original": true, "response_type": "ephemeral", "text": text, "blocks": blocks}
 			if rerr := d.b.postResponse(ctx, cb.ResponseURL, resp); rerr == nil {
 				return nil

@@ -223,7 +223,7 @@ func (b *Bot) decide(ctx context.Context, r research.Run, d research.Decision, f
 	for i := 0; i < 20 && errors.Is(err, research.ErrNotWaiting) && cur.State == research.StateRunning && (cur.Interrupt == nil || cur.Interrupt.ID != d.InterruptID); i++ {
 		select {
 		case <-ctx.Done():
-		case <-time.After(150 * time.Millisecond):
+		case <-b.clk.After(150 * time.Millisecond):
 		}
 		cur, err = b.store.Decide(ctx, r.ID, d)
 	}

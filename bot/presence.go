@@ -26,15 +26,16 @@ const presenceTimeout = 5 * time.Second
 // presenceLoop announces this instance and recounts the replicas every
 // PresenceEvery until ctx ends.
 func (b *Bot) presenceLoop(ctx context.Context) {
-	t := time.NewTicker(b.opts.PresenceEvery)
+	t := b.clk.NewTimer(b.opts.PresenceEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		b.presence(ctx)
+		t.Reset(b.opts.PresenceEvery)
 	}
 }
 

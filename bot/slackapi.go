@@ -136,11 +136,11 @@ func (b *Bot) post(ctx context.Context, channel string, idempotent bool, opts ..
 // waiting for the slot can take a while in a busy channel, and the message
 // may have become unnecessary meanwhile.
 func (b *Bot) postUnless(ctx context.Context, channel string, idempotent bool, unneeded func() bool, opts ...slack.MsgOption) (ts string, skipped bool, err error) {
-	start := time.Now()
+	start := b.now()
 	if err := b.posts.wait(ctx, channel); err != nil {
 		return "", false, fmt.Errorf("chat.postMessage: %w", err)
 	}
-	b.metrics.postWait.Observe(time.Since(start).Seconds())
+	b.metrics.postWait.Observe(b.now().Sub(start).Seconds())
 	if unneeded != nil && unneeded() {
 		return "", true, nil
 	}
@@ -187,11 +187,11 @@ func (b *Bot) editMessage(ctx context.Context, kind editKind, channel, ts string
 				return errEditSkipped
 			}
 		} else {
-			start := time.Now()
+			start := b.now()
 			if err := b.updates.wait(ctx); err != nil {
 				return err
 			}
-			b.metrics.updateWait.Observe(time.Since(start).Seconds())
+			b.metrics.updateWait.Observe(b.now().Sub(start).Seconds())
 			if err := b.limiter.wait(ctx, channel); err != nil {
 				return err
 			}

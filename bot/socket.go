@@ -58,7 +58,7 @@ func (b *Bot) dispatchLoop(ctx context.Context, in chan<- received) {
 		case <-ctx.Done():
 			return
 		case ev := <-b.sm.Events:
-			start := time.Now()
+			start := b.now()
 			if !b.dispatch(ctx, ev, start) {
 				continue
 			}
@@ -201,7 +201,7 @@ func (b *Bot) ack(ctx context.Context, envelopeID string, payload any, start tim
 		b.log.Warn("bot: ack failed", "envelope_id", envelopeID, "err", err)
 		return
 	}
-	b.metrics.ackLatency.Observe(time.Since(start).Seconds())
+	b.metrics.ackLatency.Observe(b.now().Sub(start).Seconds())
 	b.traceAck(ctx, envelopeID, start)
 }
 
@@ -240,33 +240,29 @@ func (b *Bot) finishInbox(ctx context.Context, key string) {
 // Options.InboxGrace until release is called.
 func (b *Bot) holdInbox(ctx context.Context, key string) (release func()) {
 	every := b.opts.InboxGrace / 3
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	renew := func() {
-		err := b.store.ExtendInbox(ctx, key, b.opts.InstanceID, b.now(), b.opts.InboxGrace)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			b.log.Warn("bot: renew inbox lease", "key", key, "err", err)
-			if errors.Is(err, research.ErrLeaseLost) || errors.Is(err, research.ErrNotFound) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := b.clk.NewTimer(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
 				return
+			case <-t.C():
 			}
-		}
-		if !stopped {
+			if err := b.store.ExtendInbox(ctx, key, b.opts.InstanceID, b.now(), b.opts.InboxGrace); err != nil {
+				b.log.Warn("bot: renew inbox lease", "key", key, "err", err)
+				if errors.Is(err, research.ErrLeaseLost) || errors.Is(err, research.ErrNotFound) {
+					return
+				}
+			}
 			t.Reset(every)
 		}
-	}
-	mu.Lock()
-	t = time.AfterFunc(every, renew)
-	mu.Unlock()
+	}()
 	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+		close(stop)
+		<-done
 	}
 }
 

@@ -26,7 +26,7 @@ func (b *Bot) traceAck(ctx context.Context, envelopeID string, start time.Time) 
 	if b.tracer == nil {
 		return
 	}
-	now := time.Now()
+	now := b.now()
 	_, span := b.tracer.Start(ctx, "slack envelope", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("slack.envelope.id", envelopeID)))
 	span.AddEvent("slack.ack", trace.WithTimestamp(now), trace.WithAttributes(tracing.AckLatency.Float64(float64(now.Sub(start).Microseconds())/1000)))
