@@ -130,16 +130,17 @@ type Options struct {
 	Interactions map[string]InteractionHandler
 	// Digests, when set, makes the bot serve scheduled digests (digests.go):
 	// /research schedule(s), the schedule modal and buttons, the App Home
-	// section. The scheduler posts and asks for approval through
-	// Bot.Digests, and checks channels with Bot.CheckChannel.
-	Digests *schedule.Manager
+	// section. New calls it once with the bot's digest UI, which posts
+	// digests, asks for approvals and checks channels (schedule.Poster,
+	// ChartPoster, ApprovalRequester, ChannelChecker), and serves the
+	// manager it returns: the caller builds its scheduler and manager
+	// around the UI, every field set at once, and runs the scheduler once
+	// New has returned.
+	Digests func(ui *Digests) *schedule.Manager
 	// Feedback, when set, puts feedback buttons under every report and
 	// digest and keeps the clicks (one per user and run) with what was
 	// wrong; /research status shows the tally.
 	Feedback research.FeedbackStore
-	// Attach is called by New with the new Bot, before it runs, so that
-	// the caller can hand it to what needs it (the digest scheduler).
-	Attach func(*Bot)
 
 	Logger     *slog.Logger          // default: discard
 	Registerer prometheus.Registerer // where metrics are registered; default a private registry
@@ -365,9 +366,6 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.wireAssistant()
 	b.wireDigests()
 	b.wireRatings()
-	if opts.Attach != nil {
-		opts.Attach(b)
-	}
 	return b, nil
 }
 

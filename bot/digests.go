@@ -83,6 +83,7 @@ var (
 	_ schedule.Poster            = (*Digests)(nil)
 	_ schedule.ChartPoster       = (*Digests)(nil)
 	_ schedule.ApprovalRequester = (*Digests)(nil)
+	_ schedule.ChannelChecker    = (*Digests)(nil)
 	_ schedule.ChannelChecker    = (*Bot)(nil)
 )
 
@@ -96,7 +97,11 @@ func (b *Bot) wireDigests() {
 	if b.opts.Digests == nil {
 		return
 	}
-	d := &Digests{b: b, mgr: b.opts.Digests}
+	d := &Digests{b: b}
+	d.mgr = b.opts.Digests(d)
+	if d.mgr == nil {
+		return
+	}
 	b.digests = d
 	subs := maps.Clone(b.opts.Subcommands)
 	if subs == nil {
@@ -111,6 +116,11 @@ func (b *Bot) wireDigests() {
 	}
 	acts[SchedPrefix] = d.HandleInteraction
 	b.opts.Interactions = acts
+}
+
+// CheckChannel implements schedule.ChannelChecker with Bot.CheckChannel.
+func (d *Digests) CheckChannel(ctx context.Context, channel, owner string) (string, error) {
+	return d.b.CheckChannel(ctx, channel, owner)
 }
 
 // label is text for a label, placeholder, option or button.
