@@ -79,7 +79,7 @@ func (b *Bot) onMessage(ctx context.Context, m incoming) {
 	dm := strings.HasPrefix(m.channel, "D")
 	if !b.channelAllowed(m.channel) {
 		if !m.answerOnly && b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-			b.ephemeral(ctx, m.channel, m.threadTS, m.user, notEnabledText)
+			b.ephemeral(ctx, m.channel, m.threadTS, m.user, b.wordsFor(ctx, m.user).NotEnabled)
 		}
 		return
 	}
@@ -117,7 +117,7 @@ func (b *Bot) onMessage(ctx context.Context, m incoming) {
 		if err == nil && r.State == research.StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == research.InterruptQuestion {
 			if !b.mayDecide(r, m.user) {
 				if !m.answerOnly && b.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-					b.ephemeral(ctx, m.channel, root, m.user, "This research is waiting for an answer from "+b.userName(ctx, r.Requester)+".")
+					b.ephemeral(ctx, m.channel, root, m.user, fmt.Sprintf(b.wordsFor(ctx, m.user).WaitingAnswerFrom, b.userName(ctx, r.Requester)))
 				}
 				return
 			}
@@ -167,7 +167,7 @@ func (b *Bot) onMessage(ctx context.Context, m incoming) {
 		th, err = b.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: m.user, DM: dm, CreatedAt: b.now()})
 		if err != nil {
 			b.log.Error("bot: store thread", "err", err)
-			b.reply(ctx, m.channel, root, "Sorry, I could not start the research (storage error). Please try again.")
+			b.reply(ctx, m.channel, root, b.wordsFor(ctx, m.user).StartStorageFailed)
 			return
 		}
 	}
@@ -230,18 +230,19 @@ func (b *Bot) decide(ctx context.Context, r research.Run, d research.Decision, f
 	switch {
 	case errors.Is(err, research.ErrAlreadyDecided):
 		if cur.Decision != nil && cur.Decision.By != d.By {
-			b.ephemeral(ctx, channel, threadTS, d.By, fmt.Sprintf("%s already decided this (%s).", b.userName(ctx, cur.Decision.By), strings.ToLower(actionLabel(cur.Decision.Action))))
+			l := b.userLang(ctx, d.By)
+			b.ephemeral(ctx, channel, threadTS, d.By, fmt.Sprintf(l.words().AlreadyDecided, b.userName(ctx, cur.Decision.By), strings.ToLower(l.actionLabel(cur.Decision.Action))))
 		}
 		return
 	case errors.Is(err, research.ErrNotWaiting):
 		if cur.State == research.StateRunning && cur.Interrupt != nil && cur.Interrupt.ID != d.InterruptID {
 			return
 		}
-		b.ephemeral(ctx, channel, threadTS, d.By, "This research is no longer waiting for that decision.")
+		b.ephemeral(ctx, channel, threadTS, d.By, b.wordsFor(ctx, d.By).NoLongerWaiting)
 		return
 	case err != nil:
 		b.log.Error("bot: decide", "run_id", r.ID, "err", err)
-		b.ephemeral(ctx, channel, threadTS, d.By, "Sorry, I could not record your decision (storage error). Please try again.")
+		b.ephemeral(ctx, channel, threadTS, d.By, b.wordsFor(ctx, d.By).DecisionFailed)
 		return
 	}
 	b.log.Info("bot: decision", "run_id", r.ID, "thread_id", r.ThreadID, "action", d.Action, "by", d.By)
@@ -289,10 +290,10 @@ func (b *Bot) ackPayload(ev socketmode.Event) any {
 	}
 	text := strings.TrimSpace(feedbackText(cb))
 	if text == "" {
-		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockFeedback: "Please say what should change."})
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockFeedback: b.cachedWords(cb.User.ID).SayWhatChanges})
 	}
 	if n := utf8.RuneCountInString(text); n > b.opts.MaxQuestionLen {
-		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockFeedback: fmt.Sprintf("This is too long (%d characters; the limit is %d). Please shorten it.", n, b.opts.MaxQuestionLen)})
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockFeedback: fmt.Sprintf(b.cachedWords(cb.User.ID).FeedbackTooLong, n, b.opts.MaxQuestionLen)})
 	}
 	return nil
 }
@@ -308,7 +309,7 @@ func (b *Bot) handleInteraction(ctx context.Context, cb slack.InteractionCallbac
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
 		if ch := interactionChannel(cb); !b.channelAllowed(ch) {
-			b.ephemeral(ctx, ch, cb.Container.ThreadTs, cb.User.ID, notEnabledText)
+			b.ephemeral(ctx, ch, cb.Container.ThreadTs, cb.User.ID, b.wordsFor(ctx, cb.User.ID).NotEnabled)
 			return
 		}
 		for _, a := range cb.ActionCallback.BlockActions {
@@ -360,7 +361,7 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 	say := func(msg string) { b.ephemeral(ctx, channel, threadTS, user, msg) }
 	switch a.ActionID {
 	case actCancelRun:
-		if r, ok := b.clickedRun(ctx, a.Value, user, "cancel", say); ok {
+		if r, ok := b.clickedRun(ctx, a.Value, user, actCancel, say); ok {
 			b.cancelRun(ctx, r, user, say)
 		}
 	case actApprove, actMore, actCancelIntr, actRevise:
@@ -368,14 +369,14 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 		if !ok {
 			return
 		}
-		r, ok := b.clickedRun(ctx, runID, user, "decide on", say)
+		r, ok := b.clickedRun(ctx, runID, user, actDecide, say)
 		if !ok {
 			return
 		}
 		action := map[string]research.Action{actApprove: research.ActionApprove, actMore: research.ActionMore, actCancelIntr: research.ActionCancel}[a.ActionID]
 		if a.ActionID == actRevise {
 			if r.State != research.StateWaiting || r.Interrupt == nil || r.Interrupt.ID != intrID {
-				say("This research is no longer waiting for that decision.")
+				say(b.wordsFor(ctx, user).NoLongerWaiting)
 				return
 			}
 			err := b.call(ctx, "views.open", false, func(ctx context.Context) error {
@@ -384,7 +385,7 @@ func (b *Bot) onBlockAction(ctx context.Context, cb slack.InteractionCallback, a
 			})
 			if err != nil {
 				b.log.Warn("bot: open feedback modal", "run_id", runID, "err", err)
-				say("I couldn't open the feedback form; please press the button again.")
+				say(b.wordsFor(ctx, user).FormFailed)
 			}
 			return
 		}
@@ -406,18 +407,26 @@ func (b *Bot) onFeedbackSubmitted(ctx context.Context, cb slack.InteractionCallb
 		return
 	}
 	user := cb.User.ID
-	if !b.mayAct(ctx, r, user, "decide on", func(msg string) { b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, msg) }) {
+	if !b.mayAct(ctx, r, user, actDecide, func(msg string) { b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, msg) }) {
 		return
 	}
 	b.decide(ctx, r, research.Decision{InterruptID: intrID, Action: research.ActionRevise, Text: text, By: user, At: b.now()}, decisionSource{channel: r.Key.Channel, threadTS: r.Key.ThreadTS})
 }
 
+// actKind is what a person does to a run from a button or a form.
+type actKind int
+
+const (
+	actCancel actKind = iota // cancel the run
+	actDecide                // decide on its interrupt
+)
+
 // clickedRun loads the run a button names and checks with mayAct that
 // user may act on it.
-func (b *Bot) clickedRun(ctx context.Context, runID, user, verb string, say func(string)) (research.Run, bool) {
+func (b *Bot) clickedRun(ctx context.Context, runID, user string, verb actKind, say func(string)) (research.Run, bool) {
 	r, err := b.store.Run(ctx, runID)
 	if err != nil {
-		say("I can't find that research any more.")
+		say(b.wordsFor(ctx, user).RunGone)
 		return research.Run{}, false
 	}
 	return r, b.mayAct(ctx, r, user, verb, say)
@@ -426,13 +435,18 @@ func (b *Bot) clickedRun(ctx context.Context, runID, user, verb string, say func
 // mayAct reports whether user may act on a run from a button or a form
 // (verb: what the refusal says they may not do); it tells them with say
 // when not.
-func (b *Bot) mayAct(ctx context.Context, r research.Run, user, verb string, say func(string)) bool {
+func (b *Bot) mayAct(ctx context.Context, r research.Run, user string, verb actKind, say func(string)) bool {
 	if !b.channelAllowed(r.Key.Channel) {
-		say(notEnabledText)
+		say(b.wordsFor(ctx, user).NotEnabled)
 		return false
 	}
 	if !b.mayDecide(r, user) {
-		say("Only " + b.userName(ctx, r.Requester) + " (who asked) or a configured approver can " + verb + " this research.")
+		w := b.wordsFor(ctx, user)
+		only := w.OnlyDecideOn
+		if verb == actCancel {
+			only = w.OnlyCancel
+		}
+		say(fmt.Sprintf(only, b.userName(ctx, r.Requester)))
 		return false
 	}
 	return true
@@ -443,11 +457,12 @@ func (b *Bot) cancelRun(ctx context.Context, r research.Run, user string, say fu
 	cur, cancelledNow, err := b.store.RequestCancel(ctx, r.ID, user, b.now())
 	switch {
 	case errors.Is(err, research.ErrFinished):
-		say("This research has already finished (" + strings.ToLower(stateLabel(cur.State)) + ").")
+		l := b.userLang(ctx, user)
+		say(fmt.Sprintf(l.words().AlreadyFinished, strings.ToLower(l.stateLabel(cur.State))))
 		return
 	case err != nil:
 		b.log.Error("bot: request cancel", "run_id", r.ID, "err", err)
-		say("Sorry, I could not cancel (storage error). Please try again.")
+		say(b.wordsFor(ctx, user).CancelFailed)
 		return
 	}
 	b.log.Info("bot: cancel requested", "run_id", r.ID, "thread_id", r.ThreadID, "by", user, "immediate", cancelledNow)

@@ -49,6 +49,21 @@ type words struct {
 	AlreadyDecided, NoLongerWaiting, AlreadyFinished string
 	CancelTooLate, CancelTooLateYou                  string // CancelTooLate: %s canceller
 	OnlyRetry                                        string // %s: requester
+
+	// Answers to mentions, buttons and forms.
+	NotEnabled, WaitingAnswerFrom      string // WaitingAnswerFrom: %s requester
+	StartStorageFailed, DecisionFailed string
+	SayWhatChanges, FeedbackTooLong    string // FeedbackTooLong: %d length, %d limit
+	RunGone, FormFailed, CancelFailed  string
+	OnlyCancel, OnlyDecideOn           string // %s: requester
+	// Answers to /research.
+	SlashFailed, DigestsUnavailable      string // SlashFailed: %s reference
+	AddQuestion, SlashTooLong            string // SlashTooLong: %d length, %d limit
+	CannotPost, StartFailed, StartStore  string
+	Started, ReadRunsFailed, NoRuns      string
+	NoneInProgress, WhichRun             string // WhichRun: %s run ids
+	NoSuchRun, ReadRunFailed, Cancelling string // NoSuchRun, Cancelling: %s run id
+	RecentResearch                       string
 }
 
 var wordsEN = words{
@@ -78,6 +93,34 @@ var wordsEN = words{
 	CancelTooLate:    "The cancel by *%s* came too late: the report was already being posted.",
 	CancelTooLateYou: "Your cancel came too late: the research had finished and its report was already being posted.",
 	OnlyRetry:        "Only %s (who asked) or an approver can have this report posted again.",
+
+	NotEnabled:         "I'm not enabled in this channel. Ask an admin to add it to the allow-list, or DM me.",
+	WaitingAnswerFrom:  "This research is waiting for an answer from %s.",
+	StartStorageFailed: "Sorry, I could not start the research (storage error). Please try again.",
+	DecisionFailed:     "Sorry, I could not record your decision (storage error). Please try again.",
+	SayWhatChanges:     "Please say what should change.",
+	FeedbackTooLong:    "This is too long (%d characters; the limit is %d). Please shorten it.",
+	RunGone:            "I can't find that research any more.",
+	FormFailed:         "I couldn't open the feedback form; please press the button again.",
+	CancelFailed:       "Sorry, I could not cancel (storage error). Please try again.",
+	OnlyCancel:         "Only %s (who asked) or a configured approver can cancel this research.",
+	OnlyDecideOn:       "Only %s (who asked) or a configured approver can decide on this research.",
+	SlashFailed:        "Sorry, that failed. Please try again; if it keeps failing, tell an admin the reference `%s`.",
+	DigestsUnavailable: "Scheduled digests are not available yet.",
+	AddQuestion:        "Please add a question: `/research ask <question>` (or `/research deep <question>`).",
+	SlashTooLong:       "Your question is too long (%d characters; the limit is %d). Please shorten it.",
+	CannotPost:         "I can't post here. Invite me to the channel first (`/invite @deepresearch`).",
+	StartFailed:        "Sorry, I could not start the research. Please try again.",
+	StartStore:         "Sorry, I could not start the research (storage error).",
+	Started:            "Started — follow the progress in the thread.",
+	ReadRunsFailed:     "Sorry, I could not read your runs (storage error).",
+	NoRuns:             "You have no research runs yet.",
+	NoneInProgress:     "You have no research in progress.",
+	WhichRun:           "You have several runs in progress; say which: `/research cancel <run>` with one of %s",
+	NoSuchRun:          "There is no research run `%s`. See `/research status`.",
+	ReadRunFailed:      "Sorry, I could not read that run (storage error).",
+	Cancelling:         "Cancelling `%s`.",
+	RecentResearch:     "*Your recent research*",
 }
 
 var wordsJA = words{
@@ -107,6 +150,34 @@ var wordsJA = words{
 	CancelTooLate:    "*%s* さんのキャンセルは間に合いませんでした。レポートはすでに投稿中でした。",
 	CancelTooLateYou: "キャンセルは間に合いませんでした。調査は終わっていて、レポートはすでに投稿中でした。",
 	OnlyRetry:        "このレポートを再投稿できるのは %s さん（依頼者）か承認者だけです。",
+
+	NotEnabled:         "このチャンネルでは有効になっていません。管理者に許可リストへの追加を頼むか、DM でお尋ねください。",
+	WaitingAnswerFrom:  "この調査は %s さんの回答を待っています。",
+	StartStorageFailed: "申し訳ありません。調査を開始できませんでした（保存エラー）。もう一度お試しください。",
+	DecisionFailed:     "申し訳ありません。決定を記録できませんでした（保存エラー）。もう一度お試しください。",
+	SayWhatChanges:     "何を変えるべきか書いてください。",
+	FeedbackTooLong:    "長すぎます（%d 文字、上限は %d 文字）。短くしてください。",
+	RunGone:            "その調査はもう見つかりません。",
+	FormFailed:         "フィードバックのフォームを開けませんでした。もう一度ボタンを押してください。",
+	CancelFailed:       "申し訳ありません。キャンセルできませんでした（保存エラー）。もう一度お試しください。",
+	OnlyCancel:         "この調査をキャンセルできるのは %s さん（依頼者）か承認者だけです。",
+	OnlyDecideOn:       "この調査について決定できるのは %s さん（依頼者）か承認者だけです。",
+	SlashFailed:        "申し訳ありません。失敗しました。もう一度お試しください。失敗が続く場合は、参照 `%s` を管理者に伝えてください。",
+	DigestsUnavailable: "定期ダイジェストはまだ使えません。",
+	AddQuestion:        "質問を書いてください: `/research ask <質問>`（または `/research deep <質問>`）。",
+	SlashTooLong:       "質問が長すぎます（%d 文字、上限は %d 文字）。短くしてください。",
+	CannotPost:         "ここには投稿できません。先にチャンネルに招待してください（`/invite @deepresearch`）。",
+	StartFailed:        "申し訳ありません。調査を開始できませんでした。もう一度お試しください。",
+	StartStore:         "申し訳ありません。調査を開始できませんでした（保存エラー）。",
+	Started:            "開始しました。進み具合はスレッドでご覧ください。",
+	ReadRunsFailed:     "申し訳ありません。調査の一覧を読めませんでした（保存エラー）。",
+	NoRuns:             "調査はまだありません。",
+	NoneInProgress:     "進行中の調査はありません。",
+	WhichRun:           "進行中の調査が複数あります。どれかを指定してください: `/research cancel <調査>`（%s のどれか）",
+	NoSuchRun:          "調査 `%s` はありません。`/research status` をご覧ください。",
+	ReadRunFailed:      "申し訳ありません。その調査を読めませんでした（保存エラー）。",
+	Cancelling:         "`%s` をキャンセルしています。",
+	RecentResearch:     "*最近の調査*",
 }
 
 func (l lang) words() *words {
@@ -114,6 +185,21 @@ func (l lang) words() *words {
 		return &wordsJA
 	}
 	return &wordsEN
+}
+
+// wordsFor is the bot's words in user's language (userLang).
+func (b *Bot) wordsFor(ctx context.Context, user string) *words {
+	return b.userLang(ctx, user).words()
+}
+
+// cachedWords is wordsFor without asking Slack: the user's language when
+// an earlier users.info told it, English otherwise. An ack's payload uses
+// it, since an ack must not wait for a Slack call.
+func (b *Bot) cachedWords(user string) *words {
+	if v, ok := b.langs.Load(user); ok {
+		return v.(lang).words()
+	}
+	return langEN.words()
 }
 
 // userLang is the language of a user's Slack client (users.info with

@@ -30,7 +30,7 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 		return
 	}
 	if !b.channelAllowed(cmd.ChannelID) {
-		say(notEnabledText)
+		say(b.wordsFor(ctx, cmd.UserID).NotEnabled)
 		return
 	}
 	switch sub {
@@ -52,7 +52,7 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 			if err != nil {
 				ref := randomID(4)
 				b.log.Warn("bot: subcommand", "subcommand", sub, "ref", ref, "err", err)
-				reply = "Sorry, that failed. Please try again; if it keeps failing, tell an admin the reference `" + ref + "`."
+				reply = fmt.Sprintf(b.wordsFor(ctx, cmd.UserID).SlashFailed, ref)
 			}
 			if reply != "" {
 				say(reply)
@@ -60,7 +60,7 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 			return
 		}
 		if sub == "schedule" || sub == "schedules" {
-			say("Scheduled digests are not available yet.")
+			say(b.wordsFor(ctx, cmd.UserID).DigestsUnavailable)
 			return
 		}
 		if b.mistypedSubcommand(word, rest) {
@@ -70,9 +70,6 @@ func (b *Bot) handleSlash(ctx context.Context, cmd slack.SlashCommand) {
 		b.slashAsk(ctx, cmd, text, say, b.opts.RunOptions)
 	}
 }
-
-// notEnabledText answers anything asked in a channel outside the allow-list.
-const notEnabledText = "I'm not enabled in this channel. Ask an admin to add it to the allow-list, or DM me."
 
 // channelAllowed applies Options.AllowedChannels: DMs are always allowed,
 // every channel when the list is empty.
@@ -150,27 +147,27 @@ const DeepTeamSize = 3
 
 func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question string, say func(string), opts research.RunOptions) {
 	if question == "" {
-		say("Please add a question: `/research ask <question>` (or `/research deep <question>`).")
+		say(b.wordsFor(ctx, cmd.UserID).AddQuestion)
 		return
 	}
 	if n := utf8.RuneCountInString(question); n > b.opts.MaxQuestionLen {
-		say(fmt.Sprintf("Your question is too long (%d characters; the limit is %d). Please shorten it.", n, b.opts.MaxQuestionLen))
+		say(fmt.Sprintf(b.wordsFor(ctx, cmd.UserID).SlashTooLong, n, b.opts.MaxQuestionLen))
 		return
 	}
 	dm := strings.HasPrefix(cmd.ChannelID, "D")
 	if !b.channelAllowed(cmd.ChannelID) {
-		say(notEnabledText)
+		say(b.wordsFor(ctx, cmd.UserID).NotEnabled)
 		return
 	}
 	who := b.userName(ctx, cmd.UserID)
 	ts, err := b.postMessage(ctx, cmd.ChannelID, slack.MsgOptionText(fmt.Sprintf("🔎 *%s* asked: %s", who, truncateEscaped(question, 3000)), false))
 	if err != nil {
 		if errorCode(err) == "not_in_channel" || errorCode(err) == "channel_not_found" {
-			say("I can't post here. Invite me to the channel first (`/invite @deepresearch`).")
+			say(b.wordsFor(ctx, cmd.UserID).CannotPost)
 			return
 		}
 		b.log.Warn("bot: slash ask post", "err", err)
-		say("Sorry, I could not start the research. Please try again.")
+		say(b.wordsFor(ctx, cmd.UserID).StartFailed)
 		return
 	}
 	team := cmd.TeamID
@@ -181,30 +178,31 @@ func (b *Bot) slashAsk(ctx context.Context, cmd slack.SlashCommand, question str
 	th, err := b.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: cmd.UserID, DM: dm, CreatedAt: b.now()})
 	if err != nil {
 		b.log.Error("bot: store thread", "err", err)
-		say("Sorry, I could not start the research (storage error).")
+		say(b.wordsFor(ctx, cmd.UserID).StartStore)
 		return
 	}
-	say("Started — follow the progress in the thread.")
+	say(b.wordsFor(ctx, cmd.UserID).Started)
 	// The message was just posted: the claim of its answer is the first.
 	b.newRun(ctx, th, runRequest{user: cmd.UserID, question: question, msgTS: ts, opts: opts})
 }
 
 func (b *Bot) slashStatus(ctx context.Context, cmd slack.SlashCommand, say func(string)) {
 	runs, err := b.store.ListRuns(ctx, research.RunFilter{Requester: cmd.UserID, Limit: 10})
+	l := b.userLang(ctx, cmd.UserID)
 	if err != nil {
-		say("Sorry, I could not read your runs (storage error).")
+		say(l.words().ReadRunsFailed)
 		return
 	}
 	if len(runs) == 0 {
-		say("You have no research runs yet.")
+		say(l.words().NoRuns)
 		return
 	}
 	var sb strings.Builder
-	sb.WriteString("*Your recent research*\n")
+	sb.WriteString(l.words().RecentResearch + "\n")
 	now := b.now()
 	ratings := b.ratingCounts(ctx, runs)
 	for _, r := range runs {
-		fmt.Fprintf(&sb, "%s `%s` %s · %s%s · %s\n", runIcon(r.State), r.ID, stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
+		fmt.Fprintf(&sb, "%s `%s` %s · %s%s · %s\n", runIcon(r.State), r.ID, l.stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
 			ratingText(ratings[r.ID]), truncateEscaped(r.Question, 120))
 	}
 	say(Truncate(sb.String(), 3000))
@@ -214,12 +212,12 @@ func (b *Bot) slashCancel(ctx context.Context, cmd slack.SlashCommand, runID str
 	if runID == "" {
 		active, err := b.store.ListRuns(ctx, research.RunFilter{Requester: cmd.UserID, States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
 		if err != nil {
-			say("Sorry, I could not read your runs (storage error).")
+			say(b.wordsFor(ctx, cmd.UserID).ReadRunsFailed)
 			return
 		}
 		switch len(active) {
 		case 0:
-			say("You have no research in progress.")
+			say(b.wordsFor(ctx, cmd.UserID).NoneInProgress)
 			return
 		case 1:
 			runID = active[0].ID
@@ -228,26 +226,26 @@ func (b *Bot) slashCancel(ctx context.Context, cmd slack.SlashCommand, runID str
 			for i, r := range active {
 				ids[i] = "`" + r.ID + "`"
 			}
-			say("You have several runs in progress; say which: `/research cancel <run>` with one of " + strings.Join(ids, ", "))
+			say(fmt.Sprintf(b.wordsFor(ctx, cmd.UserID).WhichRun, strings.Join(ids, ", ")))
 			return
 		}
 	}
 	r, err := b.store.Run(ctx, runID)
 	if errors.Is(err, research.ErrNotFound) {
-		say("There is no research run `" + Escape(runID) + "`. See `/research status`.")
+		say(fmt.Sprintf(b.wordsFor(ctx, cmd.UserID).NoSuchRun, Escape(runID)))
 		return
 	} else if err != nil {
-		say("Sorry, I could not read that run (storage error).")
+		say(b.wordsFor(ctx, cmd.UserID).ReadRunFailed)
 		return
 	}
 	if !b.mayDecide(r, cmd.UserID) {
-		say("Only " + b.userName(ctx, r.Requester) + " (who asked) or a configured approver can cancel this research.")
+		say(fmt.Sprintf(b.wordsFor(ctx, cmd.UserID).OnlyCancel, b.userName(ctx, r.Requester)))
 		return
 	}
 	done := false
 	b.cancelRun(ctx, r, cmd.UserID, func(msg string) { say(msg); done = true })
 	if !done {
-		say("Cancelling `" + r.ID + "`.")
+		say(fmt.Sprintf(b.wordsFor(ctx, cmd.UserID).Cancelling, r.ID))
 	}
 }
 
