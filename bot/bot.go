@@ -230,14 +230,14 @@ var ErrAuth = errors.New("slack rejected the token")
 
 // Bot is a running Slack bot. Create it with New.
 type Bot struct {
+	*slackClient // the one Slack Web API client, its budgets and pacing
+
 	opts    Options
 	log     *slog.Logger
 	res     Researcher
 	store   research.Store
-	api     *slack.Client
 	sm      *socketmode.Client
 	metrics *Metrics
-	clk     clock.Clock
 	tracer  trace.Tracer // nil: untraced
 
 	botUserID    string
@@ -249,21 +249,9 @@ type Bot struct {
 	allowed   map[string]bool
 	approvers map[string]bool
 
-	limiter *channelLimiter
-	edits   editOrder // per-message edit order across status message instances
-	names   sync.Map  // user id -> display name
-	langs   sync.Map  // user id -> lang of their Slack client
+	streams  streaming // per workspace: whether Slack serves the streaming methods
+	replaced sync.Map  // run id -> ts of the stream started in place of its recorded one
 
-	updates      *updateBudget // chat.update budget of the process (nil: unlimited)
-	appends      *updateBudget // chat.appendStream budget of the process
-	streamStarts *updateBudget // chat.startStream (Tier 2): a run without a token gets a status message
-	streamStops  *updateBudget // chat.stopStream (Tier 2): a stop waits for a token
-	streams      streaming     // per workspace: whether Slack serves the streaming methods
-	replaced     sync.Map      // run id -> ts of the stream started in place of its recorded one
-	posts        *postPacer    // chat.postMessage pace per channel (nil: unpaced)
-	refusals     *refusalGate  // caps refusal replies under a flood (nil: uncapped)
-
-	live atomic.Int32 // replicas the workspace's budgets are split among (presence.go)
 	// presence goroutine only (presence.go):
 	presenceFailing    bool // the last round failed (logged once)
 	presenceRecovering int  // rounds after an outage in which the count may only grow
@@ -292,9 +280,6 @@ type Bot struct {
 	assistant *assistantState // assistant threads (assistant.go)
 }
 
-// now is the time on the bot's clock.
-func (b *Bot) now() time.Time { return b.clk.Now() }
-
 // New returns a Bot that answers with researcher and keeps its records in
 // store. It does not contact Slack; Run does.
 func New(researcher Researcher, store research.Store, opts Options) (*Bot, error) {
@@ -318,35 +303,22 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Logger.With("instance", opts.InstanceID)
 	b := &Bot{
-		opts:         opts,
-		log:          opts.Logger.With("instance", opts.InstanceID),
-		res:          researcher,
-		store:        store,
-		metrics:      m,
-		clk:          opts.Clock,
-		tracer:       tracerOf(opts.TracerProvider),
-		allowed:      set(opts.AllowedChannels),
-		approvers:    set(opts.Approvers),
-		limiter:      newChannelLimiter(opts.ProgressInterval, opts.Clock),
-		updates:      newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, opts.Clock),
-		appends:      newUpdateBudget(appendsPerMinute, appendBurst, opts.Clock),
-		streamStarts: newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
-		streamStops:  newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
-		posts:        newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
-		refusals:     newRefusalGate(opts.RefusalWindow, opts.Clock),
-		runSlots:     make(chan struct{}, opts.MaxConcurrentRuns),
-		running:      map[string]context.CancelCauseFunc{},
-		registry:     private,
+		slackClient: newSlackClient(opts, log, m),
+		opts:        opts,
+		log:         log,
+		res:         researcher,
+		store:       store,
+		metrics:     m,
+		tracer:      tracerOf(opts.TracerProvider),
+		allowed:     set(opts.AllowedChannels),
+		approvers:   set(opts.Approvers),
+		runSlots:    make(chan struct{}, opts.MaxConcurrentRuns),
+		running:     map[string]context.CancelCauseFunc{},
+		registry:    private,
 	}
 	b.ender, _ = researcher.(RunEnder)
-	sopts := []slack.Option{
-		slack.OptionAppLevelToken(opts.AppToken),
-		slack.OptionHTTPClient(opts.HTTPClient),
-	}
-	if opts.APIURL != "" {
-		sopts = append(sopts, slack.OptionAPIURL(apiBase(opts.APIURL)))
-	}
 	m.sampler = func(ctx context.Context) map[research.RunState]int {
 		runs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
 		if err != nil {
@@ -358,9 +330,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		}
 		return counts
 	}
-	b.live.Store(1)
 	m.liveInstances.Set(1)
-	b.api = slack.New(opts.BotToken, sopts...)
 	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
 	b.wireAssistant()

@@ -188,15 +188,15 @@ func (l lang) words() *words {
 }
 
 // wordsFor is the bot's words in user's language (userLang).
-func (b *Bot) wordsFor(ctx context.Context, user string) *words {
-	return b.userLang(ctx, user).words()
+func (c *slackClient) wordsFor(ctx context.Context, user string) *words {
+	return c.userLang(ctx, user).words()
 }
 
 // cachedWords is wordsFor without asking Slack: the user's language when
 // an earlier users.info told it, English otherwise. An ack's payload uses
 // it, since an ack must not wait for a Slack call.
-func (b *Bot) cachedWords(user string) *words {
-	if v, ok := b.langs.Load(user); ok {
+func (c *slackClient) cachedWords(user string) *words {
+	if v, ok := c.langs.Load(user); ok {
 		return v.(lang).words()
 	}
 	return langEN.words()
@@ -204,15 +204,15 @@ func (b *Bot) cachedWords(user string) *words {
 
 // userLang is the language of a user's Slack client (users.info with
 // include_locale, asked once with the user's name); English when unknown.
-func (b *Bot) userLang(ctx context.Context, id string) lang {
+func (c *slackClient) userLang(ctx context.Context, id string) lang {
 	if id == "" {
 		return langEN
 	}
-	if v, ok := b.langs.Load(id); ok {
+	if v, ok := c.langs.Load(id); ok {
 		return v.(lang)
 	}
-	b.userName(ctx, id)
-	if v, ok := b.langs.Load(id); ok {
+	c.userName(ctx, id)
+	if v, ok := c.langs.Load(id); ok {
 		return v.(lang)
 	}
 	return langEN
