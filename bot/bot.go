@@ -252,9 +252,7 @@ type Bot struct {
 	streams  streaming // per workspace: whether Slack serves the streaming methods
 	replaced sync.Map  // run id -> ts of the stream started in place of its recorded one
 
-	// presence goroutine only (presence.go):
-	presenceFailing    bool // the last round failed (logged once)
-	presenceRecovering int  // rounds after an outage in which the count may only grow
+	replicas *replicas // the live replicas the Slack budgets are split among (presence.go)
 
 	runSlots  chan struct{}
 	runCtx    context.Context // parent of every run; cancelled at shutdown
@@ -318,6 +316,8 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		running:     map[string]context.CancelCauseFunc{},
 		registry:    private,
 	}
+	b.replicas = &replicas{store: store, instance: opts.InstanceID, every: opts.PresenceEvery, shared: opts.SharedBudgets,
+		slack: b.slackClient, log: log, metrics: m}
 	b.ender, _ = researcher.(RunEnder)
 	m.sampler = func(ctx context.Context) map[research.RunState]int {
 		runs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
@@ -375,7 +375,7 @@ func (b *Bot) Run(ctx context.Context) error {
 
 	// Count the replicas before the first event, so that this process
 	// starts with its share of the workspace's Slack budgets.
-	b.presence(ctx)
+	b.replicas.round(ctx)
 
 	b.runCtx, b.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -394,7 +394,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	loops.Go(func() { b.dispatchLoop(sockCtx, in) })
 	loops.Go(func() { b.ingestLoop(sockCtx, in, p) })
 	loops.Go(func() { b.recoveryLoop(sockCtx, p) })
-	loops.Go(func() { b.presenceLoop(sockCtx) })
+	loops.Go(func() { b.replicas.loop(sockCtx) })
 
 	var runErr error
 	select {
@@ -422,7 +422,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.log.Warn("bot: runs still busy at shutdown; their leases will expire")
 	}
 	b.workCancel()
-	b.leave(ctx)
+	b.replicas.leave(ctx)
 	b.log.Info("bot: stopped")
 	return runErr
 }
