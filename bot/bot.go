@@ -236,15 +236,11 @@ type Bot struct {
 	log     *slog.Logger
 	res     Researcher
 	store   research.Store
-	sm      *socketmode.Client
 	metrics *Metrics
 	tracer  trace.Tracer // nil: untraced
 
-	botUserID    string
-	teamID       string
-	botID        string
-	enterpriseID string // an org-wide install: envelopes come from the org's workspaces
-	appID        string // expected api_app_id ("" unknown)
+	identity        // who the bot is in Slack (learned by Run)
+	intake *intake // Socket Mode and the durable inbox (socket.go)
 
 	allowed   map[string]bool
 	approvers map[string]bool
@@ -265,13 +261,10 @@ type Bot struct {
 
 	workCtx    context.Context // parent of event handlers
 	workCancel context.CancelFunc
-	held       heldEntries // inbox entries queued or being handled by this process
 
 	registry *prometheus.Registry // the private registry when Options.Registerer is nil
 
-	connected atomic.Bool
-	started   atomic.Bool
-	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
+	started atomic.Bool
 
 	digests *Digests // nil unless Options.Digests is set
 
@@ -331,8 +324,12 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		return counts
 	}
 	m.liveInstances.Set(1)
-	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
-	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
+	b.intake = &intake{
+		// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
+		sm:    socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log})),
+		store: store, log: log, metrics: m, clk: opts.Clock, tracer: b.tracer,
+		instance: opts.InstanceID, grace: opts.InboxGrace, id: &b.identity, handlers: b,
+	}
 	b.wireAssistant()
 	b.wireDigests()
 	b.wireRatings()
@@ -379,6 +376,7 @@ func (b *Bot) Run(ctx context.Context) error {
 
 	b.runCtx, b.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
+	b.intake.workCtx = b.workCtx
 	p := newPool(b.opts.Workers, b.opts.QueueSize)
 
 	var loops sync.WaitGroup
@@ -386,13 +384,13 @@ func (b *Bot) Run(ctx context.Context) error {
 	defer sockCancel()
 	fatal := make(chan error, 1)
 	loops.Go(func() {
-		if err := b.socketLoop(sockCtx); err != nil {
+		if err := b.intake.socketLoop(sockCtx); err != nil {
 			fatal <- err
 		}
 	})
 	in := make(chan received, maxIngestBatch)
-	loops.Go(func() { b.dispatchLoop(sockCtx, in) })
-	loops.Go(func() { b.ingestLoop(sockCtx, in, p) })
+	loops.Go(func() { b.intake.dispatchLoop(sockCtx, in) })
+	loops.Go(func() { b.intake.ingestLoop(sockCtx, in, p) })
 	loops.Go(func() { b.recoveryLoop(sockCtx, p) })
 	loops.Go(func() { b.replicas.loop(sockCtx) })
 
@@ -462,7 +460,7 @@ func (b *Bot) Handler(gatherer prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !b.connected.Load() {
+		if !b.intake.connected.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = fmt.Fprintln(w, "not connected")
 			return

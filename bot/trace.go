@@ -22,12 +22,12 @@ func tracerOf(tp trace.TracerProvider) trace.Tracer {
 
 // traceAck records a Socket Mode envelope from its arrival to its ack, the
 // ack latency as an event.
-func (b *Bot) traceAck(ctx context.Context, envelopeID string, start time.Time) {
-	if b.tracer == nil {
+func (sk *intake) traceAck(ctx context.Context, envelopeID string, start time.Time) {
+	if sk.tracer == nil {
 		return
 	}
-	now := b.now()
-	_, span := b.tracer.Start(ctx, "slack envelope", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindConsumer),
+	now := sk.clk.Now()
+	_, span := sk.tracer.Start(ctx, "slack envelope", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("slack.envelope.id", envelopeID)))
 	span.AddEvent("slack.ack", trace.WithTimestamp(now), trace.WithAttributes(tracing.AckLatency.Float64(float64(now.Sub(start).Microseconds())/1000)))
 	span.End(trace.WithTimestamp(now))
