@@ -328,11 +328,13 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 		sm:    socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log})),
 		store: store, log: log, metrics: m, clk: opts.Clock, tracer: b.tracer,
-		instance: opts.InstanceID, grace: opts.InboxGrace, id: &b.identity, handlers: b,
+		instance: opts.InstanceID, grace: opts.InboxGrace, id: &b.identity,
 	}
 	b.wireAssistant()
 	b.wireDigests()
 	b.wireRatings()
+	b.intake.handlers = &handlers{slack: b.slackClient, store: store, opts: &b.opts, log: log, id: &b.identity,
+		allowed: b.allowed, approvers: b.approvers, runs: b, digests: b.digests, bot: b}
 	return b, nil
 }
 
