@@ -239,8 +239,8 @@ type Bot struct {
 	metrics *Metrics
 	tracer  trace.Tracer // nil: untraced
 
-	identity        // who the bot is in Slack (learned by Run)
-	intake *intake // Socket Mode and the durable inbox (socket.go)
+	identity         // who the bot is in Slack (learned by Run)
+	intake   *intake // Socket Mode and the durable inbox (socket.go)
 
 	allowed   map[string]bool
 	approvers map[string]bool
@@ -269,6 +269,7 @@ type Bot struct {
 	digests *Digests // nil unless Options.Digests is set
 
 	assistant *assistantState // assistant threads (assistant.go)
+	ratings   *ratings        // feedback on reports and digests (rating.go)
 }
 
 // New returns a Bot that answers with researcher and keeps its records in
@@ -334,7 +335,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.wireDigests()
 	b.wireRatings()
 	b.intake.handlers = &handlers{slack: b.slackClient, store: store, opts: &b.opts, log: log, id: &b.identity,
-		allowed: b.allowed, approvers: b.approvers, runs: b, digests: b.digests, bot: b}
+		allowed: b.allowed, approvers: b.approvers, runs: b, digests: b.digests, ratings: b.ratings, assistant: b.assistant}
 	return b, nil
 }
 

@@ -233,7 +233,7 @@ func fitTopic(topic string) (fit string, cut int) {
 // A topic longer than the form takes is cut to fit, and the user is told.
 func (d *Digests) SlashSchedule(ctx context.Context, cmd slack.SlashCommand, args string) (string, error) {
 	tz := d.userTZ(ctx, cmd.UserID)
-	channel := d.b.scheduleDefaultChannel(ctx, cmd.ChannelID, cmd.UserID) // from the assistant pane: the channel in view
+	channel := d.b.assistant.scheduleDefaultChannel(ctx, cmd.ChannelID, cmd.UserID) // from the assistant pane: the channel in view
 	topic, cut := fitTopic(strings.TrimSpace(args))
 	view := d.ScheduleModal(topic, channel, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
 	// A trigger is used once: only rate limits are retried.
@@ -740,7 +740,7 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.DigestMessage) (string, error) {
 	ts, err := d.b.postMessage(ctx, channel,
 		slack.MsgOptionText(Escape(Truncate(m.Text, 3000)), false),
-		slack.MsgOptionBlocks(d.b.ratingBlocks(DigestBlocks(m), schedule.ThreadID(m.ScheduleID, m.Due))...),
+		slack.MsgOptionBlocks(d.b.ratings.ratingBlocks(DigestBlocks(m), schedule.ThreadID(m.ScheduleID, m.Due))...),
 		slack.MsgOptionDisableLinkUnfurl())
 	if err != nil {
 		return "", fmt.Errorf("bot: post digest: %w", err)

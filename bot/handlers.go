@@ -29,7 +29,8 @@ type handlers struct {
 	approvers map[string]bool
 	runs      runControl
 	digests   *Digests // nil unless Options.Digests is set
-	bot       *Bot     // ratings and assistant threads
+	ratings   *ratings
+	assistant *assistantState
 }
 
 // runControl is what the handlers ask of the runs (runs.go).
@@ -79,9 +80,9 @@ func (h *handlers) handleEvent(ctx context.Context, outer slackevents.EventsAPIE
 			h.publishHome(ctx, ev.User)
 		}
 	case *slackevents.AssistantThreadStartedEvent:
-		h.bot.onAssistantThreadStarted(ctx, ev)
+		h.assistant.onAssistantThreadStarted(ctx, ev)
 	case *slackevents.AssistantThreadContextChangedEvent:
-		h.bot.onAssistantContext(ev.AssistantThread)
+		h.assistant.onAssistantContext(ev.AssistantThread)
 	}
 }
 
@@ -512,7 +513,7 @@ func (h *handlers) publishHome(ctx context.Context, user string) {
 	if err != nil {
 		h.log.Warn("bot: list runs for home", "err", err)
 	}
-	blocks := homeBlocks(runs, h.bot.ratingCounts(ctx, runs), h.slack.now())
+	blocks := homeBlocks(runs, h.ratings.ratingCounts(ctx, runs), h.slack.now())
 	if h.digests != nil {
 		extra, err := h.digests.HomeSection(ctx, user)
 		if err != nil {

@@ -210,7 +210,7 @@ func (s *statusMessage) render(ctx context.Context, v statusView, kind editKind)
 		v.Now = s.b.now()
 		text, blocks := statusBlocks(v)
 		if v.State == research.StateDone {
-			blocks = s.b.ratingBlocks(blocks, v.RunID)
+			blocks = s.b.ratings.ratingBlocks(blocks, v.RunID)
 		}
 		err := s.b.editMessage(ctx, kind, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		if err != nil && !errors.Is(err, errEditSkipped) {

@@ -33,9 +33,9 @@ type slackClient struct {
 	refusalWindow time.Duration // Options.RefusalWindow
 
 	limiter      *channelLimiter
-	edits        editOrder // per-message edit order across status message instances
-	names        sync.Map  // user id -> display name
-	langs        sync.Map  // user id -> lang of their Slack client
+	edits        editOrder     // per-message edit order across status message instances
+	names        sync.Map      // user id -> display name
+	langs        sync.Map      // user id -> lang of their Slack client
 	updates      *updateBudget // chat.update budget of the process (nil: unlimited)
 	appends      *updateBudget // chat.appendStream budget of the process
 	streamStarts *updateBudget // chat.startStream (Tier 2): a run without a token gets a status message

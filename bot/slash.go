@@ -200,7 +200,7 @@ func (h *handlers) slashStatus(ctx context.Context, cmd slack.SlashCommand, say 
 	var sb strings.Builder
 	sb.WriteString(l.words().RecentResearch + "\n")
 	now := h.slack.now()
-	ratings := h.bot.ratingCounts(ctx, runs)
+	ratings := h.ratings.ratingCounts(ctx, runs)
 	for _, r := range runs {
 		fmt.Fprintf(&sb, "%s `%s` %s · %s%s · %s\n", runIcon(r.State), r.ID, l.stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
 			ratingText(ratings[r.ID]), truncateEscaped(r.Question, 120))

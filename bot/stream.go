@@ -453,7 +453,7 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 	}
 	text, blocks := streamFinalBlocks(v, res)
 	if state == research.StateDone {
-		blocks = s.b.ratingBlocks(blocks, s.run.ID)
+		blocks = s.b.ratings.ratingBlocks(blocks, s.run.ID)
 	}
 	defer s.b.replaced.Delete(s.run.ID)
 	if ts := s.liveTS(); ts != "" {
