@@ -231,6 +231,7 @@ var ErrAuth = errors.New("slack rejected the token")
 // Bot is a running Slack bot. Create it with New.
 type Bot struct {
 	*slackClient // the one Slack Web API client, its budgets and pacing
+	*statuses    // the runs' status streams and messages (stream.go, progress.go)
 
 	opts    Options
 	log     *slog.Logger
@@ -244,9 +245,6 @@ type Bot struct {
 
 	allowed   map[string]bool
 	approvers map[string]bool
-
-	streams  streaming // per workspace: whether Slack serves the streaming methods
-	replaced sync.Map  // run id -> ts of the stream started in place of its recorded one
 
 	replicas *replicas // the live replicas the Slack budgets are split among (presence.go)
 
@@ -313,6 +311,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.replicas = &replicas{store: store, instance: opts.InstanceID, every: opts.PresenceEvery, shared: opts.SharedBudgets,
 		slack: b.slackClient, log: log, metrics: m}
 	b.ender, _ = researcher.(RunEnder)
+	b.statuses = &statuses{bot: b}
 	m.sampler = func(ctx context.Context) map[research.RunState]int {
 		runs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
 		if err != nil {

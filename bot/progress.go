@@ -116,8 +116,8 @@ func (u *updater) halt() {
 	<-u.done
 }
 
-func (b *Bot) newStatusMessage(channel, threadTS, ts string, v statusView) *statusMessage {
-	s := &statusMessage{b: b, channel: channel, threadTS: threadTS, ts: ts, view: v, updater: newUpdater()}
+func (st *statuses) newStatusMessage(channel, threadTS, ts string, v statusView) *statusMessage {
+	s := &statusMessage{b: st.bot, channel: channel, threadTS: threadTS, ts: ts, view: v, updater: newUpdater()}
 	go s.loop()
 	return s
 }
