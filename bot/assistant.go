@@ -68,13 +68,6 @@ func bound[V any](m map[string]V) {
 	}
 }
 
-// wireAssistant sets up the assistant memory and wraps the researcher so
-// that runs in assistant threads title their thread.
-func (b *Bot) wireAssistant() {
-	b.assistant = newAssistantState(b.slackClient, b.store, b.log, b)
-	b.res = titlingResearcher{Researcher: b.res, a: b.assistant}
-}
-
 // onAssistantContext remembers the channel the user looks at in an
 // assistant thread (assistant_thread_started, _context_changed).
 func (a *assistantState) onAssistantContext(at slackevents.AssistantThread) {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -232,13 +233,13 @@ var ErrAuth = errors.New("slack rejected the token")
 type Bot struct {
 	*slackClient // the one Slack Web API client, its budgets and pacing
 	*statuses    // the runs' status streams and messages (stream.go, progress.go)
+	*spans       // traces of envelopes and uploads (trace.go)
 
 	opts    Options
 	log     *slog.Logger
 	res     Researcher
 	store   research.Store
 	metrics *Metrics
-	tracer  trace.Tracer // nil: untraced
 
 	identity         // who the bot is in Slack (learned by Run)
 	intake   *intake // Socket Mode and the durable inbox (socket.go)
@@ -301,7 +302,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		res:         researcher,
 		store:       store,
 		metrics:     m,
-		tracer:      tracerOf(opts.TracerProvider),
+		spans:       &spans{tracer: tracerOf(opts.TracerProvider), clock: opts.Clock},
 		allowed:     set(opts.AllowedChannels),
 		approvers:   set(opts.Approvers),
 		runSlots:    make(chan struct{}, opts.MaxConcurrentRuns),
@@ -327,15 +328,36 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.intake = &intake{
 		// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 		sm:    socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log})),
-		store: store, log: log, metrics: m, clk: opts.Clock, tracer: b.tracer,
+		store: store, log: log, metrics: m, clk: opts.Clock, spans: b.spans,
 		instance: opts.InstanceID, grace: opts.InboxGrace, id: &b.identity,
 	}
-	b.wireAssistant()
-	b.wireDigests()
-	b.wireRatings()
+	b.assistant = newAssistantState(b.slackClient, store, log, b)
+	b.res = titlingResearcher{Researcher: b.res, a: b.assistant}
+	if opts.Digests != nil {
+		b.digests = newDigests(b, opts.Digests)
+	}
+	if b.digests != nil {
+		b.opts.Subcommands = with(with(b.opts.Subcommands, "schedule", b.digests.SlashSchedule), "schedules", b.digests.SlashSchedules)
+		b.opts.Interactions = with(b.opts.Interactions, SchedPrefix, b.digests.HandleInteraction)
+	}
+	b.ratings = &ratings{feedback: opts.Feedback, store: store, slack: b.slackClient, log: log, metrics: m,
+		maxLen: opts.MaxQuestionLen, digests: b.digests}
+	if opts.Feedback != nil {
+		b.opts.Interactions = with(b.opts.Interactions, ratingPrefix, b.ratings.onRating)
+	}
 	b.intake.handlers = &handlers{slack: b.slackClient, store: store, opts: &b.opts, log: log, id: &b.identity,
 		allowed: b.allowed, approvers: b.approvers, runs: b, digests: b.digests, ratings: b.ratings, assistant: b.assistant}
 	return b, nil
+}
+
+// with is m with key set to v; m itself (the caller's) is not changed.
+func with[V any](m map[string]V, key string, v V) map[string]V {
+	m = maps.Clone(m)
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[key] = v
+	return m
 }
 
 func set(xs []string) map[string]bool {
@@ -444,7 +466,7 @@ func (b *Bot) authenticate(ctx context.Context) error {
 	}
 	b.botUserID, b.teamID = resp.UserID, resp.TeamID
 	b.botID, b.enterpriseID = resp.BotID, resp.EnterpriseID
-	b.learnAppID(ctx)
+	b.identity.learnAppID(ctx, b.slackClient, b.opts.AppID, b.log)
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -90,32 +89,14 @@ var (
 // Digests returns the bot's digests, nil unless Options.Digests is set.
 func (b *Bot) Digests() *Digests { return b.digests }
 
-// wireDigests serves the digests when Options.Digests is set: the
-// subcommands schedule and schedules, the actions and modal starting with
-// SchedPrefix (ackPayload and publishHome ask b.digests directly).
-func (b *Bot) wireDigests() {
-	if b.opts.Digests == nil {
-		return
-	}
+// newDigests is the digest UI of b, serving the manager build returns;
+// nil when build returns none.
+func newDigests(b *Bot, build func(*Digests) *schedule.Manager) *Digests {
 	d := &Digests{b: b}
-	d.mgr = b.opts.Digests(d)
-	if d.mgr == nil {
-		return
+	if d.mgr = build(d); d.mgr == nil {
+		return nil
 	}
-	b.digests = d
-	subs := maps.Clone(b.opts.Subcommands)
-	if subs == nil {
-		subs = map[string]SlashHandler{}
-	}
-	subs["schedule"] = d.SlashSchedule
-	subs["schedules"] = d.SlashSchedules
-	b.opts.Subcommands = subs
-	acts := maps.Clone(b.opts.Interactions)
-	if acts == nil {
-		acts = map[string]InteractionHandler{}
-	}
-	acts[SchedPrefix] = d.HandleInteraction
-	b.opts.Interactions = acts
+	return d
 }
 
 // CheckChannel implements schedule.ChannelChecker with Bot.CheckChannel.

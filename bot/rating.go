@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -55,22 +54,6 @@ func (rt *ratings) ratingBlocks(blocks []slack.Block, runID string) []slack.Bloc
 		return blocks
 	}
 	return append(blocks, ratingBlock(runID))
-}
-
-// wireRatings routes the rating interactions to the bot when a feedback
-// store is configured.
-func (b *Bot) wireRatings() {
-	b.ratings = &ratings{feedback: b.opts.Feedback, store: b.store, slack: b.slackClient, log: b.log, metrics: b.metrics,
-		maxLen: b.opts.MaxQuestionLen, digests: b.digests}
-	if b.opts.Feedback == nil {
-		return
-	}
-	acts := maps.Clone(b.opts.Interactions)
-	if acts == nil {
-		acts = map[string]InteractionHandler{}
-	}
-	acts[ratingPrefix] = b.ratings.onRating
-	b.opts.Interactions = acts
 }
 
 // onRating handles a click on the feedback buttons and the submission of

@@ -16,7 +16,6 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // intake is the bot's Socket Mode side: it keeps the connection up, makes
@@ -29,7 +28,7 @@ type intake struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	clk      clock.Clock
-	tracer   trace.Tracer  // nil: untraced
+	spans    *spans
 	instance string        // Options.InstanceID: the inbox lease owner
 	grace    time.Duration // Options.InboxGrace
 	id       *identity     // the bot's workspace and app (foreign envelopes are dropped)
@@ -246,7 +245,7 @@ func (sk *intake) ack(ctx context.Context, envelopeID string, payload any, start
 		return
 	}
 	sk.metrics.ackLatency.Observe(sk.clk.Now().Sub(start).Seconds())
-	sk.traceAck(ctx, envelopeID, start)
+	sk.spans.traceAck(ctx, envelopeID, start)
 }
 
 // work handles an inbox entry this process holds, in a pool worker, and
@@ -506,25 +505,25 @@ func (p *pool) close() {
 
 var errShutdown = errors.New("bot: shutting down")
 
-// learnAppID sets the app id envelopes must carry: Options.AppID, or the
+// learnAppID sets the app id envelopes must carry: appID (Options.AppID), or the
 // one bots.info reports for the bot. Without either, envelopes are checked
 // by workspace only.
-func (b *Bot) learnAppID(ctx context.Context) {
-	b.appID = b.opts.AppID
-	if b.appID != "" || b.botID == "" {
+func (id *identity) learnAppID(ctx context.Context, c *slackClient, appID string, log *slog.Logger) {
+	id.appID = appID
+	if id.appID != "" || id.botID == "" {
 		return
 	}
 	var info *slack.Bot
-	err := b.call(ctx, "bots.info", true, func(ctx context.Context) error {
+	err := c.call(ctx, "bots.info", true, func(ctx context.Context) error {
 		var err error
-		info, err = b.api.GetBotInfoContext(ctx, slack.GetBotInfoParameters{Bot: b.botID})
+		info, err = c.api.GetBotInfoContext(ctx, slack.GetBotInfoParameters{Bot: id.botID})
 		return err
 	})
 	if err != nil || info == nil || info.AppID == "" {
-		b.log.Info("bot: app id unknown; envelopes are checked by workspace only (set the app id to check it too)", "err", err)
+		log.Info("bot: app id unknown; envelopes are checked by workspace only (set the app id to check it too)", "err", err)
 		return
 	}
-	b.appID = info.AppID
+	id.appID = info.AppID
 }
 
 // foreign says why an envelope is not for this bot ("" when it is): its
