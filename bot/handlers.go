@@ -63,18 +63,10 @@ func (h *handlers) handleEvent(ctx context.Context, outer slackevents.EventsAPIE
 		h.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, redo: redo,
 			actionToken: actionToken(ev.ActionToken, ev.AssistantThread)})
 	case *slackevents.MessageEvent:
-		if ev.BotID != "" || ev.SubType != "" || ev.User == "" || ev.User == h.id.botUserID {
-			return
+		if dm, ok := h.forBot(ev); ok {
+			h.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, answerOnly: !dm, redo: redo,
+				actionToken: actionToken(ev.ActionToken, ev.AssistantThread)})
 		}
-		dm := ev.ChannelType == "im" || strings.HasPrefix(ev.Channel, "D")
-		if !dm && strings.Contains(ev.Text, "<@"+h.id.botUserID+">") {
-			return // the app_mention event handles it
-		}
-		if !dm && ev.ThreadTimeStamp == "" {
-			return
-		}
-		h.onMessage(ctx, incoming{team: team, channel: ev.Channel, user: ev.User, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, answerOnly: !dm, redo: redo,
-			actionToken: actionToken(ev.ActionToken, ev.AssistantThread)})
 	case *slackevents.AppHomeOpenedEvent:
 		if ev.Tab == "" || ev.Tab == "home" {
 			h.publishHome(ctx, ev.User)
@@ -84,6 +76,24 @@ func (h *handlers) handleEvent(ctx context.Context, outer slackevents.EventsAPIE
 	case *slackevents.AssistantThreadContextChangedEvent:
 		h.assistant.onAssistantContext(ev.AssistantThread)
 	}
+}
+
+// forBot reports whether a message event is for the bot: a person's DM to
+// it, or a plain reply in a thread of a channel (which may answer a
+// clarifying question); a mention comes as app_mention instead. dm says
+// which.
+func (h *handlers) forBot(ev *slackevents.MessageEvent) (dm, ok bool) {
+	if ev.BotID != "" || ev.SubType != "" || ev.User == "" || ev.User == h.id.botUserID {
+		return false, false
+	}
+	dm = ev.ChannelType == "im" || strings.HasPrefix(ev.Channel, "D")
+	if !dm && strings.Contains(ev.Text, "<@"+h.id.botUserID+">") {
+		return false, false // the app_mention event handles it
+	}
+	if !dm && ev.ThreadTimeStamp == "" {
+		return false, false
+	}
+	return dm, true
 }
 
 // incoming is a Slack message for the bot: a mention, a DM, or
@@ -108,12 +118,20 @@ func actionToken(top string, th *slackevents.AssistantThreadActionToken) string 
 	return top
 }
 
+// message is a message being routed, with what follows from it.
+type message struct {
+	incoming
+	root     string // the ts of its thread (its own outside one)
+	question string // its text without the bot's mention
+	runID    string // the run it asks for
+	key      research.ThreadKey
+}
+
 // onMessage routes a message to the bot.
-func (h *handlers) onMessage(ctx context.Context, m incoming) {
-	dm := strings.HasPrefix(m.channel, "D")
-	if !h.channelAllowed(m.channel) {
-		if !m.answerOnly && h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-			h.slack.ephemeral(ctx, m.channel, m.threadTS, m.user, h.slack.wordsFor(ctx, m.user).NotEnabled)
+func (h *handlers) onMessage(ctx context.Context, in incoming) {
+	if !h.channelAllowed(in.channel) {
+		if !in.answerOnly && h.runs.firstAnswer(ctx, in.channel, in.ts, in.redo) {
+			h.slack.ephemeral(ctx, in.channel, in.threadTS, in.user, h.slack.wordsFor(ctx, in.user).NotEnabled)
 		}
 		return
 	}
@@ -121,118 +139,150 @@ func (h *handlers) onMessage(ctx context.Context, m incoming) {
 	// and a message's handling is repeated when a crash cut it short. The
 	// run it asks for has an id derived from it (newRun), and answers that
 	// start no run are claimed once per message (firstAnswer).
-	runID := messageRunID(m.team, m.channel, m.ts)
-	question := strings.TrimSpace(strings.ReplaceAll(m.text, "<@"+h.id.botUserID+">", ""))
-	root := m.threadTS
-	if root == "" {
-		root = m.ts
+	m := message{incoming: in, root: in.threadTS, runID: messageRunID(in.team, in.channel, in.ts),
+		question: strings.TrimSpace(strings.ReplaceAll(in.text, "<@"+h.id.botUserID+">", ""))}
+	if m.root == "" {
+		m.root = in.ts
 	}
-	key := research.ThreadKey{Team: m.team, Channel: m.channel, ThreadTS: root}
-	th, err := h.store.Thread(ctx, key)
+	m.key = research.ThreadKey{Team: in.team, Channel: in.channel, ThreadTS: m.root}
+	th, err := h.store.Thread(ctx, m.key)
 	known := err == nil
 	if err != nil && !errors.Is(err, research.ErrNotFound) {
 		h.log.Error("bot: load thread", "err", err)
 		return
 	}
-	followUp := false       // the thread has a run before this message's
-	var latest research.Run // that run
-	hasLatest := false
+	var latest *research.Run // the thread's run before this message's
 	if known {
-		r, err := h.store.LatestRun(ctx, th.ThreadID)
-		followUp = err == nil
-		if err == nil {
-			latest, hasLatest = r, true
-		}
-		if err == nil && r.ID == runID {
-			h.log.Info("bot: the message's run exists; not creating another", "run_id", r.ID)
-			h.runs.tryStart(ctx, r.ID)
-			return
-		}
-		if err == nil && r.State == research.StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == research.InterruptQuestion {
-			if !h.mayDecide(r, m.user) {
-				if !m.answerOnly && h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-					h.slack.ephemeral(ctx, m.channel, root, m.user, fmt.Sprintf(h.slack.wordsFor(ctx, m.user).WaitingAnswerFrom, h.slack.userName(ctx, r.Requester)))
-				}
+		if r, err := h.store.LatestRun(ctx, th.ThreadID); err == nil {
+			if h.toThreadsRun(ctx, m, r) {
 				return
 			}
-			if question == "" {
-				return
-			}
-			h.decide(ctx, r, research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionAnswer, Text: question, By: m.user, At: h.slack.now()}, decisionSource{channel: m.channel, threadTS: root})
-			return
-		}
-		if m.answerOnly {
-			return
-		}
-		if err == nil && r.State.Active() {
-			if !h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-				return
-			}
-			h.slack.refuse(ctx, m.channel, root, m.user, "busy", h.slack.userLang(ctx, m.user).words().Busy)
-			return
+			latest = &r
 		}
 	}
-	if m.answerOnly {
+	if m.answerOnly || h.refused(ctx, m) {
 		return
-	}
-	if question == "" {
-		if h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-			h.slack.refuse(ctx, m.channel, root, m.user, "help", helpText)
-		}
-		return
-	}
-	if n := utf8.RuneCountInString(question); n > h.opts.MaxQuestionLen {
-		if !h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-			return
-		}
-		h.slack.refuse(ctx, m.channel, root, m.user, "too_long", fmt.Sprintf(h.slack.userLang(ctx, m.user).words().TooLong, n, h.opts.MaxQuestionLen))
-		return
-	}
-	if h.opts.Health != nil {
-		if herr := h.opts.Health(ctx); herr != nil {
-			if h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-				h.log.Warn("bot: not ready; research refused", "err", herr)
-				h.slack.refuse(ctx, m.channel, root, m.user, "unready", fmt.Sprintf(h.slack.userLang(ctx, m.user).words().Unready, Escape(herr.Error())))
-			}
-			return
-		}
 	}
 	if !known {
-		th, err = h.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: m.user, DM: dm, CreatedAt: h.slack.now()})
+		th, err = h.store.PutThread(ctx, research.Thread{Key: m.key, ThreadID: m.key.ThreadID(), Requester: m.user, DM: m.dm(), CreatedAt: h.slack.now()})
 		if err != nil {
 			h.log.Error("bot: store thread", "err", err)
-			h.slack.reply(ctx, m.channel, root, h.slack.wordsFor(ctx, m.user).StartStorageFailed)
+			h.slack.reply(ctx, m.channel, m.root, h.slack.wordsFor(ctx, m.user).StartStorageFailed)
 			return
 		}
 	}
-	opts := h.opts.RunOptions
-	requester := m.user
-	if prev, ok := redeliverable(latest, question); hasLatest && ok {
+	if req, ok := h.runRequest(ctx, m, latest); ok {
+		h.runs.newRun(ctx, th, req)
+	}
+}
+
+// dm reports whether the message is in a direct message.
+func (m message) dm() bool { return strings.HasPrefix(m.channel, "D") }
+
+// answerOnce claims the message's one answer (firstAnswer) and reports
+// whether this handling gives it.
+func (h *handlers) answerOnce(ctx context.Context, m message) bool {
+	return h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo)
+}
+
+// toThreadsRun handles a message that concerns r, the latest run of its
+// thread: r is the message's own run (started, if it has not), r waits for
+// an answer the message gives, or r is still going (the message is
+// refused); it reports whether the message is handled.
+func (h *handlers) toThreadsRun(ctx context.Context, m message, r research.Run) bool {
+	switch {
+	case r.ID == m.runID:
+		h.log.Info("bot: the message's run exists; not creating another", "run_id", r.ID)
+		h.runs.tryStart(ctx, r.ID)
+		return true
+	case r.State == research.StateWaiting && r.Interrupt != nil && r.Interrupt.Kind == research.InterruptQuestion:
+		if !h.mayDecide(r, m.user) {
+			if !m.answerOnly && h.answerOnce(ctx, m) {
+				h.slack.ephemeral(ctx, m.channel, m.root, m.user, fmt.Sprintf(h.slack.wordsFor(ctx, m.user).WaitingAnswerFrom, h.slack.userName(ctx, r.Requester)))
+			}
+			return true
+		}
+		if m.question != "" {
+			h.decide(ctx, r, research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionAnswer, Text: m.question, By: m.user, At: h.slack.now()}, decisionSource{channel: m.channel, threadTS: m.root})
+		}
+		return true
+	case m.answerOnly:
+		return true
+	case r.State.Active():
+		if h.answerOnce(ctx, m) {
+			h.slack.refuse(ctx, m.channel, m.root, m.user, "busy", h.slack.wordsFor(ctx, m.user).Busy)
+		}
+		return true
+	}
+	return false
+}
+
+// refused answers a message that asks for no research it can start: no
+// question (the help), too long a question, or a model endpoint that is
+// not ready; it reports whether it did.
+func (h *handlers) refused(ctx context.Context, m message) bool {
+	if m.question == "" {
+		if h.answerOnce(ctx, m) {
+			h.slack.refuse(ctx, m.channel, m.root, m.user, "help", helpText)
+		}
+		return true
+	}
+	if n := utf8.RuneCountInString(m.question); n > h.opts.MaxQuestionLen {
+		if h.answerOnce(ctx, m) {
+			h.slack.refuse(ctx, m.channel, m.root, m.user, "too_long", fmt.Sprintf(h.slack.wordsFor(ctx, m.user).TooLong, n, h.opts.MaxQuestionLen))
+		}
+		return true
+	}
+	if h.opts.Health == nil {
+		return false
+	}
+	herr := h.opts.Health(ctx)
+	if herr == nil {
+		return false
+	}
+	if h.answerOnce(ctx, m) {
+		h.log.Warn("bot: not ready; research refused", "err", herr)
+		h.slack.refuse(ctx, m.channel, m.root, m.user, "unready", fmt.Sprintf(h.slack.wordsFor(ctx, m.user).Unready, Escape(herr.Error())))
+	}
+	return true
+}
+
+// runRequest is the run the message asks for, after latest (nil: the
+// thread's first); false when the message may not have it.
+func (h *handlers) runRequest(ctx context.Context, m message, latest *research.Run) (runRequest, bool) {
+	req := runRequest{user: m.user, requester: m.user, question: m.question, followUp: latest != nil, msgTS: m.ts, opts: h.opts.RunOptions, redo: m.redo}
+	var prev research.Run
+	retry := false
+	if latest != nil {
+		prev, retry = redeliverable(*latest, m.question)
+	}
+	switch {
+	case retry:
 		// "retry" after a report that could not be posted: post that
 		// report, do not research again. It is the requester's report:
 		// only they (or an approver) may have it posted, it stays theirs
 		// ("asked by" them), and it never carries a credential of theirs
 		// that came with an earlier message, nor anyone else's.
 		if !h.mayDecide(prev, m.user) {
-			if h.runs.firstAnswer(ctx, m.channel, m.ts, m.redo) {
-				h.slack.ephemeral(ctx, m.channel, root, m.user, fmt.Sprintf(h.slack.userLang(ctx, m.user).words().OnlyRetry, h.slack.userName(ctx, prev.Requester)))
+			if h.answerOnce(ctx, m) {
+				h.slack.ephemeral(ctx, m.channel, m.root, m.user, fmt.Sprintf(h.slack.wordsFor(ctx, m.user).OnlyRetry, h.slack.userName(ctx, prev.Requester)))
 			}
-			return
+			return runRequest{}, false
 		}
 		h.log.Info("bot: retry of a run whose report was not posted", "prev_run_id", prev.ID, "by", m.user)
-		question, followUp, requester = prev.Question, prev.FollowUp, prev.Requester
-		opts = prev.Options
-		opts.Redeliver = prev.ID
-		opts.WorkspaceToken = ""
+		req.question, req.followUp, req.requester = prev.Question, prev.FollowUp, prev.Requester
+		req.opts = prev.Options
+		req.opts.Redeliver = prev.ID
+		req.opts.WorkspaceToken = ""
 		if h.opts.WorkspaceSearch && m.user == prev.Requester {
-			opts.WorkspaceToken = m.actionToken
+			req.opts.WorkspaceToken = m.actionToken
 		}
-	} else if h.opts.WorkspaceSearch && m.actionToken != "" {
+	case h.opts.WorkspaceSearch && m.actionToken != "":
 		// The run may search what the team wrote, as this person; private
 		// channels only where the report is theirs alone (a DM).
-		opts.WorkspaceToken, opts.WorkspacePrivate, opts.WorkspaceBefore = m.actionToken, dm, m.ts
+		req.opts.WorkspaceToken, req.opts.WorkspacePrivate, req.opts.WorkspaceBefore = m.actionToken, m.dm(), m.ts
 	}
-	h.runs.newRun(ctx, th, runRequest{user: m.user, requester: requester, question: question, followUp: followUp, msgTS: m.ts, opts: opts, redo: m.redo})
+	return req, true
 }
 
 // mayDecide reports whether user may press a run's buttons.
@@ -250,57 +300,75 @@ type decisionSource struct {
 
 // decide records a decision once and resumes (or cancels) the run.
 func (h *handlers) decide(ctx context.Context, r research.Run, d research.Decision, from decisionSource) {
-	channel, threadTS := from.channel, from.threadTS
-	cur, err := h.store.Decide(ctx, r.ID, d)
-	// The approval message is posted just before its run is recorded as
-	// waiting; a quick click lands in between. Give the run a moment.
-	for i := 0; i < 20 && errors.Is(err, research.ErrNotWaiting) && cur.State == research.StateRunning && (cur.Interrupt == nil || cur.Interrupt.ID != d.InterruptID); i++ {
-		select {
-		case <-ctx.Done():
-		case <-h.slack.clk.After(150 * time.Millisecond):
-		}
-		cur, err = h.store.Decide(ctx, r.ID, d)
-	}
-	switch {
-	case errors.Is(err, research.ErrAlreadyDecided):
-		if cur.Decision != nil && cur.Decision.By != d.By {
-			l := h.slack.userLang(ctx, d.By)
-			h.slack.ephemeral(ctx, channel, threadTS, d.By, fmt.Sprintf(l.words().AlreadyDecided, h.slack.userName(ctx, cur.Decision.By), strings.ToLower(l.actionLabel(cur.Decision.Action))))
-		}
-		return
-	case errors.Is(err, research.ErrNotWaiting):
-		if cur.State == research.StateRunning && cur.Interrupt != nil && cur.Interrupt.ID != d.InterruptID {
-			return
-		}
-		h.slack.ephemeral(ctx, channel, threadTS, d.By, h.slack.wordsFor(ctx, d.By).NoLongerWaiting)
-		return
-	case err != nil:
-		h.log.Error("bot: decide", "run_id", r.ID, "err", err)
-		h.slack.ephemeral(ctx, channel, threadTS, d.By, h.slack.wordsFor(ctx, d.By).DecisionFailed)
+	cur, err := h.recordDecision(ctx, r.ID, d)
+	if err != nil {
+		h.decisionRefused(ctx, r, cur, d, from, err)
 		return
 	}
 	h.log.Info("bot: decision", "run_id", r.ID, "thread_id", r.ThreadID, "action", d.Action, "by", d.By)
 	if cur.Interrupt != nil && cur.Interrupt.MessageTS != "" && cur.Interrupt.Kind != research.InterruptQuestion {
-		text, blocks := decidedBlocks(*cur.Interrupt, d, h.slack.userName(ctx, d.By), h.slack.userLang(ctx, cur.Requester))
-		replaced := false
-		if from.responseURL != "" && from.messageTS == cur.Interrupt.MessageTS {
-			err := h.slack.replaceOriginal(ctx, from.responseURL, text, blocks)
-			if err != nil {
-				h.log.Warn("bot: replace decided message", "run_id", r.ID, "err", err)
-			}
-			replaced = err == nil
-		}
-		if !replaced {
-			if err := h.slack.updateMessage(ctx, cur.Key.Channel, cur.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
-				h.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
-			}
-		}
+		h.showDecided(ctx, cur, d, from)
 	}
 	if d.Action == research.ActionCancel {
 		h.runs.cancelWaiting(ctx, cur, d.By)
 		return
 	}
 	h.runs.tryStart(ctx, cur.ID)
+}
+
+// recordDecision records d on run runID. The approval message is posted
+// just before its run is recorded as waiting, and a quick click lands in
+// between: it gives the run a moment.
+func (h *handlers) recordDecision(ctx context.Context, runID string, d research.Decision) (research.Run, error) {
+	cur, err := h.store.Decide(ctx, runID, d)
+	for i := 0; i < 20 && errors.Is(err, research.ErrNotWaiting) && cur.State == research.StateRunning && (cur.Interrupt == nil || cur.Interrupt.ID != d.InterruptID); i++ {
+		select {
+		case <-ctx.Done():
+		case <-h.slack.clk.After(150 * time.Millisecond):
+		}
+		cur, err = h.store.Decide(ctx, runID, d)
+	}
+	return cur, err
+}
+
+// decisionRefused tells the decider why their decision was not recorded
+// (err), unless nobody needs telling.
+func (h *handlers) decisionRefused(ctx context.Context, r, cur research.Run, d research.Decision, from decisionSource, err error) {
+	var text string
+	switch {
+	case errors.Is(err, research.ErrAlreadyDecided):
+		if cur.Decision == nil || cur.Decision.By == d.By {
+			return
+		}
+		l := h.slack.userLang(ctx, d.By)
+		text = fmt.Sprintf(l.words().AlreadyDecided, h.slack.userName(ctx, cur.Decision.By), strings.ToLower(l.actionLabel(cur.Decision.Action)))
+	case errors.Is(err, research.ErrNotWaiting):
+		if cur.State == research.StateRunning && cur.Interrupt != nil && cur.Interrupt.ID != d.InterruptID {
+			return
+		}
+		text = h.slack.wordsFor(ctx, d.By).NoLongerWaiting
+	default:
+		h.log.Error("bot: decide", "run_id", r.ID, "err", err)
+		text = h.slack.wordsFor(ctx, d.By).DecisionFailed
+	}
+	h.slack.ephemeral(ctx, from.channel, from.threadTS, d.By, text)
+}
+
+// showDecided replaces the buttons of cur's interrupt message by who
+// decided what: through the click's response_url when the click came from
+// that message, by chat.update otherwise.
+func (h *handlers) showDecided(ctx context.Context, cur research.Run, d research.Decision, from decisionSource) {
+	text, blocks := decidedBlocks(*cur.Interrupt, d, h.slack.userName(ctx, d.By), h.slack.userLang(ctx, cur.Requester))
+	if from.responseURL != "" && from.messageTS == cur.Interrupt.MessageTS {
+		err := h.slack.replaceOriginal(ctx, from.responseURL, text, blocks)
+		if err == nil {
+			return
+		}
+		h.log.Warn("bot: replace decided message", "run_id", cur.ID, "err", err)
+	}
+	if err := h.slack.updateMessage(ctx, cur.Key.Channel, cur.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+		h.log.Warn("bot: update decided message", "run_id", cur.ID, "err", err)
+	}
 }
 
 // ackPayload is the response carried by an ack: validation errors for our
