@@ -83,17 +83,6 @@ func (a *assistantState) onAssistantContext(at slackevents.AssistantThread) {
 	a.latest[at.ChannelID] = viewing{user: at.UserID, channel: ch}
 }
 
-// assistantContext is the channel the user looks at in an assistant
-// thread ("" when unknown).
-func (a *assistantState) assistantContext(channel, threadTS string) string {
-	if a == nil {
-		return ""
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.contexts[channel+"/"+threadTS]
-}
-
 // scheduleDefaultChannel is the channel the schedule modal offers first.
 // From a channel it is that channel. From an assistant DM it is the
 // channel the user last looked at with the pane open, when digests may go

@@ -466,7 +466,7 @@ func (b *Bot) authenticate(ctx context.Context) error {
 	}
 	b.botUserID, b.teamID = resp.UserID, resp.TeamID
 	b.botID, b.enterpriseID = resp.BotID, resp.EnterpriseID
-	b.identity.learnAppID(ctx, b.slackClient, b.opts.AppID, b.log)
+	b.learnAppID(ctx, b.slackClient, b.opts.AppID, b.log)
 	return nil
 }
 

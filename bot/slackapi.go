@@ -147,7 +147,7 @@ func isAPICode(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+		if r != '_' && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
 			return false
 		}
 	}

@@ -123,7 +123,7 @@ func (h *handlers) slashHelp(unknown string) string {
 // two edits away from a subcommand ("shedule weekly news").
 func (h *handlers) mistypedSubcommand(word, rest string) bool {
 	lw := strings.ToLower(word)
-	if rest == "" && len(lw) <= 20 && !strings.ContainsFunc(lw, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r == '-' || r == '_') }) {
+	if rest == "" && len(lw) <= 20 && !strings.ContainsFunc(lw, func(r rune) bool { return (r < 'a' || r > 'z') && r != '-' && r != '_' }) {
 		return true
 	}
 	if len(lw) < 4 {

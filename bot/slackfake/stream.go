@@ -27,19 +27,18 @@ func WithoutStreaming(code string) Option { return func(c *config) { c.noStreami
 
 // Stream is a streaming message as the fake saw it.
 type Stream struct {
-	Channel         string
-	TS              string
-	ThreadTS        string
-	DisplayMode     string // "timeline" or "plan"
-	RecipientUser   string
-	RecipientTeam   string
-	Chunks          []json.RawMessage // every chunk appended, in order (markdown_text from start/append as chunks too)
-	FinalBlocks     json.RawMessage   // the blocks chat.stopStream ended it with
-	Open            bool
-	StartedAt       time.Time
-	StoppedAt       time.Time
-	AppendCalls     int
-	lastAppendTotal int
+	Channel       string
+	TS            string
+	ThreadTS      string
+	DisplayMode   string // "timeline" or "plan"
+	RecipientUser string
+	RecipientTeam string
+	Chunks        []json.RawMessage // every chunk appended, in order (markdown_text from start/append as chunks too)
+	FinalBlocks   json.RawMessage   // the blocks chat.stopStream ended it with
+	Open          bool
+	StartedAt     time.Time
+	StoppedAt     time.Time
+	AppendCalls   int
 }
 
 // Tasks returns the last state of each task card of a stream by id, in

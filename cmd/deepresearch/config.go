@@ -467,9 +467,9 @@ func orDefault(v, def string) string {
 }
 
 func splitList(v string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, f)
+	out := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -257,14 +257,14 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		// message (bot.Options.WorkspaceSearch).
 		ws, err = bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: cfg.BotToken, APIURL: cfg.APIURL, Logger: log})
 		if err != nil {
-			closeDeps()
+			_ = closeDeps() // the error that stopped serve is the one to report
 			return serveParts{}, configError{envSlackBotToken, err.Error()}
 		}
 		deps.Workspace = ws
 	}
 	a, err := agent.New(deps, traced(agent.Options{TeamSize: cfg.TeamSize}, cfg.Tracing))
 	if err != nil {
-		closeDeps()
+		_ = closeDeps() // the error that stopped serve is the one to report
 		return serveParts{}, err
 	}
 	log.Info("serve: storage", "kind", db.Kind(), "location", db.Location())
