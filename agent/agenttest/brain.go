@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +34,7 @@ func ParseEvidence(prompt string) []Evidence {
 	var ev []Evidence
 	for _, m := range evidenceRE.FindAllStringSubmatch(prompt, -1) {
 		e := Evidence{Claim: m[2], Quote: m[3], Title: m[4], URL: m[5]}
-		fmt.Sscan(m[1], &e.N)
+		e.N, _ = strconv.Atoi(m[1]) // \d+ parses; an E number too long for an int stays 0
 		ev = append(ev, e)
 	}
 	return ev
@@ -281,7 +282,9 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 	case "reflect":
 		try := 1
 		if m := attemptRE.FindStringSubmatch(r.System()); m != nil {
-			fmt.Sscan(m[1], &try)
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				try = n
+			}
 		}
 		done := true
 		if b.ReflectDone != nil {
