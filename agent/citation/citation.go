@@ -155,8 +155,23 @@ func parseDef(text string) (quote, title, url string) {
 	if m := urlRE.FindString(text); m != "" {
 		url = strings.TrimRight(m, ".,;:)>」』")
 	}
+	qa, qb, quote := longestQuote(text)
+	if qa < 0 {
+		qa, qb, quote = singleQuoted(text)
+	}
 	rest := text
-	qa, qb := -1, -1 // the quote with its marks
+	if qa >= 0 {
+		rest = text[:qa] + " " + text[qb:]
+	}
+	return strings.TrimSpace(quote), defTitle(rest, url), url
+}
+
+// longestQuote finds the longest passage of text in the first pair of
+// quotation marks (quotePairs, in order) that quotes anything but a URL:
+// the quote with its marks at text[qa:qb] (qa -1 when none), and the quote.
+// Escaped marks ("\"") do not count.
+func longestQuote(text string) (qa, qb int, quote string) {
+	qa, qb = -1, -1
 	for _, p := range quotePairs {
 		for i := 0; i < len(text); {
 			o := strings.Index(text[i:], p[0])
@@ -168,19 +183,7 @@ func parseDef(text string) (quote, title, url string) {
 				i = o + len(p[0])
 				continue
 			}
-			c := o + len(p[0])
-			for {
-				k := strings.Index(text[c:], p[1])
-				if k < 0 {
-					c = -1
-					break
-				}
-				c += k
-				if text[c-1] != '\\' {
-					break
-				}
-				c += len(p[1])
-			}
+			c := unescapedIndex(text, o+len(p[0]), p[1])
 			if c < 0 {
 				break
 			}
@@ -195,41 +198,64 @@ func parseDef(text string) (quote, title, url string) {
 			break
 		}
 	}
-	if qa < 0 {
-		// 'single quotes' around a whole passage at the end or start
-		for _, p := range [][2]string{{"'", "'"}, {"‘", "’"}} {
-			t := strings.TrimRight(strings.TrimSpace(text), ".。")
-			if strings.HasSuffix(t, p[1]) {
-				if o := strings.LastIndex(t[:len(t)-len(p[1])], p[0]); o >= 0 && (o == 0 || t[o-1] == ' ') {
-					qa, qb = o, len(t)
-					quote = t[o+len(p[0]) : len(t)-len(p[1])]
-					break
-				}
-			}
+	return qa, qb, quote
+}
+
+// unescapedIndex is the byte offset of the first mark in text from c on
+// that no backslash escapes, or -1.
+func unescapedIndex(text string, c int, mark string) int {
+	for {
+		k := strings.Index(text[c:], mark)
+		if k < 0 {
+			return -1
+		}
+		c += k
+		if text[c-1] != '\\' {
+			return c
+		}
+		c += len(mark)
+	}
+}
+
+// singleQuoted finds a passage in 'single quotes' that ends the text (its
+// trailing full stop aside) and starts it or follows a space: the quote
+// with its marks at text[qa:qb] (qa -1 when none), and the quote.
+func singleQuoted(text string) (qa, qb int, quote string) {
+	t := strings.TrimRight(strings.TrimSpace(text), ".。")
+	for _, p := range [][2]string{{"'", "'"}, {"‘", "’"}} {
+		if !strings.HasSuffix(t, p[1]) {
+			continue
+		}
+		if o := strings.LastIndex(t[:len(t)-len(p[1])], p[0]); o >= 0 && (o == 0 || t[o-1] == ' ') {
+			return o, len(t), t[o+len(p[0]) : len(t)-len(p[1])]
 		}
 	}
-	if qa >= 0 {
-		rest = text[:qa] + " " + text[qb:]
+	return -1, -1, ""
+}
+
+// defTitle is the title of a footnote without its quote (rest): what is
+// before the URL, else after it, without separators and quote labels.
+func defTitle(rest, url string) string {
+	if url == "" {
+		return trimTitle(rest)
 	}
-	// title: what is before the URL, else after it, without separators
-	trim := func(s string) string {
-		s = strings.TrimSpace(s)
-		for _, lbl := range []string{"Quote:", "quote:", "引用:", "引用："} {
-			s = strings.TrimSpace(strings.TrimSuffix(s, lbl))
-		}
-		return strings.Trim(s, " —–-,:、，<>().。")
+	k := strings.Index(rest, url)
+	if k < 0 {
+		return ""
 	}
-	if url != "" {
-		if k := strings.Index(rest, url); k >= 0 {
-			title = trim(rest[:k])
-			if title == "" {
-				title = trim(rest[k+len(url):])
-			}
-		}
-	} else {
-		title = trim(rest)
+	if title := trimTitle(rest[:k]); title != "" {
+		return title
 	}
-	return strings.TrimSpace(quote), title, url
+	return trimTitle(rest[k+len(url):])
+}
+
+// trimTitle takes spaces, separators and a trailing quote label off s.
+func trimTitle(s string) string {
+	s = strings.TrimSpace(s)
+	for _, lbl := range []string{"Quote:", "quote:", "引用:", "引用："} {
+		s = strings.TrimSpace(strings.TrimSuffix(s, lbl))
+	}
+	return strings.Trim(s, " —–-,:、，<>().。")
 }
 
 type def struct {
