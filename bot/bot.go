@@ -37,9 +37,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Options configure a Bot. BotToken and AppToken are required; every other
-// field has a default.
+// Options configure a Bot. Client, or BotToken and AppToken, are required;
+// every other field has a default.
 type Options struct {
+	// Client is the process's Slack client (NewClient), shared with what
+	// else calls Slack (the researcher's WorkspaceSearch). nil: New makes
+	// one of BotToken, AppToken, APIURL and HTTPClient.
+	Client   *Client
 	BotToken string // xoxb-…
 	AppToken string // xapp-… with connections:write
 	APIURL   string // Slack Web API base, e.g. "https://slack.com/api/"; "" for Slack's own
@@ -277,6 +281,9 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	if researcher == nil || store == nil {
 		return nil, errors.New("bot: New needs a Researcher and a Store")
 	}
+	if opts.Client != nil {
+		opts.BotToken, opts.AppToken, opts.HTTPClient = opts.Client.botToken, opts.Client.appToken, opts.Client.http
+	}
 	if !strings.HasPrefix(opts.BotToken, "xoxb-") {
 		return nil, errors.New("bot: the bot token must start with xoxb-")
 	}
@@ -284,6 +291,9 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		return nil, errors.New("bot: the app-level token must start with xapp-")
 	}
 	opts.defaults()
+	if opts.Client == nil {
+		opts.Client = NewClient(ClientOptions{BotToken: opts.BotToken, AppToken: opts.AppToken, APIURL: opts.APIURL, HTTPClient: opts.HTTPClient})
+	}
 	reg := opts.Registerer
 	var private *prometheus.Registry
 	if reg == nil {
@@ -296,7 +306,7 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	}
 	log := opts.Logger.With("instance", opts.InstanceID)
 	b := &Bot{
-		slackClient: newSlackClient(opts, log, m),
+		slackClient: newSlackClient(opts.Client, opts, log, m),
 		opts:        opts,
 		log:         log,
 		res:         researcher,

@@ -18,7 +18,41 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// slackClient is the bot's one Slack Web API client. Every call goes
+// Client is the Slack Web API client of one app installation: its bot
+// token, the app-level token Socket Mode connects with, the API URL and the
+// HTTP client. A process makes one and shares it: the Bot (Options.Client)
+// and the WorkspaceSearch its researcher uses call Slack through it.
+type Client struct {
+	api      *slack.Client
+	http     *http.Client
+	botToken string
+	appToken string
+}
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	BotToken   string       // xoxb-…
+	AppToken   string       // xapp-… with connections:write ("" when only the Web API is used)
+	APIURL     string       // Slack Web API base, e.g. "https://slack.com/api/"; "" for Slack's own
+	HTTPClient *http.Client // default: a client with a 30s timeout
+}
+
+// NewClient returns the Client of o.
+func NewClient(o ClientOptions) *Client {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	sopts := []slack.Option{slack.OptionHTTPClient(o.HTTPClient)}
+	if o.AppToken != "" {
+		sopts = append(sopts, slack.OptionAppLevelToken(o.AppToken))
+	}
+	if o.APIURL != "" {
+		sopts = append(sopts, slack.OptionAPIURL(apiBase(o.APIURL)))
+	}
+	return &Client{api: slack.New(o.BotToken, sopts...), http: o.HTTPClient, botToken: o.BotToken, appToken: o.AppToken}
+}
+
+// slackClient is the bot's Slack Web API client (a Client) with its budgets. Every call goes
 // through call (retries, error metrics); messages are paced per channel,
 // edits kept within the workspace's chat.update budget and refusals capped
 // under a flood; user names and languages are cached. The live replicas
@@ -45,18 +79,12 @@ type slackClient struct {
 	live         atomic.Int32  // replicas the workspace's budgets are split among (presence.go)
 }
 
-// newSlackClient is the client of a bot with opts (defaults applied).
-func newSlackClient(opts Options, log *slog.Logger, m *Metrics) *slackClient {
-	sopts := []slack.Option{
-		slack.OptionAppLevelToken(opts.AppToken),
-		slack.OptionHTTPClient(opts.HTTPClient),
-	}
-	if opts.APIURL != "" {
-		sopts = append(sopts, slack.OptionAPIURL(apiBase(opts.APIURL)))
-	}
+// newSlackClient is the client of a bot with opts (defaults applied),
+// calling Slack through client.
+func newSlackClient(client *Client, opts Options, log *slog.Logger, m *Metrics) *slackClient {
 	c := &slackClient{
-		api:           slack.New(opts.BotToken, sopts...),
-		http:          opts.HTTPClient,
+		api:           client.api,
+		http:          client.http,
 		log:           log,
 		metrics:       m,
 		clk:           opts.Clock,

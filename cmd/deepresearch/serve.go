@@ -134,6 +134,7 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	withHealth := func(o *bot.Options) { o.Health = parts.health.Health }
 	withFeedback := func(o *bot.Options) { o.Feedback, o.Reports = parts.db.Feedback(), parts.db.Reports() }
 	withShared := func(o *bot.Options) {
+		o.Client = parts.slack
 		if parts.workspace != nil {
 			o.SharedBudgets = append(o.SharedBudgets, parts.workspace)
 		}
@@ -153,6 +154,9 @@ type serveParts struct {
 	// workspace is the researcher's workspace search, whose budget the
 	// replicas split (nil: off)
 	workspace *bot.WorkspaceSearch
+	// slack is the process's one Slack client (the bot's and workspace's);
+	// nil in tests that build parts by hand: the bot makes its own
+	slack *bot.Client
 	// agent runs the research (the MCP endpoint's runs too)
 	agent *agent.Agent
 }
@@ -251,11 +255,13 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		closeAll() // closes the database too, logging a failure
 		return nil
 	}
+	// One Slack client for the process: the bot's and the workspace search's.
+	slackClient := bot.NewClient(bot.ClientOptions{BotToken: cfg.BotToken, AppToken: cfg.AppToken, APIURL: cfg.APIURL})
 	var ws *bot.WorkspaceSearch
 	if cfg.WorkspaceSearch && cfg.BotToken != "" {
 		// Only with the requester's action_token, which comes with their
 		// message (bot.Options.WorkspaceSearch).
-		ws, err = bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: cfg.BotToken, APIURL: cfg.APIURL, Logger: log})
+		ws, err = bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{Client: slackClient, Logger: log})
 		if err != nil {
 			_ = closeDeps() // the error that stopped serve is the one to report
 			return serveParts{}, configError{envSlackBotToken, err.Error()}
@@ -268,7 +274,7 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		return serveParts{}, err
 	}
 	log.Info("serve: storage", "kind", db.Kind(), "location", db.Location())
-	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws, agent: a}, nil
+	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws, slack: slackClient, agent: a}, nil
 }
 
 // serveBot runs a bot with the given researcher and store, plus the
