@@ -165,56 +165,8 @@ type SlashHandler func(ctx context.Context, cmd slack.SlashCommand, args string)
 type InteractionHandler func(ctx context.Context, cb slack.InteractionCallback) error
 
 func (o *Options) defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if o.Workers <= 0 {
-		o.Workers = 16
-	}
-	if o.QueueSize <= 0 {
-		o.QueueSize = 1024
-	}
-	if o.MaxConcurrentRuns <= 0 {
-		o.MaxConcurrentRuns = 8
-	}
-	def(&o.Lease, 30*time.Second)
-	def(&o.InboxGrace, o.Lease)
-	def(&o.HeartbeatEvery, o.Lease/3)
-	def(&o.RecoverEvery, 5*time.Second)
-	def(&o.PresenceEvery, 2*time.Second)
-	def(&o.ProgressInterval, time.Second)
-	def(&o.StatusRefresh, 90*time.Second)
-	def(&o.EventTTL, 24*time.Hour)
-	def(&o.ShutdownTimeout, 10*time.Second)
-	if o.SlackRetries <= 0 {
-		o.SlackRetries = 4
-	}
-	if o.UpdateBurst < 0 {
-		o.UpdatesPerMinute = -1
-	}
-	if o.UpdatesPerMinute == 0 {
-		o.UpdatesPerMinute = 50
-	}
-	if o.UpdateBurst <= 0 {
-		o.UpdateBurst = 20
-	}
-	if o.PostBurst <= 0 {
-		o.PostBurst = 3
-	}
-	if o.PostInterval == 0 {
-		o.PostInterval = time.Second
-	}
-	if o.RefusalWindow == 0 {
-		o.RefusalWindow = 30 * time.Second
-	}
-	if o.MaxRunsPerUser == 0 {
-		o.MaxRunsPerUser = 3
-	}
-	if o.MaxQuestionLen <= 0 {
-		o.MaxQuestionLen = 10000
-	}
+	o.defaultTimes()
+	o.defaultLimits()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -228,6 +180,55 @@ func (o *Options) defaults() {
 		host, _ := os.Hostname()
 		o.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomID(3))
 	}
+}
+
+// defaultTimes sets the periods and timeouts left zero.
+func (o *Options) defaultTimes() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Lease, 30*time.Second)
+	def(&o.InboxGrace, o.Lease)
+	def(&o.HeartbeatEvery, o.Lease/3)
+	def(&o.RecoverEvery, 5*time.Second)
+	def(&o.PresenceEvery, 2*time.Second)
+	def(&o.ProgressInterval, time.Second)
+	def(&o.StatusRefresh, 90*time.Second)
+	def(&o.EventTTL, 24*time.Hour)
+	def(&o.ShutdownTimeout, 10*time.Second)
+	if o.PostInterval == 0 {
+		o.PostInterval = time.Second
+	}
+	if o.RefusalWindow == 0 {
+		o.RefusalWindow = 30 * time.Second
+	}
+}
+
+// defaultLimits sets the sizes, counts and budgets left zero.
+func (o *Options) defaultLimits() {
+	def := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	def(&o.Workers, 16)
+	def(&o.QueueSize, 1024)
+	def(&o.MaxConcurrentRuns, 8)
+	def(&o.SlackRetries, 4)
+	if o.UpdateBurst < 0 {
+		o.UpdatesPerMinute = -1
+	}
+	if o.UpdatesPerMinute == 0 {
+		o.UpdatesPerMinute = 50
+	}
+	def(&o.UpdateBurst, 20)
+	def(&o.PostBurst, 3)
+	if o.MaxRunsPerUser == 0 {
+		o.MaxRunsPerUser = 3
+	}
+	def(&o.MaxQuestionLen, 10000)
 }
 
 // ErrAuth is returned by Run when Slack rejects the tokens at start-up.
