@@ -48,6 +48,11 @@ func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, 
 	if owner == "" {
 		return "", nil
 	}
+	return b.ownerIn(ctx, channel, owner)
+}
+
+// ownerIn says, as CheckChannel, when owner is not a member of channel.
+func (b *Bot) ownerIn(ctx context.Context, channel, owner string) (string, error) {
 	cursor := ""
 	for range maxMemberPages {
 		var members []string

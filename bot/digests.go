@@ -523,6 +523,34 @@ func (d *Digests) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 	return nil
 }
 
+// change pauses, resumes, runs or deletes schedule id (action) for user
+// and says what it did.
+func (d *Digests) change(ctx context.Context, action, id, user string) (string, error) {
+	switch action {
+	case SchedActionPause, SchedActionResume:
+		sc, err := d.mgr.SetEnabled(ctx, id, user, action == SchedActionResume)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s *%s*.", map[bool]string{true: "Resumed", false: "Paused"}[sc.Enabled], Escape(Truncate(sc.Topic, 200))), nil
+	case SchedActionRunNow:
+		started, err := d.mgr.RunNow(ctx, id, user)
+		if err != nil {
+			return "", err
+		}
+		if !started {
+			return "It is already running (started this minute).", nil
+		}
+		return "Running it now; the digest will be posted in its channel.", nil
+	default: // SchedActionDelete
+		sc, err := d.mgr.Delete(ctx, id, user)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Deleted *%s*.", Escape(Truncate(sc.Topic, 200))), nil
+	}
+}
+
 func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
 	user := cb.User.ID
 	channel := interactionChannel(cb)
@@ -537,27 +565,8 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 	var err error
 	var msg string
 	switch a.ActionID {
-	case SchedActionPause, SchedActionResume:
-		var sc schedule.Schedule
-		sc, err = d.mgr.SetEnabled(ctx, id, user, a.ActionID == SchedActionResume)
-		if err == nil {
-			msg = fmt.Sprintf("%s *%s*.", map[bool]string{true: "Resumed", false: "Paused"}[sc.Enabled], Escape(Truncate(sc.Topic, 200)))
-		}
-	case SchedActionRunNow:
-		var started bool
-		started, err = d.mgr.RunNow(ctx, id, user)
-		if err == nil {
-			msg = "Running it now; the digest will be posted in its channel."
-			if !started {
-				msg = "It is already running (started this minute)."
-			}
-		}
-	case SchedActionDelete:
-		var sc schedule.Schedule
-		sc, err = d.mgr.Delete(ctx, id, user)
-		if err == nil {
-			msg = fmt.Sprintf("Deleted *%s*.", Escape(Truncate(sc.Topic, 200)))
-		}
+	case SchedActionPause, SchedActionResume, SchedActionRunNow, SchedActionDelete:
+		msg, err = d.change(ctx, a.ActionID, id, user)
 	case SchedActionApprove, SchedActionDecline:
 		return d.onDecision(ctx, cb, a, id, dueText)
 	default:

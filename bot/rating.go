@@ -62,47 +62,62 @@ func (rt *ratings) ratingBlocks(blocks []slack.Block, runID string) []slack.Bloc
 func (rt *ratings) onRating(ctx context.Context, cb slack.InteractionCallback) error {
 	switch cb.Type {
 	case slack.InteractionTypeViewSubmission:
-		if cb.View.CallbackID != callbackRatingWhy {
-			return nil
-		}
-		text := ""
-		if cb.View.State != nil {
-			text = strings.TrimSpace(cb.View.State.Values[blockRatingWhy][actionRatingWhy].Value)
-		}
-		if text == "" {
-			return nil
-		}
-		text = Truncate(text, rt.maxLen)
-		if err := rt.rateable(ctx, cb, cb.View.PrivateMetadata, ""); err != nil {
-			return err
-		}
-		return rt.recordRating(ctx, cb.View.PrivateMetadata, cb.User.ID, research.FeedbackBad, text)
+		return rt.onWhy(ctx, cb)
 	case slack.InteractionTypeBlockActions:
 		for _, a := range cb.ActionCallback.BlockActions {
 			if a.ActionID != ratingPrefix {
 				continue
 			}
-			runID, ok := strings.CutPrefix(a.BlockID, ratingBlockPrefix)
-			v := research.FeedbackValue(a.Value)
-			if !ok || runID == "" || !v.Valid() {
-				return fmt.Errorf("bot: rating: block %q value %q", a.BlockID, a.Value)
-			}
-			if err := rt.rateable(ctx, cb, runID, interactionChannel(cb)); err != nil {
+			if err := rt.onClick(ctx, cb, a); err != nil {
 				return err
-			}
-			if err := rt.recordRating(ctx, runID, cb.User.ID, v, ""); err != nil {
-				return err
-			}
-			if v == research.FeedbackBad && cb.TriggerID != "" {
-				err := rt.slack.call(ctx, "views.open", false, func(ctx context.Context) error {
-					_, err := rt.slack.api.OpenViewContext(ctx, cb.TriggerID, ratingWhyModal(runID))
-					return err
-				})
-				if err != nil {
-					rt.log.Warn("bot: rating form", "run_id", runID, "err", err)
-				}
 			}
 		}
+	}
+	return nil
+}
+
+// onWhy records the "what was wrong?" form's text as a bad rating.
+func (rt *ratings) onWhy(ctx context.Context, cb slack.InteractionCallback) error {
+	if cb.View.CallbackID != callbackRatingWhy {
+		return nil
+	}
+	text := ""
+	if cb.View.State != nil {
+		text = strings.TrimSpace(cb.View.State.Values[blockRatingWhy][actionRatingWhy].Value)
+	}
+	if text == "" {
+		return nil
+	}
+	text = Truncate(text, rt.maxLen)
+	if err := rt.rateable(ctx, cb, cb.View.PrivateMetadata, ""); err != nil {
+		return err
+	}
+	return rt.recordRating(ctx, cb.View.PrivateMetadata, cb.User.ID, research.FeedbackBad, text)
+}
+
+// onClick records a click on the feedback buttons; a bad one opens the
+// "what was wrong?" form.
+func (rt *ratings) onClick(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
+	runID, ok := strings.CutPrefix(a.BlockID, ratingBlockPrefix)
+	v := research.FeedbackValue(a.Value)
+	if !ok || runID == "" || !v.Valid() {
+		return fmt.Errorf("bot: rating: block %q value %q", a.BlockID, a.Value)
+	}
+	if err := rt.rateable(ctx, cb, runID, interactionChannel(cb)); err != nil {
+		return err
+	}
+	if err := rt.recordRating(ctx, runID, cb.User.ID, v, ""); err != nil {
+		return err
+	}
+	if v != research.FeedbackBad || cb.TriggerID == "" {
+		return nil
+	}
+	err := rt.slack.call(ctx, "views.open", false, func(ctx context.Context) error {
+		_, err := rt.slack.api.OpenViewContext(ctx, cb.TriggerID, ratingWhyModal(runID))
+		return err
+	})
+	if err != nil {
+		rt.log.Warn("bot: rating form", "run_id", runID, "err", err)
 	}
 	return nil
 }
