@@ -64,6 +64,15 @@ type words struct {
 	NoneInProgress, WhichRun             string // WhichRun: %s run ids
 	NoSuchRun, ReadRunFailed, Cancelling string // NoSuchRun, Cancelling: %s run id
 	RecentResearch                       string
+	// Answers about scheduled digests.
+	SaveFailed, CannotSchedule, Scheduled  string // Scheduled: %s topic, %s channel, %s spec, %s zone, %s first
+	SchedulesHead, NoSchedules, NSchedules string // NSchedules: %d
+	YourSchedules, NoneYet                 string
+	Resumed, Paused, Deleted               string // %s topic
+	AlreadyRunning, RunningNow             string
+	ScheduleGone, ThatFailed               string
+	OnlyOwner, OnlyOwnerNamed              string // OnlyOwnerNamed: %s owner
+	RunDecided                             string
 }
 
 var wordsEN = words{
@@ -121,6 +130,25 @@ var wordsEN = words{
 	ReadRunFailed:      "Sorry, I could not read that run (storage error).",
 	Cancelling:         "Cancelling `%s`.",
 	RecentResearch:     "*Your recent research*",
+
+	SaveFailed:     "Sorry, I could not save the schedule. Please try again.",
+	CannotSchedule: "I could not schedule that:",
+	Scheduled:      "Scheduled *%s* in %s (`%s`, %s). First digest: %s.",
+	SchedulesHead:  "*Scheduled digests* (this channel, and yours elsewhere)",
+	NoSchedules:    "No scheduled digests here yet. Create one with `/research schedule`.",
+	NSchedules:     "%d scheduled digests",
+	YourSchedules:  "Your scheduled digests",
+	NoneYet:        "None yet: `/research schedule` in a channel creates one.",
+	Resumed:        "Resumed *%s*.",
+	Paused:         "Paused *%s*.",
+	Deleted:        "Deleted *%s*.",
+	AlreadyRunning: "It is already running (started this minute).",
+	RunningNow:     "Running it now; the digest will be posted in its channel.",
+	ScheduleGone:   "That schedule no longer exists.",
+	ThatFailed:     "Sorry, that failed. Please try again.",
+	OnlyOwner:      "Only the schedule's owner or an admin can change it.",
+	OnlyOwnerNamed: "Only %s (who created it) or an admin can change this schedule.",
+	RunDecided:     "Someone has already decided on this run.",
 }
 
 var wordsJA = words{
@@ -178,6 +206,25 @@ var wordsJA = words{
 	ReadRunFailed:      "申し訳ありません。その調査を読めませんでした（保存エラー）。",
 	Cancelling:         "`%s` をキャンセルしています。",
 	RecentResearch:     "*最近の調査*",
+
+	SaveFailed:     "申し訳ありません。スケジュールを保存できませんでした。もう一度お試しください。",
+	CannotSchedule: "そのスケジュールは登録できませんでした:",
+	Scheduled:      "*%s* を %s に登録しました（`%s`、%s）。最初のダイジェスト: %s。",
+	SchedulesHead:  "*定期ダイジェスト*（このチャンネルのものと、ほかのチャンネルのあなたのもの）",
+	NoSchedules:    "ここにはまだ定期ダイジェストがありません。`/research schedule` で作成できます。",
+	NSchedules:     "定期ダイジェスト %d 件",
+	YourSchedules:  "あなたの定期ダイジェスト",
+	NoneYet:        "まだありません。チャンネルで `/research schedule` を使うと作成できます。",
+	Resumed:        "*%s* を再開しました。",
+	Paused:         "*%s* を一時停止しました。",
+	Deleted:        "*%s* を削除しました。",
+	AlreadyRunning: "すでに実行中です（この1分以内に開始）。",
+	RunningNow:     "いま実行しています。ダイジェストはそのチャンネルに投稿されます。",
+	ScheduleGone:   "そのスケジュールはもうありません。",
+	ThatFailed:     "申し訳ありません。失敗しました。もう一度お試しください。",
+	OnlyOwner:      "このスケジュールを変更できるのは作成者か管理者だけです。",
+	OnlyOwnerNamed: "このスケジュールを変更できるのは %s さん（作成者）か管理者だけです。",
+	RunDecided:     "この実行はすでに誰かが決定しています。",
 }
 
 func (l lang) words() *words {
