@@ -73,6 +73,9 @@ type words struct {
 	ScheduleGone, ThatFailed               string
 	OnlyOwner, OnlyOwnerNamed              string // OnlyOwnerNamed: %s owner
 	RunDecided                             string
+	// Why digests may not go to a channel (CheckChannel), told to the owner.
+	NotAChannel, NotAllowedHere, Archived string // NotAllowedHere, Archived: %s channel
+	NotMember, CannotSee, OwnerNotMember  string // %s channel
 }
 
 var wordsEN = words{
@@ -149,6 +152,13 @@ var wordsEN = words{
 	OnlyOwner:      "Only the schedule's owner or an admin can change it.",
 	OnlyOwnerNamed: "Only %s (who created it) or an admin can change this schedule.",
 	RunDecided:     "Someone has already decided on this run.",
+
+	NotAChannel:    "Pick a public or private channel for the digests (not a direct message).",
+	NotAllowedHere: "I'm not enabled in %s. Pick a channel on the allow-list.",
+	Archived:       "%s is archived.",
+	NotMember:      "I'm not a member of %s. Invite me first (`/invite @deepresearch`).",
+	CannotSee:      "I can't see %s: it does not exist, or it is private and I'm not in it.",
+	OwnerNotMember: "You are not a member of %s, so digests cannot be posted there in your name.",
 }
 
 var wordsJA = words{
@@ -225,6 +235,13 @@ var wordsJA = words{
 	OnlyOwner:      "このスケジュールを変更できるのは作成者か管理者だけです。",
 	OnlyOwnerNamed: "このスケジュールを変更できるのは %s さん（作成者）か管理者だけです。",
 	RunDecided:     "この実行はすでに誰かが決定しています。",
+
+	NotAChannel:    "ダイジェストには公開または非公開のチャンネルを選んでください（DM は使えません）。",
+	NotAllowedHere: "%s では有効になっていません。許可リストにあるチャンネルを選んでください。",
+	Archived:       "%s はアーカイブされています。",
+	NotMember:      "%s のメンバーではありません。先に招待してください（`/invite @deepresearch`）。",
+	CannotSee:      "%s が見えません。存在しないか、非公開で私が参加していません。",
+	OwnerNotMember: "あなたは %s のメンバーではないため、あなたの名前でダイジェストを投稿できません。",
 }
 
 func (l lang) words() *words {
