@@ -142,30 +142,55 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	}
 	var planned []string
 	if s.Try == 0 {
-		qs := dedupQueries(t.Subtask.Queries, prev, a.opts.MaxQueries)
-		if len(qs) == 0 {
-			qs = dedupQueries([]string{t.Subtask.Title}, prev, 1)
+		planned = dedupQueries(t.Subtask.Queries, prev, a.opts.MaxQueries)
+		if len(planned) == 0 {
+			planned = dedupQueries([]string{t.Subtask.Title}, prev, 1)
 		}
-		if len(ext) == 0 {
-			return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
-		}
-		planned = qs
 	}
-	if a.coder == nil && a.search != nil && len(ext) == 0 {
-		// the reflection that asked for this try named its searches, as the
-		// planner named the first try's; only coding needs the select step
-		if qs := dedupQueries(s.NextQueries, prev, a.opts.MaxQueries); len(qs) > 0 {
-			return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
-		}
+	if qs, ok := a.searchWithoutModel(s, prev, planned, len(ext) > 0); ok {
+		return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
 	}
 	c := a.caller(t.node(rSelect))
-	links := unread(s)
-	var know []string
-	for _, f := range s.Findings {
-		if f.Verified || f.Kind == FindingComputed {
-			know = append(know, clip(f.Claim, 200))
+	acts, answered, err := a.selectByModel(ctx, c, s, prev, planned, ext)
+	if err != nil {
+		return nil, err
+	}
+	if answered {
+		// the model chose answer (or only repeated queries)
+		return append([]graph.Write{rs.actions.Set(nil), rs.usage.Set(c.usage())}, extra...), nil
+	}
+	if len(acts) == 0 {
+		acts = a.fallbackSearch(s, prev, planned)
+	}
+	return append([]graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, extra...), nil
+}
+
+// searchWithoutModel returns the queries a try runs without asking the
+// model, when no external source asks for a choice: the planned ones on
+// the first try, and the ones the reflection named on a later try when
+// there is no sandbox (only coding needs the select step).
+func (a *Agent) searchWithoutModel(s rState, prev, planned []string, external bool) ([]string, bool) {
+	if external {
+		return nil, false
+	}
+	if s.Try == 0 {
+		return planned, true
+	}
+	if a.coder == nil && a.search != nil {
+		if qs := dedupQueries(s.NextQueries, prev, a.opts.MaxQueries); len(qs) > 0 {
+			return qs, true
 		}
 	}
+	return nil, false
+}
+
+// selectByModel asks the model, with tool calling, for the next actions
+// among those that make sense. answered reports that it chose to answer
+// (or only repeated queries); a failed call chooses nothing.
+func (a *Agent) selectByModel(ctx context.Context, c *caller, s rState, prev, planned []string, ext []ExternalTool) (acts []action, answered bool, err error) {
+	t := s.Task
+	links := unread(s)
+	know := knownClaims(s.Findings)
 	p, err := prompts.Render(prompts.Select, prompts.SelectData{
 		Question: t.Question, Language: t.Language, Today: today(a.now()), Subtask: t.Subtask.Title,
 		Try: s.Try + 1, MaxTries: t.MaxTries, Advice: s.Advice, PreviousQueries: prev, Knowledge: know,
@@ -173,8 +198,36 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		NoSearch: a.search == nil, Planned: planned, Sources: selectTools(ext), Strategy: strategyOf(t.Member).hint,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	tools := append(a.actionTools(len(links) > 0, len(know) > 0), llmTools(ext)...)
+	cctx, cancel := a.withDeadline(ctx, t.Deadline)
+	defer cancel()
+	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p), Tools: tools, ToolChoice: llm.ToolChoiceRequired})
+	if err != nil {
+		return nil, false, ctx.Err()
+	}
+	acts = a.parseActions(resp.ToolCalls, prev, links)
+	acts = append(acts, toolActions(resp.ToolCalls, ext, a.opts.MaxQueries)...)
+	return acts, len(acts) == 0 && len(resp.ToolCalls) > 0, nil
+}
+
+// knownClaims are the claims a try may answer from: verified findings and
+// computations.
+func knownClaims(fs []Finding) []string {
+	var know []string
+	for _, f := range fs {
+		if f.Verified || f.Kind == FindingComputed {
+			know = append(know, clip(f.Claim, 200))
+		}
+	}
+	return know
+}
+
+// actionTools are the built-in actions offered to the select step: search
+// with a search engine, visit with unread pages and a fetcher, coding with
+// a sandbox, answer with knowledge.
+func (a *Agent) actionTools(unreadPages, knowledge bool) []llm.Tool {
 	var tools []llm.Tool
 	add := func(tl llm.Tool, err error) {
 		if err == nil {
@@ -184,42 +237,30 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	if a.search != nil {
 		add(llm.NewTool[searchArgs](string(actSearch), "Run new web search queries."))
 	}
-	if len(links) > 0 && a.fetch != nil {
+	if unreadPages && a.fetch != nil {
 		add(llm.NewTool[visitArgs](string(actVisit), "Read pages seen in search results."))
 	}
 	if a.coder != nil {
 		add(llm.NewTool[codingArgs](string(actCoding), "Compute exactly with a short JavaScript program (console.log the result)."))
 	}
-	if len(know) > 0 {
+	if knowledge {
 		add(llm.NewTool[answerArgs](string(actAnswer), "Enough is known to answer the subtask."))
 	}
-	tools = append(tools, llmTools(ext)...)
-	cctx, cancel := a.withDeadline(ctx, t.Deadline)
-	defer cancel()
-	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p), Tools: tools, ToolChoice: llm.ToolChoiceRequired})
-	var acts []action
-	if err == nil {
-		acts = a.parseActions(resp.ToolCalls, prev, links)
-		acts = append(acts, toolActions(resp.ToolCalls, ext, a.opts.MaxQueries)...)
-	} else if ctx.Err() != nil {
-		return nil, ctx.Err()
+	return tools
+}
+
+// fallbackSearch is the search a try runs when the model chose nothing:
+// the planned queries on a first try; else the reflection's queries, or a
+// rewrite of the subtask.
+func (a *Agent) fallbackSearch(s rState, prev, planned []string) []action {
+	qs := planned
+	if s.Try > 0 {
+		qs = dedupQueries(append(append([]string(nil), s.NextQueries...), s.Task.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
 	}
-	if len(acts) == 0 && err == nil && len(resp.ToolCalls) > 0 {
-		// the model chose answer (or only repeated queries)
-		return append([]graph.Write{rs.actions.Set(nil), rs.usage.Set(c.usage())}, extra...), nil
+	if len(qs) > 0 && a.search != nil {
+		return []action{{Kind: actSearch, Queries: qs}}
 	}
-	if len(acts) == 0 {
-		// fallback: the planned queries on a first try; else the
-		// reflection's queries, or a rewrite of the subtask
-		qs := planned
-		if s.Try > 0 {
-			qs = dedupQueries(append(append([]string(nil), s.NextQueries...), t.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
-		}
-		if len(qs) > 0 && a.search != nil {
-			acts = []action{{Kind: actSearch, Queries: qs}}
-		}
-	}
-	return append([]graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, extra...), nil
+	return nil
 }
 
 func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompts.Link) []action {
