@@ -744,25 +744,18 @@ func evidenceOf(fs []Finding, limit int) []prompts.Evidence {
 func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	ev := evidenceOf(s.Findings, 30)
-	var b strings.Builder
-	for _, e := range ev {
-		fmt.Fprintf(&b, "- %s [E%d]\n", e.Claim, e.N)
-	}
-	for _, cpt := range s.Computations {
-		fmt.Fprintf(&b, "- %s\n", cpt)
-	}
 	// nothing found: no answer (the subtask stays a gap), never a sentence
 	// the writer could take for a finding
-	fallback := b.String()
+	fallback := evidenceList(ev, s.Computations)
 	stopped := s.Stopped != "" || a.exhausted(ctx, t.Deadline) != ""
 	cctx, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
 
-	reflecting := !stopped && (a.search != nil || a.fetch != nil || a.tools != nil)
+	reflecting := !stopped && a.canResearch()
 	n := len(evidenceOf(s.Findings, 0)) + len(s.Computations)
 	var v verdict
 	reused := false
-	if prev := s.Reflection; reflecting && prev != nil && !prev.Failed && s.Try > 0 && prev.Evidence == n {
+	if prev := s.Reflection; reflecting && sameEvidence(prev, s.Try, n) {
 		// this try found nothing new: the last verdict on the same evidence
 		// stands, and asking again adds nothing
 		reflecting, v, reused = false, *prev, true
@@ -772,31 +765,17 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	}
 
 	c := a.caller(t.node(rAnswer))
-	ans := fallback
 	actx, cancelAnswer := context.WithCancel(cctx)
 	defer cancelAnswer()
-	answered := make(chan struct{})
 	// the answer is asked for while the reflection judges the evidence:
 	// speculation that saves the reflection's wait when the answer stands,
 	// and wastes the answer's tokens when another try replaces it
 	var spec speculation
-	if len(ev) == 0 && len(s.Computations) == 0 || stopped {
-		close(answered)
-	} else {
-		p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
-			Evidence: ev, Computations: s.Computations, Advice: s.Advice})
-		if err != nil {
-			return nil, err
-		}
-		spec.start(reflecting)
-		go func() {
-			defer close(answered)
-			resp, err := c.chat(withSpeculative(actx, reflecting), llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
-			spec.answered(resp, err)
-			if txt := strings.TrimSpace(resp.Content); err == nil && txt != "" {
-				ans = txt
-			}
-		}()
+	ans := &pendingAnswer{text: fallback, done: make(chan struct{})}
+	if len(ev)+len(s.Computations) == 0 || stopped {
+		close(ans.done)
+	} else if err := a.startAnswer(actx, c, s, ev, reflecting, &spec, ans); err != nil {
+		return nil, err
 	}
 	w := []graph.Write{rs.reflection.Set(nil)}
 	if reused {
@@ -808,7 +787,7 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		v, err = a.reflect(cctx, rc, s, fallback)
 		if err != nil {
 			cancelAnswer()
-			<-answered
+			<-ans.done
 			return nil, err
 		}
 		v.Evidence = n
@@ -818,14 +797,67 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 			cancelAnswer() // another try follows; its answer replaces this one
 		}
 		w = []graph.Write{rs.reflection.Set(&v), rs.usage.Set(rc.usage())}
-		<-answered
+		<-ans.done
 		c.settle(spec, superseded)
 	}
-	<-answered
+	<-ans.done
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return append(w, rs.answer.Set(ans), rs.usage.Set(c.usage())), nil
+	return append(w, rs.answer.Set(ans.text), rs.usage.Set(c.usage())), nil
+}
+
+// canResearch reports whether the agent has a way to find more: a search
+// engine, a fetcher or external tools.
+func (a *Agent) canResearch() bool {
+	return a.search != nil || a.fetch != nil || a.tools != nil
+}
+
+// sameEvidence reports whether prev, a verdict of an earlier try, judged
+// the n items of evidence this try has: nothing new was found.
+func sameEvidence(prev *verdict, try, n int) bool {
+	return prev != nil && !prev.Failed && try > 0 && prev.Evidence == n
+}
+
+// evidenceList is the evidence and computations as a list, the answer
+// when the model gives none.
+func evidenceList(ev []prompts.Evidence, computations []string) string {
+	var b strings.Builder
+	for _, e := range ev {
+		fmt.Fprintf(&b, "- %s [E%d]\n", e.Claim, e.N)
+	}
+	for _, cpt := range computations {
+		fmt.Fprintf(&b, "- %s\n", cpt)
+	}
+	return b.String()
+}
+
+// pendingAnswer is a subtask answer being written: text is final once
+// done is closed.
+type pendingAnswer struct {
+	text string // the model's answer, else what it started as
+	done chan struct{}
+}
+
+// startAnswer has the model write the subtask answer from ev in the
+// background (speculatively while the reflection judges, when reflecting).
+func (a *Agent) startAnswer(ctx context.Context, c *caller, s rState, ev []prompts.Evidence, reflecting bool, spec *speculation, ans *pendingAnswer) error {
+	t := s.Task
+	p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
+		Evidence: ev, Computations: s.Computations, Advice: s.Advice})
+	if err != nil {
+		return err
+	}
+	spec.start(reflecting)
+	go func() {
+		defer close(ans.done)
+		resp, err := c.chat(withSpeculative(ctx, reflecting), llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+		spec.answered(resp, err)
+		if txt := strings.TrimSpace(resp.Content); err == nil && txt != "" {
+			ans.text = txt
+		}
+	}()
+	return nil
 }
 
 // anotherTry reports whether the subtask gets another try after verdict v
