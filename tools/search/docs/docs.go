@@ -190,108 +190,131 @@ type RefreshStats struct {
 func (ix *Index) Refresh(ctx context.Context) (RefreshStats, error) {
 	ix.refresh.Lock()
 	defer ix.refresh.Unlock()
-	var st RefreshStats
-	seen := map[string]bool{}
-	err := filepath.WalkDir(ix.root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == ix.root {
-				return err
-			}
-			ix.log.Warn("docs: cannot read; skipped", "path", path, "error", err)
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if path == ix.root {
-			return nil
-		}
-		name := d.Name()
-		if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "~$") || strings.HasSuffix(name, "~") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(ix.root, path)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		conv := ix.conv[normExt(filepath.Ext(name))]
-		if conv == nil {
-			return nil
-		}
-		info, ok := ix.statFile(path, d)
-		if !ok {
-			return nil
-		}
-		seen[rel] = true
-		stamp := fileStamp{mtime: info.ModTime(), size: info.Size()}
-		ix.mu.RLock()
-		old := ix.files[rel]
-		prevSkip, wasSkipped := ix.skipped[rel]
-		ix.mu.RUnlock()
-		if old != nil && old.stamp == stamp {
-			st.Unchanged++
-			return nil
-		}
-		if wasSkipped && prevSkip == stamp {
-			st.Skipped++
-			return nil
-		}
-		if stamp.size > ix.opts.MaxFileSize {
-			ix.log.Warn("docs: file too large; skipped", "path", rel, "bytes", stamp.size, "max", ix.opts.MaxFileSize)
-			ix.skip(rel, stamp)
-			st.Skipped++
-			return nil
-		}
-		passages, title, err := ix.load(ctx, path, rel, conv)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			ix.log.Warn("docs: cannot convert; skipped", "path", rel, "error", err)
-			ix.skip(rel, stamp)
-			st.Skipped++
-			return nil
-		}
-		ix.put(rel, stamp, title, passages)
-		if old != nil {
-			st.Updated++
-		} else {
-			st.Added++
-		}
-		return nil
-	})
-	if err != nil {
-		return st, fmt.Errorf("docs: refreshing %s: %w", ix.root, err)
+	r := &refresher{ix: ix, ctx: ctx, seen: map[string]bool{}}
+	if err := filepath.WalkDir(ix.root, r.visit); err != nil {
+		return r.st, fmt.Errorf("docs: refreshing %s: %w", ix.root, err)
 	}
 	ix.mu.Lock()
 	for rel := range ix.files {
-		if !seen[rel] {
+		if !r.seen[rel] {
 			ix.removeLocked(rel)
-			st.Removed++
+			r.st.Removed++
 		}
 	}
 	for rel := range ix.skipped {
-		if !seen[rel] {
+		if !r.seen[rel] {
 			delete(ix.skipped, rel)
 		}
 	}
 	ix.mu.Unlock()
-	if st.Added+st.Updated+st.Removed > 0 {
+	if st := r.st; st.Added+st.Updated+st.Removed > 0 {
 		s := ix.Stats()
 		ix.log.Info("docs: index refreshed", "added", st.Added, "updated", st.Updated,
 			"removed", st.Removed, "files", s.Files, "chunks", s.Chunks)
 	}
-	return st, nil
+	return r.st, nil
+}
+
+// refresher is one Refresh's walk of the folder.
+type refresher struct {
+	ix   *Index
+	ctx  context.Context
+	st   RefreshStats
+	seen map[string]bool // files found, by path relative to the root
+}
+
+// visit is the WalkDir callback: it skips what cannot be read and hidden
+// or temporary names, and indexes the files a converter reads.
+func (r *refresher) visit(path string, d fs.DirEntry, err error) error {
+	ix := r.ix
+	if err != nil {
+		if path == ix.root {
+			return err
+		}
+		ix.log.Warn("docs: cannot read; skipped", "path", path, "error", err)
+		if d != nil && d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if cerr := r.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if path == ix.root {
+		return nil
+	}
+	name := d.Name()
+	if hiddenName(name) {
+		if d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if d.IsDir() {
+		return nil
+	}
+	rel, err := filepath.Rel(ix.root, path)
+	if err != nil {
+		return nil
+	}
+	conv := ix.conv[normExt(filepath.Ext(name))]
+	if conv == nil {
+		return nil
+	}
+	info, ok := ix.statFile(path, d)
+	if !ok {
+		return nil
+	}
+	return r.file(path, filepath.ToSlash(rel), fileStamp{mtime: info.ModTime(), size: info.Size()}, conv)
+}
+
+// hiddenName reports whether a file or folder name is hidden (".name") or
+// an editor's temporary file ("~$name", "name~").
+func hiddenName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "~$") || strings.HasSuffix(name, "~")
+}
+
+// file brings one file's entry up to date: unchanged files and files
+// skipped before with the same stamp are left alone; a file too large or
+// that fails to convert is skipped (and remembered as skipped).
+func (r *refresher) file(path, rel string, stamp fileStamp, conv ConvertFunc) error {
+	ix := r.ix
+	r.seen[rel] = true
+	ix.mu.RLock()
+	old := ix.files[rel]
+	prevSkip, wasSkipped := ix.skipped[rel]
+	ix.mu.RUnlock()
+	if old != nil && old.stamp == stamp {
+		r.st.Unchanged++
+		return nil
+	}
+	if wasSkipped && prevSkip == stamp {
+		r.st.Skipped++
+		return nil
+	}
+	if stamp.size > ix.opts.MaxFileSize {
+		ix.log.Warn("docs: file too large; skipped", "path", rel, "bytes", stamp.size, "max", ix.opts.MaxFileSize)
+		ix.skip(rel, stamp)
+		r.st.Skipped++
+		return nil
+	}
+	passages, title, err := ix.load(r.ctx, path, rel, conv)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
+		ix.log.Warn("docs: cannot convert; skipped", "path", rel, "error", err)
+		ix.skip(rel, stamp)
+		r.st.Skipped++
+		return nil
+	}
+	ix.put(rel, stamp, title, passages)
+	if old != nil {
+		r.st.Updated++
+	} else {
+		r.st.Added++
+	}
+	return nil
 }
 
 // statFile returns the file's info, following a symlink only when its
