@@ -100,34 +100,11 @@ func New(ctx context.Context, opts Options) (*Index, error) {
 	if strings.TrimSpace(opts.Root) == "" {
 		return nil, fmt.Errorf("docs: %w: no folder; set DEEPRESEARCH_DOCS_DIR", search.ErrMisconfigured)
 	}
-	root, err := filepath.Abs(opts.Root)
-	if err == nil {
-		root, err = filepath.EvalSymlinks(root)
-	}
+	root, err := resolveRoot(opts.Root)
 	if err != nil {
-		return nil, fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR: %w", search.ErrMisconfigured, err)
+		return nil, err
 	}
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR %q is not a folder", search.ErrMisconfigured, opts.Root)
-	}
-	if opts.MaxFileSize <= 0 {
-		opts.MaxFileSize = 20 << 20
-	}
-	if opts.ChunkRunes <= 0 {
-		opts.ChunkRunes = 1200
-	}
-	if opts.ChunkRunes < 50 {
-		opts.ChunkRunes = 50
-	}
-	if opts.MaxPerDoc <= 0 {
-		opts.MaxPerDoc = 2
-	}
-	if opts.SnippetRunes <= 0 {
-		opts.SnippetRunes = 240
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.withDefaults()
 	ix := &Index{
 		opts:     opts,
 		name:     opts.Name,
@@ -154,6 +131,45 @@ func New(ctx context.Context, opts Options) (*Index, error) {
 		return nil, err
 	}
 	return ix, nil
+}
+
+// resolveRoot is the folder dir as an absolute path with symlinks
+// resolved; an error when it is not a folder.
+func resolveRoot(dir string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return "", fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR: %w", search.ErrMisconfigured, err)
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR %q is not a folder", search.ErrMisconfigured, dir)
+	}
+	return root, nil
+}
+
+// withDefaults fills the options left zero (and a chunk size under 50).
+func (opts Options) withDefaults() Options {
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = 20 << 20
+	}
+	if opts.ChunkRunes <= 0 {
+		opts.ChunkRunes = 1200
+	}
+	if opts.ChunkRunes < 50 {
+		opts.ChunkRunes = 50
+	}
+	if opts.MaxPerDoc <= 0 {
+		opts.MaxPerDoc = 2
+	}
+	if opts.SnippetRunes <= 0 {
+		opts.SnippetRunes = 240
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return opts
 }
 
 // Name returns the provider name.
@@ -494,48 +510,11 @@ func (ix *Index) Search(ctx context.Context, q search.Query) ([]search.Result, e
 
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	N := float64(len(ix.chunks))
-	if N == 0 {
+	if len(ix.chunks) == 0 {
 		return []search.Result{}, nil
 	}
-	avg := ix.totalLen / N
-	// Hiragana-only terms (particles, verb endings) count for less when
-	// the query has other terms.
-	weights := make([]float64, len(qterms))
-	totalW := 0.0
-	hasContent := false
-	for _, t := range qterms {
-		if !isHiragana(t) {
-			hasContent = true
-		}
-	}
-	for i, t := range qterms {
-		weights[i] = 1
-		if hasContent && isHiragana(t) {
-			weights[i] = 0.2
-		}
-		totalW += weights[i]
-	}
-	scores := map[int32]float64{}
-	matched := map[int32]float64{}
-	for i, term := range qterms {
-		pl := ix.postings[term]
-		if len(pl) == 0 {
-			continue
-		}
-		df := float64(len(pl))
-		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
-		for id, tf := range pl {
-			c := ix.chunks[id]
-			f := float64(tf)
-			scores[id] += weights[i] * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*c.length/avg))
-			matched[id] += weights[i]
-		}
-	}
-	type hit struct {
-		id    int32
-		score float64
-	}
+	weights, totalW := termWeights(qterms)
+	scores, matched := ix.bm25Locked(qterms, weights)
 	hits := make([]hit, 0, len(scores))
 	for id, s := range scores {
 		c := ix.chunks[id]
@@ -563,6 +542,63 @@ func (ix *Index) Search(ctx context.Context, q search.Query) ([]search.Result, e
 		}
 		sort.Slice(hits, byScore)
 	}
+	return ix.resultsLocked(hits, qterms, n), nil
+}
+
+// hit is a passage's score for a query.
+type hit struct {
+	id    int32
+	score float64
+}
+
+// termWeights weighs the query's terms: hiragana-only terms (particles,
+// verb endings) count for less when the query has other terms. total is
+// their sum.
+func termWeights(qterms []string) (weights []float64, total float64) {
+	weights = make([]float64, len(qterms))
+	hasContent := false
+	for _, t := range qterms {
+		if !isHiragana(t) {
+			hasContent = true
+		}
+	}
+	for i, t := range qterms {
+		weights[i] = 1
+		if hasContent && isHiragana(t) {
+			weights[i] = 0.2
+		}
+		total += weights[i]
+	}
+	return weights, total
+}
+
+// bm25Locked scores the passages holding any of the query's terms (BM25,
+// each term weighted) and sums the weights of the terms each holds. The
+// caller holds ix.mu and has checked that the index is not empty.
+func (ix *Index) bm25Locked(qterms []string, weights []float64) (scores, matched map[int32]float64) {
+	N := float64(len(ix.chunks))
+	avg := ix.totalLen / N
+	scores, matched = map[int32]float64{}, map[int32]float64{}
+	for i, term := range qterms {
+		pl := ix.postings[term]
+		if len(pl) == 0 {
+			continue
+		}
+		df := float64(len(pl))
+		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		for id, tf := range pl {
+			c := ix.chunks[id]
+			f := float64(tf)
+			scores[id] += weights[i] * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*c.length/avg))
+			matched[id] += weights[i]
+		}
+	}
+	return scores, matched
+}
+
+// resultsLocked turns the ranked hits into at most n results, MaxPerDoc a
+// file. The caller holds ix.mu.
+func (ix *Index) resultsLocked(hits []hit, qterms []string, n int) []search.Result {
 	perDoc := map[string]int{}
 	want := map[string]bool{}
 	for _, t := range qterms {
@@ -589,7 +625,7 @@ func (ix *Index) Search(ctx context.Context, q search.Query) ([]search.Result, e
 			break
 		}
 	}
-	return out, nil
+	return out
 }
 
 const proximityCandidates = 50
@@ -673,7 +709,25 @@ func (ix *Index) Passage(docURL string) (title, text string, ok bool) {
 	return c.title, c.text, true
 }
 
-// snippet returns about max runes of text around the densest cluster of
+// densestWindow is the index of the hit that starts the window of span
+// bytes covering the most distinct terms, then the most hits.
+func densestWindow(hits []token, span int) int {
+	bestI, bestDistinct, bestCount := 0, -1, 0
+	for i := range hits {
+		distinct := map[string]bool{}
+		count := 0
+		for j := i; j < len(hits) && hits[j].end-hits[i].start <= span; j++ {
+			distinct[hits[j].term] = true
+			count++
+		}
+		if len(distinct) > bestDistinct || (len(distinct) == bestDistinct && count > bestCount) {
+			bestI, bestDistinct, bestCount = i, len(distinct), count
+		}
+	}
+	return bestI
+}
+
+// snippet returns about limit runes of text around the densest cluster of
 // query terms, with "…" where it was cut.
 func snippet(text string, want map[string]bool, limit int) string {
 	var hits []token
@@ -689,20 +743,7 @@ func snippet(text string, want map[string]bool, limit int) string {
 	if len(hits) > 0 {
 		// Choose the window (by byte span, ~3 bytes a rune at worst) that
 		// covers the most distinct terms, then the most hits.
-		span := limit * 3
-		bestI, bestDistinct, bestCount := 0, -1, 0
-		for i := range hits {
-			distinct := map[string]bool{}
-			count := 0
-			for j := i; j < len(hits) && hits[j].end-hits[i].start <= span; j++ {
-				distinct[hits[j].term] = true
-				count++
-			}
-			if len(distinct) > bestDistinct || (len(distinct) == bestDistinct && count > bestCount) {
-				bestI, bestDistinct, bestCount = i, len(distinct), count
-			}
-		}
-		start = hits[bestI].start
+		start = hits[densestWindow(hits, limit*3)].start
 		// Step back a little so the match has some context, but not
 		// past the start of its line.
 		for back := limit / 6; back > 0 && start > 0; back-- {
