@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -57,19 +58,55 @@ func New(opts Options) (*Client, error) {
 	if opts.APIKey == "" && keyRequired(opts.BaseURL, prov) {
 		return nil, fmt.Errorf("%w: set %s (or point %s at a server that needs no key)", ErrMissingAPIKey, EnvAPIKey, EnvBaseURL)
 	}
-	base := opts.BaseURL
+	base, err := apiBase(opts.BaseURL, prov)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	c := &Client{
+		api:      openai.NewClientWithConfig(apiConfig(opts, prov, base)),
+		base:     base,
+		opts:     opts,
+		provider: prov,
+		log:      opts.Logger,
+		clk:      opts.Clock,
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.clk == nil {
+		c.clk = clock.Real{}
+	}
+	mode := slices.Index(jsonModes, opts.JSONMode)
+	if opts.JSONMode == "" {
+		mode = 0
+	}
+	if mode < 0 {
+		return nil, fmt.Errorf("%w: unknown JSON mode %q", ErrConfig, opts.JSONMode)
+	}
+	c.jsonMode.Store(int32(mode))
+	return c, nil
+}
+
+// apiBase is the API's base URL: base (OpenAI's by default) without a
+// trailing slash, with /v1 when it has no path (Azure's aside).
+func apiBase(base string, prov Provider) (string, error) {
 	if base == "" {
 		base = DefaultOpenAIBaseURL
 	}
 	u, err := parseBaseURL(base)
 	if err != nil {
-		return nil, fmt.Errorf("%w: base URL: %v", ErrConfig, err)
+		return "", fmt.Errorf("%w: base URL: %v", ErrConfig, err)
 	}
 	if prov != ProviderAzure && strings.Trim(u.Path, "/") == "" {
 		u.Path = "/v1"
 	}
-	base = strings.TrimRight(u.String(), "/")
+	return strings.TrimRight(u.String(), "/"), nil
+}
 
+// apiConfig configures the OpenAI client for the provider: Azure's API
+// version and deployments, or the base URL; requests go through headerDoer.
+func apiConfig(opts Options, prov Provider, base string) openai.ClientConfig {
 	var cfg openai.ClientConfig
 	if prov == ProviderAzure {
 		cfg = openai.DefaultAzureConfig(opts.APIKey, base)
@@ -93,18 +130,19 @@ func New(opts Options) (*Client, error) {
 		hc = &http.Client{}
 	}
 	cfg.HTTPClient = headerDoer{hc}
+	return cfg
+}
 
+// withDefaults fills the retry, timeout and backoff options left zero and
+// clamps the negative ones.
+func (opts Options) withDefaults() Options {
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = DefaultMaxRetries
 	} else if opts.MaxRetries < 0 {
 		opts.MaxRetries = 0
 	}
-	if opts.Timeout < 0 {
-		opts.Timeout = 0
-	}
-	if opts.FirstTokenTimeout < 0 {
-		opts.FirstTokenTimeout = 0 // the default, by model (see firstTokenTimeout)
-	}
+	opts.Timeout = max(opts.Timeout, 0)
+	opts.FirstTokenTimeout = max(opts.FirstTokenTimeout, 0) // 0: the default, by model (see firstTokenTimeout)
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -117,39 +155,14 @@ func New(opts Options) (*Client, error) {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
-	if opts.MaxBackoff < opts.MinBackoff {
-		opts.MaxBackoff = opts.MinBackoff
-	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
 	if opts.MaxRetryAfter <= 0 {
 		opts.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if opts.SlowAfter == 0 {
 		opts.SlowAfter = DefaultSlowAfter
 	}
-	c := &Client{
-		api:      openai.NewClientWithConfig(cfg),
-		base:     base,
-		opts:     opts,
-		provider: prov,
-		log:      opts.Logger,
-		clk:      opts.Clock,
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	if c.clk == nil {
-		c.clk = clock.Real{}
-	}
-	switch opts.JSONMode {
-	case "", JSONModeSchema:
-	case JSONModeObject:
-		c.jsonMode.Store(1)
-	case JSONModePrompt:
-		c.jsonMode.Store(2)
-	default:
-		return nil, fmt.Errorf("%w: unknown JSON mode %q", ErrConfig, opts.JSONMode)
-	}
-	return c, nil
+	return opts
 }
 
 // headerDoer adds the role and node headers from the request context. It
