@@ -284,6 +284,21 @@ func (p *pageIndex) alignAround(qf *folded, lo, hi int) []span {
 	return out
 }
 
+// wordBounds is i when a word boundary, else the boundaries around it.
+func (p *pageIndex) wordBounds(i int) []int {
+	if i <= 0 || i >= len(p.f.r) || p.f.wordB[i] {
+		return []int{i}
+	}
+	lo, hi := i, i
+	for lo > 0 && !p.f.wordB[lo] {
+		lo--
+	}
+	for hi < len(p.f.r) && !p.f.wordB[hi] {
+		hi++
+	}
+	return []int{lo, hi}
+}
+
 // whole reports whether a span cuts no word in two.
 func (p *pageIndex) whole(s span) bool {
 	return p.f.wordB[s.a] && (s.b == len(p.f.r) || p.f.wordB[s.b])
@@ -293,20 +308,7 @@ func (p *pageIndex) whole(s span) bool {
 // boundaries, where the quote is closest: an alignment free at its ends may
 // stop inside a word ("future re|use").
 func (p *pageIndex) snap(q []rune, s span) span {
-	bound := func(i int) []int {
-		if i <= 0 || i >= len(p.f.r) || p.f.wordB[i] {
-			return []int{i}
-		}
-		lo, hi := i, i
-		for lo > 0 && !p.f.wordB[lo] {
-			lo--
-		}
-		for hi < len(p.f.r) && !p.f.wordB[hi] {
-			hi++
-		}
-		return []int{lo, hi}
-	}
-	starts, ends := bound(s.a), bound(s.b)
+	starts, ends := p.wordBounds(s.a), p.wordBounds(s.b)
 	if len(starts) == 1 && len(ends) == 1 {
 		return s
 	}
