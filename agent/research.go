@@ -310,67 +310,14 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	ctx2, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
 	c := a.caller(t.node(rExecute))
-	ex := &execution{a: a, s: s, c: c, claimed: map[string]bool{}, sources: map[string]Source{}}
-	ex.threadID = "-"
-	if ti, ok := graph.CurrentTask(ctx); ok {
-		ex.threadID = ti.ThreadID
-	}
-	for _, u := range t.Known {
-		ex.claimed[u] = true
-	}
-	for u, src := range s.Sources {
-		if src.Retrieved {
-			ex.claimed[u] = true
-			for _, al := range src.Aliases {
-				ex.claimed[al] = true
-			}
-		}
-	}
+	ex := a.newExecution(ctx, s, c)
 	// pages already read would fill the top results: ask for as many more
 	// (up to twice as many), so a query still leads to pages not yet read
 	results := a.opts.ResultsPerQuery
 	if k := len(ex.claimed); k > 0 {
 		results = min(results+k, 2*results, search.MaxMaxResults)
 	}
-	var wg sync.WaitGroup
-	for _, act := range s.Actions {
-		switch act.Kind {
-		case actSearch:
-			if a.search == nil || len(act.Queries) == 0 {
-				continue // (no queries: nothing to search, and no divide by zero)
-			}
-			per := (a.opts.MaxURLs + len(act.Queries) - 1) / len(act.Queries)
-			for _, q := range act.Queries {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ex.searchAndRead(ctx2, q, results, per)
-				}()
-			}
-		case actVisit:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ex.visit(ctx2, act.URLs)
-			}()
-		case actCoding:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ex.code(ctx2, act)
-			}()
-		case actTool:
-			if a.tools == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ex.callTool(ctx2, act)
-			}()
-		}
-	}
-	wg.Wait()
+	ex.run(ctx2, s.Actions, results)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -383,6 +330,63 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 		w = append(w, rs.stopped.Set(BudgetTime))
 	}
 	return w, nil
+}
+
+// newExecution starts a try's execution with the pages already known or
+// read (under any of their URLs) claimed.
+func (a *Agent) newExecution(ctx context.Context, s rState, c *caller) *execution {
+	ex := &execution{a: a, s: s, c: c, claimed: map[string]bool{}, sources: map[string]Source{}}
+	ex.threadID = "-"
+	if ti, ok := graph.CurrentTask(ctx); ok {
+		ex.threadID = ti.ThreadID
+	}
+	for _, u := range s.Task.Known {
+		ex.claimed[u] = true
+	}
+	for u, src := range s.Sources {
+		if src.Retrieved {
+			ex.claimed[u] = true
+			for _, al := range src.Aliases {
+				ex.claimed[al] = true
+			}
+		}
+	}
+	return ex
+}
+
+// run runs the actions in parallel, each search query on its own (asking
+// for results results and reading its share of MaxURLs), and waits.
+func (ex *execution) run(ctx context.Context, acts []action, results int) {
+	a := ex.a
+	var wg sync.WaitGroup
+	goRun := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	for _, act := range acts {
+		switch act.Kind {
+		case actSearch:
+			if a.search == nil || len(act.Queries) == 0 {
+				continue // (no queries: nothing to search, and no divide by zero)
+			}
+			per := (a.opts.MaxURLs + len(act.Queries) - 1) / len(act.Queries)
+			for _, q := range act.Queries {
+				goRun(func() { ex.searchAndRead(ctx, q, results, per) })
+			}
+		case actVisit:
+			goRun(func() { ex.visit(ctx, act.URLs) })
+		case actCoding:
+			goRun(func() { ex.code(ctx, act) })
+		case actTool:
+			if a.tools != nil {
+				goRun(func() { ex.callTool(ctx, act) })
+			}
+		}
+	}
+	wg.Wait()
 }
 
 type execution struct {
@@ -450,8 +454,7 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 	out := make([]*Source, len(rs))
 	var wg sync.WaitGroup
 	for i, r := range rs {
-		u := normURL(r.URL)
-		src := Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+		src := Source{URL: normURL(r.URL), Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
 		if strings.TrimSpace(r.Content) != "" {
 			src.Text, src.Retrieved = clip(r.Content, a.opts.PageChars), true
 			out[i] = &src
@@ -463,32 +466,52 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pg, err := a.readPage(ctx, r.URL)
-			if err != nil || strings.TrimSpace(pg.Text) == "" {
-				a.log.Debug("fetch failed", "url", r.URL, "err", err)
-				return
-			}
-			src.Text, src.Retrieved = clip(pg.Text, a.opts.PageChars), true
-			if pg.Title != "" {
-				src.Title = pg.Title
-			}
-			if pg.FinalURL != "" && normURL(pg.FinalURL) != u {
-				src.FinalURL = normURL(pg.FinalURL)
-			}
-			// one page, one source: keyed by its canonical URL, the
-			// URL it was reached by an alias
-			if c := canonicalURL(r.URL, pg); c != u {
-				src.URL = c
-				src = withAlias(src, u)
-			}
-			src.Digest = textKey(src.Text)
-			out[i] = &src
+			out[i] = a.fetchSource(ctx, r.URL, src)
 		}()
 	}
 	wg.Wait()
+	pages := ex.keepRead(out, q)
+	for _, p := range pages {
+		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
+	}
+	return pages
+}
+
+// fetchSource reads the page at raw into src (nil when it cannot be read
+// or has no text): its text, title and final URL; a page known by another
+// canonical URL is keyed by that one, with raw's as an alias.
+func (a *Agent) fetchSource(ctx context.Context, raw string, src Source) *Source {
+	u := src.URL
+	pg, err := a.readPage(ctx, raw)
+	if err != nil || strings.TrimSpace(pg.Text) == "" {
+		a.log.Debug("fetch failed", "url", raw, "err", err)
+		return nil
+	}
+	src.Text, src.Retrieved = clip(pg.Text, a.opts.PageChars), true
+	if pg.Title != "" {
+		src.Title = pg.Title
+	}
+	if pg.FinalURL != "" && normURL(pg.FinalURL) != u {
+		src.FinalURL = normURL(pg.FinalURL)
+	}
+	// one page, one source: keyed by its canonical URL, the
+	// URL it was reached by an alias
+	if c := canonicalURL(raw, pg); c != u {
+		src.URL = c
+		src = withAlias(src, u)
+	}
+	src.Digest = textKey(src.Text)
+	return &src
+}
+
+// keepRead records the pages read (nil: not read) and returns the new
+// ones to summarise: not known from an earlier turn, not off the topic of
+// q, and not the same page read by another URL.
+func (ex *execution) keepRead(read []*Source, q string) []Source {
 	var pages []Source
 	ex.mu.Lock()
-	for _, p := range out {
+	defer ex.mu.Unlock()
+	for _, p := range read {
 		if p == nil {
 			continue
 		}
@@ -516,10 +539,6 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		}
 		ex.sources[p.URL] = *p
 		pages = append(pages, *p)
-	}
-	ex.mu.Unlock()
-	for _, p := range pages {
-		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
 	}
 	return pages
 }
@@ -611,69 +630,11 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 	if len(pages) == 0 {
 		return
 	}
-	var pp []prompts.Page
-	for i, p := range pages {
-		pp = append(pp, prompts.Page{N: i + 1, Title: p.Title, URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)})
-	}
-	var out summaryOut
-	err := func() error {
-		p, err := prompts.Render(prompts.Summarize, prompts.SummarizeData{Question: t.Question, Subtask: t.Subtask.Title, Query: q, Language: t.Language, Pages: pp})
-		if err != nil {
-			return err
-		}
-		return structured(ctx, ex.c, llm.RoleResearcher, p, false, &out)
-	}()
-	if err != nil {
-		out = extractiveSummary(pages, a.opts.ExcerptChars)
-	}
-	// quotes are checked against the excerpt the model was shown; a
-	// quote nearly right is replaced by the excerpt's exact text
-	m := citation.NewMatcher()
-	docs := make([]citation.Doc, len(pages))
-	for i, p := range pages {
-		docs[i] = citation.Doc{URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)}
-	}
-	find := func(i int, quote string) (string, bool) {
-		mt, ok := m.Find(docs[i], quote)
-		if !ok {
-			return "", false
-		}
-		if mt.Exact {
-			return quote, true
-		}
-		return mt.Quote, true
-	}
-	var fs []Finding
+	out := ex.summaryOf(ctx, q, pages)
+	fs := checkedFindings(out.Findings, pages, a.opts.ExcerptChars, t.Language)
 	var urls []string
 	for _, p := range pages {
 		urls = append(urls, p.URL)
-	}
-	for _, f := range out.Findings {
-		if strings.TrimSpace(f.Quote) == "" {
-			continue
-		}
-		// the page the quote is from: the one named, else any that has it
-		idx, quote := -1, ""
-		for i, p := range pages {
-			if q, ok := find(i, f.Quote); idx < 0 && ok && normURL(f.URL) == p.URL {
-				idx, quote = i, q
-			}
-		}
-		for i := range pages {
-			if q, ok := find(i, f.Quote); idx < 0 && ok {
-				idx, quote = i, q
-			}
-		}
-		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: FindingSource, URL: normURL(f.URL)}
-		if idx >= 0 {
-			fd.URL, fd.Title, fd.Verified, fd.Quote = pages[idx].URL, pages[idx].Title, true, strings.TrimSpace(quote)
-			fd.ID = hashID(fd.URL, fd.Quote)
-		}
-		if fd.Claim == "" {
-			fd.Claim = fd.Quote
-		}
-		fd.Claim = markClaim(fd.Claim, fd.Quote, t.Language)
-		fs = append(fs, fd)
 	}
 	step := t.Round*100 + t.Index*10 + ex.s.Try
 	id := hashID(ex.threadID, fmt.Sprint(t.Turn), fmt.Sprint(step), q)
@@ -697,6 +658,76 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 	ex.findings = append(ex.findings, fs...)
 	ex.notes++
 	ex.mu.Unlock()
+}
+
+// summaryOf has the model summarise the pages' excerpts into a note and
+// findings; without the model, the summary is extractive.
+func (ex *execution) summaryOf(ctx context.Context, q string, pages []Source) summaryOut {
+	a, t := ex.a, ex.s.Task
+	var pp []prompts.Page
+	for i, p := range pages {
+		pp = append(pp, prompts.Page{N: i + 1, Title: p.Title, URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)})
+	}
+	var out summaryOut
+	p, err := prompts.Render(prompts.Summarize, prompts.SummarizeData{Question: t.Question, Subtask: t.Subtask.Title, Query: q, Language: t.Language, Pages: pp})
+	if err == nil {
+		err = structured(ctx, ex.c, llm.RoleResearcher, p, false, &out)
+	}
+	if err != nil {
+		return extractiveSummary(pages, a.opts.ExcerptChars)
+	}
+	return out
+}
+
+// checkedFindings are the model's findings with their quotes checked
+// against the excerpts of pages the model was shown: a quote found makes
+// the finding verified, on the page it names or else any that has it, and
+// a quote nearly right is replaced by the excerpt's exact text.
+func checkedFindings(out []findingOut, pages []Source, excerptChars int, lang string) []Finding {
+	m := citation.NewMatcher()
+	docs := make([]citation.Doc, len(pages))
+	for i, p := range pages {
+		docs[i] = citation.Doc{URL: p.URL, Text: clip(p.Text, excerptChars)}
+	}
+	find := func(i int, quote string) (string, bool) {
+		mt, ok := m.Find(docs[i], quote)
+		if !ok {
+			return "", false
+		}
+		if mt.Exact {
+			return quote, true
+		}
+		return mt.Quote, true
+	}
+	var fs []Finding
+	for _, f := range out {
+		if strings.TrimSpace(f.Quote) == "" {
+			continue
+		}
+		// the page the quote is from: the one named, else any that has it
+		idx, quote := -1, ""
+		for i, p := range pages {
+			if q, ok := find(i, f.Quote); idx < 0 && ok && normURL(f.URL) == p.URL {
+				idx, quote = i, q
+			}
+		}
+		for i := range pages {
+			if q, ok := find(i, f.Quote); idx < 0 && ok {
+				idx, quote = i, q
+			}
+		}
+		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: FindingSource, URL: normURL(f.URL)}
+		if idx >= 0 {
+			fd.URL, fd.Title, fd.Verified, fd.Quote = pages[idx].URL, pages[idx].Title, true, strings.TrimSpace(quote)
+			fd.ID = hashID(fd.URL, fd.Quote)
+		}
+		if fd.Claim == "" {
+			fd.Claim = fd.Quote
+		}
+		fd.Claim = markClaim(fd.Claim, fd.Quote, lang)
+		fs = append(fs, fd)
+	}
+	return fs
 }
 
 // extractiveSummary is the summary without the LLM: the first substantial
