@@ -46,33 +46,47 @@ func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error)
 		emit(ctx, Event{Kind: EventWarning, Message: "coordinator unavailable; researching the question as asked"})
 		out = coordOut{Intent: string(IntentResearch)}
 	}
+	intent := settleIntent(out, hasReport, mayAsk)
+	return append([]graph.Write{sc.intent.Set(intent), sc.usage.Set(c.usage())}, a.intentWrites(s, intent, out, hasReport)...), nil
+}
+
+// settleIntent is the coordinator's intent when it can be acted on, else
+// research: a rewrite needs a report, a clarification a question that may
+// be asked, a chat a reply.
+func settleIntent(out coordOut, hasReport, mayAsk bool) Intent {
 	intent := parseIntent(out.Intent)
 	switch {
 	case intent == IntentRewrite && !hasReport,
 		intent == IntentClarify && (!mayAsk || strings.TrimSpace(out.ClarifyingQuestion) == ""),
 		intent == IntentChat && strings.TrimSpace(out.Reply) == "":
-		intent = IntentResearch
+		return IntentResearch
 	}
-	w := []graph.Write{sc.intent.Set(intent), sc.usage.Set(c.usage())}
+	return intent
+}
+
+// intentWrites are what an intent changes: the reply and its end for a
+// chat, the question for a clarification, the instruction for a rewrite,
+// the restated focus for a follow-up's research.
+func (a *Agent) intentWrites(s State, intent Intent, out coordOut, hasReport bool) []graph.Write {
+	sc := a.sc
 	switch intent {
 	case IntentChat:
-		w = append(w, sc.reply.Set(out.Reply), sc.status.Set(StatusReplied),
-			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: out.Reply}}))
+		return []graph.Write{sc.reply.Set(out.Reply), sc.status.Set(StatusReplied),
+			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: out.Reply}})}
 	case IntentClarify:
-		w = append(w, sc.reply.Set(strings.TrimSpace(out.ClarifyingQuestion)))
+		return []graph.Write{sc.reply.Set(strings.TrimSpace(out.ClarifyingQuestion))}
 	case IntentRewrite:
 		instr := strings.TrimSpace(out.Instruction)
 		if instr == "" {
 			instr = s.Question
 		}
-		w = append(w, sc.instruction.Set(instr), sc.feedback.Set(""), sc.reviews.Set(0))
-	default:
-		if q := strings.TrimSpace(out.ResearchQuestion); q != "" && hasReport {
-			// a follow-up: research the restated focus
-			w = append(w, sc.question.Set(q))
-		}
+		return []graph.Write{sc.instruction.Set(instr), sc.feedback.Set(""), sc.reviews.Set(0)}
 	}
-	return w, nil
+	if q := strings.TrimSpace(out.ResearchQuestion); q != "" && hasReport {
+		// a follow-up: research the restated focus
+		return []graph.Write{sc.question.Set(q)}
+	}
+	return nil
 }
 
 func cancelChoice(lang string) Choice {
