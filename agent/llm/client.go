@@ -350,15 +350,9 @@ func (c *Client) meter(ctx context.Context) *Meter {
 // do runs the request with retries and records usage.
 func (c *Client) do(ctx context.Context, req Request, model, env string, oreq openai.ChatCompletionRequest) (Response, error) {
 	node := NodeFrom(ctx)
-	meter := c.meter(ctx)
-	release := func(*Record) {}
-	if meter != nil {
-		est := estimateTokens(oreq) + oreq.MaxTokens + oreq.MaxCompletionTokens //nolint:staticcheck // SA1019: buildRequest sets max_tokens for non-reasoning models
-		rel, err := meter.acquire(est, req.Final)
-		if err != nil {
-			return Response{}, fmt.Errorf("%w [%s call, node %q, model %s]", err, orDefault(string(req.Role), "chat"), node, model)
-		}
-		release = rel
+	release, err := c.admit(ctx, req, oreq, node, model)
+	if err != nil {
+		return Response{}, err
 	}
 	defer release(nil) // no-op after a successful release
 
@@ -368,7 +362,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	log := c.log.With("role", string(req.Role), "node", node, "model", model)
 	start := time.Now()
 	nt := notifier{fn: noticesTo(ctx, c.opts.OnNotice), base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
-	retriedAtOnce, backoffs := false, 0
+	var pace retryPace
 	// Every request that reached the server is paid for, answered or not:
 	// failed attempts, lost hedges, a call cancelled in flight. Without
 	// usage from the server, its prompt is estimated.
@@ -426,33 +420,58 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 			nt.send(NoticeFailed, attempt, 0, e)
 			return failed(e)
 		}
-		var wait time.Duration
-		switch {
-		case f.retryAfter >= 0:
-			// the server's wait is the whole wait (set below)
-		case f.perRequest() && !retriedAtOnce:
-			// a broken body, a 500 or a request that hung is a glitch of
-			// that one request, not a server asking for room: a fresh
-			// request is as likely to succeed now as later (once per call)
-			retriedAtOnce = true
-		default:
-			backoffs++
-			wait = c.backoff(backoffs)
+		if f.retryAfter > c.opts.MaxRetryAfter {
+			f.hint = fmt.Sprintf("the server asked to wait %s, longer than the %s limit", f.retryAfter, c.opts.MaxRetryAfter)
+			e := f.toError(attempt)
+			nt.send(NoticeFailed, attempt, 0, e)
+			return failed(e)
 		}
-		if f.retryAfter >= 0 {
-			if f.retryAfter > c.opts.MaxRetryAfter {
-				f.hint = fmt.Sprintf("the server asked to wait %s, longer than the %s limit", f.retryAfter, c.opts.MaxRetryAfter)
-				e := f.toError(attempt)
-				nt.send(NoticeFailed, attempt, 0, e)
-				return failed(e)
-			}
-			wait = f.retryAfter
-		}
+		wait := c.retryWait(f, &pace)
 		log.WarnContext(ctx, "llm retry", "attempt", attempt, "status", f.status, "error", f.kind, "wait", wait)
 		nt.send(NoticeRetry, attempt, wait, f.toError(attempt))
 		if err := clock.Sleep(ctx, c.clk, wait); err != nil {
 			return failed(fmt.Errorf("llm: %s call canceled while waiting to retry (%v): %w", model, f.toError(attempt), err))
 		}
+	}
+}
+
+// admit takes the request's estimated tokens from the meter, if any; the
+// release records the call's usage (nil: none).
+func (c *Client) admit(ctx context.Context, req Request, oreq openai.ChatCompletionRequest, node, model string) (func(*Record), error) {
+	meter := c.meter(ctx)
+	if meter == nil {
+		return func(*Record) {}, nil
+	}
+	est := estimateTokens(oreq) + oreq.MaxTokens + oreq.MaxCompletionTokens //nolint:staticcheck // SA1019: buildRequest sets max_tokens for non-reasoning models
+	rel, err := meter.acquire(est, req.Final)
+	if err != nil {
+		return nil, fmt.Errorf("%w [%s call, node %q, model %s]", err, orDefault(string(req.Role), "chat"), node, model)
+	}
+	return rel, nil
+}
+
+// retryPace is what a call's retries have used: the one immediate retry
+// and the backoffs.
+type retryPace struct {
+	retriedAtOnce bool
+	backoffs      int
+}
+
+// retryWait is how long to wait before retrying after failure f: the
+// server's Retry-After (checked against the limit by the caller) is the
+// whole wait; a glitch of one request (a broken body, a 500, a request
+// that hung) is retried at once, once per call, since a fresh request is
+// as likely to succeed now as later; anything else backs off.
+func (c *Client) retryWait(f failure, pace *retryPace) time.Duration {
+	switch {
+	case f.retryAfter >= 0:
+		return f.retryAfter
+	case f.perRequest() && !pace.retriedAtOnce:
+		pace.retriedAtOnce = true
+		return 0
+	default:
+		pace.backoffs++
+		return c.backoff(pace.backoffs)
 	}
 }
 
