@@ -227,15 +227,7 @@ type Options struct {
 	// SnapshotEvery checkpoints (default 256). Load cost stays O(state).
 	SnapshotRatio int
 	SnapshotEvery int
-	// ResumeHold is how long a resumed run keeps the transaction that
-	// stored its answer open for its first step's commit, with a Saver
-	// that can (ResumeHolder); default DefaultResumeHold. A step that ends
-	// sooner is made durable with the answer by one commit; after a slower
-	// one the answer commits alone when the time is up, so no lock is held
-	// across a long node and another resumer waits at most this long to be
-	// refused.
-	ResumeHold time.Duration
-	Logger     *slog.Logger
+	Logger        *slog.Logger
 	// Sleep waits between retries (default: a timer that honours ctx).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand returns a number in [0,1) for retry jitter (default math/rand).
@@ -248,10 +240,6 @@ type Options struct {
 
 // DefaultStepLimit is the default number of supersteps one Invoke may run.
 const DefaultStepLimit = 10000
-
-// DefaultResumeHold is Options.ResumeHold's default: a step of plain code
-// ends well within it; one that waits on a model or the network does not.
-const DefaultResumeHold = 25 * time.Millisecond
 
 // Graph is a compiled, immutable graph; it is safe for concurrent Invokes on
 // different threads.
@@ -317,9 +305,6 @@ func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
 	}
 	if g.opts.SnapshotRatio <= 0 {
 		g.opts.SnapshotRatio = 8
-	}
-	if g.opts.ResumeHold <= 0 {
-		g.opts.ResumeHold = DefaultResumeHold
 	}
 	if g.opts.SnapshotEvery <= 0 {
 		g.opts.SnapshotEvery = 256

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,9 +98,6 @@ type run[S any] struct {
 	ranBuf   []string
 	from     *Chain // the thread as the caller loaded it (InvokeFrom)
 	fresh    bool   // the caller found the thread new (NewThread)
-	// hold is the open transaction that stored this run's answer
-	// (ResumeHolder); the persister's first commit ends it
-	hold HeldResume
 }
 
 // special write indexes
@@ -128,9 +124,8 @@ func (g *Graph[S]) Invoke(ctx context.Context, cfg Config) (*Result[S], error) {
 // with State (head only): the run starts from that snapshot instead of
 // loading the thread again, saving a round trip to the Saver. Answers are
 // still stored once, as Invoke stores them (an answer another process gave
-// since the snapshot is refused the same way); an answer to one static
-// interrupt that the Saver stores and loads in one round trip, and a fork
-// (cfg.CheckpointID), load as Invoke does.
+// since the snapshot is refused the same way); a fork (cfg.CheckpointID)
+// loads as Invoke does.
 func (g *Graph[S]) InvokeFrom(ctx context.Context, snap *Snapshot[S], cfg Config) (*Result[S], error) {
 	if snap == nil || snap.chain == nil && !snap.fresh || snap.thread != cfg.ThreadID || cfg.CheckpointID != 0 {
 		return g.Invoke(ctx, cfg)
@@ -169,33 +164,24 @@ func (r *run[S]) invokeAndStore(ctx context.Context) (*Result[S], error) {
 func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 	g := r.g
 	fresh := true
-	resumed := false
 	var head int64
 	if g.opts.Saver != nil {
 		if r.cfg.ThreadID == "" {
 			return nil, ErrNoThread
 		}
-		chain, stored, err := r.load(ctx)
-		resumed = stored
+		chain, err := r.load(ctx)
 		switch {
 		case errors.Is(err, ErrNotFound) && r.cfg.CheckpointID == 0:
 		case err != nil:
 			return nil, fmt.Errorf("graph: load thread %q: %w", r.cfg.ThreadID, err)
 		default:
 			if err := r.restore(chain); err != nil {
-				if r.hold != nil {
-					// the answer stays stored, as if the run had failed later
-					err = errors.Join(err, r.hold.Release(context.WithoutCancel(ctx)))
-				}
 				return nil, err
 			}
 			fresh = false
 			head = chain.Head
 		}
 		r.p = newPersister(g.opts.Saver, r.cfg.ThreadID, r.ns, head, g.opts.SnapshotRatio, g.opts.SnapshotEvery, r.emit)
-		if r.hold != nil {
-			r.p.holdAnswer(r.hold, g.opts.ResumeHold)
-		}
 		if !fresh {
 			r.p.lastSnap, r.p.sinceSnap, r.p.sinceCount = chainCost(chain)
 		}
@@ -209,7 +195,7 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 		if err := r.startTurn(r.cfg.Input); err != nil {
 			return nil, err
 		}
-	} else if len(r.cfg.Resume) > 0 && !resumed {
+	} else if len(r.cfg.Resume) > 0 {
 		if err := r.resume(ctx); err != nil {
 			return nil, err
 		}
@@ -220,66 +206,14 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 }
 
 // load reads the thread, or takes the chain the caller loaded (InvokeFrom).
-// To answer one static interrupt with a Saver that can, it stores the
-// answer and loads in one round trip (resumed reports that the answer is
-// stored, in r.hold's transaction). Static answers are safe to store before
-// the load: a marker for an interrupt that was not pending is never consulted.
-func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err error) {
-	saver := r.g.opts.Saver
-	if rl, ok := saver.(ResumeHolder); ok && r.cfg.CheckpointID == 0 && len(r.cfg.Input) == 0 && len(r.cfg.Resume) == 1 {
-		for id, val := range r.cfg.Resume {
-			cp, task, ok := r.parseStaticID(id)
-			if !ok {
-				break
-			}
-			raw, err := json.Marshal(val)
-			if err != nil {
-				return nil, false, fmt.Errorf("graph: resume value: %w", err)
-			}
-			w := PendingWrite{CheckpointID: cp, Task: task, Idx: idxStaticResume, Channel: resumeChannel, Value: raw}
-			chain, hold, err := rl.ResumeHold(ctx, r.cfg.ThreadID, r.ns, cp, w)
-			if errors.Is(err, ErrAlreadyResumed) || errors.Is(err, ErrConflict) {
-				return nil, false, fmt.Errorf("graph: interrupt %s: %w", id, ErrAlreadyResumed)
-			}
-			r.hold = hold
-			return chain, err == nil, err
-		}
-	}
+func (r *run[S]) load(ctx context.Context) (*Chain, error) {
 	switch {
 	case r.fresh:
-		return nil, false, ErrNotFound
+		return nil, ErrNotFound
 	case r.from != nil:
-		return r.from, false, nil
+		return r.from, nil
 	}
-	chain, err = saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
-	return chain, false, err
-}
-
-// parseStaticID parses "[ns/]c<id>-b" and "[ns/]c<id>-a" of this run's namespace.
-func (r *run[S]) parseStaticID(id string) (cp int64, task int, ok bool) {
-	prefix := ""
-	if r.ns != "" {
-		prefix = r.ns + "/"
-	}
-	rest, found := strings.CutPrefix(id, prefix+"c")
-	if !found {
-		return 0, 0, false
-	}
-	num, kind, found := strings.Cut(rest, "-")
-	if !found {
-		return 0, 0, false
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, 0, false
-	}
-	switch kind {
-	case "b":
-		return n, taskBefore, true
-	case "a":
-		return n, taskAfter, true
-	}
-	return 0, 0, false
+	return r.g.opts.Saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
 }
 
 func chainCost(c *Chain) (last, since, count int) {
