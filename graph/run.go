@@ -372,8 +372,10 @@ func (r *run[S]) newTask(idx int, name string, arg any, rawArg []byte) (*task[S]
 	return t, nil
 }
 
-// startTurn applies input and makes the input checkpoint.
+// startTurn resets the PerTurn channels, applies input and makes the input
+// checkpoint.
 func (r *run[S]) startTurn(input []Write) error {
+	input = r.g.schema.newTurn(input)
 	for _, w := range input {
 		if err := r.g.schema.apply(&r.st, w); err != nil {
 			return fmt.Errorf("graph: input: %w", err)
