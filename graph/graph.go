@@ -257,6 +257,42 @@ type Graph[S any] struct {
 
 // Compile checks the graph and freezes it.
 func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
+	errs := b.check()
+	set := func(names []string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range names {
+			if b.nodes[n] == nil {
+				errs = append(errs, fmt.Errorf("graph: interrupt on unknown node %q", n))
+			}
+			m[n] = true
+		}
+		return m
+	}
+	g := &Graph[S]{
+		schema:  b.schema,
+		nodes:   b.nodes,
+		edges:   b.edges,
+		routers: b.routers,
+		before:  set(opts.InterruptBefore),
+		after:   set(opts.InterruptAfter),
+		opts:    opts.withDefaults(),
+		log:     opts.Logger,
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if tracing.Active(opts.TracerProvider) {
+		g.tracer = opts.TracerProvider.Tracer("deepresearch/graph")
+	}
+	return g, nil
+}
+
+// check reports the builder's errors and every edge from or to a node that
+// does not exist.
+func (b *Builder[S]) check() []error {
 	errs := slices.Clone(b.errs)
 	known := func(n string) bool { return n == End || b.nodes[n] != nil }
 	if len(b.edges[Start]) == 0 && len(b.routers[Start]) == 0 {
@@ -277,51 +313,27 @@ func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
 			errs = append(errs, fmt.Errorf("graph: conditional edges from unknown node %q", from))
 		}
 	}
-	set := func(names []string) map[string]bool {
-		m := map[string]bool{}
-		for _, n := range names {
-			if b.nodes[n] == nil {
-				errs = append(errs, fmt.Errorf("graph: interrupt on unknown node %q", n))
-			}
-			m[n] = true
-		}
-		return m
+	return errs
+}
+
+// withDefaults fills in the options left zero.
+func (o Options) withDefaults() Options {
+	if o.StepLimit <= 0 {
+		o.StepLimit = DefaultStepLimit
 	}
-	g := &Graph[S]{
-		schema:  b.schema,
-		nodes:   b.nodes,
-		edges:   b.edges,
-		routers: b.routers,
-		before:  set(opts.InterruptBefore),
-		after:   set(opts.InterruptAfter),
-		opts:    opts,
-		log:     opts.Logger,
+	if o.SnapshotRatio <= 0 {
+		o.SnapshotRatio = 8
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if o.SnapshotEvery <= 0 {
+		o.SnapshotEvery = 256
 	}
-	if g.opts.StepLimit <= 0 {
-		g.opts.StepLimit = DefaultStepLimit
+	if o.Sleep == nil {
+		o.Sleep = clock.Real{}.Sleep
 	}
-	if g.opts.SnapshotRatio <= 0 {
-		g.opts.SnapshotRatio = 8
+	if o.Rand == nil {
+		o.Rand = rand.Float64
 	}
-	if g.opts.SnapshotEvery <= 0 {
-		g.opts.SnapshotEvery = 256
-	}
-	if g.opts.Sleep == nil {
-		g.opts.Sleep = clock.Real{}.Sleep
-	}
-	if g.opts.Rand == nil {
-		g.opts.Rand = rand.Float64
-	}
-	if g.log == nil {
-		g.log = slog.New(slog.DiscardHandler)
-	}
-	if tracing.Active(opts.TracerProvider) {
-		g.tracer = opts.TracerProvider.Tracer("deepresearch/graph")
-	}
-	return g, nil
+	return o
 }
 
 // Errors of a run.

@@ -188,35 +188,9 @@ func (p *persister) commit(items []pItem) error {
 			saved = append(saved, w)
 			continue
 		}
-		c := it.cp
-		delta := slices.Clone(c.inline)
-		if c.loop {
-			if ws, ok := pending[c.sc.ParentID]; ok {
-				delta = append(delta, ws...)
-				delete(pending, c.sc.ParentID)
-			}
+		if err := p.addCheckpoint(b, it.cp, pending); err != nil {
+			return err
 		}
-		sortWrites(delta)
-		c.sc.Delta = encodeWrites(delta)
-		if c.sc.ParentID == 0 || c.sc.Snapshot != nil {
-			// a chain's root is its own base: the zero state plus its delta
-			p.lastSnap, p.sinceSnap, p.sinceCount = len(c.sc.Delta)+len(c.sc.Snapshot), 0, 0
-		} else {
-			p.sinceSnap += len(c.sc.Delta)
-			p.sinceCount++
-		}
-		if c.snapshot != nil && c.sc.ParentID != 0 && c.sc.Snapshot == nil &&
-			((p.sinceSnap > p.ratio*p.lastSnap && p.sinceSnap > 4096) || p.sinceCount >= p.every) {
-			snap, err := c.snapshot()
-			if err != nil {
-				return err
-			}
-			c.sc.Snapshot = snap
-			p.lastSnap, p.sinceSnap, p.sinceCount = len(snap), 0, 0
-		}
-		b.Checkpoints = append(b.Checkpoints, c.sc)
-		b.Writes = append(b.Writes, c.extra...)
-		b.Finished = c.finished
 	}
 	for _, cp := range order {
 		for _, w := range pending[cp] {
@@ -235,16 +209,61 @@ func (p *persister) commit(items []pItem) error {
 	if n := len(b.Checkpoints); n > 0 {
 		p.expectHead = b.Checkpoints[n-1].ID
 	}
-	if p.emit != nil {
-		for _, w := range saved {
-			if !w.result {
-				continue
-			}
-			p.emit(Event{Kind: EventWritesSaved, ThreadID: p.thread, NS: p.ns, CheckpointID: w.cp, Node: w.node, Task: w.task, Step: w.step})
-		}
-		for _, c := range b.Checkpoints {
-			p.emit(Event{Kind: EventCheckpoint, ThreadID: p.thread, NS: p.ns, CheckpointID: c.ID, Step: c.Step})
+	p.emitSaved(saved, b.Checkpoints)
+	return nil
+}
+
+// addCheckpoint adds c to b, with its parent's pending writes inline in its
+// delta (taken out of pending) and a snapshot when the deltas since the last
+// one have grown too long.
+func (p *persister) addCheckpoint(b *Batch, c *pCheckpoint, pending map[int64][]rawWrite) error {
+	delta := slices.Clone(c.inline)
+	if c.loop {
+		if ws, ok := pending[c.sc.ParentID]; ok {
+			delta = append(delta, ws...)
+			delete(pending, c.sc.ParentID)
 		}
 	}
+	sortWrites(delta)
+	c.sc.Delta = encodeWrites(delta)
+	if c.sc.ParentID == 0 || c.sc.Snapshot != nil {
+		// a chain's root is its own base: the zero state plus its delta
+		p.lastSnap, p.sinceSnap, p.sinceCount = len(c.sc.Delta)+len(c.sc.Snapshot), 0, 0
+	} else {
+		p.sinceSnap += len(c.sc.Delta)
+		p.sinceCount++
+	}
+	if c.snapshot != nil && c.sc.ParentID != 0 && c.sc.Snapshot == nil && p.snapshotDue() {
+		snap, err := c.snapshot()
+		if err != nil {
+			return err
+		}
+		c.sc.Snapshot = snap
+		p.lastSnap, p.sinceSnap, p.sinceCount = len(snap), 0, 0
+	}
+	b.Checkpoints = append(b.Checkpoints, c.sc)
+	b.Writes = append(b.Writes, c.extra...)
+	b.Finished = c.finished
 	return nil
+}
+
+// snapshotDue reports whether the deltas since the last snapshot outweigh
+// it (by the ratio, and 4 KiB at least) or are too many.
+func (p *persister) snapshotDue() bool {
+	return (p.sinceSnap > p.ratio*p.lastSnap && p.sinceSnap > 4096) || p.sinceCount >= p.every
+}
+
+// emitSaved reports the stored task results and checkpoints.
+func (p *persister) emitSaved(saved []*pWrites, cps []*StoredCheckpoint) {
+	if p.emit == nil {
+		return
+	}
+	for _, w := range saved {
+		if w.result {
+			p.emit(Event{Kind: EventWritesSaved, ThreadID: p.thread, NS: p.ns, CheckpointID: w.cp, Node: w.node, Task: w.task, Step: w.step})
+		}
+	}
+	for _, c := range cps {
+		p.emit(Event{Kind: EventCheckpoint, ThreadID: p.thread, NS: p.ns, CheckpointID: c.ID, Step: c.Step})
+	}
 }

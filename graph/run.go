@@ -237,6 +237,32 @@ func (r *run[S]) restore(c *Chain) error {
 	if len(cps) == 0 {
 		return ErrNotFound
 	}
+	if err := r.replay(cps); err != nil {
+		return err
+	}
+	last := cps[len(cps)-1]
+	r.lastID = max(c.Head, last.ID)
+	specs, err := decodeNext(last.Next)
+	if err != nil {
+		return err
+	}
+	cur := cursor[S]{id: last.ID, step: last.Step, taskIntr: map[int]map[int]json.RawMessage{}}
+	for i, sp := range specs {
+		t, err := r.newTask(i, sp.Node, nil, sp.Arg)
+		if err != nil {
+			return err
+		}
+		cur.tasks = append(cur.tasks, t)
+	}
+	for _, w := range last.Writes {
+		cur.restoreWrite(w)
+	}
+	r.cur = cur
+	return nil
+}
+
+// replay rebuilds the state from the chain's base and the deltas after it.
+func (r *run[S]) replay(cps []*StoredCheckpoint) error {
 	first := cps[0]
 	if first.Snapshot != nil {
 		if err := decodeSnapshot(first.Snapshot, &r.st); err != nil {
@@ -254,65 +280,53 @@ func (r *run[S]) restore(c *Chain) error {
 			return fmt.Errorf("graph: replay checkpoint %d: %w", cps[i].ID, err)
 		}
 	}
-	last := cps[len(cps)-1]
-	r.lastID = c.Head
-	if last.ID > r.lastID {
-		r.lastID = last.ID
+	return nil
+}
+
+// restoreWrite marks a pending write of the cursor's checkpoint: a static
+// interrupt or its answer, or a task's result, interrupt, memo or answer.
+func (c *cursor[S]) restoreWrite(w PendingWrite) {
+	switch {
+	case w.Task == taskBefore && w.Idx == idxStaticResume:
+		c.beforeResolved = true
+	case w.Task == taskAfter && w.Idx == idxStaticIntr:
+		c.afterPending = true
+		_ = json.Unmarshal(w.Value, &c.afterNodes)
+	case w.Task == taskAfter && w.Idx == idxStaticResume:
+		c.afterResolved = true
+	case w.Task >= 0 && w.Task < len(c.tasks):
+		c.restoreTaskWrite(c.tasks[w.Task], w)
 	}
-	specs, err := decodeNext(last.Next)
-	if err != nil {
-		return err
-	}
-	cur := cursor[S]{id: last.ID, step: last.Step, taskIntr: map[int]map[int]json.RawMessage{}}
-	for i, sp := range specs {
-		t, err := r.newTask(i, sp.Node, nil, sp.Arg)
-		if err != nil {
-			return err
+}
+
+func (c *cursor[S]) restoreTaskWrite(t *task[S], w PendingWrite) {
+	switch {
+	case w.Idx >= 0:
+		t.done = true
+		t.raw = append(t.raw, rawWrite{Task: w.Task, Idx: w.Idx, Channel: w.Channel, Value: w.Value})
+	case w.Channel == interruptChannel:
+		n := -10 - w.Idx
+		if c.taskIntr[w.Task] == nil {
+			c.taskIntr[w.Task] = map[int]json.RawMessage{}
 		}
-		cur.tasks = append(cur.tasks, t)
-	}
-	for _, w := range last.Writes {
-		switch {
-		case w.Task == taskBefore && w.Idx == idxStaticResume:
-			cur.beforeResolved = true
-		case w.Task == taskAfter && w.Idx == idxStaticIntr:
-			cur.afterPending = true
-			_ = json.Unmarshal(w.Value, &cur.afterNodes)
-		case w.Task == taskAfter && w.Idx == idxStaticResume:
-			cur.afterResolved = true
-		case w.Task >= 0 && w.Task < len(cur.tasks):
-			t := cur.tasks[w.Task]
-			switch {
-			case w.Idx >= 0:
-				t.done = true
-				t.raw = append(t.raw, rawWrite{Task: w.Task, Idx: w.Idx, Channel: w.Channel, Value: w.Value})
-			case w.Channel == interruptChannel:
-				n := -10 - w.Idx
-				if cur.taskIntr[w.Task] == nil {
-					cur.taskIntr[w.Task] = map[int]json.RawMessage{}
-				}
-				cur.taskIntr[w.Task][n] = w.Value
-			case w.Channel == memoChannel:
-				var rec memoRecord
-				if json.Unmarshal(w.Value, &rec) == nil {
-					if t.memo == nil {
-						t.memo = &memoState{stored: map[string]json.RawMessage{}}
-					}
-					t.memo.stored[rec.Key] = rec.Value
-					if n := memoBase - w.Idx + 1; n > t.memo.next {
-						t.memo.next = n
-					}
-				}
-			case w.Channel == resumeChannel:
-				if t.resumes == nil {
-					t.resumes = map[int]json.RawMessage{}
-				}
-				t.resumes[-1000-w.Idx] = w.Value
+		c.taskIntr[w.Task][n] = w.Value
+	case w.Channel == memoChannel:
+		var rec memoRecord
+		if json.Unmarshal(w.Value, &rec) == nil {
+			if t.memo == nil {
+				t.memo = &memoState{stored: map[string]json.RawMessage{}}
+			}
+			t.memo.stored[rec.Key] = rec.Value
+			if n := memoBase - w.Idx + 1; n > t.memo.next {
+				t.memo.next = n
 			}
 		}
+	case w.Channel == resumeChannel:
+		if t.resumes == nil {
+			t.resumes = map[int]json.RawMessage{}
+		}
+		t.resumes[-1000-w.Idx] = w.Value
 	}
-	r.cur = cur
-	return nil
 }
 
 // applyRaw applies stored writes (a parent's pending writes and a delta) in
@@ -402,81 +416,107 @@ func (r *run[S]) startTurn(input []Write) error {
 // successors computes the next tasks after the given nodes ran (in order),
 // from their static edges, routers (on the current state) and gotos.
 func (r *run[S]) successors(ran []string, gotos [][]Route) ([]*task[S], error) {
-	var next []*task[S]
-	var seen map[string]bool // only for wide steps; small ones scan next
-	add := func(rt Route) error {
-		if rt.Node == End {
-			return nil
-		}
-		if !rt.send {
-			if seen == nil && len(next) > 16 {
-				seen = make(map[string]bool, len(next))
-				for _, t := range next {
-					if t.spec.Arg == nil && t.arg == nil {
-						seen[t.node.name] = true
-					}
-				}
-			}
-			if seen != nil {
-				if seen[rt.Node] {
-					return nil
-				}
-				seen[rt.Node] = true
-			} else {
-				for _, t := range next {
-					if t.node.name == rt.Node && t.spec.Arg == nil && t.arg == nil && t.node.decodeArg == nil {
-						return nil
-					}
-				}
-			}
-		}
-		var arg any
-		if rt.send {
-			arg = rt.Arg
-		}
-		t, err := r.newTask(len(next), rt.Node, arg, nil)
-		if err != nil {
-			return err
-		}
-		if rt.send {
-			if t.node.decodeArg == nil {
-				return fmt.Errorf("graph: Send to %q, which reads the state (use AddWorker)", rt.Node)
-			}
-			if r.p != nil {
-				raw, err := json.Marshal(rt.Arg)
-				if err != nil {
-					return fmt.Errorf("graph: Send argument for %q is not serialisable: %w", rt.Node, err)
-				}
-				t.spec.Arg = raw
-			}
-		} else if t.node.decodeArg != nil {
-			return fmt.Errorf("graph: node %q is a worker and needs Send", rt.Node)
-		}
-		next = append(next, t)
-		return nil
-	}
+	n := nextStep[S]{r: r}
 	for i, name := range ran {
 		for _, to := range r.g.edges[name] {
-			if err := add(To(to)); err != nil {
+			if err := n.add(To(to)); err != nil {
 				return nil, err
 			}
 		}
 		for _, rt := range r.g.routers[name] {
-			for _, route := range rt(r.st) {
-				if err := add(route); err != nil {
-					return nil, err
-				}
+			if err := n.addAll(rt(r.st)); err != nil {
+				return nil, err
 			}
 		}
 		if i < len(gotos) {
-			for _, route := range gotos[i] {
-				if err := add(route); err != nil {
-					return nil, err
-				}
+			if err := n.addAll(gotos[i]); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return next, nil
+	return n.tasks, nil
+}
+
+// nextStep collects the tasks of the next step.
+type nextStep[S any] struct {
+	r     *run[S]
+	tasks []*task[S]
+	seen  map[string]bool // nodes with a plain task; kept once the step is wide, small ones scan tasks
+}
+
+func (n *nextStep[S]) addAll(routes []Route) error {
+	for _, rt := range routes {
+		if err := n.add(rt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add adds the task rt leads to, unless it leads to End or to a node the
+// step already runs (a Send always adds one).
+func (n *nextStep[S]) add(rt Route) error {
+	if rt.Node == End || !rt.send && n.planned(rt.Node) {
+		return nil
+	}
+	t, err := n.r.routeTask(len(n.tasks), rt)
+	if err != nil {
+		return err
+	}
+	n.tasks = append(n.tasks, t)
+	return nil
+}
+
+// planned reports whether the step already runs node as a plain task; if
+// not, node is about to get one.
+func (n *nextStep[S]) planned(node string) bool {
+	if n.seen == nil && len(n.tasks) > 16 {
+		n.seen = make(map[string]bool, len(n.tasks))
+		for _, t := range n.tasks {
+			if t.spec.Arg == nil && t.arg == nil {
+				n.seen[t.node.name] = true
+			}
+		}
+	}
+	if n.seen != nil {
+		if n.seen[node] {
+			return true
+		}
+		n.seen[node] = true
+		return false
+	}
+	for _, t := range n.tasks {
+		if t.node.name == node && t.spec.Arg == nil && t.arg == nil && t.node.decodeArg == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// routeTask makes the task rt leads to: a Send's task takes its argument
+// (stored as JSON with a Saver); a worker only takes Sends.
+func (r *run[S]) routeTask(idx int, rt Route) (*task[S], error) {
+	var arg any
+	if rt.send {
+		arg = rt.Arg
+	}
+	t, err := r.newTask(idx, rt.Node, arg, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rt.send && t.node.decodeArg == nil:
+		return nil, fmt.Errorf("graph: Send to %q, which reads the state (use AddWorker)", rt.Node)
+	case rt.send && r.p != nil:
+		raw, err := json.Marshal(rt.Arg)
+		if err != nil {
+			return nil, fmt.Errorf("graph: Send argument for %q is not serialisable: %w", rt.Node, err)
+		}
+		t.spec.Arg = raw
+	case !rt.send && t.node.decodeArg != nil:
+		return nil, fmt.Errorf("graph: node %q is a worker and needs Send", rt.Node)
+	}
+	return t, nil
 }
 
 func (r *run[S]) newCheckpoint(source string, next []*task[S], inline []rawWrite, finished bool, extra []PendingWrite) {
@@ -689,40 +729,15 @@ func (r *run[S]) advance() error {
 		if r.g.after[t.node.name] && !slices.Contains(after, t.node.name) {
 			after = append(after, t.node.name)
 		}
-		if t.writes == nil && t.raw != nil {
-			for _, w := range t.raw {
-				if w.Channel == gotoChannel {
-					rs, err := r.decodeRoutes(w.Value)
-					if err != nil {
-						return err
-					}
-					if gotos == nil {
-						gotos = make([][]Route, len(tasks))
-					}
-					gotos[i] = append(gotos[i], rs...)
-					continue
-				}
-				if w.Channel == doneChannel {
-					continue
-				}
-				if err := r.applyStored(w.Channel, w.Value); err != nil {
-					return err
-				}
-			}
-			continue
+		routes, err := r.applyTask(t)
+		if err != nil {
+			return err
 		}
-		for _, w := range t.writes {
-			if w.Channel == gotoChannel {
-				rs, _ := w.Value.([]Route)
-				if gotos == nil {
-					gotos = make([][]Route, len(tasks))
-				}
-				gotos[i] = append(gotos[i], rs...)
-				continue
+		if len(routes) > 0 {
+			if gotos == nil {
+				gotos = make([][]Route, len(tasks))
 			}
-			if err := r.g.schema.apply(&r.st, w); err != nil {
-				return fmt.Errorf("graph: node %q: %w", t.node.name, err)
-			}
+			gotos[i] = routes
 		}
 	}
 	next, err := r.successors(ran, gotos)
@@ -740,6 +755,41 @@ func (r *run[S]) advance() error {
 		r.cur.afterNodes = after
 	}
 	return nil
+}
+
+// applyTask applies a task's writes to the state (those it returned, or
+// those restored from storage) and returns its gotos.
+func (r *run[S]) applyTask(t *task[S]) ([]Route, error) {
+	var gotos []Route
+	if t.writes == nil && t.raw != nil {
+		for _, w := range t.raw {
+			switch w.Channel {
+			case gotoChannel:
+				rs, err := r.decodeRoutes(w.Value)
+				if err != nil {
+					return nil, err
+				}
+				gotos = append(gotos, rs...)
+			case doneChannel:
+			default:
+				if err := r.applyStored(w.Channel, w.Value); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return gotos, nil
+	}
+	for _, w := range t.writes {
+		if w.Channel == gotoChannel {
+			rs, _ := w.Value.([]Route)
+			gotos = append(gotos, rs...)
+			continue
+		}
+		if err := r.g.schema.apply(&r.st, w); err != nil {
+			return nil, fmt.Errorf("graph: node %q: %w", t.node.name, err)
+		}
+	}
+	return gotos, nil
 }
 
 type routeJSON struct {
