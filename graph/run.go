@@ -592,44 +592,17 @@ func (r *run[S]) resume(ctx context.Context) error {
 	}
 	pend := r.pending()
 	for key, val := range r.cfg.Resume {
-		var in *Interrupt
-		for i := range pend {
-			if pend[i].ID == key || (key == "" && len(pend) == 1) {
-				in = &pend[i]
-			}
-		}
-		if in == nil {
-			if key == "" && len(pend) > 1 {
-				return fmt.Errorf("graph: %d interrupts are pending; answer each by id", len(pend))
-			}
-			return fmt.Errorf("%w: %q (already answered, or never asked)", ErrNoInterrupt, key)
+		in, err := answered(pend, key)
+		if err != nil {
+			return err
 		}
 		raw, err := json.Marshal(val)
 		if err != nil {
 			return fmt.Errorf("graph: resume value: %w", err)
 		}
-		w := PendingWrite{CheckpointID: r.cur.id, Channel: resumeChannel, Value: raw}
-		var mark func()
-		switch in.Kind {
-		case "before":
-			w.Task, w.Idx = taskBefore, idxStaticResume
-			mark = func() { r.cur.beforeResolved = true }
-		case "after":
-			w.Task, w.Idx = taskAfter, idxStaticResume
-			mark = func() { r.cur.afterResolved = true }
-		default:
-			var ti, n int
-			if _, err := fmt.Sscanf(in.ID[len(r.interruptID("")):], "t%d-%d", &ti, &n); err != nil {
-				return fmt.Errorf("graph: bad interrupt id %q", in.ID)
-			}
-			w.Task, w.Idx = ti, idxResume(n)
-			mark = func() {
-				t := r.cur.tasks[ti]
-				if t.resumes == nil {
-					t.resumes = map[int]json.RawMessage{}
-				}
-				t.resumes[n] = raw
-			}
+		w, mark, err := r.answer(in, raw)
+		if err != nil {
+			return err
 		}
 		if err := r.g.opts.Saver.PutResume(ctx, r.cfg.ThreadID, r.ns, r.cur.id, w); err != nil {
 			if errors.Is(err, ErrAlreadyResumed) || errors.Is(err, ErrConflict) {
@@ -640,6 +613,49 @@ func (r *run[S]) resume(ctx context.Context) error {
 		mark()
 	}
 	return nil
+}
+
+// answered finds the pending interrupt key answers ("" answers the only one).
+func answered(pend []Interrupt, key string) (*Interrupt, error) {
+	var in *Interrupt
+	for i := range pend {
+		if pend[i].ID == key || (key == "" && len(pend) == 1) {
+			in = &pend[i]
+		}
+	}
+	switch {
+	case in != nil:
+		return in, nil
+	case key == "" && len(pend) > 1:
+		return nil, fmt.Errorf("graph: %d interrupts are pending; answer each by id", len(pend))
+	}
+	return nil, fmt.Errorf("%w: %q (already answered, or never asked)", ErrNoInterrupt, key)
+}
+
+// answer returns the record that stores raw as the answer to in, and mark,
+// which marks it answered on the cursor once it is stored.
+func (r *run[S]) answer(in *Interrupt, raw json.RawMessage) (w PendingWrite, mark func(), err error) {
+	w = PendingWrite{CheckpointID: r.cur.id, Channel: resumeChannel, Value: raw}
+	switch in.Kind {
+	case "before":
+		w.Task, w.Idx = taskBefore, idxStaticResume
+		return w, func() { r.cur.beforeResolved = true }, nil
+	case "after":
+		w.Task, w.Idx = taskAfter, idxStaticResume
+		return w, func() { r.cur.afterResolved = true }, nil
+	}
+	var ti, n int
+	if _, err := fmt.Sscanf(in.ID[len(r.interruptID("")):], "t%d-%d", &ti, &n); err != nil {
+		return w, nil, fmt.Errorf("graph: bad interrupt id %q", in.ID)
+	}
+	w.Task, w.Idx = ti, idxResume(n)
+	return w, func() {
+		t := r.cur.tasks[ti]
+		if t.resumes == nil {
+			t.resumes = map[int]json.RawMessage{}
+		}
+		t.resumes[n] = raw
+	}, nil
 }
 
 func (r *run[S]) result(intr []Interrupt) *Result[S] {
@@ -660,48 +676,58 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		if len(r.cur.tasks) == 0 {
 			return r.result(nil), nil
 		}
-		if r.cur.step-r.started >= r.g.opts.StepLimit {
-			return nil, fmt.Errorf("%w: %d supersteps without reaching the end (raise Options.StepLimit if the loop is meant to run longer)", ErrStepLimit, r.g.opts.StepLimit)
-		}
-		if err := ctx.Err(); err != nil {
+		if err := r.mayStep(ctx); err != nil {
 			return nil, err
-		}
-		if r.p != nil {
-			if err := r.p.failed(); err != nil {
-				return nil, err
-			}
 		}
 		if err := r.runStep(ctx); err != nil {
 			return nil, err
 		}
-		var intr []Interrupt
-		for _, t := range r.cur.tasks {
-			if t.intr != nil {
-				if r.cur.taskIntr == nil {
-					r.cur.taskIntr = map[int]map[int]json.RawMessage{}
-				}
-				if r.cur.taskIntr[t.idx] == nil {
-					r.cur.taskIntr[t.idx] = map[int]json.RawMessage{}
-				}
-				r.cur.taskIntr[t.idx][t.intr.index] = t.intr.payload
-			}
+		if err := r.stepDone(); err != nil {
+			return nil, err
 		}
-		var errs []error
-		for _, t := range r.cur.tasks {
-			if t.err != nil {
-				errs = append(errs, t.err)
-			}
-		}
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
-		}
-		if intr = r.pending(); len(intr) > 0 {
+		if intr := r.pending(); len(intr) > 0 {
 			return r.interrupted(intr)
 		}
 		if err := r.advance(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// mayStep reports why the run must not take another step: the step limit,
+// a cancelled ctx, or a failed persister.
+func (r *run[S]) mayStep(ctx context.Context) error {
+	if r.cur.step-r.started >= r.g.opts.StepLimit {
+		return fmt.Errorf("%w: %d supersteps without reaching the end (raise Options.StepLimit if the loop is meant to run longer)", ErrStepLimit, r.g.opts.StepLimit)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r.p != nil {
+		return r.p.failed()
+	}
+	return nil
+}
+
+// stepDone records the interrupts the step's tasks raised on the cursor and
+// returns their errors.
+func (r *run[S]) stepDone() error {
+	var errs []error
+	for _, t := range r.cur.tasks {
+		if t.intr != nil {
+			if r.cur.taskIntr == nil {
+				r.cur.taskIntr = map[int]map[int]json.RawMessage{}
+			}
+			if r.cur.taskIntr[t.idx] == nil {
+				r.cur.taskIntr[t.idx] = map[int]json.RawMessage{}
+			}
+			r.cur.taskIntr[t.idx][t.intr.index] = t.intr.payload
+		}
+		if t.err != nil {
+			errs = append(errs, t.err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (r *run[S]) interrupted(p []Interrupt) (*Result[S], error) {

@@ -292,10 +292,7 @@ func testRoundTrip(t *testing.T, h Harness) {
 	got1, got2 := ch.Checkpoints[0], ch.Checkpoints[1]
 	check := func(name string, got, want *graph.StoredCheckpoint, created time.Time) {
 		t.Helper()
-		if got.ThreadID != "th" || got.NS != "" || got.ID != want.ID || got.ParentID != want.ParentID ||
-			got.Step != want.Step || got.Source != want.Source ||
-			!bytes.Equal(got.Snapshot, want.Snapshot) || !bytes.Equal(got.Delta, want.Delta) ||
-			!bytes.Equal(got.Next, want.Next) || !bytes.Equal(got.Meta, want.Meta) || !got.CreatedAt.Equal(created) {
+		if !sameCheckpoint(got, want, "th", "", created) {
 			t.Errorf("%s = %+v, want %+v created %v", name, got, want, created)
 		}
 	}
@@ -320,18 +317,33 @@ func testRoundTrip(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 2 {
+	want := []graph.CheckpointInfo{
+		{ID: 20, ParentID: 10, Step: 0, Source: "loop", CreatedAt: t0.Add(time.Second)},
+		{ID: 10, ParentID: 0, Step: -1, Source: "input", HasSnapshot: true, Meta: []byte(`{"source":"input","step":-1}`), CreatedAt: given},
+	}
+	if len(infos) != len(want) {
 		t.Fatalf("List = %+v", infos)
 	}
-	i0, i1 := infos[0], infos[1]
-	if i0.ID != 20 || i0.ParentID != 10 || i0.Step != 0 || i0.Source != "loop" || i0.HasSnapshot || len(i0.Meta) != 0 ||
-		!i0.CreatedAt.Equal(t0.Add(time.Second)) {
-		t.Errorf("List[0] = %+v", i0)
+	for i, w := range want {
+		if !sameInfo(infos[i], w) {
+			t.Errorf("List[%d] = %+v, want %+v", i, infos[i], w)
+		}
 	}
-	if i1.ID != 10 || i1.ParentID != 0 || i1.Step != -1 || i1.Source != "input" || !i1.HasSnapshot ||
-		string(i1.Meta) != `{"source":"input","step":-1}` || !i1.CreatedAt.Equal(given) {
-		t.Errorf("List[1] = %+v", i1)
-	}
+}
+
+// sameCheckpoint reports whether got is want as stored on thread/ns, made
+// at created.
+func sameCheckpoint(got, want *graph.StoredCheckpoint, thread, ns string, created time.Time) bool {
+	return got.ThreadID == thread && got.NS == ns && got.ID == want.ID && got.ParentID == want.ParentID &&
+		got.Step == want.Step && got.Source == want.Source &&
+		bytes.Equal(got.Snapshot, want.Snapshot) && bytes.Equal(got.Delta, want.Delta) &&
+		bytes.Equal(got.Next, want.Next) && bytes.Equal(got.Meta, want.Meta) && got.CreatedAt.Equal(created)
+}
+
+// sameInfo compares list entries (empty and nil Meta alike).
+func sameInfo(got, want graph.CheckpointInfo) bool {
+	return got.ID == want.ID && got.ParentID == want.ParentID && got.Step == want.Step && got.Source == want.Source &&
+		got.HasSnapshot == want.HasSnapshot && bytes.Equal(got.Meta, want.Meta) && got.CreatedAt.Equal(want.CreatedAt)
 }
 
 func testLoadFromNearestSnapshot(t *testing.T, h Harness) {
