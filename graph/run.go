@@ -915,21 +915,45 @@ func (r *run[S]) callNode(ctx context.Context, t *task[S], st *S) (ws []Write, e
 	return t.node.run(ctx, st, t.arg)
 }
 
+// newTaskCtx is what a task's node finds in its context: events, its
+// answers and, with a Saver, its memo records, stored as they are made.
+func (r *run[S]) newTaskCtx(t *task[S], base Event) *taskCtx {
+	tc := &taskCtx{emit: r.emit, base: base, resumes: t.resumes}
+	if r.p == nil {
+		return tc
+	}
+	if t.memo == nil {
+		t.memo = &memoState{stored: map[string]json.RawMessage{}}
+	}
+	cp, step := r.cur.id, r.cur.step
+	t.memo.save = func(n int, rec []byte) error {
+		r.p.add(pItem{writes: &pWrites{cp: cp, task: t.idx, node: t.node.name, step: step,
+			ws: []rawWrite{{Task: t.idx, Idx: memoBase - n, Channel: memoChannel, Value: rec}}}})
+		return r.p.flush()
+	}
+	tc.memo = t.memo
+	return tc
+}
+
+// callNodeWithEvents is one attempt of a task, between its start and end
+// events.
+func (r *run[S]) callNodeWithEvents(ctx context.Context, t *task[S], st *S, base Event, attempt int) ([]Write, error) {
+	if r.emit == nil {
+		return r.callNode(ctx, t, st)
+	}
+	e := base
+	e.Kind, e.Attempt = EventNodeStart, attempt
+	r.emit(e)
+	start := time.Now()
+	ws, err := r.callNode(ctx, t, st)
+	e.Kind, e.Duration, e.Err = EventNodeEnd, time.Since(start), err
+	r.emit(e)
+	return ws, err
+}
+
 func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
 	base := Event{ThreadID: r.cfg.ThreadID, NS: r.ns, CheckpointID: r.cur.id, Step: r.cur.step, Node: t.node.name, Task: t.idx}
-	tc := &taskCtx{emit: r.emit, base: base, resumes: t.resumes}
-	if r.p != nil {
-		if t.memo == nil {
-			t.memo = &memoState{stored: map[string]json.RawMessage{}}
-		}
-		cp, step := r.cur.id, r.cur.step
-		t.memo.save = func(n int, rec []byte) error {
-			r.p.add(pItem{writes: &pWrites{cp: cp, task: t.idx, node: t.node.name, step: step,
-				ws: []rawWrite{{Task: t.idx, Idx: memoBase - n, Channel: memoChannel, Value: rec}}}})
-			return r.p.flush()
-		}
-		tc.memo = t.memo
-	}
+	tc := r.newTaskCtx(t, base)
 	tctx := context.WithValue(ctx, taskCtxKey{}, tc)
 	if r.g.tracer != nil {
 		var span trace.Span
@@ -939,19 +963,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
 	pol := t.node.opts.retry
 	for attempt := 1; ; attempt++ {
 		tc.calls = 0
-		var start time.Time
-		if r.emit != nil {
-			e := base
-			e.Kind, e.Attempt = EventNodeStart, attempt
-			r.emit(e)
-			start = time.Now()
-		}
-		ws, err := r.callNode(tctx, t, st)
-		if r.emit != nil {
-			e := base
-			e.Kind, e.Attempt, e.Duration, e.Err = EventNodeEnd, attempt, time.Since(start), err
-			r.emit(e)
-		}
+		ws, err := r.callNodeWithEvents(tctx, t, st, base, attempt)
 		if err == nil {
 			t.writes = ws
 			t.done = true
