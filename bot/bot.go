@@ -267,14 +267,8 @@ type Bot struct {
 	presenceFailing    bool // the last round failed (logged once)
 	presenceRecovering int  // rounds after an outage in which the count may only grow
 
-	runSlots  chan struct{}
-	runCtx    context.Context // parent of every run; cancelled at shutdown
-	runCancel context.CancelCauseFunc
-	runWG     sync.WaitGroup
-	runsMu    sync.Mutex
-	running   map[string]context.CancelCauseFunc // runs this process works on
-	tokens    workspaceTokens                    // action_tokens of runs created here, until started
-	ender     RunEnder                           // the researcher, when it is told of ended runs
+	runs   *research.Service // the runs' lifecycle; this bot is its Slack face (runview.go)
+	tokens workspaceTokens   // action_tokens of runs created here, until started
 
 	workCtx    context.Context // parent of event handlers
 	workCancel context.CancelFunc
@@ -334,11 +328,9 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		streamStops:  newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
 		posts:        newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
 		refusals:     newRefusalGate(opts.RefusalWindow, opts.Clock),
-		runSlots:     make(chan struct{}, opts.MaxConcurrentRuns),
-		running:      map[string]context.CancelCauseFunc{},
 		registry:     private,
 	}
-	b.ender, _ = researcher.(RunEnder)
+	ender, _ := researcher.(RunEnder)
 	sopts := []slack.Option{
 		slack.OptionAppLevelToken(opts.AppToken),
 		slack.OptionHTTPClient(opts.HTTPClient),
@@ -365,6 +357,10 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.wireAssistant()
 	b.wireDigests()
 	b.wireRatings()
+	b.runs = research.NewService(store, b.res, slackRuns{b}, research.ServiceOptions{
+		Owner: opts.InstanceID, Lease: opts.Lease, HeartbeatEvery: opts.HeartbeatEvery, Slots: opts.MaxConcurrentRuns,
+		MaxAttempts: maxRunAttempts, Ender: ender, Logger: b.log, LogPrefix: "bot: ", Clock: opts.Clock,
+	})
 	if opts.Attach != nil {
 		opts.Attach(b)
 	}
@@ -409,8 +405,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	// starts with its share of the workspace's Slack budgets.
 	b.presence(ctx)
 
-	b.runCtx, b.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
+	b.runs.Begin(b.workCtx)
 	p := newPool(b.opts.Workers, b.opts.QueueSize)
 
 	var loops sync.WaitGroup
@@ -445,12 +441,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	case <-time.After(b.opts.ShutdownTimeout):
 		b.log.Warn("bot: handlers still busy at shutdown")
 	}
-	b.runCancel(errShutdown)
-	runsDone := make(chan struct{})
-	go func() { b.runWG.Wait(); close(runsDone) }()
-	select {
-	case <-runsDone:
-	case <-time.After(b.opts.ShutdownTimeout):
+	if !b.runs.Shutdown(b.opts.ShutdownTimeout) {
 		b.log.Warn("bot: runs still busy at shutdown; their leases will expire")
 	}
 	b.workCancel()

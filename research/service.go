@@ -213,12 +213,18 @@ type ServiceOptions struct {
 	// MaxAttempts bounds the pickups of a run since its last input; a run
 	// picked up more often is failed (default 5).
 	MaxAttempts int
+	// Ender is told when a run has ended (default: the researcher, when
+	// it is a RunEnder).
+	Ender RunEnder
 	// PublishRounds is how many more times a publication that failed with
 	// a transient error is tried (default 3), RoundWait the first wait
 	// (default 2s, growing linearly).
 	PublishRounds int
 	RoundWait     time.Duration
 	Logger        *slog.Logger // default: discard
+	// LogPrefix starts every message the Service logs (default
+	// "research: "; a face may keep its own, e.g. "bot: ").
+	LogPrefix string
 	Clock         clock.Clock  // default clock.Real{}
 }
 
@@ -231,6 +237,7 @@ type Service struct {
 	pres  Presenter
 	o     ServiceOptions
 	log   *slog.Logger
+	pfx   string // LogPrefix
 	clk   clock.Clock
 
 	slots   chan struct{}
@@ -266,23 +273,30 @@ func NewService(store RunStore, res Researcher, p Presenter, o ServiceOptions) *
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.LogPrefix == "" {
+		o.LogPrefix = "research: "
+	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	s := &Service{store: store, res: res, pres: p, o: o, log: o.Logger, clk: o.Clock,
+	s := &Service{store: store, res: res, pres: p, o: o, log: o.Logger, pfx: o.LogPrefix, clk: o.Clock,
 		slots: make(chan struct{}, o.Slots), running: map[string]context.CancelCauseFunc{}}
-	s.ender, _ = res.(RunEnder)
+	s.ender = o.Ender
+	if s.ender == nil {
+		s.ender, _ = res.(RunEnder)
+	}
 	s.Begin(context.Background())
 	return s
 }
 
-// Begin makes ctx's values the parent of the runs launched from now on
-// (not its end: runs end at Shutdown).
+// Begin makes ctx the parent of the runs launched from now on. Its end
+// does not end them (Shutdown does); it is where their ends are shown and
+// recorded, so it should outlive Shutdown.
 func (s *Service) Begin(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.base, s.stop = context.WithCancelCause(context.WithoutCancel(ctx))
-	s.work = context.WithoutCancel(ctx)
+	s.work = ctx
 }
 
 // Shutdown stops the runs this process works on, which hand their leases
@@ -295,12 +309,14 @@ func (s *Service) Shutdown(timeout time.Duration) bool {
 	stop(ErrShutdown)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	t := s.clk.NewTimer(timeout)
+	// A wall-clock wait: a test's clock that stands still must not hold
+	// a shutdown forever.
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-t.C():
+	case <-t.C:
 		return false
 	}
 }
@@ -330,7 +346,7 @@ func (s *Service) TryStart(ctx context.Context, runID string) {
 	if err != nil {
 		<-s.slots
 		if !errors.Is(err, ErrNotAcquired) {
-			s.log.Warn("research: acquire run", "run_id", runID, "err", err)
+			s.log.Warn(s.pfx+"acquire run", "run_id", runID, "err", err)
 		}
 		return
 	}
@@ -371,10 +387,10 @@ grab:
 	}
 	runs, err := s.store.AcquireRuns(ctx, s.o.Owner, s.clk.Now(), s.o.Lease, held)
 	if err != nil && ctx.Err() == nil {
-		s.log.Warn("research: acquire runs", "err", err)
+		s.log.Warn(s.pfx+"acquire runs", "err", err)
 	}
 	for _, r := range runs {
-		s.log.Info("research: picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
+		s.log.Info(s.pfx+"picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
 		s.launch(r)
 		held--
 	}
@@ -421,7 +437,7 @@ func (s *Service) CancelLocal(runID, by string) bool {
 // it.
 func (s *Service) CancelWaiting(ctx context.Context, r Run) {
 	if err := s.res.Cancel(ctx, r.ThreadID); err != nil {
-		s.log.Warn("research: researcher cancel", "run_id", r.ID, "err", err)
+		s.log.Warn(s.pfx+"researcher cancel", "run_id", r.ID, "err", err)
 	}
 	s.endRun(ctx, r, s.log.With("run_id", r.ID))
 }
@@ -510,13 +526,13 @@ func (s *Service) settle(ctx, work context.Context, t turn, outcome Outcome, err
 		s.fail(work, t, errors.New("the researcher returned neither a result nor an interrupt"))
 	case errors.Is(cause, ErrShutdown):
 		if err := s.store.ReleaseRun(work, t.run.ID, s.o.Owner, s.clk.Now()); err != nil {
-			t.log.Warn("research: release run at shutdown", "err", err)
+			t.log.Warn(s.pfx+"release run at shutdown", "err", err)
 		} else {
-			t.log.Info("research: run released for another process")
+			t.log.Info(s.pfx+"run released for another process")
 		}
 		t.view.Halt()
 	case errors.Is(cause, errLeaseLost):
-		t.log.Warn("research: lease lost; another process owns the run now")
+		t.log.Warn(s.pfx+"lease lost; another process owns the run now")
 		t.view.Halt()
 	default:
 		s.fail(work, t, err)
@@ -531,7 +547,7 @@ func (s *Service) invoke(ctx context.Context, r Run, view View, log *slog.Logger
 	if r.Attempt > 1 || r.Question == "" {
 		out, err := s.res.Continue(ctx, r.ThreadID, sink)
 		if !errors.Is(err, ErrNothingToContinue) || r.Question == "" && r.Decision == nil {
-			log.Info("research: continued run", "attempt", r.Attempt, "err", err)
+			log.Info(s.pfx+"continued run", "attempt", r.Attempt, "err", err)
 			return out, err
 		}
 	}
@@ -575,7 +591,7 @@ func (s *Service) heartbeat(ctx context.Context, r Run, view View, cancel contex
 			}
 			return
 		case err != nil:
-			s.log.Warn("research: heartbeat", "run_id", r.ID, "err", err)
+			s.log.Warn(s.pfx+"heartbeat", "run_id", r.ID, "err", err)
 		case cur.CancelRequestedBy != "":
 			cancel(CancelRequested{cur.CancelRequestedBy})
 		}
@@ -591,12 +607,12 @@ func (s *Service) pause(ctx context.Context, t turn, in Interrupt) {
 	err := s.store.WaitRun(ctx, t.run.ID, s.o.Owner, pi, s.clk.Now())
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		// A blip of the database passes; a refusal of the row does not.
-		t.log.Warn("research: record waiting run; trying once more", "err", err)
+		t.log.Warn(s.pfx+"record waiting run; trying once more", "err", err)
 		_ = clock.Sleep(ctx, s.clk, time.Second)
 		err = s.store.WaitRun(ctx, t.run.ID, s.o.Owner, pi, s.clk.Now())
 	}
 	if err != nil {
-		t.log.Warn("research: record waiting run", "err", err)
+		t.log.Warn(s.pfx+"record waiting run", "err", err)
 		if !errors.Is(err, ErrLeaseLost) {
 			// Left running, the run would be picked up, researched and
 			// shown again after every lease. Fail it once instead.
@@ -604,7 +620,7 @@ func (s *Service) pause(ctx context.Context, t turn, in Interrupt) {
 		}
 		return
 	}
-	t.log.Info("research: run waiting", "interrupt_id", in.ID, "kind", in.Kind)
+	t.log.Info(s.pfx+"run waiting", "interrupt_id", in.ID, "kind", in.Kind)
 	t.view.Ended(ctx, StateWaiting)
 }
 
@@ -623,7 +639,7 @@ func (s *Service) finish(ctx context.Context, t turn, res Result) {
 	err := s.publish(uctx, t, res)
 	for round := 1; err != nil && Transient(err) && round <= s.o.PublishRounds && ctx.Err() == nil; round++ {
 		wait := time.Duration(round) * s.o.RoundWait
-		t.log.Warn("research: report upload failed; trying again", "err", err, "round", round, "wait", wait)
+		t.log.Warn(s.pfx+"report upload failed; trying again", "err", err, "round", round, "wait", wait)
 		_ = clock.Sleep(ctx, s.clk, wait)
 		err = s.publish(uctx, t, res)
 	}
@@ -640,10 +656,10 @@ func (s *Service) finish(ctx context.Context, t turn, res Result) {
 	// What the run read from the workspace goes before the run is done.
 	s.endRun(ctx, r, t.log)
 	if err := s.store.FinishRun(ctx, r.ID, s.o.Owner, StateDone, "", s.clk.Now()); err != nil {
-		t.log.Warn("research: record finished run", "err", err)
+		t.log.Warn(s.pfx+"record finished run", "err", err)
 		return
 	}
-	t.log.Info("research: run done", "sources", res.Sources, "tokens", res.Tokens)
+	t.log.Info(s.pfx+"run done", "sources", res.Sources, "tokens", res.Tokens)
 	t.view.Ended(ctx, StateDone)
 }
 
@@ -655,7 +671,7 @@ func (s *Service) lateCancel(ctx context.Context, r Run) string {
 	if err != nil || cur.CancelRequestedBy == "" {
 		return ""
 	}
-	s.log.Info("research: cancel came after the research finished; the report is published", "run_id", r.ID, "by", cur.CancelRequestedBy)
+	s.log.Info(s.pfx+"cancel came after the research finished; the report is published", "run_id", r.ID, "by", cur.CancelRequestedBy)
 	return cur.CancelRequestedBy
 }
 
@@ -666,12 +682,12 @@ func (s *Service) lateCancel(ctx context.Context, r Run) string {
 func (s *Service) publish(ctx context.Context, t turn, res Result) error {
 	r := t.run
 	if _, err := s.store.Upload(ctx, r.ID); err == nil {
-		t.log.Info("research: report already uploaded")
+		t.log.Info(s.pfx+"report already uploaded")
 		return nil
 	}
 	st := staging{s: s, runID: r.ID, log: t.log}
 	if u, ok := t.view.Published(ctx, res, st); ok {
-		t.log.Info("research: report found published; not publishing again", "file_id", u.FileID)
+		t.log.Info(s.pfx+"report found published; not publishing again", "file_id", u.FileID)
 		if err := s.record(ctx, r, u); err != nil {
 			return err
 		}
@@ -706,7 +722,7 @@ func (s *Service) record(ctx context.Context, r Run, u Upload) error {
 func (s *Service) clearStaged(ctx context.Context, t turn, keep string) {
 	ids, err := s.store.StagedUploads(ctx, t.run.ID)
 	if err != nil {
-		t.log.Warn("research: read staged report files", "err", err)
+		t.log.Warn(s.pfx+"read staged report files", "err", err)
 		return
 	}
 	st := staging{s: s, runID: t.run.ID, log: t.log}
@@ -715,7 +731,7 @@ func (s *Service) clearStaged(ctx context.Context, t turn, keep string) {
 			st.Unstage(ctx, id)
 			continue
 		}
-		t.log.Info("research: deleting a report file an earlier attempt staged but never shared", "file_id", id)
+		t.log.Info(s.pfx+"deleting a report file an earlier attempt staged but never shared", "file_id", id)
 		if t.view.Discard(ctx, id) {
 			st.Unstage(ctx, id)
 		}
@@ -735,7 +751,7 @@ func (st staging) Stage(ctx context.Context, fileID string) error {
 
 func (st staging) Unstage(ctx context.Context, fileID string) {
 	if err := st.s.store.UnstageUpload(ctx, st.runID, fileID); err != nil {
-		st.log.Warn("research: forget staged report file", "file_id", fileID, "err", err)
+		st.log.Warn(st.s.pfx+"forget staged report file", "file_id", fileID, "err", err)
 	}
 }
 
@@ -743,16 +759,16 @@ func (st staging) Unstage(ctx context.Context, fileID string) {
 // longer holds is neither shown nor recorded as failed.
 func (s *Service) fail(ctx context.Context, t turn, cause error) {
 	r := t.run
-	t.log.Error("research: run failed", "err", cause)
+	t.log.Error(s.pfx+"run failed", "err", cause)
 	if _, err := s.store.Heartbeat(ctx, r.ID, s.o.Owner, s.clk.Now(), s.o.Lease); errors.Is(err, ErrLeaseLost) {
-		t.log.Warn("research: failed run is no longer ours; not recording it", "err", err)
+		t.log.Warn(s.pfx+"failed run is no longer ours; not recording it", "err", err)
 		return
 	}
 	// The final picture comes before the record, as in finish.
 	t.view.Failed(ctx, cause)
 	s.endRun(ctx, r, t.log)
 	if err := s.store.FinishRun(ctx, r.ID, s.o.Owner, StateFailed, cause.Error(), s.clk.Now()); err != nil {
-		t.log.Warn("research: record failed run", "err", err)
+		t.log.Warn(s.pfx+"record failed run", "err", err)
 		return
 	}
 	t.view.Ended(ctx, StateFailed)
@@ -762,13 +778,13 @@ func (s *Service) fail(ctx context.Context, t turn, cause error) {
 func (s *Service) cancelled(ctx context.Context, t turn, by string) {
 	r := t.run
 	if err := s.res.Cancel(ctx, r.ThreadID); err != nil {
-		t.log.Warn("research: researcher cancel", "err", err)
+		t.log.Warn(s.pfx+"researcher cancel", "err", err)
 	}
 	s.endRun(ctx, r, t.log)
 	if err := s.store.FinishRun(ctx, r.ID, s.o.Owner, StateCancelled, "", s.clk.Now()); err != nil && !errors.Is(err, ErrLeaseLost) {
-		t.log.Warn("research: record cancelled run", "err", err)
+		t.log.Warn(s.pfx+"record cancelled run", "err", err)
 	}
-	t.log.Info("research: run cancelled", "by", by)
+	t.log.Info(s.pfx+"run cancelled", "by", by)
 	t.view.Cancelled(ctx, by)
 	t.view.Ended(ctx, StateCancelled)
 }
@@ -780,6 +796,6 @@ func (s *Service) endRun(ctx context.Context, r Run, log *slog.Logger) {
 		return
 	}
 	if err := s.ender.EndRun(ctx, r.ThreadID); err != nil {
-		log.Warn("research: tell the researcher the run ended", "err", err)
+		log.Warn(s.pfx+"tell the researcher the run ended", "err", err)
 	}
 }
