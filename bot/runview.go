@@ -31,9 +31,9 @@ func (p slackRuns) Open(ctx context.Context, r research.Run) research.View {
 		th = research.Thread{Key: r.Key, ThreadID: r.ThreadID}
 	}
 	v := &slackView{
-		runScope: runScope{run: r, thread: th, requester: b.userName(wctx, r.Requester), log: b.log.With("run_id", r.ID, "thread_id", r.ThreadID)},
-		b:        b,
-		lang:     b.userLang(wctx, r.Requester),
+		runScope:  runScope{run: r, thread: th, requester: b.userName(wctx, r.Requester), log: b.log.With("run_id", r.ID, "thread_id", r.ThreadID)},
+		b:         b,
+		lang:      b.userLang(wctx, r.Requester),
 		refreshed: b.now(),
 	}
 	if th.DM {

@@ -225,7 +225,7 @@ type ServiceOptions struct {
 	// LogPrefix starts every message the Service logs (default
 	// "research: "; a face may keep its own, e.g. "bot: ").
 	LogPrefix string
-	Clock         clock.Clock  // default clock.Real{}
+	Clock     clock.Clock // default clock.Real{}
 }
 
 // Service runs research runs through their lifecycle; see the file's
@@ -528,11 +528,11 @@ func (s *Service) settle(ctx, work context.Context, t turn, outcome Outcome, err
 		if err := s.store.ReleaseRun(work, t.run.ID, s.o.Owner, s.clk.Now()); err != nil {
 			t.log.Warn(s.pfx+"release run at shutdown", "err", err)
 		} else {
-			t.log.Info(s.pfx+"run released for another process")
+			t.log.Info(s.pfx + "run released for another process")
 		}
 		t.view.Halt()
 	case errors.Is(cause, errLeaseLost):
-		t.log.Warn(s.pfx+"lease lost; another process owns the run now")
+		t.log.Warn(s.pfx + "lease lost; another process owns the run now")
 		t.view.Halt()
 	default:
 		s.fail(work, t, err)
@@ -682,7 +682,7 @@ func (s *Service) lateCancel(ctx context.Context, r Run) string {
 func (s *Service) publish(ctx context.Context, t turn, res Result) error {
 	r := t.run
 	if _, err := s.store.Upload(ctx, r.ID); err == nil {
-		t.log.Info(s.pfx+"report already uploaded")
+		t.log.Info(s.pfx + "report already uploaded")
 		return nil
 	}
 	st := staging{s: s, runID: r.ID, log: t.log}
