@@ -22,14 +22,19 @@ import (
 type RunnerOptions struct {
 	Logger *slog.Logger // default slog.Default()
 	Clock  clock.Clock  // default clock.Real{}
+	// OnEvent, when set, also sees the agent's own progress events (a
+	// face that shows each search and page, as the terminal does); they
+	// come from several goroutines.
+	OnEvent func(agent.Event)
 }
 
 // Runner runs research on an *agent.Agent. The bot's thread id is the
 // agent's thread id. It is safe for concurrent use.
 type Runner struct {
-	a   *agent.Agent
-	log *slog.Logger
-	clk clock.Clock
+	a       *agent.Agent
+	log     *slog.Logger
+	clk     clock.Clock
+	onEvent func(agent.Event)
 }
 
 // NewRunner returns a Runner over a.
@@ -40,7 +45,7 @@ func NewRunner(a *agent.Agent, o RunnerOptions) *Runner {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	return &Runner{a: a, log: o.Logger, clk: o.Clock}
+	return &Runner{a: a, log: o.Logger, clk: o.Clock, onEvent: o.OnEvent}
 }
 
 // ErrCancelled is returned for a run whose thread was cancelled.
@@ -68,7 +73,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 	started := r.clk.Now()
 	t := newTracker(sink)
 	t.publish()
-	res, err := r.a.Start(ctx, req.ThreadID, areq, t.event)
+	res, err := r.a.Start(ctx, req.ThreadID, areq, r.events(t))
 	if err != nil {
 		return Outcome{}, r.callErr(ctx, req.ThreadID, err)
 	}
@@ -81,7 +86,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 // refusal.
 func (r *Runner) Resume(ctx context.Context, threadID, interruptID string, ans Answer, sink ProgressSink) (Outcome, error) {
 	t := r.seededTracker(ctx, threadID, sink)
-	res, err := r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, t.event)
+	res, err := r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, r.events(t))
 	if err != nil {
 		return Outcome{}, r.callErr(ctx, threadID, err)
 	}
@@ -95,7 +100,7 @@ func (r *Runner) Resume(ctx context.Context, threadID, interruptID string, ans A
 // checkpoint; the bot resumes again).
 func (r *Runner) Continue(ctx context.Context, threadID string, sink ProgressSink) (Outcome, error) {
 	t := r.seededTracker(ctx, threadID, sink)
-	res, err := r.a.Continue(ctx, threadID, t.event)
+	res, err := r.a.Continue(ctx, threadID, r.events(t))
 	if errors.Is(err, agent.ErrNothingToContinue) {
 		return Outcome{}, fmt.Errorf("%w: %w", ErrNothingToContinue, err)
 	}
@@ -129,6 +134,17 @@ func (r *Runner) EndRun(ctx context.Context, threadID string) error {
 		r.log.Info("research: the run's thread read the workspace and is forgotten", "thread_id", threadID)
 	}
 	return nil
+}
+
+// events is where a call's agent events go: t, and OnEvent.
+func (r *Runner) events(t *tracker) func(agent.Event) {
+	if r.onEvent == nil {
+		return t.event
+	}
+	return func(ev agent.Event) {
+		t.event(ev)
+		r.onEvent(ev)
+	}
 }
 
 // seededTracker is a progress tracker for a turn that is already under way
