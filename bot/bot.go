@@ -281,6 +281,9 @@ type Bot struct {
 	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
 
 	digests *Digests // nil unless Options.Digests is set
+	// digestFace shows the digest runs (RunOptions.Digest): nil unless
+	// Options.Digests is set.
+	digestFace research.Presenter
 
 	assistant *assistantState // assistant threads (assistant.go)
 }
@@ -382,6 +385,10 @@ func randomID(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// RunService is the run service the bot works on runs with (the digest
+// scheduler creates its firings' runs there).
+func (b *Bot) RunService() *research.Service { return b.runs }
 
 // Metrics returns the bot's metrics (for tests and the lead's wiring).
 func (b *Bot) Metrics() *Metrics { return b.metrics }

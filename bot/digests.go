@@ -14,6 +14,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 )
 
@@ -98,6 +99,7 @@ func (b *Bot) wireDigests() {
 	}
 	d := &Digests{b: b, mgr: b.opts.Digests}
 	b.digests = d
+	b.digestFace = &schedule.Face{Store: d.mgr.Store, Poster: d, Runs: b.store, Logger: b.log}
 	subs := maps.Clone(b.opts.Subcommands)
 	if subs == nil {
 		subs = map[string]SlashHandler{}
@@ -739,19 +741,38 @@ func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.Dig
 }
 
 // UploadReport implements schedule.Poster: the markdown report as a file in
-// the thread of the digest's message.
-func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string) error {
+// the thread of the digest's message, recorded as staged before it is
+// shared.
+func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, st research.Staging) (string, error) {
 	fileID, err := d.b.stageFile(ctx, filename, markdown)
 	if err != nil {
-		return fmt.Errorf("bot: upload digest report: %w", err)
+		return "", fmt.Errorf("bot: upload digest report: %w", err)
+	}
+	if err := st.Stage(ctx, fileID); err != nil {
+		d.b.deleteFile(ctx, fileID, d.b.log)
+		return "", fmt.Errorf("bot: record the staged digest report: %w", err)
 	}
 	err = d.b.shareFile(ctx, slack.CompleteUploadExternalParameters{
 		Files: []slack.FileSummary{{ID: fileID, Title: title}}, Channel: channel, ThreadTimestamp: threadTS,
 	})
 	if err != nil {
-		return fmt.Errorf("bot: share digest report: %w", err)
+		if d.b.deleteFile(ctx, fileID, d.b.log) {
+			st.Unstage(ctx, fileID)
+		}
+		return "", fmt.Errorf("bot: share digest report: %w", err)
 	}
-	return nil
+	return fileID, nil
+}
+
+// FindFile implements schedule.Poster: a file the bot shared in the thread.
+func (d *Digests) FindFile(ctx context.Context, channel, threadTS, filename string) (string, bool) {
+	id, _, ok := d.b.findPostedFile(ctx, research.ThreadKey{Channel: channel, ThreadTS: threadTS}, filename)
+	return id, ok
+}
+
+// DeleteFile implements schedule.Poster.
+func (d *Digests) DeleteFile(ctx context.Context, fileID string) bool {
+	return d.b.deleteFile(ctx, fileID, d.b.log)
 }
 
 // UploadChart implements schedule.ChartPoster: a chart of the digest's

@@ -23,6 +23,10 @@ type slackRuns struct{ b *Bot }
 // final clear of the status line).
 func (p slackRuns) Open(ctx context.Context, r research.Run) research.View {
 	b := p.b
+	if r.Options.Digest != nil && b.digestFace != nil {
+		// A digest run: its face posts to the schedule's channel.
+		return b.digestFace.Open(ctx, r)
+	}
 	b.metrics.runsActive.Inc()
 	b.metrics.runs.WithLabelValues(string(research.StateRunning)).Inc()
 	wctx := b.workCtx

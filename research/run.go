@@ -65,6 +65,20 @@ type RunOptions struct {
 	// Team is the workspace the report is posted in: with Channel and
 	// Private it decides which past reports the run may use.
 	Team string `json:",omitempty"`
+	// ApproveStart: the run waits for a person's go-ahead (an interrupt of
+	// kind InterruptStart) before its research starts.
+	ApproveStart bool `json:",omitempty"`
+	// Digest is set on a scheduled digest's run: the firing it researches.
+	// Such a run asks no one (no clarifying question) and its face posts
+	// the digest to the schedule's channel.
+	Digest *DigestOf `json:",omitempty"`
+}
+
+// DigestOf names the firing of a schedule that a digest run researches.
+type DigestOf struct {
+	Schedule string
+	Due      time.Time
+	Manual   bool `json:",omitempty"` // fired by hand ("Run now")
 }
 
 // Progress is a snapshot of a running research.
@@ -112,7 +126,13 @@ const (
 	InterruptPlan     InterruptKind = "plan"     // approve the research plan
 	InterruptDraft    InterruptKind = "draft"    // approve the draft report
 	InterruptQuestion InterruptKind = "question" // answer a clarifying question in the thread
+	// InterruptStart: a go-ahead before the research starts (a run with
+	// RunOptions.ApproveStart); approving it starts the research.
+	InterruptStart InterruptKind = "start"
 )
+
+// StartInterruptID is the id of a run's InterruptStart.
+const StartInterruptID = "start"
 
 // Interrupt is a paused run's request to a person.
 type Interrupt struct {
@@ -151,27 +171,16 @@ type Source struct {
 	Title string `json:"title,omitempty"`
 }
 
-// DigestRequest is a research run to its end without asking anyone: a
-// scheduled digest. ThreadID is stable for a firing, so a retried firing
-// continues the same agent thread.
-type DigestRequest struct {
-	ThreadID string
-	Question string
-	Language string
-	Depth    string
-	Owner    string // Slack user id of the schedule's owner (audit)
-	// Channel is where the digest is posted: its MCP sources are those
-	// allowed there, its past reports those posted there (of Team).
-	Channel string
-	Team    string
-}
-
 // Result is a finished research.
 type Result struct {
 	Title   string // short title of the report
 	Summary string // a few sentences (markdown)
-	Report  string // the full report (markdown)
-	Sources int    // distinct sources cited
+	// WriterSummary is the writer's summary as it wrote it (Summary may
+	// add a line on the report's limits, or lines of the report): a
+	// digest reads its findings there.
+	WriterSummary string `json:",omitempty"`
+	Report        string // the full report (markdown)
+	Sources       int    // distinct sources cited
 	// Cited lists the sources the report cites (for a digest's "what's
 	// new"); Findings its key findings, when the writer listed them.
 	Cited     []Source

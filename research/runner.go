@@ -67,6 +67,8 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		Requester:    req.Requester,
 	}
 	areq.Audience = &agent.Audience{Channel: req.Options.Channel, Private: req.Options.Private, Team: req.Options.Team, Requester: req.Requester}
+	// A digest asks no one: nobody reads the thread before it is posted.
+	areq.NoClarify = req.Options.Digest != nil
 	if tok := req.Options.WorkspaceToken; tok != "" {
 		areq.Workspace = &agent.Workspace{Token: tok, Private: req.Options.WorkspacePrivate, Before: req.Options.WorkspaceBefore}
 	}
@@ -310,14 +312,15 @@ func toResult(res *agent.Result) Result {
 		title = "Research report"
 	}
 	return Result{
-		Title:      title,
-		Summary:    summary,
-		Report:     res.Report,
-		Sources:    cited,
-		Citations:  res.Citations.Verified,
-		Tokens:     res.Usage.Total(),
-		Extractive: res.Extractive,
-		Cited:      citedSources(res.Sources),
+		Title:         title,
+		Summary:       summary,
+		WriterSummary: res.Summary,
+		Report:        res.Report,
+		Sources:       cited,
+		Citations:     res.Citations.Verified,
+		Tokens:        res.Usage.Total(),
+		Extractive:    res.Extractive,
+		Cited:         citedSources(res.Sources),
 		// the upload's span joins the turn's trace
 		TraceParent:   res.TraceParent,
 		Links:         readLinks(res.Sources),

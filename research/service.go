@@ -544,6 +544,10 @@ func (s *Service) settle(ctx, work context.Context, t turn, outcome Outcome, err
 // Start with the question. A run without a question continues its thread.
 func (s *Service) invoke(ctx context.Context, r Run, view View, log *slog.Logger) (Outcome, error) {
 	sink := view.Progress
+	if r.Options.ApproveStart && r.Decision == nil {
+		// Nothing is researched before the go-ahead.
+		return Outcome{Interrupt: &Interrupt{ID: StartInterruptID, Kind: InterruptStart, Text: r.Question}}, nil
+	}
 	if r.Attempt > 1 || r.Question == "" {
 		out, err := s.res.Continue(ctx, r.ThreadID, sink)
 		if !errors.Is(err, ErrNothingToContinue) || r.Question == "" && r.Decision == nil {
@@ -551,7 +555,7 @@ func (s *Service) invoke(ctx context.Context, r Run, view View, log *slog.Logger
 			return out, err
 		}
 	}
-	if r.Decision != nil && r.Interrupt != nil && r.Decision.InterruptID == r.Interrupt.ID {
+	if r.Decision != nil && r.Interrupt != nil && r.Decision.InterruptID == r.Interrupt.ID && r.Interrupt.Kind != InterruptStart {
 		d := r.Decision
 		return s.res.Resume(ctx, r.ThreadID, d.InterruptID, Answer{Action: d.Action, Text: d.Text, By: d.By}, sink)
 	}

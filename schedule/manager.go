@@ -253,7 +253,7 @@ func (m *Manager) Approve(ctx context.Context, id string, due time.Time, user st
 	if m.Scheduler == nil {
 		return errors.New("schedule: no scheduler in this process")
 	}
-	return m.Scheduler.Approve(ctx, id, due)
+	return m.Scheduler.Approve(ctx, id, due, user)
 }
 
 // Decline skips a firing waiting for approval.

@@ -168,14 +168,15 @@ type serveParts struct {
 func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) (ext func(*bot.Options), stop func(), err error) {
 	st := p.db.Schedules()
 	log = log.With("component", "digests")
-	// The bot serves the digests (Options.Digests); the scheduler posts,
-	// asks for approval and checks channels through it, so it starts once
-	// the bot is built (Options.Attach).
-	runner := &schedule.DigestRunner{Researcher: p.res, Logger: log}
+	// The bot serves the digests (Options.Digests) and shows their runs
+	// (its run service's presenter picks the digest face for them); the
+	// scheduler creates the firings' runs on the bot's run service and
+	// checks channels through the bot, so it starts once the bot is built
+	// (Options.Attach).
 	sched := &schedule.Scheduler{
-		Store:  st,
-		Logger: log,
-		Runner: runner,
+		Store:   st,
+		Decider: p.store,
+		Logger:  log,
 	}
 	if cfg.DigestTick > 0 {
 		sched.Interval = cfg.DigestTick
@@ -210,9 +211,8 @@ func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.
 		}
 	}
 	attach := func(b *bot.Bot) {
-		runner.Poster = b.Digests()
-		sched.Approvals = b.Digests()
-		runner.Channels = b
+		sched.Runs = b.RunService()
+		sched.Channels = b
 		mgr.Channels = b
 		start()
 	}
