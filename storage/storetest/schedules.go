@@ -237,6 +237,11 @@ func testFiringRun(t *testing.T) func(schedule.Store, research.Store) {
 			mustSchedule(t, runs.CreateRun(ctx, r, 0))
 			_, err := s.RecordFiring(ctx, running("a", due))
 			mustSchedule(t, err)
+			got, err := runs.Run(ctx, r.ID)
+			mustSchedule(t, err)
+			if of := got.Options.Digest; of == nil || of.Schedule != "a" || !of.Due.Equal(due) || of.Manual == approval || got.Options.ApproveStart != approval {
+				t.Fatalf("digest run read back as %+v (%+v)", got.Options, of)
+			}
 			return r.ID
 		}
 		// Done, with the lease while it runs.
