@@ -289,7 +289,7 @@ func ValidChannelID(id string) bool {
 		return false
 	}
 	for _, r := range id[1:] {
-		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
 			return false
 		}
 	}

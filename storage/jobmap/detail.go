@@ -73,7 +73,7 @@ func ReadRunDetail(r *research.Run, b []byte, intrID, decID *string) error {
 	d := runDetail{Run: *r}
 	// Unmarshal fills a pointer it finds set: the decoded run must share
 	// none with r.
-	d.Run.Interrupt, d.Run.Decision, d.Run.Options.Digest = nil, nil, nil
+	d.Run.Interrupt, d.Run.Decision, d.Options.Digest = nil, nil, nil
 	if err := json.Unmarshal(b, &d); err != nil {
 		return fmt.Errorf("run %s: detail: %w", r.ID, err)
 	}

@@ -260,12 +260,3 @@ func (s *Schedules) PreviousDigest(_ context.Context, id string, before time.Tim
 	}
 	return *best, nil
 }
-
-func sortFirings(fs []schedule.Firing) {
-	sort.Slice(fs, func(i, j int) bool {
-		if !fs[i].Due.Equal(fs[j].Due) {
-			return fs[i].Due.Before(fs[j].Due)
-		}
-		return fs[i].ScheduleID < fs[j].ScheduleID
-	})
-}
