@@ -6,11 +6,19 @@ package research
 import (
 	"errors"
 	"time"
+
+	"deepresearch/agent"
 )
 
-// ErrNothingToContinue is returned by Researcher.Continue when the thread has
-// no unfinished work to carry on.
-var ErrNothingToContinue = errors.New("research: nothing to continue on this thread")
+// The agent's errors a Researcher returns, under the product's names:
+// one sentinel each, never a copy to map.
+var (
+	// ErrNothingToContinue is returned by Researcher.Continue when the
+	// thread has no unfinished work to carry on.
+	ErrNothingToContinue = agent.ErrNothingToContinue
+	// ErrCancelled is returned for a run whose thread was cancelled.
+	ErrCancelled = agent.ErrCancelled
+)
 
 // ProgressSink receives progress while a run works. Each Progress is the
 // whole current picture, not a delta, so the bot may drop intermediate ones.
