@@ -5,6 +5,7 @@ package research
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"deepresearch/agent"
@@ -272,6 +273,18 @@ func (s RunState) Active() bool {
 
 // AllStates lists every run state.
 var AllStates = []RunState{StateQueued, StateRunning, StateWaiting, StateDone, StateFailed, StateCancelled}
+
+// RunKind is the kind of a run, from its id: the part before the first
+// ':' ("ask:…" is an `ask` run; a later "digest:SCHEDULE:DUE" a digest's
+// firing), "" for an id without one (a conversation's run: Slack's ids).
+// Each face takes over only the runs of its kind after a crash.
+func RunKind(id string) string {
+	kind, _, ok := strings.Cut(id, ":")
+	if !ok {
+		return ""
+	}
+	return kind
+}
 
 // Run is one research job: a question (or a follow-up) on a graph thread,
 // from creation to a final state.

@@ -67,7 +67,7 @@ type RunStore interface {
 	Run(ctx context.Context, id string) (Run, error)
 	LatestRun(ctx context.Context, threadID string) (Run, error)
 	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
-	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
+	AcquireRuns(ctx context.Context, kind, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
 	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
 	ReleaseRun(ctx context.Context, id, owner string, now time.Time) error
 	WaitRun(ctx context.Context, id, owner string, intr PendingInterrupt, now time.Time) error
@@ -206,7 +206,11 @@ const UploadFailedPrefix = "uploading the report: "
 
 // ServiceOptions tune a Service.
 type ServiceOptions struct {
-	Owner          string        // this process as a lease owner (required)
+	Owner string // this process as a lease owner (required)
+	// Kind is the kind of run (RunKind) this Service takes over in
+	// Recover: those its Presenter shows. "" is a conversation's run (a
+	// Slack thread's); `ask` runs are "ask".
+	Kind           string
 	Lease          time.Duration // run lease (default 30s)
 	HeartbeatEvery time.Duration // lease renewal (default Lease/3)
 	Slots          int           // runs worked on at once (default 8)
@@ -385,7 +389,7 @@ grab:
 	if held == 0 {
 		return
 	}
-	runs, err := s.store.AcquireRuns(ctx, s.o.Owner, s.clk.Now(), s.o.Lease, held)
+	runs, err := s.store.AcquireRuns(ctx, s.o.Kind, s.o.Owner, s.clk.Now(), s.o.Lease, held)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn(s.pfx+"acquire runs", "err", err)
 	}
