@@ -8,7 +8,7 @@ package research
 // shutdown it is handed back, and after a crash another process takes it
 // over (the recovery pass, with a bound on pickups).
 //
-// A face — Slack, the terminal (`ask`), a digest posted to a channel —
+// A face — the chat bot, the terminal (`ask`), a digest posted to a channel —
 // implements Presenter and View: it shows progress, the pause, the end,
 // and publishes the report. The Service decides when, records each step
 // in the RunStore, and makes publication exactly once with the store's
@@ -82,7 +82,7 @@ type RunStore interface {
 }
 
 // Presenter is a face's way of showing the runs a Service works on. A
-// process whose runs have several faces (a digest beside Slack runs) gives
+// process whose runs have several faces (a digest beside a conversation's runs) gives
 // the Service one Presenter that picks the face by the run.
 type Presenter interface {
 	// Open begins showing run r, just acquired by this process, before
@@ -209,7 +209,7 @@ type ServiceOptions struct {
 	Owner string // this process as a lease owner (required)
 	// Kind is the kind of run (RunKind) this Service takes over in
 	// Recover: those its Presenter shows. "" is a conversation's run (a
-	// Slack thread's); `ask` runs are "ask".
+	// chat thread's); `ask` runs are "ask".
 	Kind           string
 	Lease          time.Duration // run lease (default 30s)
 	HeartbeatEvery time.Duration // lease renewal (default Lease/3)
