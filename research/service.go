@@ -313,14 +313,12 @@ func (s *Service) Shutdown(timeout time.Duration) bool {
 	stop(ErrShutdown)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	// A wall-clock wait: a test's clock that stands still must not hold
-	// a shutdown forever.
-	t := time.NewTimer(timeout)
+	t := s.clk.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-t.C:
+	case <-t.C():
 		return false
 	}
 }
@@ -575,14 +573,15 @@ func (s *Service) invoke(ctx context.Context, r Run, view View, log *slog.Logger
 // heartbeat renews the lease until done; it cancels the run when the lease
 // is lost or someone asked to cancel.
 func (s *Service) heartbeat(ctx context.Context, r Run, view View, cancel context.CancelCauseFunc, done <-chan struct{}) {
-	t := time.NewTicker(s.o.HeartbeatEvery)
+	t := s.clk.NewTimer(s.o.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
+		t.Reset(s.o.HeartbeatEvery)
 		cur, err := s.store.Heartbeat(ctx, r.ID, s.o.Owner, s.clk.Now(), s.o.Lease)
 		switch {
 		case errors.Is(err, ErrLeaseLost):
