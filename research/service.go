@@ -207,10 +207,13 @@ const UploadFailedPrefix = "uploading the report: "
 // ServiceOptions tune a Service.
 type ServiceOptions struct {
 	Owner string // this process as a lease owner (required)
-	// Kind is the kind of run (RunKind) this Service takes over in
-	// Recover: those its Presenter shows. "" is a conversation's run (a
-	// chat thread's); `ask` runs are "ask".
-	Kind           string
+	// Kinds are the kinds of run (RunKind) this Service takes over in
+	// Recover, in this order of precedence: those its Presenter shows
+	// (one that shows several picks the face by RunKind). "" is a
+	// conversation's run (a chat thread's); `ask` runs are "ask"; a
+	// digest's firing, keyed by its schedule and due time, would be
+	// "digest". Default: [""].
+	Kinds []string
 	Lease          time.Duration // run lease (default 30s)
 	HeartbeatEvery time.Duration // lease renewal (default Lease/3)
 	Slots          int           // runs worked on at once (default 8)
@@ -261,6 +264,9 @@ func NewService(store RunStore, res Researcher, p Presenter, o ServiceOptions) *
 	}
 	if o.HeartbeatEvery <= 0 {
 		o.HeartbeatEvery = o.Lease / 3
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = []string{""}
 	}
 	if o.Slots <= 0 {
 		o.Slots = 8
@@ -387,14 +393,19 @@ grab:
 	if held == 0 {
 		return
 	}
-	runs, err := s.store.AcquireRuns(ctx, s.o.Kind, s.o.Owner, s.clk.Now(), s.o.Lease, held)
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn(s.pfx+"acquire runs", "err", err)
-	}
-	for _, r := range runs {
-		s.log.Info(s.pfx+"picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
-		s.launch(r)
-		held--
+	for _, kind := range s.o.Kinds {
+		if held == 0 {
+			break
+		}
+		runs, err := s.store.AcquireRuns(ctx, kind, s.o.Owner, s.clk.Now(), s.o.Lease, held)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn(s.pfx+"acquire runs", "kind", kind, "err", err)
+		}
+		for _, r := range runs {
+			s.log.Info(s.pfx+"picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
+			s.launch(r)
+			held--
+		}
 	}
 	for range held {
 		<-s.slots
