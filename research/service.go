@@ -213,7 +213,7 @@ type ServiceOptions struct {
 	// conversation's run (a chat thread's); `ask` runs are "ask"; a
 	// digest's firing, keyed by its schedule and due time, would be
 	// "digest". Default: [""].
-	Kinds []string
+	Kinds          []string
 	Lease          time.Duration // run lease (default 30s)
 	HeartbeatEvery time.Duration // lease renewal (default Lease/3)
 	Slots          int           // runs worked on at once (default 8)
