@@ -1,6 +1,8 @@
 // Package research holds the product's words for a research run: the run
 // and its states, the interrupt a paused run shows and the decision on it,
-// progress, and the result.
+// progress, and the result; the run's lifecycle, which every face (the
+// Slack bot, the terminal) shares, as a Service; and the Runner, which
+// runs research on the agent.
 package research
 
 import (
