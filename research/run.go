@@ -1,16 +1,27 @@
 // Package research holds the product's words for a research run: the run
 // and its states, the interrupt a paused run shows and the decision on it,
-// progress, and the result.
+// progress, and the result; the run's lifecycle, which every face (the
+// Slack bot, the terminal) shares, as a Service; and the Runner, which
+// runs research on the agent.
 package research
 
 import (
 	"errors"
+	"strings"
 	"time"
+
+	"deepresearch/agent"
 )
 
-// ErrNothingToContinue is returned by Researcher.Continue when the thread has
-// no unfinished work to carry on.
-var ErrNothingToContinue = errors.New("research: nothing to continue on this thread")
+// The agent's errors a Researcher returns, under the product's names:
+// one sentinel each, never a copy to map.
+var (
+	// ErrNothingToContinue is returned by Researcher.Continue when the
+	// thread has no unfinished work to carry on.
+	ErrNothingToContinue = agent.ErrNothingToContinue
+	// ErrCancelled is returned for a run whose thread was cancelled.
+	ErrCancelled = agent.ErrCancelled
+)
 
 // ProgressSink receives progress while a run works. Each Progress is the
 // whole current picture, not a delta, so the bot may drop intermediate ones.
@@ -273,6 +284,18 @@ func (s RunState) Active() bool {
 
 // AllStates lists every run state.
 var AllStates = []RunState{StateQueued, StateRunning, StateWaiting, StateDone, StateFailed, StateCancelled}
+
+// RunKind is the kind of a run, from its id: the part before the first
+// ':' ("ask:…" is an `ask` run; a later "digest:SCHEDULE:DUE" a digest's
+// firing), "" for an id without one (a conversation's run: Slack's ids).
+// Each face takes over only the runs of its kind after a crash.
+func RunKind(id string) string {
+	kind, _, ok := strings.Cut(id, ":")
+	if !ok {
+		return ""
+	}
+	return kind
+}
 
 // Run is one research job: a question (or a follow-up) on a graph thread,
 // from creation to a final state.

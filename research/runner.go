@@ -48,9 +48,6 @@ func NewRunner(a *agent.Agent, o RunnerOptions) *Runner {
 	return &Runner{a: a, log: o.Logger, clk: o.Clock, onEvent: o.OnEvent}
 }
 
-// ErrCancelled is returned for a run whose thread was cancelled.
-var ErrCancelled = errors.New("research: the run was cancelled")
-
 // Start asks a new question on the thread (a follow-up when it has
 // history). Started again for the same run (the process died after the
 // turn finished or paused but before the bot recorded it), it returns that
@@ -103,8 +100,8 @@ func (r *Runner) Resume(ctx context.Context, threadID, interruptID string, ans A
 func (r *Runner) Continue(ctx context.Context, threadID string, sink ProgressSink) (Outcome, error) {
 	t := r.seededTracker(ctx, threadID, sink)
 	res, err := r.a.Continue(ctx, threadID, r.events(t))
-	if errors.Is(err, agent.ErrNothingToContinue) {
-		return Outcome{}, fmt.Errorf("%w: %w", ErrNothingToContinue, err)
+	if errors.Is(err, ErrNothingToContinue) {
+		return Outcome{}, err
 	}
 	if err != nil {
 		return Outcome{}, r.callErr(ctx, threadID, err)
@@ -164,11 +161,8 @@ func (r *Runner) seededTracker(ctx context.Context, threadID string, sink Progre
 }
 
 // callErr wraps an agent call's error: a call stopped by Cancel is
-// ErrCancelled, and ctx's error stays visible to errors.Is.
+// ErrCancelled already, and ctx's error stays visible to errors.Is.
 func (r *Runner) callErr(ctx context.Context, threadID string, err error) error {
-	if errors.Is(err, agent.ErrCancelled) {
-		err = fmt.Errorf("%w (%w)", err, ErrCancelled)
-	}
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("%w (%w)", err, ctx.Err())
 	}

@@ -8,7 +8,7 @@ package research
 // shutdown it is handed back, and after a crash another process takes it
 // over (the recovery pass, with a bound on pickups).
 //
-// A face — Slack, the terminal (`ask`), a digest posted to a channel —
+// A face — the chat bot, the terminal (`ask`), a digest posted to a channel —
 // implements Presenter and View: it shows progress, the pause, the end,
 // and publishes the report. The Service decides when, records each step
 // in the RunStore, and makes publication exactly once with the store's
@@ -67,7 +67,7 @@ type RunStore interface {
 	Run(ctx context.Context, id string) (Run, error)
 	LatestRun(ctx context.Context, threadID string) (Run, error)
 	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
-	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
+	AcquireRuns(ctx context.Context, kind, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
 	Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
 	ReleaseRun(ctx context.Context, id, owner string, now time.Time) error
 	WaitRun(ctx context.Context, id, owner string, intr PendingInterrupt, now time.Time) error
@@ -82,7 +82,7 @@ type RunStore interface {
 }
 
 // Presenter is a face's way of showing the runs a Service works on. A
-// process whose runs have several faces (a digest beside Slack runs) gives
+// process whose runs have several faces (a digest beside a conversation's runs) gives
 // the Service one Presenter that picks the face by the run.
 type Presenter interface {
 	// Open begins showing run r, just acquired by this process, before
@@ -206,7 +206,14 @@ const UploadFailedPrefix = "uploading the report: "
 
 // ServiceOptions tune a Service.
 type ServiceOptions struct {
-	Owner          string        // this process as a lease owner (required)
+	Owner string // this process as a lease owner (required)
+	// Kinds are the kinds of run (RunKind) this Service takes over in
+	// Recover, in this order of precedence: those its Presenter shows
+	// (one that shows several picks the face by RunKind). "" is a
+	// conversation's run (a chat thread's); `ask` runs are "ask"; a
+	// digest's firing, keyed by its schedule and due time, would be
+	// "digest". Default: [""].
+	Kinds          []string
 	Lease          time.Duration // run lease (default 30s)
 	HeartbeatEvery time.Duration // lease renewal (default Lease/3)
 	Slots          int           // runs worked on at once (default 8)
@@ -257,6 +264,9 @@ func NewService(store RunStore, res Researcher, p Presenter, o ServiceOptions) *
 	}
 	if o.HeartbeatEvery <= 0 {
 		o.HeartbeatEvery = o.Lease / 3
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = []string{""}
 	}
 	if o.Slots <= 0 {
 		o.Slots = 8
@@ -309,14 +319,12 @@ func (s *Service) Shutdown(timeout time.Duration) bool {
 	stop(ErrShutdown)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	// A wall-clock wait: a test's clock that stands still must not hold
-	// a shutdown forever.
-	t := time.NewTimer(timeout)
+	t := s.clk.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-t.C:
+	case <-t.C():
 		return false
 	}
 }
@@ -385,14 +393,19 @@ grab:
 	if held == 0 {
 		return
 	}
-	runs, err := s.store.AcquireRuns(ctx, s.o.Owner, s.clk.Now(), s.o.Lease, held)
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn(s.pfx+"acquire runs", "err", err)
-	}
-	for _, r := range runs {
-		s.log.Info(s.pfx+"picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
-		s.launch(r)
-		held--
+	for _, kind := range s.o.Kinds {
+		if held == 0 {
+			break
+		}
+		runs, err := s.store.AcquireRuns(ctx, kind, s.o.Owner, s.clk.Now(), s.o.Lease, held)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn(s.pfx+"acquire runs", "kind", kind, "err", err)
+		}
+		for _, r := range runs {
+			s.log.Info(s.pfx+"picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
+			s.launch(r)
+			held--
+		}
 	}
 	for range held {
 		<-s.slots
@@ -575,14 +588,15 @@ func (s *Service) invoke(ctx context.Context, r Run, view View, log *slog.Logger
 // heartbeat renews the lease until done; it cancels the run when the lease
 // is lost or someone asked to cancel.
 func (s *Service) heartbeat(ctx context.Context, r Run, view View, cancel context.CancelCauseFunc, done <-chan struct{}) {
-	t := time.NewTicker(s.o.HeartbeatEvery)
+	t := s.clk.NewTimer(s.o.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
+		t.Reset(s.o.HeartbeatEvery)
 		cur, err := s.store.Heartbeat(ctx, r.ID, s.o.Owner, s.clk.Now(), s.o.Lease)
 		switch {
 		case errors.Is(err, ErrLeaseLost):

@@ -132,7 +132,7 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 		f: askFlags{out: *out, chartDir: *chartDir, thread: *thread, depth: *depth, lang: *lang, yes: *yes,
 			approvePlan: *approvePlan, approveDraft: *approveDraft, team: *team},
 		svc: research.NewService(db.Runs(), runner, term, research.ServiceOptions{
-			Owner: askOwner(), Lease: cfg.Lease, Slots: 1, Logger: logger, LogPrefix: "ask: "}),
+			Kinds: []string{"ask"}, Owner: askOwner(), Lease: cfg.Lease, Slots: 1, Logger: logger, LogPrefix: "ask: "}),
 	}
 	r, err := s.begin(ctx, question)
 	if err != nil {

@@ -62,7 +62,7 @@ func askOwner() string {
 func (s *askSession) begin(ctx context.Context, question string) (research.Run, error) {
 	now := time.Now()
 	r := research.Run{
-		ID: newAskID("ask-"), ThreadID: s.f.thread, Requester: askRequester, Question: question, FollowUp: s.f.thread != "",
+		ID: "ask:" + newAskID(""), ThreadID: s.f.thread, Requester: askRequester, Question: question, FollowUp: s.f.thread != "",
 		Options: research.RunOptions{ApprovePlan: s.f.approvePlan, ApproveDraft: s.f.approveDraft, Depth: s.f.depth,
 			Language: s.f.lang, TeamSize: s.f.team, Private: true},
 		CreatedAt: now, UpdatedAt: now,

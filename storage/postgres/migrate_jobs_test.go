@@ -187,7 +187,7 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 		t.Errorf("a migrated firing was recorded again: %v, %v", ok, err)
 	}
 
-	got2, err := r.AcquireRuns(ctx, "B", at(60), 30*time.Second, 0)
+	got2, err := r.AcquireRuns(ctx, "", "B", at(60), 30*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
