@@ -360,8 +360,12 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.wireAssistant()
 	b.wireDigests()
 	b.wireRatings()
+	kinds := []string{""} // the conversations' runs
+	if b.digestFace != nil {
+		kinds = append(kinds, schedule.RunKind) // and the digests' firings
+	}
 	b.runs = research.NewService(store, b.res, slackRuns{b}, research.ServiceOptions{
-		Owner: opts.InstanceID, Lease: opts.Lease, HeartbeatEvery: opts.HeartbeatEvery, Slots: opts.MaxConcurrentRuns,
+		Owner: opts.InstanceID, Kinds: kinds, Lease: opts.Lease, HeartbeatEvery: opts.HeartbeatEvery, Slots: opts.MaxConcurrentRuns,
 		MaxAttempts: maxRunAttempts, Ender: ender, Logger: b.log, LogPrefix: "bot: ", Clock: opts.Clock,
 	})
 	if opts.Attach != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/schedule"
 
 	"github.com/slack-go/slack"
 )
@@ -23,7 +24,7 @@ type slackRuns struct{ b *Bot }
 // final clear of the status line).
 func (p slackRuns) Open(ctx context.Context, r research.Run) research.View {
 	b := p.b
-	if r.Options.Digest != nil && b.digestFace != nil {
+	if research.RunKind(r.ID) == schedule.RunKind && b.digestFace != nil {
 		// A digest run: its face posts to the schedule's channel.
 		return b.digestFace.Open(ctx, r)
 	}

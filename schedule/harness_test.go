@@ -238,7 +238,7 @@ type proc struct {
 
 func (w *world) proc(t *testing.T, name string, edit ...func(*research.ServiceOptions)) *proc {
 	t.Helper()
-	o := research.ServiceOptions{Owner: name, Lease: time.Minute, HeartbeatEvery: 20 * time.Millisecond, Clock: w.clk,
+	o := research.ServiceOptions{Owner: name, Kinds: []string{schedule.RunKind}, Lease: time.Minute, HeartbeatEvery: 20 * time.Millisecond, Clock: w.clk,
 		RoundWait: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 	for _, e := range edit {
 		e(&o)

@@ -161,10 +161,14 @@ func (s *Scheduler) tickSchedule(ctx context.Context, sc Schedule, now time.Time
 	return errors.Join(errs...)
 }
 
+// RunKind is the kind of a digest run (research.RunKind of its id): the
+// run services that show digests take these runs over after a crash.
+const RunKind = "digest"
+
 // RunID is the id of the digest run of the firing (scheduleID, due): the
 // same in every process, so that the run is created once.
 func RunID(scheduleID string, due time.Time) string {
-	return "digest:" + scheduleID + "@" + strconv.FormatInt(due.UnixNano(), 10)
+	return RunKind + ":" + scheduleID + "@" + strconv.FormatInt(due.UnixNano(), 10)
 }
 
 // ThreadID is the agent thread of a firing.
