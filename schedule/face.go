@@ -156,8 +156,9 @@ func (v *digestView) names() (name, title string) {
 }
 
 // Published finds the report in the thread of the summary message that an
-// earlier attempt posted (it died before recording the upload).
-func (v *digestView) Published(ctx context.Context, _ research.Result, _ research.Staging) (research.Upload, bool) {
+// earlier attempt posted (it died before recording the upload), and shares
+// the charts that attempt may not have.
+func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
 	if v.scErr != nil || v.run.StatusTS == "" {
 		return research.Upload{}, false
 	}
@@ -167,7 +168,35 @@ func (v *digestView) Published(ctx context.Context, _ research.Result, _ researc
 		return research.Upload{}, false
 	}
 	v.ts = v.run.StatusTS
+	v.shareCharts(ctx, res, name, true)
 	return research.Upload{FileID: id, MessageTS: v.ts}, true
+}
+
+// chartName is the file name of a chart of the report name.
+func chartName(report string, c research.Chart) string {
+	return strings.TrimSuffix(report, ".md") + "-" + c.Name
+}
+
+// shareCharts shares the report's charts in the digest's thread, when the
+// Poster can; check skips those already there. The report holds each
+// chart's table: a chart not shared is logged, not a failed firing posted
+// again.
+func (v *digestView) shareCharts(ctx context.Context, res research.Result, report string, check bool) {
+	cp, ok := v.f.Poster.(ChartPoster)
+	if !ok {
+		return
+	}
+	for _, c := range res.Charts {
+		name := chartName(report, c)
+		if check {
+			if _, found := v.f.Poster.FindFile(ctx, v.sc.Channel, v.ts, name); found {
+				continue
+			}
+		}
+		if err := cp.UploadChart(ctx, v.sc.Channel, v.ts, name, c.Title, c.PNG); err != nil {
+			v.log.Warn("schedule: a digest's chart was not shared", "schedule", v.sc.ID, "chart", c.Name, "err", err)
+		}
+	}
 }
 
 // Discard deletes a report file an earlier attempt staged.
@@ -199,27 +228,16 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	v.ts = ts
 	report := ComposeReport(sc, due, w, res)
 	name, title := v.names()
-	cp, charts := v.f.Poster.(ChartPoster)
-	charts = charts && len(res.Charts) > 0
-	chartName := func(c research.Chart) string { return strings.TrimSuffix(name, ".md") + "-" + c.Name }
-	if charts {
+	if _, ok := v.f.Poster.(ChartPoster); ok {
 		for _, c := range res.Charts {
-			report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+chartName(c)+")")
+			report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+chartName(name, c)+")")
 		}
 	}
 	fileID, err := v.f.Poster.UploadReport(ctx, sc.Channel, ts, name, title, report, st)
 	if err != nil {
 		return research.Upload{}, fmt.Errorf("schedule: upload report: %w", err)
 	}
-	if charts {
-		for _, c := range res.Charts {
-			// the report holds the chart's table: a chart not shared is
-			// logged, not a failed firing posted again
-			if err := cp.UploadChart(ctx, sc.Channel, ts, chartName(c), c.Title, c.PNG); err != nil {
-				v.log.Warn("schedule: a digest's chart was not shared", "schedule", sc.ID, "chart", c.Name, "err", err)
-			}
-		}
-	}
+	v.shareCharts(ctx, res, name, false)
 	return research.Upload{FileID: fileID, MessageTS: ts}, nil
 }
 
