@@ -136,8 +136,9 @@ type Options struct {
 	// Digests, when set, makes the bot serve scheduled digests (digests.go):
 	// /research schedule(s), the schedule modal and buttons, the App Home
 	// section. New calls it once with the bot's digest UI, which posts
-	// digests, asks for approvals and checks channels (schedule.Poster,
-	// ChartPoster, ApprovalRequester, ChannelChecker), and serves the
+	// digests, asks for approvals, checks channels and hands the firings'
+	// runs to the bot's run service (schedule.Poster, ChartPoster,
+	// ApprovalRequester, ChannelChecker, Runs), and serves the
 	// manager it returns: the caller builds its scheduler and manager
 	// around the UI, every field set at once, and runs the scheduler once
 	// New has returned.
@@ -254,14 +255,8 @@ type Bot struct {
 
 	replicas *replicas // the live replicas the Slack budgets are split among (presence.go)
 
-	runSlots  chan struct{}
-	runCtx    context.Context // parent of every run; cancelled at shutdown
-	runCancel context.CancelCauseFunc
-	runWG     sync.WaitGroup
-	runsMu    sync.Mutex
-	running   map[string]context.CancelCauseFunc // runs this process works on
-	tokens    workspaceTokens                    // action_tokens of runs created here, until started
-	ender     RunEnder                           // the researcher, when it is told of ended runs
+	runs   *research.Service // the runs' lifecycle; this bot is its Slack face (runview.go)
+	tokens workspaceTokens   // action_tokens of runs created here, until started
 
 	workCtx    context.Context // parent of event handlers
 	workCancel context.CancelFunc
@@ -271,6 +266,9 @@ type Bot struct {
 	started atomic.Bool
 
 	digests *Digests // nil unless Options.Digests is set
+	// digestFace shows the digest runs (RunOptions.Digest): nil unless
+	// Options.Digests is set.
+	digestFace research.Presenter
 
 	assistant *assistantState // assistant threads (assistant.go)
 	ratings   *ratings        // feedback on reports and digests (rating.go)
@@ -316,13 +314,11 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		spans:       &spans{tracer: tracerOf(opts.TracerProvider), clock: opts.Clock},
 		allowed:     set(opts.AllowedChannels),
 		approvers:   set(opts.Approvers),
-		runSlots:    make(chan struct{}, opts.MaxConcurrentRuns),
-		running:     map[string]context.CancelCauseFunc{},
 		registry:    private,
 	}
 	b.replicas = &replicas{store: store, instance: opts.InstanceID, every: opts.PresenceEvery, shared: opts.SharedBudgets,
 		slack: b.slackClient, log: log, metrics: m}
-	b.ender, _ = researcher.(RunEnder)
+	ender, _ := researcher.(RunEnder)
 	b.statuses = &statuses{bot: b}
 	m.sampler = func(ctx context.Context) map[research.RunState]int {
 		runs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
@@ -347,10 +343,17 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	if opts.Digests != nil {
 		b.digests = newDigests(b, opts.Digests)
 	}
+	kinds := []string{""} // the conversations' runs
 	if b.digests != nil {
 		b.opts.Subcommands = with(with(b.opts.Subcommands, "schedule", b.digests.SlashSchedule), "schedules", b.digests.SlashSchedules)
 		b.opts.Interactions = with(b.opts.Interactions, SchedPrefix, b.digests.HandleInteraction)
+		b.digestFace = &schedule.Face{Store: b.digests.mgr.Store, Poster: b.digests, Runs: store, Logger: log}
+		kinds = append(kinds, schedule.RunKind) // and the digests' firings
 	}
+	b.runs = research.NewService(store, b.res, slackRuns{b}, research.ServiceOptions{
+		Owner: opts.InstanceID, Kinds: kinds, Lease: opts.Lease, HeartbeatEvery: opts.HeartbeatEvery, Slots: opts.MaxConcurrentRuns,
+		MaxAttempts: maxRunAttempts, Ender: ender, Logger: log, LogPrefix: "bot: ", Clock: opts.Clock,
+	})
 	b.ratings = &ratings{feedback: opts.Feedback, store: store, slack: b.slackClient, log: log, metrics: m,
 		maxLen: opts.MaxQuestionLen, digests: b.digests}
 	if opts.Feedback != nil {
@@ -387,6 +390,10 @@ func randomID(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// RunService is the run service the bot works on runs with (the digest
+// scheduler creates its firings' runs there).
+func (b *Bot) RunService() *research.Service { return b.runs }
+
 // Metrics returns the bot's metrics (for tests and the lead's wiring).
 func (b *Bot) Metrics() *Metrics { return b.metrics }
 
@@ -409,9 +416,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	// starts with its share of the workspace's Slack budgets.
 	b.replicas.round(ctx)
 
-	b.runCtx, b.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.intake.workCtx = b.workCtx
+	b.runs.Begin(b.workCtx)
 	p := newPool(b.opts.Workers, b.opts.QueueSize)
 
 	var loops sync.WaitGroup
@@ -446,12 +453,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	case <-b.clk.After(b.opts.ShutdownTimeout):
 		b.log.Warn("bot: handlers still busy at shutdown")
 	}
-	b.runCancel(errShutdown)
-	runsDone := make(chan struct{})
-	go func() { b.runWG.Wait(); close(runsDone) }()
-	select {
-	case <-runsDone:
-	case <-b.clk.After(b.opts.ShutdownTimeout):
+	if !b.runs.Shutdown(b.opts.ShutdownTimeout) {
 		b.log.Warn("bot: runs still busy at shutdown; their leases will expire")
 	}
 	b.workCancel()

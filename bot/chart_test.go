@@ -2,14 +2,11 @@ package bot_test
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/schedule"
 )
 
 // pngBytes stands for a chart: the bot shares the bytes as they are.
@@ -48,17 +45,9 @@ func TestChartSharedInThread(t *testing.T) {
 // shares the chart as a PNG file in the digest's thread, after the report,
 // which links it by the file's name.
 func TestDigestChartPostedThroughFake(t *testing.T) {
-	h := newDigestHarness(t)
-	res := researcherFunc(func(context.Context, research.DigestRequest) (research.Result, error) {
-		return research.Result{Title: "Prices", Summary: "- X costs $5", Report: "# Prices\n\n![Chart: Prices (USD)](chart-1.png)\n",
-			Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: pngBytes}}}, nil
-	})
-	runner := &schedule.DigestRunner{Researcher: res, Poster: h.ui}
-	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "prices", Spec: "@weekly", TZ: "Asia/Tokyo"}
-	d, err := runner.Run(context.Background(), schedule.Job{Schedule: sc, Due: time.Date(2026, 3, 9, 9, 0, 0, 0, sc.Location())})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newDigestHarness(t, resultResearcher(research.Result{Title: "Prices", WriterSummary: "- X costs $5", Report: "# Prices\n\n![Chart: Prices (USD)](chart-1.png)\n",
+		Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: pngBytes}}}))
+	d := fireDigest(t, h, "prices").Digest
 	files := h.fake.Files()
 	if len(files) != 2 {
 		t.Fatalf("%d files, want the report and its chart", len(files))

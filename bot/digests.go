@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 )
 
@@ -83,6 +84,7 @@ var (
 	_ schedule.ChartPoster       = (*Digests)(nil)
 	_ schedule.ApprovalRequester = (*Digests)(nil)
 	_ schedule.ChannelChecker    = (*Digests)(nil)
+	_ schedule.Runs              = (*Digests)(nil)
 	_ schedule.ChannelChecker    = (*Bot)(nil)
 )
 
@@ -98,6 +100,17 @@ func newDigests(b *Bot, build func(*Digests) *schedule.Manager) *Digests {
 	}
 	return d
 }
+
+// Create implements schedule.Runs: a firing's run is created on the bot's
+// run service, which shows it with the digest face. The scheduler calls it
+// only once it runs, after New has returned.
+func (d *Digests) Create(ctx context.Context, r research.Run, maxPerUser int) error {
+	return d.b.runs.Create(ctx, r, maxPerUser)
+}
+
+// TryStart implements schedule.Runs: the bot's run service works on the
+// firing's run at once when this process has room.
+func (d *Digests) TryStart(ctx context.Context, runID string) { d.b.runs.TryStart(ctx, runID) }
 
 // CheckChannel implements schedule.ChannelChecker with Bot.CheckChannel.
 func (d *Digests) CheckChannel(ctx context.Context, channel, owner string) (string, error) {
@@ -747,19 +760,38 @@ func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.Dig
 }
 
 // UploadReport implements schedule.Poster: the markdown report as a file in
-// the thread of the digest's message.
-func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string) error {
+// the thread of the digest's message, recorded as staged before it is
+// shared.
+func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, st research.Staging) (string, error) {
 	fileID, err := d.b.stageFile(ctx, filename, markdown)
 	if err != nil {
-		return fmt.Errorf("bot: upload digest report: %w", err)
+		return "", fmt.Errorf("bot: upload digest report: %w", err)
+	}
+	if err := st.Stage(ctx, fileID); err != nil {
+		d.b.deleteFile(ctx, fileID, d.b.log)
+		return "", fmt.Errorf("bot: record the staged digest report: %w", err)
 	}
 	err = d.b.shareFile(ctx, slack.CompleteUploadExternalParameters{
 		Files: []slack.FileSummary{{ID: fileID, Title: title}}, Channel: channel, ThreadTimestamp: threadTS,
 	})
 	if err != nil {
-		return fmt.Errorf("bot: share digest report: %w", err)
+		if d.b.deleteFile(ctx, fileID, d.b.log) {
+			st.Unstage(ctx, fileID)
+		}
+		return "", fmt.Errorf("bot: share digest report: %w", err)
 	}
-	return nil
+	return fileID, nil
+}
+
+// FindFile implements schedule.Poster: a file the bot shared in the thread.
+func (d *Digests) FindFile(ctx context.Context, channel, threadTS, filename string) (string, bool) {
+	id, _, ok := d.b.findPostedFile(ctx, research.ThreadKey{Channel: channel, ThreadTS: threadTS}, filename)
+	return id, ok
+}
+
+// DeleteFile implements schedule.Poster.
+func (d *Digests) DeleteFile(ctx context.Context, fileID string) bool {
+	return d.b.deleteFile(ctx, fileID, d.b.log)
 }
 
 // UploadChart implements schedule.ChartPoster: a chart of the digest's

@@ -3,8 +3,8 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -32,31 +32,49 @@ type digestHarness struct {
 	ui      *bot.Digests
 	mgr     *schedule.Manager
 	store   *memory.Schedules
+	runs    *memory.Runs
 	sched   *schedule.Scheduler
 	clock   *clock.Manual
 	handled chan string // envelope ids, after HandleInteraction returned
-	runner  *recRunner
+	res     *fakeResearcher
 }
 
-type recRunner struct {
-	mu   sync.Mutex
-	jobs []schedule.Job
+// starts counts the digest researches started.
+func (h *digestHarness) starts() int {
+	n := 0
+	for _, c := range h.res.Calls() {
+		if strings.HasPrefix(c, "start:schedule:") {
+			n++
+		}
+	}
+	return n
 }
 
-func (r *recRunner) Run(_ context.Context, job schedule.Job) (*schedule.Digest, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.jobs = append(r.jobs, job)
-	return &schedule.Digest{Title: "ok"}, nil
+// settle lets the bot's run service work until no run is queued or
+// running.
+func (h *digestHarness) settle(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h.bot.RunService().Recover(ctx)
+		active, err := h.runs.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(active) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs still active: %+v", active)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
-func (r *recRunner) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.jobs)
-}
-
-func newDigestHarness(t *testing.T) *digestHarness {
+// newDigestHarness builds the harness; res, when given, researches the
+// digests (default: the bot tests' fakeResearcher).
+func newDigestHarness(t *testing.T, res ...research.Researcher) *digestHarness {
 	t.Helper()
 	fake := slackfake.New(slackfake.WithTriggerTTL(0))
 	t.Cleanup(fake.Close)
@@ -64,23 +82,32 @@ func newDigestHarness(t *testing.T) *digestHarness {
 	fake.AddUser(slackfake.User{ID: "USTRANGER", Name: "stranger", RealName: "Sam Stranger", TZ: "Asia/Tokyo"})
 	fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
 	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()), slack.OptionAppLevelToken(fake.AppToken()))
-	st := memory.NewSchedules()
+	runs := memory.NewRuns()
+	st := memory.NewSchedulesOn(runs)
 	clk := clock.NewManual(time.Now())
-	r := &recRunner{}
+	fr := newFakeResearcher()
+	var r research.Researcher = fr
+	if len(res) > 0 {
+		r = res[0]
+	}
 	var (
 		sched *schedule.Scheduler
 		mgr   *schedule.Manager
 	)
-	// The scheduler asks the bot's digest UI for approvals, as serve wires it.
-	b := newDigestBot(t, fake.APIURL(), nil, func(o *bot.Options) {
-		o.Digests = func(ui *bot.Digests) *schedule.Manager {
-			sched = &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: "test", Approvals: ui}
+	// The scheduler hands its firings' runs to the bot's run service through
+	// the bot's digest UI, as serve wires it.
+	b, err := bot.New(r, runs, bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: fake.APIURL(),
+		InstanceID: "test", Clock: clk, Digests: func(ui *bot.Digests) *schedule.Manager {
+			sched = &schedule.Scheduler{Store: st, Runs: ui, Decider: runs, Clock: clk}
 			mgr = &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}
 			return mgr
-		}
-	})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.RunService().Shutdown(5 * time.Second) })
 	ui := b.Digests()
-	h := &digestHarness{fake: fake, api: api, bot: b, ui: ui, mgr: mgr, store: st, sched: sched, clock: clk, handled: make(chan string, 16), runner: r}
+	h := &digestHarness{fake: fake, api: api, bot: b, ui: ui, mgr: mgr, store: st, runs: runs, sched: sched, clock: clk, handled: make(chan string, 16), res: fr}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	sm := socketmode.New(api)
@@ -263,9 +290,9 @@ func TestListButtonsAndPermissions(t *testing.T) {
 		t.Fatalf("the list was not refreshed with Resume: %+v", posts)
 	}
 	click("UOWNER", bot.SchedActionRunNow)
-	h.sched.Wait()
-	if h.runner.count() != 1 {
-		t.Fatalf("run now ran %d jobs", h.runner.count())
+	h.settle(t)
+	if h.starts() != 1 {
+		t.Fatalf("run now ran %d researches", h.starts())
 	}
 	home, err := h.ui.HomeSection(ctx, "UOWNER")
 	if err != nil || len(home) < 3 {
@@ -292,6 +319,7 @@ func TestApprovalButtons(t *testing.T) {
 	if err := h.sched.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
+	h.settle(t) // the run asks for approval
 	msgs := h.fake.BotMessages("C1")
 	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Blocks), bot.SchedActionApprove) {
 		t.Fatalf("approval message = %+v", msgs)
@@ -316,15 +344,15 @@ func TestApprovalButtons(t *testing.T) {
 		h.wait(t, sent.EnvelopeID)
 	}
 	click("USTRANGER")
-	h.sched.Wait()
-	if h.runner.count() != 0 {
+	h.settle(t)
+	if h.starts() != 0 {
 		t.Fatal("a stranger approved")
 	}
 	click("UOWNER")
 	click("UOWNER")
-	h.sched.Wait()
-	if h.runner.count() != 1 {
-		t.Fatalf("approved run ran %d times", h.runner.count())
+	h.settle(t)
+	if h.starts() != 1 {
+		t.Fatalf("approved run ran %d times", h.starts())
 	}
 	m, _ := h.fake.Message("C1", msgs[0].TS)
 	if !strings.Contains(m.Text, "approved by owner") || strings.Contains(string(m.Blocks), bot.SchedActionApprove) {
@@ -336,26 +364,16 @@ func TestApprovalButtons(t *testing.T) {
 	}
 }
 
-// TestDigestPostedThroughFake: the DigestRunner with the Slack Poster posts a
-// summary message and the report file in its thread, with nothing that
-// notifies people.
+// TestDigestPostedThroughFake: a digest run shown by the bot's digest face
+// posts a summary message and the report file in its thread, with nothing
+// that notifies people.
 func TestDigestPostedThroughFake(t *testing.T) {
-	h := newDigestHarness(t)
-	ctx := context.Background()
-	res := researcherFunc(func(context.Context, research.DigestRequest) (research.Result, error) {
-		return research.Result{Title: "Competitor news", Summary: "- X cut prices <!here> @channel\n- Y hired <@U123> as CTO",
-			Report: "# Report\n\nBody.", Cited: []research.Source{{URL: "https://x.example/a", Title: "X <!everyone>"}}}, nil
-	})
-	runner := &schedule.DigestRunner{Researcher: res, Poster: h.ui}
-	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "competitor news", Spec: "@weekly", TZ: "Asia/Tokyo"}
-	due := time.Date(2026, 3, 9, 9, 0, 0, 0, sc.Location())
-	d, err := runner.Run(ctx, schedule.Job{Schedule: sc, Due: due})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newDigestHarness(t, resultResearcher(research.Result{Title: "Competitor news", WriterSummary: "- X cut prices <!here> @channel\n- Y hired <@U123> as CTO",
+		Report: "# Report\n\nBody.", Cited: []research.Source{{URL: "https://x.example/a", Title: "X <!everyone>"}}}))
+	f := fireDigest(t, h, "competitor news")
 	msgs := h.fake.BotMessages("C1")
-	if len(msgs) == 0 || !strings.Contains(string(msgs[0].Blocks), "First digest") || d.MessageTS != msgs[0].TS {
-		t.Fatalf("messages = %+v, digest %+v", msgs, d)
+	if len(msgs) == 0 || !strings.Contains(string(msgs[0].Blocks), "First digest") || f.Digest == nil || f.Digest.MessageTS != msgs[0].TS {
+		t.Fatalf("messages = %+v, firing %+v", msgs, f)
 	}
 	files := h.fake.Files()
 	if len(files) != 1 || !files[0].Completed || files[0].ThreadTS != msgs[0].TS || !strings.HasSuffix(files[0].Name, ".md") ||
@@ -366,6 +384,46 @@ func TestDigestPostedThroughFake(t *testing.T) {
 		t.Fatalf("the digest notifies people: %+v", p)
 	}
 }
+
+// fireDigest creates a weekly schedule on topic in C1, fires it by hand and
+// waits for its run; it returns the firing.
+func fireDigest(t *testing.T, h *digestHarness, topic string) schedule.Firing {
+	t.Helper()
+	ctx := context.Background()
+	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: topic, Spec: "@weekly", TZ: "Asia/Tokyo", Enabled: true,
+		CreatedAt: h.clock.Now(), ActiveSince: h.clock.Now(), UpdatedAt: h.clock.Now()}
+	if err := h.store.CreateSchedule(ctx, sc, 0); err != nil {
+		t.Fatal(err)
+	}
+	due := time.Date(2026, 3, 9, 9, 0, 0, 0, sc.Location())
+	if ok, err := h.sched.Fire(ctx, sc, due, true); err != nil || !ok {
+		t.Fatalf("fire: %v, %v", ok, err)
+	}
+	h.settle(t)
+	f, err := h.store.GetFiring(ctx, sc.ID, due)
+	if err != nil || f.State != schedule.FiringDone {
+		t.Fatalf("firing = %+v, %v", f, err)
+	}
+	return f
+}
+
+// resultResearcher researches every digest to res.
+type resultResearcher research.Result
+
+func (r resultResearcher) Start(context.Context, research.StartRequest, research.ProgressSink) (research.Outcome, error) {
+	res := research.Result(r)
+	return research.Outcome{Result: &res}, nil
+}
+
+func (r resultResearcher) Resume(context.Context, string, string, research.Answer, research.ProgressSink) (research.Outcome, error) {
+	return research.Outcome{}, errors.New("not resumable")
+}
+
+func (r resultResearcher) Continue(context.Context, string, research.ProgressSink) (research.Outcome, error) {
+	return research.Outcome{}, research.ErrNothingToContinue
+}
+
+func (r resultResearcher) Cancel(context.Context, string) error { return nil }
 
 // viewAck waits for the ack of a view submission and returns its
 // response_action and errors.
@@ -404,12 +462,6 @@ func newDigestBot(t *testing.T, apiURL string, mgr *schedule.Manager, edit ...fu
 		t.Fatal(err)
 	}
 	return b
-}
-
-type researcherFunc func(context.Context, research.DigestRequest) (research.Result, error)
-
-func (f researcherFunc) Research(ctx context.Context, r research.DigestRequest) (research.Result, error) {
-	return f(ctx, r)
 }
 
 // TestDigestsServedByTheBot: a running bot given Options.Digests serves

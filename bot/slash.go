@@ -253,8 +253,6 @@ func (h *handlers) slashCancel(ctx context.Context, cmd slack.SlashCommand, runI
 // its last input before it is failed.
 const maxRunAttempts = 5
 
-var errTooManyAttempts = errors.New("bot: the run was picked up too often without finishing")
-
 // failedNote is what a failed run's status message says: a plain sentence
 // and a reference for the log, never the internal error.
 func failedNote(runID string) string { return langEN.failedNote(runID) }

@@ -503,8 +503,6 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-var errShutdown = errors.New("bot: shutting down")
-
 // learnAppID sets the app id envelopes must carry: appID (Options.AppID), or the
 // one bots.info reports for the bot. Without either, envelopes are checked
 // by workspace only.

@@ -119,3 +119,35 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// TestRunServiceKnowsNoSlack: the research package imports nothing of
+// Slack, and the run service and the Runner — the run's lifecycle, which
+// every face shares — say nothing of it either.
+func TestRunServiceKnowsNoSlack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	cmd := exec.Command("go", "list", "-deps", "./research")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.Contains(dep, "slack") || dep == module+"/bot" || strings.HasPrefix(dep, module+"/bot/") {
+			t.Errorf("research depends on %s", dep)
+		}
+	}
+	word := regexp.MustCompile(`(?i)slack|socket mode|thread_?ts`)
+	for _, file := range []string{"../research/service.go", "../research/runner.go"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if word.MatchString(line) {
+				t.Errorf("%s:%d speaks of Slack: %s", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}

@@ -14,7 +14,7 @@ type Kind string
 const (
 	KindRun      Kind = "run"      // a research run (key: the run id)
 	KindEnvelope Kind = "envelope" // a received Slack envelope (key: its dedupe key)
-	KindFiring   Kind = "firing"   // a digest firing (key: schedule id and due time)
+	KindFiring   Kind = "firing"   // a digest firing of before migration 0016, which removes them (a firing runs as a KindRun)
 	KindEvent    Kind = "event"    // a handled event id, put Done (key: the caller's)
 )
 
@@ -101,13 +101,9 @@ var (
 // Put of a Done KindEvent job; PruneEvents is Prune of those two kinds. TouchInstance,
 // LiveInstances and LeaveInstance keep their names.
 //
-// Firings (schedule.Store): ClaimFiring is Put of a Held (or Parked, when
-// it needs approval; Done when it is skipped at once) KindFiring job;
-// RenewFiring is Extend; FinishFiring is Finish (skipped: Done with the
-// payload "skipped"; of a waiting firing: Unpark, ClaimKey, Finish);
-// TakeOverFiring is Claim with maxAttempts; FailExpired is FailExpired;
-// ApproveFiring is Unpark then ClaimKey by the approver; GetFiring is Get.
-// The firing's row keeps its digest and outcome text.
+// A digest firing that runs is a run (KindRun, keyed schedule.RunID):
+// its lease is a run's; its row in the schedule store shows that job's
+// state.
 type Queue interface {
 	// Put stores each job whose (Kind, Key) has none yet, in one step, and
 	// reports for each whether it stored it: false for a key stored before

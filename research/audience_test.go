@@ -67,8 +67,8 @@ func TestRunsCarryTheirAudience(t *testing.T) {
 			return err
 		}, agent.Audience{Channel: "D1", Private: true, Team: "T1", Requester: "U2"}},
 		{"digest", func() error {
-			_, err := r.Research(ctx, research.DigestRequest{ThreadID: "schedule:s1:1", Question: "What does the EU AI Act require?",
-				Depth: "quick", Channel: "CDIGEST", Team: "T1"})
+			_, err := r.Start(ctx, research.StartRequest{RunID: "digest:s1@1", ThreadID: "schedule:s1:1", Question: "What does the EU AI Act require?",
+				Options: research.RunOptions{Depth: "quick", Channel: "CDIGEST", Team: "T1", Digest: &research.DigestOf{Schedule: "s1"}}}, nil)
 			return err
 		}, agent.Audience{Channel: "CDIGEST", Team: "T1"}},
 	} {

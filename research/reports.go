@@ -139,13 +139,13 @@ func IndexTerms(r PastReport) string {
 // maxIndexedRunes bounds the text a report is found by.
 const maxIndexedRunes = 200_000
 
-// QueryTerms are the distinct terms of a query, at most max, without the
-// commonest English words (which would match every report).
-func QueryTerms(q string, max int) []string {
+// QueryTerms are the distinct terms of a query, at most limit, without
+// the commonest English words (which would match every report).
+func QueryTerms(q string, limit int) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, t := range ReportTerms(q) {
-		if seen[t] || stopWords[t] || len(out) >= max {
+		if seen[t] || stopWords[t] || len(out) >= limit {
 			continue
 		}
 		seen[t] = true

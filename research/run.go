@@ -1,16 +1,27 @@
 // Package research holds the product's words for a research run: the run
 // and its states, the interrupt a paused run shows and the decision on it,
-// progress, and the result.
+// progress, and the result; the run's lifecycle, which every face (the
+// Slack bot, the terminal) shares, as a Service; and the Runner, which
+// runs research on the agent.
 package research
 
 import (
 	"errors"
+	"strings"
 	"time"
+
+	"deepresearch/agent"
 )
 
-// ErrNothingToContinue is returned by Researcher.Continue when the thread has
-// no unfinished work to carry on.
-var ErrNothingToContinue = errors.New("research: nothing to continue on this thread")
+// The agent's errors a Researcher returns, under the product's names:
+// one sentinel each, never a copy to map.
+var (
+	// ErrNothingToContinue is returned by Researcher.Continue when the
+	// thread has no unfinished work to carry on.
+	ErrNothingToContinue = agent.ErrNothingToContinue
+	// ErrCancelled is returned for a run whose thread was cancelled.
+	ErrCancelled = agent.ErrCancelled
+)
 
 // ProgressSink receives progress while a run works. Each Progress is the
 // whole current picture, not a delta, so the bot may drop intermediate ones.
@@ -65,6 +76,20 @@ type RunOptions struct {
 	// Team is the workspace the report is posted in: with Channel and
 	// Private it decides which past reports the run may use.
 	Team string `json:",omitempty"`
+	// ApproveStart: the run waits for a person's go-ahead (an interrupt of
+	// kind InterruptStart) before its research starts.
+	ApproveStart bool `json:",omitempty"`
+	// Digest is set on a scheduled digest's run: the firing it researches.
+	// Such a run asks no one (no clarifying question) and its face posts
+	// the digest to the schedule's channel.
+	Digest *DigestOf `json:",omitempty"`
+}
+
+// DigestOf names the firing of a schedule that a digest run researches.
+type DigestOf struct {
+	Schedule string
+	Due      time.Time
+	Manual   bool `json:",omitempty"` // fired by hand ("Run now")
 }
 
 // Progress is a snapshot of a running research.
@@ -112,7 +137,13 @@ const (
 	InterruptPlan     InterruptKind = "plan"     // approve the research plan
 	InterruptDraft    InterruptKind = "draft"    // approve the draft report
 	InterruptQuestion InterruptKind = "question" // answer a clarifying question in the thread
+	// InterruptStart: a go-ahead before the research starts (a run with
+	// RunOptions.ApproveStart); approving it starts the research.
+	InterruptStart InterruptKind = "start"
 )
+
+// StartInterruptID is the id of a run's InterruptStart.
+const StartInterruptID = "start"
 
 // Interrupt is a paused run's request to a person.
 type Interrupt struct {
@@ -151,27 +182,16 @@ type Source struct {
 	Title string `json:"title,omitempty"`
 }
 
-// DigestRequest is a research run to its end without asking anyone: a
-// scheduled digest. ThreadID is stable for a firing, so a retried firing
-// continues the same agent thread.
-type DigestRequest struct {
-	ThreadID string
-	Question string
-	Language string
-	Depth    string
-	Owner    string // Slack user id of the schedule's owner (audit)
-	// Channel is where the digest is posted: its MCP sources are those
-	// allowed there, its past reports those posted there (of Team).
-	Channel string
-	Team    string
-}
-
 // Result is a finished research.
 type Result struct {
 	Title   string // short title of the report
 	Summary string // a few sentences (markdown)
-	Report  string // the full report (markdown)
-	Sources int    // distinct sources cited
+	// WriterSummary is the writer's summary as it wrote it (Summary may
+	// add a line on the report's limits, or lines of the report): a
+	// digest reads its findings there.
+	WriterSummary string `json:",omitempty"`
+	Report        string // the full report (markdown)
+	Sources       int    // distinct sources cited
 	// Cited lists the sources the report cites (for a digest's "what's
 	// new"); Findings its key findings, when the writer listed them.
 	Cited     []Source
@@ -264,6 +284,18 @@ func (s RunState) Active() bool {
 
 // AllStates lists every run state.
 var AllStates = []RunState{StateQueued, StateRunning, StateWaiting, StateDone, StateFailed, StateCancelled}
+
+// RunKind is the kind of a run, from its id: the part before the first
+// ':' ("ask:…" is an `ask` run; a later "digest:SCHEDULE:DUE" a digest's
+// firing), "" for an id without one (a conversation's run: Slack's ids).
+// Each face takes over only the runs of its kind after a crash.
+func RunKind(id string) string {
+	kind, _, ok := strings.Cut(id, ":")
+	if !ok {
+		return ""
+	}
+	return kind
+}
 
 // Run is one research job: a question (or a follow-up) on a graph thread,
 // from creation to a final state.

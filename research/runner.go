@@ -22,14 +22,19 @@ import (
 type RunnerOptions struct {
 	Logger *slog.Logger // default slog.Default()
 	Clock  clock.Clock  // default clock.Real{}
+	// OnEvent, when set, also sees the agent's own progress events (a
+	// face that shows each search and page, as the terminal does); they
+	// come from several goroutines.
+	OnEvent func(agent.Event)
 }
 
 // Runner runs research on an *agent.Agent. The bot's thread id is the
 // agent's thread id. It is safe for concurrent use.
 type Runner struct {
-	a   *agent.Agent
-	log *slog.Logger
-	clk clock.Clock
+	a       *agent.Agent
+	log     *slog.Logger
+	clk     clock.Clock
+	onEvent func(agent.Event)
 }
 
 // NewRunner returns a Runner over a.
@@ -40,11 +45,8 @@ func NewRunner(a *agent.Agent, o RunnerOptions) *Runner {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	return &Runner{a: a, log: o.Logger, clk: o.Clock}
+	return &Runner{a: a, log: o.Logger, clk: o.Clock, onEvent: o.OnEvent}
 }
-
-// ErrCancelled is returned for a run whose thread was cancelled.
-var ErrCancelled = errors.New("research: the run was cancelled")
 
 // Start asks a new question on the thread (a follow-up when it has
 // history). Started again for the same run (the process died after the
@@ -62,13 +64,15 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 		Requester:    req.Requester,
 	}
 	areq.Audience = &agent.Audience{Channel: req.Options.Channel, Private: req.Options.Private, Team: req.Options.Team, Requester: req.Requester}
+	// A digest asks no one: nobody reads the thread before it is posted.
+	areq.NoClarify = req.Options.Digest != nil
 	if tok := req.Options.WorkspaceToken; tok != "" {
 		areq.Workspace = &agent.Workspace{Token: tok, Private: req.Options.WorkspacePrivate, Before: req.Options.WorkspaceBefore}
 	}
 	started := r.clk.Now()
 	t := newTracker(sink)
 	t.publish()
-	res, err := r.a.Start(ctx, req.ThreadID, areq, t.event)
+	res, err := r.a.Start(ctx, req.ThreadID, areq, r.events(t))
 	if err != nil {
 		return Outcome{}, r.callErr(ctx, req.ThreadID, err)
 	}
@@ -81,7 +85,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest, sink ProgressSink)
 // refusal.
 func (r *Runner) Resume(ctx context.Context, threadID, interruptID string, ans Answer, sink ProgressSink) (Outcome, error) {
 	t := r.seededTracker(ctx, threadID, sink)
-	res, err := r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, t.event)
+	res, err := r.a.Resume(ctx, threadID, map[string]agent.Answer{interruptID: toAgentAnswer(ans)}, r.events(t))
 	if err != nil {
 		return Outcome{}, r.callErr(ctx, threadID, err)
 	}
@@ -95,9 +99,9 @@ func (r *Runner) Resume(ctx context.Context, threadID, interruptID string, ans A
 // checkpoint; the bot resumes again).
 func (r *Runner) Continue(ctx context.Context, threadID string, sink ProgressSink) (Outcome, error) {
 	t := r.seededTracker(ctx, threadID, sink)
-	res, err := r.a.Continue(ctx, threadID, t.event)
-	if errors.Is(err, agent.ErrNothingToContinue) {
-		return Outcome{}, fmt.Errorf("%w: %w", ErrNothingToContinue, err)
+	res, err := r.a.Continue(ctx, threadID, r.events(t))
+	if errors.Is(err, ErrNothingToContinue) {
+		return Outcome{}, err
 	}
 	if err != nil {
 		return Outcome{}, r.callErr(ctx, threadID, err)
@@ -131,6 +135,17 @@ func (r *Runner) EndRun(ctx context.Context, threadID string) error {
 	return nil
 }
 
+// events is where a call's agent events go: t, and OnEvent.
+func (r *Runner) events(t *tracker) func(agent.Event) {
+	if r.onEvent == nil {
+		return t.event
+	}
+	return func(ev agent.Event) {
+		t.event(ev)
+		r.onEvent(ev)
+	}
+}
+
 // seededTracker is a progress tracker for a turn that is already under way
 // (resumed or continued): its events start mid-way, so it is seeded with
 // what the thread already has (plan, sources) when there is a sink.
@@ -146,11 +161,8 @@ func (r *Runner) seededTracker(ctx context.Context, threadID string, sink Progre
 }
 
 // callErr wraps an agent call's error: a call stopped by Cancel is
-// ErrCancelled, and ctx's error stays visible to errors.Is.
+// ErrCancelled already, and ctx's error stays visible to errors.Is.
 func (r *Runner) callErr(ctx context.Context, threadID string, err error) error {
-	if errors.Is(err, agent.ErrCancelled) {
-		err = fmt.Errorf("%w (%w)", err, ErrCancelled)
-	}
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("%w (%w)", err, ctx.Err())
 	}
@@ -294,14 +306,15 @@ func toResult(res *agent.Result) Result {
 		title = "Research report"
 	}
 	return Result{
-		Title:      title,
-		Summary:    summary,
-		Report:     res.Report,
-		Sources:    cited,
-		Citations:  res.Citations.Verified,
-		Tokens:     res.Usage.Total(),
-		Extractive: res.Extractive,
-		Cited:      citedSources(res.Sources),
+		Title:         title,
+		Summary:       summary,
+		WriterSummary: res.Summary,
+		Report:        res.Report,
+		Sources:       cited,
+		Citations:     res.Citations.Verified,
+		Tokens:        res.Usage.Total(),
+		Extractive:    res.Extractive,
+		Cited:         citedSources(res.Sources),
 		// the upload's span joins the turn's trace
 		TraceParent:   res.TraceParent,
 		Links:         readLinks(res.Sources),

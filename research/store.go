@@ -109,10 +109,11 @@ type Store interface {
 	// increments Attempt and returns the updated run. Otherwise it returns
 	// ErrNotAcquired (the run is held by someone else, waiting, or finished).
 	AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, error)
-	// AcquireRuns acquires, as AcquireRun does, up to limit runs that are
-	// queued or running with an expired lease, oldest first, skipping rows
-	// another caller is acquiring at the same time (FOR UPDATE SKIP LOCKED).
-	AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
+	// AcquireRuns acquires, as AcquireRun does, up to limit runs of the
+	// kind (RunKind of their ids) that are queued or running with an
+	// expired lease, oldest first, skipping rows another caller is
+	// acquiring at the same time (FOR UPDATE SKIP LOCKED).
+	AcquireRuns(ctx context.Context, kind, owner string, now time.Time, lease time.Duration, limit int) ([]Run, error)
 	// Heartbeat extends the lease of a running run held by owner to
 	// now+lease and returns the run (whose CancelRequestedBy tells the owner
 	// to stop). It returns ErrLeaseLost when owner no longer holds a

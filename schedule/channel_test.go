@@ -3,10 +3,12 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"deepresearch/research"
+	"deepresearch/clock"
 	"deepresearch/schedule"
 )
 
@@ -48,7 +50,7 @@ func TestManagerRefusesChannelsThatAreNotChannels(t *testing.T) {
 }
 
 func TestManagerAsksTheChannelChecker(t *testing.T) {
-	m, r, _ := newManager(t)
+	m, w, _ := newManager(t)
 	pol := &channelPolicy{problems: map[string]string{"C2": "I'm not a member of C2."}}
 	m.Channels = pol
 	ctx := context.Background()
@@ -79,9 +81,9 @@ func TestManagerAsksTheChannelChecker(t *testing.T) {
 	if _, err := m.SetEnabled(ctx, sc.ID, "UOWNER", true); !errors.As(err, &ve) {
 		t.Fatalf("resume = %v", err)
 	}
-	m.Scheduler.Wait()
-	if n := len(r.Jobs()); n != 0 {
-		t.Fatalf("%d jobs ran", n)
+	w.settle(t)
+	if n := len(w.res.Reqs()); n != 0 {
+		t.Fatalf("%d researches ran", n)
 	}
 	// A transient failure is an error, not a refusal.
 	pol.mu.Lock()
@@ -93,24 +95,29 @@ func TestManagerAsksTheChannelChecker(t *testing.T) {
 }
 
 func TestFiringInAGoneChannelFailsWithoutResearch(t *testing.T) {
-	res := &fakeResearcher{results: []research.Result{{Title: "t", Summary: "s"}}}
+	res := &fakeResearcher{results: results(1)}
 	poster := &fakePoster{}
-	pol := &channelPolicy{problems: map[string]string{"C1": "I can't see C1."}}
-	r := &schedule.DigestRunner{Researcher: res, Poster: poster, Channels: pol}
-	sc := schedule.Schedule{ID: "s1", Channel: "C1", Owner: "UOWNER", Topic: "news", Spec: "@daily", TZ: "UTC"}
-	_, err := r.Run(context.Background(), schedule.Job{Schedule: sc, Due: monday9})
-	if !errors.Is(err, schedule.ErrChannelUnavailable) {
-		t.Fatalf("Run = %v, want ErrChannelUnavailable", err)
+	w := newWorld(t, clock.NewManual(monday9), res, poster)
+	p := w.proc(t, "p1")
+	p.sched.Channels = &channelPolicy{problems: map[string]string{"C1": "I can't see C1."}}
+	sc := weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	w.tick(t, p)
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringFailed || !strings.Contains(f.Error, "I can't see C1.") {
+		t.Fatalf("firing = %+v", f)
 	}
-	if len(res.reqs) != 0 || len(poster.messages) != 0 {
-		t.Fatalf("researched %d times, posted %d messages", len(res.reqs), len(poster.messages))
+	if len(res.Reqs()) != 0 || len(poster.Messages()) != 0 {
+		t.Fatalf("researched %d times, posted %d messages", len(res.Reqs()), len(poster.Messages()))
 	}
 	// A hostile id stored before validation existed fails the same way.
 	sc.Channel = "C1|x> <!channel> <#C1"
-	if _, err := (&schedule.DigestRunner{Researcher: res, Poster: poster}).Run(context.Background(), schedule.Job{Schedule: sc, Due: monday9}); !errors.Is(err, schedule.ErrChannelUnavailable) {
-		t.Fatalf("Run with a hostile id = %v", err)
+	p.sched.Channels = nil
+	if ok, err := p.sched.Fire(context.Background(), sc, monday9.Add(time.Hour), true); err != nil || !ok {
+		t.Fatalf("Fire with a hostile id = %v, %v", ok, err)
 	}
-	if len(res.reqs) != 0 {
+	if f := firing(t, w.st, "w", monday9.Add(time.Hour)); f.State != schedule.FiringFailed || !strings.Contains(f.Error, schedule.ErrChannelUnavailable.Error()) {
+		t.Fatalf("firing = %+v", f)
+	}
+	if len(res.Reqs()) != 0 {
 		t.Fatal("researched")
 	}
 }

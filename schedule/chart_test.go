@@ -9,8 +9,6 @@ import (
 
 	"deepresearch/clock"
 	"deepresearch/research"
-	"deepresearch/schedule"
-	"deepresearch/storage/memory"
 )
 
 // chartPoster is a fakePoster that shares charts too.
@@ -37,14 +35,13 @@ func (p *chartPoster) UploadChart(_ context.Context, channel, threadTS, name, ti
 func TestDigestSharesCharts(t *testing.T) {
 	png := []byte("\x89PNG chart")
 	result := func() research.Result {
-		return research.Result{Title: "Prices", Summary: "- X costs $5", Report: "# Prices\n\n## Data\n\n| | Price |\n\n![Chart: Prices (USD)](chart-1.png)\n",
+		return research.Result{Title: "Prices", WriterSummary: "- X costs $5", Report: "# Prices\n\n## Data\n\n| | Price |\n\n![Chart: Prices (USD)](chart-1.png)\n",
 			Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: png}}}
 	}
-	st := memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	poster := &chartPoster{}
-	s := newSched(t, st, clock.NewManual(monday9), &schedule.DigestRunner{Researcher: &fakeResearcher{results: []research.Result{result()}}, Poster: poster})
-	tick(t, s)
+	w := newWorld(t, clock.NewManual(monday9), &fakeResearcher{results: []research.Result{result()}}, poster)
+	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	w.tick(t, w.proc(t, "p1"))
 	name := "digest-competitor-news-20260309-0900"
 	if !bytes.Equal(poster.charts[name+"-chart-1.png"], png) || len(poster.threads) != 1 || poster.threads[0] != poster.fakePoster.threads[0] {
 		t.Fatalf("charts %v in threads %v (report in %v)", len(poster.charts), poster.threads, poster.fakePoster.threads)
@@ -53,11 +50,10 @@ func TestDigestSharesCharts(t *testing.T) {
 		t.Errorf("the report does not link its chart:\n%s", md)
 	}
 
-	st = memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	plain := &fakePoster{}
-	s = newSched(t, st, clock.NewManual(monday9), &schedule.DigestRunner{Researcher: &fakeResearcher{results: []research.Result{result()}}, Poster: plain})
-	tick(t, s)
+	w = newWorld(t, clock.NewManual(monday9), &fakeResearcher{results: []research.Result{result()}}, plain)
+	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	w.tick(t, w.proc(t, "p1"))
 	if len(plain.files) != 1 {
 		t.Fatalf("files %d", len(plain.files))
 	}

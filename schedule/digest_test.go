@@ -1,17 +1,13 @@
 package schedule_test
 
 import (
-	"context"
-	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
 )
 
 func TestCompareWhatsNew(t *testing.T) {
@@ -69,68 +65,29 @@ func TestExtractFindings(t *testing.T) {
 	}
 }
 
-type fakeResearcher struct {
-	results []research.Result
-	reqs    []research.DigestRequest
-}
-
-func (f *fakeResearcher) Research(_ context.Context, req research.DigestRequest) (research.Result, error) {
-	f.reqs = append(f.reqs, req)
-	if len(f.results) == 0 {
-		return research.Result{}, errors.New("no more results")
-	}
-	r := f.results[0]
-	f.results = f.results[1:]
-	return r, nil
-}
-
-type fakePoster struct {
-	mu       sync.Mutex
-	messages []schedule.DigestMessage
-	files    map[string]string // name → content
-	threads  []string
-}
-
-func (p *fakePoster) PostDigest(_ context.Context, channel string, m schedule.DigestMessage) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.messages = append(p.messages, m)
-	return "1700000000.00000" + string(rune('0'+len(p.messages))), nil
-}
-
-func (p *fakePoster) UploadReport(_ context.Context, channel, threadTS, name, title, md string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.files == nil {
-		p.files = map[string]string{}
-	}
-	p.files[name] = md
-	p.threads = append(p.threads, threadTS)
-	return nil
-}
-
 // TestDigestAgainstPreviousDigest: two weekly firings through the scheduler;
 // the second digest leads with what is new and only references the rest.
 func TestDigestAgainstPreviousDigest(t *testing.T) {
-	st := memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	res := &fakeResearcher{results: []research.Result{
-		{Title: "Competitor news", Summary: "- Competitor X raised prices by 10% in March\n- Competitor Y opened an office in Osaka",
+		{Title: "Competitor news", WriterSummary: "- Competitor X raised prices by 10% in March\n- Competitor Y opened an office in Osaka",
 			Report: "# Competitor news\n\n## Details\nX and Y.", Cited: []research.Source{{URL: "https://x.example/prices", Title: "X prices"}, {URL: "https://y.example/osaka", Title: "Y Osaka"}}},
-		{Title: "Competitor news", Summary: "- In March, Competitor X raised its prices by 10%\n- Competitor Z was acquired by Fund F",
+		{Title: "Competitor news", WriterSummary: "- In March, Competitor X raised its prices by 10%\n- Competitor Z was acquired by Fund F",
 			Report: "# Competitor news\n\n## Details\nX and Z.", Cited: []research.Source{{URL: "https://x.example/prices/?utm_campaign=a", Title: "X prices"}, {URL: "https://z.example/deal", Title: "Z deal"}}},
 	}}
 	poster := &fakePoster{}
 	clk := clock.NewManual(monday9)
-	s := newSched(t, st, clk, &schedule.DigestRunner{Researcher: res, Poster: poster})
-	tick(t, s)
+	w := newWorld(t, clk, res, poster)
+	st := w.st
+	weekly(t, st, monday9.Add(-3*24*time.Hour))
+	p := w.proc(t, "p1")
+	w.tick(t, p)
 	clk.Set(monday9.Add(7 * 24 * time.Hour))
-	tick(t, s)
+	w.tick(t, p)
 	if len(poster.messages) != 2 || len(poster.files) != 2 {
 		t.Fatalf("messages %d files %d", len(poster.messages), len(poster.files))
 	}
-	if res.reqs[0].ThreadID == res.reqs[1].ThreadID || res.reqs[0].Question != "competitor news" {
-		t.Fatalf("requests: %+v", res.reqs)
+	if reqs := res.Reqs(); reqs[0].ThreadID == reqs[1].ThreadID || reqs[0].Question != "competitor news" {
+		t.Fatalf("requests: %+v", reqs)
 	}
 	m := poster.messages[1]
 	if len(m.WhatsNew.NewFindings) != 1 || m.WhatsNew.NewFindings[0] != "Competitor Z was acquired by Fund F" ||

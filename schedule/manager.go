@@ -253,7 +253,7 @@ func (m *Manager) Approve(ctx context.Context, id string, due time.Time, user st
 	if m.Scheduler == nil {
 		return errors.New("schedule: no scheduler in this process")
 	}
-	return m.Scheduler.Approve(ctx, id, due)
+	return m.Scheduler.Approve(ctx, id, due, user)
 }
 
 // Decline skips a firing waiting for approval.
@@ -289,7 +289,7 @@ func ValidChannelID(id string) bool {
 		return false
 	}
 	for _, r := range id[1:] {
-		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
 			return false
 		}
 	}

@@ -9,16 +9,15 @@ import (
 
 	"deepresearch/clock"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
 )
 
-func newManager(t *testing.T) (*schedule.Manager, *countingRunner, *clock.Manual) {
+func newManager(t *testing.T) (*schedule.Manager, *world, *clock.Manual) {
 	t.Helper()
-	st := memory.NewSchedules()
 	clk := clock.NewManual(monday9.Add(-time.Hour))
-	r := &countingRunner{}
-	return &schedule.Manager{Store: st, Scheduler: newSched(t, st, clk, r), Clock: clk, Admins: []string{"UADMIN"},
-		Limits: schedule.Limits{MaxPerChannel: 2, ShortestInterval: time.Hour}}, r, clk
+	w := newWorld(t, clk, &fakeResearcher{results: results(2)}, &fakePoster{})
+	p := w.proc(t, "p1")
+	return &schedule.Manager{Store: w.st, Scheduler: p.sched, Clock: clk, Admins: []string{"UADMIN"},
+		Limits: schedule.Limits{MaxPerChannel: 2, ShortestInterval: time.Hour}}, w, clk
 }
 
 func draft() schedule.Draft {
@@ -65,7 +64,7 @@ func TestManagerValidation(t *testing.T) {
 }
 
 func TestManagerPermissions(t *testing.T) {
-	m, r, clk := newManager(t)
+	m, w, clk := newManager(t)
 	ctx := context.Background()
 	sc, err := m.Create(ctx, draft())
 	if err != nil {
@@ -99,9 +98,9 @@ func TestManagerPermissions(t *testing.T) {
 	if err != nil || again {
 		t.Fatalf("second run now in the same minute: %v %v", again, err)
 	}
-	m.Scheduler.Wait()
-	if jobs := r.Jobs(); len(jobs) != 1 || !jobs[0].Manual {
-		t.Fatalf("jobs = %+v", jobs)
+	w.settle(t)
+	if reqs := w.res.Reqs(); len(reqs) != 1 || !reqs[0].Options.Digest.Manual {
+		t.Fatalf("researches = %+v", reqs)
 	}
 	if _, err := m.Delete(ctx, sc.ID, "UOWNER"); err != nil {
 		t.Fatal(err)

@@ -1,16 +1,19 @@
 // Package schedule runs recurring research digests: a Schedule (a topic, a
-// channel, a cron spec and a time zone) fires at its due times, a Runner
-// researches the topic and posts a digest that leads with what is new since
-// the schedule's previous digest.
+// channel, a cron spec and a time zone) fires at its due times, and each
+// firing is a research run of the digest kind (RunID, DigestRun) that the
+// run service (research.Service) works on like any run; its face (Face)
+// posts a digest that leads with what is new since the schedule's
+// previous digest.
 //
-// Exactly once across replicas: every firing is claimed in the Store under
-// the key (schedule id, due time) before it runs, so any number of
-// Schedulers may share one database. A firing missed while every process was
-// down runs once when a Scheduler starts, if it is within the grace window,
-// and is recorded as skipped otherwise.
+// Exactly once across replicas: a firing's run id is derived from (schedule
+// id, due time), so any number of Schedulers may share one database and the
+// run is created once; its lease, takeover after a crash and exactly-once
+// publication are the run service's. A firing missed while every process
+// was down runs once when a Scheduler starts, if it is within the grace
+// window, and is recorded as skipped otherwise.
 //
 // The stores are in storage (Schedules in storage/sqlite, storage/postgres
-// and storage/memory; tables from migration 0003_schedules.sql), with
+// and storage/memory; tables from migrations 0003 and 0016), with
 // storage/storetest the conformance suite they all pass. The Slack pieces
 // (the modal, the list, App Home, the poster) are in bot (digests.go).
 package schedule
@@ -30,7 +33,6 @@ var (
 	ErrForbidden     = errors.New("schedule: only the owner or an admin may change this schedule")
 	ErrLimit         = errors.New("schedule: limit reached")
 	ErrInvalid       = errors.New("schedule: invalid")
-	ErrLeaseLost     = errors.New("schedule: firing lease lost")
 	ErrNotWaiting    = errors.New("schedule: firing is not waiting for approval")
 	ErrAlreadyExists = errors.New("schedule: already exists")
 )

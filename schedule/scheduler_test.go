@@ -3,53 +3,18 @@ package schedule_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"deepresearch/clock"
+	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
 )
 
-// countingRunner records every job it runs.
-type countingRunner struct {
-	mu   sync.Mutex
-	jobs []schedule.Job
-	err  error
-	hold chan struct{} // when set, Run waits for it (or ctx)
-}
-
-func (r *countingRunner) Run(ctx context.Context, job schedule.Job) (*schedule.Digest, error) {
-	if r.hold != nil {
-		select {
-		case <-r.hold:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.jobs = append(r.jobs, job)
-	if r.err != nil {
-		return nil, r.err
-	}
-	return &schedule.Digest{Title: job.Due.Format(time.RFC3339), Findings: []string{"f " + job.Due.String()}}, nil
-}
-
-func (r *countingRunner) Jobs() []schedule.Job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]schedule.Job(nil), r.jobs...)
-}
-
 var monday9 = time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC) // Monday 09:00 JST
-
-func newSched(t *testing.T, st schedule.Store, clk *clock.Manual, r schedule.Runner) *schedule.Scheduler {
-	t.Helper()
-	return &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: fmt.Sprintf("p-%p", r), Grace: time.Hour, Lease: 2 * time.Minute}
-}
 
 func weekly(t *testing.T, st schedule.Store, created time.Time) schedule.Schedule {
 	t.Helper()
@@ -61,14 +26,6 @@ func weekly(t *testing.T, st schedule.Store, created time.Time) schedule.Schedul
 	return sc
 }
 
-func tick(t *testing.T, s *schedule.Scheduler) {
-	t.Helper()
-	if err := s.Tick(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	s.Wait()
-}
-
 func firing(t *testing.T, st schedule.Store, id string, due time.Time) schedule.Firing {
 	t.Helper()
 	f, err := st.GetFiring(context.Background(), id, due)
@@ -78,32 +35,45 @@ func firing(t *testing.T, st schedule.Store, id string, due time.Time) schedule.
 	return f
 }
 
+// results are n research results, each with a finding of its own.
+func results(n int) []research.Result {
+	var out []research.Result
+	for i := range n {
+		out = append(out, research.Result{Title: "News", WriterSummary: "- finding " + string(rune('A'+i)), Report: "# News\n\nBody."})
+	}
+	return out
+}
+
 func TestSchedulerFiresOnceAtDueTime(t *testing.T) {
-	st := memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := clock.NewManual(monday9.Add(-time.Minute))
-	r := &countingRunner{}
-	s := newSched(t, st, clk, r)
-	tick(t, s)
-	if n := len(r.Jobs()); n != 0 {
-		t.Fatalf("ran %d jobs before the due time", n)
+	res, poster := &fakeResearcher{results: results(2)}, &fakePoster{}
+	w := newWorld(t, clk, res, poster)
+	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	p := w.proc(t, "p1")
+	w.tick(t, p)
+	if n := len(res.Reqs()); n != 0 {
+		t.Fatalf("ran %d researches before the due time", n)
 	}
 	clk.Advance(90 * time.Second)
-	tick(t, s)
-	tick(t, s)
-	jobs := r.Jobs()
-	if len(jobs) != 1 || !jobs[0].Due.Equal(monday9) || jobs[0].Due.Location().String() != "Asia/Tokyo" || jobs[0].Previous != nil {
-		t.Fatalf("jobs = %+v", jobs)
+	w.tick(t, p)
+	w.tick(t, p)
+	reqs := res.Reqs()
+	if len(reqs) != 1 || reqs[0].Question != "competitor news" || reqs[0].Options.Digest == nil || !reqs[0].Options.Digest.Due.Equal(monday9) {
+		t.Fatalf("researches = %+v", reqs)
 	}
-	if f := firing(t, st, "w", monday9); f.State != schedule.FiringDone || f.Digest == nil {
+	msgs := poster.Messages()
+	if len(msgs) != 1 || !msgs[0].Due.Equal(monday9) || msgs[0].Due.Location().String() != "Asia/Tokyo" || !msgs[0].WhatsNew.First() {
+		t.Fatalf("messages = %+v", msgs)
+	}
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringDone || f.Digest == nil || f.Digest.MessageTS == "" {
 		t.Fatalf("firing = %+v", f)
 	}
-	// Next week: the runner gets the previous digest.
+	// Next week: the digest is compared with the previous one.
 	clk.Set(monday9.Add(7 * 24 * time.Hour))
-	tick(t, s)
-	jobs = r.Jobs()
-	if len(jobs) != 2 || jobs[1].Previous == nil || !jobs[1].Previous.Due.Equal(monday9) || jobs[1].Previous.Digest == nil {
-		t.Fatalf("second job = %+v", jobs[len(jobs)-1])
+	w.tick(t, p)
+	msgs = poster.Messages()
+	if len(msgs) != 2 || !msgs[1].WhatsNew.Since.Equal(monday9) {
+		t.Fatalf("second message = %+v", msgs[len(msgs)-1])
 	}
 }
 
@@ -112,58 +82,58 @@ func TestSchedulerFiresOnceAtDueTime(t *testing.T) {
 // otherwise, and a second restart does neither again.
 func TestRestartCatchUp(t *testing.T) {
 	t.Run("within grace runs once", func(t *testing.T) {
-		st := memory.NewSchedules()
-		weekly(t, st, monday9.Add(-3*24*time.Hour))
-		r := &countingRunner{}
-		s1 := newSched(t, st, clock.NewManual(monday9.Add(40*time.Minute)), r)
-		tick(t, s1)
-		s2 := newSched(t, st, clock.NewManual(monday9.Add(50*time.Minute)), r) // another restart
-		tick(t, s2)
-		if jobs := r.Jobs(); len(jobs) != 1 || !jobs[0].Due.Equal(monday9) {
-			t.Fatalf("jobs = %+v", jobs)
+		clk := clock.NewManual(monday9.Add(40 * time.Minute))
+		res := &fakeResearcher{results: results(2)}
+		w := newWorld(t, clk, res, &fakePoster{})
+		weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+		w.tick(t, w.proc(t, "p1"))
+		clk.Advance(10 * time.Minute)
+		w.tick(t, w.proc(t, "p2")) // another restart
+		if reqs := res.Reqs(); len(reqs) != 1 {
+			t.Fatalf("researches = %+v", reqs)
 		}
-		if f := firing(t, st, "w", monday9); f.State != schedule.FiringDone {
+		if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringDone {
 			t.Fatalf("firing = %+v", f)
 		}
 	})
 	t.Run("beyond grace is skipped", func(t *testing.T) {
-		st := memory.NewSchedules()
-		weekly(t, st, monday9.Add(-3*24*time.Hour))
-		r := &countingRunner{}
 		clk := clock.NewManual(monday9.Add(3 * time.Hour))
-		s := newSched(t, st, clk, r)
-		tick(t, s)
-		tick(t, s)
-		if jobs := r.Jobs(); len(jobs) != 0 {
-			t.Fatalf("ran %+v", jobs)
+		res := &fakeResearcher{results: results(2)}
+		w := newWorld(t, clk, res, &fakePoster{})
+		weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+		p := w.proc(t, "p1")
+		w.tick(t, p)
+		w.tick(t, p)
+		if reqs := res.Reqs(); len(reqs) != 0 {
+			t.Fatalf("ran %+v", reqs)
 		}
-		f := firing(t, st, "w", monday9)
+		f := firing(t, w.st, "w", monday9)
 		if f.State != schedule.FiringSkipped || f.Error == "" {
 			t.Fatalf("firing = %+v", f)
 		}
 		// The next due time runs normally.
 		clk.Set(monday9.Add(7 * 24 * time.Hour))
-		tick(t, s)
-		if jobs := r.Jobs(); len(jobs) != 1 {
-			t.Fatalf("next week: %d jobs", len(jobs))
+		w.tick(t, p)
+		if reqs := res.Reqs(); len(reqs) != 1 {
+			t.Fatalf("next week: %d researches", len(reqs))
 		}
 	})
 	t.Run("several missed: latest within grace runs, the rest skipped", func(t *testing.T) {
-		st := memory.NewSchedules()
+		clk := clock.NewManual(monday9.Add(5*time.Hour + 10*time.Minute))
+		res := &fakeResearcher{results: results(1)}
+		w := newWorld(t, clk, res, &fakePoster{})
 		sc := schedule.Schedule{ID: "h", Channel: "C1", Owner: "U1", Topic: "t", Spec: "@hourly", TZ: "UTC", Enabled: true,
 			ActiveSince: monday9, CreatedAt: monday9, UpdatedAt: monday9}
-		if err := st.CreateSchedule(context.Background(), sc, 0); err != nil {
+		if err := w.st.CreateSchedule(context.Background(), sc, 0); err != nil {
 			t.Fatal(err)
 		}
-		r := &countingRunner{}
-		s := newSched(t, st, clock.NewManual(monday9.Add(5*time.Hour+10*time.Minute)), r)
-		tick(t, s)
-		if jobs := r.Jobs(); len(jobs) != 1 || !jobs[0].Due.Equal(monday9.Add(5*time.Hour)) {
-			t.Fatalf("jobs = %+v", jobs)
+		w.tick(t, w.proc(t, "p1"))
+		if reqs := res.Reqs(); len(reqs) != 1 || !reqs[0].Options.Digest.Due.Equal(monday9.Add(5*time.Hour)) {
+			t.Fatalf("researches = %+v", reqs)
 		}
-		fs, _ := st.ListFirings(context.Background(), "h", 0)
-		if len(fs) != 5 {
-			t.Fatalf("%d firings recorded, want 5", len(fs))
+		fs, _ := w.st.ListFirings(context.Background(), "h", 0)
+		if len(fs) != 5 || fs[0].State != schedule.FiringDone {
+			t.Fatalf("%d firings recorded, want 5: %+v", len(fs), fs)
 		}
 		for _, f := range fs[1:] {
 			if f.State != schedule.FiringSkipped {
@@ -174,165 +144,197 @@ func TestRestartCatchUp(t *testing.T) {
 }
 
 func TestPausedDueTimesAreNotCaughtUp(t *testing.T) {
-	st := memory.NewSchedules()
-	sc := weekly(t, st, monday9.Add(-3*24*time.Hour))
+	clk := clock.NewManual(monday9.Add(10 * time.Minute))
+	res := &fakeResearcher{results: results(1)}
+	w := newWorld(t, clk, res, &fakePoster{})
+	sc := weekly(t, w.st, monday9.Add(-3*24*time.Hour))
 	sc.Enabled = false
-	if err := st.UpdateSchedule(context.Background(), sc); err != nil {
+	if err := w.st.UpdateSchedule(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
-	r := &countingRunner{}
-	clk := clock.NewManual(monday9.Add(10 * time.Minute))
-	s := newSched(t, st, clk, r)
-	tick(t, s)
+	p := w.proc(t, "p1")
+	w.tick(t, p)
 	// Resumed after the due time, within what would be the grace window.
 	sc.Enabled, sc.ActiveSince = true, clk.Now()
-	if err := st.UpdateSchedule(context.Background(), sc); err != nil {
+	if err := w.st.UpdateSchedule(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute)
-	tick(t, s)
-	if jobs := r.Jobs(); len(jobs) != 0 {
-		t.Fatalf("ran a due time from while it was paused: %+v", jobs)
+	w.tick(t, p)
+	if reqs := res.Reqs(); len(reqs) != 0 {
+		t.Fatalf("ran a due time from while it was paused: %+v", reqs)
 	}
 }
 
-func TestTakeOverAfterProcessDied(t *testing.T) {
-	st := memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
-	ctx := context.Background()
-	// A process claimed the firing and died.
-	if _, err := st.ClaimFiring(ctx, schedule.Firing{ScheduleID: "w", Due: monday9, State: schedule.FiringRunning, Owner: "dead",
-		LeaseUntil: monday9.Add(2 * time.Minute), Attempts: 1, ClaimedAt: monday9}); err != nil {
-		t.Fatal(err)
-	}
-	r := &countingRunner{}
-	clk := clock.NewManual(monday9.Add(time.Minute))
-	s := newSched(t, st, clk, r)
-	tick(t, s)
-	if len(r.Jobs()) != 0 {
-		t.Fatal("took over a live lease")
-	}
-	clk.Advance(5 * time.Minute)
-	tick(t, s)
-	jobs := r.Jobs()
-	if len(jobs) != 1 || jobs[0].Attempt != 2 {
-		t.Fatalf("jobs = %+v", jobs)
-	}
-	if f := firing(t, st, "w", monday9); f.State != schedule.FiringDone || f.Attempts != 2 || f.Digest == nil {
-		t.Fatalf("firing = %+v", f)
+// TestDigestTakenOverAfterCrash: the process working on a digest run dies
+// (its lease runs out) — mid-research, or after posting the summary message
+// but before sharing the report. Another process takes the run over: the
+// model calls that finished are not made again, and the digest is posted
+// once, its report once, the dead process's staged file deleted.
+func TestDigestTakenOverAfterCrash(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		midUpload bool
+	}{{"mid-research", false}, {"between message and report", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewManual(monday9)
+			res := &fakeResearcher{results: results(1), steps: 3}
+			poster := &fakePoster{unblock: make(chan struct{})}
+			stop := make(chan struct{}) // the dead process never comes back: its shutdown ends it
+			defer close(poster.unblock)
+			reached := make(chan struct{})
+			if tc.midUpload {
+				poster.dieInUpload = reached
+			} else {
+				res.holdAt, res.hold, res.reached = 3, stop, make(chan struct{}, 1)
+				go func() { <-res.reached; close(reached) }()
+			}
+			w := newWorld(t, clk, res, poster)
+			weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+			// The first process has no heartbeat to speak of: once it stops
+			// at the crash point, nothing renews its lease.
+			dead := w.proc(t, "dead", func(o *research.ServiceOptions) { o.HeartbeatEvery = time.Hour })
+			if err := dead.sched.Tick(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-reached:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the first process never reached the crash point")
+			}
+			res.mu.Lock()
+			res.hold = nil
+			res.mu.Unlock()
+			id := schedule.RunID("w", monday9)
+			if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringRunning || f.Owner != "dead" {
+				t.Fatalf("firing of the dead process = %+v", f)
+			}
+			// Another process: nothing to take over while the lease holds.
+			next := w.proc(t, "next")
+			next.svc.Recover(context.Background())
+			if r, _ := w.runs.Run(context.Background(), id); r.Owner != "dead" {
+				t.Fatalf("taken over under a live lease: %+v", r)
+			}
+			clk.Advance(2 * time.Minute)
+			w.settle(t, next)
+			r, err := w.runs.Run(context.Background(), id)
+			if err != nil || r.State != research.StateDone || r.Attempt != 2 || r.Owner != "" {
+				t.Fatalf("run = %+v, %v", r, err)
+			}
+			calls := res.Calls()
+			want := []string{r.ThreadID + "#1", r.ThreadID + "#2", r.ThreadID + "#3"}
+			if !slices.Equal(calls, want) {
+				t.Errorf("model calls %v, want each once: %v", calls, want)
+			}
+			if msgs := poster.Messages(); len(msgs) != 1 {
+				t.Errorf("%d digest messages, want 1", len(msgs))
+			}
+			poster.mu.Lock()
+			files, threads, deleted := len(poster.files), slices.Clone(poster.threads), slices.Clone(poster.deleted)
+			poster.mu.Unlock()
+			if files != 1 || len(threads) != 1 || threads[0] != "1700000000.000001" {
+				t.Errorf("reports shared %d in threads %v, want one in the message's", files, threads)
+			}
+			if tc.midUpload && !slices.Equal(deleted, []string{"F1"}) {
+				t.Errorf("deleted %v, want the dead process's staged F1", deleted)
+			}
+			if staged, _ := w.runs.StagedUploads(context.Background(), id); len(staged) != 0 {
+				t.Errorf("staged files left: %v", staged)
+			}
+			if u, err := w.runs.Upload(context.Background(), id); err != nil || u.MessageTS != "1700000000.000001" {
+				t.Errorf("upload record = %+v, %v", u, err)
+			}
+			f := firing(t, w.st, "w", monday9)
+			if f.State != schedule.FiringDone || f.Attempts != 2 || f.Digest == nil || f.Digest.MessageTS != "1700000000.000001" {
+				t.Fatalf("firing = %+v", f)
+			}
+		})
 	}
 }
 
 func TestShutdownHandsFiringBack(t *testing.T) {
-	st := memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := clock.NewManual(monday9)
-	r := &countingRunner{hold: make(chan struct{})}
-	s := newSched(t, st, clk, r)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
-	<-clk.WaitForWaiters(2) // the loop and the run's heartbeat wait on the clock
-	cancel()
-	if err := <-done; err != nil {
+	stop := make(chan struct{})
+	defer close(stop)
+	res := &fakeResearcher{results: results(1), holdAt: 1, hold: stop, reached: make(chan struct{}, 1)}
+	w := newWorld(t, clk, res, &fakePoster{})
+	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	p1 := w.proc(t, "p1")
+	if err := p1.sched.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f := firing(t, st, "w", monday9)
-	if f.State != schedule.FiringRunning || !f.LeaseUntil.Before(monday9) {
-		t.Fatalf("after shutdown: %+v", f)
+	<-res.reached
+	if !p1.svc.Shutdown(10 * time.Second) {
+		t.Fatal("the run did not stop at shutdown")
+	}
+	r, err := w.runs.Run(context.Background(), schedule.RunID("w", monday9))
+	if err != nil || r.State != research.StateQueued {
+		t.Fatalf("after shutdown: %+v, %v", r, err)
 	}
 	// Another process takes it over at once.
-	r2 := &countingRunner{}
-	s2 := newSched(t, st, clock.NewManual(monday9.Add(time.Second)), r2)
-	tick(t, s2)
-	if jobs := r2.Jobs(); len(jobs) != 1 || jobs[0].Attempt != 2 {
-		t.Fatalf("take over: %+v", jobs)
+	res.mu.Lock()
+	res.hold = nil
+	res.mu.Unlock()
+	w.settle(t, w.proc(t, "p2"))
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringDone || f.Owner != "" {
+		t.Fatalf("firing = %+v", f)
 	}
-}
-
-type notifyRunner struct {
-	countingRunner
-	ran chan struct{}
-}
-
-func (r *notifyRunner) Run(ctx context.Context, job schedule.Job) (*schedule.Digest, error) {
-	d, err := r.countingRunner.Run(ctx, job)
-	r.ran <- struct{}{}
-	return d, err
 }
 
 func TestRunLoopWithManualClock(t *testing.T) {
-	st := memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := clock.NewManual(monday9.Add(-time.Minute))
-	r := &notifyRunner{ran: make(chan struct{}, 4)}
-	s := newSched(t, st, clk, r)
-	s.Interval = 30 * time.Second
+	res := &fakeResearcher{results: results(1)}
+	w := newWorld(t, clk, res, &fakePoster{})
+	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	p := w.proc(t, "p1")
+	p.sched.Interval = 30 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
+	go func() { done <- p.sched.Run(ctx) }()
 	for range 2 { // ticks at -1m, -30s: nothing due
 		<-clk.WaitForWaiters(1)
 		clk.Advance(30 * time.Second)
 	}
-	select { // the tick at 09:00 runs it
-	case <-r.ran:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the loop did not run the due firing")
-	}
-	s.Wait()
+	<-clk.WaitForWaiters(1) // the tick at 09:00 created the run
+	w.settle(t, p)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if jobs := r.Jobs(); len(jobs) != 1 {
-		t.Fatalf("jobs = %d", len(jobs))
+	if reqs := res.Reqs(); len(reqs) != 1 {
+		t.Fatalf("researches = %d", len(reqs))
 	}
-	if f := firing(t, st, "w", monday9); f.State != schedule.FiringDone {
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringDone {
 		t.Fatalf("firing = %+v", f)
 	}
 }
 
 func TestFailedRunIsRecorded(t *testing.T) {
-	st := memory.NewSchedules()
-	weekly(t, st, monday9.Add(-3*24*time.Hour))
-	r := &countingRunner{err: errors.New("LLM down")}
-	s := newSched(t, st, clock.NewManual(monday9), r)
-	tick(t, s)
-	if f := firing(t, st, "w", monday9); f.State != schedule.FiringFailed || f.Error != "LLM down" {
+	clk := clock.NewManual(monday9)
+	w := newWorld(t, clk, &fakeResearcher{err: errors.New("LLM down")}, &fakePoster{})
+	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	w.tick(t, w.proc(t, "p1"))
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringFailed || !strings.Contains(f.Error, "LLM down") {
 		t.Fatalf("firing = %+v", f)
 	}
 }
 
-type approvals struct {
-	mu   sync.Mutex
-	jobs []schedule.Job
-}
-
-func (a *approvals) RequestApproval(_ context.Context, job schedule.Job) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.jobs = append(a.jobs, job)
-	return nil
-}
-
 func TestApprovalFlow(t *testing.T) {
-	st := memory.NewSchedules()
-	sc := weekly(t, st, monday9.Add(-3*24*time.Hour))
+	clk := clock.NewManual(monday9)
+	res, poster := &fakeResearcher{results: results(2)}, &fakePoster{}
+	w := newWorld(t, clk, res, poster)
+	sc := weekly(t, w.st, monday9.Add(-3*24*time.Hour))
 	sc.Options.Approval = true
-	if err := st.UpdateSchedule(context.Background(), sc); err != nil {
+	if err := w.st.UpdateSchedule(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
-	r := &countingRunner{}
-	ap := &approvals{}
-	s := newSched(t, st, clock.NewManual(monday9), r)
-	s.Approvals = ap
-	tick(t, s)
-	if len(ap.jobs) != 1 || len(r.Jobs()) != 0 {
-		t.Fatalf("approvals %d, runs %d", len(ap.jobs), len(r.Jobs()))
+	p := w.proc(t, "p1")
+	w.tick(t, p)
+	if len(poster.Approvals()) != 1 || len(res.Reqs()) != 0 {
+		t.Fatalf("approvals %d, researches %d", len(poster.Approvals()), len(res.Reqs()))
 	}
-	if f := firing(t, st, "w", monday9); f.State != schedule.FiringWaiting {
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringWaiting {
 		t.Fatalf("firing = %+v", f)
 	}
 	ctx := context.Background()
@@ -340,11 +342,11 @@ func TestApprovalFlow(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 { // a double click
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- s.Approve(ctx, "w", monday9) }()
+		go func() { defer wg.Done(); errs <- p.sched.Approve(ctx, "w", monday9, "U1") }()
 	}
 	wg.Wait()
-	s.Wait()
 	close(errs)
+	w.settle(t, p)
 	var ok, notWaiting int
 	for err := range errs {
 		switch {
@@ -356,21 +358,29 @@ func TestApprovalFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ok != 1 || notWaiting != 1 || len(r.Jobs()) != 1 {
-		t.Fatalf("ok %d, not waiting %d, runs %d", ok, notWaiting, len(r.Jobs()))
+	if ok != 1 || notWaiting != 1 || len(res.Reqs()) != 1 || len(poster.Messages()) != 1 {
+		t.Fatalf("ok %d, not waiting %d, researches %d, digests %d", ok, notWaiting, len(res.Reqs()), len(poster.Messages()))
+	}
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringDone {
+		t.Fatalf("approved firing = %+v", f)
 	}
 	// Declining the next one records it as skipped.
 	next := monday9.Add(7 * 24 * time.Hour)
-	s2 := newSched(t, st, clock.NewManual(next), r)
-	s2.Approvals = ap
-	tick(t, s2)
-	if err := s2.Decline(ctx, "w", next, "U1"); err != nil {
+	clk.Set(next)
+	w.tick(t, p)
+	if err := p.sched.Decline(ctx, "w", next, "U1"); err != nil {
 		t.Fatal(err)
 	}
-	if f := firing(t, st, "w", next); f.State != schedule.FiringSkipped {
+	if f := firing(t, w.st, "w", next); f.State != schedule.FiringSkipped || f.Error != "declined by U1" {
 		t.Fatalf("declined firing = %+v", f)
 	}
-	if err := s2.Approve(ctx, "w", next); !errors.Is(err, schedule.ErrNotWaiting) {
+	if err := p.sched.Approve(ctx, "w", next, "U1"); !errors.Is(err, schedule.ErrNotWaiting) {
 		t.Fatalf("approve after decline: %v", err)
+	}
+	if err := p.sched.Approve(ctx, "w", next.Add(time.Hour), "U1"); !errors.Is(err, schedule.ErrNotFound) {
+		t.Fatalf("approve of no firing: %v", err)
+	}
+	if len(res.Reqs()) != 1 {
+		t.Fatalf("researches %d after a decline", len(res.Reqs()))
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"time"
 )
 
-// Store keeps schedules and their firings. Implementations must be safe for
-// concurrent use and, when several processes share one database, make
-// ClaimFiring, TakeOverFiring and ApproveFiring atomic across them.
+// Store keeps schedules and the record of their firings. A firing that
+// runs is a research run of the digest kind (RunID): its lease, state and
+// report live with the run; the firing's row keeps what the digests need
+// (manual, when it fired, the digest posted, why it was skipped or failed
+// without a run) and takes its state from the run. Implementations must be
+// safe for concurrent use.
 type Store interface {
 	// CreateSchedule inserts s (ID set by the caller). It fails with ErrLimit
 	// when its channel already has maxPerChannel schedules (checked
@@ -23,31 +26,22 @@ type Store interface {
 	// ListSchedules returns the schedules matching f, oldest first, with LastDue.
 	ListSchedules(ctx context.Context, f Filter) ([]Schedule, error)
 
-	// ClaimFiring inserts the firing (f.ScheduleID, f.Due) unless it exists.
-	// It reports whether this call created it; only that caller may run it.
-	ClaimFiring(ctx context.Context, f Firing) (bool, error)
-	// RenewFiring extends the lease of a running firing held by owner, or
-	// returns ErrLeaseLost.
-	RenewFiring(ctx context.Context, scheduleID string, due time.Time, owner string, leaseUntil time.Time) error
-	// FinishFiring records the outcome (done, failed, skipped) of a firing
-	// held by owner, with the digest when done, or returns ErrLeaseLost.
-	FinishFiring(ctx context.Context, scheduleID string, due time.Time, owner string, out Outcome) error
-	// TakeOverFiring gives owner the firings still running whose lease
-	// expired before now and which have had fewer than maxAttempts attempts;
-	// each is returned to exactly one caller, its attempts incremented.
-	TakeOverFiring(ctx context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]Firing, error)
-	// FailExpired marks failed the running firings whose lease expired before
-	// now after maxAttempts attempts, and returns how many.
-	FailExpired(ctx context.Context, now time.Time, maxAttempts int) (int, error)
-	// ApproveFiring moves a waiting firing to running under owner's lease,
-	// once: a second call gets ErrNotWaiting.
-	ApproveFiring(ctx context.Context, scheduleID string, due time.Time, owner string, now, leaseUntil time.Time) (Firing, error)
+	// RecordFiring inserts the firing (f.ScheduleID, f.Due) unless it
+	// exists, and reports whether this call inserted it. A firing with a
+	// final State (skipped, failed) never ran; any other is the record of
+	// the digest run RunID(f.ScheduleID, f.Due), whose state it shows.
+	// ErrNotFound when the schedule does not exist.
+	RecordFiring(ctx context.Context, f Firing) (bool, error)
+	// RecordOutcome records a firing's outcome: the digest posted, or the
+	// error text (a declined approval). ErrNotFound when there is no such
+	// firing.
+	RecordOutcome(ctx context.Context, scheduleID string, due time.Time, out Outcome) error
 	// GetFiring returns one firing or ErrNotFound.
 	GetFiring(ctx context.Context, scheduleID string, due time.Time) (Firing, error)
 	// ListFirings returns a schedule's firings, newest first (limit ≤ 0: all).
 	ListFirings(ctx context.Context, scheduleID string, limit int) ([]Firing, error)
-	// PreviousDigest returns the latest done firing of the schedule due
-	// before `before` that has a digest, or ErrNotFound.
+	// PreviousDigest returns the latest firing of the schedule due before
+	// `before` whose digest was posted, or ErrNotFound.
 	PreviousDigest(ctx context.Context, scheduleID string, before time.Time) (Firing, error)
 }
 
@@ -58,10 +52,8 @@ type Filter struct {
 	EnabledOnly bool
 }
 
-// Outcome is how a firing ended.
+// Outcome is what a firing's record keeps of how it ended.
 type Outcome struct {
-	State      FiringState // done, failed or skipped
-	Error      string
-	Digest     *Digest
-	FinishedAt time.Time
+	Error  string
+	Digest *Digest
 }

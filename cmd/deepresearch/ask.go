@@ -98,7 +98,13 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	defer stopTracing() // the trace is delivered before ask exits
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	p := &progress{w: stderr, quiet: *quiet}
-	deps, client, closeAll, err := askDeps(ctx, cfg, logger, depHooks{notice: p.notice, note: func(s string) { fmt.Fprintln(stderr, s) }})
+	var db *storage.DB
+	open := func(ctx context.Context, c storage.Config) (*storage.DB, error) {
+		d, err := storage.Open(ctx, c)
+		db = d
+		return d, err
+	}
+	deps, client, closeAll, err := agentDeps(ctx, cfg, logger, open, depHooks{notice: p.notice, note: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
 		return err
 	}
@@ -119,61 +125,49 @@ func runAsk(ctx context.Context, args []string, e env, stdin io.Reader, stdout, 
 	if err := client.Check(ctx); err != nil {
 		return err
 	}
-
-	var res *agent.Result
-	switch {
-	case question != "":
-		id := *thread
-		if id == "" {
-			id = newThreadID()
-		}
-		p.printf("thread %s (continue it with: deepresearch ask --thread %s)\n", id, id)
-		res, err = a.Start(ctx, id, agent.Request{Question: question, Language: *lang, Depth: agent.Depth(*depth),
-			ApprovePlan: *approvePlan, ApproveDraft: *approveDraft, Audience: &agent.Audience{Private: true, Requester: askRequester}, TeamSize: *team}, p.event)
-	default:
-		res, err = a.Get(ctx, *thread)
-		if err == nil && res.Status != agent.StatusInterrupted {
-			res, err = a.Continue(ctx, *thread, p.event)
-		}
+	term := &termRuns{stdout: stdout, p: p, out: *out, chartDir: *chartDir, question: question, deps: deps, logger: logger}
+	runner := research.NewRunner(a, research.RunnerOptions{Logger: logger, OnEvent: p.event})
+	s := &askSession{
+		a: a, store: db.Runs(), term: term, p: p, stderr: stderr, in: bufio.NewReader(stdin),
+		f: askFlags{out: *out, chartDir: *chartDir, thread: *thread, depth: *depth, lang: *lang, yes: *yes,
+			approvePlan: *approvePlan, approveDraft: *approveDraft, team: *team},
+		svc: research.NewService(db.Runs(), runner, term, research.ServiceOptions{
+			Kinds: []string{"ask"}, Owner: askOwner(), Lease: cfg.Lease, Slots: 1, Logger: logger, LogPrefix: "ask: "}),
 	}
-	if err != nil {
-		return askError(err)
-	}
-	in := bufio.NewReader(stdin)
-	for res.Status == agent.StatusInterrupted {
-		answers := map[string]agent.Answer{}
-		for _, it := range res.Interrupts {
-			ans, err := askPerson(stderr, in, it, *yes)
-			if err != nil {
-				return fmt.Errorf("%w; answer later with: deepresearch ask --thread %s", err, res.ThreadID)
-			}
-			answers[it.ID] = ans
-		}
-		if res, err = a.Resume(ctx, res.ThreadID, answers, p.event); err != nil {
-			return askError(err)
-		}
-	}
-	switch res.Status {
-	case agent.StatusReplied:
-		fmt.Fprintln(stdout, res.Reply)
-		p.printf("replied in %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
-		return nil
-	case agent.StatusCancelled:
-		p.printf("cancelled after %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
-		return nil
-	}
-	keepAskReport(ctx, deps, question, res, logger)
-	report, err := writeCharts(res, *out, *chartDir, p)
+	r, err := s.begin(ctx, question)
 	if err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := os.WriteFile(*out, []byte(termSafe(report)), 0o644); err != nil {
-			return fmt.Errorf("write the report: %w", err)
+	if r, err = s.drive(ctx, r); err != nil {
+		return err
+	}
+	return s.report(ctx, r, client, start)
+}
+
+// report says on stderr how the run ended: its figures, and why a report
+// is not the model's (exit status 3).
+func (s *askSession) report(ctx context.Context, r research.Run, client *llm.Client, start time.Time) error {
+	p := s.p
+	if r.State == research.StateFailed {
+		if s.term.failure != nil {
+			return askError(s.term.failure)
 		}
-		p.printf("report written to %s\n", *out)
-	} else {
-		fmt.Fprint(stdout, report)
+		return errors.New(r.Error)
+	}
+	res, err := s.a.Get(ctx, r.ThreadID)
+	if err != nil {
+		return askError(err)
+	}
+	switch {
+	case r.State == research.StateCancelled:
+		p.printf("cancelled after %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
+		return nil
+	case res.Status == agent.StatusReplied:
+		p.printf("replied in %s: %s\n", elapsed(time.Since(start)), usageLine(res.Usage, client, -1))
+		return nil
+	}
+	if !s.term.wrote && s.f.out == "" {
+		p.printf("the report was written by an earlier ask of this thread\n")
 	}
 	for _, u := range res.Unverified {
 		p.printf("unverified: %s\n", u)
@@ -469,9 +463,9 @@ const askRequester = "cli"
 // private questions, cited as deepresearch://report/THREAD_ID (a follow-up
 // on the thread replaces it with its own report). A report that cannot be
 // kept costs nothing else.
-func keepAskReport(ctx context.Context, deps agent.Deps, question string, res *agent.Result, logger *slog.Logger) {
+func keepAskReport(ctx context.Context, deps agent.Deps, question, threadID string, res research.Result, logger *slog.Logger) {
 	src, ok := deps.Reports.(research.ReportSource)
-	if !ok || res.Status != agent.StatusDone || strings.TrimSpace(res.Report) == "" {
+	if !ok || res.Reply || strings.TrimSpace(res.Report) == "" {
 		return
 	}
 	title := ""
@@ -479,7 +473,7 @@ func keepAskReport(ctx context.Context, deps agent.Deps, question string, res *a
 		title = strings.TrimSpace(m[1])
 	}
 	err := src.Store.SaveReport(ctx, research.PastReport{
-		RunID: res.ThreadID, Private: true, Requester: askRequester, URL: research.ReportURI(res.ThreadID),
+		RunID: threadID, Private: true, Requester: askRequester, URL: research.ReportURI(threadID),
 		Title: title, Question: question, Text: res.Report, CreatedAt: time.Now(),
 	})
 	if err != nil {
@@ -490,16 +484,23 @@ func keepAskReport(ctx context.Context, deps agent.Deps, question string, res *a
 // reportTitleRE is a report's first heading.
 var reportTitleRE = regexp.MustCompile(`(?m)^#\s+(.+)$`)
 
-// writeCharts writes the report's charts as PNG files named after the
-// report (-o report.md: report-chart-1.png beside it; on stdout: the
-// thread's id in dir, default the current directory), says on stderr where
-// each went, and returns the report with its links pointing at them.
-func writeCharts(res *agent.Result, out, dir string, p *progress) (string, error) {
+// chartPlace is where a chart of the report is written and how the
+// report links it.
+type chartPlace struct {
+	chart      research.Chart
+	path, link string
+}
+
+// chartPlaces names the report's charts as files named after the report
+// (-o report.md: report-chart-1.png beside it; on stdout: the thread's id
+// in dir, default the current directory) and returns the report with its
+// links pointing at them.
+func chartPlaces(threadID string, res research.Result, out, dir string) (string, []chartPlace) {
 	report := res.Report
 	if len(res.Charts) == 0 {
 		return report, nil
 	}
-	base := res.ThreadID
+	base := threadID
 	switch {
 	case out != "" && dir == "":
 		dir = filepath.Dir(out)
@@ -509,19 +510,30 @@ func writeCharts(res *agent.Result, out, dir string, p *progress) (string, error
 	case dir == "":
 		dir = "."
 	}
+	var places []chartPlace
 	for _, c := range res.Charts {
 		name := base + "-" + c.Name
 		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, c.PNG, 0o644); err != nil {
-			return "", fmt.Errorf("write the chart: %w", err)
-		}
-		p.printf("chart written to %s (%s)\n", path, c.Title)
 		// the link is relative to the report: beside it, its bare name
 		link := name
 		if out == "" || filepath.Clean(dir) != filepath.Clean(filepath.Dir(out)) {
 			link = path
 		}
+		places = append(places, chartPlace{chart: c, path: path, link: link})
 		report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+link+")")
+	}
+	return report, places
+}
+
+// writeCharts writes the report's charts (chartPlaces), says on stderr
+// where each went, and returns the report with its links pointing at them.
+func writeCharts(threadID string, res research.Result, out, dir string, p *progress) (string, error) {
+	report, places := chartPlaces(threadID, res, out, dir)
+	for _, pl := range places {
+		if err := os.WriteFile(pl.path, pl.chart.PNG, 0o644); err != nil {
+			return "", fmt.Errorf("write the chart: %w", err)
+		}
+		p.printf("chart written to %s (%s)\n", pl.path, pl.chart.Title)
 	}
 	return report, nil
 }

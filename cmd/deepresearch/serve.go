@@ -164,8 +164,8 @@ type serveParts struct {
 // serveDigests prepares the digest scheduler on the same database and
 // returns the bot extension for /research schedule(s), its buttons and
 // modals, and the App Home section (Options.Digests). bot.New hands the
-// extension the bot's digest UI, and the runner, scheduler and manager are
-// built around it at once, every field set; start runs the scheduler once
+// extension the bot's digest UI, and the scheduler and manager are built
+// around it at once, every field set; start runs the scheduler once
 // the bot is built, and stop, which returns once it has stopped, hands a
 // firing in flight to another process. Call stop before closing the
 // database.
@@ -192,12 +192,14 @@ type digestService struct {
 // options makes the bot serve the digests.
 func (s *digestService) options(o *bot.Options) { o.Digests = s.build }
 
-// build is Options.Digests: the scheduler and its manager, posting, asking
-// for approval and checking channels through ui.
+// build is Options.Digests: the scheduler and its manager around ui, which
+// checks channels and hands each firing's run to the bot's run service
+// (whose presenter shows digest runs with the digest face: it posts and
+// asks for approval through ui); approvals are recorded as the runs'
+// decisions.
 func (s *digestService) build(ui *bot.Digests) *schedule.Manager {
 	st := s.parts.db.Schedules()
-	runner := &schedule.DigestRunner{Researcher: s.parts.res, Poster: ui, Channels: ui, Logger: s.log}
-	sched := &schedule.Scheduler{Store: st, Logger: s.log, Runner: runner, Approvals: ui, Interval: s.cfg.DigestTick}
+	sched := &schedule.Scheduler{Store: st, Runs: ui, Decider: s.parts.store, Channels: ui, Logger: s.log, Interval: s.cfg.DigestTick}
 	s.mu.Lock()
 	s.sched = sched
 	s.mu.Unlock()

@@ -71,7 +71,9 @@ func RunDetail(r research.Run) ([]byte, error) {
 // the decision when decID is not nil; both are nil otherwise.
 func ReadRunDetail(r *research.Run, b []byte, intrID, decID *string) error {
 	d := runDetail{Run: *r}
-	d.Run.Interrupt, d.Run.Decision = nil, nil
+	// Unmarshal fills a pointer it finds set: the decoded run must share
+	// none with r.
+	d.Run.Interrupt, d.Run.Decision, d.Options.Digest = nil, nil, nil
 	if err := json.Unmarshal(b, &d); err != nil {
 		return fmt.Errorf("run %s: detail: %w", r.ID, err)
 	}

@@ -9,8 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"deepresearch/jobs"
@@ -119,112 +117,48 @@ func ResearchErr(err error) error {
 	return err
 }
 
-// Firings: a firing is a KindFiring job keyed by FiringKey, created at its
-// ClaimedAt. The job holds the lease and the state (held: running, parked:
-// waiting, done, failed); a firing finished as skipped is done with the
-// payload "skipped". The schedule_firings row keeps the rest (manual, the
-// outcome's error text, the digest).
+// Firings: the schedule_firings row of a firing that ran has no state of
+// its own: it shows the state of its digest run, the KindRun job keyed
+// schedule.RunID(scheduleID, due), which the engines join as
+// 'digest:' || schedule_id || '@' || due (due in Unix nanoseconds). A
+// firing that never ran (skipped, or failed before its run) keeps its
+// final state in the row.
 
-// FiringKey returns the job key of the firing (scheduleID, due), due in
-// Unix nanoseconds as the engines store it (0 for the zero time). Migration
-// 0009 builds the same text in SQL: schedule_id || '@' || due.
-func FiringKey(scheduleID string, due int64) string {
-	return scheduleID + "@" + strconv.FormatInt(due, 10)
-}
-
-// FiringJob returns the job ClaimFiring puts for f: held by f.Owner until
-// f.LeaseUntil when running, parked when waiting, done (with the outcome in
-// the payload unless done) when it is final already. due is f.Due in the
-// engine's nanoseconds.
-func FiringJob(f schedule.Firing, due int64) (jobs.Job, error) {
-	j := jobs.Job{Kind: jobs.KindFiring, Key: FiringKey(f.ScheduleID, due), CreatedAt: f.ClaimedAt}
-	if j.CreatedAt.IsZero() {
-		j.CreatedAt = f.Due
-	}
-	switch f.State {
-	case schedule.FiringRunning:
-		j.State, j.Owner, j.LeaseUntil = jobs.Held, f.Owner, f.LeaseUntil
-		if j.LeaseUntil.IsZero() {
-			j.LeaseUntil = j.CreatedAt
+// FiringRun fills the state fields of f from the job of its run, found or
+// not (then f keeps rowState, the row's own).
+func FiringRun(f *schedule.Firing, rowState string, j jobs.Job, found bool) {
+	if !found {
+		f.State = schedule.FiringState(rowState)
+		if f.State == "" { // a run not yet created, or gone
+			f.State = schedule.FiringRunning
 		}
-	case schedule.FiringWaiting:
-		j.State = jobs.Parked
-	case schedule.FiringDone:
-		j.State = jobs.Done
-	case schedule.FiringSkipped, schedule.FiringFailed:
-		j.State, j.Payload = jobs.Done, []byte(f.State)
+		return
+	}
+	switch RunState(j.State, j.Payload) {
+	case research.StateQueued, research.StateRunning:
+		f.State = schedule.FiringRunning
+	case research.StateWaiting:
+		f.State = schedule.FiringWaiting
+	case research.StateDone:
+		f.State = schedule.FiringDone
+	case research.StateCancelled:
+		f.State = schedule.FiringSkipped
 	default:
-		return jobs.Job{}, fmt.Errorf("claim firing %s in state %q: %w", j.Key, f.State, jobs.ErrInvalid)
+		f.State = schedule.FiringFailed
 	}
-	return j, nil
-}
-
-// FiringFinish returns the job state and payload FinishFiring stores for an
-// outcome.
-func FiringFinish(o schedule.Outcome) (jobs.State, []byte, error) {
-	switch o.State {
-	case schedule.FiringDone:
-		return jobs.Done, []byte{}, nil
-	case schedule.FiringSkipped:
-		return jobs.Done, []byte(o.State), nil
-	case schedule.FiringFailed:
-		return jobs.Failed, []byte{}, nil
-	}
-	return "", nil, fmt.Errorf("finish firing in state %q: %w", o.State, jobs.ErrInvalid)
-}
-
-// FiringState returns the state of a firing whose job is in state s with
-// payload p.
-func FiringState(s jobs.State, p []byte) schedule.FiringState {
-	switch s {
-	case jobs.Parked:
-		return schedule.FiringWaiting
-	case jobs.Done:
-		if len(p) > 0 {
-			return schedule.FiringState(p)
-		}
-		return schedule.FiringDone
-	case jobs.Failed:
-		return schedule.FiringFailed
-	}
-	return schedule.FiringRunning // held, or ready inside a transaction
-}
-
-// FiringLease fills the lease fields of f from its job: state, owner, lease,
-// attempts, finish time, and the queue's error text when the outcome has
-// none (FailExpired's).
-func FiringLease(f *schedule.Firing, j jobs.Job) {
-	f.State = FiringState(j.State, j.Payload)
 	f.Owner, f.LeaseUntil, f.Attempts, f.FinishedAt = j.Owner, j.LeaseUntil, j.Attempts, j.FinishedAt
 	if f.Error == "" {
 		f.Error = j.Error
 	}
 }
 
-// ScheduleErr returns err, from the jobs code, also wrapping the
-// schedule.Store error it stands for: ErrNotFound, or ErrLeaseLost for a
-// lease not held (or a job not claimable or not parked).
-func ScheduleErr(err error) error {
-	switch {
-	case errors.Is(err, jobs.ErrNotFound):
-		return fmt.Errorf("%w: %w", schedule.ErrNotFound, err)
-	case errors.Is(err, jobs.ErrLeaseLost), errors.Is(err, jobs.ErrNotClaimable), errors.Is(err, jobs.ErrNotParked):
-		return fmt.Errorf("%w: %w", schedule.ErrLeaseLost, err)
+// RowState is the state a firing's row keeps: a final one of a firing
+// that never ran, else "" (the run's).
+func RowState(s schedule.FiringState) string {
+	if s == schedule.FiringSkipped || s == schedule.FiringFailed {
+		return string(s)
 	}
-	return err
-}
-
-// ParseFiringKey is the inverse of FiringKey.
-func ParseFiringKey(key string) (scheduleID string, due int64, err error) {
-	i := strings.LastIndexByte(key, '@')
-	if i < 0 {
-		return "", 0, fmt.Errorf("firing key %q without '@'", key)
-	}
-	due, err = strconv.ParseInt(key[i+1:], 10, 64)
-	if err != nil {
-		return "", 0, fmt.Errorf("firing key %q: %w", key, err)
-	}
-	return key[:i], due, nil
+	return ""
 }
 
 // Runs: a run is a KindRun job keyed by its id, created at its CreatedAt,

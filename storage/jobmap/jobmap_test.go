@@ -81,52 +81,34 @@ func TestResearchErr(t *testing.T) {
 	}
 }
 
-func TestFiringKey(t *testing.T) {
-	for _, tt := range []struct {
-		id  string
-		due int64
-	}{{"s1", 1772442000000000000}, {"a@b", 0}, {"", -5}} {
-		id, due, err := jobmap.ParseFiringKey(jobmap.FiringKey(tt.id, tt.due))
-		if err != nil || id != tt.id || due != tt.due {
-			t.Errorf("ParseFiringKey(FiringKey(%q, %d)) = %q, %d, %v", tt.id, tt.due, id, due, err)
-		}
-	}
-	for _, bad := range []string{"no-at", "s1@", "s1@x"} {
-		if _, _, err := jobmap.ParseFiringKey(bad); err == nil {
-			t.Errorf("ParseFiringKey(%q) accepted", bad)
-		}
-	}
-}
-
-// Every firing state survives the trip through a job: as claimed, and as
-// finished.
-func TestFiringStates(t *testing.T) {
+// A firing shows its run's state: each run state maps to one firing state,
+// with the run's lease; a firing with no run keeps the row's.
+func TestFiringRun(t *testing.T) {
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	for _, st := range []schedule.FiringState{schedule.FiringRunning, schedule.FiringWaiting, schedule.FiringDone,
-		schedule.FiringFailed, schedule.FiringSkipped} {
-		j, err := jobmap.FiringJob(schedule.Firing{ScheduleID: "s", Due: t0, State: st, Owner: "p", LeaseUntil: t0, ClaimedAt: t0}, 1)
-		if err != nil {
-			t.Fatalf("FiringJob(%s): %v", st, err)
-		}
-		if got := jobmap.FiringState(j.State, j.Payload); got != st {
-			t.Errorf("claimed %s reads back %s", st, got)
-		}
-		if !st.Final() {
-			continue
-		}
-		state, p, err := jobmap.FiringFinish(schedule.Outcome{State: st})
-		if err != nil {
-			t.Fatalf("FiringFinish(%s): %v", st, err)
-		}
-		if got := jobmap.FiringState(state, p); got != st {
-			t.Errorf("finished %s reads back %s", st, got)
+	for _, tt := range []struct {
+		run  research.RunState
+		want schedule.FiringState
+	}{
+		{research.StateQueued, schedule.FiringRunning}, {research.StateRunning, schedule.FiringRunning},
+		{research.StateWaiting, schedule.FiringWaiting}, {research.StateDone, schedule.FiringDone},
+		{research.StateFailed, schedule.FiringFailed}, {research.StateCancelled, schedule.FiringSkipped},
+	} {
+		state, payload := jobmap.RunJobStates(tt.run)
+		var f schedule.Firing
+		jobmap.FiringRun(&f, "", jobs.Job{State: state, Payload: payload, Owner: "p", LeaseUntil: t0, Attempts: 2}, true)
+		if f.State != tt.want || f.Owner != "p" || f.Attempts != 2 || !f.LeaseUntil.Equal(t0) {
+			t.Errorf("run %s: firing %+v, want %s", tt.run, f, tt.want)
 		}
 	}
-	if _, _, err := jobmap.FiringFinish(schedule.Outcome{State: schedule.FiringRunning}); !errors.Is(err, jobs.ErrInvalid) {
-		t.Errorf("FiringFinish(running) = %v", err)
+	for _, row := range []schedule.FiringState{schedule.FiringSkipped, schedule.FiringFailed} {
+		var f schedule.Firing
+		jobmap.FiringRun(&f, jobmap.RowState(row), jobs.Job{}, false)
+		if f.State != row {
+			t.Errorf("row %s: firing %s", row, f.State)
+		}
 	}
-	if _, err := jobmap.FiringJob(schedule.Firing{ScheduleID: "s", State: "bogus", ClaimedAt: t0}, 1); !errors.Is(err, jobs.ErrInvalid) {
-		t.Errorf("FiringJob(bogus) = %v", err)
+	if jobmap.RowState(schedule.FiringRunning) != "" {
+		t.Error("a running firing's row keeps a state")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"deepresearch/jobs"
+	"deepresearch/research"
 )
 
 // Jobs is jobs.Queue in memory, for one process: the reference the SQL
@@ -133,11 +134,17 @@ func (q *Jobs) Claim(_ context.Context, kind jobs.Kind, owner string, now time.T
 
 // claimAll is Claim; the caller holds mu.
 func (q *Jobs) claimAll(kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) []jobs.Job {
+	return q.claimAllOf(kind, nil, owner, now, lease, limit, maxAttempts)
+}
+
+// claimAllOf is claimAll limited, when runKind is set, to the keys of that
+// kind of run (research.RunKind).
+func (q *Jobs) claimAllOf(kind jobs.Kind, runKind *string, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) []jobs.Job {
 	// Keep the oldest limit candidates, sorted, in one pass.
 	var cand []jobs.Job
 	for k := range q.live {
 		j := q.jobs[k]
-		if k.kind != kind || !j.Claimable(now, maxAttempts) {
+		if k.kind != kind || !j.Claimable(now, maxAttempts) || runKind != nil && research.RunKind(k.key) != *runKind {
 			continue
 		}
 		if limit > 0 && len(cand) == limit {

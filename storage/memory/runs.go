@@ -195,11 +195,11 @@ func (s *Runs) AcquireRun(_ context.Context, id, owner string, now time.Time, le
 }
 
 // AcquireRuns implements research.Store: Claim, oldest first.
-func (s *Runs) AcquireRuns(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
+func (s *Runs) AcquireRuns(_ context.Context, kind, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	s.q.mu.Lock()
 	defer s.q.mu.Unlock()
 	var out []research.Run
-	for _, j := range s.q.claimAll(jobs.KindRun, owner, now, lease, limit, 0) {
+	for _, j := range s.q.claimAllOf(jobs.KindRun, &kind, owner, now, lease, limit, 0) {
 		r, err := s.get(j.Key)
 		if err != nil {
 			return nil, err

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -24,35 +23,37 @@ type key struct {
 // NewSchedules.
 //
 // A firing is its record in firings (manual, claimed_at, the outcome's
-// error text, the digest) and a KindFiring job on q that holds its lease and
-// state (jobmap.FiringJob): the lease rules are jobs.go's. q's mutex guards
-// both, so a record and its job change together.
+// error text, the digest, the final state of one that never ran); one that
+// ran shows the state of its digest run's KindRun job on q (jobmap.FiringRun),
+// when the store shares q with the runs (NewSchedulesOn).
 type Schedules struct {
 	q         *Jobs
 	schedules map[string]schedule.Schedule
-	firings   map[key]schedule.Firing // without the lease fields
+	firings   map[key]schedule.Firing // State: the row's own
 }
 
-// NewSchedules returns an empty store.
-func NewSchedules() *Schedules {
-	return &Schedules{q: NewJobs(), schedules: map[string]schedule.Schedule{}, firings: map[key]schedule.Firing{}}
+// NewSchedules returns an empty store whose firings see no runs (those
+// that ran show as running).
+func NewSchedules() *Schedules { return newSchedules(NewJobs()) }
+
+// NewSchedulesOn returns an empty store whose firings show the state of
+// the digest runs in r.
+func NewSchedulesOn(r *Runs) *Schedules { return newSchedules(r.q) }
+
+func newSchedules(q *Jobs) *Schedules {
+	return &Schedules{q: q, schedules: map[string]schedule.Schedule{}, firings: map[key]schedule.Firing{}}
 }
 
-func (kk key) job() string { return jobmap.FiringKey(kk.id, kk.due) }
-
-// firing returns the firing kk with its lease, or ErrNotFound; the caller
-// holds q.mu.
+// firing returns the firing kk with its run's state, or ErrNotFound; the
+// caller holds q.mu.
 func (s *Schedules) firing(kk key) (schedule.Firing, error) {
 	f, ok := s.firings[kk]
 	if !ok {
 		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%d: %w", kk.id, kk.due, schedule.ErrNotFound)
 	}
-	j, err := s.q.get(jobs.KindFiring, kk.job())
-	if err != nil {
-		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%d: %w", kk.id, kk.due, err)
-	}
 	f = cloneFiring(f)
-	jobmap.FiringLease(&f, j)
+	j, err := s.q.get(jobs.KindRun, schedule.RunID(kk.id, time.Unix(0, kk.due)))
+	jobmap.FiringRun(&f, string(f.State), j, err == nil)
 	return f, nil
 }
 
@@ -143,7 +144,6 @@ func (s *Schedules) DeleteSchedule(_ context.Context, id string) error {
 	for k := range s.firings {
 		if k.id == id {
 			delete(s.firings, k)
-			s.q.drop(jobs.KindFiring, k.job())
 		}
 	}
 	return nil
@@ -170,15 +170,11 @@ func (s *Schedules) ListSchedules(_ context.Context, f schedule.Filter) ([]sched
 	return out, nil
 }
 
-// ClaimFiring implements schedule.Store.
-func (s *Schedules) ClaimFiring(_ context.Context, f schedule.Firing) (bool, error) {
+// RecordFiring implements schedule.Store.
+func (s *Schedules) RecordFiring(_ context.Context, f schedule.Firing) (bool, error) {
 	f.Digest = dbtext.Digest(f.Digest)
 	f.Error = dbtext.String(f.Error)
 	kk := k(f.ScheduleID, f.Due)
-	j, err := jobmap.FiringJob(f, kk.due)
-	if err != nil {
-		return false, fmt.Errorf("memory: %w", err)
-	}
 	s.q.mu.Lock()
 	defer s.q.mu.Unlock()
 	if _, ok := s.schedules[f.ScheduleID]; !ok {
@@ -187,110 +183,28 @@ func (s *Schedules) ClaimFiring(_ context.Context, f schedule.Firing) (bool, err
 	if _, ok := s.firings[kk]; ok {
 		return false, nil
 	}
-	s.q.drop(j.Kind, j.Key) // never there: DeleteSchedule drops the jobs
-	if _, err := s.q.put([]jobs.Job{j}); err != nil {
-		return false, err
-	}
-	f.Owner, f.LeaseUntil, f.Attempts, f.FinishedAt, f.State = "", time.Time{}, 0, time.Time{}, ""
+	f.Owner, f.LeaseUntil, f.Attempts, f.FinishedAt = "", time.Time{}, 0, time.Time{}
+	f.State = schedule.FiringState(jobmap.RowState(f.State))
 	s.firings[kk] = cloneFiring(f)
 	return true, nil
 }
 
-// leaseErr maps the jobs error of a firing's lease to schedule.ErrLeaseLost
-// (also for a firing that does not exist, as a lease nobody holds).
-func leaseErr(err error) error {
-	if errors.Is(err, jobs.ErrNotFound) {
-		return fmt.Errorf("%w: %w", schedule.ErrLeaseLost, err)
-	}
-	return jobmap.ScheduleErr(err)
-}
-
-// RenewFiring implements schedule.Store: Extend to leaseUntil (which may lie
-// in the past: a hand-back).
-func (s *Schedules) RenewFiring(_ context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
-	s.q.mu.Lock()
-	defer s.q.mu.Unlock()
-	_, err := s.q.extend(jobs.KindFiring, k(id, due).job(), owner, leaseUntil, 0)
-	return leaseErr(err)
-}
-
-// FinishFiring implements schedule.Store. A waiting firing has no lease: it
-// is finished by whoever finishes it (a decline, or its claimer whose
-// request for approval failed), as a job unparked, claimed and finished.
-func (s *Schedules) FinishFiring(_ context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+// RecordOutcome implements schedule.Store.
+func (s *Schedules) RecordOutcome(_ context.Context, id string, due time.Time, out schedule.Outcome) error {
 	out = dbtext.Outcome(out)
-	state, payload, err := jobmap.FiringFinish(out)
-	if err != nil {
-		return fmt.Errorf("memory: %w", err)
-	}
+	kk := k(id, due)
 	s.q.mu.Lock()
 	defer s.q.mu.Unlock()
-	kk := k(id, due)
-	j, err := s.q.get(jobs.KindFiring, kk.job())
-	if err != nil {
-		return leaseErr(err)
+	f, ok := s.firings[kk]
+	if !ok {
+		return fmt.Errorf("memory: firing %s@%s: %w", id, due, schedule.ErrNotFound)
 	}
-	if j.State == jobs.Parked {
-		if _, err := s.q.unpark(jobs.KindFiring, j.Key, nil, out.FinishedAt); err != nil {
-			return leaseErr(err)
-		}
-		if _, err := s.q.claimKey(jobs.KindFiring, j.Key, owner, out.FinishedAt, 0, 0); err != nil {
-			return leaseErr(err)
-		}
+	f.Error = out.Error
+	if out.Digest != nil {
+		f.Digest = cloneDigest(out.Digest)
 	}
-	if _, err := s.q.finishHeld(jobs.KindFiring, j.Key, owner, state, "", payload, out.FinishedAt); err != nil {
-		return leaseErr(err)
-	}
-	f := s.firings[kk]
-	f.Error, f.Digest = out.Error, cloneDigest(out.Digest)
 	s.firings[kk] = f
 	return nil
-}
-
-// TakeOverFiring implements schedule.Store: Claim with the bound on attempts.
-func (s *Schedules) TakeOverFiring(_ context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
-	s.q.mu.Lock()
-	defer s.q.mu.Unlock()
-	var out []schedule.Firing
-	for _, j := range s.q.claimAll(jobs.KindFiring, owner, now, leaseUntil.Sub(now), 0, maxAttempts) {
-		id, due, err := jobmap.ParseFiringKey(j.Key)
-		if err != nil {
-			return nil, fmt.Errorf("memory: take over: %w", err)
-		}
-		f, err := s.firing(key{id, due})
-		if err != nil {
-			return nil, fmt.Errorf("take over: %w", err)
-		}
-		out = append(out, f)
-	}
-	sortFirings(out)
-	return out, nil
-}
-
-// FailExpired implements schedule.Store.
-func (s *Schedules) FailExpired(_ context.Context, now time.Time, maxAttempts int) (int, error) {
-	s.q.mu.Lock()
-	defer s.q.mu.Unlock()
-	return s.q.failExpired(jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
-}
-
-// ApproveFiring implements schedule.Store: Unpark, then ClaimKey by the
-// approver.
-func (s *Schedules) ApproveFiring(_ context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
-	s.q.mu.Lock()
-	defer s.q.mu.Unlock()
-	kk := k(id, due)
-	_, err := s.q.unpark(jobs.KindFiring, kk.job(), nil, now)
-	switch {
-	case errors.Is(err, jobs.ErrNotParked):
-		return schedule.Firing{}, fmt.Errorf("memory: firing %s@%s: %w: %w", id, due, schedule.ErrNotWaiting, err)
-	case err != nil:
-		return schedule.Firing{}, jobmap.ScheduleErr(err)
-	}
-	if _, err := s.q.claimKey(jobs.KindFiring, kk.job(), owner, now, leaseUntil.Sub(now), 0); err != nil {
-		return schedule.Firing{}, jobmap.ScheduleErr(err)
-	}
-	return s.firing(kk)
 }
 
 // GetFiring implements schedule.Store.
@@ -334,7 +248,7 @@ func (s *Schedules) PreviousDigest(_ context.Context, id string, before time.Tim
 		if err != nil {
 			return schedule.Firing{}, err
 		}
-		if f.State != schedule.FiringDone || f.Digest == nil || !f.Due.Before(before) {
+		if f.Digest == nil || !f.Due.Before(before) {
 			continue
 		}
 		if best == nil || f.Due.After(best.Due) {
@@ -345,13 +259,4 @@ func (s *Schedules) PreviousDigest(_ context.Context, id string, before time.Tim
 		return schedule.Firing{}, fmt.Errorf("memory: previous digest of %s: %w", id, schedule.ErrNotFound)
 	}
 	return *best, nil
-}
-
-func sortFirings(fs []schedule.Firing) {
-	sort.Slice(fs, func(i, j int) bool {
-		if !fs[i].Due.Equal(fs[j].Due) {
-			return fs[i].Due.Before(fs[j].Due)
-		}
-		return fs[i].ScheduleID < fs[j].ScheduleID
-	})
 }

@@ -191,18 +191,33 @@ func (q *Jobs) Claim(ctx context.Context, kind jobs.Kind, owner string, now time
 
 // claimJobs is Claim on db.
 func claimJobs(ctx context.Context, db jobDB, kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
+	return claimJobsOf(ctx, db, kind, nil, owner, now, lease, limit, maxAttempts)
+}
+
+// keyKind limits a claim to the keys of one kind of run (research.RunKind):
+// those without ':' for "", else those that start with the kind and ':'.
+const keyKind = ` AND (($7::text = '' AND strpos(key, ':') = 0) OR ($7::text <> '' AND left(key, length($7::text) + 1) = $7::text || ':'))`
+
+// claimJobsOf is claimJobs limited, when runKind is set, to the keys of
+// that kind of run.
+func claimJobsOf(ctx context.Context, db jobDB, kind jobs.Kind, runKind *string, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
+	where := jobClaimable
+	args := []any{string(kind), owner, jobNanos(now), jobNanos(now.Add(lease)), maxAttempts, lim}
+	if runKind != nil {
+		where += keyKind
+		args = append(args, *runKind)
+	}
 	rows, err := db.Query(ctx, `WITH c AS (
-			SELECT kind, key FROM jobs WHERE `+jobClaimable+`
+			SELECT kind, key FROM jobs WHERE `+where+`
 			ORDER BY created_at, key LIMIT $6 FOR UPDATE SKIP LOCKED
 		)
 		UPDATE jobs j SET state = 'held', owner = $2, lease_until = $4, attempts = j.attempts + 1, updated_at = $3
 		FROM c WHERE j.kind = c.kind AND j.key = c.key
-		RETURNING `+jobColsOf("j."),
-		string(kind), owner, jobNanos(now), jobNanos(now.Add(lease)), maxAttempts, lim)
+		RETURNING `+jobColsOf("j."), args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim %s: %w", kind, err)
 	}

@@ -310,8 +310,8 @@ func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, 
 
 // AcquireRuns implements research.Store: Claim (FOR UPDATE SKIP LOCKED),
 // oldest first, then the claimed runs read in one query.
-func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
-	got, err := claimJobs(ctx, b.s.pool, jobs.KindRun, owner, now, lease, limit, 0)
+func (b *Runs) AcquireRuns(ctx context.Context, kind, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
+	got, err := claimJobsOf(ctx, b.s.pool, jobs.KindRun, &kind, owner, now, lease, limit, 0)
 	if err != nil {
 		return nil, fmt.Errorf("acquire runs: %w", err)
 	}

@@ -22,9 +22,9 @@ import (
 // Schedules is a schedule.Store on PostgreSQL.
 //
 // A firing is a row of schedule_firings (manual, claimed_at, the outcome's
-// error text, the digest) and a KindFiring job (migration 0009) that holds
-// its lease and state (jobmap.FiringJob): the lease rules are jobs.go's,
-// run inside the transaction that also writes the row.
+// error text, the digest, the final state of one that never ran); one that
+// ran shows the state of its digest run's job (migration 0016,
+// jobmap.FiringRun).
 type Schedules struct {
 	pool *pgxpool.Pool
 }
@@ -115,14 +115,9 @@ func (s *Schedules) UpdateSchedule(ctx context.Context, sc schedule.Schedule) er
 	return nil
 }
 
-// DeleteSchedule implements schedule.Store (firings go by ON DELETE CASCADE,
-// their jobs in the same statement).
+// DeleteSchedule implements schedule.Store (firings go by ON DELETE CASCADE).
 func (s *Schedules) DeleteSchedule(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `WITH j AS (
-			DELETE FROM jobs WHERE kind = 'firing'
-				AND key IN (SELECT schedule_id || '@' || due::text FROM schedule_firings WHERE schedule_id = $1)
-		)
-		DELETE FROM schedules WHERE id = $1`, id)
+	tag, err := s.pool.Exec(ctx, `DELETE FROM schedules WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("postgres: delete schedule %s: %w", id, err)
 	}
@@ -181,126 +176,71 @@ func digestJSON(d *schedule.Digest) ([]byte, error) {
 	return b, nil
 }
 
-// ClaimFiring implements schedule.Store: the row and the job in one
-// transaction; a job left behind by a firing row that is gone is replaced.
-func (s *Schedules) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, error) {
+// RecordFiring implements schedule.Store.
+func (s *Schedules) RecordFiring(ctx context.Context, f schedule.Firing) (bool, error) {
 	f.Digest = dbtext.Digest(f.Digest)
 	f.Error = dbtext.String(f.Error)
 	dg, err := digestJSON(f.Digest)
 	if err != nil {
 		return false, err
 	}
-	j, err := jobmap.FiringJob(f, nanos(f.Due))
+	tag, err := s.pool.Exec(ctx, `INSERT INTO schedule_firings (schedule_id, due, claimed_at, manual, error, digest, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (schedule_id, due) DO NOTHING`,
+		f.ScheduleID, nanos(f.Due), nanos(f.ClaimedAt), f.Manual, f.Error, dg, jobmap.RowState(f.State))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
+		return false, fmt.Errorf("postgres: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
+	}
 	if err != nil {
-		return false, fmt.Errorf("postgres: %w", err)
+		return false, fmt.Errorf("postgres: record firing %s@%s: %w", f.ScheduleID, f.Due, err)
 	}
-	var claimed bool
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO schedule_firings (schedule_id, due, claimed_at, manual, error, digest)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (schedule_id, due) DO NOTHING`,
-			f.ScheduleID, nanos(f.Due), nanos(f.ClaimedAt), f.Manual, f.Error, dg)
-		if err != nil {
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: the schedule is gone
-				return fmt.Errorf("postgres: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
-			}
-			return fmt.Errorf("postgres: claim %s@%s: %w", f.ScheduleID, f.Due, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return nil
-		}
-		claimed = true
-		stored, err := putJobs(ctx, tx, []jobs.Job{j})
-		if err != nil || stored[0] {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2`, string(j.Kind), j.Key); err != nil {
-			return fmt.Errorf("postgres: claim %s@%s: %w", f.ScheduleID, f.Due, err)
-		}
-		_, err = putJobs(ctx, tx, []jobs.Job{j})
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	return claimed, nil
+	return tag.RowsAffected() > 0, nil
 }
 
-// leaseErr maps the jobs error of a firing's lease to schedule.ErrLeaseLost
-// (also for a firing that does not exist, as a lease nobody holds).
-func leaseErr(err error) error {
-	if errors.Is(err, jobs.ErrNotFound) {
-		return fmt.Errorf("%w: %w", schedule.ErrLeaseLost, err)
-	}
-	return jobmap.ScheduleErr(err)
-}
-
-// RenewFiring implements schedule.Store: Extend to leaseUntil (which may lie
-// in the past: a hand-back).
-func (s *Schedules) RenewFiring(ctx context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
-	_, err := extendJob(ctx, s.pool, jobs.KindFiring, jobmap.FiringKey(id, nanos(due)), owner, leaseUntil, 0)
-	return leaseErr(err)
-}
-
-// FinishFiring implements schedule.Store. A waiting firing has no lease: it
-// is finished by whoever finishes it (a decline, or its claimer whose
-// request for approval failed), as a job unparked, claimed and finished in
-// one transaction.
-func (s *Schedules) FinishFiring(ctx context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+// RecordOutcome implements schedule.Store.
+func (s *Schedules) RecordOutcome(ctx context.Context, id string, due time.Time, out schedule.Outcome) error {
 	out = dbtext.Outcome(out)
 	dg, err := digestJSON(out.Digest)
 	if err != nil {
 		return err
 	}
-	state, payload, err := jobmap.FiringFinish(out)
+	tag, err := s.pool.Exec(ctx, `UPDATE schedule_firings SET error = $1, digest = COALESCE($2, digest) WHERE schedule_id = $3 AND due = $4`,
+		out.Error, dg, id, nanos(due))
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return fmt.Errorf("postgres: record outcome of %s@%s: %w", id, due, err)
 	}
-	key := jobmap.FiringKey(id, nanos(due))
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		j, err := getJob(ctx, tx, jobs.KindFiring, key)
-		if err != nil {
-			return leaseErr(err)
-		}
-		if j.State == jobs.Parked {
-			if _, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, out.FinishedAt); err != nil {
-				return leaseErr(err)
-			}
-			if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, out.FinishedAt, 0, 0); err != nil {
-				return leaseErr(err)
-			}
-		}
-		if _, err := finishJob(ctx, tx, jobs.KindFiring, key, owner, state, "", payload, out.FinishedAt); err != nil {
-			return leaseErr(err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE schedule_firings SET error = $1, digest = $2 WHERE schedule_id = $3 AND due = $4`,
-			out.Error, dg, id, nanos(due)); err != nil {
-			return fmt.Errorf("postgres: finish %s@%s: %w", id, due, err)
-		}
-		return nil
-	})
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+	}
+	return nil
 }
 
-// firingCols and firingFrom read a firing with its job.
+// firingCols and firingFrom read a firing with its run's job, if any.
 const (
-	firingCols = `f.schedule_id, f.due, f.claimed_at, f.manual, f.error, f.digest,
+	firingCols = `f.schedule_id, f.due, f.claimed_at, f.manual, f.error, f.digest, f.state,
 	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.finished_at, j.error`
-	firingFrom = ` FROM schedule_firings f JOIN jobs j ON j.kind = 'firing' AND j.key = f.schedule_id || '@' || f.due::text`
+	firingFrom = ` FROM schedule_firings f LEFT JOIN jobs j ON j.kind = 'run' AND j.key = 'digest:' || f.schedule_id || '@' || f.due::text`
 )
 
 func scanFiring(row pgx.Row) (schedule.Firing, error) {
 	var f schedule.Firing
-	var j jobs.Job
-	var due, claimed, lease, finished int64
-	var state string
-	var dg []byte
-	if err := row.Scan(&f.ScheduleID, &due, &claimed, &f.Manual, &f.Error, &dg,
-		&state, &j.Payload, &j.Owner, &lease, &j.Attempts, &finished, &j.Error); err != nil {
+	var due, claimed int64
+	var rowState string
+	var dg, payload []byte
+	var state, owner, jerr *string
+	var lease, finished *int64
+	var attempts *int
+	if err := row.Scan(&f.ScheduleID, &due, &claimed, &f.Manual, &f.Error, &dg, &rowState,
+		&state, &payload, &owner, &lease, &attempts, &finished, &jerr); err != nil {
 		return f, err
 	}
 	f.Due, f.ClaimedAt = fromNanos(due), fromNanos(claimed)
-	j.State, j.LeaseUntil, j.FinishedAt = jobs.State(state), jobTime(lease), jobTime(finished)
-	jobmap.FiringLease(&f, j)
+	j := jobs.Job{Payload: payload}
+	if state != nil {
+		j.State, j.Owner, j.Attempts, j.Error = jobs.State(*state), *owner, *attempts, *jerr
+		j.LeaseUntil, j.FinishedAt = jobTime(*lease), jobTime(*finished)
+	}
+	jobmap.FiringRun(&f, rowState, j, state != nil)
 	if dg != nil {
 		f.Digest = new(schedule.Digest)
 		if err := json.Unmarshal(dg, f.Digest); err != nil {
@@ -323,77 +263,16 @@ func collectFirings(rows pgx.Rows) ([]schedule.Firing, error) {
 	return out, rows.Err()
 }
 
-// getFiring reads one firing on db (the pool or a transaction).
-func getFiring(ctx context.Context, db jobDB, id string, due int64) (schedule.Firing, error) {
-	f, err := scanFiring(db.QueryRow(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = $1 AND f.due = $2`, id, due))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return f, fmt.Errorf("postgres: firing %s@%d: %w", id, due, schedule.ErrNotFound)
-	}
-	if err != nil {
-		return f, fmt.Errorf("postgres: get firing %s@%d: %w", id, due, err)
-	}
-	return f, nil
-}
-
-// TakeOverFiring implements schedule.Store: Claim (FOR UPDATE SKIP LOCKED)
-// with the bound on attempts.
-func (s *Schedules) TakeOverFiring(ctx context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
-	var out []schedule.Firing
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		out = out[:0]
-		got, err := claimJobs(ctx, tx, jobs.KindFiring, owner, now, leaseUntil.Sub(now), 0, maxAttempts)
-		if err != nil {
-			return fmt.Errorf("postgres: take over: %w", err)
-		}
-		for _, j := range got {
-			id, due, err := jobmap.ParseFiringKey(j.Key)
-			if err != nil {
-				return fmt.Errorf("postgres: take over: %w", err)
-			}
-			f, err := getFiring(ctx, tx, id, due)
-			if err != nil {
-				return fmt.Errorf("take over: %w", err)
-			}
-			out = append(out, f)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// FailExpired implements schedule.Store.
-func (s *Schedules) FailExpired(ctx context.Context, now time.Time, maxAttempts int) (int, error) {
-	return failExpiredJobs(ctx, s.pool, jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
-}
-
-// ApproveFiring implements schedule.Store: Unpark, then ClaimKey by the
-// approver, in one transaction.
-func (s *Schedules) ApproveFiring(ctx context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
-	var f schedule.Firing
-	key := jobmap.FiringKey(id, nanos(due))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, now)
-		switch {
-		case errors.Is(err, jobs.ErrNotParked):
-			return fmt.Errorf("postgres: firing %s@%s: %w: %w", id, due, schedule.ErrNotWaiting, err)
-		case err != nil:
-			return jobmap.ScheduleErr(err)
-		}
-		if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, now, leaseUntil.Sub(now), 0); err != nil {
-			return jobmap.ScheduleErr(err)
-		}
-		f, err = getFiring(ctx, tx, id, nanos(due))
-		return err
-	})
-	return f, err
-}
-
 // GetFiring implements schedule.Store.
 func (s *Schedules) GetFiring(ctx context.Context, id string, due time.Time) (schedule.Firing, error) {
-	return getFiring(ctx, s.pool, id, nanos(due))
+	f, err := scanFiring(s.pool.QueryRow(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = $1 AND f.due = $2`, id, nanos(due)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return f, fmt.Errorf("postgres: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+	}
+	if err != nil {
+		return f, fmt.Errorf("postgres: get firing %s@%s: %w", id, due, err)
+	}
+	return f, nil
 }
 
 // ListFirings implements schedule.Store.
@@ -418,7 +297,7 @@ func (s *Schedules) ListFirings(ctx context.Context, id string, limit int) ([]sc
 // PreviousDigest implements schedule.Store.
 func (s *Schedules) PreviousDigest(ctx context.Context, id string, before time.Time) (schedule.Firing, error) {
 	f, err := scanFiring(s.pool.QueryRow(ctx, `SELECT `+firingCols+firingFrom+`
-		WHERE f.schedule_id = $1 AND f.due < $2 AND j.state = 'done' AND length(j.payload) = 0 AND f.digest IS NOT NULL
+		WHERE f.schedule_id = $1 AND f.due < $2 AND f.digest IS NOT NULL
 		ORDER BY f.due DESC LIMIT 1`, id, nanos(before)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, fmt.Errorf("postgres: previous digest of %s: %w", id, schedule.ErrNotFound)

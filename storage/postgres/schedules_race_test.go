@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"deepresearch/clock"
+	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/storage/postgres"
 )
 
 // recorder counts runs per (schedule, due time) across schedulers.
@@ -17,17 +19,32 @@ type recorder struct {
 	runs map[string][]string // key → owners that ran it
 }
 
-type ownedRunner struct {
+// ownedRuns is a replica's run service: it creates the firings' runs in
+// its own pool and, told to start one, finishes it at once.
+type ownedRuns struct {
 	rec   *recorder
 	owner string
+	store research.Store
+	clk   *clock.Manual
 }
 
-func (r ownedRunner) Run(_ context.Context, job schedule.Job) (*schedule.Digest, error) {
-	k := job.Schedule.ID + "@" + job.Due.UTC().Format(time.RFC3339)
+func (r ownedRuns) Create(ctx context.Context, run research.Run, maxPerUser int) error {
+	if err := r.store.CreateRun(ctx, run, maxPerUser); err != nil {
+		return err
+	}
+	of := run.Options.Digest
+	k := of.Schedule + "@" + of.Due.UTC().Format(time.RFC3339)
 	r.rec.mu.Lock()
 	r.rec.runs[k] = append(r.rec.runs[k], r.owner)
 	r.rec.mu.Unlock()
-	return &schedule.Digest{Title: k}, nil
+	return nil
+}
+
+func (r ownedRuns) TryStart(ctx context.Context, id string) {
+	if _, err := r.store.AcquireRun(ctx, id, r.owner, r.clk.Now(), time.Minute); err != nil {
+		return
+	}
+	_ = r.store.FinishRun(ctx, id, r.owner, research.StateDone, "", r.clk.Now())
 }
 
 // TestSchedulersRace: three schedulers, each with its own connection pool
@@ -66,8 +83,13 @@ func TestSchedulersRace(t *testing.T) {
 		clk := clock.NewManual(start)
 		clocks = append(clocks, clk)
 		owner := fmt.Sprint("replica-", i)
-		scheds = append(scheds, &schedule.Scheduler{Store: openSchedules(t, dsn), Runner: ownedRunner{rec, owner},
-			Clock: clk, Owner: owner, Grace: time.Hour, Lease: time.Minute, MaxConcurrent: 4})
+		st, err := postgres.Open(ctx, postgres.Options{URL: dsn, MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		scheds = append(scheds, &schedule.Scheduler{Store: postgres.NewSchedules(st), Runs: ownedRuns{rec, owner, postgres.NewRuns(st), clk},
+			Clock: clk, Grace: time.Hour})
 	}
 	for now := start; !now.After(end); now = now.Add(10 * time.Minute) {
 		var wg sync.WaitGroup
@@ -82,9 +104,6 @@ func TestSchedulersRace(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		for _, s := range scheds {
-			s.Wait()
-		}
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
@@ -36,18 +37,25 @@ func openSchedules(t testing.TB, dsn string) *postgres.Schedules {
 }
 
 func TestSchedulesConformance(t *testing.T) {
-	storetest.Schedules(t, func(t *testing.T) schedule.Store { return openSchedules(t, freshSchema(t)) })
+	storetest.Schedules(t, func(t *testing.T) (schedule.Store, research.Store) {
+		st, err := postgres.Open(context.Background(), postgres.Options{URL: freshSchema(t), MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return postgres.NewSchedules(st), postgres.NewRuns(st)
+	})
 }
 
 // TestConformanceOnStoragePostgres: the tables come from storage/postgres's
 // migrations, through its pool, as `serve` wires it.
 func TestSchedulesConformanceOnStoragePostgres(t *testing.T) {
-	storetest.Schedules(t, func(t *testing.T) schedule.Store {
+	storetest.Schedules(t, func(t *testing.T) (schedule.Store, research.Store) {
 		st, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(t), MaxConns: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(st.Close)
-		return postgres.NewSchedules(st)
+		return postgres.NewSchedules(st), postgres.NewRuns(st)
 	})
 }

@@ -171,16 +171,30 @@ func jobWhy(ctx context.Context, tx *sql.Tx, what string, kind jobs.Kind, key st
 
 // claimJobs is Claim inside tx.
 func claimJobs(ctx context.Context, tx *sql.Tx, kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
+	return claimJobsOf(ctx, tx, kind, nil, owner, now, lease, limit, maxAttempts)
+}
+
+// keyKind limits a claim to the keys of one kind of run (research.RunKind):
+// those without ':' for "", else those that start with the kind and ':'.
+const keyKind = ` AND ((:rkind = '' AND instr(key, ':') = 0) OR (:rkind <> '' AND substr(key, 1, length(:rkind) + 1) = :rkind || ':'))`
+
+// claimJobsOf is claimJobs limited, when runKind is set, to the keys of
+// that kind of run.
+func claimJobsOf(ctx context.Context, tx *sql.Tx, kind jobs.Kind, runKind *string, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
 	if limit <= 0 {
 		limit = -1
+	}
+	where, rkind := jobClaimable, ""
+	if runKind != nil {
+		where, rkind = where+keyKind, *runKind
 	}
 	rows, err := tx.QueryContext(ctx, `UPDATE jobs SET state = 'held', owner = :owner, lease_until = :until,
 		attempts = attempts + 1, updated_at = :now
 		WHERE (kind, key) IN (
-			SELECT kind, key FROM jobs WHERE `+jobClaimable+` ORDER BY created_at, key LIMIT :limit
+			SELECT kind, key FROM jobs WHERE `+where+` ORDER BY created_at, key LIMIT :limit
 		) RETURNING `+jobCols,
 		sql.Named("owner", owner), sql.Named("until", jobNanos(now.Add(lease))), sql.Named("now", jobNanos(now)),
-		sql.Named("kind", kind), sql.Named("max", maxAttempts), sql.Named("limit", limit))
+		sql.Named("kind", kind), sql.Named("max", maxAttempts), sql.Named("limit", limit), sql.Named("rkind", rkind))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim %s: %w", kind, err)
 	}

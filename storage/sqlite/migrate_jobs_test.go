@@ -154,43 +154,36 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 
 	sch := NewSchedules(s)
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
-	taken, err := sch.TakeOverFiring(ctx, "B", at(60), at(90), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(taken) != 1 || !taken[0].Due.Equal(at(100)) || taken[0].Owner != "B" || taken[0].Attempts != 2 ||
-		taken[0].State != schedule.FiringRunning || !taken[0].ClaimedAt.Equal(at(5)) || !taken[0].LeaseUntil.Equal(at(90)) {
-		t.Fatalf("taken over firings = %+v", taken)
-	}
-	if err := sch.FinishFiring(ctx, "s1", at(100), "B", schedule.Outcome{State: schedule.FiringDone, Digest: &schedule.Digest{Title: "w2"}, FinishedAt: at(70)}); err != nil {
-		t.Fatal(err)
-	}
-	approved, err := sch.ApproveFiring(ctx, "s1", at(200), "C", at(61), at(91))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if approved.State != schedule.FiringRunning || approved.Owner != "C" || approved.Attempts != 1 {
-		t.Errorf("approved firing = %+v", approved)
-	}
-	if _, err := sch.ApproveFiring(ctx, "s1", at(200), "D", at(62), at(92)); !errors.Is(err, schedule.ErrNotWaiting) {
-		t.Errorf("second approval: %v", err)
+	// Migration 0016: a firing is a run now; the firings still running or
+	// waiting on the old lease queue have no run to continue them, and
+	// are failed with why.
+	for _, want := range []struct {
+		due   int
+		state schedule.FiringState
+		err   string
+	}{
+		{100, schedule.FiringFailed, "abandoned: the process running it stopped"},
+		{200, schedule.FiringFailed, "abandoned: never approved"},
+		{50, schedule.FiringDone, ""},
+		{40, schedule.FiringSkipped, "missed"},
+	} {
+		f, err := sch.GetFiring(ctx, "s1", at(want.due))
+		if err != nil || f.State != want.state || f.Error != want.err {
+			t.Errorf("firing due at %d = %+v, %v; want %s (%q)", want.due, f, err, want.state, want.err)
+		}
 	}
 	prev, err := sch.PreviousDigest(ctx, "s1", at(100))
-	if err != nil || prev.Digest == nil || prev.Digest.Title != "w1" || !prev.Manual || !prev.FinishedAt.Equal(at(8)) || prev.Attempts != 1 {
+	if err != nil || prev.Digest == nil || prev.Digest.Title != "w1" || !prev.Manual || !prev.ClaimedAt.Equal(at(7)) {
 		t.Errorf("previous digest = %+v, %v", prev, err)
 	}
-	skipped, err := sch.GetFiring(ctx, "s1", at(40))
-	if err != nil || skipped.State != schedule.FiringSkipped || skipped.Error != "missed" || !skipped.FinishedAt.Equal(at(9)) {
-		t.Errorf("skipped firing = %+v, %v", skipped, err)
-	}
-	if fs, err := sch.ListFirings(ctx, "s1", 0); err != nil || len(fs) != 4 || fs[0].State != schedule.FiringRunning || fs[1].State != schedule.FiringDone {
+	if fs, err := sch.ListFirings(ctx, "s1", 0); err != nil || len(fs) != 4 {
 		t.Errorf("firings = %+v, %v", fs, err)
 	}
-	if ok, err := sch.ClaimFiring(ctx, schedule.Firing{ScheduleID: "s1", Due: at(100), State: schedule.FiringRunning, Owner: "E", LeaseUntil: at(200), ClaimedAt: at(63)}); err != nil || ok {
-		t.Errorf("a migrated firing was claimed again: %v, %v", ok, err)
+	if ok, err := sch.RecordFiring(ctx, schedule.Firing{ScheduleID: "s1", Due: at(100), State: schedule.FiringRunning, ClaimedAt: at(63)}); err != nil || ok {
+		t.Errorf("a migrated firing was recorded again: %v, %v", ok, err)
 	}
 
-	got2, err := r.AcquireRuns(ctx, "B", at(60), 30*time.Second, 0)
+	got2, err := r.AcquireRuns(ctx, "", "B", at(60), 30*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,9 +218,11 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 		t.Errorf("U1 has 3 active migrated runs, limit 3: %v", err)
 	}
 	var leaseCols int
+	// schedule_firings has a state again (0016): the final one of a
+	// firing that never ran.
 	for _, table := range []string{"schedule_firings", "bot_runs"} {
 		if err := s.r.QueryRow(`SELECT count(*) FROM pragma_table_info(?)
-			WHERE name IN ('lease_until', 'owner', 'state', 'attempts', 'attempt', 'finished_at')`, table).Scan(&leaseCols); err != nil || leaseCols != 0 {
+			WHERE name IN ('lease_until', 'owner', 'attempts', 'attempt', 'finished_at') OR (name = 'state' AND ? = 'bot_runs')`, table, table).Scan(&leaseCols); err != nil || leaseCols != 0 {
 			t.Errorf("%s keeps %d lease columns (%v)", table, leaseCols, err)
 		}
 	}

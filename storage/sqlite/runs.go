@@ -312,12 +312,13 @@ func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, 
 	return r, nil
 }
 
-// AcquireRuns implements research.Store: Claim, oldest first.
-func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
+// AcquireRuns implements research.Store: Claim, oldest first, of the
+// kind's keys.
+func (b *Runs) AcquireRuns(ctx context.Context, kind, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
 	var out []research.Run
 	err := b.s.write(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		got, err := claimJobs(ctx, tx, jobs.KindRun, owner, now, lease, limit, 0)
+		got, err := claimJobsOf(ctx, tx, jobs.KindRun, &kind, owner, now, lease, limit, 0)
 		if err != nil {
 			return fmt.Errorf("acquire runs: %w", err)
 		}

@@ -17,13 +17,13 @@ import (
 
 // Schedules is the schedule.Store on a SQLite database. Its writes go
 // through the Store's writer, one connection whose transactions begin
-// IMMEDIATE, so the claim of a firing and the per-channel limit hold across
-// processes sharing the file.
+// IMMEDIATE, so the record of a firing and the per-channel limit hold
+// across processes sharing the file.
 //
 // A firing is a row of schedule_firings (manual, claimed_at, the outcome's
-// error text, the digest) and a KindFiring job (migration 0009) that holds
-// its lease and state (jobmap.FiringJob): the lease rules are jobs.go's,
-// run inside the transaction that also writes the row.
+// error text, the digest, the final state of one that never ran); one that
+// ran shows the state of its digest run's job (migration 0016,
+// jobmap.FiringRun).
 type Schedules struct {
 	db *sql.DB
 }
@@ -133,10 +133,6 @@ func (s *Schedules) UpdateSchedule(ctx context.Context, sc schedule.Schedule) er
 // DeleteSchedule implements schedule.Store.
 func (s *Schedules) DeleteSchedule(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE kind = 'firing'
-			AND key IN (SELECT schedule_id || '@' || due FROM schedule_firings WHERE schedule_id = ?)`, id); err != nil {
-			return fmt.Errorf("sqlite: delete firing jobs of %s: %w", id, err)
-		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM schedule_firings WHERE schedule_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete firings of %s: %w", id, err)
 		}
@@ -198,20 +194,15 @@ func digestJSON(d *schedule.Digest) (any, error) {
 	return string(b), nil
 }
 
-// ClaimFiring implements schedule.Store: the row and the job in one
-// transaction; a job left behind by a firing row that is gone is replaced.
-func (s *Schedules) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, error) {
+// RecordFiring implements schedule.Store.
+func (s *Schedules) RecordFiring(ctx context.Context, f schedule.Firing) (bool, error) {
 	f.Digest = dbtext.Digest(f.Digest)
 	f.Error = dbtext.String(f.Error)
 	dg, err := digestJSON(f.Digest)
 	if err != nil {
 		return false, err
 	}
-	j, err := jobmap.FiringJob(f, nanos(f.Due))
-	if err != nil {
-		return false, fmt.Errorf("sqlite: %w", err)
-	}
-	var claimed bool
+	var recorded bool
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM schedules WHERE id = ?`, f.ScheduleID).Scan(&one)
@@ -219,107 +210,61 @@ func (s *Schedules) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, e
 			return fmt.Errorf("sqlite: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: claim: %w", err)
+			return fmt.Errorf("sqlite: record firing: %w", err)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO schedule_firings (schedule_id, due, claimed_at, manual, error, digest)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_id, due) DO NOTHING`,
-			f.ScheduleID, nanos(f.Due), nanos(f.ClaimedAt), b2i(f.Manual), f.Error, dg)
+		res, err := tx.ExecContext(ctx, `INSERT INTO schedule_firings (schedule_id, due, claimed_at, manual, error, digest, state)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_id, due) DO NOTHING`,
+			f.ScheduleID, nanos(f.Due), nanos(f.ClaimedAt), b2i(f.Manual), f.Error, dg, jobmap.RowState(f.State))
 		if err != nil {
-			return fmt.Errorf("sqlite: claim %s@%s: %w", f.ScheduleID, f.Due, err)
+			return fmt.Errorf("sqlite: record firing %s@%s: %w", f.ScheduleID, f.Due, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
-		}
-		claimed = true
-		stored, err := putJobs(ctx, tx, []jobs.Job{j})
-		if err != nil || stored[0] {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE kind = ? AND key = ?`, j.Kind, j.Key); err != nil {
-			return fmt.Errorf("sqlite: claim %s@%s: %w", f.ScheduleID, f.Due, err)
-		}
-		_, err = putJobs(ctx, tx, []jobs.Job{j})
-		return err
+		n, _ := res.RowsAffected()
+		recorded = n > 0
+		return nil
 	})
-	return claimed, err
+	return recorded, err
 }
 
-// leaseErr maps the jobs error of a firing's lease to schedule.ErrLeaseLost
-// (also for a firing that does not exist, as a lease nobody holds).
-func leaseErr(err error) error {
-	if errors.Is(err, jobs.ErrNotFound) {
-		return fmt.Errorf("%w: %w", schedule.ErrLeaseLost, err)
-	}
-	return jobmap.ScheduleErr(err)
-}
-
-// RenewFiring implements schedule.Store: Extend to leaseUntil (which may lie
-// in the past: a hand-back).
-func (s *Schedules) RenewFiring(ctx context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := extendJob(ctx, tx, jobs.KindFiring, jobmap.FiringKey(id, nanos(due)), owner, leaseUntil, 0)
-		return leaseErr(err)
-	})
-}
-
-// FinishFiring implements schedule.Store. A waiting firing has no lease: it
-// is finished by whoever finishes it (a decline, or its claimer whose
-// request for approval failed), as a job unparked, claimed and finished in
-// one transaction.
-func (s *Schedules) FinishFiring(ctx context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+// RecordOutcome implements schedule.Store.
+func (s *Schedules) RecordOutcome(ctx context.Context, id string, due time.Time, out schedule.Outcome) error {
 	out = dbtext.Outcome(out)
 	dg, err := digestJSON(out.Digest)
 	if err != nil {
 		return err
 	}
-	state, payload, err := jobmap.FiringFinish(out)
+	res, err := s.db.ExecContext(ctx, `UPDATE schedule_firings SET error = ?, digest = COALESCE(?, digest) WHERE schedule_id = ? AND due = ?`,
+		out.Error, dg, id, nanos(due))
 	if err != nil {
-		return fmt.Errorf("sqlite: %w", err)
+		return fmt.Errorf("sqlite: record outcome of %s@%s: %w", id, due, err)
 	}
-	key := jobmap.FiringKey(id, nanos(due))
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		j, err := getJob(ctx, tx, jobs.KindFiring, key)
-		if err != nil {
-			return leaseErr(err)
-		}
-		if j.State == jobs.Parked {
-			if _, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, out.FinishedAt); err != nil {
-				return leaseErr(err)
-			}
-			if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, out.FinishedAt, 0, 0); err != nil {
-				return leaseErr(err)
-			}
-		}
-		if _, err := finishJob(ctx, tx, jobs.KindFiring, key, owner, state, "", payload, out.FinishedAt); err != nil {
-			return leaseErr(err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE schedule_firings SET error = ?, digest = ? WHERE schedule_id = ? AND due = ?`,
-			out.Error, dg, id, nanos(due)); err != nil {
-			return fmt.Errorf("sqlite: finish %s@%s: %w", id, due, err)
-		}
-		return nil
-	})
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+	}
+	return nil
 }
 
-// firingCols and firingFrom read a firing with its job.
+// firingCols and firingFrom read a firing with its run's job, if any.
 const (
-	firingCols = `f.schedule_id, f.due, f.claimed_at, f.manual, f.error, f.digest,
+	firingCols = `f.schedule_id, f.due, f.claimed_at, f.manual, f.error, f.digest, f.state,
 	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.finished_at, j.error`
-	firingFrom = ` FROM schedule_firings f JOIN jobs j ON j.kind = 'firing' AND j.key = f.schedule_id || '@' || f.due`
+	firingFrom = ` FROM schedule_firings f LEFT JOIN jobs j ON j.kind = 'run' AND j.key = 'digest:' || f.schedule_id || '@' || f.due`
 )
 
 func scanFiring(row interface{ Scan(...any) error }) (schedule.Firing, error) {
 	var f schedule.Firing
-	var j jobs.Job
-	var due, claimed, manual, lease, finished int64
-	var dg sql.NullString
-	if err := row.Scan(&f.ScheduleID, &due, &claimed, &manual, &f.Error, &dg,
-		&j.State, &j.Payload, &j.Owner, &lease, &j.Attempts, &finished, &j.Error); err != nil {
+	var rowState string
+	var due, claimed, manual int64
+	var dg, jState, jOwner, jError sql.NullString
+	var jPayload []byte
+	var lease, attempts, finished sql.NullInt64
+	if err := row.Scan(&f.ScheduleID, &due, &claimed, &manual, &f.Error, &dg, &rowState,
+		&jState, &jPayload, &jOwner, &lease, &attempts, &finished, &jError); err != nil {
 		return f, err
 	}
 	f.Due, f.ClaimedAt, f.Manual = fromNanos(due), fromNanos(claimed), manual != 0
-	j.LeaseUntil, j.FinishedAt = jobTime(lease), jobTime(finished)
-	jobmap.FiringLease(&f, j)
+	j := jobs.Job{State: jobs.State(jState.String), Payload: jPayload, Owner: jOwner.String, Attempts: int(attempts.Int64),
+		LeaseUntil: jobTime(lease.Int64), FinishedAt: jobTime(finished.Int64), Error: jError.String}
+	jobmap.FiringRun(&f, rowState, j, jState.Valid)
 	if dg.Valid {
 		f.Digest = new(schedule.Digest)
 		if err := json.Unmarshal([]byte(dg.String), f.Digest); err != nil {
@@ -342,82 +287,16 @@ func collectFirings(rows *sql.Rows) ([]schedule.Firing, error) {
 	return out, rows.Err()
 }
 
-// getFiring reads one firing on db (a transaction or the writer).
-func getFiring(ctx context.Context, db jobRower, id string, due int64) (schedule.Firing, error) {
-	f, err := scanFiring(db.QueryRowContext(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = ? AND f.due = ?`, id, due))
-	if errors.Is(err, sql.ErrNoRows) {
-		return f, fmt.Errorf("sqlite: firing %s@%d: %w", id, due, schedule.ErrNotFound)
-	}
-	if err != nil {
-		return f, fmt.Errorf("sqlite: get firing %s@%d: %w", id, due, err)
-	}
-	return f, nil
-}
-
-// TakeOverFiring implements schedule.Store: Claim with the bound on attempts.
-func (s *Schedules) TakeOverFiring(ctx context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
-	var out []schedule.Firing
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
-		got, err := claimJobs(ctx, tx, jobs.KindFiring, owner, now, leaseUntil.Sub(now), 0, maxAttempts)
-		if err != nil {
-			return fmt.Errorf("sqlite: take over: %w", err)
-		}
-		for _, j := range got {
-			id, due, err := jobmap.ParseFiringKey(j.Key)
-			if err != nil {
-				return fmt.Errorf("sqlite: take over: %w", err)
-			}
-			f, err := getFiring(ctx, tx, id, due)
-			if err != nil {
-				return fmt.Errorf("take over: %w", err)
-			}
-			out = append(out, f)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// FailExpired implements schedule.Store.
-func (s *Schedules) FailExpired(ctx context.Context, now time.Time, maxAttempts int) (int, error) {
-	var n int
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		n, err = failExpiredJobs(ctx, tx, jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
-		return err
-	})
-	return n, err
-}
-
-// ApproveFiring implements schedule.Store: Unpark, then ClaimKey by the
-// approver, in one transaction.
-func (s *Schedules) ApproveFiring(ctx context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
-	var f schedule.Firing
-	key := jobmap.FiringKey(id, nanos(due))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, now)
-		switch {
-		case errors.Is(err, jobs.ErrNotParked):
-			return fmt.Errorf("sqlite: firing %s@%s: %w: %w", id, due, schedule.ErrNotWaiting, err)
-		case err != nil:
-			return jobmap.ScheduleErr(err)
-		}
-		if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, now, leaseUntil.Sub(now), 0); err != nil {
-			return jobmap.ScheduleErr(err)
-		}
-		f, err = getFiring(ctx, tx, id, nanos(due))
-		return err
-	})
-	return f, err
-}
-
 // GetFiring implements schedule.Store.
 func (s *Schedules) GetFiring(ctx context.Context, id string, due time.Time) (schedule.Firing, error) {
-	return getFiring(ctx, s.db, id, nanos(due))
+	f, err := scanFiring(s.db.QueryRowContext(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = ? AND f.due = ?`, id, nanos(due)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, fmt.Errorf("sqlite: firing %s@%s: %w", id, due, schedule.ErrNotFound)
+	}
+	if err != nil {
+		return f, fmt.Errorf("sqlite: get firing %s@%s: %w", id, due, err)
+	}
+	return f, nil
 }
 
 // ListFirings implements schedule.Store.
@@ -439,7 +318,7 @@ func (s *Schedules) ListFirings(ctx context.Context, id string, limit int) ([]sc
 // PreviousDigest implements schedule.Store.
 func (s *Schedules) PreviousDigest(ctx context.Context, id string, before time.Time) (schedule.Firing, error) {
 	f, err := scanFiring(s.db.QueryRowContext(ctx, `SELECT `+firingCols+firingFrom+`
-		WHERE f.schedule_id = ? AND f.due < ? AND j.state = 'done' AND length(j.payload) = 0 AND f.digest IS NOT NULL
+		WHERE f.schedule_id = ? AND f.due < ? AND f.digest IS NOT NULL
 		ORDER BY f.due DESC LIMIT 1`, id, nanos(before)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, fmt.Errorf("sqlite: previous digest of %s: %w", id, schedule.ErrNotFound)

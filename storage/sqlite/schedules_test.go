@@ -7,23 +7,24 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"deepresearch/research"
 	"deepresearch/schedule"
 	"deepresearch/storage/sqlite"
 	"deepresearch/storage/storetest"
 )
 
 // openSchedules opens a fresh database file (its migrations create the
-// tables) and returns its schedule store.
-func openSchedules(t *testing.T) *sqlite.Schedules {
+// tables) and returns its schedule store and run store.
+func openSchedules(t *testing.T) (schedule.Store, research.Store) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "s.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return sqlite.NewSchedules(st)
+	return sqlite.NewSchedules(st), sqlite.NewRuns(st)
 }
 
 func TestSchedulesConformance(t *testing.T) {
-	storetest.Schedules(t, func(t *testing.T) schedule.Store { return openSchedules(t) })
+	storetest.Schedules(t, openSchedules)
 }

@@ -281,7 +281,7 @@ func testAcquireRuns(t *testing.T, s research.Store) {
 
 	// Several processes race for the rest: each run goes to exactly one.
 	got := claimRace(t, 4, 2, func(owner string, limit int) ([]research.Run, error) {
-		return s.AcquireRuns(c, owner, at(11), time.Minute, limit)
+		return s.AcquireRuns(c, "", owner, at(11), time.Minute, limit)
 	}, func(r research.Run) string { return r.ID }, func(owner string, r research.Run) bool {
 		return r.State == research.StateRunning && r.Owner == owner && r.Attempt == 1
 	})
@@ -289,7 +289,7 @@ func testAcquireRuns(t *testing.T, s research.Store) {
 		t.Fatalf("acquired %v, want r2, r3, r4", got)
 	}
 	// After r0's lease expires it is acquirable again.
-	runs, err := s.AcquireRuns(c, "Z", at(200), time.Minute, 0)
+	runs, err := s.AcquireRuns(c, "", "Z", at(200), time.Minute, 0)
 	must(t, err)
 	ids := map[string]bool{}
 	for _, r := range runs {
@@ -297,6 +297,25 @@ func testAcquireRuns(t *testing.T, s research.Store) {
 	}
 	if !ids["r0"] || ids["r1"] {
 		t.Errorf("after expiry acquired %v", ids)
+	}
+
+	// Each kind of run is acquired by its own kind only: an `ask` run
+	// ("ask:…") is no conversation's ("" kind), and the other way round.
+	ask := newRun("ask:a1", "9.0", "U9")
+	ask.ThreadID = "cli-a1"
+	ask.CreatedAt = at(9)
+	create(t, s, ask)
+	runs, err = s.AcquireRuns(c, "", "Y", at(300), time.Minute, 0)
+	must(t, err)
+	for _, r := range runs {
+		if r.ID == "ask:a1" {
+			t.Errorf("the conversations' AcquireRuns took the ask run")
+		}
+	}
+	runs, err = s.AcquireRuns(c, "ask", "Y", at(300), time.Minute, 0)
+	must(t, err)
+	if len(runs) != 1 || runs[0].ID != "ask:a1" {
+		t.Errorf("AcquireRuns of kind ask: %v, want ask:a1 alone", runs)
 	}
 }
 
@@ -375,7 +394,7 @@ func testDecideCancel(t *testing.T, s research.Store) {
 	if r.State != research.StateCancelled || r.FinishedAt.IsZero() {
 		t.Fatalf("cancel decision = %+v", r)
 	}
-	runs, err := s.AcquireRuns(c, "B", at(3), time.Minute, 0)
+	runs, err := s.AcquireRuns(c, "", "B", at(3), time.Minute, 0)
 	must(t, err)
 	if len(runs) != 0 {
 		t.Errorf("a cancelled run was acquired")

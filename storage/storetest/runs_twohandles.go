@@ -120,7 +120,7 @@ func RunsTwoHandles(t *testing.T, a, b research.Store) {
 	var mu sync.Mutex
 	got := map[string]int{}
 	race(func(i int, s research.Store) error {
-		runs, err := s.AcquireRuns(ctx, fmt.Sprintf("Q%d", i), raceT0.Add(time.Hour), time.Minute, 1)
+		runs, err := s.AcquireRuns(ctx, "", fmt.Sprintf("Q%d", i), raceT0.Add(time.Hour), time.Minute, 1)
 		if err != nil {
 			t.Error(err)
 		}

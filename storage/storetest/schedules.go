@@ -11,8 +11,10 @@ import (
 	"deepresearch/schedule"
 )
 
-// NewScheduleStore opens an isolated, empty store for one subtest.
-type NewScheduleStore func(t *testing.T) schedule.Store
+// NewScheduleStore opens an isolated, empty schedule store for one
+// subtest, with the run store on the same database (a firing that ran
+// shows its digest run's state).
+type NewScheduleStore func(t *testing.T) (schedule.Store, research.Store)
 
 var scheduleT0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
@@ -38,31 +40,35 @@ func mustSchedule(t *testing.T, err error) {
 	}
 }
 
-func running(id string, due time.Time, owner string, lease time.Time) schedule.Firing {
-	return schedule.Firing{ScheduleID: id, Due: due, State: schedule.FiringRunning, Owner: owner, LeaseUntil: lease, Attempts: 1, ClaimedAt: due}
+func running(id string, due time.Time) schedule.Firing {
+	return schedule.Firing{ScheduleID: id, Due: due, State: schedule.FiringRunning, ClaimedAt: due}
 }
 
-// withFiring creates schedule a in C1 and claims f for it.
+// withFiring creates schedule a in C1 and records f for it.
 func withFiring(t *testing.T, s schedule.Store, f schedule.Firing) {
 	t.Helper()
 	ctx := ctxT(t)
 	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
-	_, err := s.ClaimFiring(ctx, f)
+	_, err := s.RecordFiring(ctx, f)
 	mustSchedule(t, err)
 }
 
 // Schedules runs the conformance suite every schedule.Store passes.
 func Schedules(t *testing.T, open NewScheduleStore) {
-	t.Run("ScheduleCRUD", func(t *testing.T) { testCRUD(t, open(t)) })
-	t.Run("ChannelLimit", func(t *testing.T) { testLimit(t, open(t)) })
-	t.Run("ChannelLimitConcurrent", func(t *testing.T) { testLimitConcurrent(t, open(t)) })
-	t.Run("ClaimOnce", func(t *testing.T) { testClaimOnce(t, open(t)) })
-	t.Run("LeaseRenewFinish", func(t *testing.T) { testLease(t, open(t)) })
-	t.Run("TakeOver", func(t *testing.T) { testTakeOver(t, open(t)) })
-	t.Run("Approve", func(t *testing.T) { testApprove(t, open(t)) })
-	t.Run("Digests", func(t *testing.T) { testDigests(t, open(t)) })
-	t.Run("DeleteCascades", func(t *testing.T) { testDelete(t, open(t)) })
-	t.Run("HostileText", func(t *testing.T) { testScheduleHostileText(t, open(t)) })
+	only := func(f func(*testing.T, schedule.Store)) func(*testing.T) {
+		return func(t *testing.T) {
+			s, _ := open(t)
+			f(t, s)
+		}
+	}
+	t.Run("ScheduleCRUD", only(testCRUD))
+	t.Run("ChannelLimit", only(testLimit))
+	t.Run("ChannelLimitConcurrent", only(testLimitConcurrent))
+	t.Run("RecordOnce", only(testRecordOnce))
+	t.Run("FiringShowsItsRun", func(t *testing.T) { testFiringRun(t)(open(t)) })
+	t.Run("Digests", only(testDigests))
+	t.Run("DeleteCascades", only(testDelete))
+	t.Run("HostileText", only(testScheduleHostileText))
 }
 
 func testCRUD(t *testing.T, s schedule.Store) {
@@ -153,19 +159,19 @@ func testLimitConcurrent(t *testing.T, s schedule.Store) {
 	}
 }
 
-func testClaimOnce(t *testing.T, s schedule.Store) {
+func testRecordOnce(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
 	mustSchedule(t, s.CreateSchedule(ctx, mk("a", "C1"), 0))
 	due := scheduleT0.Add(7 * 24 * time.Hour)
-	n := race(16, func(i int) int {
-		return won(t)(s.ClaimFiring(ctx, running("a", due, fmt.Sprint("p", i), due.Add(time.Minute))))
+	n := race(16, func(int) int {
+		return won(t)(s.RecordFiring(ctx, running("a", due)))
 	})
 	if n != 1 {
-		t.Fatalf("%d claims of one firing succeeded, want 1", n)
+		t.Fatalf("%d records of one firing succeeded, want 1", n)
 	}
 	f, err := s.GetFiring(ctx, "a", due)
 	mustSchedule(t, err)
-	if f.State != schedule.FiringRunning || !f.Due.Equal(due) || f.Attempts != 1 || f.Manual {
+	if f.State != schedule.FiringRunning || !f.Due.Equal(due) || f.Manual {
 		t.Fatalf("firing = %+v", f)
 	}
 	sc, err := s.GetSchedule(ctx, "a")
@@ -178,19 +184,19 @@ func testClaimOnce(t *testing.T, s schedule.Store) {
 	if !l[0].LastDue.Equal(due) {
 		t.Fatalf("List LastDue = %v, want %v", l[0].LastDue, due)
 	}
-	if _, err := s.ClaimFiring(ctx, running("missing", due, "p", due)); !errors.Is(err, schedule.ErrNotFound) {
-		t.Fatalf("claim for a missing schedule: %v, want ErrNotFound", err)
+	if _, err := s.RecordFiring(ctx, running("missing", due)); !errors.Is(err, schedule.ErrNotFound) {
+		t.Fatalf("record for a missing schedule: %v, want ErrNotFound", err)
 	}
-	// A skipped firing is recorded in one claim.
-	skipped := schedule.Firing{ScheduleID: "a", Due: scheduleT0, State: schedule.FiringSkipped, Owner: "p", ClaimedAt: due, FinishedAt: due, Error: "missed"}
-	ok, err := s.ClaimFiring(ctx, skipped)
+	// A skipped firing keeps its state and why.
+	skipped := schedule.Firing{ScheduleID: "a", Due: scheduleT0, State: schedule.FiringSkipped, ClaimedAt: due, Error: "missed"}
+	ok, err := s.RecordFiring(ctx, skipped)
 	mustSchedule(t, err)
 	if !ok {
-		t.Fatal("claim of an earlier due time failed")
+		t.Fatal("record of an earlier due time failed")
 	}
 	f, err = s.GetFiring(ctx, "a", scheduleT0)
 	mustSchedule(t, err)
-	if f.State != schedule.FiringSkipped || f.Error != "missed" || !f.FinishedAt.Equal(due) {
+	if f.State != schedule.FiringSkipped || f.Error != "missed" || !f.ClaimedAt.Equal(due) {
 		t.Fatalf("skipped firing = %+v", f)
 	}
 	fs, err := s.ListFirings(ctx, "a", 0)
@@ -203,112 +209,76 @@ func testClaimOnce(t *testing.T, s schedule.Store) {
 	if len(fs) != 1 {
 		t.Fatalf("ListFirings limit 1 = %d", len(fs))
 	}
-}
-
-func testLease(t *testing.T, s schedule.Store) {
-	ctx := ctxT(t)
-	due := scheduleT0
-	withFiring(t, s, running("a", due, "p1", due.Add(time.Minute)))
-	mustSchedule(t, s.RenewFiring(ctx, "a", due, "p1", due.Add(2*time.Minute)))
-	if err := s.RenewFiring(ctx, "a", due, "p2", due.Add(2*time.Minute)); !errors.Is(err, schedule.ErrLeaseLost) {
-		t.Fatalf("renew by another owner: %v", err)
-	}
-	if err := s.FinishFiring(ctx, "a", due, "p2", schedule.Outcome{State: schedule.FiringDone}); !errors.Is(err, schedule.ErrLeaseLost) {
-		t.Fatalf("finish by another owner: %v", err)
-	}
-	f, err := s.GetFiring(ctx, "a", due)
-	mustSchedule(t, err)
-	if !f.LeaseUntil.Equal(due.Add(2 * time.Minute)) {
-		t.Fatalf("lease = %v", f.LeaseUntil)
-	}
-	mustSchedule(t, s.FinishFiring(ctx, "a", due, "p1", schedule.Outcome{State: schedule.FiringFailed, Error: "boom", FinishedAt: due.Add(time.Minute)}))
-	if err := s.FinishFiring(ctx, "a", due, "p1", schedule.Outcome{State: schedule.FiringDone}); !errors.Is(err, schedule.ErrLeaseLost) {
-		t.Fatalf("second finish: %v", err)
-	}
-	if err := s.RenewFiring(ctx, "a", due, "p1", due.Add(time.Hour)); !errors.Is(err, schedule.ErrLeaseLost) {
-		t.Fatalf("renew of a finished firing: %v", err)
-	}
-	f, err = s.GetFiring(ctx, "a", due)
-	mustSchedule(t, err)
-	if f.State != schedule.FiringFailed || f.Error != "boom" || !f.FinishedAt.Equal(due.Add(time.Minute)) || f.Digest != nil {
-		t.Fatalf("finished firing = %+v", f)
+	if err := s.RecordOutcome(ctx, "a", due.Add(time.Hour), schedule.Outcome{Error: "x"}); !errors.Is(err, schedule.ErrNotFound) {
+		t.Fatalf("outcome of a missing firing: %v, want ErrNotFound", err)
 	}
 }
 
-func testTakeOver(t *testing.T, s schedule.Store) {
-	ctx := ctxT(t)
-	due := scheduleT0
-	withFiring(t, s, running("a", due, "dead", due.Add(time.Minute)))
-	got, err := s.TakeOverFiring(ctx, "p", due.Add(30*time.Second), due.Add(3*time.Minute), 3)
-	mustSchedule(t, err)
-	if len(got) != 0 {
-		t.Fatalf("took over a firing whose lease is valid: %+v", got)
-	}
-	now := due.Add(2 * time.Minute)
-	taken := race(8, func(i int) int {
-		fs, err := s.TakeOverFiring(ctx, fmt.Sprint("p", i), now, now.Add(2*time.Minute), 3)
-		if err != nil {
-			t.Errorf("take over: %v", err)
-		}
-		for _, f := range fs {
-			if f.Attempts != 2 || f.Owner != fmt.Sprint("p", i) || f.State != schedule.FiringRunning {
-				t.Errorf("taken firing = %+v", f)
+// testFiringRun: a firing that ran shows its digest run's state, lease and
+// error, from queued to its end; a declined one is skipped.
+func testFiringRun(t *testing.T) func(schedule.Store, research.Store) {
+	return func(s schedule.Store, runs research.Store) {
+		ctx := ctxT(t)
+		sc := mk("a", "C1")
+		mustSchedule(t, s.CreateSchedule(ctx, sc, 0))
+		state := func(due time.Time, want schedule.FiringState) schedule.Firing {
+			t.Helper()
+			f, err := s.GetFiring(ctx, "a", due)
+			mustSchedule(t, err)
+			if f.State != want {
+				t.Fatalf("firing %s: state %q, want %q (%+v)", due, f.State, want, f)
 			}
+			return f
 		}
-		return len(fs)
-	})
-	if taken != 1 {
-		t.Fatalf("the expired firing was taken over %d times, want 1", taken)
-	}
-	// Attempts exhausted: the next expiry fails it.
-	now = now.Add(time.Hour)
-	fs, err := s.TakeOverFiring(ctx, "q", now, now.Add(time.Minute), 2)
-	mustSchedule(t, err)
-	if len(fs) != 0 {
-		t.Fatalf("took over after the last attempt: %+v", fs)
-	}
-	n, err := s.FailExpired(ctx, now, 2)
-	mustSchedule(t, err)
-	if n != 1 {
-		t.Fatalf("FailExpired = %d, want 1", n)
-	}
-	f, err := s.GetFiring(ctx, "a", due)
-	mustSchedule(t, err)
-	if f.State != schedule.FiringFailed || f.Error == "" {
-		t.Fatalf("abandoned firing = %+v", f)
-	}
-}
-
-func testApprove(t *testing.T, s schedule.Store) {
-	ctx := ctxT(t)
-	due := scheduleT0
-	withFiring(t, s, schedule.Firing{ScheduleID: "a", Due: due, State: schedule.FiringWaiting, Owner: "p0", ClaimedAt: due})
-	n := race(8, func(i int) int {
-		f, err := s.ApproveFiring(ctx, "a", due, fmt.Sprint("p", i), due, due.Add(time.Minute))
-		switch {
-		case err == nil:
-			if f.State != schedule.FiringRunning || f.Owner != fmt.Sprint("p", i) || f.Attempts != 1 {
-				t.Errorf("approved firing = %+v", f)
+		now := scheduleT0
+		fire := func(due time.Time, approval bool) string {
+			t.Helper()
+			r := schedule.DigestRun(sc, due, !approval, now)
+			mustSchedule(t, runs.CreateRun(ctx, r, 0))
+			_, err := s.RecordFiring(ctx, running("a", due))
+			mustSchedule(t, err)
+			got, err := runs.Run(ctx, r.ID)
+			mustSchedule(t, err)
+			if of := got.Options.Digest; of == nil || of.Schedule != "a" || !of.Due.Equal(due) || of.Manual == approval || got.Options.ApproveStart != approval {
+				t.Fatalf("digest run read back as %+v (%+v)", got.Options, of)
 			}
-			return 1
-		case !errors.Is(err, schedule.ErrNotWaiting):
-			t.Errorf("approve: %v", err)
+			return r.ID
 		}
-		return 0
-	})
-	if n != 1 {
-		t.Fatalf("%d approvals won, want 1", n)
-	}
-	if _, err := s.ApproveFiring(ctx, "a", due.Add(time.Hour), "p", due, due); !errors.Is(err, schedule.ErrNotFound) {
-		t.Fatalf("approve missing: %v", err)
-	}
-	// Declining a waiting firing: finish by its owner as skipped.
-	due2 := due.Add(24 * time.Hour)
-	_, err := s.ClaimFiring(ctx, schedule.Firing{ScheduleID: "a", Due: due2, State: schedule.FiringWaiting, Owner: "p0", ClaimedAt: due})
-	mustSchedule(t, err)
-	mustSchedule(t, s.FinishFiring(ctx, "a", due2, "p0", schedule.Outcome{State: schedule.FiringSkipped, Error: "declined"}))
-	if _, err := s.ApproveFiring(ctx, "a", due2, "p", due, due); !errors.Is(err, schedule.ErrNotWaiting) {
-		t.Fatalf("approve declined: %v", err)
+		// Done, with the lease while it runs.
+		d1 := scheduleT0
+		id := fire(d1, false)
+		state(d1, schedule.FiringRunning)
+		_, err := runs.AcquireRun(ctx, id, "p1", now, time.Minute)
+		mustSchedule(t, err)
+		if f := state(d1, schedule.FiringRunning); f.Owner != "p1" || f.Attempts != 1 || !f.LeaseUntil.Equal(now.Add(time.Minute)) {
+			t.Fatalf("running firing = %+v", f)
+		}
+		mustSchedule(t, runs.FinishRun(ctx, id, "p1", research.StateDone, "", now.Add(time.Minute)))
+		if f := state(d1, schedule.FiringDone); !f.FinishedAt.Equal(now.Add(time.Minute)) {
+			t.Fatalf("done firing = %+v", f)
+		}
+		// Failed, with the run's error.
+		d2 := scheduleT0.Add(time.Hour)
+		id = fire(d2, false)
+		_, err = runs.AcquireRun(ctx, id, "p1", now, time.Minute)
+		mustSchedule(t, err)
+		mustSchedule(t, runs.FinishRun(ctx, id, "p1", research.StateFailed, "boom", now))
+		if f := state(d2, schedule.FiringFailed); f.Error != "boom" {
+			t.Fatalf("failed firing = %+v", f)
+		}
+		// Waiting for approval, then declined.
+		d3 := scheduleT0.Add(2 * time.Hour)
+		id = fire(d3, true)
+		_, err = runs.AcquireRun(ctx, id, "p1", now, time.Minute)
+		mustSchedule(t, err)
+		mustSchedule(t, runs.WaitRun(ctx, id, "p1", research.PendingInterrupt{ID: research.StartInterruptID, Kind: research.InterruptStart}, now))
+		state(d3, schedule.FiringWaiting)
+		_, err = runs.Decide(ctx, id, research.Decision{InterruptID: research.StartInterruptID, Action: research.ActionCancel, By: "U1", At: now})
+		mustSchedule(t, err)
+		mustSchedule(t, s.RecordOutcome(ctx, "a", d3, schedule.Outcome{Error: "declined by U1"}))
+		if f := state(d3, schedule.FiringSkipped); f.Error != "declined by U1" {
+			t.Fatalf("declined firing = %+v", f)
+		}
 	}
 }
 
@@ -320,11 +290,13 @@ func testDigests(t *testing.T, s schedule.Store) {
 	if _, err := s.PreviousDigest(ctx, "a", scheduleT0.Add(10*week)); !errors.Is(err, schedule.ErrNotFound) {
 		t.Fatalf("no digest yet: %v", err)
 	}
-	post := func(id string, due time.Time, state schedule.FiringState, d *schedule.Digest) {
+	post := func(id string, due time.Time, _ schedule.FiringState, d *schedule.Digest) {
 		t.Helper()
-		_, err := s.ClaimFiring(ctx, running(id, due, "p", due.Add(time.Minute)))
+		_, err := s.RecordFiring(ctx, running(id, due))
 		mustSchedule(t, err)
-		mustSchedule(t, s.FinishFiring(ctx, id, due, "p", schedule.Outcome{State: state, Digest: d, FinishedAt: due.Add(time.Minute)}))
+		if d != nil {
+			mustSchedule(t, s.RecordOutcome(ctx, id, due, schedule.Outcome{Digest: d}))
+		}
 	}
 	d1 := &schedule.Digest{Title: "w1", Summary: "s1", Findings: []string{"A rose 5%", "B launched X"},
 		Sources: []research.Source{{URL: "https://a.example/1", Title: "A"}}, MessageTS: "1.1", NewFindings: 2, NewSources: 1}
@@ -348,7 +320,7 @@ func testDigests(t *testing.T, s schedule.Store) {
 
 func testDelete(t *testing.T, s schedule.Store) {
 	ctx := ctxT(t)
-	withFiring(t, s, running("a", scheduleT0, "p", scheduleT0))
+	withFiring(t, s, running("a", scheduleT0))
 	mustSchedule(t, s.DeleteSchedule(ctx, "a"))
 	if _, err := s.GetFiring(ctx, "a", scheduleT0); !errors.Is(err, schedule.ErrNotFound) {
 		t.Fatalf("firing of a deleted schedule: %v", err)

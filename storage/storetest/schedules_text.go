@@ -29,10 +29,10 @@ func testScheduleHostileText(t *testing.T, s schedule.Store) {
 		sc.Topic = text + " (edited)"
 		mustSchedule(t, s.UpdateSchedule(ctx, sc))
 		due := scheduleT0.Add(time.Duration(i) * time.Hour)
-		_, err = s.ClaimFiring(ctx, running(id, due, "p", due.Add(time.Minute)))
+		_, err = s.RecordFiring(ctx, running(id, due))
 		mustSchedule(t, err)
 		d := &schedule.Digest{Title: text, Summary: text, Findings: []string{text, "ok"}, Sources: []research.Source{{URL: "https://a.example/" + text, Title: text}}, MessageTS: "1.1"}
-		mustSchedule(t, s.FinishFiring(ctx, id, due, "p", schedule.Outcome{State: schedule.FiringDone, Error: text, Digest: d, FinishedAt: due.Add(time.Minute)}))
+		mustSchedule(t, s.RecordOutcome(ctx, id, due, schedule.Outcome{Error: text, Digest: d}))
 		f, err := s.GetFiring(ctx, id, due)
 		mustSchedule(t, err)
 		if f.Digest == nil || f.Digest.Title != want || f.Digest.Summary != want || f.Digest.Findings[0] != want || f.Digest.Sources[0].Title != want {

@@ -1,0 +1,321 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"deepresearch/research"
+)
+
+// DigestMessage is the summary message of a digest, for a Poster to render.
+type DigestMessage struct {
+	ScheduleID string
+	Topic      string
+	Title      string
+	Due        time.Time
+	Manual     bool
+	Summary    string
+	WhatsNew   WhatsNew
+	// Text is a plain mrkdwn rendering (notification and fallback text).
+	Text string
+}
+
+// Poster posts to Slack (bot.Digests).
+type Poster interface {
+	ApprovalRequester
+	// PostDigest posts the summary message and returns its ts.
+	PostDigest(ctx context.Context, channel string, msg DigestMessage) (ts string, err error)
+	// UploadReport uploads the markdown report as a file in the thread of
+	// the summary message: the file is recorded with st.Stage before it is
+	// shared (a file it cannot record is deleted). It returns the file's id.
+	UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, st research.Staging) (fileID string, err error)
+	// FindFile looks for a file the bot shared in the thread under the
+	// name.
+	FindFile(ctx context.Context, channel, threadTS, filename string) (fileID string, ok bool)
+	// DeleteFile deletes a file never shared and reports whether it is gone.
+	DeleteFile(ctx context.Context, fileID string) bool
+}
+
+// ChartPoster is a Poster that also shares a report's charts (bot.Digests):
+// a digest whose report has charts shares each as a PNG file in the same
+// thread, after the report.
+type ChartPoster interface {
+	UploadChart(ctx context.Context, channel, threadTS, filename, title string, png []byte) error
+}
+
+// StatusRecorder records where a run is shown (research.Store): the
+// digest's summary message is its run's status message, posted once.
+type StatusRecorder interface {
+	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
+}
+
+// ErrChannelUnavailable fails a firing whose channel cannot take digests.
+var ErrChannelUnavailable = errors.New("schedule: the digest channel is unavailable")
+
+// Face is the digest face of the run service (research.Presenter) for the
+// runs of firings (RunOptions.Digest set): it asks for approval at a
+// go-ahead, posts the summary message — what is new since the schedule's
+// previous digest — and the report as a .md file in its thread, exactly
+// once through the service's upload record and staged files, and records
+// the digest for the next firing's "what's new".
+type Face struct {
+	Store  Store
+	Poster Poster
+	Runs   StatusRecorder
+	// Logger logs what does not fail a firing (a chart not shared); nil:
+	// not logged.
+	Logger *slog.Logger
+}
+
+var _ research.Presenter = (*Face)(nil)
+
+// Open implements research.Presenter.
+func (f *Face) Open(_ context.Context, r research.Run) research.View {
+	log := f.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	v := &digestView{f: f, run: r, log: log.With("run_id", r.ID)}
+	if r.Options.Digest != nil {
+		v.of = *r.Options.Digest
+	}
+	return v
+}
+
+// digestView shows one digest run (research.View).
+type digestView struct {
+	f   *Face
+	run research.Run
+	of  research.DigestOf
+	log *slog.Logger
+
+	sc    Schedule
+	scErr error
+	prev  *Firing
+	ts    string // the summary message
+}
+
+func (v *digestView) Show(ctx context.Context, r *research.Run) {
+	v.run = *r
+	v.sc, v.scErr = v.f.Store.GetSchedule(ctx, v.of.Schedule)
+	if v.scErr != nil {
+		return
+	}
+	prev, err := v.f.Store.PreviousDigest(ctx, v.sc.ID, v.of.Due)
+	switch {
+	case err == nil:
+		v.prev = &prev
+	case !errors.Is(err, ErrNotFound):
+		v.log.Warn("schedule: previous digest", "err", err)
+	}
+}
+
+func (v *digestView) due() time.Time             { return v.of.Due.In(v.sc.Location()) }
+func (v *digestView) Progress(research.Progress) {}
+func (v *digestView) Alive(context.Context)      {}
+func (v *digestView) Turned(research.Outcome)    {}
+func (v *digestView) Failed(_ context.Context, cause error) {
+	v.log.Error("schedule: digest failed", "schedule_id", v.of.Schedule, "due", v.of.Due, "err", cause)
+}
+func (v *digestView) Cancelled(context.Context, string)        {}
+func (v *digestView) Halt()                                    {}
+func (v *digestView) Ended(context.Context, research.RunState) {}
+
+// Paused asks for approval of the firing (the go-ahead before research).
+func (v *digestView) Paused(ctx context.Context, in research.Interrupt) research.PendingInterrupt {
+	pi := research.PendingInterrupt{ID: in.ID, Kind: in.Kind, Text: in.Text}
+	if v.scErr != nil {
+		return pi
+	}
+	if err := v.f.Poster.RequestApproval(ctx, Job{Schedule: v.sc, Due: v.due(), Manual: v.of.Manual}); err != nil {
+		v.log.Error("schedule: request approval", "err", err)
+	}
+	return pi
+}
+
+// digestOf is what a result makes of the digest: what is new since the
+// previous one, and the findings carried to the next.
+func (v *digestView) digestOf(res research.Result) (WhatsNew, []string) {
+	findings := res.Findings
+	if len(findings) == 0 {
+		findings = ExtractFindings(res.WriterSummary, res.Report)
+	}
+	return Compare(v.prev, findings, res.Cited), findings
+}
+
+// names are the report's file name and title.
+func (v *digestView) names() (name, title string) {
+	due := v.due()
+	name = fmt.Sprintf("digest-%s-%s.md", slug(v.sc.Topic), due.Format("20060102-1504"))
+	title = fmt.Sprintf("%s — %s", truncate(oneLine(v.sc.Topic), 80), DateLabel(due))
+	return name, title
+}
+
+// Published finds the report in the thread of the summary message that an
+// earlier attempt posted (it died before recording the upload), and shares
+// the charts that attempt may not have.
+func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
+	if v.scErr != nil || v.run.StatusTS == "" {
+		return research.Upload{}, false
+	}
+	name, _ := v.names()
+	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, v.run.StatusTS, name)
+	if !ok {
+		return research.Upload{}, false
+	}
+	v.ts = v.run.StatusTS
+	v.shareCharts(ctx, res, name, true)
+	return research.Upload{FileID: id, MessageTS: v.ts}, true
+}
+
+// chartName is the file name of a chart of the report name.
+func chartName(report string, c research.Chart) string {
+	return strings.TrimSuffix(report, ".md") + "-" + c.Name
+}
+
+// shareCharts shares the report's charts in the digest's thread, when the
+// Poster can; check skips those already there. The report holds each
+// chart's table: a chart not shared is logged, not a failed firing posted
+// again.
+func (v *digestView) shareCharts(ctx context.Context, res research.Result, report string, check bool) {
+	cp, ok := v.f.Poster.(ChartPoster)
+	if !ok {
+		return
+	}
+	for _, c := range res.Charts {
+		name := chartName(report, c)
+		if check {
+			if _, found := v.f.Poster.FindFile(ctx, v.sc.Channel, v.ts, name); found {
+				continue
+			}
+		}
+		if err := cp.UploadChart(ctx, v.sc.Channel, v.ts, name, c.Title, c.PNG); err != nil {
+			v.log.Warn("schedule: a digest's chart was not shared", "schedule", v.sc.ID, "chart", c.Name, "err", err)
+		}
+	}
+}
+
+// Discard deletes a report file an earlier attempt staged.
+func (v *digestView) Discard(ctx context.Context, fileID string) bool {
+	return v.f.Poster.DeleteFile(ctx, fileID)
+}
+
+// Publish posts the summary message (once: its ts is the run's status
+// message), the report in its thread, then the report's charts.
+func (v *digestView) Publish(ctx context.Context, res research.Result, st research.Staging) (research.Upload, error) {
+	if v.scErr != nil {
+		return research.Upload{}, fmt.Errorf("schedule: schedule %s: %w", v.of.Schedule, v.scErr)
+	}
+	sc, due := v.sc, v.due()
+	w, _ := v.digestOf(res)
+	ts := v.run.StatusTS
+	if ts == "" {
+		msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: reportHeading(res.Report), Due: due, Manual: v.of.Manual, Summary: res.WriterSummary, WhatsNew: w}
+		msg.Text = SummaryText(msg)
+		posted, err := v.f.Poster.PostDigest(ctx, sc.Channel, msg)
+		if err != nil {
+			return research.Upload{}, fmt.Errorf("schedule: post digest: %w", err)
+		}
+		if ts, err = v.f.Runs.SetStatusMessage(ctx, v.run.ID, posted); err != nil {
+			return research.Upload{}, fmt.Errorf("schedule: record the digest message: %w", err)
+		}
+		v.run.StatusTS = ts
+	}
+	v.ts = ts
+	report := ComposeReport(sc, due, w, res)
+	name, title := v.names()
+	if _, ok := v.f.Poster.(ChartPoster); ok {
+		for _, c := range res.Charts {
+			report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+chartName(name, c)+")")
+		}
+	}
+	fileID, err := v.f.Poster.UploadReport(ctx, sc.Channel, ts, name, title, report, st)
+	if err != nil {
+		return research.Upload{}, fmt.Errorf("schedule: upload report: %w", err)
+	}
+	v.shareCharts(ctx, res, name, false)
+	return research.Upload{FileID: fileID, MessageTS: ts}, nil
+}
+
+// Finished records the digest posted, for the next firing's "what's new".
+func (v *digestView) Finished(ctx context.Context, res research.Result, _ string) {
+	if v.scErr != nil {
+		return
+	}
+	w, findings := v.digestOf(res)
+	ts := v.ts
+	if ts == "" {
+		ts = v.run.StatusTS
+	}
+	keepF, keepS := Carry(v.prev, findings, res.Cited)
+	d := &Digest{Title: reportHeading(res.Report), Summary: truncate(res.WriterSummary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,
+		NewFindings: len(w.NewFindings), NewSources: len(w.NewSources)}
+	if err := v.f.Store.RecordOutcome(ctx, v.sc.ID, v.of.Due, Outcome{Digest: d}); err != nil {
+		v.log.Error("schedule: record the digest", "err", err)
+		return
+	}
+	v.log.Info("schedule: digest posted", "schedule_id", v.sc.ID, "due", v.of.Due)
+}
+
+// reportHeading is the report's first level-one heading, or "".
+func reportHeading(report string) string {
+	for _, line := range strings.Split(report, "\n") {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "# "); ok {
+			return strings.TrimSpace(t)
+		}
+	}
+	return ""
+}
+
+// SummaryText renders a digest message as mrkdwn-ish plain text (no
+// escaping: Posters escape what they send).
+func SummaryText(m DigestMessage) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Digest: %s (%s)\n", oneLine(m.Topic), DateLabel(m.Due))
+	w := m.WhatsNew
+	switch {
+	case w.First():
+		fmt.Fprintf(&b, "First digest: %d findings, %d sources.\n", len(w.NewFindings), len(w.NewSources))
+	case len(w.NewFindings) == 0 && len(w.NewSources) == 0:
+		fmt.Fprintf(&b, "Nothing new since %s.\n", DateLabel(w.Since.In(m.Due.Location())))
+	default:
+		fmt.Fprintf(&b, "New since %s: %d findings, %d sources (%d already reported).\n",
+			DateLabel(w.Since.In(m.Due.Location())), len(w.NewFindings), len(w.NewSources), len(w.KnownFindings))
+	}
+	for i, f := range w.NewFindings {
+		if i == 5 {
+			fmt.Fprintf(&b, "…and %d more in the report.\n", len(w.NewFindings)-5)
+			break
+		}
+		fmt.Fprintf(&b, "• %s\n", truncate(oneLine(f), 300))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" {
+		return "research"
+	}
+	return out
+}
