@@ -68,6 +68,25 @@ func TestHeuristics(t *testing.T) {
 			notWant: []string{"teaser0", "teaser7", "Another story title"},
 		},
 		{
+			name: "related links closing the article's container are dropped",
+			body: `<article><div class="entry"><p>` + prose("alpha", 3) + `</p><p>` + prose("beta", 3) + `</p>` +
+				`<p><a href="/r1">Who will make the town hall list in 2020?</a></p>` +
+				`<p><a href="/r2">The band takes over the fan vote this week</a></p>` +
+				`<h4>Most read</h4>` +
+				`<p><a href="/r3">Fans really want the band in the hall of fame</a></p></div></article>`,
+			want:    []string{"alpha sentence number 0", "beta sentence number 2"},
+			notWant: []string{"town hall list", "fan vote", "hall of fame"},
+		},
+		{
+			name: "named links inside the article, followed by its prose, stay",
+			body: `<article><div class="entry"><p>` + prose("alpha", 3) + `</p>` +
+				`<p><a href="/r1">Who will make the town hall list in 2020?</a></p>` +
+				`<p><a href="/r2">The band takes over the fan vote this week</a></p>` +
+				`<p><a href="/r3">Fans really want the band in the hall of fame</a></p>` +
+				`<p>` + prose("beta", 3) + `</p></div></article>`,
+			want: []string{"alpha sentence number 0", "town hall list", "fan vote", "hall of fame", "beta sentence number 2"},
+		},
+		{
 			name: "paragraphs with links each in a wrapper are not teasers",
 			body: `<div class="post">` + strings.Repeat(`<div class="para"><p>`+prose("delta", 2)+
 				` See <a href="/x">the report</a> for details.</p></div>`, 5) + `</div>`,
