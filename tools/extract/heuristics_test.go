@@ -87,6 +87,15 @@ func TestHeuristics(t *testing.T) {
 			want: []string{"alpha sentence number 0", "town hall list", "fan vote", "hall of fame", "beta sentence number 2"},
 		},
 		{
+			name: "the caption of an embedded image is furniture, an embedded post is not",
+			body: `<article><p>` + prose("alpha", 3) + `</p><div class="InlineImage-imageEmbed">` +
+				`<div class="InlineImage-imageEmbedCaption">The minister, center, passes an aircraft at the air show in Dubai.</div></div>` +
+				`<blockquote class="twitter-tweet-embed-social"><p>` + prose("tweet", 1) + `</p></blockquote>` +
+				`<p>` + prose("beta", 3) + `</p></article>`,
+			want:    []string{"alpha sentence number 0", "tweet sentence number 0", "beta sentence number 2"},
+			notWant: []string{"passes an aircraft"},
+		},
+		{
 			name: "paragraphs with links each in a wrapper are not teasers",
 			body: `<div class="post">` + strings.Repeat(`<div class="para"><p>`+prose("delta", 2)+
 				` See <a href="/x">the report</a> for details.</p></div>`, 5) + `</div>`,
