@@ -410,7 +410,7 @@ const (
 func (e *extractor) content(body *html.Node, title string) []block {
 	root, wide, all := e.chooseRoot(body)
 	links0, seen0 := len(e.links), len(e.seenLinks)
-	blocks := rootBlocks(e.render(root), title)
+	blocks := rootBlocks(e.render(root), title, e.base)
 	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent {
 		// The whole page could not render to more than all.
 		return e.widen(blocks, wide, root, title, links0, seen0)
@@ -444,7 +444,7 @@ func (e *extractor) widen(blocks []block, wide, root *html.Node, title string, l
 			e.seenLinks[l] = true
 		}
 	}
-	return rootBlocks(e.render(wide), title)
+	return rootBlocks(e.render(wide), title, e.base)
 }
 
 func chars(blocks []block) int {

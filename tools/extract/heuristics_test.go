@@ -96,6 +96,25 @@ func TestHeuristics(t *testing.T) {
 			notWant: []string{"passes an aircraft"},
 		},
 		{
+			name: "a list of stories holding the page itself is the site's box, not the article's",
+			body: `<article><p>` + prose("alpha", 3) + `</p><ul>` +
+				`<li><a href="https://example.com/news/page.html?src=box">Video shows the dramatic rescue of the girl</a></li>` +
+				`<li><a href="https://example.com/news/other.html">Man arrested after a traffic stop downtown</a></li>` +
+				`<li><a href="https://example.com/news/third.html">Jail guards charged with falsifying records</a></li>` +
+				`</ul><p>` + prose("beta", 3) + `</p></article>`,
+			want:    []string{"alpha sentence number 0", "beta sentence number 2"},
+			notWant: []string{"dramatic rescue", "traffic stop", "falsifying records"},
+		},
+		{
+			name: "a list of links the article points to stays",
+			body: `<article><p>` + prose("alpha", 3) + `</p><ul>` +
+				`<li><a href="https://example.com/news/first.html">Video shows the dramatic rescue of the girl</a></li>` +
+				`<li><a href="https://example.com/news/other.html">Man arrested after a traffic stop downtown</a></li>` +
+				`<li><a href="https://example.com/news/third.html">Jail guards charged with falsifying records</a></li>` +
+				`</ul><p>` + prose("beta", 3) + `</p></article>`,
+			want: []string{"alpha sentence number 0", "dramatic rescue", "traffic stop", "falsifying records", "beta sentence number 2"},
+		},
+		{
 			name: "paragraphs with links each in a wrapper are not teasers",
 			body: `<div class="post">` + strings.Repeat(`<div class="para"><p>`+prose("delta", 2)+
 				` See <a href="/x">the report</a> for details.</p></div>`, 5) + `</div>`,

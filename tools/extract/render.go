@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -512,9 +513,73 @@ func cleanBlocks(blocks []block, title string, itemLink int) []block {
 
 // rootBlocks cleans the blocks of the chosen container (see cleanBlocks,
 // rootItemLink) and drops a list of links that closes it (see
-// trailingLinks).
-func rootBlocks(blocks []block, title string) []block {
-	return trimEdges(trailingLinks(keptBlocks(blocks, title, rootItemLink)))
+// trailingLinks) and the lists of links that hold the page itself, self
+// (see selfLists).
+func rootBlocks(blocks []block, title string, self *url.URL) []block {
+	return trimEdges(selfLists(trailingLinks(keptBlocks(blocks, title, rootItemLink)), self))
+}
+
+// selfLists drops the lists among blocks whose items are each one link,
+// minSelfList or more, when one of them links to the page itself (self,
+// its query and fragment aside): a list of stories that holds the story
+// being read is the site's "latest" or "related" box set inside the
+// article, not a list the article points to (cbsnews.com's dev pages).
+// A home page's own link is in every menu and is not looked for.
+func selfLists(blocks []block, self *url.URL) []block {
+	if self == nil {
+		return blocks
+	}
+	key := func(u *url.URL) string {
+		return strings.ToLower(u.Host) + strings.TrimSuffix(u.EscapedPath(), "/")
+	}
+	want := key(self)
+	if strings.TrimSuffix(self.EscapedPath(), "/") == "" {
+		return blocks // a home page is in every menu
+	}
+	out := blocks[:0]
+	for i := 0; i < len(blocks); {
+		j := i
+		for j < len(blocks) && blocks[j].kind == kindItem && blocks[j].link*10 >= blocks[j].chars*9 {
+			j++
+		}
+		if j-i >= minSelfList && linksTo(blocks[i:j], want, key) {
+			i = j
+			continue
+		}
+		if j == i {
+			j = i + 1
+		}
+		out = append(out, blocks[i:j]...)
+		i = j
+	}
+	return out
+}
+
+// minSelfList is the number of items from which a list that links to the
+// page itself is dropped (see selfLists).
+const minSelfList = 3
+
+// linksTo reports whether the markdown of blocks holds a link whose key
+// is want.
+func linksTo(blocks []block, want string, key func(*url.URL) string) bool {
+	for _, b := range blocks {
+		for rest := b.md; ; {
+			k := strings.Index(rest, "](")
+			if k < 0 {
+				break
+			}
+			rest = rest[k+2:]
+			e := strings.IndexByte(rest, ')')
+			if e < 0 {
+				break
+			}
+			if u, err := url.Parse(rest[:e]); err == nil && key(u) == want {
+				return true
+			}
+			rest = rest[e:]
+		}
+	}
+	return false
 }
 
 // keptBlocks returns the blocks cleanBlocks keeps, before the edges are
