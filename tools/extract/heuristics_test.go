@@ -115,6 +115,21 @@ func TestHeuristics(t *testing.T) {
 			want: []string{"alpha sentence number 0", "dramatic rescue", "traffic stop", "falsifying records", "beta sentence number 2"},
 		},
 		{
+			name: "a short post under the headline, followed by other posts, is the page",
+			body: func() string {
+				bar := `<div class="bar">Whatsapp <a href="/fb">Facebook</a> Pint <a href="/dl">Download</a></div>`
+				var b strings.Builder
+				b.WriteString(`<div id="primary"><article class="post"><h1>Headline</h1>` + bar + `<p>` + prose("alpha", 2) + `</p></article><section>`)
+				for i := range 8 {
+					fmt.Fprintf(&b, `<article class="post">%s<p>%s</p></article>`, bar, prose(fmt.Sprintf("other%d", i), 2))
+				}
+				b.WriteString(`</section></div>`)
+				return b.String()
+			}(),
+			want:    []string{"alpha sentence number 1"},
+			notWant: []string{"other0", "other7"},
+		},
+		{
 			name: "paragraphs with links each in a wrapper are not teasers",
 			body: `<div class="post">` + strings.Repeat(`<div class="para"><p>`+prose("delta", 2)+
 				` See <a href="/x">the report</a> for details.</p></div>`, 5) + `</div>`,
