@@ -7,10 +7,11 @@ import (
 	"deepresearch/jobs"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
+	"deepresearch/storage/sqlstore"
 	"deepresearch/storage/storetest"
 )
 
-func openJobs(t testing.TB, dsn string) *postgres.Jobs {
+func openJobs(t testing.TB, dsn string) *sqlstore.Jobs {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), postgres.Options{URL: dsn, MaxConns: 8})
 	if err != nil {

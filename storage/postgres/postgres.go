@@ -27,6 +27,7 @@ import (
 
 	"deepresearch/graph"
 	"deepresearch/storage/migrate"
+	"deepresearch/storage/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -56,6 +57,7 @@ type Options struct {
 // Store is a graph.Saver on PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool     *pgxpool.Pool
+	sql      *sqlstore.DB
 	maxBytes int
 	now      func() time.Time
 }
@@ -90,7 +92,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	s := &Store{pool: pool, maxBytes: opts.MaxRecordBytes, now: opts.Now}
+	s := &Store{pool: pool, sql: sqlstore.OnPostgres(pool), maxBytes: opts.MaxRecordBytes, now: opts.Now}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -495,98 +497,6 @@ func scanChain(rows pgx.Rows, thread, ns string) (*graph.Chain, error) {
 	}
 	out.Head = *head
 	return out, nil
-}
-
-// ResumeHold implements graph.ResumeHolder: PutResume and Load of the head
-// in one round trip, in a transaction left open for the run's first batch.
-// The answer row and the chain's row stay locked until it ends, so a second
-// resumer waits and then finds the interrupt answered; if this process dies
-// first, the server rolls the transaction back and the answer was never given.
-func (s *Store) ResumeHold(ctx context.Context, thread, ns string, cpID int64, w graph.PendingWrite) (*graph.Chain, graph.HeldResume, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	if len(w.Value) > s.maxBytes {
-		return nil, nil, fmt.Errorf("resume %s: %d bytes > %d: %w", w.Channel, len(w.Value), s.maxBytes, graph.ErrTooLarge)
-	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: resume: %w", err)
-	}
-	var onHead, inserted int
-	var chain *graph.Chain
-	var loadErr error
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(putResumeSQL, thread, ns, cpID, int32(w.Task), int32(w.Idx), w.Channel, nonNil(w.Value), s.now().UnixNano()).
-		QueryRow(func(r pgx.Row) error { return r.Scan(&onHead, &inserted) })
-	b.Queue(loadSQL, thread, ns, int64(0)).Query(func(rows pgx.Rows) error {
-		chain, loadErr = scanChain(rows, thread, ns)
-		return nil
-	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		rollback(conn)
-		return nil, nil, fmt.Errorf("postgres: resume and load: %w", err)
-	}
-	if inserted == 0 || loadErr != nil {
-		rollback(conn)
-		if loadErr != nil {
-			return nil, nil, loadErr
-		}
-		// not stored: PutResume knows which error it is
-		return nil, nil, s.PutResume(ctx, thread, ns, cpID, w)
-	}
-	return chain, &heldResume{s: s, conn: conn}, nil
-}
-
-// rollback ends conn's transaction and gives conn back to the pool (which
-// closes a connection still in a transaction).
-func rollback(conn *pgxpool.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = conn.Exec(ctx, `ROLLBACK`)
-	conn.Release()
-}
-
-// heldResume is ResumeHold's open transaction.
-type heldResume struct {
-	s    *Store
-	conn *pgxpool.Conn
-}
-
-// Commit implements graph.HeldResume: commitSQL and COMMIT in one round
-// trip. A batch that does not apply leaves the answer stored, as a commit
-// that fails after PutResume would.
-func (h *heldResume) Commit(ctx context.Context, b *graph.Batch) error {
-	args, err := h.s.commitArgs(ctx, b)
-	if err != nil || args == nil || b.ExpectHead == 0 {
-		if err == nil && args != nil {
-			err = errors.New("postgres: a held answer's batch must continue its chain")
-		}
-		return errors.Join(err, h.Release(ctx))
-	}
-	var rows int
-	batch := &pgx.Batch{}
-	batch.Queue(commitSQL, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&rows) })
-	batch.Queue(`COMMIT`)
-	err = h.conn.SendBatch(ctx, batch).Close()
-	if err != nil {
-		rollback(h.conn)
-	} else {
-		h.conn.Release()
-	}
-	return h.s.commitResult(ctx, b, rows, err)
-}
-
-// Release implements graph.HeldResume.
-func (h *heldResume) Release(ctx context.Context) error {
-	_, err := h.conn.Exec(ctx, `COMMIT`)
-	if err != nil {
-		rollback(h.conn)
-		return fmt.Errorf("postgres: store the answer: %w", err)
-	}
-	h.conn.Release()
-	return nil
 }
 
 // List implements graph.Saver. Metadata is filtered in Go with

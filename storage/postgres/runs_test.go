@@ -11,8 +11,6 @@ import (
 	"deepresearch/storage/storetest"
 )
 
-var _ research.Store = (*postgres.Runs)(nil)
-
 // Each test gets a fresh schema (search_path in the URL); without a server
 // they skip, unless CI is set, when they fail.
 func TestRunsConformance(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"deepresearch/schedule"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
+	"deepresearch/storage/sqlstore"
 	"deepresearch/storage/storetest"
 )
 
@@ -25,7 +26,7 @@ func freshSchema(t testing.TB) string {
 	return dsn
 }
 
-func openSchedules(t testing.TB, dsn string) *postgres.Schedules {
+func openSchedules(t testing.TB, dsn string) *sqlstore.Schedules {
 	t.Helper()
 	st, err := postgres.Open(context.Background(), postgres.Options{URL: dsn, MaxConns: 4})
 	if err != nil {

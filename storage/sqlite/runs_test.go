@@ -11,8 +11,6 @@ import (
 	"deepresearch/storage/storetest"
 )
 
-var _ research.Store = (*sqlite.Runs)(nil)
-
 func TestRunsConformance(t *testing.T) {
 	storetest.Runs(t, func(t *testing.T) research.Store {
 		return sqlite.NewRuns(open(t, filepath.Join(t.TempDir(), "db.sqlite"), savertest.Options{}))

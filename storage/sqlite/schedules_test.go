@@ -9,12 +9,13 @@ import (
 
 	"deepresearch/schedule"
 	"deepresearch/storage/sqlite"
+	"deepresearch/storage/sqlstore"
 	"deepresearch/storage/storetest"
 )
 
 // openSchedules opens a fresh database file (its migrations create the
 // tables) and returns its schedule store.
-func openSchedules(t *testing.T) *sqlite.Schedules {
+func openSchedules(t *testing.T) *sqlstore.Schedules {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "s.db")})
 	if err != nil {

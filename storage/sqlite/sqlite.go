@@ -24,6 +24,7 @@ import (
 
 	"deepresearch/graph"
 	"deepresearch/storage/migrate"
+	"deepresearch/storage/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -45,6 +46,7 @@ type Options struct {
 type Store struct {
 	w        *sql.DB // one connection; every transaction is BEGIN IMMEDIATE
 	r        *sql.DB // readers (WAL lets them run beside the writer)
+	sql      *sqlstore.DB
 	maxBytes int
 	now      func() time.Time
 }
@@ -88,7 +90,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
 	}
 	r.SetMaxOpenConns(opts.MaxReaders)
-	s := &Store{w: w, r: r, maxBytes: opts.MaxRecordBytes, now: opts.Now}
+	s := &Store{w: w, r: r, sql: sqlstore.OnSQLite(w, r), maxBytes: opts.MaxRecordBytes, now: opts.Now}
 	if err := s.migrateAtOpen(ctx, opts.BusyTimeout); err != nil {
 		s.Close()
 		return nil, err

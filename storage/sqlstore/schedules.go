@@ -1,7 +1,8 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,60 +10,55 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"deepresearch/jobs"
 	"deepresearch/schedule"
 	"deepresearch/storage/dbtext"
 	"deepresearch/storage/jobmap"
 )
 
-// Schedules is a schedule.Store on PostgreSQL.
+// Schedules is schedule.Store on a DB.
 //
 // A firing is a row of schedule_firings (manual, claimed_at, the outcome's
 // error text, the digest) and a KindFiring job (migration 0009) that holds
 // its lease and state (jobmap.FiringJob): the lease rules are jobs.go's,
 // run inside the transaction that also writes the row.
-type Schedules struct {
-	pool *pgxpool.Pool
-}
+type Schedules struct{ db *DB }
 
-// NewSchedules returns the schedule store on s's database.
-func NewSchedules(s *Store) *Schedules { return &Schedules{pool: s.Pool()} }
+// NewSchedules returns the schedule store on db.
+func NewSchedules(db *DB) *Schedules { return &Schedules{db: db} }
 
 // lockChannel is the advisory lock class serialising creations in a channel.
 const lockChannel int32 = 0x64727363 // "drsc"
 
 // CreateSchedule implements schedule.Store.
 func (s *Schedules) CreateSchedule(ctx context.Context, sc schedule.Schedule, maxPerChannel int) error {
+	db := s.db
 	sc = dbtext.Schedule(sc)
 	opts, err := json.Marshal(sc.Options)
 	if err != nil {
-		return fmt.Errorf("postgres: options: %w", err)
+		return db.errorf("options: %w", err)
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.Tx(ctx, func(q Querier) error {
 		if maxPerChannel > 0 {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockChannel, sc.Channel); err != nil {
-				return fmt.Errorf("postgres: lock channel: %w", err)
+			if err := db.lock(ctx, q, lockChannel, sc.Channel); err != nil {
+				return err
 			}
 			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schedules WHERE channel = $1`, sc.Channel).Scan(&n); err != nil {
-				return fmt.Errorf("postgres: count schedules: %w", err)
+			if err := q.QueryRow(ctx, `SELECT count(*) FROM schedules WHERE channel = $1`, sc.Channel).Scan(&n); err != nil {
+				return db.errorf("count schedules: %w", err)
 			}
 			if n >= maxPerChannel {
-				return fmt.Errorf("postgres: channel %s has %d schedules: %w", sc.Channel, n, schedule.ErrLimit)
+				return db.errorf("channel %s has %d schedules: %w", sc.Channel, n, schedule.ErrLimit)
 			}
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO schedules (id, active_since, created_at, updated_at, enabled, team, channel, owner, topic, spec, tz, options)
+		n, err := q.Exec(ctx, `INSERT INTO schedules (id, active_since, created_at, updated_at, enabled, team, channel, owner, topic, spec, tz, options)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
-			sc.ID, nanos(sc.ActiveSince), nanos(sc.CreatedAt), nanos(sc.UpdatedAt), sc.Enabled, sc.Team, sc.Channel, sc.Owner, sc.Topic, sc.Spec, sc.TZ, opts)
+			sc.ID, nanos(sc.ActiveSince), nanos(sc.CreatedAt), nanos(sc.UpdatedAt), sc.Enabled, sc.Team, sc.Channel, sc.Owner, sc.Topic, sc.Spec, sc.TZ, string(opts))
 		if err != nil {
-			return fmt.Errorf("postgres: insert schedule: %w", err)
+			return db.errorf("insert schedule: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("postgres: schedule %s: %w", sc.ID, schedule.ErrAlreadyExists)
+		if n == 0 {
+			return db.errorf("schedule %s: %w", sc.ID, schedule.ErrAlreadyExists)
 		}
 		return nil
 	})
@@ -71,7 +67,7 @@ func (s *Schedules) CreateSchedule(ctx context.Context, sc schedule.Schedule, ma
 const scheduleCols = `id, active_since, created_at, updated_at, enabled, team, channel, owner, topic, spec, tz, options,
 	COALESCE((SELECT max(due) FROM schedule_firings f WHERE f.schedule_id = schedules.id), 0)`
 
-func scanSchedule(row pgx.Row) (schedule.Schedule, error) {
+func scanSchedule(row Row) (schedule.Schedule, error) {
 	var sc schedule.Schedule
 	var active, created, updated, last int64
 	var opts []byte
@@ -87,12 +83,12 @@ func scanSchedule(row pgx.Row) (schedule.Schedule, error) {
 
 // GetSchedule implements schedule.Store.
 func (s *Schedules) GetSchedule(ctx context.Context, id string) (schedule.Schedule, error) {
-	sc, err := scanSchedule(s.pool.QueryRow(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sc, fmt.Errorf("postgres: schedule %s: %w", id, schedule.ErrNotFound)
+	sc, err := scanSchedule(s.db.Read().QueryRow(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sc, s.db.errorf("schedule %s: %w", id, schedule.ErrNotFound)
 	}
 	if err != nil {
-		return sc, fmt.Errorf("postgres: get schedule %s: %w", id, err)
+		return sc, s.db.errorf("get schedule %s: %w", id, err)
 	}
 	return sc, nil
 }
@@ -102,34 +98,41 @@ func (s *Schedules) UpdateSchedule(ctx context.Context, sc schedule.Schedule) er
 	sc = dbtext.Schedule(sc)
 	opts, err := json.Marshal(sc.Options)
 	if err != nil {
-		return fmt.Errorf("postgres: options: %w", err)
+		return s.db.errorf("options: %w", err)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE schedules SET channel = $1, topic = $2, spec = $3, tz = $4, enabled = $5, options = $6, active_since = $7, updated_at = $8 WHERE id = $9`,
-		sc.Channel, sc.Topic, sc.Spec, sc.TZ, sc.Enabled, opts, nanos(sc.ActiveSince), nanos(sc.UpdatedAt), sc.ID)
-	if err != nil {
-		return fmt.Errorf("postgres: update schedule %s: %w", sc.ID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: schedule %s: %w", sc.ID, schedule.ErrNotFound)
-	}
-	return nil
+	return s.db.Write(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, `UPDATE schedules SET channel = $1, topic = $2, spec = $3, tz = $4, enabled = $5, options = $6, active_since = $7, updated_at = $8 WHERE id = $9`,
+			sc.Channel, sc.Topic, sc.Spec, sc.TZ, sc.Enabled, string(opts), nanos(sc.ActiveSince), nanos(sc.UpdatedAt), sc.ID)
+		if err != nil {
+			return s.db.errorf("update schedule %s: %w", sc.ID, err)
+		}
+		if n == 0 {
+			return s.db.errorf("schedule %s: %w", sc.ID, schedule.ErrNotFound)
+		}
+		return nil
+	})
 }
 
-// DeleteSchedule implements schedule.Store (firings go by ON DELETE CASCADE,
-// their jobs in the same statement).
+// firingKeyOf is the key of the job of firing row f (jobmap.FiringKey).
+const firingKeyOf = `f.schedule_id || '@' || CAST(f.due AS text)`
+
+// DeleteSchedule implements schedule.Store: the jobs of its firings, then
+// the schedule (its firings go by ON DELETE CASCADE), in one transaction.
 func (s *Schedules) DeleteSchedule(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `WITH j AS (
-			DELETE FROM jobs WHERE kind = 'firing'
-				AND key IN (SELECT schedule_id || '@' || due::text FROM schedule_firings WHERE schedule_id = $1)
-		)
-		DELETE FROM schedules WHERE id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("postgres: delete schedule %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: schedule %s: %w", id, schedule.ErrNotFound)
-	}
-	return nil
+	return s.db.Tx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, `DELETE FROM jobs WHERE kind = 'firing'
+			AND key IN (SELECT `+firingKeyOf+` FROM schedule_firings f WHERE f.schedule_id = $1)`, id); err != nil {
+			return s.db.errorf("delete firing jobs of %s: %w", id, err)
+		}
+		n, err := q.Exec(ctx, `DELETE FROM schedules WHERE id = $1`, id)
+		if err != nil {
+			return s.db.errorf("delete schedule %s: %w", id, err)
+		}
+		if n == 0 {
+			return s.db.errorf("schedule %s: %w", id, schedule.ErrNotFound)
+		}
+		return nil
+	})
 }
 
 // ListSchedules implements schedule.Store.
@@ -151,73 +154,73 @@ func (s *Schedules) ListSchedules(ctx context.Context, f schedule.Filter) ([]sch
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY created_at, id`, args...)
+	rows, err := s.db.Read().Query(ctx, q+` ORDER BY created_at, id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list schedules: %w", err)
+		return nil, s.db.errorf("list schedules: %w", err)
 	}
 	defer rows.Close()
 	var out []schedule.Schedule
 	for rows.Next() {
 		sc, err := scanSchedule(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list schedules: %w", err)
+			return nil, s.db.errorf("list schedules: %w", err)
 		}
 		out = append(out, sc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list schedules: %w", err)
+		return nil, s.db.errorf("list schedules: %w", err)
 	}
 	return out, nil
 }
 
-func digestJSON(d *schedule.Digest) ([]byte, error) {
+// digestJSON is the digest column's value: NULL, or the digest as JSON text.
+func (db *DB) digestJSON(d *schedule.Digest) (any, error) {
 	if d == nil {
 		return nil, nil
 	}
 	b, err := json.Marshal(d)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: digest: %w", err)
+		return nil, db.errorf("digest: %w", err)
 	}
-	return b, nil
+	return string(b), nil
 }
 
 // ClaimFiring implements schedule.Store: the row and the job in one
 // transaction; a job left behind by a firing row that is gone is replaced.
 func (s *Schedules) ClaimFiring(ctx context.Context, f schedule.Firing) (bool, error) {
+	db := s.db
 	f.Digest = dbtext.Digest(f.Digest)
 	f.Error = dbtext.String(f.Error)
-	dg, err := digestJSON(f.Digest)
+	dg, err := db.digestJSON(f.Digest)
 	if err != nil {
 		return false, err
 	}
 	j, err := jobmap.FiringJob(f, nanos(f.Due))
 	if err != nil {
-		return false, fmt.Errorf("postgres: %w", err)
+		return false, db.errorf("%w", err)
 	}
 	var claimed bool
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO schedule_firings (schedule_id, due, claimed_at, manual, error, digest)
+	err = db.Tx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, `INSERT INTO schedule_firings (schedule_id, due, claimed_at, manual, error, digest)
 			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (schedule_id, due) DO NOTHING`,
 			f.ScheduleID, nanos(f.Due), nanos(f.ClaimedAt), f.Manual, f.Error, dg)
-		if err != nil {
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: the schedule is gone
-				return fmt.Errorf("postgres: schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
-			}
-			return fmt.Errorf("postgres: claim %s@%s: %w", f.ScheduleID, f.Due, err)
-		}
-		if tag.RowsAffected() == 0 {
+		switch {
+		case err != nil && isForeignKeyViolation(err): // the schedule is gone
+			return db.errorf("schedule %s: %w", f.ScheduleID, schedule.ErrNotFound)
+		case err != nil:
+			return db.errorf("claim %s@%s: %w", f.ScheduleID, f.Due, err)
+		case n == 0:
 			return nil
 		}
 		claimed = true
-		stored, err := putJobs(ctx, tx, []jobs.Job{j})
+		stored, err := db.putJobs(ctx, q, []jobs.Job{j})
 		if err != nil || stored[0] {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2`, string(j.Kind), j.Key); err != nil {
-			return fmt.Errorf("postgres: claim %s@%s: %w", f.ScheduleID, f.Due, err)
+		if _, err := q.Exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2`, string(j.Kind), j.Key); err != nil {
+			return db.errorf("claim %s@%s: %w", f.ScheduleID, f.Due, err)
 		}
-		_, err = putJobs(ctx, tx, []jobs.Job{j})
+		_, err = db.putJobs(ctx, q, []jobs.Job{j})
 		return err
 	})
 	if err != nil {
@@ -238,8 +241,10 @@ func leaseErr(err error) error {
 // RenewFiring implements schedule.Store: Extend to leaseUntil (which may lie
 // in the past: a hand-back).
 func (s *Schedules) RenewFiring(ctx context.Context, id string, due time.Time, owner string, leaseUntil time.Time) error {
-	_, err := extendJob(ctx, s.pool, jobs.KindFiring, jobmap.FiringKey(id, nanos(due)), owner, leaseUntil, 0)
-	return leaseErr(err)
+	return s.db.Write(ctx, func(q Querier) error {
+		_, err := s.db.extendJob(ctx, q, jobs.KindFiring, jobmap.FiringKey(id, nanos(due)), owner, leaseUntil, 0)
+		return leaseErr(err)
+	})
 }
 
 // FinishFiring implements schedule.Store. A waiting firing has no lease: it
@@ -247,35 +252,36 @@ func (s *Schedules) RenewFiring(ctx context.Context, id string, due time.Time, o
 // request for approval failed), as a job unparked, claimed and finished in
 // one transaction.
 func (s *Schedules) FinishFiring(ctx context.Context, id string, due time.Time, owner string, out schedule.Outcome) error {
+	db := s.db
 	out = dbtext.Outcome(out)
-	dg, err := digestJSON(out.Digest)
+	dg, err := db.digestJSON(out.Digest)
 	if err != nil {
 		return err
 	}
 	state, payload, err := jobmap.FiringFinish(out)
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return db.errorf("%w", err)
 	}
 	key := jobmap.FiringKey(id, nanos(due))
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		j, err := getJob(ctx, tx, jobs.KindFiring, key)
+	return db.Tx(ctx, func(q Querier) error {
+		j, err := db.getJob(ctx, q, jobs.KindFiring, key)
 		if err != nil {
 			return leaseErr(err)
 		}
 		if j.State == jobs.Parked {
-			if _, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, out.FinishedAt); err != nil {
+			if _, err := db.unparkJob(ctx, q, jobs.KindFiring, key, nil, out.FinishedAt); err != nil {
 				return leaseErr(err)
 			}
-			if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, out.FinishedAt, 0, 0); err != nil {
+			if _, err := db.claimJobKey(ctx, q, jobs.KindFiring, key, owner, out.FinishedAt, 0, 0); err != nil {
 				return leaseErr(err)
 			}
 		}
-		if _, err := finishJob(ctx, tx, jobs.KindFiring, key, owner, state, "", payload, out.FinishedAt); err != nil {
+		if _, err := db.finishJob(ctx, q, jobs.KindFiring, key, owner, state, "", payload, out.FinishedAt); err != nil {
 			return leaseErr(err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE schedule_firings SET error = $1, digest = $2 WHERE schedule_id = $3 AND due = $4`,
+		if _, err := q.Exec(ctx, `UPDATE schedule_firings SET error = $1, digest = $2 WHERE schedule_id = $3 AND due = $4`,
 			out.Error, dg, id, nanos(due)); err != nil {
-			return fmt.Errorf("postgres: finish %s@%s: %w", id, due, err)
+			return db.errorf("finish %s@%s: %w", id, due, err)
 		}
 		return nil
 	})
@@ -285,10 +291,10 @@ func (s *Schedules) FinishFiring(ctx context.Context, id string, due time.Time, 
 const (
 	firingCols = `f.schedule_id, f.due, f.claimed_at, f.manual, f.error, f.digest,
 	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.finished_at, j.error`
-	firingFrom = ` FROM schedule_firings f JOIN jobs j ON j.kind = 'firing' AND j.key = f.schedule_id || '@' || f.due::text`
+	firingFrom = ` FROM schedule_firings f JOIN jobs j ON j.kind = 'firing' AND j.key = ` + firingKeyOf
 )
 
-func scanFiring(row pgx.Row) (schedule.Firing, error) {
+func scanFiring(row Row) (schedule.Firing, error) {
 	var f schedule.Firing
 	var j jobs.Job
 	var due, claimed, lease, finished int64
@@ -299,7 +305,7 @@ func scanFiring(row pgx.Row) (schedule.Firing, error) {
 		return f, err
 	}
 	f.Due, f.ClaimedAt = fromNanos(due), fromNanos(claimed)
-	j.State, j.LeaseUntil, j.FinishedAt = jobs.State(state), jobTime(lease), jobTime(finished)
+	j.State, j.LeaseUntil, j.FinishedAt = jobs.State(state), fromNanos(lease), fromNanos(finished)
 	jobmap.FiringLease(&f, j)
 	if dg != nil {
 		f.Digest = new(schedule.Digest)
@@ -310,47 +316,35 @@ func scanFiring(row pgx.Row) (schedule.Firing, error) {
 	return f, nil
 }
 
-func collectFirings(rows pgx.Rows) ([]schedule.Firing, error) {
-	defer rows.Close()
-	var out []schedule.Firing
-	for rows.Next() {
-		f, err := scanFiring(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
-}
-
-// getFiring reads one firing on db (the pool or a transaction).
-func getFiring(ctx context.Context, db jobDB, id string, due int64) (schedule.Firing, error) {
-	f, err := scanFiring(db.QueryRow(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = $1 AND f.due = $2`, id, due))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return f, fmt.Errorf("postgres: firing %s@%d: %w", id, due, schedule.ErrNotFound)
+// getFiring reads one firing on q.
+func (db *DB) getFiring(ctx context.Context, q Querier, id string, due int64) (schedule.Firing, error) {
+	f, err := scanFiring(q.QueryRow(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = $1 AND f.due = $2`, id, due))
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, db.errorf("firing %s@%d: %w", id, due, schedule.ErrNotFound)
 	}
 	if err != nil {
-		return f, fmt.Errorf("postgres: get firing %s@%d: %w", id, due, err)
+		return f, db.errorf("get firing %s@%d: %w", id, due, err)
 	}
 	return f, nil
 }
 
-// TakeOverFiring implements schedule.Store: Claim (FOR UPDATE SKIP LOCKED)
-// with the bound on attempts.
+// TakeOverFiring implements schedule.Store: Claim with the bound on
+// attempts.
 func (s *Schedules) TakeOverFiring(ctx context.Context, owner string, now, leaseUntil time.Time, maxAttempts int) ([]schedule.Firing, error) {
+	db := s.db
 	var out []schedule.Firing
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.Tx(ctx, func(q Querier) error {
 		out = out[:0]
-		got, err := claimJobs(ctx, tx, jobs.KindFiring, owner, now, leaseUntil.Sub(now), 0, maxAttempts)
+		got, err := db.claimJobs(ctx, q, jobs.KindFiring, owner, now, leaseUntil.Sub(now), 0, maxAttempts)
 		if err != nil {
-			return fmt.Errorf("postgres: take over: %w", err)
+			return db.errorf("take over: %w", err)
 		}
 		for _, j := range got {
 			id, due, err := jobmap.ParseFiringKey(j.Key)
 			if err != nil {
-				return fmt.Errorf("postgres: take over: %w", err)
+				return db.errorf("take over: %w", err)
 			}
-			f, err := getFiring(ctx, tx, id, due)
+			f, err := db.getFiring(ctx, q, id, due)
 			if err != nil {
 				return fmt.Errorf("take over: %w", err)
 			}
@@ -366,26 +360,33 @@ func (s *Schedules) TakeOverFiring(ctx context.Context, owner string, now, lease
 
 // FailExpired implements schedule.Store.
 func (s *Schedules) FailExpired(ctx context.Context, now time.Time, maxAttempts int) (int, error) {
-	return failExpiredJobs(ctx, s.pool, jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
+	var n int
+	err := s.db.Write(ctx, func(q Querier) error {
+		var err error
+		n, err = s.db.failExpiredJobs(ctx, q, jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
+		return err
+	})
+	return n, err
 }
 
 // ApproveFiring implements schedule.Store: Unpark, then ClaimKey by the
 // approver, in one transaction.
 func (s *Schedules) ApproveFiring(ctx context.Context, id string, due time.Time, owner string, now, leaseUntil time.Time) (schedule.Firing, error) {
+	db := s.db
 	var f schedule.Firing
 	key := jobmap.FiringKey(id, nanos(due))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := unparkJob(ctx, tx, jobs.KindFiring, key, nil, now)
+	err := db.Tx(ctx, func(q Querier) error {
+		_, err := db.unparkJob(ctx, q, jobs.KindFiring, key, nil, now)
 		switch {
 		case errors.Is(err, jobs.ErrNotParked):
-			return fmt.Errorf("postgres: firing %s@%s: %w: %w", id, due, schedule.ErrNotWaiting, err)
+			return db.errorf("firing %s@%s: %w: %w", id, due, schedule.ErrNotWaiting, err)
 		case err != nil:
 			return jobmap.ScheduleErr(err)
 		}
-		if _, err := claimJobKey(ctx, tx, jobs.KindFiring, key, owner, now, leaseUntil.Sub(now), 0); err != nil {
+		if _, err := db.claimJobKey(ctx, q, jobs.KindFiring, key, owner, now, leaseUntil.Sub(now), 0); err != nil {
 			return jobmap.ScheduleErr(err)
 		}
-		f, err = getFiring(ctx, tx, id, nanos(due))
+		f, err = db.getFiring(ctx, q, id, nanos(due))
 		return err
 	})
 	return f, err
@@ -393,38 +394,41 @@ func (s *Schedules) ApproveFiring(ctx context.Context, id string, due time.Time,
 
 // GetFiring implements schedule.Store.
 func (s *Schedules) GetFiring(ctx context.Context, id string, due time.Time) (schedule.Firing, error) {
-	return getFiring(ctx, s.pool, id, nanos(due))
+	return s.db.getFiring(ctx, s.db.Read(), id, nanos(due))
 }
 
 // ListFirings implements schedule.Store.
 func (s *Schedules) ListFirings(ctx context.Context, id string, limit int) ([]schedule.Firing, error) {
-	q := `SELECT ` + firingCols + firingFrom + ` WHERE f.schedule_id = $1 ORDER BY f.due DESC`
-	args := []any{id}
-	if limit > 0 {
-		q += ` LIMIT $2`
-		args = append(args, limit)
-	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.db.Read().Query(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = $1 ORDER BY f.due DESC LIMIT $2`,
+		id, s.db.limit(limit))
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list firings: %w", err)
+		return nil, s.db.errorf("list firings: %w", err)
 	}
-	out, err := collectFirings(rows)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list firings: %w", err)
+	defer rows.Close()
+	var out []schedule.Firing
+	for rows.Next() {
+		f, err := scanFiring(rows)
+		if err != nil {
+			return nil, s.db.errorf("list firings: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.db.errorf("list firings: %w", err)
 	}
 	return out, nil
 }
 
 // PreviousDigest implements schedule.Store.
 func (s *Schedules) PreviousDigest(ctx context.Context, id string, before time.Time) (schedule.Firing, error) {
-	f, err := scanFiring(s.pool.QueryRow(ctx, `SELECT `+firingCols+firingFrom+`
+	f, err := scanFiring(s.db.Read().QueryRow(ctx, `SELECT `+firingCols+firingFrom+`
 		WHERE f.schedule_id = $1 AND f.due < $2 AND j.state = 'done' AND length(j.payload) = 0 AND f.digest IS NOT NULL
 		ORDER BY f.due DESC LIMIT 1`, id, nanos(before)))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return f, fmt.Errorf("postgres: previous digest of %s: %w", id, schedule.ErrNotFound)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, s.db.errorf("previous digest of %s: %w", id, schedule.ErrNotFound)
 	}
 	if err != nil {
-		return f, fmt.Errorf("postgres: previous digest of %s: %w", id, err)
+		return f, s.db.errorf("previous digest of %s: %w", id, err)
 	}
 	return f, nil
 }
