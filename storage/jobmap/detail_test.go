@@ -95,21 +95,6 @@ func TestRunDetailRoundTrip(t *testing.T) {
 	}
 }
 
-// CopyRun shares no memory with the run it copies.
-func TestCopyRun(t *testing.T) {
-	r := storetest.FullRun("r1", "1.0", "U1")
-	c, err := jobmap.CopyRun(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(c, r) {
-		t.Fatalf("copy %+v, want %+v", c, r)
-	}
-	c.Interrupt.Text, c.Decision.Text = "changed", "changed"
-	if r.Interrupt.Text == "changed" || r.Decision.Text == "changed" {
-		t.Error("the copy shares its interrupt or decision")
-	}
-}
 
 func TestReadRunDetailBad(t *testing.T) {
 	var r research.Run

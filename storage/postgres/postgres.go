@@ -1,7 +1,9 @@
-// Package postgres is the shared checkpoint store: graph.Saver on PostgreSQL
-// through pgx/v5. It behaves like memsaver, the reference, and any number of
-// processes may share one database: a chain's head is moved by a conditional
-// UPDATE (compare-and-set) in the same statement that inserts the batch.
+// Package postgres is the shared engine: PostgreSQL through pgx/v5, its
+// migrations, the pool that storage/sqlstore's stores run on (SQL), and the
+// checkpoint store (graph.Saver). The checkpoint store behaves like
+// memsaver, the reference, and any number of processes may share one
+// database: a chain's head is moved by a conditional UPDATE
+// (compare-and-set) in the same statement that inserts the batch.
 //
 // Performance. A Commit is one statement, one round trip, one transaction: an
 // UPDATE (or INSERT, for a new chain) of the chain row whose RETURNING feeds

@@ -1,9 +1,11 @@
-// Package sqlite is the embedded checkpoint store: graph.Saver on one SQLite
-// file through modernc.org/sqlite (pure Go). It behaves like memsaver, the
-// reference, and several processes may share the file: every write runs in a
-// BEGIN IMMEDIATE transaction, so writers serialise on SQLite's lock (waiting
-// up to the busy timeout) and the compare-and-set on a chain's head holds
-// across processes.
+// Package sqlite is the embedded engine: one SQLite file through
+// modernc.org/sqlite (pure Go), its migrations, the connections that
+// storage/sqlstore's stores run on (SQL), and the checkpoint store
+// (graph.Saver), which behaves like memsaver, the reference. Several
+// processes may share the file: every write runs in a BEGIN IMMEDIATE
+// transaction, so writers serialise on SQLite's lock (waiting up to the
+// busy timeout) and the compare-and-set on a chain's head holds across
+// processes.
 package sqlite
 
 import (

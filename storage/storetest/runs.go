@@ -1,5 +1,5 @@
 // Package storetest is the one conformance suite of the stores: every
-// implementation (memory, SQLite, Postgres) runs it from its own tests.
+// engine (SQLite, Postgres) runs it from its own tests.
 //
 //	func TestRunsConformance(t *testing.T) {
 //		storetest.Runs(t, func(t *testing.T) research.Store { return newEmptyStore(t) })
