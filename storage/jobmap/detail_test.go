@@ -95,7 +95,6 @@ func TestRunDetailRoundTrip(t *testing.T) {
 	}
 }
 
-
 func TestReadRunDetailBad(t *testing.T) {
 	var r research.Run
 	if err := jobmap.ReadRunDetail(&r, []byte(`{"Question":`), nil, nil); err == nil {
