@@ -28,7 +28,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"deepresearch/graph"
-	"deepresearch/storage/migrate"
 	"deepresearch/storage/sqlstore"
 )
 
@@ -40,8 +39,7 @@ const DefaultMaxRecordBytes = 64 << 20
 
 // Advisory lock classes (the first key of the two-key form).
 const (
-	lockMigrations int32 = 0x64726d67 // "drmg": key 2 is hashtext(current_schema())
-	lockThread     int32 = 0x64727468 // "drth": key 2 is hashtext(thread_id)
+	lockThread int32 = 0x64727468 // "drth": key 2 is hashtext(thread_id)
 )
 
 // tables holds every table with checkpoint data (the migrations table aside).
@@ -129,49 +127,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
-	all, err := migrate.Load(sub)
-	if err != nil {
-		return err
-	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))`, lockMigrations); err != nil {
-			return fmt.Errorf("postgres: migration lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migrate.TableName+` (
-			version    integer     PRIMARY KEY,
-			name       text        NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now()
-		)`); err != nil {
-			return fmt.Errorf("postgres: create %s: %w", migrate.TableName, err)
-		}
-		rows, err := tx.Query(ctx, `SELECT version FROM `+migrate.TableName)
-		if err != nil {
-			return fmt.Errorf("postgres: read %s: %w", migrate.TableName, err)
-		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-		if err != nil {
-			return fmt.Errorf("postgres: read %s: %w", migrate.TableName, err)
-		}
-		applied := map[int]bool{}
-		for _, v := range versions {
-			applied[int(v)] = true
-		}
-		pending, err := migrate.Pending(all, applied)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			// No arguments: pgx sends it with the simple protocol, so one file
-			// may hold several statements.
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+migrate.TableName+` (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-				return fmt.Errorf("postgres: record migration %s: %w", m.Name, err)
-			}
-		}
-		return nil
-	})
+	return s.sql.Migrate(ctx, sub, s.now)
 }
 
 // nonNil maps nil to an empty bytea: blobs are NOT NULL, and empty means absent.

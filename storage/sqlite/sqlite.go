@@ -25,7 +25,6 @@ import (
 	sqlitedrv "modernc.org/sqlite" // also registers the "sqlite" driver
 
 	"deepresearch/graph"
-	"deepresearch/storage/migrate"
 	"deepresearch/storage/sqlstore"
 )
 
@@ -147,49 +146,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	all, err := migrate.Load(sub)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migrate.TableName+` (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT    NOT NULL,
-			applied_at INTEGER NOT NULL
-		) STRICT`); err != nil {
-			return fmt.Errorf("sqlite: create %s: %w", migrate.TableName, err)
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT version FROM `+migrate.TableName)
-		if err != nil {
-			return fmt.Errorf("sqlite: read %s: %w", migrate.TableName, err)
-		}
-		applied := map[int]bool{}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: read %s: %w", migrate.TableName, err)
-			}
-			applied[v] = true
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("sqlite: read %s: %w", migrate.TableName, err)
-		}
-		pending, err := migrate.Pending(all, applied)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO `+migrate.TableName+` (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.Version, m.Name, s.now().UnixNano()); err != nil {
-				return fmt.Errorf("sqlite: record migration %s: %w", m.Name, err)
-			}
-		}
-		return nil
-	})
+	return s.sql.Migrate(ctx, sub, s.now)
 }
 
 // write runs fn in an immediate transaction on the writer connection.

@@ -35,22 +35,18 @@ func (f *Feedback) RecordFeedback(ctx context.Context, fb research.Feedback) err
 func (f *Feedback) Feedback(ctx context.Context, runID string) ([]research.Feedback, error) {
 	rows, err := f.db.Read().Query(ctx, `SELECT run_id, user_id, value, text, at FROM run_feedback
 		WHERE run_id = $1 ORDER BY at, user_id`, runID)
-	if err != nil {
-		return nil, f.db.errorf("feedback: %w", err)
-	}
-	defer rows.Close()
-	var out []research.Feedback
-	for rows.Next() {
+	out, err := collect(rows, err, func(row Row) (research.Feedback, error) {
 		var fb research.Feedback
 		var value string
 		var at int64
-		if err := rows.Scan(&fb.RunID, &fb.User, &value, &fb.Text, &at); err != nil {
-			return nil, f.db.errorf("feedback: %w", err)
-		}
+		err := row.Scan(&fb.RunID, &fb.User, &value, &fb.Text, &at)
 		fb.Value, fb.At = research.FeedbackValue(value), fromNanos(at)
-		out = append(out, fb)
+		return fb, err
+	})
+	if err != nil {
+		return nil, f.db.errorf("feedback: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CountFeedback implements research.FeedbackStore.

@@ -21,12 +21,7 @@ func (b *Runs) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, 
 	for i, e := range es {
 		js[i] = jobmap.InboxJob(e)
 	}
-	var stored []bool
-	err := b.db.Write(ctx, func(q Querier) error {
-		var err error
-		stored, err = b.db.putJobs(ctx, q, js)
-		return err
-	})
+	stored, err := writeValue(ctx, b.db, func(q Querier) ([]bool, error) { return b.db.putJobs(ctx, q, js) })
 	if err != nil {
 		return nil, fmt.Errorf("put inbox: %w", err)
 	}
@@ -35,11 +30,8 @@ func (b *Runs) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, 
 
 // ClaimInbox implements research.Store.
 func (b *Runs) ClaimInbox(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.InboxEntry, error) {
-	var got []jobs.Job
-	err := b.db.Write(ctx, func(q Querier) error {
-		var err error
-		got, err = b.db.claimJobs(ctx, q, jobs.KindEnvelope, owner, now, lease, limit, 0)
-		return err
+	got, err := writeValue(ctx, b.db, func(q Querier) ([]jobs.Job, error) {
+		return b.db.claimJobs(ctx, q, jobs.KindEnvelope, owner, now, lease, limit, 0)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim inbox: %w", err)
@@ -92,11 +84,8 @@ func (b *Runs) InboxEntry(ctx context.Context, key string) (research.InboxEntry,
 
 // ClaimEvent implements research.Store.
 func (b *Runs) ClaimEvent(ctx context.Context, key string, at time.Time) (bool, error) {
-	var stored []bool
-	err := b.db.Write(ctx, func(q Querier) error {
-		var err error
-		stored, err = b.db.putJobs(ctx, q, []jobs.Job{jobmap.EventJob(key, at)})
-		return err
+	stored, err := writeValue(ctx, b.db, func(q Querier) ([]bool, error) {
+		return b.db.putJobs(ctx, q, []jobs.Job{jobmap.EventJob(key, at)})
 	})
 	if err != nil {
 		return false, fmt.Errorf("claim event: %w", err)

@@ -141,13 +141,9 @@ func putJobsArrays(ctx context.Context, q Querier, js []jobs.Job, stored []bool)
 
 // Put implements jobs.Queue.
 func (q *Jobs) Put(ctx context.Context, js []jobs.Job) ([]bool, error) {
-	var stored []bool
-	err := q.db.Write(ctx, func(tx Querier) error {
-		var err error
-		stored, err = q.db.putJobs(ctx, tx, js)
-		return err
+	return writeValue(ctx, q.db, func(tx Querier) ([]bool, error) {
+		return q.db.putJobs(ctx, tx, js)
 	})
-	return stored, err
 }
 
 // jobWhy returns the error of a conditional change that matched no row:
@@ -187,13 +183,9 @@ func (db *DB) claimJobKey(ctx context.Context, q Querier, kind jobs.Kind, key, o
 
 // ClaimKey implements jobs.Queue.
 func (q *Jobs) ClaimKey(ctx context.Context, kind jobs.Kind, key, owner string, now time.Time, lease time.Duration, maxAttempts int) (jobs.Job, error) {
-	var got jobs.Job
-	err := q.db.Write(ctx, func(tx Querier) error {
-		var err error
-		got, err = q.db.claimJobKey(ctx, tx, kind, key, owner, now, lease, maxAttempts)
-		return err
+	return writeValue(ctx, q.db, func(tx Querier) (jobs.Job, error) {
+		return q.db.claimJobKey(ctx, tx, kind, key, owner, now, lease, maxAttempts)
 	})
-	return got, err
 }
 
 // claimJobs is Claim on q, oldest first.
@@ -209,19 +201,8 @@ func (db *DB) claimJobs(ctx context.Context, q Querier, kind jobs.Kind, owner st
 		FROM c WHERE j.kind = c.kind AND j.key = c.key
 		RETURNING j.kind, j.key, j.state, j.payload, j.owner, j.lease_until, j.attempts, j.created_at, j.updated_at, j.finished_at, j.error`),
 		string(kind), owner, nanos(now), nanos(now.Add(lease)), maxAttempts, db.limit(limit))
+	got, err := collect(rows, err, scanJob)
 	if err != nil {
-		return nil, db.errorf("claim %s: %w", kind, err)
-	}
-	defer rows.Close()
-	var got []jobs.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, db.errorf("claim %s: %w", kind, err)
-		}
-		got = append(got, j)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, db.errorf("claim %s: %w", kind, err)
 	}
 	sort.Slice(got, func(a, b int) bool {
@@ -235,13 +216,9 @@ func (db *DB) claimJobs(ctx context.Context, q Querier, kind jobs.Kind, owner st
 
 // Claim implements jobs.Queue.
 func (q *Jobs) Claim(ctx context.Context, kind jobs.Kind, owner string, now time.Time, lease time.Duration, limit, maxAttempts int) ([]jobs.Job, error) {
-	var got []jobs.Job
-	err := q.db.Write(ctx, func(tx Querier) error {
-		var err error
-		got, err = q.db.claimJobs(ctx, tx, kind, owner, now, lease, limit, maxAttempts)
-		return err
+	return writeValue(ctx, q.db, func(tx Querier) ([]jobs.Job, error) {
+		return q.db.claimJobs(ctx, tx, kind, owner, now, lease, limit, maxAttempts)
 	})
-	return got, err
 }
 
 // heldJob runs `UPDATE jobs SET <set>` on the job owner holds and returns it
@@ -297,13 +274,9 @@ func (db *DB) finishJob(ctx context.Context, q Querier, kind jobs.Kind, key, own
 
 // Extend implements jobs.Queue.
 func (q *Jobs) Extend(ctx context.Context, kind jobs.Kind, key, owner string, now time.Time, lease time.Duration) (jobs.Job, error) {
-	var got jobs.Job
-	err := q.db.Write(ctx, func(tx Querier) error {
-		var err error
-		got, err = q.db.extendJob(ctx, tx, kind, key, owner, now, lease)
-		return err
+	return writeValue(ctx, q.db, func(tx Querier) (jobs.Job, error) {
+		return q.db.extendJob(ctx, tx, kind, key, owner, now, lease)
 	})
-	return got, err
 }
 
 // Release implements jobs.Queue.
@@ -324,13 +297,9 @@ func (q *Jobs) Park(ctx context.Context, kind jobs.Kind, key, owner string, payl
 
 // Unpark implements jobs.Queue.
 func (q *Jobs) Unpark(ctx context.Context, kind jobs.Kind, key string, payload []byte, now time.Time) (jobs.Job, error) {
-	var got jobs.Job
-	err := q.db.Write(ctx, func(tx Querier) error {
-		var err error
-		got, err = q.db.unparkJob(ctx, tx, kind, key, payload, now)
-		return err
+	return writeValue(ctx, q.db, func(tx Querier) (jobs.Job, error) {
+		return q.db.unparkJob(ctx, tx, kind, key, payload, now)
 	})
-	return got, err
 }
 
 // Finish implements jobs.Queue.
@@ -378,13 +347,9 @@ func (db *DB) failExpiredJobs(ctx context.Context, q Querier, kind jobs.Kind, no
 
 // FailExpired implements jobs.Queue.
 func (q *Jobs) FailExpired(ctx context.Context, kind jobs.Kind, now time.Time, maxAttempts int, errText string) (int, error) {
-	var n int
-	err := q.db.Write(ctx, func(tx Querier) error {
-		var err error
-		n, err = q.db.failExpiredJobs(ctx, tx, kind, now, maxAttempts, errText)
-		return err
+	return writeValue(ctx, q.db, func(tx Querier) (int, error) {
+		return q.db.failExpiredJobs(ctx, tx, kind, now, maxAttempts, errText)
 	})
-	return n, err
 }
 
 // getJob is Get on q.

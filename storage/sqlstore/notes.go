@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"deepresearch/agent"
@@ -36,25 +37,23 @@ func (n *Notes) SaveNote(ctx context.Context, note agent.Note) error {
 func (n *Notes) List(ctx context.Context, threadID string) ([]agent.Note, error) {
 	rows, err := n.db.Read().Query(ctx, `SELECT id, thread_id, turn, step, subtask, query, summary, sources, created_at
 		FROM research_notes WHERE thread_id = $1 ORDER BY turn, step, created_at, id`, threadID)
-	if err != nil {
-		return nil, n.db.errorf("list research notes: %w", err)
-	}
-	defer rows.Close()
-	var out []agent.Note
-	for rows.Next() {
+	out, err := collect(rows, err, func(row Row) (agent.Note, error) {
 		var note agent.Note
 		var srcs []byte
 		var created int64
-		if err := rows.Scan(&note.ID, &note.ThreadID, &note.Turn, &note.Step, &note.Subtask, &note.Query, &note.Summary, &srcs, &created); err != nil {
-			return nil, n.db.errorf("list research notes: %w", err)
-		}
-		if err := json.Unmarshal(srcs, &note.Sources); err != nil {
-			return nil, n.db.errorf("research note %s: sources: %w", note.ID, err)
+		if err := row.Scan(&note.ID, &note.ThreadID, &note.Turn, &note.Step, &note.Subtask, &note.Query, &note.Summary, &srcs, &created); err != nil {
+			return note, err
 		}
 		note.CreatedAt = time.Unix(0, created).UTC()
-		out = append(out, note)
+		if err := json.Unmarshal(srcs, &note.Sources); err != nil {
+			return note, fmt.Errorf("research note %s: sources: %w", note.ID, err)
+		}
+		return note, nil
+	})
+	if err != nil {
+		return nil, n.db.errorf("list research notes: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // noteArgs are a note's column values, its free text made storable (the

@@ -101,21 +101,14 @@ func (rs *Reports) SearchReports(ctx context.Context, q research.ReportQuery) ([
 		quoted[i] = quote + strings.ReplaceAll(t, quote, quote+quote) + quote
 	}
 	rows, err := rs.db.Read().Query(ctx, query, strings.Join(quoted, or), q.Team, who, min(limit, 50))
-	if err != nil {
-		return nil, rs.db.errorf("search reports: %w", err)
-	}
-	defer rows.Close()
-	var out []research.PastReport
-	for rows.Next() {
+	out, err := collect(rows, err, func(row Row) (research.PastReport, error) {
 		var r research.PastReport
 		var at int64
-		if err := rows.Scan(&r.RunID, &r.Team, &r.Channel, &r.ThreadTS, &r.Private, &r.Requester, &r.URL, &r.Title, &r.Question, &r.Text, &at); err != nil {
-			return nil, rs.db.errorf("search reports: %w", err)
-		}
+		err := row.Scan(&r.RunID, &r.Team, &r.Channel, &r.ThreadTS, &r.Private, &r.Requester, &r.URL, &r.Title, &r.Question, &r.Text, &at)
 		r.CreatedAt = fromNanos(at)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return r, err
+	})
+	if err != nil {
 		return nil, rs.db.errorf("search reports: %w", err)
 	}
 	return out, nil

@@ -111,19 +111,8 @@ func (db *DB) getBotRun(ctx context.Context, q Querier, id string, lock bool) (r
 
 // scanBotRuns reads rows of botRunCols.
 func (db *DB) scanBotRuns(rows Rows, err error, what string) ([]research.Run, error) {
+	out, err := collect(rows, err, scanBotRun)
 	if err != nil {
-		return nil, db.errorf("%s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []research.Run
-	for rows.Next() {
-		r, err := scanBotRun(rows)
-		if err != nil {
-			return nil, db.errorf("%s: %w", what, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, db.errorf("%s: %w", what, err)
 	}
 	return out, nil
@@ -150,17 +139,13 @@ func (db *DB) thread(ctx context.Context, q Querier, key research.ThreadKey) (re
 // a concurrent insert of the same key to finish; the read that follows (a
 // new snapshot) then sees whichever mapping was stored first.
 func (b *Runs) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
-	var out research.Thread
-	err := b.db.Write(ctx, func(q Querier) error {
+	return writeValue(ctx, b.db, func(q Querier) (research.Thread, error) {
 		if _, err := q.Exec(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 			t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, nanos(t.CreatedAt)); err != nil {
-			return b.db.errorf("put thread: %w", err)
+			return research.Thread{}, b.db.errorf("put thread: %w", err)
 		}
-		var err error
-		out, err = b.db.thread(ctx, q, t.Key)
-		return err
+		return b.db.thread(ctx, q, t.Key)
 	})
-	return out, err
 }
 
 // Thread implements research.Store.
@@ -302,40 +287,28 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 
 // AcquireRun implements research.Store: ClaimKey, then the run read.
 func (b *Runs) AcquireRun(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	var r research.Run
-	err := b.db.Write(ctx, func(q Querier) error {
+	return writeValue(ctx, b.db, func(q Querier) (research.Run, error) {
 		_, err := b.db.claimJobKey(ctx, q, jobs.KindRun, id, owner, now, lease, 0)
 		switch {
 		case errors.Is(err, jobs.ErrNotClaimable):
-			return fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
+			return research.Run{}, fmt.Errorf("run %s: %w: %w", id, research.ErrNotAcquired, err)
 		case err != nil:
-			return jobmap.ResearchErr(err)
+			return research.Run{}, jobmap.ResearchErr(err)
 		}
-		r, err = b.db.getBotRun(ctx, q, id, false)
-		return err
+		return b.db.getBotRun(ctx, q, id, false)
 	})
-	if err != nil {
-		return research.Run{}, err
-	}
-	return r, nil
 }
 
 // AcquireRuns implements research.Store: Claim, oldest first, then the
 // claimed runs read in one query.
 func (b *Runs) AcquireRuns(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]research.Run, error) {
-	var out []research.Run
-	err := b.db.Write(ctx, func(q Querier) error {
+	return writeValue(ctx, b.db, func(q Querier) ([]research.Run, error) {
 		got, err := b.db.claimJobs(ctx, q, jobs.KindRun, owner, now, lease, limit, 0)
 		if err != nil {
-			return fmt.Errorf("acquire runs: %w", err)
+			return nil, fmt.Errorf("acquire runs: %w", err)
 		}
-		out, err = b.db.runsOf(ctx, q, got)
-		return err
+		return b.db.runsOf(ctx, q, got)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // runsOf reads the runs of jobs got, in got's order.
@@ -373,19 +346,12 @@ func (db *DB) runsOf(ctx context.Context, q Querier, got []jobs.Job) ([]research
 
 // Heartbeat implements research.Store: Extend.
 func (b *Runs) Heartbeat(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (research.Run, error) {
-	var r research.Run
-	err := b.db.Write(ctx, func(q Querier) error {
+	return writeValue(ctx, b.db, func(q Querier) (research.Run, error) {
 		if _, err := b.db.extendJob(ctx, q, jobs.KindRun, id, owner, now, lease); err != nil {
-			return jobmap.ResearchErr(err)
+			return research.Run{}, jobmap.ResearchErr(err)
 		}
-		var err error
-		r, err = b.db.getBotRun(ctx, q, id, false)
-		return err
+		return b.db.getBotRun(ctx, q, id, false)
 	})
-	if err != nil {
-		return research.Run{}, err
-	}
-	return r, nil
 }
 
 // ReleaseRun implements research.Store: Release (a clean hand-back gives
@@ -437,19 +403,18 @@ func (b *Runs) FinishRun(ctx context.Context, id, owner string, state research.R
 
 // SetStatusMessage implements research.Store.
 func (b *Runs) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
-	var out string
-	err := b.db.Write(ctx, func(q Querier) error {
+	return writeValue(ctx, b.db, func(q Querier) (string, error) {
+		var out string
 		err := q.QueryRow(ctx, `UPDATE bot_runs SET status_ts = CASE WHEN status_ts = '' THEN $1 ELSE status_ts END
 			WHERE id = $2 RETURNING status_ts`, ts, id).Scan(&out)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("run %s: %w", id, research.ErrNotFound)
+			return "", fmt.Errorf("run %s: %w", id, research.ErrNotFound)
 		case err != nil:
-			return b.db.errorf("set status message: %w", err)
+			return "", b.db.errorf("set status message: %w", err)
 		}
-		return nil
+		return out, nil
 	})
-	return out, err
 }
 
 // Decide implements research.Store: with the run's row locked, the checks
@@ -551,17 +516,14 @@ func (db *DB) requestCancel(ctx context.Context, q Querier, runID, by string, no
 
 // RecordUpload implements research.Store.
 func (b *Runs) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
-	var n int64
-	err := b.db.Write(ctx, func(q Querier) error {
-		var err error
-		n, err = q.Exec(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+	n, err := writeValue(ctx, b.db, func(q Querier) (int64, error) {
+		return q.Exec(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
 			u.RunID, u.FileID, u.MessageTS, nanos(u.At))
-		if err != nil {
-			return b.db.errorf("record upload: %w", err)
-		}
-		return nil
 	})
-	return n == 1, err
+	if err != nil {
+		return false, b.db.errorf("record upload: %w", err)
+	}
+	return n == 1, nil
 }
 
 // Upload implements research.Store.
@@ -593,19 +555,8 @@ func (b *Runs) StageUpload(ctx context.Context, runID, fileID string, at time.Ti
 // StagedUploads implements research.Store.
 func (b *Runs) StagedUploads(ctx context.Context, runID string) ([]string, error) {
 	rows, err := b.db.Read().Query(ctx, `SELECT file_id FROM bot_staged_files WHERE run_id = $1 ORDER BY at, file_id`, runID)
+	out, err := collect(rows, err, scanString)
 	if err != nil {
-		return nil, b.db.errorf("staged uploads: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, b.db.errorf("staged uploads: %w", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, b.db.errorf("staged uploads: %w", err)
 	}
 	return out, nil

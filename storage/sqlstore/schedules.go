@@ -155,19 +155,8 @@ func (s *Schedules) ListSchedules(ctx context.Context, f schedule.Filter) ([]sch
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	rows, err := s.db.Read().Query(ctx, q+` ORDER BY created_at, id`, args...)
+	out, err := collect(rows, err, scanSchedule)
 	if err != nil {
-		return nil, s.db.errorf("list schedules: %w", err)
-	}
-	defer rows.Close()
-	var out []schedule.Schedule
-	for rows.Next() {
-		sc, err := scanSchedule(rows)
-		if err != nil {
-			return nil, s.db.errorf("list schedules: %w", err)
-		}
-		out = append(out, sc)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, s.db.errorf("list schedules: %w", err)
 	}
 	return out, nil
@@ -360,13 +349,9 @@ func (s *Schedules) TakeOverFiring(ctx context.Context, owner string, now, lease
 
 // FailExpired implements schedule.Store.
 func (s *Schedules) FailExpired(ctx context.Context, now time.Time, maxAttempts int) (int, error) {
-	var n int
-	err := s.db.Write(ctx, func(q Querier) error {
-		var err error
-		n, err = s.db.failExpiredJobs(ctx, q, jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
-		return err
+	return writeValue(ctx, s.db, func(q Querier) (int, error) {
+		return s.db.failExpiredJobs(ctx, q, jobs.KindFiring, now, maxAttempts, "abandoned: the process running it stopped")
 	})
-	return n, err
 }
 
 // ApproveFiring implements schedule.Store: Unpark, then ClaimKey by the
@@ -401,19 +386,8 @@ func (s *Schedules) GetFiring(ctx context.Context, id string, due time.Time) (sc
 func (s *Schedules) ListFirings(ctx context.Context, id string, limit int) ([]schedule.Firing, error) {
 	rows, err := s.db.Read().Query(ctx, `SELECT `+firingCols+firingFrom+` WHERE f.schedule_id = $1 ORDER BY f.due DESC LIMIT $2`,
 		id, s.db.limit(limit))
+	out, err := collect(rows, err, scanFiring)
 	if err != nil {
-		return nil, s.db.errorf("list firings: %w", err)
-	}
-	defer rows.Close()
-	var out []schedule.Firing
-	for rows.Next() {
-		f, err := scanFiring(rows)
-		if err != nil {
-			return nil, s.db.errorf("list firings: %w", err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, s.db.errorf("list firings: %w", err)
 	}
 	return out, nil

@@ -290,3 +290,38 @@ func (p pgQuerier) Query(ctx context.Context, query string, args ...any) (Rows, 
 func (p pgQuerier) QueryRow(ctx context.Context, query string, args ...any) Row {
 	return p.q.QueryRow(ctx, query, args...)
 }
+
+// writeValue runs fn with db.Write and returns its value.
+func writeValue[T any](ctx context.Context, db *DB, fn func(Querier) (T, error)) (T, error) {
+	var out T
+	err := db.Write(ctx, func(q Querier) error {
+		var err error
+		out, err = fn(q)
+		return err
+	})
+	return out, err
+}
+
+// collect reads every row of a query (rows, err) with scan.
+func collect[T any](rows Rows, err error, scan func(Row) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// scanString reads a row of one text column.
+func scanString(r Row) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}
