@@ -28,9 +28,9 @@ import (
 
 // Simulated latencies: the 300–800 ms scaled down by 10 (30–80 ms)
 // so that a benchmark run takes seconds; the ratio is what matters.
-const latMin, latMax = 30 * time.Millisecond, 80 * time.Millisecond
+const latLow, latHigh = 30 * time.Millisecond, 80 * time.Millisecond
 
-func latency(key string) time.Duration { return between(0, key, latMin, latMax) }
+func latency(key string) time.Duration { return between(0, key, latLow, latHigh) }
 
 // between is a seeded latency in [lo, hi] for a call identified by key.
 func between(seed uint64, key string, lo, hi time.Duration) time.Duration {

@@ -79,7 +79,7 @@ func TestResumeFromNewProcess(t *testing.T) {
 
 func TestCancelAtPlan(t *testing.T) {
 	e := newEnv(t)
-	res := e.start("cancel", agent.Request{Question: "What does the EU AI Act require?", ApprovePlan: true})
+	e.start("cancel", agent.Request{Question: "What does the EU AI Act require?", ApprovePlan: true})
 	res, err := e.agent().Resume(context.Background(), "cancel", map[string]agent.Answer{"": {Action: agent.ActionCancel}}, nil)
 	if err != nil || res.Status != agent.StatusCancelled || res.Report != "" {
 		t.Fatalf("%v %+v", err, res)

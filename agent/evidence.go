@@ -174,7 +174,7 @@ func localEvidence(fs []Finding) []string {
 // statements tagged with the run's evidence numbers, and the evidence list
 // — every piece of evidence a statement rests on, then the most recent
 // others up to max.
-func writerInput(s State, max int) ([]prompts.SubtaskAnswer, []prompts.Evidence, evidenceIndex) {
+func writerInput(s State, limit int) ([]prompts.SubtaskAnswer, []prompts.Evidence, evidenceIndex) {
 	ix := indexEvidence(s.Findings)
 	var subs []prompts.SubtaskAnswer
 	listed := map[int]bool{}
@@ -207,7 +207,7 @@ func writerInput(s State, max int) ([]prompts.SubtaskAnswer, []prompts.Evidence,
 		}
 	}
 	for _, f := range recentFirst(s) {
-		if max > 0 && len(nums) >= max {
+		if limit > 0 && len(nums) >= limit {
 			break
 		}
 		if n, ok := ix.num[f.ID]; ok && !listed[n] {
@@ -225,8 +225,8 @@ func writerInput(s State, max int) ([]prompts.SubtaskAnswer, []prompts.Evidence,
 
 // reviewEvidence is the evidence the reviewer is shown, numbered as the
 // writer's.
-func reviewEvidence(s State, max int) []prompts.Evidence {
-	_, ev, _ := writerInput(s, max)
+func reviewEvidence(s State, limit int) []prompts.Evidence {
+	_, ev, _ := writerInput(s, limit)
 	return ev
 }
 

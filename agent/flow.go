@@ -353,6 +353,10 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 	if err == nil {
 		err = structured(ctx, c, llm.RolePlanner, p, false, &out)
 	}
+	if err != nil {
+		// no plan from the model: the gaps are researched directly below
+		a.log.Warn("agent: replan failed; researching the gaps directly", "err", err)
+	}
 	var subs []Subtask
 	seen := s.Queries
 	for _, st := range out.Subtasks {

@@ -682,14 +682,14 @@ func extractiveSummary(pages []Source, excerpt int) summaryOut {
 	return out
 }
 
-func evidenceOf(fs []Finding, max int) []prompts.Evidence {
+func evidenceOf(fs []Finding, limit int) []prompts.Evidence {
 	var ev []prompts.Evidence
 	for _, f := range fs {
 		if !f.Verified {
 			continue
 		}
 		ev = append(ev, prompts.Evidence{N: len(ev) + 1, Claim: f.Claim, Quote: f.Quote, Title: f.Title, URL: f.URL})
-		if max > 0 && len(ev) == max {
+		if limit > 0 && len(ev) == limit {
 			break
 		}
 	}
@@ -725,7 +725,7 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		// this try found nothing new: the last verdict on the same evidence
 		// stands, and asking again adds nothing
 		reflecting, v, reused = false, *prev, true
-		if !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries {
+		if anotherTry(v, len(ev), s) {
 			return []graph.Write{rs.reflection.Set(&v)}, nil // another try follows; the answer can wait
 		}
 	}
@@ -772,7 +772,7 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		}
 		v.Evidence = n
 		spec.judged()
-		superseded := !v.Failed && !(v.Out.IsCompleted && len(ev) > 0) && s.Try+1 < t.MaxTries
+		superseded := !v.Failed && anotherTry(v, len(ev), s)
 		if superseded {
 			cancelAnswer() // another try follows; its answer replaces this one
 		}
@@ -785,6 +785,16 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		return nil, ctx.Err()
 	}
 	return append(w, rs.answer.Set(ans), rs.usage.Set(c.usage())), nil
+}
+
+// anotherTry reports whether the subtask gets another try after verdict v
+// on evidence items: the reflection did not find it complete on some
+// evidence, and tries are left.
+func anotherTry(v verdict, evidence int, s rState) bool {
+	if v.Out.IsCompleted && evidence > 0 {
+		return false
+	}
+	return s.Try+1 < s.Task.MaxTries
 }
 
 type reflectOut struct {

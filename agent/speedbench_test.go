@@ -23,9 +23,9 @@ import (
 
 // The simulated latencies (before scaling by SPEEDBENCH_SCALE).
 const (
-	modelMin, modelMax   = 300 * time.Millisecond, 800 * time.Millisecond
-	searchMin, searchMax = 200 * time.Millisecond, 400 * time.Millisecond
-	fetchMin, fetchMax   = 100 * time.Millisecond, 300 * time.Millisecond
+	modelLow, modelHigh   = 300 * time.Millisecond, 800 * time.Millisecond
+	searchLow, searchHigh = 200 * time.Millisecond, 400 * time.Millisecond
+	fetchLow, fetchHigh   = 100 * time.Millisecond, 300 * time.Millisecond
 )
 
 // chain is the longest chain of calls that truly depend on each other: the
@@ -92,7 +92,7 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64, overl
 	w.srv = llmtest.NewServer(tb, func(r *llmtest.Request) llmtest.Reply {
 		// the n-th request of a node takes the same time whatever the prompt
 		seq[r.Node()]++
-		d := w.lat(agenttest.Kind(r.Node()), r.Node()+"#"+strconv.Itoa(seq[r.Node()]), modelMin, modelMax, seed, scale)
+		d := w.lat(agenttest.Kind(r.Node()), r.Node()+"#"+strconv.Itoa(seq[r.Node()]), modelLow, modelHigh, seed, scale)
 		return llmtest.Delayed(d, b.Respond(r))
 	}, opts...)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -108,10 +108,10 @@ func newSpeedWorld(tb testing.TB, seed uint64, scale, faults, tps float64, overl
 		web.Pages = append(web.Pages, agenttest.OverlappingPages()...)
 	}
 	search := &slowSearch{World: web, tr: w.tr, lat: func(key string) time.Duration {
-		return w.lat("search", key, searchMin, searchMax, seed, scale)
+		return w.lat("search", key, searchLow, searchHigh, seed, scale)
 	}}
 	fetch := &slowFetch{World: web, tr: w.tr, lat: func(key string) time.Duration {
-		return w.lat("fetch", key, fetchMin, fetchMax, seed, scale)
+		return w.lat("fetch", key, fetchLow, fetchHigh, seed, scale)
 	}}
 	w.a, err = agent.New(agent.Deps{LLM: tracedLLM{client, w.tr}, Search: search, Fetch: fetch,
 		Saver: memsaver.New(memsaver.Options{}), Logger: slog.New(slog.DiscardHandler)}, agent.Options{})

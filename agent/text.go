@@ -75,7 +75,7 @@ func normQuery(q string) string {
 }
 
 // dedupQueries drops empty queries, queries already in seen, and repeats.
-func dedupQueries(qs []string, seen []string, max int) []string {
+func dedupQueries(qs []string, seen []string, limit int) []string {
 	have := map[string]bool{}
 	for _, q := range seen {
 		have[normQuery(q)] = true
@@ -89,7 +89,7 @@ func dedupQueries(qs []string, seen []string, max int) []string {
 		}
 		have[k] = true
 		out = append(out, clip(q, 300))
-		if max > 0 && len(out) == max {
+		if limit > 0 && len(out) == limit {
 			break
 		}
 	}

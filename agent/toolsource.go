@@ -214,11 +214,11 @@ func selectTools(ts []ExternalTool) []prompts.SourceTool {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // toolActions are the model's calls of offered external tools.
-func toolActions(calls []llm.ToolCall, offered []ExternalTool, max int) []action {
+func toolActions(calls []llm.ToolCall, offered []ExternalTool, limit int) []action {
 	var acts []action
 	for _, tc := range calls {
 		i := slices.IndexFunc(offered, func(t ExternalTool) bool { return t.Name == tc.Name })
-		if i < 0 || len(acts) >= max {
+		if i < 0 || len(acts) >= limit {
 			continue
 		}
 		args := json.RawMessage(strings.TrimSpace(tc.Arguments))

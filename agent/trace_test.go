@@ -68,7 +68,7 @@ func attr(s sdktrace.ReadOnlySpan, key attribute.Key) (attribute.Value, bool) {
 
 func attrString(s sdktrace.ReadOnlySpan, key string) string {
 	v, _ := attr(s, attribute.Key(key))
-	return v.Emit()
+	return v.String()
 }
 
 func hasEvent(s sdktrace.ReadOnlySpan, name string) bool {
@@ -119,7 +119,7 @@ func TestTraceOfOneResearch(t *testing.T) {
 			t.Errorf("span %q is in another trace", s.Name())
 		}
 		for _, kv := range s.Attributes() {
-			if strings.Contains(kv.Value.Emit(), "U0SECRET") {
+			if strings.Contains(kv.Value.String(), "U0SECRET") {
 				t.Errorf("span %q attribute %s holds the requester's id", s.Name(), kv.Key)
 			}
 			if kv.Key == "gen_ai.input.messages" || kv.Key == "gen_ai.output.messages" || kv.Key == "gen_ai.retrieval.query.text" {
@@ -168,7 +168,7 @@ func TestTraceOfOneResearch(t *testing.T) {
 		}
 		for _, k := range []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"} {
 			if v, ok := attr(s, attribute.Key(k)); !ok || v.AsInt64() <= 0 {
-				t.Errorf("model span %s: %s = %v", attrString(s, "deepresearch.graph.node"), k, v.Emit())
+				t.Errorf("model span %s: %s = %v", attrString(s, "deepresearch.graph.node"), k, v.String())
 			}
 		}
 		if v, ok := attr(s, "gen_ai.response.finish_reasons"); !ok || len(v.AsStringSlice()) != 1 {

@@ -184,96 +184,26 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	sc, c := a.sc, a.caller(nReviewer)
 	l := a.limits(s.Req.Depth)
 	n := s.Reviews + 1
-	var types []Check
-	var points []string
-	if s.Plan != nil {
-		types, points = s.Plan.EvaluationTypes, s.Plan.InvestigationPoints
+	r, err := a.review(ctx, c, s, n)
+	if err != nil {
+		return nil, err
 	}
-	rv := &Review{Round: n}
-	simple := func() {
-		rv.Simple = true
-		rv.Scores = Scores{FactCheck: citationFact(s.DraftCitations), Completeness: 0.7, Logic: 0.8, Format: formatScore(s.Draft)}
-	}
-	ex := s.Exhausted
-	if ex == "" {
-		ex = a.exhausted(ctx, s.Deadline)
-	}
-	llmOK := true
-	suggested := "" // the action as the reviewer named it
-	switch {
-	case ex != "" || s.DraftExtractive:
-		simple()
-	default:
-		p, err := prompts.Render(prompts.Reviewer, prompts.ReviewerData{
-			Question: s.Question, Language: s.Language, Today: today(a.now()), Points: points, Draft: s.Draft,
-			EvaluationTypes: checkNames(types), Evidence: reviewEvidence(s, a.opts.MaxEvidence),
-			Citations: prompts.Citations{Cited: s.DraftCitations.Cited, Verified: s.DraftCitations.Verified, Dropped: s.DraftCitations.Dropped},
-		})
-		if err != nil {
-			return nil, err
-		}
-		var out reviewOut
-		if err := structured(ctx, c, llm.RoleReviewer, p, false, &out); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if b := budgetErr(err); b != "" {
-				ex = b
-			} else {
-				llmOK = false
-			}
-			simple()
-		} else {
-			rv.Scores, rv.Feedback, rv.Issues = clampScores(out.Scores), strings.TrimSpace(out.Feedback), out.Issues
-			rv.SuggestedAction, suggested = parseSuggestedAction(out.SuggestedAction), out.SuggestedAction
-			for _, e := range out.Evaluations {
-				if c, ok := parseCheck(string(e.Type)); ok && slices.Contains(types, c) {
-					e.Type = c
-					rv.Evaluations = append(rv.Evaluations, e)
-				}
-			}
-		}
-	}
-	if f := citationFact(s.DraftCitations); rv.Scores.FactCheck > f {
-		rv.Scores.FactCheck = f
-	}
-	rv.Overall = rv.Scores.Weighted()
-	rv.Approved = !rv.Simple && rv.Overall >= 0.8 && rv.Scores.FactCheck >= 0.9
-	for _, e := range rv.Evaluations {
-		if !e.Pass {
-			rv.Approved = false
-			if rv.Feedback == "" {
-				rv.Feedback = string(e.Type) + ": " + e.Reason
-			}
-		}
-	}
+	rv := r.rv
 	w := []graph.Write{sc.reviews.Set(n), sc.usage.Set(c.usage())}
-	if ex != "" {
-		w = append(w, sc.exhausted.Set(ex))
+	if r.exhausted != "" {
+		w = append(w, sc.exhausted.Set(r.exhausted))
 	}
 	if s.Best == nil || rv.Overall > s.Best.Score || s.Best.Extractive && !s.DraftExtractive {
 		w = append(w, sc.best.Set(&bestDraft{Text: s.Draft, Citations: s.DraftCitations, Score: rv.Overall, Review: rv, Extractive: s.DraftExtractive}))
 	}
-	next := NextDone
+	settled := r.settled() || n >= l.reviews
 	canResearch := s.Round < l.rounds && a.search != nil
-	if !(rv.Approved || rv.Simple || !llmOK || ex != "" || n >= l.reviews) && canResearch {
-		// the rules decide when the reviewer's suggestion and its issues
-		// agree; when they do not, the model judges whether the
-		// objection is about facts or about form
-		switch objection(suggested, rv) {
-		case NextResearch:
-			rv.SuggestedAction = NextResearch
-		case NextWrite:
-			rv.SuggestedAction = NextWrite
-		default:
-			rt, u := a.route(ctx, s, nReviewer, "The reviewer did not approve the draft. Is its objection about facts (another research round) or about form (a rewrite)?",
-				reviewFacts(suggested, rv), l.rounds-s.Round, NextWrite)
-			rv.SuggestedAction = rt.Next
-			w = append(w, sc.routes.Set([]Routing{rt}), sc.usage.Set(u))
-		}
+	if !settled && canResearch {
+		w = append(w, a.judgeObjection(ctx, s, l, r)...)
 	}
+	next := NextDone
 	switch {
-	case rv.Approved, rv.Simple, !llmOK, ex != "", n >= l.reviews:
+	case settled:
 	case rv.SuggestedAction == NextResearch && canResearch:
 		next = NextResearch
 		w = append(w, sc.researchRequest.Set(rv.Feedback), sc.feedback.Set(rv.Feedback))
@@ -286,6 +216,123 @@ func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	}
 	emit(ctx, Event{Kind: EventReviewed, Review: rv})
 	return append(w, sc.review.Set(rv), sc.next.Set(next)), nil
+}
+
+// reviewRun is one review of a draft and how it was reached.
+type reviewRun struct {
+	rv        *Review
+	suggested string // the action as the reviewer named it
+	exhausted Budget // the budget that ran out, if one did
+	modelOK   bool   // false when the reviewer model failed
+}
+
+// settled reports whether the review ends the reviewing: the draft is
+// approved, was scored without the model, or no budget is left.
+func (r reviewRun) settled() bool {
+	return r.rv.Approved || r.rv.Simple || !r.modelOK || r.exhausted != ""
+}
+
+// review scores the draft: by the reviewer model, or by rules when a
+// budget is spent, the draft is extractive or the model fails.
+func (a *Agent) review(ctx context.Context, c *caller, s State, n int) (reviewRun, error) {
+	r := reviewRun{rv: &Review{Round: n}, exhausted: s.Exhausted, modelOK: true}
+	if r.exhausted == "" {
+		r.exhausted = a.exhausted(ctx, s.Deadline)
+	}
+	if r.exhausted != "" || s.DraftExtractive {
+		r.scoreByRules(s)
+	} else if err := a.askReviewer(ctx, c, s, &r); err != nil {
+		return r, err
+	}
+	r.rv.grade(s.DraftCitations)
+	return r, nil
+}
+
+// scoreByRules scores the draft without the model.
+func (r *reviewRun) scoreByRules(s State) {
+	r.rv.Simple = true
+	r.rv.Scores = Scores{FactCheck: citationFact(s.DraftCitations), Completeness: 0.7, Logic: 0.8, Format: formatScore(s.Draft)}
+}
+
+// askReviewer has the reviewer model score the draft against the checks
+// the planner chose; when the model fails (not for a cancelled context),
+// the rules score it.
+func (a *Agent) askReviewer(ctx context.Context, c *caller, s State, r *reviewRun) error {
+	var types []Check
+	var points []string
+	if s.Plan != nil {
+		types, points = s.Plan.EvaluationTypes, s.Plan.InvestigationPoints
+	}
+	p, err := prompts.Render(prompts.Reviewer, prompts.ReviewerData{
+		Question: s.Question, Language: s.Language, Today: today(a.now()), Points: points, Draft: s.Draft,
+		EvaluationTypes: checkNames(types), Evidence: reviewEvidence(s, a.opts.MaxEvidence),
+		Citations: prompts.Citations{Cited: s.DraftCitations.Cited, Verified: s.DraftCitations.Verified, Dropped: s.DraftCitations.Dropped},
+	})
+	if err != nil {
+		return err
+	}
+	var out reviewOut
+	if err := structured(ctx, c, llm.RoleReviewer, p, false, &out); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if b := budgetErr(err); b != "" {
+			r.exhausted = b
+		} else {
+			r.modelOK = false
+		}
+		r.scoreByRules(s)
+		return nil
+	}
+	rv := r.rv
+	rv.Scores, rv.Feedback, rv.Issues = clampScores(out.Scores), strings.TrimSpace(out.Feedback), out.Issues
+	rv.SuggestedAction, r.suggested = parseSuggestedAction(out.SuggestedAction), out.SuggestedAction
+	for _, e := range out.Evaluations {
+		if c, ok := parseCheck(string(e.Type)); ok && slices.Contains(types, c) {
+			e.Type = c
+			rv.Evaluations = append(rv.Evaluations, e)
+		}
+	}
+	return nil
+}
+
+// grade caps the fact-check score by the citation check and decides
+// approval: a weighted score of 0.8, fact checking at 0.9 and every chosen
+// check passed; the first failed check is the feedback when there is none.
+func (rv *Review) grade(cit citation.Report) {
+	if f := citationFact(cit); rv.Scores.FactCheck > f {
+		rv.Scores.FactCheck = f
+	}
+	rv.Overall = rv.Scores.Weighted()
+	rv.Approved = !rv.Simple && rv.Overall >= 0.8 && rv.Scores.FactCheck >= 0.9
+	for _, e := range rv.Evaluations {
+		if !e.Pass {
+			rv.Approved = false
+			if rv.Feedback == "" {
+				rv.Feedback = string(e.Type) + ": " + e.Reason
+			}
+		}
+	}
+}
+
+// judgeObjection sets the action a review that did not approve the draft
+// suggests. The rules decide when the reviewer's suggestion and its issues
+// agree; when they do not, the model judges whether the objection is about
+// facts or about form.
+func (a *Agent) judgeObjection(ctx context.Context, s State, l limits, r reviewRun) []graph.Write {
+	rv := r.rv
+	switch objection(r.suggested, rv) {
+	case NextResearch:
+		rv.SuggestedAction = NextResearch
+	case NextWrite:
+		rv.SuggestedAction = NextWrite
+	default:
+		rt, u := a.route(ctx, s, nReviewer, "The reviewer did not approve the draft. Is its objection about facts (another research round) or about form (a rewrite)?",
+			reviewFacts(r.suggested, rv), l.rounds-s.Round, NextWrite)
+		rv.SuggestedAction = rt.Next
+		return []graph.Write{a.sc.routes.Set([]Routing{rt}), a.sc.usage.Set(u)}
+	}
+	return nil
 }
 
 // reviewFacts is what the routing model is told of a review.

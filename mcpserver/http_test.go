@@ -53,7 +53,7 @@ func TestHTTPEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	r, text := call(t, context.Background(), cs, &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?"}})
+	r, text := call(context.Background(), t, cs, &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?"}})
 	if r.Status != "done" || !strings.Contains(text, "## References") {
 		t.Fatalf("%+v", r)
 	}

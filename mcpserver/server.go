@@ -338,7 +338,6 @@ type progress struct {
 	token any
 	mu    sync.Mutex
 	n     float64
-	last  time.Time
 	log   *slog.Logger
 }
 

@@ -76,7 +76,7 @@ func (w *world) process(progress func(*mcp.ProgressNotificationParams)) (cs *mcp
 	return cs, stop
 }
 
-func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolParams) (Report, string) {
+func call(ctx context.Context, t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) (Report, string) {
 	t.Helper()
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
@@ -141,7 +141,7 @@ func TestDeepResearchBlockingWithProgress(t *testing.T) {
 	ctx := context.Background()
 	p := &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?"}}
 	p.SetProgressToken("tok")
-	r, text := call(t, ctx, cs, p)
+	r, text := call(ctx, t, cs, p)
 	if r.Status != "done" || r.RunID != "mcp-test-1" || !strings.Contains(r.Report, "## References") || !strings.HasPrefix(text, r.Report) {
 		t.Fatalf("report %+v\ntext %s", r, text)
 	}
@@ -151,7 +151,7 @@ func TestDeepResearchBlockingWithProgress(t *testing.T) {
 	if !slices.Contains(got, "planning") || !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "read: ") }) {
 		t.Errorf("progress notifications %q", got)
 	}
-	again, _ := call(t, ctx, cs, &mcp.CallToolParams{Name: "get_report", Arguments: map[string]any{"run_id": r.RunID}})
+	again, _ := call(ctx, t, cs, &mcp.CallToolParams{Name: "get_report", Arguments: map[string]any{"run_id": r.RunID}})
 	if again.Status != "done" || again.Report != r.Report {
 		t.Errorf("get_report = %+v", again)
 	}
@@ -173,7 +173,7 @@ func TestRestartFinishesTheRun(t *testing.T) {
 	entered := w.brain.HangAt("writer")
 	cs, stop := w.process(nil)
 	ctx := context.Background()
-	r, _ := call(t, ctx, cs, &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?", "wait": false}})
+	r, _ := call(ctx, t, cs, &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?", "wait": false}})
 	if r.Status != "running" {
 		t.Fatalf("wait=false: %+v", r)
 	}
@@ -181,7 +181,7 @@ func TestRestartFinishesTheRun(t *testing.T) {
 	stop() // the process ends while the writer works
 	w.brain.HangAt("")
 	cs2, _ := w.process(nil)
-	got, _ := call(t, ctx, cs2, &mcp.CallToolParams{Name: "get_report", Arguments: map[string]any{"run_id": r.RunID, "wait": true}})
+	got, _ := call(ctx, t, cs2, &mcp.CallToolParams{Name: "get_report", Arguments: map[string]any{"run_id": r.RunID, "wait": true}})
 	if got.Status != "done" || !strings.Contains(got.Report, "## References") {
 		t.Fatalf("after the restart: %+v", got)
 	}
@@ -208,7 +208,7 @@ func TestCancelledCallCancelsTheRun(t *testing.T) {
 	// the cancellation reaches the store once the server has seen it
 	var r Report
 	for range 500 {
-		r, _ = call(t, context.Background(), cs, &mcp.CallToolParams{Name: "get_report", Arguments: map[string]any{"run_id": "mcp-test-1"}})
+		r, _ = call(context.Background(), t, cs, &mcp.CallToolParams{Name: "get_report", Arguments: map[string]any{"run_id": "mcp-test-1"}})
 		if r.Status == "cancelled" {
 			break
 		}
@@ -223,11 +223,11 @@ func TestApprovalSteps(t *testing.T) {
 	w := newWorld(t)
 	cs, _ := w.process(nil)
 	ctx := context.Background()
-	r, text := call(t, ctx, cs, &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?", "approve_plan": true}})
+	r, text := call(ctx, t, cs, &mcp.CallToolParams{Name: "deep_research", Arguments: map[string]any{"question": "What does the EU AI Act require?", "approve_plan": true}})
 	if r.Status != "waiting" || r.Waiting == nil || r.Waiting.Kind != "approve_plan" || len(r.Waiting.Plan) == 0 || !slices.Contains(r.Waiting.Actions, "approve") {
 		t.Fatalf("approve_plan: %+v\n%s", r, text)
 	}
-	done, _ := call(t, ctx, cs, &mcp.CallToolParams{Name: "resume_research", Arguments: map[string]any{"run_id": r.RunID, "action": "approve"}})
+	done, _ := call(ctx, t, cs, &mcp.CallToolParams{Name: "resume_research", Arguments: map[string]any{"run_id": r.RunID, "action": "approve"}})
 	if done.Status != "done" || done.Report == "" {
 		t.Fatalf("after approval: %+v", done)
 	}

@@ -46,7 +46,7 @@ func URL(u string) string {
 			p.RawQuery = q.Encode()
 		}
 	}
-	return strings.Replace(p.String(), url.QueryEscape(Mask), Mask, -1)
+	return strings.ReplaceAll(p.String(), url.QueryEscape(Mask), Mask)
 }
 
 // Secrets returns the secret values in u (the userinfo password and

@@ -138,7 +138,7 @@ func TestTraceParent(t *testing.T) {
 	if !ok || !sc.IsRemote() || sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sc.SpanID().String() != "00f067aa0ba902b7" {
 		t.Fatalf("SpanContext(%q) = %v %v", tp, sc, ok)
 	}
-	if tracing.Hash("U123") == "U123" || tracing.Hash("U123") != tracing.Hash("U123") || len(tracing.Hash("U123")) != 16 || tracing.Hash("") != "" {
+	if h := tracing.Hash("U123"); h == "U123" || h != tracing.Hash("U123") || len(h) != 16 || tracing.Hash("") != "" {
 		t.Error("Hash")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +34,7 @@ func ParseEvidence(prompt string) []Evidence {
 	var ev []Evidence
 	for _, m := range evidenceRE.FindAllStringSubmatch(prompt, -1) {
 		e := Evidence{Claim: m[2], Quote: m[3], Title: m[4], URL: m[5]}
-		fmt.Sscan(m[1], &e.N)
+		e.N, _ = strconv.Atoi(m[1]) // \d+ parses; an E number too long for an int stays 0
 		ev = append(ev, e)
 	}
 	return ev
@@ -181,8 +182,26 @@ func (b *Brain) Respond(r *llmtest.Request) llmtest.Reply {
 
 func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 	kind := Kind(r.Node())
-	structured := r.FormatType() != "" && r.FormatType() != "text"
+	if reply, ok := b.fault(kind, r.FormatType() != "" && r.FormatType() != "text"); ok {
+		return reply
+	}
+	c := call{r: r, user: r.LastUser()}
+	if m := questionRE.FindStringSubmatch(c.user); m != nil {
+		c.question = m[1]
+	}
+	c.ja = agent.DetectLanguage(c.user) == "ja"
+	if h, ok := nodeReplies[kind]; ok {
+		return h(b, c)
+	}
+	return llmtest.Error(400, "agenttest: unexpected node "+r.Node())
+}
+
+// fault counts the call and returns the fault it meets, if any: a hang
+// or a failure set for its kind, or a broken reply every BadJSON
+// structured calls.
+func (b *Brain) fault(kind string, structured bool) (llmtest.Reply, bool) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.calls[kind]++
 	b.total++
 	bad := false
@@ -202,132 +221,173 @@ func (b *Brain) respond(r *llmtest.Request) llmtest.Reply {
 	if fail {
 		b.failKind = ""
 	}
-	b.mu.Unlock()
 	switch {
 	case hang:
-		return llmtest.Hang()
+		return llmtest.Hang(), true
 	case fail:
-		return llmtest.Error(500, "agenttest: overloaded")
+		return llmtest.Error(500, "agenttest: overloaded"), true
 	case bad:
-		return llmtest.Text("Sure, here it is: {\"intent\": \"research\", \"reply\": ")
+		return llmtest.Text("Sure, here it is: {\"intent\": \"research\", \"reply\": "), true
 	}
-	user := r.LastUser()
-	q := ""
-	if m := questionRE.FindStringSubmatch(user); m != nil {
-		q = m[1]
+	return llmtest.Reply{}, false
+}
+
+// call is one model call as the node replies see it.
+type call struct {
+	r        *llmtest.Request
+	user     string // the last user message
+	question string // the question the prompt names, if it does
+	ja       bool   // the user message is in Japanese
+}
+
+// nodeReplies answer the calls of each node.
+var nodeReplies = map[string]func(*Brain, call) llmtest.Reply{
+	"coordinator":    (*Brain).coordinate,
+	"planner":        (*Brain).planReply,
+	"supervisor":     (*Brain).supervise,
+	"select":         (*Brain).selectTools,
+	"execute":        (*Brain).summarisePages,
+	"answer_subtask": (*Brain).answerSubtask,
+	"reflect":        (*Brain).reflect,
+	"writer":         (*Brain).write,
+	"analyst":        (*Brain).table,
+	"reviewer":       (*Brain).review,
+	"route":          (*Brain).route,
+}
+
+func (b *Brain) coordinate(c call) llmtest.Reply {
+	user := c.user
+	msg := strings.TrimSpace(strings.TrimPrefix(user[max(strings.LastIndex(user, "Latest message:"), 0):], "Latest message:"))
+	intent, extra := "research", ""
+	if b.Intent != nil {
+		intent, extra = b.Intent(msg)
 	}
-	ja := agent.DetectLanguage(user) == "ja"
-	switch kind {
-	case "coordinator":
-		msg := strings.TrimSpace(strings.TrimPrefix(user[max(strings.LastIndex(user, "Latest message:"), 0):], "Latest message:"))
-		intent, extra := "research", ""
-		if b.Intent != nil {
-			intent, extra = b.Intent(msg)
-		}
-		switch intent {
-		case "chat":
-			return llmtest.JSON(map[string]string{"intent": "chat", "reply": extra, "research_question": "", "clarifying_question": "", "instruction": ""})
-		case "clarify":
-			return llmtest.JSON(map[string]string{"intent": "clarify", "reply": "", "research_question": "", "clarifying_question": extra, "instruction": ""})
-		case "rewrite":
-			return llmtest.JSON(map[string]string{"intent": "rewrite", "reply": "", "research_question": "", "clarifying_question": "", "instruction": msg})
-		}
-		return llmtest.JSON(map[string]string{"intent": "research", "reply": "", "research_question": extra, "clarifying_question": "", "instruction": ""})
-	case "planner":
-		if b.Planner != nil {
-			return b.Planner(user, ja)
-		}
-		return b.plan(ja)
-	case "supervisor":
-		if b.Replan != nil {
-			return b.Replan(user)
-		}
-		st := "more detail"
-		if ja {
-			st = "詳細"
-		}
-		return llmtest.JSON(map[string]any{"subtasks": []map[string]any{{"title": st, "queries": []string{q + " " + st + fmt.Sprint(b.Count("supervisor"))}}}})
-	case "select":
-		if b.SelectTools != nil {
-			return b.SelectTools(r)
-		}
-		sub := ""
-		if m := subtaskRE.FindStringSubmatch(user); m != nil {
-			sub = m[1]
-		}
-		return llmtest.Call("search", map[string]any{"queries": []string{sub + " details " + fmt.Sprint(b.Count("select"))}})
-	case "execute":
-		var fs []map[string]string
-		for _, part := range strings.Split(user, "\n=== Page ")[1:] {
-			lines := strings.SplitN(part, "\n", 3)
-			if len(lines) < 3 {
-				continue
-			}
-			url := strings.TrimPrefix(lines[1], "URL: ")
-			text := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[2]), "Menu Home About"))
-			s := FirstSentence(text)
-			quote := s
-			if b.FindingQuote != nil {
-				quote = b.FindingQuote(s)
-			}
-			fs = append(fs, map[string]string{"claim": "Claim: " + s, "quote": quote, "url": url})
-		}
-		return llmtest.JSON(map[string]any{"summary": b.said(fmt.Sprintf("%d pages summarised.", len(fs))), "findings": fs})
-	case "answer_subtask":
-		if b.Answer != nil {
-			return llmtest.Text(b.Answer(user))
-		}
-		return llmtest.Text(b.said("The evidence shows the main facts [E1]."))
-	case "reflect":
-		try := 1
-		if m := attemptRE.FindStringSubmatch(r.System()); m != nil {
-			fmt.Sscan(m[1], &try)
-		}
-		done := true
-		if b.ReflectDone != nil {
-			done = b.ReflectDone(try)
-		}
-		return llmtest.JSON(map[string]any{"is_completed": done, "advice": "look for numbers", "gaps": []string{}, "next_queries": []string{"numbers " + fmt.Sprint(try)}})
-	case "writer":
-		b.mu.Lock()
-		b.writerPrompts = append(b.writerPrompts, r.System()+"\n"+user)
-		b.mu.Unlock()
-		if b.Writer != nil {
-			return llmtest.Text(b.Writer(user, ja))
-		}
-		return llmtest.Text(b.report(user, ja))
-	case "analyst":
-		if b.Table != nil {
-			return b.Table(user)
-		}
-		return llmtest.JSON(map[string]any{"title": "", "unit": "", "columns": []string{}, "cells": []any{}, "rates": []any{}})
-	case "reviewer":
-		b.mu.Lock()
-		b.reviews++
-		n := b.reviews
-		b.mu.Unlock()
-		sc, act := agent.Scores{FactCheck: 0.95, Completeness: 0.9, Logic: 0.9, Format: 1}, "write"
-		if b.ReviewScores != nil {
-			sc, act = b.ReviewScores(n)
-		}
-		fb := b.said("Add more detail on penalties.")
-		if b.Feedback != nil {
-			fb = b.Feedback(n)
-		}
-		issues := []agent.Issue{}
-		if b.Issues != nil {
-			issues = b.Issues(n)
-		}
-		return llmtest.JSON(map[string]any{"scores": sc, "evaluations": []map[string]any{{"type": "attribution", "pass": true, "reason": "cited"}},
-			"feedback": fb, "suggested_action": act, "issues": issues})
-	case "route":
-		next, reason := "write", "The evidence covers the question; the text needs the work."
-		if b.Route != nil {
-			next, reason = b.Route(user)
-		}
-		return llmtest.JSON(map[string]string{"next": next, "reason": reason})
+	switch intent {
+	case "chat":
+		return llmtest.JSON(map[string]string{"intent": "chat", "reply": extra, "research_question": "", "clarifying_question": "", "instruction": ""})
+	case "clarify":
+		return llmtest.JSON(map[string]string{"intent": "clarify", "reply": "", "research_question": "", "clarifying_question": extra, "instruction": ""})
+	case "rewrite":
+		return llmtest.JSON(map[string]string{"intent": "rewrite", "reply": "", "research_question": "", "clarifying_question": "", "instruction": msg})
 	}
-	return llmtest.Error(400, "agenttest: unexpected node "+r.Node())
+	return llmtest.JSON(map[string]string{"intent": "research", "reply": "", "research_question": extra, "clarifying_question": "", "instruction": ""})
+}
+
+func (b *Brain) planReply(c call) llmtest.Reply {
+	if b.Planner != nil {
+		return b.Planner(c.user, c.ja)
+	}
+	return b.plan(c.ja)
+}
+
+func (b *Brain) supervise(c call) llmtest.Reply {
+	if b.Replan != nil {
+		return b.Replan(c.user)
+	}
+	st := "more detail"
+	if c.ja {
+		st = "詳細"
+	}
+	return llmtest.JSON(map[string]any{"subtasks": []map[string]any{{"title": st, "queries": []string{c.question + " " + st + fmt.Sprint(b.Count("supervisor"))}}}})
+}
+
+func (b *Brain) selectTools(c call) llmtest.Reply {
+	if b.SelectTools != nil {
+		return b.SelectTools(c.r)
+	}
+	sub := ""
+	if m := subtaskRE.FindStringSubmatch(c.user); m != nil {
+		sub = m[1]
+	}
+	return llmtest.Call("search", map[string]any{"queries": []string{sub + " details " + fmt.Sprint(b.Count("select"))}})
+}
+
+// summarisePages finds one finding per page in the prompt: its first
+// sentence.
+func (b *Brain) summarisePages(c call) llmtest.Reply {
+	var fs []map[string]string
+	for _, part := range strings.Split(c.user, "\n=== Page ")[1:] {
+		lines := strings.SplitN(part, "\n", 3)
+		if len(lines) < 3 {
+			continue
+		}
+		url := strings.TrimPrefix(lines[1], "URL: ")
+		text := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[2]), "Menu Home About"))
+		s := FirstSentence(text)
+		quote := s
+		if b.FindingQuote != nil {
+			quote = b.FindingQuote(s)
+		}
+		fs = append(fs, map[string]string{"claim": "Claim: " + s, "quote": quote, "url": url})
+	}
+	return llmtest.JSON(map[string]any{"summary": b.said(fmt.Sprintf("%d pages summarised.", len(fs))), "findings": fs})
+}
+
+func (b *Brain) answerSubtask(c call) llmtest.Reply {
+	if b.Answer != nil {
+		return llmtest.Text(b.Answer(c.user))
+	}
+	return llmtest.Text(b.said("The evidence shows the main facts [E1]."))
+}
+
+func (b *Brain) reflect(c call) llmtest.Reply {
+	try := 1
+	if m := attemptRE.FindStringSubmatch(c.r.System()); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			try = n
+		}
+	}
+	done := true
+	if b.ReflectDone != nil {
+		done = b.ReflectDone(try)
+	}
+	return llmtest.JSON(map[string]any{"is_completed": done, "advice": "look for numbers", "gaps": []string{}, "next_queries": []string{"numbers " + fmt.Sprint(try)}})
+}
+
+func (b *Brain) write(c call) llmtest.Reply {
+	b.mu.Lock()
+	b.writerPrompts = append(b.writerPrompts, c.r.System()+"\n"+c.user)
+	b.mu.Unlock()
+	if b.Writer != nil {
+		return llmtest.Text(b.Writer(c.user, c.ja))
+	}
+	return llmtest.Text(b.report(c.user, c.ja))
+}
+
+func (b *Brain) table(c call) llmtest.Reply {
+	if b.Table != nil {
+		return b.Table(c.user)
+	}
+	return llmtest.JSON(map[string]any{"title": "", "unit": "", "columns": []string{}, "cells": []any{}, "rates": []any{}})
+}
+
+func (b *Brain) review(call) llmtest.Reply {
+	b.mu.Lock()
+	b.reviews++
+	n := b.reviews
+	b.mu.Unlock()
+	sc, act := agent.Scores{FactCheck: 0.95, Completeness: 0.9, Logic: 0.9, Format: 1}, "write"
+	if b.ReviewScores != nil {
+		sc, act = b.ReviewScores(n)
+	}
+	fb := b.said("Add more detail on penalties.")
+	if b.Feedback != nil {
+		fb = b.Feedback(n)
+	}
+	issues := []agent.Issue{}
+	if b.Issues != nil {
+		issues = b.Issues(n)
+	}
+	return llmtest.JSON(map[string]any{"scores": sc, "evaluations": []map[string]any{{"type": "attribution", "pass": true, "reason": "cited"}},
+		"feedback": fb, "suggested_action": act, "issues": issues})
+}
+
+func (b *Brain) route(c call) llmtest.Reply {
+	next, reason := "write", "The evidence covers the question; the text needs the work."
+	if b.Route != nil {
+		next, reason = b.Route(c.user)
+	}
+	return llmtest.JSON(map[string]string{"next": next, "reason": reason})
 }
 
 // said is s with Inject after it.

@@ -258,6 +258,7 @@ func (w *World) SearXNGHandler(base string) http.Handler {
 			res = append(res, map[string]any{"url": base + path(x.URL), "title": x.Title, "content": x.Snippet, "engine": "fake"})
 		}
 		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]any{"query": q, "results": res})
+		// A failed write means the client has gone; there is no one left to tell.
+		_ = json.NewEncoder(rw).Encode(map[string]any{"query": q, "results": res})
 	})
 }

@@ -155,8 +155,23 @@ func parseDef(text string) (quote, title, url string) {
 	if m := urlRE.FindString(text); m != "" {
 		url = strings.TrimRight(m, ".,;:)>」』")
 	}
+	qa, qb, quote := longestQuote(text)
+	if qa < 0 {
+		qa, qb, quote = singleQuoted(text)
+	}
 	rest := text
-	qa, qb := -1, -1 // the quote with its marks
+	if qa >= 0 {
+		rest = text[:qa] + " " + text[qb:]
+	}
+	return strings.TrimSpace(quote), defTitle(rest, url), url
+}
+
+// longestQuote finds the longest passage of text in the first pair of
+// quotation marks (quotePairs, in order) that quotes anything but a URL:
+// the quote with its marks at text[qa:qb] (qa -1 when none), and the quote.
+// Escaped marks ("\"") do not count.
+func longestQuote(text string) (qa, qb int, quote string) {
+	qa, qb = -1, -1
 	for _, p := range quotePairs {
 		for i := 0; i < len(text); {
 			o := strings.Index(text[i:], p[0])
@@ -168,19 +183,7 @@ func parseDef(text string) (quote, title, url string) {
 				i = o + len(p[0])
 				continue
 			}
-			c := o + len(p[0])
-			for {
-				k := strings.Index(text[c:], p[1])
-				if k < 0 {
-					c = -1
-					break
-				}
-				c += k
-				if text[c-1] != '\\' {
-					break
-				}
-				c += len(p[1])
-			}
+			c := unescapedIndex(text, o+len(p[0]), p[1])
 			if c < 0 {
 				break
 			}
@@ -195,41 +198,64 @@ func parseDef(text string) (quote, title, url string) {
 			break
 		}
 	}
-	if qa < 0 {
-		// 'single quotes' around a whole passage at the end or start
-		for _, p := range [][2]string{{"'", "'"}, {"‘", "’"}} {
-			t := strings.TrimRight(strings.TrimSpace(text), ".。")
-			if strings.HasSuffix(t, p[1]) {
-				if o := strings.LastIndex(t[:len(t)-len(p[1])], p[0]); o >= 0 && (o == 0 || t[o-1] == ' ') {
-					qa, qb = o, len(t)
-					quote = t[o+len(p[0]) : len(t)-len(p[1])]
-					break
-				}
-			}
+	return qa, qb, quote
+}
+
+// unescapedIndex is the byte offset of the first mark in text from c on
+// that no backslash escapes, or -1.
+func unescapedIndex(text string, c int, mark string) int {
+	for {
+		k := strings.Index(text[c:], mark)
+		if k < 0 {
+			return -1
+		}
+		c += k
+		if text[c-1] != '\\' {
+			return c
+		}
+		c += len(mark)
+	}
+}
+
+// singleQuoted finds a passage in 'single quotes' that ends the text (its
+// trailing full stop aside) and starts it or follows a space: the quote
+// with its marks at text[qa:qb] (qa -1 when none), and the quote.
+func singleQuoted(text string) (qa, qb int, quote string) {
+	t := strings.TrimRight(strings.TrimSpace(text), ".。")
+	for _, p := range [][2]string{{"'", "'"}, {"‘", "’"}} {
+		if !strings.HasSuffix(t, p[1]) {
+			continue
+		}
+		if o := strings.LastIndex(t[:len(t)-len(p[1])], p[0]); o >= 0 && (o == 0 || t[o-1] == ' ') {
+			return o, len(t), t[o+len(p[0]) : len(t)-len(p[1])]
 		}
 	}
-	if qa >= 0 {
-		rest = text[:qa] + " " + text[qb:]
+	return -1, -1, ""
+}
+
+// defTitle is the title of a footnote without its quote (rest): what is
+// before the URL, else after it, without separators and quote labels.
+func defTitle(rest, url string) string {
+	if url == "" {
+		return trimTitle(rest)
 	}
-	// title: what is before the URL, else after it, without separators
-	trim := func(s string) string {
-		s = strings.TrimSpace(s)
-		for _, lbl := range []string{"Quote:", "quote:", "引用:", "引用："} {
-			s = strings.TrimSpace(strings.TrimSuffix(s, lbl))
-		}
-		return strings.Trim(s, " —–-,:、，<>().。")
+	k := strings.Index(rest, url)
+	if k < 0 {
+		return ""
 	}
-	if url != "" {
-		if k := strings.Index(rest, url); k >= 0 {
-			title = trim(rest[:k])
-			if title == "" {
-				title = trim(rest[k+len(url):])
-			}
-		}
-	} else {
-		title = trim(rest)
+	if title := trimTitle(rest[:k]); title != "" {
+		return title
 	}
-	return strings.TrimSpace(quote), title, url
+	return trimTitle(rest[k+len(url):])
+}
+
+// trimTitle takes spaces, separators and a trailing quote label off s.
+func trimTitle(s string) string {
+	s = strings.TrimSpace(s)
+	for _, lbl := range []string{"Quote:", "quote:", "引用:", "引用："} {
+		s = strings.TrimSpace(strings.TrimSuffix(s, lbl))
+	}
+	return strings.Trim(s, " —–-,:、，<>().。")
 }
 
 type def struct {
@@ -365,149 +391,27 @@ func quoteEndingAt(text string, i, floor int, minRunes int) (g group, ok bool) {
 // the rest renumbered 1..n in order of first use, all definitions gathered
 // under one References heading at the end) and the outcome.
 func Check(report string, lookup Lookup, opts Options) (string, Report) {
-	if opts.MinQuoteRunes <= 0 {
-		opts.MinQuoteRunes = 8
-	}
-	if opts.ReferencesHeading == "" {
-		opts.ReferencesHeading = "## References"
-	}
 	report = strings.ReplaceAll(report, "\r\n", "\n")
-	if opts.Language == "" {
-		opts.Language = guessLanguage(report)
-	}
+	opts = opts.withDefaults(report)
 	report = normalizeStyles(report)
 	var cites map[string]int // label → evidence number
 	if opts.Evidence != nil {
 		report, cites = resolveEvidence(report)
 	}
-	lines := strings.Split(report, "\n")
-
-	// Footnote definitions (with continuation lines indented by 4) and the
-	// body (everything else, without an empty References heading).
-	defs := map[string]*def{}
-	var order []string
-	var body []string
-	inFence := false
-	for i := 0; i < len(lines); i++ {
-		ln := lines[i]
-		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
-			inFence = !inFence
-		}
-		if !inFence {
-			if m := defRE.FindStringSubmatch(ln); m != nil {
-				d := &def{label: m[1], text: m[2], line: i}
-				for i+1 < len(lines) && strings.HasPrefix(lines[i+1], "    ") && strings.TrimSpace(lines[i+1]) != "" {
-					i++
-					d.text += " " + strings.TrimSpace(lines[i])
-				}
-				if _, dup := defs[d.label]; !dup {
-					d.quote, d.title, d.url = parseDef(d.text)
-					defs[d.label] = d
-					order = append(order, d.label)
-				}
-				continue
-			}
-		}
-		body = append(body, ln)
-	}
-	body = dropEmptyRefHeading(body)
-	text := strings.Join(body, "\n")
+	defs, order, body := splitDefinitions(strings.Split(report, "\n"))
+	text := strings.Join(dropEmptyRefHeading(body), "\n")
 	unknown := map[string]bool{}
 	if opts.Evidence != nil {
-		// a bare "[^E12]" in the text cites evidence 12 too
-		for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
-			if id := evidenceIDRE.FindStringSubmatch(m[1]); id != nil && defs[m[1]] == nil {
-				if _, ok := cites[m[1]]; !ok {
-					n, _ := strconv.Atoi(id[1])
-					cites[m[1]] = n
-				}
-			}
-		}
-		labels := slices.Sorted(maps.Keys(cites))
-		for _, l := range labels {
-			n := cites[l]
-			e, ok := opts.Evidence(n)
-			if !ok || strings.TrimSpace(e.URL) == "" {
-				unknown[l] = true
-				delete(defs, l)
-				continue
-			}
-			if defs[l] == nil {
-				order = append(order, l)
-			}
-			defs[l] = evidenceDef(l, e)
-		}
+		order = evidenceDefs(text, defs, order, cites, opts.Evidence, unknown)
 	}
-
-	// Marker groups in order, each with the quote before it.
-	code := fences(text)
-	var groups []*group
-	for _, m := range markerRE.FindAllStringSubmatchIndex(text, -1) {
-		if within(code, m[0]) {
-			continue
-		}
-		label := text[m[2]:m[3]]
-		if n := len(groups); n > 0 {
-			g := groups[n-1]
-			if strings.Trim(text[g.end:m[0]], " ,、") == "" {
-				g.end = m[1]
-				if !slices.Contains(g.labels, label) {
-					g.labels = append(g.labels, label)
-				}
-				continue
-			}
-		}
-		g := &group{start: m[0], end: m[1], labels: []string{label}, qOpen: -1}
-		floor := 0
-		if len(groups) > 0 {
-			floor = groups[len(groups)-1].end
-		}
-		if q, ok := inlineQuote(text, m[0], floor, opts.MinQuoteRunes); ok {
-			g.qOpen, g.qClose, g.openLen, g.closeLen, g.quote = q.qOpen, q.qClose, q.openLen, q.closeLen, q.quote
-		}
-		groups = append(groups, g)
-	}
+	groups := markerGroups(text, opts.MinQuoteRunes)
 
 	c := checker{defs: defs, lookup: lookup, opts: opts, matcher: NewMatcher(), units: map[string]*unit{}, used: map[string]bool{}, unknown: unknown}
 	// Quotes written inline first: a footnote used both with an inline
 	// quote and bare takes the quote for its bare uses.
 	for _, g := range groups {
-		if g.qOpen < 0 {
-			continue
-		}
-		var kept []*unit
-		for _, l := range g.labels {
-			if u := c.unit(l, g.quote, g.start, text); u.ok() && !u.rescued {
-				kept = append(kept, u)
-			}
-		}
-		if len(kept) == 0 {
-			// the quote is on none of the pages: it is dropped (and
-			// loses its quotation marks); a footnote whose own quote
-			// verifies, or the evidence the quote stands for, still
-			// backs the claim (the quoted words may be a title, a
-			// paraphrase or a translation, not a quote)
-			for _, l := range g.labels {
-				u := c.unit(l, g.quote, g.start, text)
-				g.units = append(g.units, c.use(u))
-				if u.ok() {
-					continue
-				}
-				if d := c.defs[l]; d != nil && d.quote != "" {
-					if own := c.unit(l, "", g.start, text); own.ok() {
-						g.units = append(g.units, c.use(own))
-					}
-				}
-			}
-			continue
-		}
-		g.quoteMatch = &kept[0].match
-		for _, l := range g.labels {
-			if u := c.unit(l, g.quote, g.start, text); u.ok() {
-				g.units = append(g.units, c.use(u))
-			} else {
-				g.units = append(g.units, c.use(c.unit(l, "", g.start, text))) // co-cited: its own quote decides
-			}
+		if g.qOpen >= 0 {
+			c.checkInline(g, text)
 		}
 	}
 	for _, g := range groups {
@@ -517,8 +421,182 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 			}
 		}
 	}
-	// Bare uses of a footnote without a quote of its own borrow the
-	// quote a use of the same footnote had inline.
+	c.borrowInlineQuotes()
+	numbered := renumber(groups, func(u *unit) bool {
+		return u.ok() || opts.Mode == Flag && u.fn.Status != Undefined && u.fn.Status != UnknownEvidence
+	})
+	text = rewriteBody(text, groups, opts)
+
+	// References, and the report.
+	var refs []string
+	for _, u := range numbered {
+		refs = append(refs, c.defLine(u))
+	}
+	rep := c.report(order)
+	out := strings.TrimRight(text, "\n \t")
+	if len(refs) > 0 {
+		out += "\n\n" + opts.ReferencesHeading + "\n\n" + strings.Join(refs, "\n") + "\n"
+	} else {
+		out += "\n"
+	}
+	return out, rep
+}
+
+// withDefaults fills the options left zero; the language is guessed from
+// report.
+func (o Options) withDefaults(report string) Options {
+	if o.MinQuoteRunes <= 0 {
+		o.MinQuoteRunes = 8
+	}
+	if o.ReferencesHeading == "" {
+		o.ReferencesHeading = "## References"
+	}
+	if o.Language == "" {
+		o.Language = guessLanguage(report)
+	}
+	return o
+}
+
+// splitDefinitions separates the footnote definitions (with continuation
+// lines indented by 4; outside code fences; the first of a label wins) from
+// the body, everything else. order lists the labels as defined.
+func splitDefinitions(lines []string) (defs map[string]*def, order, body []string) {
+	defs = map[string]*def{}
+	inFence := false
+	for i := 0; i < len(lines); i++ {
+		ln := lines[i]
+		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
+			inFence = !inFence
+		}
+		m := defRE.FindStringSubmatch(ln)
+		if inFence || m == nil {
+			body = append(body, ln)
+			continue
+		}
+		d := &def{label: m[1], text: m[2], line: i}
+		for i+1 < len(lines) && strings.HasPrefix(lines[i+1], "    ") && strings.TrimSpace(lines[i+1]) != "" {
+			i++
+			d.text += " " + strings.TrimSpace(lines[i])
+		}
+		if _, dup := defs[d.label]; !dup {
+			d.quote, d.title, d.url = parseDef(d.text)
+			defs[d.label] = d
+			order = append(order, d.label)
+		}
+	}
+	return defs, order, body
+}
+
+// evidenceDefs writes the footnotes that cite evidence from the evidence
+// record: those resolved from "[E12]" (cites) and bare "[^E12]" markers in
+// text. A label citing evidence the run never gave out loses its
+// definition and is marked in unknown. It returns order with the labels
+// newly defined.
+func evidenceDefs(text string, defs map[string]*def, order []string, cites map[string]int, evidence EvidenceLookup, unknown map[string]bool) []string {
+	// a bare "[^E12]" in the text cites evidence 12 too
+	for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
+		if id := evidenceIDRE.FindStringSubmatch(m[1]); id != nil && defs[m[1]] == nil {
+			if _, ok := cites[m[1]]; !ok {
+				n, _ := strconv.Atoi(id[1]) // \d+ parses; one too long for an int is evidence 0, never given out
+				cites[m[1]] = n
+			}
+		}
+	}
+	for _, l := range slices.Sorted(maps.Keys(cites)) {
+		e, ok := evidence(cites[l])
+		if !ok || strings.TrimSpace(e.URL) == "" {
+			unknown[l] = true
+			delete(defs, l)
+			continue
+		}
+		if defs[l] == nil {
+			order = append(order, l)
+		}
+		defs[l] = evidenceDef(l, e)
+	}
+	return order
+}
+
+// markerGroups finds the runs of adjacent markers in text outside code,
+// in order, each with the inline quote before it (one of at least
+// minRunes, after the previous group).
+func markerGroups(text string, minRunes int) []*group {
+	code := fences(text)
+	var groups []*group
+	for _, m := range markerRE.FindAllStringSubmatchIndex(text, -1) {
+		if within(code, m[0]) {
+			continue
+		}
+		label := text[m[2]:m[3]]
+		floor := 0
+		if n := len(groups); n > 0 {
+			g := groups[n-1]
+			if strings.Trim(text[g.end:m[0]], " ,、") == "" {
+				g.end = m[1]
+				if !slices.Contains(g.labels, label) {
+					g.labels = append(g.labels, label)
+				}
+				continue
+			}
+			floor = g.end
+		}
+		g := &group{start: m[0], end: m[1], labels: []string{label}, qOpen: -1}
+		if q, ok := inlineQuote(text, m[0], floor, minRunes); ok {
+			g.qOpen, g.qClose, g.openLen, g.closeLen, g.quote = q.qOpen, q.qClose, q.openLen, q.closeLen, q.quote
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// checkInline verifies the citations of a group with an inline quote. When
+// the quote is on a cited page, it backs every label whose page has it and
+// the others are judged by their own quotes; when it is on none, it is
+// dropped.
+func (c *checker) checkInline(g *group, text string) {
+	var kept []*unit
+	for _, l := range g.labels {
+		if u := c.unit(l, g.quote, g.start, text); u.ok() && !u.rescued {
+			kept = append(kept, u)
+		}
+	}
+	if len(kept) == 0 {
+		c.quoteOnNoPage(g, text)
+		return
+	}
+	g.quoteMatch = &kept[0].match
+	for _, l := range g.labels {
+		if u := c.unit(l, g.quote, g.start, text); u.ok() {
+			g.units = append(g.units, c.use(u))
+		} else {
+			g.units = append(g.units, c.use(c.unit(l, "", g.start, text))) // co-cited: its own quote decides
+		}
+	}
+}
+
+// quoteOnNoPage handles a group whose inline quote is on none of the
+// pages: the quote is dropped (and loses its quotation marks); a footnote
+// whose own quote verifies, or the evidence the quote stands for, still
+// backs the claim (the quoted words may be a title, a paraphrase or a
+// translation, not a quote).
+func (c *checker) quoteOnNoPage(g *group, text string) {
+	for _, l := range g.labels {
+		u := c.unit(l, g.quote, g.start, text)
+		g.units = append(g.units, c.use(u))
+		if u.ok() {
+			continue
+		}
+		if d := c.defs[l]; d != nil && d.quote != "" {
+			if own := c.unit(l, "", g.start, text); own.ok() {
+				g.units = append(g.units, c.use(own))
+			}
+		}
+	}
+}
+
+// borrowInlineQuotes lets bare uses of a footnote without a quote of its
+// own borrow the quote a use of the same footnote had inline.
+func (c *checker) borrowInlineQuotes() {
 	for _, u := range c.list {
 		if u.fn.Inline || u.fn.Status != NoQuote {
 			continue
@@ -530,11 +608,11 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 			}
 		}
 	}
+}
 
-	// Renumber by first use.
-	keep := func(u *unit) bool {
-		return u.ok() || opts.Mode == Flag && u.fn.Status != Undefined && u.fn.Status != UnknownEvidence
-	}
+// renumber numbers the citations kept by first use, one number per source
+// and quote, and returns them in number order.
+func renumber(groups []*group, keep func(*unit) bool) []*unit {
 	next := 1
 	var numbered []*unit
 	same := map[string]*unit{} // one footnote per source and quote
@@ -563,56 +641,68 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 			u.number = t.number
 		}
 	}
+	return numbered
+}
 
-	// Rewrite the body.
-	type edit struct {
-		a, b int
-		s    string
-	}
+// edit replaces text[a:b] with s.
+type edit struct {
+	a, b int
+	s    string
+}
+
+// rewriteBody applies each group's edits to text: repaired or unquoted
+// inline quotes, and the markers renumbered or replaced by the unverified
+// mark.
+func rewriteBody(text string, groups []*group, opts Options) string {
 	var edits []edit
 	for _, g := range groups {
-		var nums []int
-		for _, u := range g.units {
-			if u.number > 0 && !slices.Contains(nums, u.number) {
-				nums = append(nums, u.number)
-			}
-		}
-		if g.qOpen >= 0 {
-			switch {
-			case g.quoteMatch != nil && !g.quoteMatch.Exact:
-				edits = append(edits, edit{g.qOpen + g.openLen, g.qClose, innerQuote(g.quoteMatch.Quote, text[g.qOpen:g.qOpen+g.openLen])})
-			case g.quoteMatch == nil && opts.Mode == Drop:
-				// not found: no longer a quotation
-				edits = append(edits, edit{g.qOpen, g.qOpen + g.openLen, ""}, edit{g.qClose, g.qClose + g.closeLen, ""})
-			}
-		}
-		if len(nums) > 0 {
-			var b strings.Builder
-			for _, n := range nums {
-				fmt.Fprintf(&b, "[^%d]", n)
-			}
-			edits = append(edits, edit{g.start, g.end, b.String()})
-			continue
-		}
-		a := g.start
-		for a > 0 && (text[a-1] == ' ' || text[a-1] == '\t') {
-			a--
-		}
-		if g.qOpen >= 0 && a < g.qClose+g.closeLen {
-			a = g.qClose + g.closeLen
-		}
-		edits = append(edits, edit{a, g.end, unverifiedMark(opts.Language)})
+		edits = append(edits, g.edits(text, opts)...)
 	}
 	slices.SortFunc(edits, func(x, y edit) int { return y.a - x.a })
 	for _, e := range edits {
 		text = text[:e.a] + e.s + text[e.b:]
 	}
+	return text
+}
 
-	// References, and the report.
-	var refs []string
-	for _, u := range numbered {
-		refs = append(refs, c.defLine(u))
+// edits are the changes the check makes to g in text.
+func (g *group) edits(text string, opts Options) []edit {
+	var edits []edit
+	var nums []int
+	for _, u := range g.units {
+		if u.number > 0 && !slices.Contains(nums, u.number) {
+			nums = append(nums, u.number)
+		}
 	}
+	if g.qOpen >= 0 {
+		switch {
+		case g.quoteMatch != nil && !g.quoteMatch.Exact:
+			edits = append(edits, edit{g.qOpen + g.openLen, g.qClose, innerQuote(g.quoteMatch.Quote, text[g.qOpen:g.qOpen+g.openLen])})
+		case g.quoteMatch == nil && opts.Mode == Drop:
+			// not found: no longer a quotation
+			edits = append(edits, edit{g.qOpen, g.qOpen + g.openLen, ""}, edit{g.qClose, g.qClose + g.closeLen, ""})
+		}
+	}
+	if len(nums) > 0 {
+		var b strings.Builder
+		for _, n := range nums {
+			fmt.Fprintf(&b, "[^%d]", n)
+		}
+		return append(edits, edit{g.start, g.end, b.String()})
+	}
+	a := g.start
+	for a > 0 && (text[a-1] == ' ' || text[a-1] == '\t') {
+		a--
+	}
+	if g.qOpen >= 0 && a < g.qClose+g.closeLen {
+		a = g.qClose + g.closeLen
+	}
+	return append(edits, edit{a, g.end, unverifiedMark(opts.Language)})
+}
+
+// report is the outcome: every citation in order of first use, then the
+// footnotes of order never used.
+func (c *checker) report(order []string) Report {
 	var rep Report
 	slices.SortStableFunc(c.list, func(x, y *unit) int { return x.pos - y.pos })
 	for _, u := range c.list {
@@ -630,17 +720,11 @@ func Check(report string, lookup Lookup, opts Options) (string, Report) {
 	}
 	for _, l := range order {
 		if !c.used[l] {
-			d := defs[l]
+			d := c.defs[l]
 			rep.Footnotes = append(rep.Footnotes, Footnote{Label: l, Quote: d.quote, Title: d.title, URL: d.url, Status: Unused})
 		}
 	}
-	out := strings.TrimRight(text, "\n \t")
-	if len(refs) > 0 {
-		out += "\n\n" + opts.ReferencesHeading + "\n\n" + strings.Join(refs, "\n") + "\n"
-	} else {
-		out += "\n"
-	}
-	return out, rep
+	return rep
 }
 
 // checker holds what one check has learnt.
@@ -814,7 +898,7 @@ func collapseSpace(s string) string {
 	for i := 1; i < len(fs); i++ {
 		l, _ := utf8.DecodeLastRuneInString(fs[i-1])
 		r, _ := utf8.DecodeRuneInString(fs[i])
-		if !(wide(l) && wide(r)) {
+		if !wide(l) || !wide(r) {
 			b.WriteByte(' ')
 		}
 		b.WriteString(fs[i])

@@ -73,12 +73,3 @@ func Contains(normText, quote string) bool {
 	}
 	return true
 }
-
-// quoteLen is the length of the quote's meaningful content in runes.
-func quoteLen(q string) int {
-	n := 0
-	for _, s := range segments(q) {
-		n += len([]rune(s))
-	}
-	return n
-}

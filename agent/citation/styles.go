@@ -29,9 +29,32 @@ var (
 // ordinary links alone.
 func normalizeStyles(report string) string {
 	lines := strings.Split(report, "\n")
-	code := make([]bool, len(lines))
+	code, footnotes := codeAndFootnotes(lines)
+	refLine := numberedRefs(lines, code, footnotes)
+	defined := defineCitedRefs(lines, refLine, citedNumbers(lines, code, refLine))
+	links := linkCiter{seen: map[string]bool{}}
+	for i, ln := range lines {
+		if code[i] || defRE.MatchString(ln) {
+			continue
+		}
+		if len(defined) > 0 {
+			ln = replaceNumMarkers(ln, defined)
+		}
+		lines[i] = links.rewrite(ln)
+	}
+	out := strings.Join(lines, "\n")
+	if len(links.defs) > 0 {
+		out = strings.TrimRight(out, "\n") + "\n\n" + strings.Join(links.defs, "\n") + "\n"
+	}
+	return out
+}
+
+// codeAndFootnotes marks the lines inside code fences (the fences too) and
+// collects the labels of the footnotes defined outside them.
+func codeAndFootnotes(lines []string) (code []bool, footnotes map[string]bool) {
+	code = make([]bool, len(lines))
+	footnotes = map[string]bool{}
 	in := false
-	footnotes := map[string]bool{}
 	for i, ln := range lines {
 		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
 			in = !in
@@ -39,15 +62,17 @@ func normalizeStyles(report string) string {
 			continue
 		}
 		code[i] = in
-		if !in {
-			if m := defRE.FindStringSubmatch(ln); m != nil {
-				footnotes[m[1]] = true
-			}
+		if m := defRE.FindStringSubmatch(ln); !in && m != nil {
+			footnotes[m[1]] = true
 		}
 	}
+	return code, footnotes
+}
 
-	// numbered references: list lines with a URL whose number is cited in
-	// the text as "[n]"
+// numberedRefs finds the lines of numbered references: "[n] … URL"
+// anywhere, "n. … URL" under a References heading, outside code and not
+// numbered like a footnote. It maps each such line to its number.
+func numberedRefs(lines []string, code []bool, footnotes map[string]bool) map[int]string {
 	refLine := map[int]string{} // line → number
 	inRefs := false             // under a References heading
 	for i, ln := range lines {
@@ -65,12 +90,15 @@ func normalizeStyles(report string) string {
 			refLine[i] = m[1]
 		}
 	}
+	return refLine
+}
+
+// citedNumbers are the numbers cited as "[n]" or "[n, m]" in the text
+// (outside code and the reference lines; not a link's text).
+func citedNumbers(lines []string, code []bool, refLine map[int]string) map[string]bool {
 	cited := map[string]bool{}
 	for i, ln := range lines {
-		if code[i] {
-			continue
-		}
-		if _, isRef := refLine[i]; isRef {
+		if _, isRef := refLine[i]; code[i] || isRef {
 			continue
 		}
 		for _, m := range numMarkerRE.FindAllStringSubmatchIndex(ln, -1) {
@@ -81,6 +109,12 @@ func normalizeStyles(report string) string {
 			}
 		}
 	}
+	return cited
+}
+
+// defineCitedRefs rewrites the reference lines whose number is cited as
+// footnote definitions and returns the numbers so defined.
+func defineCitedRefs(lines []string, refLine map[int]string, cited map[string]bool) map[string]bool {
 	defined := map[string]bool{}
 	for i, n := range refLine {
 		if !cited[n] {
@@ -93,41 +127,39 @@ func normalizeStyles(report string) string {
 		lines[i] = "[^" + n + "]: " + m[2]
 		defined[n] = true
 	}
-	var extra []string
-	seenURL := map[string]bool{}
-	for i, ln := range lines {
-		if code[i] || defRE.MatchString(ln) {
-			continue
-		}
-		if len(defined) > 0 {
-			ln = replaceNumMarkers(ln, defined)
-		}
-		// markdown links in citation position
-		link := func(title, url string) string {
-			if !seenURL[url] {
-				seenURL[url] = true
-				extra = append(extra, fmt.Sprintf("[^%s]: %s, %s", url, cleanTitle(title), url))
-			}
-			return "[^" + url + "]"
-		}
-		ln = parenLinksRE.ReplaceAllStringFunc(ln, func(s string) string {
-			var b strings.Builder
-			for _, m := range mdLinkRE.FindAllStringSubmatch(s, -1) {
-				b.WriteString(link(m[1], m[2]))
-			}
-			return b.String()
-		})
-		ln = quoteLinkRE.ReplaceAllStringFunc(ln, func(s string) string {
-			m := quoteLinkRE.FindStringSubmatch(s)
-			return m[1] + link(m[2], m[3])
-		})
-		lines[i] = ln
+	return defined
+}
+
+// linkCiter turns markdown links in citation position into footnotes
+// labelled by their URL, one definition per URL.
+type linkCiter struct {
+	seen map[string]bool
+	defs []string // the definitions to append, in order of first use
+}
+
+// cite returns the marker for a link to url and defines it the first time.
+func (l *linkCiter) cite(title, url string) string {
+	if !l.seen[url] {
+		l.seen[url] = true
+		l.defs = append(l.defs, fmt.Sprintf("[^%s]: %s, %s", url, cleanTitle(title), url))
 	}
-	out := strings.Join(lines, "\n")
-	if len(extra) > 0 {
-		out = strings.TrimRight(out, "\n") + "\n\n" + strings.Join(extra, "\n") + "\n"
-	}
-	return out
+	return "[^" + url + "]"
+}
+
+// rewrite replaces the parenthesised links and the links right after a
+// closing quotation mark in ln by footnote markers.
+func (l *linkCiter) rewrite(ln string) string {
+	ln = parenLinksRE.ReplaceAllStringFunc(ln, func(s string) string {
+		var b strings.Builder
+		for _, m := range mdLinkRE.FindAllStringSubmatch(s, -1) {
+			b.WriteString(l.cite(m[1], m[2]))
+		}
+		return b.String()
+	})
+	return quoteLinkRE.ReplaceAllStringFunc(ln, func(s string) string {
+		m := quoteLinkRE.FindStringSubmatch(s)
+		return m[1] + l.cite(m[2], m[3])
+	})
 }
 
 // linkText reports whether the bracket ending at i is a link's text or a

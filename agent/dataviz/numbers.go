@@ -151,11 +151,6 @@ func findIn(quote string, value float64) (q quoted, ok bool) {
 	return quoted{}, false
 }
 
-// isCurrency reports whether a normalised unit is a currency code.
-func isCurrency(u string) bool {
-	return len(u) == 3 && strings.ToUpper(u) == u && u != "%"
-}
-
 // Comparable reports whether a quote writes a number worth putting in a
 // table: an amount in a currency, a percentage, a number with a decimal
 // part, or one of 10 or more that is not a year.

@@ -107,18 +107,6 @@ func (t *Table) Get(row, col string) (Cell, bool) {
 	return Cell{}, false
 }
 
-// sourced are the table's cells that are not computed (the ones a chart
-// draws).
-func (t *Table) sourced() []Cell {
-	var out []Cell
-	for _, c := range t.Cells {
-		if !c.Computed {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // Evidence lists every evidence number the table cites, in order.
 func (t *Table) Evidence() []int {
 	var out []int

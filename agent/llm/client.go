@@ -260,7 +260,9 @@ func (c *Client) buildRequest(model string, req Request) openai.ChatCompletionRe
 		if reasoning {
 			o.MaxCompletionTokens = req.MaxTokens
 		} else {
-			o.MaxTokens = req.MaxTokens
+			// max_tokens, not max_completion_tokens: OpenAI-compatible
+			// servers (vLLM, Ollama, older gateways) know only the former.
+			o.MaxTokens = req.MaxTokens //nolint:staticcheck // SA1019: deliberate, see above
 		}
 	}
 	if req.Temperature != nil && !reasoning {
@@ -338,7 +340,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	meter := c.meter(ctx)
 	release := func(*Record) {}
 	if meter != nil {
-		est := estimateTokens(oreq) + oreq.MaxTokens + oreq.MaxCompletionTokens
+		est := estimateTokens(oreq) + oreq.MaxTokens + oreq.MaxCompletionTokens //nolint:staticcheck // SA1019: buildRequest sets max_tokens for non-reasoning models
 		rel, err := meter.acquire(est, req.Final)
 		if err != nil {
 			return Response{}, fmt.Errorf("%w [%s call, node %q, model %s]", err, orDefault(string(req.Role), "chat"), node, model)

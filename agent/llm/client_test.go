@@ -125,8 +125,9 @@ func TestChatBasic(t *testing.T) {
 	if req.Header.Get("Authorization") != "Bearer sk-test" {
 		t.Errorf("auth header = %q", req.Header.Get("Authorization"))
 	}
+	//nolint:staticcheck // SA1019: the client sends max_tokens to non-reasoning models on purpose
 	if req.MaxTokens != 100 || req.Temperature <= 0 || req.Temperature > 1e-6 {
-		t.Errorf("max_tokens=%d temperature=%v (want tiny positive for 0)", req.MaxTokens, req.Temperature)
+		t.Errorf("max_tokens=%d temperature=%v (want tiny positive for 0)", req.MaxTokens, req.Temperature) //nolint:staticcheck // SA1019: as above
 	}
 	// The default role uses the default model.
 	if _, err := c.Chat(context.Background(), Request{Role: RolePlanner, Messages: []Message{User("x")}}); err != nil {
@@ -144,8 +145,9 @@ func TestReasoningModelParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := srv.LastRequest()
+	//nolint:staticcheck // SA1019: checks that reasoning models do not get the old max_tokens
 	if r.MaxTokens != 0 || r.MaxCompletionTokens != 50 || r.Temperature != 0 {
-		t.Errorf("max_tokens=%d max_completion_tokens=%d temperature=%v", r.MaxTokens, r.MaxCompletionTokens, r.Temperature)
+		t.Errorf("max_tokens=%d max_completion_tokens=%d temperature=%v", r.MaxTokens, r.MaxCompletionTokens, r.Temperature) //nolint:staticcheck // SA1019: as above
 	}
 }
 

@@ -50,10 +50,6 @@ var (
 	ErrSchema = errors.New("llm: cannot derive JSON schema")
 )
 
-// errResponseFormat marks a 400 whose message blames response_format; the
-// structured-output path uses it to fall back to a weaker JSON mode.
-var errResponseFormat = errors.New("llm: response_format not supported")
-
 // Error describes a failed call after the server answered (or after the
 // retries ran out). It wraps a sentinel (Kind) and the cause.
 type Error struct {

@@ -92,8 +92,7 @@ func (n notifier) watch(attempt int) (stop func()) {
 		t       *time.Timer
 		waited  time.Duration
 	)
-	var fire func()
-	fire = func() {
+	fire := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {

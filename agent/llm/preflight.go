@@ -158,10 +158,10 @@ func (c *Client) retrievable(ctx context.Context, model string) (bool, error) {
 		return true, nil
 	}
 	f := c.classify(actx, err, m.Header(), model, "")
-	switch {
-	case f.kind == ErrModelNotFound:
+	switch f.kind {
+	case ErrModelNotFound:
 		return false, nil
-	case f.kind == ErrBadRequest:
+	case ErrBadRequest:
 		return true, nil // 405 and the like: the server has no such route
 	}
 	return false, c.checkError(ctx, f)

@@ -189,7 +189,7 @@ func TestCheckKeyWithoutModelRead(t *testing.T) {
 			t.Errorf("model %s: error does not name DEEPRESEARCH_MODEL: %v", tc.model, err)
 		}
 	}
-	if r := fake.LastRequest(); r == nil || r.MaxTokens != 1 {
+	if r := fake.LastRequest(); r == nil || r.MaxTokens != 1 { //nolint:staticcheck // SA1019: the probe sends max_tokens (a non-reasoning model)
 		t.Errorf("probe request = %+v, want one token", r)
 	}
 }

@@ -304,7 +304,7 @@ func (g *schemaGen) schema(t reflect.Type) (*Schema, error) {
 		return s, nil
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String && !t.Key().Implements(textMarshaler) &&
-			!(t.Key().Kind() >= reflect.Int && t.Key().Kind() <= reflect.Uint64) {
+			(t.Key().Kind() < reflect.Int || t.Key().Kind() > reflect.Uint64) {
 			return nil, fmt.Errorf("%w: map key type %s", ErrSchema, t.Key())
 		}
 		g.loose = true

@@ -55,7 +55,7 @@ func RunCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 
-	var in io.Reader = stdin
+	in := stdin
 	if files[0] != "-" {
 		f, err := os.Open(files[0])
 		if err != nil {

@@ -214,91 +214,107 @@ const (
 // Runs inside the elements of cards (teasers, see findCards) add no
 // positive value: they must not draw the root towards them.
 func scoreBlocks(body *html.Node, cards map[*html.Node]bool, cost int) map[*html.Node]*nodeScore {
-	scores := map[*html.Node]*nodeScore{}
-	var cur blockStat
-	var owner *html.Node
-	inCard := 0
-	flush := func() {
-		if cur.chars > 0 && owner != nil {
-			g := cur.good()
-			v := cur.value(cost)
-			if inCard > 0 {
-				v = min(v, 0)
-			}
-			linkRun := cur.link*2 > cur.chars
-			for a := owner; a != nil; a = a.Parent {
-				s := scores[a]
-				if s == nil {
-					s = &nodeScore{}
-					scores[a] = s
-				}
-				s.value += v
-				s.pos += max(v, 0)
-				s.link += cur.link
-				if g {
-					s.good += cur.chars
-					s.goodRuns++
-				} else {
-					s.bad += cur.chars
-				}
-				if linkRun {
-					s.linkRuns++
-					s.linkRun = max(s.linkRun, cur.chars)
-				}
-				if a == body {
-					break
-				}
-			}
-		}
-		cur = blockStat{}
+	s := blockScorer{body: body, cards: cards, cost: cost, scores: map[*html.Node]*nodeScore{}, owner: body}
+	s.walk(body, false, 0)
+	s.flush()
+	return s.scores
+}
+
+// blockScorer holds the state of scoreBlocks: the run being read, the
+// block element that owns it, and how many cards it is inside.
+type blockScorer struct {
+	body   *html.Node
+	cards  map[*html.Node]bool
+	cost   int
+	scores map[*html.Node]*nodeScore
+	cur    blockStat
+	owner  *html.Node
+	inCard int
+}
+
+// flush ends the current run and adds it to its owner and the owner's
+// ancestors up to body.
+func (s *blockScorer) flush() {
+	if s.cur.chars > 0 && s.owner != nil {
+		s.addRun()
 	}
-	var walk func(n *html.Node, inLink bool, depth int)
-	walk = func(n *html.Node, inLink bool, depth int) {
-		if depth > maxDepth {
-			return
+	s.cur = blockStat{}
+}
+
+func (s *blockScorer) addRun() {
+	cur := s.cur
+	g := cur.good()
+	v := cur.value(s.cost)
+	if s.inCard > 0 {
+		v = min(v, 0)
+	}
+	linkRun := cur.link*2 > cur.chars
+	for a := s.owner; a != nil; a = a.Parent {
+		ns := s.scores[a]
+		if ns == nil {
+			ns = &nodeScore{}
+			s.scores[a] = ns
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			switch c.Type {
-			case html.TextNode:
-				l := weightedLen(c.Data)
-				cur.chars += l
-				if inLink {
-					cur.link += l
-				}
-				cur.punct += sentencePunct(c.Data)
-			case html.ElementNode:
-				switch c.Data {
-				case "script", "style", "template":
-					continue
-				}
-				if cards[c] {
-					flush()
-					inCard++
-					saved := owner
-					if blockTags[c.Data] {
-						owner = c
-					}
-					walk(c, inLink, depth+1)
-					flush()
-					owner = saved
-					inCard--
-				} else if blockTags[c.Data] {
-					flush()
-					saved := owner
-					owner = c
-					walk(c, inLink, depth+1)
-					flush()
-					owner = saved
-				} else {
-					walk(c, inLink || c.Data == "a", depth+1)
-				}
-			}
+		ns.value += v
+		ns.pos += max(v, 0)
+		ns.link += cur.link
+		if g {
+			ns.good += cur.chars
+			ns.goodRuns++
+		} else {
+			ns.bad += cur.chars
+		}
+		if linkRun {
+			ns.linkRuns++
+			ns.linkRun = max(ns.linkRun, cur.chars)
+		}
+		if a == s.body {
+			break
 		}
 	}
-	owner = body
-	walk(body, false, 0)
-	flush()
-	return scores
+}
+
+// walk reads the text under n into runs: a block element or a card ends
+// the run before it and after it, and owns the runs inside it.
+func (s *blockScorer) walk(n *html.Node, inLink bool, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		switch c.Type {
+		case html.TextNode:
+			l := weightedLen(c.Data)
+			s.cur.chars += l
+			if inLink {
+				s.cur.link += l
+			}
+			s.cur.punct += sentencePunct(c.Data)
+		case html.ElementNode:
+			switch c.Data {
+			case "script", "style", "template":
+				continue
+			}
+			card, block := s.cards[c], blockTags[c.Data]
+			if !card && !block {
+				s.walk(c, inLink || c.Data == "a", depth+1)
+				continue
+			}
+			s.flush()
+			if card {
+				s.inCard++
+			}
+			saved := s.owner
+			if block {
+				s.owner = c
+			}
+			s.walk(c, inLink, depth+1)
+			s.flush()
+			s.owner = saved
+			if card {
+				s.inCard--
+			}
+		}
+	}
 }
 
 // sentencePunct counts sentence punctuation in s.

@@ -195,8 +195,9 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	a.CanonicalURL, a.Published, a.Lang = m.canonical, m.published, m.lang
 
 	if body := findBody(doc); body != nil {
+		// doc and body are not read after this: the second reading
+		// below does not hold two trees.
 		c := extractContent(body, base, opts, a.Title, m.declared, false)
-		doc, body = nil, nil // the second reading below must not hold two trees
 		if mc := opts.Tuning.MinContent; chars(c.blocks) < mc && c.prose >= 4*mc {
 			// The page has prose but class names removed nearly all of
 			// it: they lie (a theme that calls every section a "promo" or a

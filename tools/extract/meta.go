@@ -227,15 +227,6 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-func hasWord(s, w string) bool {
-	for _, f := range strings.Fields(s) {
-		if f == w {
-			return true
-		}
-	}
-	return false
-}
-
 // cleanTitle removes a " | Site" or " - Site" suffix (or prefix) from a
 // document title, preferring the page's h1 when the title contains it.
 func cleanTitle(title, h1 string) string {

@@ -223,58 +223,19 @@ func splitWords(name string) []string {
 // +1 content, 0 unknown. strong reports a strongly negative word. shown
 // says that a hiding class (see hiddenClass) does not count against it.
 func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
-	neg, pos := 0, 0
-	check := func(name string) {
-		if name == "" || len(name) > 200 {
-			return
-		}
-		words := splitWords(name)
-		if len(words) > 1 && negations[words[0]] {
-			// "no-sidebar", "without-comments": a layout without the
-			// furniture, not the furniture.
-			return
-		}
-		lname := strings.ToLower(name)
-		isNeg, isPos, isStrong := false, false, false
-		lastNeg, lastPos := -1, -1
-		for i, w := range words {
-			if negWords[w] {
-				isNeg, lastNeg = true, i
-				if strongNegWords[w] {
-					isStrong = true
-				}
-			}
-			if posWords[w] {
-				isPos, lastPos = true, i
-			}
-		}
-		embed := isEmbedName(name)
-		if !isNeg && !embed {
-			for _, s := range negStems {
-				if strings.Contains(lname, s) {
-					isNeg, isStrong, lastNeg = true, true, len(words)
-					break
-				}
-			}
-		}
-		if embed {
-			// Embedded posts (tweets, videos with text) inside an article
-			// are part of it even when their names say "social".
-			isNeg = false
-		}
-		switch {
-		case isNeg && (!isPos || isStrong || lastNeg > lastPos):
-			neg++
-			if isStrong {
-				strong = true
-			}
-		case isPos:
-			pos++
-		}
-	}
 	switch attr(n, "itemprop") {
 	case "articleBody", "text", "reviewBody":
 		return 1, false
+	}
+	neg, pos := 0, 0
+	check := func(name string) {
+		switch v, s := nameVerdict(name); {
+		case v < 0:
+			neg++
+			strong = strong || s
+		case v > 0:
+			pos++
+		}
 	}
 	if id := attr(n, "id"); !headingSlug(n, id) && !recordID(id) {
 		check(id)
@@ -295,6 +256,59 @@ func classVerdict(n *html.Node, shown bool) (verdict int, strong bool) {
 		return 1, false
 	}
 	return 0, false
+}
+
+// nameVerdict classifies one class name or id by its words: -1 furniture
+// (strong: a strongly negative word or stem), +1 content, 0 neither. A
+// name with both kinds of word is furniture when its negative word is
+// strong or comes last.
+func nameVerdict(name string) (verdict int, strong bool) {
+	if name == "" || len(name) > 200 {
+		return 0, false
+	}
+	words := splitWords(name)
+	if len(words) > 1 && negations[words[0]] {
+		// "no-sidebar", "without-comments": a layout without the
+		// furniture, not the furniture.
+		return 0, false
+	}
+	isNeg, isPos, isStrong := false, false, false
+	lastNeg, lastPos := -1, -1
+	for i, w := range words {
+		if negWords[w] {
+			isNeg, lastNeg = true, i
+			isStrong = isStrong || strongNegWords[w]
+		}
+		if posWords[w] {
+			isPos, lastPos = true, i
+		}
+	}
+	embed := isEmbedName(name)
+	if !isNeg && !embed && hasNegStem(strings.ToLower(name)) {
+		isNeg, isStrong, lastNeg = true, true, len(words)
+	}
+	if embed {
+		// Embedded posts (tweets, videos with text) inside an article
+		// are part of it even when their names say "social".
+		isNeg = false
+	}
+	switch {
+	case isNeg && (!isPos || isStrong || lastNeg > lastPos):
+		return -1, isStrong
+	case isPos:
+		return 1, false
+	}
+	return 0, false
+}
+
+// hasNegStem reports whether a lower-cased name contains one of negStems.
+func hasNegStem(lname string) bool {
+	for _, s := range negStems {
+		if strings.Contains(lname, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // disclosurePanel reports an element that is a panel shown on demand:
@@ -936,78 +950,96 @@ const (
 // elements nest, the innermost one holding most of the link text is the
 // popup, so that the link it hangs on stays in the text.
 func findPopups(body *html.Node) map[*html.Node]bool {
-	var popups map[*html.Node]bool
-	stats := map[*html.Node]inlineStat{}
-	candidate := func(n *html.Node) bool {
-		st := stats[n]
-		return !blockTags[n.Data] && n.Data != "a" && st.links >= popupMinLinks &&
-			st.chars >= popupMinChars && st.link*10 >= st.chars*9
-	}
-	var walk func(n *html.Node, inLink bool, depth int) inlineStat
-	walk = func(n *html.Node, inLink bool, depth int) inlineStat {
-		var st inlineStat
-		if depth > maxDepth {
-			return st
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			switch c.Type {
-			case html.TextNode:
-				l := weightedLen(c.Data)
-				st.chars += l
-				if inLink {
-					st.link += l
-				}
-			case html.ElementNode:
-				switch c.Data {
-				case "script", "style", "template":
-					continue
-				}
-				isLink := c.Data == "a" && attr(c, "href") != ""
-				cs := walk(c, inLink || isLink, depth+1)
-				if isLink {
-					cs.links++
-				}
-				st.chars += cs.chars
-				st.link += cs.link
-				st.links += cs.links
-			}
-		}
-		if !blockTags[n.Data] && st.links >= popupMinLinks && st.chars >= popupMinChars {
-			stats[n] = st // only these can be candidates
-		}
-		if blockTags[n.Data] && st.chars-st.link >= popupMinProse {
-			// n is a block with prose: mark the popups among its
-			// inline descendants.
-			var mark func(m *html.Node, depth int)
-			mark = func(m *html.Node, depth int) {
-				for c := m.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
-					if c.Type != html.ElementNode || blockTags[c.Data] {
-						continue
-					}
-					if candidate(c) {
-						inner := false
-						for g := c.FirstChild; g != nil; g = g.NextSibling {
-							if g.Type == html.ElementNode && candidate(g) && stats[g].link*10 >= stats[c].link*7 {
-								inner = true
-							}
-						}
-						if !inner {
-							if popups == nil {
-								popups = map[*html.Node]bool{}
-							}
-							popups[c] = true
-							continue
-						}
-					}
-					mark(c, depth+1)
-				}
-			}
-			mark(n, depth)
-		}
+	f := popupFinder{stats: map[*html.Node]inlineStat{}}
+	f.walk(body, false, 0)
+	return f.popups
+}
+
+// popupFinder holds the state of findPopups: the link statistics of the
+// inline elements that may be popups, and the popups found.
+type popupFinder struct {
+	popups map[*html.Node]bool
+	stats  map[*html.Node]inlineStat
+}
+
+// candidate reports an inline element, not a link, with enough links and
+// text, nearly all of it linked.
+func (f *popupFinder) candidate(n *html.Node) bool {
+	st := f.stats[n]
+	return !blockTags[n.Data] && n.Data != "a" && st.links >= popupMinLinks &&
+		st.chars >= popupMinChars && st.link*10 >= st.chars*9
+}
+
+// walk counts the text, linked text and links under n, records those of
+// inline elements that may be candidates, and marks the popups inside a
+// block with prose.
+func (f *popupFinder) walk(n *html.Node, inLink bool, depth int) inlineStat {
+	var st inlineStat
+	if depth > maxDepth {
 		return st
 	}
-	walk(body, false, 0)
-	return popups
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		switch c.Type {
+		case html.TextNode:
+			l := weightedLen(c.Data)
+			st.chars += l
+			if inLink {
+				st.link += l
+			}
+		case html.ElementNode:
+			switch c.Data {
+			case "script", "style", "template":
+				continue
+			}
+			isLink := c.Data == "a" && attr(c, "href") != ""
+			cs := f.walk(c, inLink || isLink, depth+1)
+			if isLink {
+				cs.links++
+			}
+			st.chars += cs.chars
+			st.link += cs.link
+			st.links += cs.links
+		}
+	}
+	if !blockTags[n.Data] && st.links >= popupMinLinks && st.chars >= popupMinChars {
+		f.stats[n] = st // only these can be candidates
+	}
+	if blockTags[n.Data] && st.chars-st.link >= popupMinProse {
+		// n is a block with prose: mark the popups among its inline
+		// descendants.
+		f.mark(n, depth)
+	}
+	return st
+}
+
+// mark marks the outermost candidates among m's inline descendants as
+// popups: a candidate holding an inner candidate with most of its links
+// is passed over for the inner one.
+func (f *popupFinder) mark(m *html.Node, depth int) {
+	for c := m.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
+		if c.Type != html.ElementNode || blockTags[c.Data] {
+			continue
+		}
+		if f.candidate(c) && !f.innerCandidate(c) {
+			if f.popups == nil {
+				f.popups = map[*html.Node]bool{}
+			}
+			f.popups[c] = true
+			continue
+		}
+		f.mark(c, depth+1)
+	}
+}
+
+// innerCandidate reports a child of c that is a candidate holding at
+// least 70% of c's linked text.
+func (f *popupFinder) innerCandidate(c *html.Node) bool {
+	for g := c.FirstChild; g != nil; g = g.NextSibling {
+		if g.Type == html.ElementNode && f.candidate(g) && f.stats[g].link*10 >= f.stats[c].link*7 {
+			return true
+		}
+	}
+	return false
 }
 
 // Limits of a teaser card: its prose runs and their length, and all its
@@ -1128,58 +1160,11 @@ func (e *extractor) prune(body *html.Node) {
 // size of the whole page; main is that of the post n is in (see
 // findPosts), else total: a part holding most of it is content.
 func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
-	tag := n.Data
-	if dropTags[tag] && !(tag == "button" && disclosureControl(n)) {
-		return true
-	}
-	if tag == "noscript" {
-		return !e.noscriptMain
-	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] {
-		return true
-	}
-	if h := hiddenBy(n); h != "" {
-		// Text that nothing ever shows is not content: it must not
-		// verify a citation (issue 23). Content behind the hidden
-		// attribute is kept only when something opens it (see opened:
-		// a control, a script, find-in-page) and it holds prose: a tab,
-		// an accordion's answer, "read more". So is a hidden element
-		// that holds most of the page's text and some prose: that is
-		// the page itself, hidden until its scripts run (hydration, a
-		// consent or age gate), not something hidden from the reader.
-		size := e.sizeOf(n)
-		wholePage := size.paras > 0 && size.all*4 >= total.all*3
-		// An element hidden by its style that is named or placed as a
-		// tab or a slide (see onDemand), or hidden from screen readers
-		// only (still on screen), that holds two or more prose runs and
-		// under a quarter of the page's text is a slide of a carousel
-		// or a tab shown on demand (testimonials, a product's details);
-		// one holding more is a duplicate or a hidden layer of teasers.
-		// So is one that holds mostly the page's items (see
-		// holdsItems): a tab of products, a slide of feature cards.
-		// One made invisible for good (see hiddenBy) never is.
-		keep := e.opened(n) && size.paras > 0 ||
-			(h == "aria-hidden" || h == "style" && onDemand(n)) && size.paras >= 2 && size.all*4 < total.all ||
-			h != "invisible" && e.holdsItems(n)
-		if h == "invisible" || !wholePage && !keep {
-			return true
-		}
-	}
-	if class := attr(n, "class"); mayBeSROnly(class) && screenReaderOnly(strings.Fields(class)) {
-		// Never on screen, whatever it holds (issue 23).
-		return true
-	}
-	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
-		// A "button" holding prose is a clickable card (a story's title
-		// and summary), not a control.
-		if r != "button" || e.sizeOf(n).all < 60 {
-			return true
-		}
+	if drop, decided := e.droppedOutright(n, total); decided {
+		return drop
 	}
 	size := e.sizeOf(n)
-	// holdsMain: the element carries most of the page's paragraph text.
-	holdsMain := total.para > 0 && size.para*2 > total.para
-	switch tag {
+	switch n.Data {
 	case "body", "main", "html":
 		return false
 	case "header", "form":
@@ -1188,10 +1173,12 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 		// large share of the text.
 		// The header of an item (see itemHeader) holds its title: it
 		// is read like any other element.
-		if tag == "header" && (itemHeader(n) || postHeader(n)) {
-			break
+		if n.Data == "form" || !itemHeader(n) && !postHeader(n) {
+			// holdsMain: the element carries most of the page's
+			// paragraph text.
+			holdsMain := total.para > 0 && size.para*2 > total.para
+			return !holdsMain && size.all*3 < total.all
 		}
-		return !holdsMain && size.all*3 < total.all
 	}
 	if e.lenient {
 		return false
@@ -1199,20 +1186,85 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 	if e.product && namesReviews(n) {
 		return true
 	}
+	return e.namedFurniture(n, size, total, main)
+}
+
+// droppedOutright decides the elements that are furniture, or kept, by
+// what they are rather than by how they are named: dropped tags,
+// noscript, popups, photo figures, signups and author boxes, hidden and
+// screen-reader-only elements, and controls by role. decided is false
+// when none of these applies.
+func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided bool) {
+	tag := n.Data
+	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) {
+		return true, true
+	}
+	if tag == "noscript" {
+		return !e.noscriptMain, true
+	}
+	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] {
+		return true, true
+	}
+	if h := hiddenBy(n); h != "" && e.hiddenFurniture(n, h, total) {
+		return true, true
+	}
+	if class := attr(n, "class"); mayBeSROnly(class) && screenReaderOnly(strings.Fields(class)) {
+		// Never on screen, whatever it holds (issue 23).
+		return true, true
+	}
+	if r := strings.ToLower(attr(n, "role")); dropRoles[r] {
+		// A "button" holding prose is a clickable card (a story's title
+		// and summary), not a control.
+		if r != "button" || e.sizeOf(n).all < 60 {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// hiddenFurniture reports whether n, hidden by h (see hiddenBy), is to be
+// dropped. Text that nothing ever shows is not content: it must not
+// verify a citation (issue 23). Content behind the hidden attribute is
+// kept only when something opens it (see opened: a control, a script,
+// find-in-page) and it holds prose: a tab, an accordion's answer, "read
+// more". So is a hidden element that holds most of the page's text and
+// some prose: that is the page itself, hidden until its scripts run
+// (hydration, a consent or age gate), not something hidden from the
+// reader.
+func (e *extractor) hiddenFurniture(n *html.Node, h string, total textSize) bool {
+	if h == "invisible" {
+		// Made invisible for good (see hiddenBy).
+		return true
+	}
+	size := e.sizeOf(n)
+	wholePage := size.paras > 0 && size.all*4 >= total.all*3
+	// An element hidden by its style that is named or placed as a tab or
+	// a slide (see onDemand), or hidden from screen readers only (still
+	// on screen), that holds two or more prose runs and under a quarter
+	// of the page's text is a slide of a carousel or a tab shown on
+	// demand (testimonials, a product's details); one holding more is a
+	// duplicate or a hidden layer of teasers. So is one that holds
+	// mostly the page's items (see holdsItems): a tab of products, a
+	// slide of feature cards.
+	keep := e.opened(n) && size.paras > 0 ||
+		(h == "aria-hidden" || h == "style" && onDemand(n)) && size.paras >= 2 && size.all*4 < total.all ||
+		e.holdsItems(n)
+	return !wholePage && !keep
+}
+
+// namedFurniture reports whether n, not decided by what it is (see
+// isFurniture), is furniture by its name (see classVerdict), unless it is
+// spared as a section, a panel, a post, a part of the page's items or a
+// wrapper of most of the text.
+func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) bool {
 	// A hiding class is read like the hiding attributes above: a
 	// small part of the page with several prose runs is a tab or a slide.
 	shown := size.paras >= 2 && size.all*4 < total.all
 	v, strong := classVerdict(n, shown)
-	if v < 0 && e.discussion && replyNamed(n, shown) {
+	if v >= 0 || e.discussion && replyNamed(n, shown) {
 		return false
 	}
-	if v >= 0 {
-		return false
-	}
-	if e.sections && !strong && (sparedSection(n, shown, false) || e.sparedPanel(n, shown, size)) {
-		return false
-	}
-	if !strong && size.paras >= 2 && size.all*4 < total.all && namesSection(n) {
+	if !strong && e.spared(n, shown, size, total) {
 		return false
 	}
 	if e.posts[n] {
@@ -1231,7 +1283,18 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 	// text in several paragraphs is more likely a mis-named wrapper. One
 	// long paragraph (a site notice in a footer of a short page) is not.
 	// Inside a post (main is the post's), one paragraph is enough.
-	return !(main.para > 0 && size.para*2 > main.para) || size.paras < 2 && main == total
+	mostOfMain := main.para > 0 && size.para*2 > main.para
+	return !mostOfMain || size.paras < 2 && main == total
+}
+
+// spared reports whether a furniture-named element is a section or a
+// panel of the content (see sparedSection, sparedPanel, namesSection)
+// rather than furniture.
+func (e *extractor) spared(n *html.Node, shown bool, size, total textSize) bool {
+	if e.sections && (sparedSection(n, shown, false) || e.sparedPanel(n, shown, size)) {
+		return true
+	}
+	return size.paras >= 2 && size.all*4 < total.all && namesSection(n)
 }
 
 // weightedLen counts non-space runes, CJK and Hangul twice (they carry

@@ -190,6 +190,9 @@ func (r *renderer) walk(n *html.Node, inLink bool, depth int) {
 	}
 }
 
+// element renders one element: headings, lists, quotes, figures, code,
+// data tables and links as their kinds of block, other block tags as
+// paragraphs, and the rest inline.
 func (r *renderer) element(c *html.Node, inLink bool, depth int) {
 	switch c.Data {
 	case "script", "style", "template", "head", "title":
@@ -205,29 +208,9 @@ func (r *renderer) element(c *html.Node, inLink bool, depth int) {
 	case "h1", "h2", "h3", "h4", "h5", "h6":
 		r.withBlock(c, kindHeading, int(c.Data[1]-'0'), inLink, depth)
 	case "ul", "ol", "menu", "dl":
-		r.flush()
-		r.lists = append(r.lists, listCtx{ordered: c.Data == "ol"})
-		if c.Data == "ol" {
-			if s, err := strconv.Atoi(attr(c, "start")); err == nil && s > 0 && s < 1<<20 {
-				r.lists[len(r.lists)-1].n = s - 1
-			}
-		}
-		r.walk(c, inLink, depth+1)
-		r.flush()
-		r.lists = r.lists[:len(r.lists)-1]
+		r.list(c, inLink, depth)
 	case "li", "dt", "dd":
-		if len(r.lists) == 0 || c.Data != "li" {
-			r.withBlock(c, kindPara, 0, inLink, depth)
-			return
-		}
-		l := &r.lists[len(r.lists)-1]
-		l.n++
-		r.flush()
-		sk, sl, so, si := r.kind, r.level, r.ordered, r.index
-		r.kind, r.level, r.ordered, r.index = kindItem, len(r.lists), l.ordered, l.n
-		r.walk(c, inLink, depth+1)
-		r.flush()
-		r.kind, r.level, r.ordered, r.index = sk, sl, so, si
+		r.listItem(c, inLink, depth)
 	case "blockquote":
 		r.flush()
 		r.quote++
@@ -239,54 +222,13 @@ func (r *renderer) element(c *html.Node, inLink bool, depth int) {
 		r.walk(c, inLink, depth+1)
 		r.flush()
 	case "pre":
-		r.flush()
-		text := strings.Trim(rawText(c), "\n")
-		if strings.TrimSpace(text) != "" {
-			r.blocks = append(r.blocks, block{kind: kindPre, quote: r.quote, text: text, md: text,
-				chars: weightedLen(text)})
-		}
+		r.pre(c)
 	case "table":
-		if rows, ok := dataTable(c); ok {
-			r.flush()
-			chars := 0
-			for _, row := range rows {
-				for _, cell := range row {
-					chars += weightedLen(cell)
-				}
-			}
-			if chars > 0 {
-				r.blocks = append(r.blocks, block{kind: kindTable, quote: r.quote, rows: rows, chars: chars})
-			}
-			return
+		if !r.tableBlock(c) {
+			r.withBlock(c, kindPara, 0, inLink, depth)
 		}
-		r.withBlock(c, kindPara, 0, inLink, depth)
 	case "a":
-		href := r.e.link(attr(c, "href"))
-		if href == "" || inLink {
-			r.walk(c, true, depth+1)
-			return
-		}
-		if r.markCards && blockLink(c) {
-			r.cardLink(c, depth)
-			return
-		}
-		// Render the link's content, then wrap its markdown as [text](href).
-		start := len(r.buf.md)
-		startText := len(r.buf.text)
-		nblocks := len(r.blocks)
-		r.walk(c, true, depth+1)
-		if len(r.blocks) != nblocks || len(r.buf.md) < start || len(r.buf.text) == startText {
-			return
-		}
-		inner := string(r.buf.md[start:])
-		lead := ""
-		if strings.HasPrefix(inner, " ") {
-			lead, inner = " ", inner[1:]
-		}
-		if strings.ContainsAny(inner, "\n") || inner == "" {
-			return
-		}
-		r.buf.md = append(r.buf.md[:start], lead+"["+inner+"]("+mdURL(href)+")"...)
+		r.anchor(c, inLink, depth)
 	default:
 		if blockTags[c.Data] {
 			r.withBlock(c, r.kindFor(), r.levelFor(), inLink, depth)
@@ -294,6 +236,99 @@ func (r *renderer) element(c *html.Node, inLink bool, depth int) {
 		}
 		r.walk(c, inLink, depth+1)
 	}
+}
+
+// list renders a list (ul, ol, menu, dl): its items are numbered from an
+// ordered list's start.
+func (r *renderer) list(c *html.Node, inLink bool, depth int) {
+	r.flush()
+	r.lists = append(r.lists, listCtx{ordered: c.Data == "ol"})
+	if c.Data == "ol" {
+		if s, err := strconv.Atoi(attr(c, "start")); err == nil && s > 0 && s < 1<<20 {
+			r.lists[len(r.lists)-1].n = s - 1
+		}
+	}
+	r.walk(c, inLink, depth+1)
+	r.flush()
+	r.lists = r.lists[:len(r.lists)-1]
+}
+
+// listItem renders an li inside a list as an item of it; an li outside
+// any list, a dt or a dd is a paragraph.
+func (r *renderer) listItem(c *html.Node, inLink bool, depth int) {
+	if len(r.lists) == 0 || c.Data != "li" {
+		r.withBlock(c, kindPara, 0, inLink, depth)
+		return
+	}
+	l := &r.lists[len(r.lists)-1]
+	l.n++
+	r.flush()
+	sk, sl, so, si := r.kind, r.level, r.ordered, r.index
+	r.kind, r.level, r.ordered, r.index = kindItem, len(r.lists), l.ordered, l.n
+	r.walk(c, inLink, depth+1)
+	r.flush()
+	r.kind, r.level, r.ordered, r.index = sk, sl, so, si
+}
+
+// pre renders preformatted text as one block, as it is.
+func (r *renderer) pre(c *html.Node) {
+	r.flush()
+	text := strings.Trim(rawText(c), "\n")
+	if strings.TrimSpace(text) != "" {
+		r.blocks = append(r.blocks, block{kind: kindPre, quote: r.quote, text: text, md: text,
+			chars: weightedLen(text)})
+	}
+}
+
+// tableBlock renders a table of data (see dataTable) as a table block and
+// reports whether it was one; a layout table is left to the caller.
+func (r *renderer) tableBlock(c *html.Node) bool {
+	rows, ok := dataTable(c)
+	if !ok {
+		return false
+	}
+	r.flush()
+	chars := 0
+	for _, row := range rows {
+		for _, cell := range row {
+			chars += weightedLen(cell)
+		}
+	}
+	if chars > 0 {
+		r.blocks = append(r.blocks, block{kind: kindTable, quote: r.quote, rows: rows, chars: chars})
+	}
+	return true
+}
+
+// anchor renders a link: its content, wrapped in markdown as [text](href)
+// when it stays inline; a link that is a block of its own (a card) is
+// rendered by cardLink.
+func (r *renderer) anchor(c *html.Node, inLink bool, depth int) {
+	href := r.e.link(attr(c, "href"))
+	if href == "" || inLink {
+		r.walk(c, true, depth+1)
+		return
+	}
+	if r.markCards && blockLink(c) {
+		r.cardLink(c, depth)
+		return
+	}
+	start := len(r.buf.md)
+	startText := len(r.buf.text)
+	nblocks := len(r.blocks)
+	r.walk(c, true, depth+1)
+	if len(r.blocks) != nblocks || len(r.buf.md) < start || len(r.buf.text) == startText {
+		return
+	}
+	inner := string(r.buf.md[start:])
+	lead := ""
+	if strings.HasPrefix(inner, " ") {
+		lead, inner = " ", inner[1:]
+	}
+	if strings.ContainsAny(inner, "\n") || inner == "" {
+		return
+	}
+	r.buf.md = append(r.buf.md[:start], lead+"["+inner+"]("+mdURL(href)+")"...)
 }
 
 // kindFor keeps list items' kind for blocks nested inside them.

@@ -46,7 +46,7 @@ func sparedSection(n *html.Node, shown, panels bool) bool {
 			continue
 		}
 		for _, w := range splitWords(name) {
-			if negWords[w] && !sectionNames[w] && !(panels && panelNames[w]) {
+			if negWords[w] && !sectionNames[w] && (!panels || !panelNames[w]) {
 				return false
 			}
 		}

@@ -323,7 +323,9 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL, checkRobots bool) (res
 			return resp, u, chain, rel, nil
 		}
 		loc := resp.Header.Get("Location")
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // allow connection reuse
+		// Drained only so the connection can be reused: a read error just
+		// means it is not, and the redirect is followed either way.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		rel()
 		chain = append(chain, key)
@@ -371,9 +373,9 @@ func (f *Fetcher) readResult(ctx context.Context, resp *http.Response, u *url.UR
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, &StatusError{URL: u.String(), Code: resp.StatusCode}
 	}
-	max := f.opts.MaxBytes
-	if resp.ContentLength > max && !f.opts.TruncateOversize {
-		return nil, fmt.Errorf("%w: Content-Length %d > %d", ErrTooLarge, resp.ContentLength, max)
+	limit := f.opts.MaxBytes
+	if resp.ContentLength > limit && !f.opts.TruncateOversize {
+		return nil, fmt.Errorf("%w: Content-Length %d > %d", ErrTooLarge, resp.ContentLength, limit)
 	}
 	ct := resp.Header.Get("Content-Type")
 	mt := mediaTypeOf(ct)
@@ -381,12 +383,12 @@ func (f *Fetcher) readResult(ctx context.Context, resp *http.Response, u *url.UR
 	if !known && mt != "" && mt != "application/octet-stream" && mt != "binary/octet-stream" {
 		return nil, fmt.Errorf("%w: %s", ErrContentType, mt)
 	}
-	body, closeDec, err := decodeContent(&limitedReader{r: resp.Body, n: max, what: "response body"}, resp.Header.Get("Content-Encoding"))
+	body, closeDec, err := decodeContent(&limitedReader{r: resp.Body, n: limit, what: "response body"}, resp.Header.Get("Content-Encoding"))
 	if err != nil {
 		return nil, err
 	}
 	defer closeDec()
-	data, err := io.ReadAll(&limitedReader{r: body, n: max, what: "decoded body"})
+	data, err := io.ReadAll(&limitedReader{r: body, n: limit, what: "decoded body"})
 	truncated := false
 	if err != nil {
 		if !errors.Is(err, ErrTooLarge) || !f.opts.TruncateOversize {
@@ -417,7 +419,7 @@ func (f *Fetcher) readResult(ctx context.Context, resp *http.Response, u *url.UR
 	}
 	if kind == KindPDF {
 		if truncated {
-			return nil, fmt.Errorf("%w: PDF larger than %d bytes", ErrTooLarge, max)
+			return nil, fmt.Errorf("%w: PDF larger than %d bytes", ErrTooLarge, limit)
 		}
 		res.Raw = data
 		if f.opts.ExtractPDF != nil {

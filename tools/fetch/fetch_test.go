@@ -74,14 +74,14 @@ func TestDecompressionBomb(t *testing.T) {
 				t.Fatalf("err = %v, want ErrTooLarge (compressed %d bytes)", err, len(payload))
 			}
 			// Truncating mode: exactly the cap is kept.
-			const max = 1 << 20
-			ft := newTestFetcher(t, Options{Allow: hostPort(t, srv), IgnoreRobots: true, MaxBytes: max, TruncateOversize: true}, nil)
+			const limit = 1 << 20
+			ft := newTestFetcher(t, Options{Allow: hostPort(t, srv), IgnoreRobots: true, MaxBytes: limit, TruncateOversize: true}, nil)
 			res, err := ft.Fetch(context.Background(), srv.URL+"/")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Text) != max || !res.Truncated {
-				t.Fatalf("truncated to %d bytes (Truncated=%v), want %d", len(res.Text), res.Truncated, max)
+			if len(res.Text) != limit || !res.Truncated {
+				t.Fatalf("truncated to %d bytes (Truncated=%v), want %d", len(res.Text), res.Truncated, limit)
 			}
 		})
 	}
@@ -220,17 +220,17 @@ func TestContentTypes(t *testing.T) {
 func TestRedirects(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n int
-		switch {
-		case r.URL.Path == "/loop/a":
+		switch r.URL.Path {
+		case "/loop/a":
 			http.Redirect(w, r, "/loop/b", http.StatusMovedPermanently)
-		case r.URL.Path == "/loop/b":
+		case "/loop/b":
 			http.Redirect(w, r, "/loop/a", http.StatusTemporaryRedirect)
-		case r.URL.Path == "/self":
+		case "/self":
 			http.Redirect(w, r, "/self#x", http.StatusFound)
-		case r.URL.Path == "/final":
+		case "/final":
 			w.Header().Set("Content-Type", "text/plain")
 			io.WriteString(w, "final")
-		case r.URL.Path == "/no-location":
+		case "/no-location":
 			w.WriteHeader(http.StatusFound)
 		default:
 			if _, err := fmt.Sscanf(r.URL.Path, "/chain/%d", &n); err == nil {

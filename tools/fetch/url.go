@@ -165,7 +165,7 @@ func canonicalHost(host string, bracketed bool) (string, error) {
 		}
 		for i := 0; i < len(l); i++ {
 			c := l[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
 				return "", fmt.Errorf("%w: character %q in host", ErrInvalidURL, c)
 			}
 		}

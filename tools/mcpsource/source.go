@@ -595,13 +595,13 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 // results turns a tool's result into documents: each embedded resource is
 // one (cited by its URI); the text parts are one more, cited by the first
 // resource_link's URI when there is one, else by mcp://server/tool?args.
-func results(server, tool string, args map[string]any, res *mcp.CallToolResult, max int) []agent.ToolResult {
+func results(server, tool string, args map[string]any, res *mcp.CallToolResult, limit int) []agent.ToolResult {
 	var (
 		out   []agent.ToolResult
 		texts []string
 		link  *mcp.ResourceLink
 	)
-	left := max
+	left := limit
 	take := func(s string) string {
 		s = clean(s)
 		if len([]rune(s)) > left {

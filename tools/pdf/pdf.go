@@ -246,9 +246,9 @@ type pageRef struct {
 // collectPages walks the page tree depth-first with bounds on depth and on
 // nodes visited, so reference cycles and absurd trees end quickly. It
 // returns up to max pages, the number seen, and whether it stopped early.
-func collectPages(root lpdf.Value, max int) ([]pageRef, int, bool) {
+func collectPages(root lpdf.Value, limit int) ([]pageRef, int, bool) {
 	const maxDepth = 64
-	budget := max*4 + 1024
+	budget := limit*4 + 1024
 	var out []pageRef
 	seen, truncated := 0, false
 	var walk func(n, res lpdf.Value, depth int)
@@ -272,7 +272,7 @@ func collectPages(root lpdf.Value, max int) ([]pageRef, int, bool) {
 			return
 		}
 		seen++
-		if len(out) < max {
+		if len(out) < limit {
 			out = append(out, pageRef{v: n, resources: res})
 		} else {
 			truncated = true

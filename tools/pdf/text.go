@@ -101,174 +101,253 @@ type gstate struct {
 
 // run interprets one content stream (a page or a form XObject).
 func (w *walker) run(strm, resources lpdf.Value, ctm matrix, out *pageText, depth int) {
-	fonts := map[string]*font{}
-	var (
-		stack           []gstate
-		tm, tlm         = identity, identity
-		cur             *font
-		fs, tc, twd, tl float64
-		th              = 1.0
-		rise            float64
-	)
-	show := func(raw string) {
-		if cur == nil {
-			cur = &font{enc: nopEnc{}, dw: 500}
-		}
-		trm := matrix{fs * th, 0, 0, fs, 0, rise}.mul(tm).mul(ctm)
-		x0, y0 := trm.apply(0, 0)
-		size := math.Hypot(trm[2], trm[3])
-		// Advance the text matrix glyph by glyph.
-		adv := 0.0
-		step := 1
-		if cur.twoByte {
-			step = 2
-		}
-		for i := 0; i+step <= len(raw); i += step {
-			code := int(raw[i])
-			if step == 2 {
-				code = code<<8 | int(raw[i+1])
-			}
-			a := cur.width(code)/1000*fs + tc
-			if step == 1 && code == 32 {
-				a += twd
-			}
-			adv += a * th
-		}
-		tm = translate(adv, 0).mul(tm)
-		end := matrix{fs * th, 0, 0, fs, 0, rise}.mul(tm).mul(ctm)
-		x1, y1 := end.apply(0, 0)
-		s := cleanText(cur.enc.Decode(raw))
-		w.text += len(s)
-		if w.text > w.maxText {
-			panic(abort{errLimit})
-		}
-		out.add(s, x0, y0, x1, y1, size)
-	}
-	nextLine := func(tx, ty float64) {
-		tlm = translate(tx, ty).mul(tlm)
-		tm = tlm
-	}
+	in := &interp{w: w, resources: resources, out: out, depth: depth, fonts: map[string]*font{},
+		ctm: ctm, tm: identity, tlm: identity, th: 1}
 	lpdf.Interpret(strm, func(stk *lpdf.Stack, op string) {
-		w.ops++
-		if w.ops > w.maxOps {
-			panic(abort{errLimit})
-		}
-		if w.ops&1023 == 0 {
-			if err := w.ctx.Err(); err != nil {
-				panic(abort{err})
-			}
-		}
-		n := stk.Len()
-		args := make([]lpdf.Value, n)
-		for i := n - 1; i >= 0; i-- {
+		w.tick()
+		args := make(operands, stk.Len())
+		for i := len(args) - 1; i >= 0; i-- {
 			args[i] = stk.Pop()
 		}
-		num := func(i int) float64 {
-			if i < len(args) {
-				return args[i].Float64()
-			}
-			return 0
-		}
-		switch op {
-		case "q":
-			if len(stack) < 256 {
-				stack = append(stack, gstate{ctm})
-			}
-		case "Q":
-			if len(stack) > 0 {
-				ctm = stack[len(stack)-1].ctm
-				stack = stack[:len(stack)-1]
-			}
-		case "cm":
-			if n == 6 {
-				ctm = matrix{num(0), num(1), num(2), num(3), num(4), num(5)}.mul(ctm)
-			}
-		case "BT":
-			tm, tlm = identity, identity
-		case "ET":
-		case "Tf":
-			if n == 2 {
-				name := args[0].Name()
-				f, ok := fonts[name]
-				if !ok {
-					f = loadFont(resources.Key("Font").Key(name))
-					fonts[name] = f
-				}
-				cur, fs = f, num(1)
-			}
-		case "Tc":
-			tc = num(0)
-		case "Tw":
-			twd = num(0)
-		case "Tz":
-			th = num(0) / 100
-		case "TL":
-			tl = num(0)
-		case "Ts":
-			rise = num(0)
-		case "Td":
-			nextLine(num(0), num(1))
-		case "TD":
-			tl = -num(1)
-			nextLine(num(0), num(1))
-		case "Tm":
-			if n == 6 {
-				tlm = matrix{num(0), num(1), num(2), num(3), num(4), num(5)}
-				tm = tlm
-			}
-		case "T*":
-			nextLine(0, -tl)
-		case "Tj":
-			if n >= 1 {
-				show(args[n-1].RawString())
-			}
-		case "'":
-			nextLine(0, -tl)
-			if n >= 1 {
-				show(args[n-1].RawString())
-			}
-		case "\"":
-			if n == 3 {
-				twd, tc = num(0), num(1)
-			}
-			nextLine(0, -tl)
-			if n >= 1 {
-				show(args[n-1].RawString())
-			}
-		case "TJ":
-			if n < 1 {
-				return
-			}
-			arr := args[n-1]
-			for i := 0; i < arr.Len() && i < 1<<16; i++ {
-				x := arr.Index(i)
-				switch x.Kind() {
-				case lpdf.String:
-					show(x.RawString())
-				case lpdf.Integer, lpdf.Real:
-					tm = translate(-x.Float64()/1000*fs*th, 0).mul(tm)
-				}
-			}
-		case "Do":
-			if n < 1 || depth >= 8 {
-				return
-			}
-			xo := resources.Key("XObject").Key(args[0].Name())
-			if xo.Kind() != lpdf.Stream || xo.Key("Subtype").Name() != "Form" {
-				return
-			}
-			fm := identity
-			if m := xo.Key("Matrix"); m.Len() == 6 {
-				fm = matrix{m.Index(0).Float64(), m.Index(1).Float64(), m.Index(2).Float64(),
-					m.Index(3).Float64(), m.Index(4).Float64(), m.Index(5).Float64()}
-			}
-			res := xo.Key("Resources")
-			if res.Kind() != lpdf.Dict {
-				res = resources
-			}
-			w.run(xo, res, fm.mul(ctm), out, depth+1)
+		switch {
+		case in.graphics(op, args):
+		case in.textState(op, args):
+		default:
+			in.showText(op, args)
 		}
 	})
+}
+
+// tick counts one operator against the budget and checks the context
+// every 1024; either stops the walk.
+func (w *walker) tick() {
+	w.ops++
+	if w.ops > w.maxOps {
+		panic(abort{errLimit})
+	}
+	if w.ops&1023 == 0 {
+		if err := w.ctx.Err(); err != nil {
+			panic(abort{err})
+		}
+	}
+}
+
+// operands are an operator's operands in order.
+type operands []lpdf.Value
+
+// num is operand i as a number (0 when missing).
+func (a operands) num(i int) float64 {
+	if i < len(a) {
+		return a[i].Float64()
+	}
+	return 0
+}
+
+// matrix is the six operands as a matrix.
+func (a operands) matrix() matrix {
+	return matrix{a.num(0), a.num(1), a.num(2), a.num(3), a.num(4), a.num(5)}
+}
+
+// interp is the state of one content stream's interpretation: the
+// graphics state stack and the text state.
+type interp struct {
+	w         *walker
+	resources lpdf.Value
+	out       *pageText
+	depth     int
+	fonts     map[string]*font
+
+	stack   []gstate
+	ctm     matrix
+	tm, tlm matrix
+	cur     *font
+	fs      float64 // font size
+	tc, twd float64 // character and word spacing
+	tl      float64 // leading
+	th      float64 // horizontal scaling
+	rise    float64
+}
+
+// graphics runs the graphics-state and XObject operators; it reports
+// whether op was one.
+func (in *interp) graphics(op string, args operands) bool {
+	switch op {
+	case "q":
+		if len(in.stack) < 256 {
+			in.stack = append(in.stack, gstate{in.ctm})
+		}
+	case "Q":
+		if len(in.stack) > 0 {
+			in.ctm = in.stack[len(in.stack)-1].ctm
+			in.stack = in.stack[:len(in.stack)-1]
+		}
+	case "cm":
+		if len(args) == 6 {
+			in.ctm = args.matrix().mul(in.ctm)
+		}
+	case "Do":
+		if len(args) >= 1 {
+			in.form(args[0].Name())
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// form runs the form XObject named name, eight deep at most.
+func (in *interp) form(name string) {
+	if in.depth >= 8 {
+		return
+	}
+	xo := in.resources.Key("XObject").Key(name)
+	if xo.Kind() != lpdf.Stream || xo.Key("Subtype").Name() != "Form" {
+		return
+	}
+	fm := identity
+	if m := xo.Key("Matrix"); m.Len() == 6 {
+		fm = matrix{m.Index(0).Float64(), m.Index(1).Float64(), m.Index(2).Float64(),
+			m.Index(3).Float64(), m.Index(4).Float64(), m.Index(5).Float64()}
+	}
+	res := xo.Key("Resources")
+	if res.Kind() != lpdf.Dict {
+		res = in.resources
+	}
+	in.w.run(xo, res, fm.mul(in.ctm), in.out, in.depth+1)
+}
+
+// textState runs the text-object, text-state and text-positioning
+// operators; it reports whether op was one.
+func (in *interp) textState(op string, args operands) bool {
+	switch op {
+	case "BT":
+		in.tm, in.tlm = identity, identity
+	case "ET":
+	case "Tf":
+		if len(args) == 2 {
+			in.cur, in.fs = in.font(args[0].Name()), args.num(1)
+		}
+	case "Tc":
+		in.tc = args.num(0)
+	case "Tw":
+		in.twd = args.num(0)
+	case "Tz":
+		in.th = args.num(0) / 100
+	case "TL":
+		in.tl = args.num(0)
+	case "Ts":
+		in.rise = args.num(0)
+	case "Td":
+		in.nextLine(args.num(0), args.num(1))
+	case "TD":
+		in.tl = -args.num(1)
+		in.nextLine(args.num(0), args.num(1))
+	case "Tm":
+		if len(args) == 6 {
+			in.tlm = args.matrix()
+			in.tm = in.tlm
+		}
+	case "T*":
+		in.nextLine(0, -in.tl)
+	default:
+		return false
+	}
+	return true
+}
+
+// font is the page's font named name, loaded once.
+func (in *interp) font(name string) *font {
+	f, ok := in.fonts[name]
+	if !ok {
+		f = loadFont(in.resources.Key("Font").Key(name))
+		in.fonts[name] = f
+	}
+	return f
+}
+
+// showText runs the text-showing operators.
+func (in *interp) showText(op string, args operands) {
+	n := len(args)
+	switch op {
+	case "'":
+		in.nextLine(0, -in.tl)
+	case "\"":
+		if n == 3 {
+			in.twd, in.tc = args.num(0), args.num(1)
+		}
+		in.nextLine(0, -in.tl)
+	case "TJ":
+		if n >= 1 {
+			in.showArray(args[n-1])
+		}
+		return
+	case "Tj":
+	default:
+		return
+	}
+	if n >= 1 {
+		in.show(args[n-1].RawString())
+	}
+}
+
+// showArray shows the strings of a TJ array, moving by its numbers.
+func (in *interp) showArray(arr lpdf.Value) {
+	for i := 0; i < arr.Len() && i < 1<<16; i++ {
+		x := arr.Index(i)
+		switch x.Kind() {
+		case lpdf.String:
+			in.show(x.RawString())
+		case lpdf.Integer, lpdf.Real:
+			in.tm = translate(-x.Float64()/1000*in.fs*in.th, 0).mul(in.tm)
+		}
+	}
+}
+
+// nextLine moves to the start of the next line, offset by (tx, ty).
+func (in *interp) nextLine(tx, ty float64) {
+	in.tlm = translate(tx, ty).mul(in.tlm)
+	in.tm = in.tlm
+}
+
+// show adds the glyphs of raw at the current position and advances the
+// text matrix past them.
+func (in *interp) show(raw string) {
+	if in.cur == nil {
+		in.cur = &font{enc: nopEnc{}, dw: 500}
+	}
+	trm := matrix{in.fs * in.th, 0, 0, in.fs, 0, in.rise}.mul(in.tm).mul(in.ctm)
+	x0, y0 := trm.apply(0, 0)
+	size := math.Hypot(trm[2], trm[3])
+	in.tm = translate(in.advance(raw), 0).mul(in.tm)
+	end := matrix{in.fs * in.th, 0, 0, in.fs, 0, in.rise}.mul(in.tm).mul(in.ctm)
+	x1, y1 := end.apply(0, 0)
+	s := cleanText(in.cur.enc.Decode(raw))
+	in.w.text += len(s)
+	if in.w.text > in.w.maxText {
+		panic(abort{errLimit})
+	}
+	in.out.add(s, x0, y0, x1, y1, size)
+}
+
+// advance is the width of raw's glyphs in text space, spacing included.
+func (in *interp) advance(raw string) float64 {
+	adv := 0.0
+	step := 1
+	if in.cur.twoByte {
+		step = 2
+	}
+	for i := 0; i+step <= len(raw); i += step {
+		code := int(raw[i])
+		if step == 2 {
+			code = code<<8 | int(raw[i+1])
+		}
+		a := in.cur.width(code)/1000*in.fs + in.tc
+		if step == 1 && code == 32 {
+			a += in.twd
+		}
+		adv += a * in.th
+	}
+	return adv
 }
 
 // loadFont reads encoding and widths from a font dictionary.

@@ -256,31 +256,37 @@ func (s *Server) Pending() int {
 // ServeHTTP implements the API, so the fake can also be mounted elsewhere.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	var serve func()
 	switch {
-	case r.Method == http.MethodPost && (path == "/v1/chat/completions" || path == "/chat/completions" ||
-		strings.HasPrefix(path, "/openai/deployments/") && strings.HasSuffix(path, "/chat/completions")):
-		if !s.authorized(w, r) {
-			return
-		}
-		s.chat(w, r)
+	case r.Method == http.MethodPost && chatPath(path):
+		serve = func() { s.chat(w, r) }
 	case r.Method == http.MethodGet && (path == "/v1/models" || path == "/models"):
-		if !s.authorized(w, r) {
-			return
-		}
-		s.listModels(w)
+		serve = func() { s.listModels(w) }
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/models/"):
-		if !s.authorized(w, r) {
-			return
-		}
-		id := strings.TrimPrefix(path, "/v1/models/")
-		if len(s.models) > 0 && !contains(s.models, id) {
-			writeError(w, http.StatusNotFound, nil, fmt.Sprintf("The model '%s' does not exist", id), "invalid_request_error", "model_not_found", "model")
-			return
-		}
-		writeJSON(w, http.StatusOK, nil, map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "llmtest"})
+		serve = func() { s.getModel(w, strings.TrimPrefix(path, "/v1/models/")) }
 	default:
 		writeError(w, http.StatusNotFound, nil, fmt.Sprintf("llmtest: no route for %s %s", r.Method, path), "invalid_request_error", "unknown_url", "")
+		return
 	}
+	if s.authorized(w, r) {
+		serve()
+	}
+}
+
+// chatPath reports whether path is the chat completions route: OpenAI's,
+// with or without /v1, or an Azure deployment's.
+func chatPath(path string) bool {
+	return path == "/v1/chat/completions" || path == "/chat/completions" ||
+		strings.HasPrefix(path, "/openai/deployments/") && strings.HasSuffix(path, "/chat/completions")
+}
+
+// getModel answers a model lookup: 404 for a model not served.
+func (s *Server) getModel(w http.ResponseWriter, id string) {
+	if len(s.models) > 0 && !contains(s.models, id) {
+		writeError(w, http.StatusNotFound, nil, fmt.Sprintf("The model '%s' does not exist", id), "invalid_request_error", "model_not_found", "model")
+		return
+	}
+	writeJSON(w, http.StatusOK, nil, map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "llmtest"})
 }
 
 func contains(list []string, s string) bool {
@@ -446,71 +452,51 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req *Request, rep
 		s.writeStream(w, r, req, reply, id)
 		return
 	}
-	if reply.Delay > 0 {
-		t := time.NewTimer(reply.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		case <-s.closing:
-			panic(http.ErrAbortHandler)
-		}
-	}
-	if reply.Hang {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.closing:
-			panic(http.ErrAbortHandler) // drop the connection
-		}
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		if reply.Body != "" {
-			writeRaw(w, reply.Status, reply.Header, reply.Body)
-			return
-		}
-		typ := "invalid_request_error"
-		switch {
-		case reply.Status == http.StatusTooManyRequests:
-			typ = "rate_limit_exceeded"
-		case reply.Status >= 500:
-			typ = "server_error"
-		}
-		msg := reply.Message
-		if msg == "" {
-			msg = http.StatusText(reply.Status)
-		}
-		writeRaw(w, reply.Status, reply.Header, errorBody(msg, typ, "", ""))
+	if !s.pause(r, reply.Delay, false) || reply.Hang && !s.pause(r, 0, true) {
 		return
 	}
-	if reply.Malformed {
+	switch {
+	case reply.Status != 0 && reply.Status != http.StatusOK:
+		writeFailure(w, reply)
+		return
+	case reply.Malformed:
 		writeRaw(w, http.StatusOK, reply.Header,
 			`{"id":"chatcmpl-broken","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
 		return
-	}
-	if reply.Body != "" {
+	case reply.Body != "":
 		writeRaw(w, http.StatusOK, reply.Header, reply.Body)
 		return
 	}
-
 	resp, err := completion(req, reply, id)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, nil, err.Error(), "server_error", "", "")
 		return
 	}
-	if d := s.generation(resp.Usage.CompletionTokens); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		case <-s.closing:
-			panic(http.ErrAbortHandler)
-		}
+	if !s.pause(r, s.generation(resp.Usage.CompletionTokens), false) {
+		return
 	}
 	writeJSON(w, http.StatusOK, reply.Header, resp)
+}
+
+// writeFailure writes a reply with an error status: its body as given, or
+// an OpenAI error of the type the status implies.
+func writeFailure(w http.ResponseWriter, reply Reply) {
+	if reply.Body != "" {
+		writeRaw(w, reply.Status, reply.Header, reply.Body)
+		return
+	}
+	typ := "invalid_request_error"
+	switch {
+	case reply.Status == http.StatusTooManyRequests:
+		typ = "rate_limit_exceeded"
+	case reply.Status >= 500:
+		typ = "server_error"
+	}
+	msg := reply.Message
+	if msg == "" {
+		msg = http.StatusText(reply.Status)
+	}
+	writeRaw(w, reply.Status, reply.Header, errorBody(msg, typ, "", ""))
 }
 
 // completion is the reply as a chat completion.

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func streamLines(t *testing.T, s *Server, ctx context.Context) []string {
+func streamLines(ctx context.Context, t *testing.T, s *Server) []string {
 	t.Helper()
 	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/chat/completions", strings.NewReader(body))
@@ -35,7 +35,7 @@ func streamLines(t *testing.T, s *Server, ctx context.Context) []string {
 // the usage, then [DONE].
 func TestStream(t *testing.T) {
 	s := NewServer(t, func(*Request) Reply { return Text(strings.Repeat("abc ", 20)) })
-	lines := streamLines(t, s, context.Background())
+	lines := streamLines(context.Background(), t, s)
 	if len(lines) < 5 || lines[len(lines)-1] != "data: [DONE]" {
 		t.Fatalf("lines %q", lines)
 	}
@@ -61,7 +61,7 @@ func TestStreamStall(t *testing.T) {
 	s := NewServer(t, func(*Request) Reply { return Stalled(2, Text(strings.Repeat("abc ", 20))) })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	lines := streamLines(t, s, ctx)
+	lines := streamLines(ctx, t, s)
 	if len(lines) != 2 || ctx.Err() == nil {
 		t.Fatalf("lines %q, ended before the client gave up: %v", lines, ctx.Err() == nil)
 	}

@@ -226,148 +226,212 @@ func WithTuning(t extract.Tuning) ExtractFunc {
 // chosen fold by fold on the training folds, so the cross-validated figures
 // of "deepresearch/cv" are held-out scores of the selection.
 func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others ...Contender) error {
-	fs := flag.NewFlagSet("extract-bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	verbose := fs.Bool("v", false, "print per-page scores of package extract, worst first")
-	repeat := fs.Int("repeat", 1, "extract each page N times for steadier timing")
-	page := fs.String("page", "", "explain one page (id prefix): text missed and text extra")
-	k := fs.Int("k", 5, "folds of the cross-validation by site")
-	grid := fs.Bool("grid", false, "choose among alternative tunings by cross-validation")
-	worst := fs.Int("worst", 0, "print the N pages where package extract scores lowest")
-	behind := fs.Bool("behind", false, "with -worst: the pages where package extract trails another contender most")
-	only := fs.String("only", "", "keep only pages whose type, source or set is this")
-	train := fs.Int("train", -1, "with -worst: list only pages outside held-out fold F (of -k), to find rules on training folds")
-	dump := fs.String("dump", "", "write package extract's per-page scores to this file (for -compare)")
-	second := fs.String("second", "", "take the contender of this name as a second opinion, by a rule chosen by cross-validation (see Rules)")
-	compare := fs.Bool("compare", false, "compare two dumps, BASE NEXT, fold by fold (the arguments are the dump files)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [-dump FILE] [DIR...]\n       extract-bench -compare [-k K] BASE NEXT")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	o, err := parseCLI(args, stderr)
+	if err != nil {
 		return err
 	}
-	if *k < 2 {
-		return errors.New("extract-bench: -k must be at least 2")
-	}
-	if *compare {
-		if fs.NArg() != 2 {
+	if o.compare {
+		if len(o.dirs) != 2 {
 			return errors.New("extract-bench: -compare takes two dump files, BASE NEXT")
 		}
-		return WriteComparison(stdout, fs.Arg(0), fs.Arg(1), *k)
+		return WriteComparison(stdout, o.dirs[0], o.dirs[1], o.k)
 	}
-	dirs := fs.Args()
-	if len(dirs) == 0 {
-		dirs = DefaultDirs
-	}
-	pages, err := LoadDirs(dirs)
+	pages, err := LoadDirs(o.dirs)
 	if err != nil {
 		return err
 	}
-	if *only != "" {
-		kept := pages[:0]
-		for _, p := range pages {
-			if p.Type == *only || p.Source == *only || p.Set == *only {
-				kept = append(kept, p)
-			}
-		}
-		pages = kept
+	pages = onlyPages(pages, o.only)
+	if o.page != "" {
+		return explainPages(stdout, pages, o.page)
 	}
-	if *page != "" {
-		for _, p := range pages {
-			if strings.HasPrefix(p.ID, *page) {
-				pred, err := Ours(p.HTML, p.URL)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(stdout, "== %s %s %s\n", p.ID, typeOf(p), p.URL)
-				Explain(stdout, p.Truth, pred)
-			}
-		}
-		return nil
-	}
-	ours, err := Evaluate(ctx, "deepresearch", pages, Ours, *repeat)
+	ours, err := Evaluate(ctx, "deepresearch", pages, Ours, o.repeat)
 	if err != nil {
 		return err
 	}
-	if *dump != "" {
-		f, err := os.Create(*dump)
-		if err != nil {
-			return fmt.Errorf("extract-bench: %w", err)
-		}
-		werr := WriteDump(f, pages, ours)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return fmt.Errorf("extract-bench: write %s: %w", *dump, werr)
+	if o.dump != "" {
+		if err := dumpTo(o.dump, pages, ours); err != nil {
+			return err
 		}
 	}
 	results := []Result{ours}
-	if *grid {
-		cands := []Result{ours}
-		for _, t := range Tunings() {
-			name := fmt.Sprintf("deepresearch%+v", t)
-			r, err := Evaluate(ctx, name, pages, WithTuning(t), 1)
-			if err != nil {
-				return err
-			}
-			cands = append(cands, r)
+	if o.grid {
+		sel, err := gridResults(ctx, stdout, pages, ours, o.k)
+		if err != nil {
+			return err
 		}
-		sel, chosen := SelectByFold("deepresearch/cv", pages, cands, *k)
-		for f, c := range chosen {
-			fmt.Fprintf(stdout, "fold %d: chose %s\n", f, c)
-		}
-		// Chosen without the held-out fold's sites nor its corpus.
-		fo := BySiteAndSource(pages, *k)
-		sel2, chosen2 := SelectBy("deepresearch/cv-site+src", pages, cands, fo)
-		for f, c := range chosen2 {
-			fmt.Fprintf(stdout, "fold %s: chose %s\n", fo.Folds[f], c)
-		}
-		results = append(results, sel, sel2)
+		results = append(results, sel...)
 	}
 	for _, c := range others {
-		r, err := Evaluate(ctx, c.Name, pages, c.Fn, *repeat)
+		r, err := Evaluate(ctx, c.Name, pages, c.Fn, o.repeat)
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
 	}
-	if *second != "" {
-		var other *Result
-		for i := range results {
-			if results[i].Name == *second {
-				other = &results[i]
-			}
+	if o.second != "" {
+		sel, err := secondResults(stdout, pages, ours, results, o.second, o.k)
+		if err != nil {
+			return err
 		}
-		if other == nil {
-			return fmt.Errorf("extract-bench: -second %s: no such contender", *second)
-		}
-		var cands []Result
-		for _, r := range Rules() {
-			cands = append(cands, Combine(pages, ours, *other, r))
-		}
-		for _, fo := range []Folding{BySite(*k), BySiteAndSource(pages, *k)} {
-			sel, chosen := SelectBy("deepresearch+"+*second+"/cv by "+fo.Name, pages, cands, fo)
-			for f, c := range chosen {
-				fmt.Fprintf(stdout, "second opinion, fold %s: %s\n", fo.Folds[f], c)
-			}
-			sel.PerPage = ours.PerPage + other.PerPage
-			results = append(results, sel)
-		}
+		results = append(results, sel...)
 	}
-	if *verbose {
+	if o.verbose {
 		WritePageTable(stdout, ours)
 	}
-	if *worst > 0 {
+	if o.worst > 0 {
 		wp, wr := pages, results
-		if *train >= 0 {
-			wp, wr = trainingPages(pages, results, *train, *k)
+		if o.train >= 0 {
+			wp, wr = trainingPages(pages, results, o.train, o.k)
 		}
-		WriteWorst(stdout, wp, wr, 0, *worst, *behind)
+		WriteWorst(stdout, wp, wr, 0, o.worst, o.behind)
 	}
-	WriteReport(stdout, pages, results, *k)
+	WriteReport(stdout, pages, results, o.k)
 	return nil
+}
+
+// cliOptions are the flags and arguments of RunCLI.
+type cliOptions struct {
+	verbose, grid, behind, compare bool
+	repeat, k, worst, train        int
+	page, only, dump, second       string
+	// dirs are the directories to load (default DefaultDirs), or with
+	// -compare the two dump files.
+	dirs []string
+}
+
+// parseCLI parses RunCLI's arguments.
+func parseCLI(args []string, stderr io.Writer) (cliOptions, error) {
+	var o cliOptions
+	fs := flag.NewFlagSet("extract-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.verbose, "v", false, "print per-page scores of package extract, worst first")
+	fs.IntVar(&o.repeat, "repeat", 1, "extract each page N times for steadier timing")
+	fs.StringVar(&o.page, "page", "", "explain one page (id prefix): text missed and text extra")
+	fs.IntVar(&o.k, "k", 5, "folds of the cross-validation by site")
+	fs.BoolVar(&o.grid, "grid", false, "choose among alternative tunings by cross-validation")
+	fs.IntVar(&o.worst, "worst", 0, "print the N pages where package extract scores lowest")
+	fs.BoolVar(&o.behind, "behind", false, "with -worst: the pages where package extract trails another contender most")
+	fs.StringVar(&o.only, "only", "", "keep only pages whose type, source or set is this")
+	fs.IntVar(&o.train, "train", -1, "with -worst: list only pages outside held-out fold F (of -k), to find rules on training folds")
+	fs.StringVar(&o.dump, "dump", "", "write package extract's per-page scores to this file (for -compare)")
+	fs.StringVar(&o.second, "second", "", "take the contender of this name as a second opinion, by a rule chosen by cross-validation (see Rules)")
+	fs.BoolVar(&o.compare, "compare", false, "compare two dumps, BASE NEXT, fold by fold (the arguments are the dump files)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [-dump FILE] [DIR...]\n       extract-bench -compare [-k K] BASE NEXT")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.k < 2 {
+		return o, errors.New("extract-bench: -k must be at least 2")
+	}
+	o.dirs = fs.Args()
+	if len(o.dirs) == 0 && !o.compare {
+		o.dirs = DefaultDirs
+	}
+	return o, nil
+}
+
+// onlyPages keeps the pages whose type, source or set is only (all when
+// only is empty).
+func onlyPages(pages []Page, only string) []Page {
+	if only == "" {
+		return pages
+	}
+	kept := pages[:0]
+	for _, p := range pages {
+		if p.Type == only || p.Source == only || p.Set == only {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
+
+// explainPages prints, for the pages whose id starts with prefix, the text
+// package extract missed and the text it added (see Explain).
+func explainPages(w io.Writer, pages []Page, prefix string) error {
+	for _, p := range pages {
+		if strings.HasPrefix(p.ID, prefix) {
+			pred, err := Ours(p.HTML, p.URL)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "== %s %s %s\n", p.ID, typeOf(p), p.URL)
+			Explain(w, p.Truth, pred)
+		}
+	}
+	return nil
+}
+
+// dumpTo writes r's per-page scores to the file path (see WriteDump).
+func dumpTo(path string, pages []Page, r Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("extract-bench: %w", err)
+	}
+	werr := WriteDump(f, pages, r)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("extract-bench: write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// gridResults runs the tunings of Tunings and returns the selections among
+// them and ours chosen fold by fold, by site and by site and source.
+func gridResults(ctx context.Context, stdout io.Writer, pages []Page, ours Result, k int) ([]Result, error) {
+	cands := []Result{ours}
+	for _, t := range Tunings() {
+		name := fmt.Sprintf("deepresearch%+v", t)
+		r, err := Evaluate(ctx, name, pages, WithTuning(t), 1)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, r)
+	}
+	sel, chosen := SelectByFold("deepresearch/cv", pages, cands, k)
+	for f, c := range chosen {
+		fmt.Fprintf(stdout, "fold %d: chose %s\n", f, c)
+	}
+	// Chosen without the held-out fold's sites nor its corpus.
+	fo := BySiteAndSource(pages, k)
+	sel2, chosen2 := SelectBy("deepresearch/cv-site+src", pages, cands, fo)
+	for f, c := range chosen2 {
+		fmt.Fprintf(stdout, "fold %s: chose %s\n", fo.Folds[f], c)
+	}
+	return []Result{sel, sel2}, nil
+}
+
+// secondResults combines ours with the result named second by each rule
+// of Rules and returns the selections among the rules chosen fold by fold,
+// by site and by site and source.
+func secondResults(stdout io.Writer, pages []Page, ours Result, results []Result, second string, k int) ([]Result, error) {
+	var other *Result
+	for i := range results {
+		if results[i].Name == second {
+			other = &results[i]
+		}
+	}
+	if other == nil {
+		return nil, fmt.Errorf("extract-bench: -second %s: no such contender", second)
+	}
+	var cands []Result
+	for _, r := range Rules() {
+		cands = append(cands, Combine(pages, ours, *other, r))
+	}
+	var out []Result
+	for _, fo := range []Folding{BySite(k), BySiteAndSource(pages, k)} {
+		sel, chosen := SelectBy("deepresearch+"+second+"/cv by "+fo.Name, pages, cands, fo)
+		for f, c := range chosen {
+			fmt.Fprintf(stdout, "second opinion, fold %s: %s\n", fo.Folds[f], c)
+		}
+		sel.PerPage = ours.PerPage + other.PerPage
+		out = append(out, sel)
+	}
+	return out, nil
 }
 
 // trainingPages keeps the pages, and their results, whose site is not in

@@ -15,13 +15,13 @@ type passage struct {
 // (ATX headings "#".."######" outside code fences start sections), and
 // sections longer than max runes are split on paragraph, then sentence,
 // then plain rune boundaries.
-func splitPassages(text string, max int) []passage {
+func splitPassages(text string, limit int) []passage {
 	var out []passage
 	var path []string // heading text per level
 	var body strings.Builder
 	heading := ""
 	emit := func() {
-		for _, p := range splitLong(strings.TrimSpace(body.String()), max) {
+		for _, p := range splitLong(strings.TrimSpace(body.String()), limit) {
 			out = append(out, passage{heading: heading, text: p})
 		}
 		body.Reset()
@@ -81,11 +81,11 @@ func joinHeading(path []string) string {
 
 // splitLong returns s in pieces of at most max runes, preferring
 // paragraph boundaries, then sentence ends.
-func splitLong(s string, max int) []string {
+func splitLong(s string, limit int) []string {
 	if s == "" {
 		return nil
 	}
-	if utf8.RuneCountInString(s) <= max {
+	if utf8.RuneCountInString(s) <= limit {
 		return []string{s}
 	}
 	var out []string
@@ -100,7 +100,7 @@ func splitLong(s string, max int) []string {
 	}
 	add := func(piece, sep string) {
 		n, sn := utf8.RuneCountInString(piece), utf8.RuneCountInString(sep)
-		if curLen > 0 && curLen+sn+n > max {
+		if curLen > 0 && curLen+sn+n > limit {
 			flush()
 		}
 		if curLen > 0 {
@@ -115,12 +115,12 @@ func splitLong(s string, max int) []string {
 		if para == "" {
 			continue
 		}
-		if utf8.RuneCountInString(para) <= max {
+		if utf8.RuneCountInString(para) <= limit {
 			add(para, "\n\n")
 			continue
 		}
 		for _, sent := range sentences(para) {
-			for _, piece := range hardSplit(sent, max) {
+			for _, piece := range hardSplit(sent, limit) {
 				add(piece, " ")
 			}
 		}
@@ -156,16 +156,16 @@ func sentences(s string) []string {
 	return out
 }
 
-func hardSplit(s string, max int) []string {
+func hardSplit(s string, limit int) []string {
 	runes := []rune(s)
-	if len(runes) <= max {
+	if len(runes) <= limit {
 		return []string{s}
 	}
 	var out []string
-	for len(runes) > max {
-		cut := max
+	for len(runes) > limit {
+		cut := limit
 		// Prefer a space near the end so English words stay whole.
-		for i := max; i > max*3/4; i-- {
+		for i := limit; i > limit*3/4; i-- {
 			if runes[i] == ' ' {
 				cut = i
 				break

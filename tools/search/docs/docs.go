@@ -652,7 +652,7 @@ func (ix *Index) Passage(docURL string) (title, text string, ok bool) {
 
 // snippet returns about max runes of text around the densest cluster of
 // query terms, with "…" where it was cut.
-func snippet(text string, want map[string]bool, max int) string {
+func snippet(text string, want map[string]bool, limit int) string {
 	var hits []token
 	for _, t := range tokenize(text) {
 		if want[t.term] {
@@ -666,7 +666,7 @@ func snippet(text string, want map[string]bool, max int) string {
 	if len(hits) > 0 {
 		// Choose the window (by byte span, ~3 bytes a rune at worst) that
 		// covers the most distinct terms, then the most hits.
-		span := max * 3
+		span := limit * 3
 		bestI, bestDistinct, bestCount := 0, -1, 0
 		for i := range hits {
 			distinct := map[string]bool{}
@@ -682,7 +682,7 @@ func snippet(text string, want map[string]bool, max int) string {
 		start = hits[bestI].start
 		// Step back a little so the match has some context, but not
 		// past the start of its line.
-		for back := max / 6; back > 0 && start > 0; back-- {
+		for back := limit / 6; back > 0 && start > 0; back-- {
 			r, size := utf8.DecodeLastRuneInString(text[:start])
 			if r == '\n' {
 				break
@@ -691,7 +691,7 @@ func snippet(text string, want map[string]bool, max int) string {
 		}
 	}
 	end := start
-	for n := 0; n < max && end < len(text); n++ {
+	for n := 0; n < limit && end < len(text); n++ {
 		_, size := utf8.DecodeRuneInString(text[end:])
 		end += size
 	}
