@@ -4,11 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"deepresearch/schedule"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlstore"
-	"deepresearch/storage/storetest"
 )
 
 // freshSchema creates a schema with the tables (storage/postgres's
@@ -34,21 +32,4 @@ func openSchedules(t testing.TB, dsn string) *sqlstore.Schedules {
 	}
 	t.Cleanup(st.Close)
 	return postgres.NewSchedules(st)
-}
-
-func TestSchedulesConformance(t *testing.T) {
-	storetest.Schedules(t, func(t *testing.T) schedule.Store { return openSchedules(t, freshSchema(t)) })
-}
-
-// TestConformanceOnStoragePostgres: the tables come from storage/postgres's
-// migrations, through its pool, as `serve` wires it.
-func TestSchedulesConformanceOnStoragePostgres(t *testing.T) {
-	storetest.Schedules(t, func(t *testing.T) schedule.Store {
-		st, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(t), MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(st.Close)
-		return postgres.NewSchedules(st)
-	})
 }

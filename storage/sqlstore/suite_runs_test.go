@@ -1,15 +1,12 @@
-// Package storetest is the one conformance suite of the stores: every
-// engine (SQLite, Postgres) runs it from its own tests.
-//
-//	func TestRunsConformance(t *testing.T) {
-//		storetest.Runs(t, func(t *testing.T) research.Store { return newEmptyStore(t) })
-//	}
-//
-// Runs checks research.Store, Schedules schedule.Store. Their open function
-// must return an empty store for each subtest (a fresh database or schema);
-// the suites run subtests sequentially, and some subtests call the store
-// from many goroutines to check the compare-and-set rules.
-package storetest
+// The conformance suites of the stores (files suite_*_test.go), run on
+// both engines by the Test functions of engines_test.go: Runs checks
+// research.Store, Schedules schedule.Store, Jobs jobs.Queue, and so on.
+// Their open function must return an empty store for each subtest (a fresh
+// database or schema); the suites run subtests sequentially, and some
+// subtests call the store from many goroutines to check the
+// compare-and-set rules.
+
+package sqlstore_test
 
 import (
 	"context"

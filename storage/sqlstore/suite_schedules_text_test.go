@@ -1,4 +1,4 @@
-package storetest
+package sqlstore_test
 
 import (
 	"testing"
