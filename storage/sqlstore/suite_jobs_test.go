@@ -256,24 +256,24 @@ func jobsClaimOrder(t *testing.T, q jobs.Queue) {
 func jobsAttemptBound(t *testing.T, q jobs.Queue) {
 	ctx := context.Background()
 	jobsMustPut(t, q, jobReady("r", 0), jobReady("s", time.Millisecond))
-	const max = 3
+	const maxAttempts = 3
 	now := jobAt(0)
-	for i := 1; i <= max; i++ {
-		got, err := q.Claim(ctx, jobs.KindRun, fmt.Sprint("w", i), now, jobLease, 1, max)
+	for i := 1; i <= maxAttempts; i++ {
+		got, err := q.Claim(ctx, jobs.KindRun, fmt.Sprint("w", i), now, jobLease, 1, maxAttempts)
 		if err != nil || len(got) != 1 || got[0].Key != "r" || got[0].Attempts != i {
 			t.Fatalf("pickup %d = %+v, %v", i, got, err)
 		}
 		now = now.Add(jobLease + time.Second) // each holder dies
 	}
 	// r has had its max pickups: Claim passes over it, ClaimKey refuses.
-	got, err := q.Claim(ctx, jobs.KindRun, "w", now, jobLease, 1, max)
+	got, err := q.Claim(ctx, jobs.KindRun, "w", now, jobLease, 1, maxAttempts)
 	if err != nil || fmt.Sprint(jobKeys(got)) != "[s]" {
 		t.Fatalf("Claim past the bound = %v, %v; want [s]", jobKeys(got), err)
 	}
-	_, err = q.ClaimKey(ctx, jobs.KindRun, "r", "w", now, jobLease, max)
+	_, err = q.ClaimKey(ctx, jobs.KindRun, "r", "w", now, jobLease, maxAttempts)
 	jobsWantErr(t, "ClaimKey past the bound", err, jobs.ErrNotClaimable)
 	// Without a bound it can still be claimed.
-	if j, err := q.ClaimKey(ctx, jobs.KindRun, "r", "w", now, jobLease, 0); err != nil || j.Attempts != max+1 {
+	if j, err := q.ClaimKey(ctx, jobs.KindRun, "r", "w", now, jobLease, 0); err != nil || j.Attempts != maxAttempts+1 {
 		t.Fatalf("ClaimKey without bound = %+v, %v", j, err)
 	}
 }

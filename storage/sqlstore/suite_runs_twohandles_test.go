@@ -27,27 +27,49 @@ func raceRun(id, thread, user string) research.Run {
 // through either handle are counted through both.
 func RunsTwoHandles(t *testing.T, a, b research.Store) {
 	t.Helper()
-	h := [2]research.Store{a, b}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	x := &twoHandles{t: t, ctx: ctx, h: [2]research.Store{a, b}}
+	x.acquireAndDecide()
+	x.createRun()
+	x.acquireRuns()
+	x.inbox()
+	x.instances()
+}
+
+// twoHandles is the state of RunsTwoHandles.
+type twoHandles struct {
+	t   *testing.T
+	ctx context.Context
+	h   [2]research.Store
+	mu  sync.Mutex
+}
+
+// race runs fn on 10 goroutines, alternating handles, and returns how many
+// succeeded and the last that did.
+func (x *twoHandles) race(fn func(i int, s research.Store) error) (wins int, winner int) {
 	const n = 10
-	race := func(fn func(i int, s research.Store) error) (wins int, winner int) {
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		winner = -1
-		for i := range n {
-			wg.Go(func() {
-				if err := fn(i, h[i%2]); err == nil {
-					mu.Lock()
-					wins++
-					winner = i
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		return wins, winner
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	winner = -1
+	for i := range n {
+		wg.Go(func() {
+			if err := fn(i, x.h[i%2]); err == nil {
+				mu.Lock()
+				wins++
+				winner = i
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
+	return wins, winner
+}
+
+// acquireAndDecide: a run is acquired by one caller, and its interrupt
+// decided by one.
+func (x *twoHandles) acquireAndDecide() {
+	t, ctx, h, race := x.t, x.ctx, x.h, x.race
 	for round := range 5 {
 		id := fmt.Sprintf("r%d", round)
 		if err := h[round%2].CreateRun(ctx, raceRun(id, fmt.Sprintf("%d.0", round), "U1"), 0); err != nil {
@@ -93,6 +115,11 @@ func RunsTwoHandles(t *testing.T, a, b research.Store) {
 		}
 	}
 
+}
+
+// createRun: CreateRun's checks hold across handles.
+func (x *twoHandles) createRun() {
+	t, ctx, race := x.t, x.ctx, x.race
 	// CreateRun's checks hold across handles: one run per thread, and at
 	// most 3 active runs for a user.
 	wins, _ := race(func(i int, s research.Store) error {
@@ -116,8 +143,12 @@ func RunsTwoHandles(t *testing.T, a, b research.Store) {
 		t.Errorf("%d runs created for a user limited to 3, want 3", wins)
 	}
 
+}
+
+// acquireRuns: AcquireRuns gives each queued run to one caller.
+func (x *twoHandles) acquireRuns() {
+	t, ctx, race, mu := x.t, x.ctx, x.race, &x.mu
 	// AcquireRuns: each queued run goes to exactly one caller.
-	var mu sync.Mutex
 	got := map[string]int{}
 	race(func(i int, s research.Store) error {
 		runs, err := s.AcquireRuns(ctx, fmt.Sprintf("Q%d", i), raceT0.Add(time.Hour), time.Minute, 1)
@@ -140,6 +171,11 @@ func RunsTwoHandles(t *testing.T, a, b research.Store) {
 		}
 	}
 
+}
+
+// inbox: an envelope is stored once, and taken over by one caller.
+func (x *twoHandles) inbox() {
+	t, ctx, race, mu := x.t, x.ctx, x.race, &x.mu
 	// The inbox: a redelivered envelope is stored once whichever handle
 	// (process) gets it, and an entry left by a dead process is taken over
 	// by exactly one caller.
@@ -183,6 +219,11 @@ func RunsTwoHandles(t *testing.T, a, b research.Store) {
 		}
 	}
 
+}
+
+// instances: the registry is shared by the handles.
+func (x *twoHandles) instances() {
+	t, ctx, h := x.t, x.ctx, x.h
 	// The instance registry: two processes see each other, and one that
 	// leaves is gone for both.
 	for i, s := range h {
