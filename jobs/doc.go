@@ -3,7 +3,7 @@
 // has a kind and a key unique within it, a payload, and a state: ready,
 // held by an owner until its lease ends, parked waiting for a person, done
 // or failed. Queue is the interface; storage/sqlstore implements it on
-// SQLite and Postgres (type Jobs), and storage/storetest.Jobs holds both
+// SQLite and Postgres (type Jobs), and its conformance suite holds both
 // engines to the same rules. The comment
 // on Queue says which method replaces which method of the three hand-made
 // queues it supersedes.

@@ -10,9 +10,9 @@
 // and is recorded as skipped otherwise.
 //
 // The store is in storage (Schedules in storage/sqlstore, on SQLite and
-// Postgres; tables from migration 0003_schedules.sql), with
-// storage/storetest the conformance suite both engines pass. The Slack pieces
-// (the modal, the list, App Home, the poster) are in bot (digests.go).
+// Postgres; tables from migration 0003_schedules.sql), with its
+// conformance suite run on both. The Slack pieces (the modal, the list,
+// App Home, the poster) are in bot (digests.go).
 package schedule
 
 import (
