@@ -216,7 +216,7 @@ func (b *Bot) launch(r research.Run) {
 // picks up queued runs and runs whose lease expired (another process died,
 // or this one restarted), and forgets old event ids and handled envelopes.
 func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
-	t := time.NewTicker(b.opts.RecoverEvery)
+	t := b.clk.NewTimer(b.opts.RecoverEvery)
 	defer t.Stop()
 	lastPrune := time.Time{}
 	for {
@@ -235,8 +235,9 @@ func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
+		t.Reset(b.opts.RecoverEvery)
 	}
 }
 
@@ -406,15 +407,16 @@ func (b *Bot) invoke(ctx context.Context, r research.Run, sink research.Progress
 // is lost or someone asked to cancel. In assistant threads it refreshes the
 // status line before Slack clears it.
 func (b *Bot) heartbeat(ctx context.Context, r research.Run, th research.Thread, cancel context.CancelCauseFunc, done <-chan struct{}) {
-	t := time.NewTicker(b.opts.HeartbeatEvery)
+	t := b.clk.NewTimer(b.opts.HeartbeatEvery)
 	defer t.Stop()
 	lastStatus := b.now()
 	for {
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
+		t.Reset(b.opts.HeartbeatEvery)
 		cur, err := b.store.Heartbeat(ctx, r.ID, b.opts.InstanceID, b.now(), b.opts.Lease)
 		switch {
 		case errors.Is(err, research.ErrLeaseLost):
