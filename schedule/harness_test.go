@@ -13,7 +13,9 @@ import (
 	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlite"
+	"deepresearch/storage/sqlitetest"
+	"deepresearch/storage/sqlstore"
 )
 
 // fakeResearcher is a research.Researcher whose research of a thread is a
@@ -216,8 +218,8 @@ func (p *fakePoster) Approvals() []schedule.Job {
 // world is a database shared by processes: the schedules, the runs, the
 // research and the channel.
 type world struct {
-	st     *memory.Schedules
-	runs   *memory.Runs
+	st     *sqlstore.Schedules
+	runs   *sqlstore.Runs
 	res    *fakeResearcher
 	poster schedule.Poster
 	clk    *clock.Manual
@@ -225,8 +227,8 @@ type world struct {
 
 func newWorld(t *testing.T, clk *clock.Manual, res *fakeResearcher, poster schedule.Poster) *world {
 	t.Helper()
-	runs := memory.NewRuns()
-	return &world{st: memory.NewSchedulesOn(runs), runs: runs, res: res, poster: poster, clk: clk}
+	db := sqlitetest.Open(t)
+	return &world{st: sqlite.NewSchedules(db), runs: sqlite.NewRuns(db), res: res, poster: poster, clk: clk}
 }
 
 // proc is one process on the world: its run service (with the digest face)
