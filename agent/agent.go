@@ -464,18 +464,7 @@ func (a *Agent) start(ctx context.Context, threadID string, req Request, events 
 	treq := req
 	treq.Language = lang
 	ctx, end := a.traceTurn(ctx, callStart, threadID, prev, treq)
-	sc := a.sc
-	in := []graph.Write{
-		sc.traceParent.Set(tracing.TraceParent(ctx)),
-		sc.turn.Set(prev.Turn + 1), sc.req.Set(req), sc.question.Set(req.Question), sc.language.Set(lang),
-		sc.deadline.Set(a.now().Add(a.opts.TimeBudget)), sc.turnStart.Set(prev.Usage.Total()),
-		sc.intent.Set(""), sc.reply.Set(""), sc.instruction.Set(""), sc.clarified.Set(false), sc.planFeedback.Set(""),
-		sc.round.Set(0), sc.iteration.Set(0), sc.dispatch.Set(nil), sc.reviews.Set(0), sc.review.Set(nil), sc.drafts.Set(0),
-		sc.best.Set(nil), sc.next.Set(""), sc.researchRequest.Set(""), sc.feedback.Set(""), sc.status.Set(""),
-		sc.finish.Set(""), sc.exhausted.Set(""), sc.unverified.Set(nil), sc.extractive.Set(false),
-		sc.crossCheck.Set(nil),
-		sc.charts.Set(nil),
-	}
+	in := a.sc.turnInput(prev, req, lang, a.now().Add(a.opts.TimeBudget), tracing.TraceParent(ctx))
 	res, err := a.invoke(ctx, threadID, graph.Config{Input: in}, snap, 0, events)
 	end(res, err)
 	return res, err

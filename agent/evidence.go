@@ -107,6 +107,32 @@ var (
 // researcher was never given are dropped, and so are headings, footnote
 // definitions, reference lists, links' URLs and quotation marks.
 func answerStatements(answer string, local []string) []Statement {
+	var out []Statement
+	for _, sn := range sentences(answerProse(answer)) {
+		ids := taggedIDs(sn, local)
+		body := strings.Join(strings.Fields(answerTagRE.ReplaceAllString(sn, "")), " ")
+		body = strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(body, " .", "."), " 。", "。"))
+		if strings.Trim(body, ".。,、;:()（） ") == "" {
+			// tags standing alone after a sentence's end belong to it
+			if len(out) > 0 {
+				last := &out[len(out)-1]
+				for _, id := range ids {
+					if !slices.Contains(last.Evidence, id) {
+						last.Evidence = append(last.Evidence, id)
+					}
+				}
+			}
+			continue
+		}
+		out = append(out, Statement{Text: body, Evidence: ids})
+	}
+	return out
+}
+
+// answerProse is an answer's text without its reference list, headings,
+// footnote definitions, code fences, rules, list markers, links' URLs,
+// citation markers and emphasis or quotation marks.
+func answerProse(answer string) string {
 	var kept []string
 	for _, ln := range strings.Split(answer, "\n") {
 		t := strings.TrimSpace(ln)
@@ -127,35 +153,23 @@ func answerStatements(answer string, local []string) []Statement {
 	text = mdLinkRE.ReplaceAllString(text, "$1")
 	text = citationMarker.ReplaceAllString(text, "")
 	text = bareURLRE.ReplaceAllString(text, "")
-	text = strings.NewReplacer("**", "", "__", "", "\"", "", "“", "", "”", "", "`", "").Replace(text)
+	return strings.NewReplacer("**", "", "__", "", "\"", "", "“", "", "”", "", "`", "").Replace(text)
+}
 
-	var out []Statement
-	for _, sn := range sentences(text) {
-		var ids []string
-		for _, tag := range answerTagRE.FindAllString(sn, -1) {
-			for _, d := range tagNumRE.FindAllString(tag, -1) {
-				n, _ := strconv.Atoi(d)
-				if n >= 1 && n <= len(local) && !slices.Contains(ids, local[n-1]) {
-					ids = append(ids, local[n-1])
-				}
+// taggedIDs are the finding IDs a sentence's evidence tags name, by the
+// answer's local numbers ("[E3]" is local[2]); numbers never given out
+// are dropped.
+func taggedIDs(sn string, local []string) []string {
+	var ids []string
+	for _, tag := range answerTagRE.FindAllString(sn, -1) {
+		for _, d := range tagNumRE.FindAllString(tag, -1) {
+			n, _ := strconv.Atoi(d) // \d{1,4} always parses
+			if n >= 1 && n <= len(local) && !slices.Contains(ids, local[n-1]) {
+				ids = append(ids, local[n-1])
 			}
 		}
-		body := strings.Join(strings.Fields(answerTagRE.ReplaceAllString(sn, "")), " ")
-		body = strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(body, " .", "."), " 。", "。"))
-		if strings.Trim(body, ".。,、;:()（） ") == "" {
-			// tags standing alone after a sentence's end belong to it
-			if len(out) > 0 {
-				for _, id := range ids {
-					if !slices.Contains(out[len(out)-1].Evidence, id) {
-						out[len(out)-1].Evidence = append(out[len(out)-1].Evidence, id)
-					}
-				}
-			}
-			continue
-		}
-		out = append(out, Statement{Text: body, Evidence: ids})
 	}
-	return out
+	return ids
 }
 
 // localEvidence lists the finding IDs a researcher's answer numbered
@@ -177,8 +191,7 @@ func localEvidence(fs []Finding) []string {
 func writerInput(s State, limit int) ([]prompts.SubtaskAnswer, []prompts.Evidence, evidenceIndex) {
 	ix := indexEvidence(s.Findings)
 	var subs []prompts.SubtaskAnswer
-	listed := map[int]bool{}
-	var nums []int
+	ev := shownEvidence{ix: ix, listed: map[int]bool{}}
 	for _, r := range turnResults(s) {
 		sts := r.Statements
 		if len(sts) == 0 && strings.TrimSpace(r.Answer) != "" {
@@ -186,17 +199,7 @@ func writerInput(s State, limit int) ([]prompts.SubtaskAnswer, []prompts.Evidenc
 		}
 		var b strings.Builder
 		for _, st := range sts {
-			var tags []string
-			for _, id := range st.Evidence {
-				if n, ok := ix.num[id]; ok {
-					tags = append(tags, "E"+strconv.Itoa(n))
-					if !listed[n] {
-						listed[n] = true
-						nums = append(nums, n)
-					}
-				}
-			}
-			if len(tags) > 0 {
+			if tags := ev.tags(st.Evidence); len(tags) > 0 {
 				fmt.Fprintf(&b, "- %s [%s]\n", st.Text, strings.Join(tags, ", "))
 			} else {
 				fmt.Fprintf(&b, "- %s (no evidence)\n", st.Text)
@@ -207,20 +210,47 @@ func writerInput(s State, limit int) ([]prompts.SubtaskAnswer, []prompts.Evidenc
 		}
 	}
 	for _, f := range recentFirst(s) {
-		if limit > 0 && len(nums) >= limit {
+		if limit > 0 && len(ev.nums) >= limit {
 			break
 		}
-		if n, ok := ix.num[f.ID]; ok && !listed[n] {
-			listed[n] = true
-			nums = append(nums, n)
+		if n, ok := ix.num[f.ID]; ok {
+			ev.list(n)
 		}
 	}
-	slices.Sort(nums)
-	ev := make([]prompts.Evidence, 0, len(nums))
-	for _, n := range nums {
-		ev = append(ev, ix.prompt(n))
+	slices.Sort(ev.nums)
+	out := make([]prompts.Evidence, 0, len(ev.nums))
+	for _, n := range ev.nums {
+		out = append(out, ix.prompt(n))
 	}
-	return subs, ev, ix
+	return subs, out, ix
+}
+
+// shownEvidence collects the evidence numbers the writer is shown, once
+// each.
+type shownEvidence struct {
+	ix     evidenceIndex
+	listed map[int]bool
+	nums   []int
+}
+
+// list adds evidence n unless it is listed.
+func (l *shownEvidence) list(n int) {
+	if !l.listed[n] {
+		l.listed[n] = true
+		l.nums = append(l.nums, n)
+	}
+}
+
+// tags are the run's evidence numbers ("E12") of the findings ids, listed.
+func (l *shownEvidence) tags(ids []string) []string {
+	var tags []string
+	for _, id := range ids {
+		if n, ok := l.ix.num[id]; ok {
+			tags = append(tags, "E"+strconv.Itoa(n))
+			l.list(n)
+		}
+	}
+	return tags
 }
 
 // reviewEvidence is the evidence the reviewer is shown, numbered as the

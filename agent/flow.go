@@ -46,33 +46,47 @@ func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error)
 		emit(ctx, Event{Kind: EventWarning, Message: "coordinator unavailable; researching the question as asked"})
 		out = coordOut{Intent: string(IntentResearch)}
 	}
+	intent := settleIntent(out, hasReport, mayAsk)
+	return append([]graph.Write{sc.intent.Set(intent), sc.usage.Set(c.usage())}, a.intentWrites(s, intent, out, hasReport)...), nil
+}
+
+// settleIntent is the coordinator's intent when it can be acted on, else
+// research: a rewrite needs a report, a clarification a question that may
+// be asked, a chat a reply.
+func settleIntent(out coordOut, hasReport, mayAsk bool) Intent {
 	intent := parseIntent(out.Intent)
 	switch {
 	case intent == IntentRewrite && !hasReport,
 		intent == IntentClarify && (!mayAsk || strings.TrimSpace(out.ClarifyingQuestion) == ""),
 		intent == IntentChat && strings.TrimSpace(out.Reply) == "":
-		intent = IntentResearch
+		return IntentResearch
 	}
-	w := []graph.Write{sc.intent.Set(intent), sc.usage.Set(c.usage())}
+	return intent
+}
+
+// intentWrites are what an intent changes: the reply and its end for a
+// chat, the question for a clarification, the instruction for a rewrite,
+// the restated focus for a follow-up's research.
+func (a *Agent) intentWrites(s State, intent Intent, out coordOut, hasReport bool) []graph.Write {
+	sc := a.sc
 	switch intent {
 	case IntentChat:
-		w = append(w, sc.reply.Set(out.Reply), sc.status.Set(StatusReplied),
-			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: out.Reply}}))
+		return []graph.Write{sc.reply.Set(out.Reply), sc.status.Set(StatusReplied),
+			sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: out.Reply}})}
 	case IntentClarify:
-		w = append(w, sc.reply.Set(strings.TrimSpace(out.ClarifyingQuestion)))
+		return []graph.Write{sc.reply.Set(strings.TrimSpace(out.ClarifyingQuestion))}
 	case IntentRewrite:
 		instr := strings.TrimSpace(out.Instruction)
 		if instr == "" {
 			instr = s.Question
 		}
-		w = append(w, sc.instruction.Set(instr), sc.feedback.Set(""), sc.reviews.Set(0))
-	default:
-		if q := strings.TrimSpace(out.ResearchQuestion); q != "" && hasReport {
-			// a follow-up: research the restated focus
-			w = append(w, sc.question.Set(q))
-		}
+		return []graph.Write{sc.instruction.Set(instr), sc.feedback.Set(""), sc.reviews.Set(0)}
 	}
-	return w, nil
+	if q := strings.TrimSpace(out.ResearchQuestion); q != "" && hasReport {
+		// a follow-up: research the restated focus
+		return []graph.Write{sc.question.Set(q)}
+	}
+	return nil
 }
 
 func cancelChoice(lang string) Choice {
@@ -171,46 +185,63 @@ func (a *Agent) cleanPlan(out planOut, l limits) *Plan {
 	}
 	if len(pl.Subtasks) == 0 {
 		// points and queries without subtasks: deal the queries out
-		pts := out.InvestigationPoints
-		qs := dedupQueries(out.SearchQueries, nil, 0)
-		if len(pts) == 0 || len(qs) == 0 {
+		pl.Subtasks = dealQueries(out.InvestigationPoints, dedupQueries(out.SearchQueries, nil, 0), l.subtasks, a.opts.MaxQueries)
+		if pl.Subtasks == nil {
 			return nil
-		}
-		if len(pts) > l.subtasks {
-			pts = pts[:l.subtasks]
-		}
-		for i, pt := range pts {
-			pl.Subtasks = append(pl.Subtasks, Subtask{Title: pt})
-			_ = i
-		}
-		for i, q := range qs {
-			st := &pl.Subtasks[i%len(pl.Subtasks)]
-			if len(st.Queries) < a.opts.MaxQueries {
-				st.Queries = append(st.Queries, q)
-			}
-		}
-		for i := range pl.Subtasks {
-			if len(pl.Subtasks[i].Queries) == 0 {
-				pl.Subtasks[i].Queries = []string{pl.Subtasks[i].Title}
-			}
 		}
 	}
 	for _, st := range pl.Subtasks {
 		pl.InvestigationPoints = append(pl.InvestigationPoints, st.Title)
 		pl.SearchQueries = append(pl.SearchQueries, st.Queries...)
 	}
-	for _, t := range out.EvaluationTypes {
-		if c, ok := parseCheck(t); ok && !slices.Contains(pl.EvaluationTypes, c) {
-			pl.EvaluationTypes = append(pl.EvaluationTypes, c)
-		}
-	}
-	if !slices.Contains(pl.EvaluationTypes, CheckAttribution) {
-		pl.EvaluationTypes = append(pl.EvaluationTypes, CheckAttribution)
-	}
+	pl.EvaluationTypes = planChecks(out.EvaluationTypes)
 	if pl.Theme == "" {
 		pl.Theme = pl.Subtasks[0].Title
 	}
 	return pl
+}
+
+// dealQueries makes a subtask of each of the first maxSubtasks points and
+// deals the queries out among them (at most maxQueries each; a subtask
+// left without one searches its title); nil without points or queries.
+func dealQueries(pts, qs []string, maxSubtasks, maxQueries int) []Subtask {
+	if len(pts) == 0 || len(qs) == 0 {
+		return nil
+	}
+	if len(pts) > maxSubtasks {
+		pts = pts[:maxSubtasks]
+	}
+	subs := make([]Subtask, 0, len(pts))
+	for _, pt := range pts {
+		subs = append(subs, Subtask{Title: pt})
+	}
+	for i, q := range qs {
+		st := &subs[i%len(subs)]
+		if len(st.Queries) < maxQueries {
+			st.Queries = append(st.Queries, q)
+		}
+	}
+	for i := range subs {
+		if len(subs[i].Queries) == 0 {
+			subs[i].Queries = []string{subs[i].Title}
+		}
+	}
+	return subs
+}
+
+// planChecks are the checks the planner named, known and once each, and
+// attribution always.
+func planChecks(names []string) []Check {
+	var cs []Check
+	for _, t := range names {
+		if c, ok := parseCheck(t); ok && !slices.Contains(cs, c) {
+			cs = append(cs, c)
+		}
+	}
+	if !slices.Contains(cs, CheckAttribution) {
+		cs = append(cs, CheckAttribution)
+	}
+	return cs
 }
 
 // echoes reports whether s repeats feedback (or a long part of it) rather
@@ -271,15 +302,11 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 	l := a.limits(s.Req.Depth)
 	it := s.Iteration + 1
 	w := []graph.Write{sc.iteration.Set(it)}
-	retrieved := 0
-	for _, src := range s.Sources {
-		if src.Retrieved {
-			retrieved++
-		}
-	}
+	nRead := len(retrieved(s.Sources))
 	next := NextWrite
 	var dispatch []Subtask
 	ex := a.exhausted(ctx, s.Deadline)
+	canResearch := s.Round < l.rounds && a.search != nil
 	switch {
 	case ex != "":
 		w = append(w, sc.exhausted.Set(ex))
@@ -295,19 +322,13 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 		// feedback is a judgement of the draft, never a query
 		byReviewer := s.Review != nil && s.Review.Feedback == s.ResearchRequest
 		dispatch = a.replan(ctx, c, s, l, s.ResearchRequest, !byReviewer)
-	case retrieved < a.opts.MinSources && s.Round < l.rounds && a.search != nil:
+	case nRead < a.opts.MinSources && canResearch:
 		dispatch = a.replan(ctx, c, s, l, "", false)
-	case s.Round < l.rounds && a.search != nil && len(gapsOf(s)) > 0:
+	case canResearch && len(gapsOf(s)) > 0:
 		// sources enough by count, yet subtasks left open: whether the
 		// evidence is enough is the model's call
-		gaps := gapsOf(s)
-		facts := []string{fmt.Sprintf("%d sources read in %d research round(s)", retrieved, s.Round),
-			fmt.Sprintf("%d verified findings", len(evidenceOf(s.Findings, 0)))}
-		for _, g := range gaps {
-			facts = append(facts, "Open gap: "+g)
-		}
 		rt, u := a.route(ctx, s, nSupervisor, "The researchers left gaps open. Is the evidence enough to write the report, or is another research round needed?",
-			facts, l.rounds-s.Round, NextWrite)
+			gapFacts(s, nRead), l.rounds-s.Round, NextWrite)
 		w = append(w, sc.routes.Set([]Routing{rt}), sc.usage.Set(u))
 		if rt.Next == NextResearch {
 			dispatch = a.replan(ctx, c, s, l, "", false)
@@ -325,21 +346,23 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 	return w, nil
 }
 
+// gapFacts are what the routing model is told of a round that left gaps.
+func gapFacts(s State, retrieved int) []string {
+	facts := []string{fmt.Sprintf("%d sources read in %d research round(s)", retrieved, s.Round),
+		fmt.Sprintf("%d verified findings", len(evidenceOf(s.Findings, 0)))}
+	for _, g := range gapsOf(s) {
+		facts = append(facts, "Open gap: "+g)
+	}
+	return facts
+}
+
 // replan plans another round from feedback and the researchers' gaps. The
 // planner's subtasks and queries that merely repeat the feedback are
 // dropped; when nothing is left the gaps are researched, and the feedback
 // itself only when searchable (a person's request, not a reviewer's
 // verdict). Nothing to research means the writer takes the feedback.
 func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedback string, searchable bool) []Subtask {
-	var gaps []string
-	for _, r := range s.Results {
-		if r.Turn == s.Turn && !r.Completed && !teamCompleted(s, r) {
-			gaps = append(gaps, r.Gaps...)
-			if len(r.Gaps) == 0 {
-				gaps = append(gaps, r.Title)
-			}
-		}
-	}
+	gaps := openGaps(s)
 	theme := s.Question
 	if s.Plan != nil {
 		theme = s.Plan.Theme
@@ -357,9 +380,46 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 		// no plan from the model: the gaps are researched directly below
 		a.log.Warn("agent: replan failed; researching the gaps directly", "err", err)
 	}
+	subs, seen := a.replannedSubtasks(out.Subtasks, s.Queries, feedback, searchable)
+	if len(subs) > 0 {
+		return subs
+	}
+	// fallback: research the gaps (and a person's request) directly
+	direct := gaps
+	if searchable && feedback != "" {
+		direct = append(append([]string(nil), gaps...), feedback)
+	}
+	for _, g := range direct {
+		if qs := dedupQueries([]string{g}, seen, 1); len(qs) > 0 {
+			seen = append(seen, qs...)
+			subs = append(subs, Subtask{Title: clip(g, 120), Queries: qs})
+		}
+	}
+	return subs
+}
+
+// openGaps are the gaps this turn's unfinished subtasks left (a subtask
+// without gaps named is one itself).
+func openGaps(s State) []string {
+	var gaps []string
+	for _, r := range s.Results {
+		if r.Turn == s.Turn && !r.Completed && !teamCompleted(s, r) {
+			gaps = append(gaps, r.Gaps...)
+			if len(r.Gaps) == 0 {
+				gaps = append(gaps, r.Title)
+			}
+		}
+	}
+	return gaps
+}
+
+// replannedSubtasks keeps the planner's subtasks with new queries; unless
+// the feedback is searchable, queries that echo it are dropped and a title
+// that echoes it is replaced by its first query. seen grows by the queries
+// kept.
+func (a *Agent) replannedSubtasks(planned []Subtask, seen []string, feedback string, searchable bool) ([]Subtask, []string) {
 	var subs []Subtask
-	seen := s.Queries
-	for _, st := range out.Subtasks {
+	for _, st := range planned {
 		var own []string
 		for _, q := range st.Queries {
 			if searchable || !echoes(q, feedback) {
@@ -377,21 +437,7 @@ func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedba
 		seen = append(seen, qs...)
 		subs = append(subs, Subtask{Title: title, Queries: qs, Workspace: st.Workspace})
 	}
-	if len(subs) > 0 {
-		return subs
-	}
-	// fallback: research the gaps (and a person's request) directly
-	direct := gaps
-	if searchable && feedback != "" {
-		direct = append(append([]string(nil), gaps...), feedback)
-	}
-	for _, g := range direct {
-		if qs := dedupQueries([]string{g}, seen, 1); len(qs) > 0 {
-			seen = append(seen, qs...)
-			subs = append(subs, Subtask{Title: clip(g, 120), Queries: qs})
-		}
-	}
-	return subs
+	return subs, seen
 }
 
 // plainQuestion reports whether a first message is plainly a research

@@ -442,8 +442,7 @@ func TestCallsLoadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// want counts Saver.Load calls: the agent's own load, which the graph
-	// reuses when it starts a turn, continues one or stores an answer (an
-	// answer the Saver stores and loads in one ResumeHold is not counted).
+	// reuses when it starts a turn, continues one or stores an answer.
 	loads := func(name string, want int64, fn func() (*agent.Result, error)) *agent.Result {
 		t.Helper()
 		saver.loads.Store(0)

@@ -142,30 +142,55 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	}
 	var planned []string
 	if s.Try == 0 {
-		qs := dedupQueries(t.Subtask.Queries, prev, a.opts.MaxQueries)
-		if len(qs) == 0 {
-			qs = dedupQueries([]string{t.Subtask.Title}, prev, 1)
+		planned = dedupQueries(t.Subtask.Queries, prev, a.opts.MaxQueries)
+		if len(planned) == 0 {
+			planned = dedupQueries([]string{t.Subtask.Title}, prev, 1)
 		}
-		if len(ext) == 0 {
-			return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
-		}
-		planned = qs
 	}
-	if a.coder == nil && a.search != nil && len(ext) == 0 {
-		// the reflection that asked for this try named its searches, as the
-		// planner named the first try's; only coding needs the select step
-		if qs := dedupQueries(s.NextQueries, prev, a.opts.MaxQueries); len(qs) > 0 {
-			return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
-		}
+	if qs, ok := a.searchWithoutModel(s, prev, planned, len(ext) > 0); ok {
+		return append([]graph.Write{rs.actions.Set([]action{{Kind: actSearch, Queries: qs}})}, extra...), nil
 	}
 	c := a.caller(t.node(rSelect))
-	links := unread(s)
-	var know []string
-	for _, f := range s.Findings {
-		if f.Verified || f.Kind == FindingComputed {
-			know = append(know, clip(f.Claim, 200))
+	acts, answered, err := a.selectByModel(ctx, c, s, prev, planned, ext)
+	if err != nil {
+		return nil, err
+	}
+	if answered {
+		// the model chose answer (or only repeated queries)
+		return append([]graph.Write{rs.actions.Set(nil), rs.usage.Set(c.usage())}, extra...), nil
+	}
+	if len(acts) == 0 {
+		acts = a.fallbackSearch(s, prev, planned)
+	}
+	return append([]graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, extra...), nil
+}
+
+// searchWithoutModel returns the queries a try runs without asking the
+// model, when no external source asks for a choice: the planned ones on
+// the first try, and the ones the reflection named on a later try when
+// there is no sandbox (only coding needs the select step).
+func (a *Agent) searchWithoutModel(s rState, prev, planned []string, external bool) ([]string, bool) {
+	if external {
+		return nil, false
+	}
+	if s.Try == 0 {
+		return planned, true
+	}
+	if a.coder == nil && a.search != nil {
+		if qs := dedupQueries(s.NextQueries, prev, a.opts.MaxQueries); len(qs) > 0 {
+			return qs, true
 		}
 	}
+	return nil, false
+}
+
+// selectByModel asks the model, with tool calling, for the next actions
+// among those that make sense. answered reports that it chose to answer
+// (or only repeated queries); a failed call chooses nothing.
+func (a *Agent) selectByModel(ctx context.Context, c *caller, s rState, prev, planned []string, ext []ExternalTool) (acts []action, answered bool, err error) {
+	t := s.Task
+	links := unread(s)
+	know := knownClaims(s.Findings)
 	p, err := prompts.Render(prompts.Select, prompts.SelectData{
 		Question: t.Question, Language: t.Language, Today: today(a.now()), Subtask: t.Subtask.Title,
 		Try: s.Try + 1, MaxTries: t.MaxTries, Advice: s.Advice, PreviousQueries: prev, Knowledge: know,
@@ -173,8 +198,36 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 		NoSearch: a.search == nil, Planned: planned, Sources: selectTools(ext), Strategy: strategyOf(t.Member).hint,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	tools := append(a.actionTools(len(links) > 0, len(know) > 0), llmTools(ext)...)
+	cctx, cancel := a.withDeadline(ctx, t.Deadline)
+	defer cancel()
+	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p), Tools: tools, ToolChoice: llm.ToolChoiceRequired})
+	if err != nil {
+		return nil, false, ctx.Err()
+	}
+	acts = a.parseActions(resp.ToolCalls, prev, links)
+	acts = append(acts, toolActions(resp.ToolCalls, ext, a.opts.MaxQueries)...)
+	return acts, len(acts) == 0 && len(resp.ToolCalls) > 0, nil
+}
+
+// knownClaims are the claims a try may answer from: verified findings and
+// computations.
+func knownClaims(fs []Finding) []string {
+	var know []string
+	for _, f := range fs {
+		if f.Verified || f.Kind == FindingComputed {
+			know = append(know, clip(f.Claim, 200))
+		}
+	}
+	return know
+}
+
+// actionTools are the built-in actions offered to the select step: search
+// with a search engine, visit with unread pages and a fetcher, coding with
+// a sandbox, answer with knowledge.
+func (a *Agent) actionTools(unreadPages, knowledge bool) []llm.Tool {
 	var tools []llm.Tool
 	add := func(tl llm.Tool, err error) {
 		if err == nil {
@@ -184,42 +237,30 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	if a.search != nil {
 		add(llm.NewTool[searchArgs](string(actSearch), "Run new web search queries."))
 	}
-	if len(links) > 0 && a.fetch != nil {
+	if unreadPages && a.fetch != nil {
 		add(llm.NewTool[visitArgs](string(actVisit), "Read pages seen in search results."))
 	}
 	if a.coder != nil {
 		add(llm.NewTool[codingArgs](string(actCoding), "Compute exactly with a short JavaScript program (console.log the result)."))
 	}
-	if len(know) > 0 {
+	if knowledge {
 		add(llm.NewTool[answerArgs](string(actAnswer), "Enough is known to answer the subtask."))
 	}
-	tools = append(tools, llmTools(ext)...)
-	cctx, cancel := a.withDeadline(ctx, t.Deadline)
-	defer cancel()
-	resp, err := c.chat(cctx, llm.Request{Role: llm.RoleResearcher, Messages: messages(p), Tools: tools, ToolChoice: llm.ToolChoiceRequired})
-	var acts []action
-	if err == nil {
-		acts = a.parseActions(resp.ToolCalls, prev, links)
-		acts = append(acts, toolActions(resp.ToolCalls, ext, a.opts.MaxQueries)...)
-	} else if ctx.Err() != nil {
-		return nil, ctx.Err()
+	return tools
+}
+
+// fallbackSearch is the search a try runs when the model chose nothing:
+// the planned queries on a first try; else the reflection's queries, or a
+// rewrite of the subtask.
+func (a *Agent) fallbackSearch(s rState, prev, planned []string) []action {
+	qs := planned
+	if s.Try > 0 {
+		qs = dedupQueries(append(append([]string(nil), s.NextQueries...), s.Task.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
 	}
-	if len(acts) == 0 && err == nil && len(resp.ToolCalls) > 0 {
-		// the model chose answer (or only repeated queries)
-		return append([]graph.Write{rs.actions.Set(nil), rs.usage.Set(c.usage())}, extra...), nil
+	if len(qs) > 0 && a.search != nil {
+		return []action{{Kind: actSearch, Queries: qs}}
 	}
-	if len(acts) == 0 {
-		// fallback: the planned queries on a first try; else the
-		// reflection's queries, or a rewrite of the subtask
-		qs := planned
-		if s.Try > 0 {
-			qs = dedupQueries(append(append([]string(nil), s.NextQueries...), t.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
-		}
-		if len(qs) > 0 && a.search != nil {
-			acts = []action{{Kind: actSearch, Queries: qs}}
-		}
-	}
-	return append([]graph.Write{rs.actions.Set(acts), rs.usage.Set(c.usage())}, extra...), nil
+	return nil
 }
 
 func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompts.Link) []action {
@@ -269,67 +310,14 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	ctx2, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
 	c := a.caller(t.node(rExecute))
-	ex := &execution{a: a, s: s, c: c, claimed: map[string]bool{}, sources: map[string]Source{}}
-	ex.threadID = "-"
-	if ti, ok := graph.CurrentTask(ctx); ok {
-		ex.threadID = ti.ThreadID
-	}
-	for _, u := range t.Known {
-		ex.claimed[u] = true
-	}
-	for u, src := range s.Sources {
-		if src.Retrieved {
-			ex.claimed[u] = true
-			for _, al := range src.Aliases {
-				ex.claimed[al] = true
-			}
-		}
-	}
+	ex := a.newExecution(ctx, s, c)
 	// pages already read would fill the top results: ask for as many more
 	// (up to twice as many), so a query still leads to pages not yet read
 	results := a.opts.ResultsPerQuery
 	if k := len(ex.claimed); k > 0 {
 		results = min(results+k, 2*results, search.MaxMaxResults)
 	}
-	var wg sync.WaitGroup
-	for _, act := range s.Actions {
-		switch act.Kind {
-		case actSearch:
-			if a.search == nil || len(act.Queries) == 0 {
-				continue // (no queries: nothing to search, and no divide by zero)
-			}
-			per := (a.opts.MaxURLs + len(act.Queries) - 1) / len(act.Queries)
-			for _, q := range act.Queries {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ex.searchAndRead(ctx2, q, results, per)
-				}()
-			}
-		case actVisit:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ex.visit(ctx2, act.URLs)
-			}()
-		case actCoding:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ex.code(ctx2, act)
-			}()
-		case actTool:
-			if a.tools == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ex.callTool(ctx2, act)
-			}()
-		}
-	}
-	wg.Wait()
+	ex.run(ctx2, s.Actions, results)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -342,6 +330,63 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 		w = append(w, rs.stopped.Set(BudgetTime))
 	}
 	return w, nil
+}
+
+// newExecution starts a try's execution with the pages already known or
+// read (under any of their URLs) claimed.
+func (a *Agent) newExecution(ctx context.Context, s rState, c *caller) *execution {
+	ex := &execution{a: a, s: s, c: c, claimed: map[string]bool{}, sources: map[string]Source{}}
+	ex.threadID = "-"
+	if ti, ok := graph.CurrentTask(ctx); ok {
+		ex.threadID = ti.ThreadID
+	}
+	for _, u := range s.Task.Known {
+		ex.claimed[u] = true
+	}
+	for u, src := range s.Sources {
+		if src.Retrieved {
+			ex.claimed[u] = true
+			for _, al := range src.Aliases {
+				ex.claimed[al] = true
+			}
+		}
+	}
+	return ex
+}
+
+// run runs the actions in parallel, each search query on its own (asking
+// for results results and reading its share of MaxURLs), and waits.
+func (ex *execution) run(ctx context.Context, acts []action, results int) {
+	a := ex.a
+	var wg sync.WaitGroup
+	goRun := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	for _, act := range acts {
+		switch act.Kind {
+		case actSearch:
+			if a.search == nil || len(act.Queries) == 0 {
+				continue // (no queries: nothing to search, and no divide by zero)
+			}
+			per := (a.opts.MaxURLs + len(act.Queries) - 1) / len(act.Queries)
+			for _, q := range act.Queries {
+				goRun(func() { ex.searchAndRead(ctx, q, results, per) })
+			}
+		case actVisit:
+			goRun(func() { ex.visit(ctx, act.URLs) })
+		case actCoding:
+			goRun(func() { ex.code(ctx, act) })
+		case actTool:
+			if a.tools != nil {
+				goRun(func() { ex.callTool(ctx, act) })
+			}
+		}
+	}
+	wg.Wait()
 }
 
 type execution struct {
@@ -409,8 +454,7 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 	out := make([]*Source, len(rs))
 	var wg sync.WaitGroup
 	for i, r := range rs {
-		u := normURL(r.URL)
-		src := Source{URL: u, Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
+		src := Source{URL: normURL(r.URL), Title: r.Title, Snippet: r.Snippet, Query: q, Provider: r.Source, Published: r.Published}
 		if strings.TrimSpace(r.Content) != "" {
 			src.Text, src.Retrieved = clip(r.Content, a.opts.PageChars), true
 			out[i] = &src
@@ -422,32 +466,52 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pg, err := a.readPage(ctx, r.URL)
-			if err != nil || strings.TrimSpace(pg.Text) == "" {
-				a.log.Debug("fetch failed", "url", r.URL, "err", err)
-				return
-			}
-			src.Text, src.Retrieved = clip(pg.Text, a.opts.PageChars), true
-			if pg.Title != "" {
-				src.Title = pg.Title
-			}
-			if pg.FinalURL != "" && normURL(pg.FinalURL) != u {
-				src.FinalURL = normURL(pg.FinalURL)
-			}
-			// one page, one source: keyed by its canonical URL, the
-			// URL it was reached by an alias
-			if c := canonicalURL(r.URL, pg); c != u {
-				src.URL = c
-				src = withAlias(src, u)
-			}
-			src.Digest = textKey(src.Text)
-			out[i] = &src
+			out[i] = a.fetchSource(ctx, r.URL, src)
 		}()
 	}
 	wg.Wait()
+	pages := ex.keepRead(out, q)
+	for _, p := range pages {
+		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
+	}
+	return pages
+}
+
+// fetchSource reads the page at raw into src (nil when it cannot be read
+// or has no text): its text, title and final URL; a page known by another
+// canonical URL is keyed by that one, with raw's as an alias.
+func (a *Agent) fetchSource(ctx context.Context, raw string, src Source) *Source {
+	u := src.URL
+	pg, err := a.readPage(ctx, raw)
+	if err != nil || strings.TrimSpace(pg.Text) == "" {
+		a.log.Debug("fetch failed", "url", raw, "err", err)
+		return nil
+	}
+	src.Text, src.Retrieved = clip(pg.Text, a.opts.PageChars), true
+	if pg.Title != "" {
+		src.Title = pg.Title
+	}
+	if pg.FinalURL != "" && normURL(pg.FinalURL) != u {
+		src.FinalURL = normURL(pg.FinalURL)
+	}
+	// one page, one source: keyed by its canonical URL, the
+	// URL it was reached by an alias
+	if c := canonicalURL(raw, pg); c != u {
+		src.URL = c
+		src = withAlias(src, u)
+	}
+	src.Digest = textKey(src.Text)
+	return &src
+}
+
+// keepRead records the pages read (nil: not read) and returns the new
+// ones to summarise: not known from an earlier turn, not off the topic of
+// q, and not the same page read by another URL.
+func (ex *execution) keepRead(read []*Source, q string) []Source {
 	var pages []Source
 	ex.mu.Lock()
-	for _, p := range out {
+	defer ex.mu.Unlock()
+	for _, p := range read {
 		if p == nil {
 			continue
 		}
@@ -475,10 +539,6 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 		}
 		ex.sources[p.URL] = *p
 		pages = append(pages, *p)
-	}
-	ex.mu.Unlock()
-	for _, p := range pages {
-		emit(ctx, Event{Kind: EventSourceRead, URL: p.URL, Title: p.Title, Query: q, Subtask: ex.s.Task.ref()})
 	}
 	return pages
 }
@@ -570,69 +630,11 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 	if len(pages) == 0 {
 		return
 	}
-	var pp []prompts.Page
-	for i, p := range pages {
-		pp = append(pp, prompts.Page{N: i + 1, Title: p.Title, URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)})
-	}
-	var out summaryOut
-	err := func() error {
-		p, err := prompts.Render(prompts.Summarize, prompts.SummarizeData{Question: t.Question, Subtask: t.Subtask.Title, Query: q, Language: t.Language, Pages: pp})
-		if err != nil {
-			return err
-		}
-		return structured(ctx, ex.c, llm.RoleResearcher, p, false, &out)
-	}()
-	if err != nil {
-		out = extractiveSummary(pages, a.opts.ExcerptChars)
-	}
-	// quotes are checked against the excerpt the model was shown; a
-	// quote nearly right is replaced by the excerpt's exact text
-	m := citation.NewMatcher()
-	docs := make([]citation.Doc, len(pages))
-	for i, p := range pages {
-		docs[i] = citation.Doc{URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)}
-	}
-	find := func(i int, quote string) (string, bool) {
-		mt, ok := m.Find(docs[i], quote)
-		if !ok {
-			return "", false
-		}
-		if mt.Exact {
-			return quote, true
-		}
-		return mt.Quote, true
-	}
-	var fs []Finding
+	out := ex.summaryOf(ctx, q, pages)
+	fs := checkedFindings(out.Findings, pages, a.opts.ExcerptChars, t.Language)
 	var urls []string
 	for _, p := range pages {
 		urls = append(urls, p.URL)
-	}
-	for _, f := range out.Findings {
-		if strings.TrimSpace(f.Quote) == "" {
-			continue
-		}
-		// the page the quote is from: the one named, else any that has it
-		idx, quote := -1, ""
-		for i, p := range pages {
-			if q, ok := find(i, f.Quote); idx < 0 && ok && normURL(f.URL) == p.URL {
-				idx, quote = i, q
-			}
-		}
-		for i := range pages {
-			if q, ok := find(i, f.Quote); idx < 0 && ok {
-				idx, quote = i, q
-			}
-		}
-		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: FindingSource, URL: normURL(f.URL)}
-		if idx >= 0 {
-			fd.URL, fd.Title, fd.Verified, fd.Quote = pages[idx].URL, pages[idx].Title, true, strings.TrimSpace(quote)
-			fd.ID = hashID(fd.URL, fd.Quote)
-		}
-		if fd.Claim == "" {
-			fd.Claim = fd.Quote
-		}
-		fd.Claim = markClaim(fd.Claim, fd.Quote, t.Language)
-		fs = append(fs, fd)
 	}
 	step := t.Round*100 + t.Index*10 + ex.s.Try
 	id := hashID(ex.threadID, fmt.Sprint(t.Turn), fmt.Sprint(step), q)
@@ -656,6 +658,76 @@ func (ex *execution) summarize(ctx context.Context, q string, pages []Source) {
 	ex.findings = append(ex.findings, fs...)
 	ex.notes++
 	ex.mu.Unlock()
+}
+
+// summaryOf has the model summarise the pages' excerpts into a note and
+// findings; without the model, the summary is extractive.
+func (ex *execution) summaryOf(ctx context.Context, q string, pages []Source) summaryOut {
+	a, t := ex.a, ex.s.Task
+	var pp []prompts.Page
+	for i, p := range pages {
+		pp = append(pp, prompts.Page{N: i + 1, Title: p.Title, URL: p.URL, Text: clip(p.Text, a.opts.ExcerptChars)})
+	}
+	var out summaryOut
+	p, err := prompts.Render(prompts.Summarize, prompts.SummarizeData{Question: t.Question, Subtask: t.Subtask.Title, Query: q, Language: t.Language, Pages: pp})
+	if err == nil {
+		err = structured(ctx, ex.c, llm.RoleResearcher, p, false, &out)
+	}
+	if err != nil {
+		return extractiveSummary(pages, a.opts.ExcerptChars)
+	}
+	return out
+}
+
+// checkedFindings are the model's findings with their quotes checked
+// against the excerpts of pages the model was shown: a quote found makes
+// the finding verified, on the page it names or else any that has it, and
+// a quote nearly right is replaced by the excerpt's exact text.
+func checkedFindings(out []findingOut, pages []Source, excerptChars int, lang string) []Finding {
+	m := citation.NewMatcher()
+	docs := make([]citation.Doc, len(pages))
+	for i, p := range pages {
+		docs[i] = citation.Doc{URL: p.URL, Text: clip(p.Text, excerptChars)}
+	}
+	find := func(i int, quote string) (string, bool) {
+		mt, ok := m.Find(docs[i], quote)
+		if !ok {
+			return "", false
+		}
+		if mt.Exact {
+			return quote, true
+		}
+		return mt.Quote, true
+	}
+	var fs []Finding
+	for _, f := range out {
+		if strings.TrimSpace(f.Quote) == "" {
+			continue
+		}
+		// the page the quote is from: the one named, else any that has it
+		idx, quote := -1, ""
+		for i, p := range pages {
+			if q, ok := find(i, f.Quote); idx < 0 && ok && normURL(f.URL) == p.URL {
+				idx, quote = i, q
+			}
+		}
+		for i := range pages {
+			if q, ok := find(i, f.Quote); idx < 0 && ok {
+				idx, quote = i, q
+			}
+		}
+		fd := Finding{ID: hashID(f.URL, f.Quote), Claim: strings.TrimSpace(f.Claim), Quote: strings.TrimSpace(f.Quote), Kind: FindingSource, URL: normURL(f.URL)}
+		if idx >= 0 {
+			fd.URL, fd.Title, fd.Verified, fd.Quote = pages[idx].URL, pages[idx].Title, true, strings.TrimSpace(quote)
+			fd.ID = hashID(fd.URL, fd.Quote)
+		}
+		if fd.Claim == "" {
+			fd.Claim = fd.Quote
+		}
+		fd.Claim = markClaim(fd.Claim, fd.Quote, lang)
+		fs = append(fs, fd)
+	}
+	return fs
 }
 
 // extractiveSummary is the summary without the LLM: the first substantial
@@ -703,25 +775,18 @@ func evidenceOf(fs []Finding, limit int) []prompts.Evidence {
 func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	ev := evidenceOf(s.Findings, 30)
-	var b strings.Builder
-	for _, e := range ev {
-		fmt.Fprintf(&b, "- %s [E%d]\n", e.Claim, e.N)
-	}
-	for _, cpt := range s.Computations {
-		fmt.Fprintf(&b, "- %s\n", cpt)
-	}
 	// nothing found: no answer (the subtask stays a gap), never a sentence
 	// the writer could take for a finding
-	fallback := b.String()
+	fallback := evidenceList(ev, s.Computations)
 	stopped := s.Stopped != "" || a.exhausted(ctx, t.Deadline) != ""
 	cctx, cancel := a.withDeadline(ctx, t.Deadline)
 	defer cancel()
 
-	reflecting := !stopped && (a.search != nil || a.fetch != nil || a.tools != nil)
+	reflecting := !stopped && a.canResearch()
 	n := len(evidenceOf(s.Findings, 0)) + len(s.Computations)
 	var v verdict
 	reused := false
-	if prev := s.Reflection; reflecting && prev != nil && !prev.Failed && s.Try > 0 && prev.Evidence == n {
+	if prev := s.Reflection; reflecting && sameEvidence(prev, s.Try, n) {
 		// this try found nothing new: the last verdict on the same evidence
 		// stands, and asking again adds nothing
 		reflecting, v, reused = false, *prev, true
@@ -731,31 +796,17 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	}
 
 	c := a.caller(t.node(rAnswer))
-	ans := fallback
 	actx, cancelAnswer := context.WithCancel(cctx)
 	defer cancelAnswer()
-	answered := make(chan struct{})
 	// the answer is asked for while the reflection judges the evidence:
 	// speculation that saves the reflection's wait when the answer stands,
 	// and wastes the answer's tokens when another try replaces it
 	var spec speculation
-	if len(ev) == 0 && len(s.Computations) == 0 || stopped {
-		close(answered)
-	} else {
-		p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
-			Evidence: ev, Computations: s.Computations, Advice: s.Advice})
-		if err != nil {
-			return nil, err
-		}
-		spec.start(reflecting)
-		go func() {
-			defer close(answered)
-			resp, err := c.chat(withSpeculative(actx, reflecting), llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
-			spec.answered(resp, err)
-			if txt := strings.TrimSpace(resp.Content); err == nil && txt != "" {
-				ans = txt
-			}
-		}()
+	ans := &pendingAnswer{text: fallback, done: make(chan struct{})}
+	if len(ev)+len(s.Computations) == 0 || stopped {
+		close(ans.done)
+	} else if err := a.startAnswer(actx, c, s, ev, reflecting, &spec, ans); err != nil {
+		return nil, err
 	}
 	w := []graph.Write{rs.reflection.Set(nil)}
 	if reused {
@@ -767,7 +818,7 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 		v, err = a.reflect(cctx, rc, s, fallback)
 		if err != nil {
 			cancelAnswer()
-			<-answered
+			<-ans.done
 			return nil, err
 		}
 		v.Evidence = n
@@ -777,14 +828,67 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 			cancelAnswer() // another try follows; its answer replaces this one
 		}
 		w = []graph.Write{rs.reflection.Set(&v), rs.usage.Set(rc.usage())}
-		<-answered
+		<-ans.done
 		c.settle(spec, superseded)
 	}
-	<-answered
+	<-ans.done
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return append(w, rs.answer.Set(ans), rs.usage.Set(c.usage())), nil
+	return append(w, rs.answer.Set(ans.text), rs.usage.Set(c.usage())), nil
+}
+
+// canResearch reports whether the agent has a way to find more: a search
+// engine, a fetcher or external tools.
+func (a *Agent) canResearch() bool {
+	return a.search != nil || a.fetch != nil || a.tools != nil
+}
+
+// sameEvidence reports whether prev, a verdict of an earlier try, judged
+// the n items of evidence this try has: nothing new was found.
+func sameEvidence(prev *verdict, try, n int) bool {
+	return prev != nil && !prev.Failed && try > 0 && prev.Evidence == n
+}
+
+// evidenceList is the evidence and computations as a list, the answer
+// when the model gives none.
+func evidenceList(ev []prompts.Evidence, computations []string) string {
+	var b strings.Builder
+	for _, e := range ev {
+		fmt.Fprintf(&b, "- %s [E%d]\n", e.Claim, e.N)
+	}
+	for _, cpt := range computations {
+		fmt.Fprintf(&b, "- %s\n", cpt)
+	}
+	return b.String()
+}
+
+// pendingAnswer is a subtask answer being written: text is final once
+// done is closed.
+type pendingAnswer struct {
+	text string // the model's answer, else what it started as
+	done chan struct{}
+}
+
+// startAnswer has the model write the subtask answer from ev in the
+// background (speculatively while the reflection judges, when reflecting).
+func (a *Agent) startAnswer(ctx context.Context, c *caller, s rState, ev []prompts.Evidence, reflecting bool, spec *speculation, ans *pendingAnswer) error {
+	t := s.Task
+	p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
+		Evidence: ev, Computations: s.Computations, Advice: s.Advice})
+	if err != nil {
+		return err
+	}
+	spec.start(reflecting)
+	go func() {
+		defer close(ans.done)
+		resp, err := c.chat(withSpeculative(ctx, reflecting), llm.Request{Role: llm.RoleResearcher, Messages: messages(p)})
+		spec.answered(resp, err)
+		if txt := strings.TrimSpace(resp.Content); err == nil && txt != "" {
+			ans.text = txt
+		}
+	}()
+	return nil
 }
 
 // anotherTry reports whether the subtask gets another try after verdict v

@@ -127,56 +127,77 @@ type schema struct {
 	charts                                 graph.Channel[[]Chart]
 }
 
+// newSchema declares the channels of State, each once: its field, how writes
+// combine, and whether it belongs to the turn (graph.PerTurn: a new turn
+// starts it from zero; the others carry the thread's knowledge, and the
+// last turn's plan and report, into the next). A channel is named after its
+// field's JSON key.
 func newSchema() *schema {
 	s := graph.NewSchema[State]()
+	turn := graph.PerTurn()
 	sumInt := func(a, b int) int { return a + b }
 	return &schema{
-		s:               s,
-		turn:            graph.LastValue(s, "turn", func(st *State) *int { return &st.Turn }),
-		turnStart:       graph.LastValue(s, "turn_start", func(st *State) *int { return &st.TurnStart }),
-		notes:           graph.Reduce(s, "notes", func(st *State) *int { return &st.Notes }, sumInt),
-		req:             graph.LastValue(s, "req", func(st *State) *Request { return &st.Req }),
-		question:        graph.LastValue(s, "question", func(st *State) *string { return &st.Question }),
-		language:        graph.LastValue(s, "language", func(st *State) *string { return &st.Language }),
-		intent:          graph.LastValue(s, "intent", func(st *State) *Intent { return &st.Intent }),
-		reply:           graph.LastValue(s, "reply", func(st *State) *string { return &st.Reply }),
-		instruction:     graph.LastValue(s, "instruction", func(st *State) *string { return &st.Instruction }),
-		planFeedback:    graph.LastValue(s, "plan_feedback", func(st *State) *string { return &st.PlanFeedback }),
-		deadline:        graph.LastValue(s, "deadline", func(st *State) *time.Time { return &st.Deadline }),
-		clarified:       graph.LastValue(s, "clarified", func(st *State) *bool { return &st.Clarified }),
-		draftExtractive: graph.LastValue(s, "draft_extractive", func(st *State) *bool { return &st.DraftExtractive }),
-		extractive:      graph.LastValue(s, "extractive", func(st *State) *bool { return &st.Extractive }),
-		history:         graph.Append(s, "history", func(st *State) *[]prompts.Exchange { return &st.History }),
-		plan:            graph.LastValue(s, "plan", func(st *State) **Plan { return &st.Plan }),
-		round:           graph.LastValue(s, "round", func(st *State) *int { return &st.Round }),
-		iteration:       graph.LastValue(s, "iteration", func(st *State) *int { return &st.Iteration }),
-		drafts:          graph.LastValue(s, "drafts", func(st *State) *int { return &st.Drafts }),
-		reviews:         graph.LastValue(s, "reviews", func(st *State) *int { return &st.Reviews }),
-		dispatch:        graph.LastValue(s, "dispatch", func(st *State) *[]Subtask { return &st.Dispatch }),
-		results:         graph.Append(s, "results", func(st *State) *[]SubtaskResult { return &st.Results }),
-		findings:        graph.Append(s, "findings", func(st *State) *[]Finding { return &st.Findings }),
-		sources:         graph.Reduce(s, "sources", func(st *State) *map[string]Source { return &st.Sources }, mergeSources),
-		queries:         graph.Append(s, "queries", func(st *State) *[]string { return &st.Queries }),
-		unverified:      graph.LastValue(s, "unverified", func(st *State) *[]string { return &st.Unverified }),
-		unreachable:     graph.Reduce(s, "unreachable", func(st *State) *map[string]int { return &st.Unreachable }, mergeUnreachable),
-		researchRequest: graph.LastValue(s, "research_request", func(st *State) *string { return &st.ResearchRequest }),
-		feedback:        graph.LastValue(s, "feedback", func(st *State) *string { return &st.Feedback }),
-		draft:           graph.LastValue(s, "draft", func(st *State) *string { return &st.Draft }),
-		next:            graph.LastValue(s, "next", func(st *State) *NextStep { return &st.Next }),
-		draftCitations:  graph.LastValue(s, "draft_citations", func(st *State) *citation.Report { return &st.DraftCitations }),
-		citations:       graph.LastValue(s, "citations", func(st *State) *citation.Report { return &st.Citations }),
-		review:          graph.LastValue(s, "review", func(st *State) **Review { return &st.Review }),
-		best:            graph.LastValue(s, "best", func(st *State) **bestDraft { return &st.Best }),
-		report:          graph.LastValue(s, "report", func(st *State) *string { return &st.Report }),
-		summary:         graph.LastValue(s, "summary", func(st *State) *string { return &st.Summary }),
-		exhausted:       graph.LastValue(s, "exhausted", func(st *State) *Budget { return &st.Exhausted }),
-		status:          graph.LastValue(s, "status", func(st *State) *Status { return &st.Status }),
-		finish:          graph.LastValue(s, "finish", func(st *State) *Finish { return &st.Finish }),
-		usage:           graph.Reduce(s, "usage", func(st *State) *Usage { return &st.Usage }, Usage.add),
-		traceParent:     graph.LastValue(s, "traceparent", func(st *State) *string { return &st.TraceParent }),
-		routes:          graph.Append(s, "routes", func(st *State) *[]Routing { return &st.Routes }),
-		crossCheck:      graph.LastValue(s, "cross_check", func(st *State) **CrossCheck { return &st.CrossCheck }),
-		charts:          graph.LastValue(s, "charts", func(st *State) *[]Chart { return &st.Charts }),
+		s: s,
+		// the turn's input (Start writes every one of these but turn)
+		turn:        graph.LastValue(s, "", func(st *State) *int { return &st.Turn }),
+		req:         graph.LastValue(s, "", func(st *State) *Request { return &st.Req }, turn),
+		question:    graph.LastValue(s, "", func(st *State) *string { return &st.Question }, turn),
+		language:    graph.LastValue(s, "", func(st *State) *string { return &st.Language }, turn),
+		deadline:    graph.LastValue(s, "", func(st *State) *time.Time { return &st.Deadline }, turn),
+		turnStart:   graph.LastValue(s, "", func(st *State) *int { return &st.TurnStart }, turn),
+		traceParent: graph.LastValue(s, "", func(st *State) *string { return &st.TraceParent }, turn),
+
+		history:      graph.Append(s, "", func(st *State) *[]prompts.Exchange { return &st.History }),
+		intent:       graph.LastValue(s, "", func(st *State) *Intent { return &st.Intent }, turn),
+		reply:        graph.LastValue(s, "", func(st *State) *string { return &st.Reply }, turn),
+		instruction:  graph.LastValue(s, "", func(st *State) *string { return &st.Instruction }, turn),
+		clarified:    graph.LastValue(s, "", func(st *State) *bool { return &st.Clarified }, turn),
+		plan:         graph.LastValue(s, "", func(st *State) **Plan { return &st.Plan }),
+		planFeedback: graph.LastValue(s, "", func(st *State) *string { return &st.PlanFeedback }, turn),
+
+		round:       graph.LastValue(s, "", func(st *State) *int { return &st.Round }, turn),
+		iteration:   graph.LastValue(s, "", func(st *State) *int { return &st.Iteration }, turn),
+		dispatch:    graph.LastValue(s, "", func(st *State) *[]Subtask { return &st.Dispatch }, turn),
+		results:     graph.Append(s, "", func(st *State) *[]SubtaskResult { return &st.Results }),
+		findings:    graph.Append(s, "", func(st *State) *[]Finding { return &st.Findings }),
+		sources:     graph.Reduce(s, "", func(st *State) *map[string]Source { return &st.Sources }, mergeSources),
+		queries:     graph.Append(s, "", func(st *State) *[]string { return &st.Queries }),
+		notes:       graph.Reduce(s, "", func(st *State) *int { return &st.Notes }, sumInt),
+		unreachable: graph.Reduce(s, "", func(st *State) *map[string]int { return &st.Unreachable }, mergeUnreachable),
+		routes:      graph.Append(s, "", func(st *State) *[]Routing { return &st.Routes }),
+		usage:       graph.Reduce(s, "", func(st *State) *Usage { return &st.Usage }, Usage.add),
+
+		researchRequest: graph.LastValue(s, "", func(st *State) *string { return &st.ResearchRequest }, turn),
+		feedback:        graph.LastValue(s, "", func(st *State) *string { return &st.Feedback }, turn),
+		draft:           graph.LastValue(s, "", func(st *State) *string { return &st.Draft }),
+		draftCitations:  graph.LastValue(s, "", func(st *State) *citation.Report { return &st.DraftCitations }),
+		draftExtractive: graph.LastValue(s, "", func(st *State) *bool { return &st.DraftExtractive }),
+		drafts:          graph.LastValue(s, "", func(st *State) *int { return &st.Drafts }, turn),
+		review:          graph.LastValue(s, "", func(st *State) **Review { return &st.Review }, turn),
+		reviews:         graph.LastValue(s, "", func(st *State) *int { return &st.Reviews }, turn),
+		best:            graph.LastValue(s, "", func(st *State) **bestDraft { return &st.Best }, turn),
+		next:            graph.LastValue(s, "", func(st *State) *NextStep { return &st.Next }, turn),
+		crossCheck:      graph.LastValue(s, "", func(st *State) **CrossCheck { return &st.CrossCheck }, turn),
+		charts:          graph.LastValue(s, "", func(st *State) *[]Chart { return &st.Charts }, turn),
+
+		report:     graph.LastValue(s, "", func(st *State) *string { return &st.Report }),
+		summary:    graph.LastValue(s, "", func(st *State) *string { return &st.Summary }),
+		citations:  graph.LastValue(s, "", func(st *State) *citation.Report { return &st.Citations }),
+		status:     graph.LastValue(s, "", func(st *State) *Status { return &st.Status }, turn),
+		finish:     graph.LastValue(s, "", func(st *State) *Finish { return &st.Finish }, turn),
+		unverified: graph.LastValue(s, "", func(st *State) *[]string { return &st.Unverified }, turn),
+		extractive: graph.LastValue(s, "", func(st *State) *bool { return &st.Extractive }, turn),
+		exhausted:  graph.LastValue(s, "", func(st *State) *Budget { return &st.Exhausted }, turn),
+	}
+}
+
+// turnInput is the input of a new turn after prev: the next turn number and
+// the request; the channels of the turn (graph.PerTurn) start from zero.
+func (sc *schema) turnInput(prev State, req Request, lang string, deadline time.Time, traceParent string) []graph.Write {
+	return []graph.Write{
+		sc.traceParent.Set(traceParent),
+		sc.turn.Set(prev.Turn + 1), sc.req.Set(req), sc.question.Set(req.Question), sc.language.Set(lang),
+		sc.deadline.Set(deadline), sc.turnStart.Set(prev.Usage.Total()),
 	}
 }
 
@@ -270,28 +291,30 @@ type rSchema struct {
 	unreachable           graph.Channel[map[string]int]
 }
 
+// newRSchema declares the channels of rState, each once (named after its
+// field's JSON key).
 func newRSchema() *rSchema {
 	s := graph.NewSchema[rState]()
 	return &rSchema{
 		s:            s,
-		task:         graph.LastValue(s, "task", func(st *rState) *researchTask { return &st.Task }),
-		try:          graph.LastValue(s, "try", func(st *rState) *int { return &st.Try }),
-		notes:        graph.Reduce(s, "notes", func(st *rState) *int { return &st.Notes }, func(a, b int) int { return a + b }),
-		actions:      graph.LastValue(s, "actions", func(st *rState) *[]action { return &st.Actions }),
-		findings:     graph.Append(s, "findings", func(st *rState) *[]Finding { return &st.Findings }),
-		sources:      graph.Reduce(s, "sources", func(st *rState) *map[string]Source { return &st.Sources }, mergeSources),
-		queries:      graph.Append(s, "queries", func(st *rState) *[]string { return &st.Queries }),
-		computations: graph.Append(s, "computations", func(st *rState) *[]string { return &st.Computations }),
-		answer:       graph.LastValue(s, "answer", func(st *rState) *string { return &st.Answer }),
-		reflection:   graph.LastValue(s, "reflection", func(st *rState) **verdict { return &st.Reflection }),
-		advice:       graph.LastValue(s, "advice", func(st *rState) *string { return &st.Advice }),
-		stopped:      graph.LastValue(s, "stopped", func(st *rState) *Budget { return &st.Stopped }),
-		gaps:         graph.LastValue(s, "gaps", func(st *rState) *[]string { return &st.Gaps }),
-		nextQueries:  graph.LastValue(s, "next_queries", func(st *rState) *[]string { return &st.NextQueries }),
-		done:         graph.LastValue(s, "done", func(st *rState) *bool { return &st.Done }),
-		completed:    graph.LastValue(s, "completed", func(st *rState) *bool { return &st.Completed }),
-		usage:        graph.Reduce(s, "usage", func(st *rState) *Usage { return &st.Usage }, Usage.add),
-		unreachable:  graph.Reduce(s, "unreachable", func(st *rState) *map[string]int { return &st.Unreachable }, mergeUnreachable),
+		task:         graph.LastValue(s, "", func(st *rState) *researchTask { return &st.Task }),
+		try:          graph.LastValue(s, "", func(st *rState) *int { return &st.Try }),
+		notes:        graph.Reduce(s, "", func(st *rState) *int { return &st.Notes }, func(a, b int) int { return a + b }),
+		actions:      graph.LastValue(s, "", func(st *rState) *[]action { return &st.Actions }),
+		findings:     graph.Append(s, "", func(st *rState) *[]Finding { return &st.Findings }),
+		sources:      graph.Reduce(s, "", func(st *rState) *map[string]Source { return &st.Sources }, mergeSources),
+		queries:      graph.Append(s, "", func(st *rState) *[]string { return &st.Queries }),
+		computations: graph.Append(s, "", func(st *rState) *[]string { return &st.Computations }),
+		answer:       graph.LastValue(s, "", func(st *rState) *string { return &st.Answer }),
+		reflection:   graph.LastValue(s, "", func(st *rState) **verdict { return &st.Reflection }),
+		advice:       graph.LastValue(s, "", func(st *rState) *string { return &st.Advice }),
+		stopped:      graph.LastValue(s, "", func(st *rState) *Budget { return &st.Stopped }),
+		gaps:         graph.LastValue(s, "", func(st *rState) *[]string { return &st.Gaps }),
+		nextQueries:  graph.LastValue(s, "", func(st *rState) *[]string { return &st.NextQueries }),
+		done:         graph.LastValue(s, "", func(st *rState) *bool { return &st.Done }),
+		completed:    graph.LastValue(s, "", func(st *rState) *bool { return &st.Completed }),
+		usage:        graph.Reduce(s, "", func(st *rState) *Usage { return &st.Usage }, Usage.add),
+		unreachable:  graph.Reduce(s, "", func(st *rState) *map[string]int { return &st.Unreachable }, mergeUnreachable),
 	}
 }
 

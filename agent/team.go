@@ -128,6 +128,30 @@ type checked struct {
 // share none. Claims whose figures
 // their quotes do not hold are left out (their numbers are not sourced).
 func crossCheck(fs []Finding) CrossCheck {
+	cs := checkable(fs)
+	// union the findings that agree into groups
+	groups := newUnionFind(len(cs))
+	var disagree []pair
+	for i := range cs {
+		for j := i + 1; j < len(cs); j++ {
+			if !sameThing(cs[i], cs[j]) {
+				continue
+			}
+			switch figuresAgree(cs[i].figures, cs[j].figures) {
+			case agree:
+				groups.union(i, j)
+			case differ:
+				disagree = append(disagree, pair{i, j})
+			}
+		}
+	}
+	return CrossCheck{Corroborated: corroborations(cs, groups), Disagreements: disagreements(cs, groups, disagree)}
+}
+
+// checkable are the findings a cross-check compares: verified, sourced
+// and not computed, with figures their quotes hold, and claims of enough
+// terms.
+func checkable(fs []Finding) []checked {
 	var cs []checked
 	for _, f := range fs {
 		if !f.Verified || f.Kind == FindingComputed || f.URL == "" || len(unstatedFigures(f.Claim, f.Quote)) > 0 {
@@ -139,43 +163,55 @@ func crossCheck(fs []Finding) CrossCheck {
 		}
 		cs = append(cs, checked{f: f, site: siteOf(f.URL), terms: terms, figures: figs})
 	}
-	// union the findings that agree into groups
-	parent := make([]int, len(cs))
-	for i := range parent {
-		parent[i] = i
+	return cs
+}
+
+// sameThing reports whether two findings from different sites state
+// something about the same thing (most terms shared, no other years).
+func sameThing(a, b checked) bool {
+	return a.site != b.site && jaccard(a.terms, b.terms) >= sameStatement && !otherYears(a.terms, b.terms)
+}
+
+// pair is two findings by index.
+type pair struct{ i, j int }
+
+// unionFind groups indexes (with path halving).
+type unionFind []int
+
+func newUnionFind(n int) unionFind {
+	u := make(unionFind, n)
+	for i := range u {
+		u[i] = i
 	}
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
+	return u
+}
+
+// find is the root of i's group.
+func (u unionFind) find(i int) int {
+	for u[i] != i {
+		u[i] = u[u[i]]
+		i = u[i]
 	}
-	type pair struct{ i, j int }
-	var disagree []pair
-	for i := range cs {
-		for j := i + 1; j < len(cs); j++ {
-			if cs[i].site == cs[j].site || jaccard(cs[i].terms, cs[j].terms) < sameStatement || otherYears(cs[i].terms, cs[j].terms) {
-				continue
-			}
-			switch figuresAgree(cs[i].figures, cs[j].figures) {
-			case agree:
-				parent[find(j)] = find(i)
-			case differ:
-				disagree = append(disagree, pair{i, j})
-			}
-		}
-	}
-	var out CrossCheck
+	return i
+}
+
+// union puts j's group under i's root.
+func (u unionFind) union(i, j int) { u[u.find(j)] = u.find(i) }
+
+// corroborations are the groups of findings from two sites or more, in
+// the order of their first finding, one finding a site, at most
+// maxCrossChecked.
+func corroborations(cs []checked, u unionFind) []Corroboration {
 	groups := map[int][]int{}
 	var roots []int
 	for i := range cs {
-		r := find(i)
+		r := u.find(i)
 		if _, ok := groups[r]; !ok {
 			roots = append(roots, r)
 		}
 		groups[r] = append(groups[r], i)
 	}
+	var out []Corroboration
 	for _, r := range roots {
 		var co Corroboration
 		for _, i := range groups[r] {
@@ -184,26 +220,33 @@ func crossCheck(fs []Finding) CrossCheck {
 				co.Findings = append(co.Findings, cs[i].f.ID)
 			}
 		}
-		if len(co.Sites) < 2 || len(out.Corroborated) == maxCrossChecked {
+		if len(co.Sites) < 2 || len(out) == maxCrossChecked {
 			continue
 		}
 		co.Claim = cs[groups[r][0]].f.Claim
-		out.Corroborated = append(out.Corroborated, co)
+		out = append(out, co)
 	}
+	return out
+}
+
+// disagreements are the pairs whose figures differ, one a pair of groups,
+// at most maxCrossChecked.
+func disagreements(cs []checked, u unionFind, disagree []pair) []Disagreement {
+	var out []Disagreement
 	seen := map[pair]bool{}
+	side := func(c checked) Stated {
+		return Stated{Site: c.site, Quote: c.f.Quote, Finding: c.f.ID, Figures: c.figures}
+	}
 	for _, p := range disagree {
-		k := pair{find(p.i), find(p.j)}
+		k := pair{u.find(p.i), u.find(p.j)}
 		if k.i > k.j {
 			k.i, k.j = k.j, k.i
 		}
-		if seen[k] || len(out.Disagreements) == maxCrossChecked {
+		if seen[k] || len(out) == maxCrossChecked {
 			continue
 		}
 		seen[k] = true
-		side := func(c checked) Stated {
-			return Stated{Site: c.site, Quote: c.f.Quote, Finding: c.f.ID, Figures: c.figures}
-		}
-		out.Disagreements = append(out.Disagreements, Disagreement{A: side(cs[p.i]), B: side(cs[p.j])})
+		out = append(out, Disagreement{A: side(cs[p.i]), B: side(cs[p.j])})
 	}
 	return out
 }

@@ -131,49 +131,25 @@ func schemaOf(m map[string]any, depth int) *llm.Schema {
 	case string:
 		s.Type = []string{t}
 	case []any:
-		for _, x := range t {
-			if v, ok := x.(string); ok {
-				s.Type = append(s.Type, v)
-			}
-		}
+		s.Type = stringsOf(t)
 	}
 	s.Description, _ = m["description"].(string)
 	s.Format, _ = m["format"].(string)
 	s.Pattern, _ = m["pattern"].(string)
+	s.Ref, _ = m["$ref"].(string)
 	if e, ok := m["enum"].([]any); ok {
 		s.Enum = e
 	}
-	num := func(k string) *float64 {
-		if v, ok := m[k].(float64); ok {
-			return &v
-		}
-		return nil
-	}
-	s.Minimum, s.Maximum = num("minimum"), num("maximum")
-	count := func(k string) *int {
-		if v, ok := m[k].(float64); ok {
-			n := int(v)
-			return &n
-		}
-		return nil
-	}
-	s.MinItems, s.MaxItems = count("minItems"), count("maxItems")
+	s.Minimum, s.Maximum = numberAt(m, "minimum"), numberAt(m, "maximum")
+	s.MinItems, s.MaxItems = countAt(m, "minItems"), countAt(m, "maxItems")
 	if it, ok := m["items"].(map[string]any); ok {
 		s.Items = schemaOf(it, depth+1)
 	}
 	if props, ok := m["properties"].(map[string]any); ok {
-		for _, k := range slices.Sorted(maps.Keys(props)) {
-			if p, ok := props[k].(map[string]any); ok {
-				s.Properties = append(s.Properties, llm.Property{Name: k, Schema: schemaOf(p, depth+1)})
-			}
-		}
+		s.Properties = propertiesOf(props, depth+1)
 	}
 	if req, ok := m["required"].([]any); ok {
-		for _, r := range req {
-			if v, ok := r.(string); ok {
-				s.Required = append(s.Required, v)
-			}
-		}
+		s.Required = stringsOf(req)
 	}
 	switch ap := m["additionalProperties"].(type) {
 	case bool:
@@ -182,14 +158,7 @@ func schemaOf(m map[string]any, depth int) *llm.Schema {
 		s.AdditionalProperties = schemaOf(ap, depth+1)
 	}
 	if alts, ok := m["anyOf"].([]any); ok {
-		for _, x := range alts {
-			if v, ok := x.(map[string]any); ok {
-				s.AnyOf = append(s.AnyOf, schemaOf(v, depth+1))
-			}
-		}
-	}
-	if ref, ok := m["$ref"].(string); ok {
-		s.Ref = ref
+		s.AnyOf = schemasOf(alts, depth+1)
 	}
 	if defs, ok := m["$defs"].(map[string]any); ok {
 		s.Defs = map[string]*llm.Schema{}
@@ -200,6 +169,56 @@ func schemaOf(m map[string]any, depth int) *llm.Schema {
 		}
 	}
 	return s
+}
+
+// stringsOf are the strings among xs.
+func stringsOf(xs []any) []string {
+	var out []string
+	for _, x := range xs {
+		if v, ok := x.(string); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// numberAt is m[k] when it is a number.
+func numberAt(m map[string]any, k string) *float64 {
+	if v, ok := m[k].(float64); ok {
+		return &v
+	}
+	return nil
+}
+
+// countAt is m[k] as an int when it is a number.
+func countAt(m map[string]any, k string) *int {
+	if v, ok := m[k].(float64); ok {
+		n := int(v)
+		return &n
+	}
+	return nil
+}
+
+// propertiesOf are an object's properties, sorted by name.
+func propertiesOf(props map[string]any, depth int) []llm.Property {
+	var out []llm.Property
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if p, ok := props[k].(map[string]any); ok {
+			out = append(out, llm.Property{Name: k, Schema: schemaOf(p, depth)})
+		}
+	}
+	return out
+}
+
+// schemasOf are the schemas among xs.
+func schemasOf(xs []any, depth int) []*llm.Schema {
+	var out []*llm.Schema
+	for _, x := range xs {
+		if v, ok := x.(map[string]any); ok {
+			out = append(out, schemaOf(v, depth))
+		}
+	}
+	return out
 }
 
 // selectTools is the prompt's list of external tools.

@@ -435,34 +435,15 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 		report, extractive = a.extractiveReport(s), true
 		report, cit = a.checkCitations(ctx, report, s, indexEvidence(s.Findings))
 	}
-	// the data analyst: a table of the evidence's numbers that compare,
-	// each value checked against the quote it cites, and its chart
 	var charts []Chart
 	var w []graph.Write
 	left := 0 // proposed table values left out
 	if !extractive && s.Exhausted == "" && strings.TrimSpace(report) != "" {
 		c := a.caller(nAnalyst)
-		ix := indexEvidence(s.Findings)
-		if sec := a.analyze(ctx, c, s, ix); sec != nil {
-			report, cit = withTable(report, cit, sec, ix, lang)
-			if sec.chart != nil {
-				charts = append(charts, *sec.chart)
-			}
-			left = len(sec.table.Dropped)
-		}
+		report, cit, charts, left = a.withAnalysis(ctx, c, s, report, cit)
 		w = append(w, sc.usage.Set(c.usage()))
 	}
-	var unv []string
-	for _, f := range cit.Failed() {
-		if f.Status == citation.Unused {
-			continue
-		}
-		ctxt := f.Context
-		if ctxt == "" {
-			ctxt = f.Label
-		}
-		unv = append(unv, fmt.Sprintf(label(lang, NoteCitationRemoved+"“%s” (%s%s)", "「%s」"+NoteCitationRemovedJA+"（%s%s）"), ctxt, f.Status, urlSuffix(f.URL)))
-	}
+	unv := citationNotes(cit, lang)
 	unv = append(unv, unreachableLines(s, lang)...)
 	if left > 0 {
 		// how many, not which: a value that failed the check is not shown
@@ -471,46 +452,13 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 			"データ表の候補のうち%d件は除外しました：引用した出典の文中にその数値がない、または出典の換算レートで単位を換算できませんでした。"), left))
 	}
 	gapsAt := len(unv) // the questions left open go here, once the verdict is known
-	finish := FinishMaxRounds
-	switch {
-	case extractive:
-		finish = FinishLLMDown
-		unv = append(unv, label(lang, "The language model was unavailable: the report quotes the sources without synthesis or review.",
-			"言語モデルが利用できなかったため、レポートは情報源の引用のみで構成され、統合・レビューされていません。"))
-	case s.Exhausted == BudgetTokens:
-		finish = FinishTokenBudget
-		unv = append(unv, label(lang, "The token budget ran out: research stopped early and the report was not fully reviewed.",
-			"トークン予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。"))
-	case s.Exhausted == BudgetTime:
-		finish = FinishTimeBudget
-		unv = append(unv, label(lang, "The time budget ran out: research stopped early and the report was not fully reviewed.",
-			"時間予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。"))
-	case s.Next == NextDraftApproved:
-		finish = FinishPersonOK
-	case s.Review != nil && s.Review.Approved:
-		finish = FinishApproved
-	case s.Intent == IntentRewrite:
-		finish = FinishRewritten
-	case s.Iteration > a.limits(s.Req.Depth).iterations:
-		finish = FinishMaxIterations
+	finish, note := a.finishOf(s, extractive)
+	if note != "" {
+		unv = append(unv, note)
 	}
-	// One verdict per report: a report the review (or a person) passed
-	// lists what the research left open as open questions, not as "not
-	// fully researched", which would contradict the pass.
-	prefix := label(lang, NoteNotResearched, NoteNotResearchedJA)
-	if finish == FinishApproved || finish == FinishPersonOK {
-		prefix = label(lang, NoteOpenQuestion, NoteOpenQuestionJA)
-	}
-	var gapNotes []string
-	for _, g := range gapsOf(s) {
-		gapNotes = append(gapNotes, prefix+g)
-	}
-	unv = slices.Insert(unv, gapsAt, gapNotes...)
-	if finish == FinishMaxRounds || finish == FinishMaxIterations {
-		if b := s.Best; b != nil && b.Review != nil && !b.Review.Approved {
-			unv = append(unv, fmt.Sprintf(label(lang, "The reviewer did not pass the report (score %.2f): %s", "レビューで合格しませんでした（スコア %.2f）：%s"),
-				b.Review.Overall, clip(b.Review.Feedback, 300)))
-		}
+	unv = slices.Insert(unv, gapsAt, gapNotes(s, finish)...)
+	if n := notPassedNote(s, finish); n != "" {
+		unv = append(unv, n)
 	}
 	if len(unv) > 0 {
 		report = insertSection(report, label(lang, "## Limitations", "## 未検証事項・制約"), unv)
@@ -528,6 +476,93 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 		sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: sum}})), nil
 }
 
+// withAnalysis has the data analyst add a table of the evidence's numbers
+// that compare (each value checked against the quote it cites) and its
+// chart; left counts the proposed values left out.
+func (a *Agent) withAnalysis(ctx context.Context, c *caller, s State, report string, cit citation.Report) (string, citation.Report, []Chart, int) {
+	ix := indexEvidence(s.Findings)
+	sec := a.analyze(ctx, c, s, ix)
+	if sec == nil {
+		return report, cit, nil, 0
+	}
+	report, cit = withTable(report, cit, sec, ix, s.Language)
+	var charts []Chart
+	if sec.chart != nil {
+		charts = append(charts, *sec.chart)
+	}
+	return report, cit, charts, len(sec.table.Dropped)
+}
+
+// citationNotes say which claims lost their citation and why.
+func citationNotes(cit citation.Report, lang string) []string {
+	var unv []string
+	for _, f := range cit.Failed() {
+		if f.Status == citation.Unused {
+			continue
+		}
+		ctxt := f.Context
+		if ctxt == "" {
+			ctxt = f.Label
+		}
+		unv = append(unv, fmt.Sprintf(label(lang, NoteCitationRemoved+"“%s” (%s%s)", "「%s」"+NoteCitationRemovedJA+"（%s%s）"), ctxt, f.Status, urlSuffix(f.URL)))
+	}
+	return unv
+}
+
+// finishOf is how the turn ends, with the note a report that ended early
+// carries.
+func (a *Agent) finishOf(s State, extractive bool) (Finish, string) {
+	lang := s.Language
+	switch {
+	case extractive:
+		return FinishLLMDown, label(lang, "The language model was unavailable: the report quotes the sources without synthesis or review.",
+			"言語モデルが利用できなかったため、レポートは情報源の引用のみで構成され、統合・レビューされていません。")
+	case s.Exhausted == BudgetTokens:
+		return FinishTokenBudget, label(lang, "The token budget ran out: research stopped early and the report was not fully reviewed.",
+			"トークン予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。")
+	case s.Exhausted == BudgetTime:
+		return FinishTimeBudget, label(lang, "The time budget ran out: research stopped early and the report was not fully reviewed.",
+			"時間予算が尽きたため、調査を途中で打ち切り、レポートの十分なレビューは行われていません。")
+	case s.Next == NextDraftApproved:
+		return FinishPersonOK, ""
+	case s.Review != nil && s.Review.Approved:
+		return FinishApproved, ""
+	case s.Intent == IntentRewrite:
+		return FinishRewritten, ""
+	case s.Iteration > a.limits(s.Req.Depth).iterations:
+		return FinishMaxIterations, ""
+	}
+	return FinishMaxRounds, ""
+}
+
+// gapNotes list what the research left open. One verdict per report: a
+// report the review (or a person) passed lists them as open questions,
+// not as "not fully researched", which would contradict the pass.
+func gapNotes(s State, finish Finish) []string {
+	prefix := label(s.Language, NoteNotResearched, NoteNotResearchedJA)
+	if finish == FinishApproved || finish == FinishPersonOK {
+		prefix = label(s.Language, NoteOpenQuestion, NoteOpenQuestionJA)
+	}
+	var notes []string
+	for _, g := range gapsOf(s) {
+		notes = append(notes, prefix+g)
+	}
+	return notes
+}
+
+// notPassedNote says that the review did not pass the report kept when
+// the rounds or iterations ran out.
+func notPassedNote(s State, finish Finish) string {
+	if finish != FinishMaxRounds && finish != FinishMaxIterations {
+		return ""
+	}
+	if b := s.Best; b != nil && b.Review != nil && !b.Review.Approved {
+		return fmt.Sprintf(label(s.Language, "The reviewer did not pass the report (score %.2f): %s", "レビューで合格しませんでした（スコア %.2f）：%s"),
+			b.Review.Overall, clip(b.Review.Feedback, 300))
+	}
+	return ""
+}
+
 // sourcesHeadings are the headings of the list of sources read, which
 // ends every report.
 var sourcesHeadings = []string{"## Sources read", "## 参照した情報源"}
@@ -537,38 +572,8 @@ var sourcesHeadings = []string{"## Sources read", "## 参照した情報源"}
 // reader sees what the research rests on even when citations were dropped.
 // A list the writer copied from an earlier report is replaced.
 func withSourcesRead(report string, sources map[string]Source, cit citation.Report, lang string) string {
-	for _, h := range sourcesHeadings {
-		if i := strings.LastIndex(report, "\n"+h+"\n"); i >= 0 && !strings.Contains(report[i+len(h)+2:], "\n#") {
-			report = report[:i]
-		}
-	}
-	rank := map[string]int{}
-	for _, f := range cit.Footnotes {
-		if f.Status == citation.Verified && f.Number > 0 {
-			if u := normURL(f.URL); rank[u] == 0 || f.Number < rank[u] {
-				rank[u] = f.Number
-			}
-		}
-	}
-	var read []Source
-	for _, src := range sources {
-		if src.Retrieved {
-			read = append(read, src)
-		}
-	}
-	sortSources(read)
-	slices.SortStableFunc(read, func(x, y Source) int {
-		rx, ry := rank[x.URL], rank[y.URL]
-		switch {
-		case rx == ry:
-			return 0
-		case rx == 0:
-			return 1
-		case ry == 0:
-			return -1
-		}
-		return rx - ry
-	})
+	report = withoutSourcesList(report)
+	read := citedFirst(retrieved(sources), cit)
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(report, "\n"))
 	b.WriteString("\n\n" + label(lang, sourcesHeadings[0], sourcesHeadings[1]) + "\n\n")
@@ -588,6 +593,55 @@ func withSourcesRead(report string, sources map[string]Source, cit citation.Repo
 		fmt.Fprintf(&b, "- %s — %s\n", title, src.URL)
 	}
 	return b.String()
+}
+
+// withoutSourcesList takes off a list of sources read that ends report
+// (one the writer copied from an earlier report).
+func withoutSourcesList(report string) string {
+	for _, h := range sourcesHeadings {
+		if i := strings.LastIndex(report, "\n"+h+"\n"); i >= 0 && !strings.Contains(report[i+len(h)+2:], "\n#") {
+			report = report[:i]
+		}
+	}
+	return report
+}
+
+// retrieved are the sources that were read, in sortSources order.
+func retrieved(sources map[string]Source) []Source {
+	var read []Source
+	for _, src := range sources {
+		if src.Retrieved {
+			read = append(read, src)
+		}
+	}
+	sortSources(read)
+	return read
+}
+
+// citedFirst orders read with the sources the report cites (verified)
+// first, in the order of their first reference; the rest keep their order.
+func citedFirst(read []Source, cit citation.Report) []Source {
+	rank := map[string]int{}
+	for _, f := range cit.Footnotes {
+		if f.Status == citation.Verified && f.Number > 0 {
+			if u := normURL(f.URL); rank[u] == 0 || f.Number < rank[u] {
+				rank[u] = f.Number
+			}
+		}
+	}
+	slices.SortStableFunc(read, func(x, y Source) int {
+		rx, ry := rank[x.URL], rank[y.URL]
+		switch {
+		case rx == ry:
+			return 0
+		case rx == 0:
+			return 1
+		case ry == 0:
+			return -1
+		}
+		return rx - ry
+	})
+	return read
 }
 
 // sourceTitle puts a page's title on one line, without control characters
@@ -674,26 +728,15 @@ func (a *Agent) extractiveReport(s State) string {
 	b.WriteString(label(lang,
 		"> **Extractive report.** The language model was unavailable, so this report was not written by it: it quotes the sources collected in this run verbatim, without synthesis or review.\n\n",
 		"> **抽出型レポート**：言語モデルが利用できなかったため、このレポートは言語モデルによって書かれていません。この実行で収集した情報源の文章をそのまま引用しており、要約・統合・レビューは行われていません。\n\n"))
-	type ref struct{ quote, title, url string }
-	var refs []ref
-	cite := func(q, title, url string) string {
-		refs = append(refs, ref{q, title, url})
-		return fmt.Sprintf("[^%d]", len(refs))
-	}
-	var srcs []Source
-	for _, src := range s.Sources {
-		if src.Retrieved {
-			srcs = append(srcs, src)
-		}
-	}
-	sortSources(srcs)
+	var refs quoteRefs
+	srcs := retrieved(s.Sources)
 	b.WriteString("## Executive Summary\n\n")
 	fmt.Fprintf(&b, label(lang, "%d sources were read for: %s\n\n", "「%[2]s」について%[1]d件の情報源を読みました。\n\n"), len(srcs), strings.SplitN(s.Question, "\n", 2)[0])
 	b.WriteString("## Key Findings\n\n")
 	n := 0
 	for _, f := range s.Findings {
 		if f.Verified && n < 5 {
-			fmt.Fprintf(&b, "- “%s” %s\n", f.Quote, cite(f.Quote, f.Title, f.URL))
+			fmt.Fprintf(&b, "- “%s” %s\n", f.Quote, refs.cite(f.Quote, f.Title, f.URL))
 			n++
 		}
 	}
@@ -701,25 +744,14 @@ func (a *Agent) extractiveReport(s State) string {
 		b.WriteString(label(lang, "- No verified findings.\n", "- 検証済みの知見はありません。\n"))
 	}
 	b.WriteString("\n## Detailed Analysis\n\n")
-	for i, src := range srcs {
-		if i == 8 {
-			break
-		}
-		var quotes []string
-		for _, sn := range sentences(clip(src.Text, a.opts.ExcerptChars)) {
-			if l := len([]rune(sn)); l >= 20 && l <= 300 {
-				quotes = append(quotes, sn)
-				if len(quotes) == 2 {
-					break
-				}
-			}
-		}
+	for _, src := range srcs[:min(len(srcs), 8)] {
+		quotes := excerptQuotes(clip(src.Text, a.opts.ExcerptChars))
 		if len(quotes) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "### %s\n\n", src.Title)
 		for _, q := range quotes {
-			fmt.Fprintf(&b, "> %s %s\n>\n", q, cite(q, src.Title, src.URL))
+			fmt.Fprintf(&b, "> %s %s\n>\n", q, refs.cite(q, src.Title, src.URL))
 		}
 		b.WriteString("\n")
 	}
@@ -728,6 +760,29 @@ func (a *Agent) extractiveReport(s State) string {
 		fmt.Fprintf(&b, "[^%d]: \"%s\" — %s, %s\n", i+1, r.quote, r.title, r.url)
 	}
 	return b.String()
+}
+
+// quoteRefs are the footnotes of an extractive report, in order.
+type quoteRefs []struct{ quote, title, url string }
+
+// cite adds a footnote and returns its marker.
+func (r *quoteRefs) cite(quote, title, url string) string {
+	*r = append(*r, struct{ quote, title, url string }{quote, title, url})
+	return fmt.Sprintf("[^%d]", len(*r))
+}
+
+// excerptQuotes are the first two sentences of text of 20 to 300 runes.
+func excerptQuotes(text string) []string {
+	var quotes []string
+	for _, sn := range sentences(text) {
+		if l := len([]rune(sn)); l >= 20 && l <= 300 {
+			quotes = append(quotes, sn)
+			if len(quotes) == 2 {
+				break
+			}
+		}
+	}
+	return quotes
 }
 
 // recentFirst orders the knowledge store with this turn's findings first,

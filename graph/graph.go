@@ -227,15 +227,7 @@ type Options struct {
 	// SnapshotEvery checkpoints (default 256). Load cost stays O(state).
 	SnapshotRatio int
 	SnapshotEvery int
-	// ResumeHold is how long a resumed run keeps the transaction that
-	// stored its answer open for its first step's commit, with a Saver
-	// that can (ResumeHolder); default DefaultResumeHold. A step that ends
-	// sooner is made durable with the answer by one commit; after a slower
-	// one the answer commits alone when the time is up, so no lock is held
-	// across a long node and another resumer waits at most this long to be
-	// refused.
-	ResumeHold time.Duration
-	Logger     *slog.Logger
+	Logger        *slog.Logger
 	// Sleep waits between retries (default: a timer that honours ctx).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand returns a number in [0,1) for retry jitter (default math/rand).
@@ -248,10 +240,6 @@ type Options struct {
 
 // DefaultStepLimit is the default number of supersteps one Invoke may run.
 const DefaultStepLimit = 10000
-
-// DefaultResumeHold is Options.ResumeHold's default: a step of plain code
-// ends well within it; one that waits on a model or the network does not.
-const DefaultResumeHold = 25 * time.Millisecond
 
 // Graph is a compiled, immutable graph; it is safe for concurrent Invokes on
 // different threads.
@@ -269,6 +257,42 @@ type Graph[S any] struct {
 
 // Compile checks the graph and freezes it.
 func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
+	errs := b.check()
+	set := func(names []string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range names {
+			if b.nodes[n] == nil {
+				errs = append(errs, fmt.Errorf("graph: interrupt on unknown node %q", n))
+			}
+			m[n] = true
+		}
+		return m
+	}
+	g := &Graph[S]{
+		schema:  b.schema,
+		nodes:   b.nodes,
+		edges:   b.edges,
+		routers: b.routers,
+		before:  set(opts.InterruptBefore),
+		after:   set(opts.InterruptAfter),
+		opts:    opts.withDefaults(),
+		log:     opts.Logger,
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if tracing.Active(opts.TracerProvider) {
+		g.tracer = opts.TracerProvider.Tracer("deepresearch/graph")
+	}
+	return g, nil
+}
+
+// check reports the builder's errors and every edge from or to a node that
+// does not exist.
+func (b *Builder[S]) check() []error {
 	errs := slices.Clone(b.errs)
 	known := func(n string) bool { return n == End || b.nodes[n] != nil }
 	if len(b.edges[Start]) == 0 && len(b.routers[Start]) == 0 {
@@ -289,54 +313,27 @@ func (b *Builder[S]) Compile(opts Options) (*Graph[S], error) {
 			errs = append(errs, fmt.Errorf("graph: conditional edges from unknown node %q", from))
 		}
 	}
-	set := func(names []string) map[string]bool {
-		m := map[string]bool{}
-		for _, n := range names {
-			if b.nodes[n] == nil {
-				errs = append(errs, fmt.Errorf("graph: interrupt on unknown node %q", n))
-			}
-			m[n] = true
-		}
-		return m
+	return errs
+}
+
+// withDefaults fills in the options left zero.
+func (o Options) withDefaults() Options {
+	if o.StepLimit <= 0 {
+		o.StepLimit = DefaultStepLimit
 	}
-	g := &Graph[S]{
-		schema:  b.schema,
-		nodes:   b.nodes,
-		edges:   b.edges,
-		routers: b.routers,
-		before:  set(opts.InterruptBefore),
-		after:   set(opts.InterruptAfter),
-		opts:    opts,
-		log:     opts.Logger,
+	if o.SnapshotRatio <= 0 {
+		o.SnapshotRatio = 8
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if o.SnapshotEvery <= 0 {
+		o.SnapshotEvery = 256
 	}
-	if g.opts.StepLimit <= 0 {
-		g.opts.StepLimit = DefaultStepLimit
+	if o.Sleep == nil {
+		o.Sleep = clock.Real{}.Sleep
 	}
-	if g.opts.SnapshotRatio <= 0 {
-		g.opts.SnapshotRatio = 8
+	if o.Rand == nil {
+		o.Rand = rand.Float64
 	}
-	if g.opts.ResumeHold <= 0 {
-		g.opts.ResumeHold = DefaultResumeHold
-	}
-	if g.opts.SnapshotEvery <= 0 {
-		g.opts.SnapshotEvery = 256
-	}
-	if g.opts.Sleep == nil {
-		g.opts.Sleep = clock.Real{}.Sleep
-	}
-	if g.opts.Rand == nil {
-		g.opts.Rand = rand.Float64
-	}
-	if g.log == nil {
-		g.log = slog.New(slog.DiscardHandler)
-	}
-	if tracing.Active(opts.TracerProvider) {
-		g.tracer = opts.TracerProvider.Tracer("deepresearch/graph")
-	}
-	return g, nil
+	return o
 }
 
 // Errors of a run.

@@ -530,8 +530,8 @@ func TestOneWriterPerThread(t *testing.T) {
 	// A loser may have stored its first steps before another writer moved
 	// the head (the chain stays linear: the next writer continues from
 	// them); the head is a finished run of one of the winners.
-	if min := 6 * (1 + int(wins.Load())); len(hist) < min {
-		t.Fatalf("checkpoints %d, want at least %d", len(hist), min)
+	if least := 6 * (1 + int(wins.Load())); len(hist) < least {
+		t.Fatalf("checkpoints %d, want at least %d", len(hist), least)
 	}
 	head, err := g.State(ctx, "x", 0)
 	if err != nil {

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -33,11 +32,6 @@ type persister struct {
 	// for it. A flush sends them anyway (draining > 0).
 	held     []pItem
 	draining int
-	// hold is the open transaction that stored the run's answer
-	// (ResumeHolder): the first commit goes through it, once a checkpoint
-	// is queued, a flush asks for it, or holdUp says the time is up.
-	hold   HeldResume
-	holdUp bool
 
 	// owned by the writer goroutine
 	expectHead int64
@@ -77,30 +71,9 @@ func newPersister(s Saver, thread, ns string, head int64, ratio, every int, emit
 	return p
 }
 
-// holdAnswer makes the first commit go through h: the answer and the step
-// it leads to are stored together, or after d the answer alone.
-func (p *persister) holdAnswer(h HeldResume, d time.Duration) {
-	p.mu.Lock()
-	p.hold = h
-	p.mu.Unlock()
-	time.AfterFunc(d, func() {
-		p.mu.Lock()
-		p.holdUp = true
-		p.cond.Broadcast()
-		p.mu.Unlock()
-	})
-}
-
 // wake reports whether the writer has something to do (p.mu held).
 func (p *persister) wake() bool {
-	switch {
-	case p.closed:
-		return true
-	case p.hold != nil:
-		// wait for the step's checkpoint, so it commits with the answer
-		return p.holdUp || p.draining > 0 || slices.ContainsFunc(p.queue, func(it pItem) bool { return it.cp != nil })
-	}
-	return len(p.queue) > 0 || (p.draining > 0 && len(p.held) > 0)
+	return p.closed || len(p.queue) > 0 || (p.draining > 0 && len(p.held) > 0)
 }
 
 func (p *persister) add(it pItem) {
@@ -123,7 +96,7 @@ func (p *persister) flush() error {
 	p.draining++
 	defer func() { p.draining-- }()
 	p.cond.Broadcast()
-	for (len(p.queue) > 0 || p.busy || len(p.held) > 0 || p.hold != nil) && p.err == nil {
+	for (len(p.queue) > 0 || p.busy || len(p.held) > 0) && p.err == nil {
 		p.cond.Wait()
 	}
 	return p.err
@@ -147,11 +120,6 @@ func (p *persister) loop() {
 		if p.closed || p.err != nil {
 			p.queue, p.held = nil, nil
 			p.busy = false
-			if h := p.hold; h != nil {
-				// (not reached: a flush before close ends the hold)
-				p.hold = nil
-				go func() { _ = p.release(h) }()
-			}
 			p.cond.Broadcast()
 			p.mu.Unlock()
 			return
@@ -159,30 +127,17 @@ func (p *persister) loop() {
 		items := append(p.held, p.queue...)
 		p.queue, p.held = nil, nil
 		force := p.draining > 0
-		h := p.hold
 		p.busy = true
 		p.mu.Unlock()
 
-		var err error
-		switch {
-		case h != nil && (len(items) == 0 || !force && p.holdable(items)):
-			// nothing to store with the answer yet: the answer alone
-			err = p.release(h)
-			p.mu.Lock()
-			p.hold, p.held = nil, items
-			p.mu.Unlock()
-		case !force && p.holdable(items):
+		if !force && p.holdable(items) {
 			p.mu.Lock()
 			p.held, p.busy = items, false
 			p.cond.Broadcast()
 			p.mu.Unlock()
 			continue
-		default:
-			err = p.commit(items, h)
-			p.mu.Lock()
-			p.hold = nil
-			p.mu.Unlock()
 		}
+		err := p.commit(items)
 
 		p.mu.Lock()
 		p.busy = false
@@ -218,22 +173,8 @@ func sortWrites(ws []rawWrite) {
 	})
 }
 
-func (p *persister) release(h HeldResume) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return h.Release(ctx)
-}
-
-// commit stores items as one batch, through h when it is not nil; h is
-// ended whatever happens (the answer alone when no batch goes through it).
-func (p *persister) commit(items []pItem, h HeldResume) (err error) {
-	if h != nil {
-		defer func() {
-			if h != nil {
-				err = errors.Join(err, p.release(h))
-			}
-		}()
-	}
+// commit stores items as one batch.
+func (p *persister) commit(items []pItem) error {
 	b := &Batch{ThreadID: p.thread, NS: p.ns, ExpectHead: p.expectHead}
 	pending := map[int64][]rawWrite{}
 	var saved []*pWrites
@@ -247,35 +188,9 @@ func (p *persister) commit(items []pItem, h HeldResume) (err error) {
 			saved = append(saved, w)
 			continue
 		}
-		c := it.cp
-		delta := slices.Clone(c.inline)
-		if c.loop {
-			if ws, ok := pending[c.sc.ParentID]; ok {
-				delta = append(delta, ws...)
-				delete(pending, c.sc.ParentID)
-			}
+		if err := p.addCheckpoint(b, it.cp, pending); err != nil {
+			return err
 		}
-		sortWrites(delta)
-		c.sc.Delta = encodeWrites(delta)
-		if c.sc.ParentID == 0 || c.sc.Snapshot != nil {
-			// a chain's root is its own base: the zero state plus its delta
-			p.lastSnap, p.sinceSnap, p.sinceCount = len(c.sc.Delta)+len(c.sc.Snapshot), 0, 0
-		} else {
-			p.sinceSnap += len(c.sc.Delta)
-			p.sinceCount++
-		}
-		if c.snapshot != nil && c.sc.ParentID != 0 && c.sc.Snapshot == nil &&
-			((p.sinceSnap > p.ratio*p.lastSnap && p.sinceSnap > 4096) || p.sinceCount >= p.every) {
-			snap, err := c.snapshot()
-			if err != nil {
-				return err
-			}
-			c.sc.Snapshot = snap
-			p.lastSnap, p.sinceSnap, p.sinceCount = len(snap), 0, 0
-		}
-		b.Checkpoints = append(b.Checkpoints, c.sc)
-		b.Writes = append(b.Writes, c.extra...)
-		b.Finished = c.finished
 	}
 	for _, cp := range order {
 		for _, w := range pending[cp] {
@@ -288,26 +203,67 @@ func (p *persister) commit(items []pItem, h HeldResume) (err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	commit := p.saver.Commit
-	if h != nil {
-		commit, h = h.Commit, nil // Commit ends the hold, stored or not
-	}
-	if err := commit(ctx, b); err != nil {
+	if err := p.saver.Commit(ctx, b); err != nil {
 		return err
 	}
 	if n := len(b.Checkpoints); n > 0 {
 		p.expectHead = b.Checkpoints[n-1].ID
 	}
-	if p.emit != nil {
-		for _, w := range saved {
-			if !w.result {
-				continue
-			}
-			p.emit(Event{Kind: EventWritesSaved, ThreadID: p.thread, NS: p.ns, CheckpointID: w.cp, Node: w.node, Task: w.task, Step: w.step})
-		}
-		for _, c := range b.Checkpoints {
-			p.emit(Event{Kind: EventCheckpoint, ThreadID: p.thread, NS: p.ns, CheckpointID: c.ID, Step: c.Step})
+	p.emitSaved(saved, b.Checkpoints)
+	return nil
+}
+
+// addCheckpoint adds c to b, with its parent's pending writes inline in its
+// delta (taken out of pending) and a snapshot when the deltas since the last
+// one have grown too long.
+func (p *persister) addCheckpoint(b *Batch, c *pCheckpoint, pending map[int64][]rawWrite) error {
+	delta := slices.Clone(c.inline)
+	if c.loop {
+		if ws, ok := pending[c.sc.ParentID]; ok {
+			delta = append(delta, ws...)
+			delete(pending, c.sc.ParentID)
 		}
 	}
+	sortWrites(delta)
+	c.sc.Delta = encodeWrites(delta)
+	if c.sc.ParentID == 0 || c.sc.Snapshot != nil {
+		// a chain's root is its own base: the zero state plus its delta
+		p.lastSnap, p.sinceSnap, p.sinceCount = len(c.sc.Delta)+len(c.sc.Snapshot), 0, 0
+	} else {
+		p.sinceSnap += len(c.sc.Delta)
+		p.sinceCount++
+	}
+	if c.snapshot != nil && c.sc.ParentID != 0 && c.sc.Snapshot == nil && p.snapshotDue() {
+		snap, err := c.snapshot()
+		if err != nil {
+			return err
+		}
+		c.sc.Snapshot = snap
+		p.lastSnap, p.sinceSnap, p.sinceCount = len(snap), 0, 0
+	}
+	b.Checkpoints = append(b.Checkpoints, c.sc)
+	b.Writes = append(b.Writes, c.extra...)
+	b.Finished = c.finished
 	return nil
+}
+
+// snapshotDue reports whether the deltas since the last snapshot outweigh
+// it (by the ratio, and 4 KiB at least) or are too many.
+func (p *persister) snapshotDue() bool {
+	return (p.sinceSnap > p.ratio*p.lastSnap && p.sinceSnap > 4096) || p.sinceCount >= p.every
+}
+
+// emitSaved reports the stored task results and checkpoints.
+func (p *persister) emitSaved(saved []*pWrites, cps []*StoredCheckpoint) {
+	if p.emit == nil {
+		return
+	}
+	for _, w := range saved {
+		if w.result {
+			p.emit(Event{Kind: EventWritesSaved, ThreadID: p.thread, NS: p.ns, CheckpointID: w.cp, Node: w.node, Task: w.task, Step: w.step})
+		}
+	}
+	for _, c := range cps {
+		p.emit(Event{Kind: EventCheckpoint, ThreadID: p.thread, NS: p.ns, CheckpointID: c.ID, Step: c.Step})
+	}
 }

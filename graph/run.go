@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,9 +98,6 @@ type run[S any] struct {
 	ranBuf   []string
 	from     *Chain // the thread as the caller loaded it (InvokeFrom)
 	fresh    bool   // the caller found the thread new (NewThread)
-	// hold is the open transaction that stored this run's answer
-	// (ResumeHolder); the persister's first commit ends it
-	hold HeldResume
 }
 
 // special write indexes
@@ -128,9 +124,8 @@ func (g *Graph[S]) Invoke(ctx context.Context, cfg Config) (*Result[S], error) {
 // with State (head only): the run starts from that snapshot instead of
 // loading the thread again, saving a round trip to the Saver. Answers are
 // still stored once, as Invoke stores them (an answer another process gave
-// since the snapshot is refused the same way); an answer to one static
-// interrupt that the Saver stores and loads in one round trip, and a fork
-// (cfg.CheckpointID), load as Invoke does.
+// since the snapshot is refused the same way); a fork (cfg.CheckpointID)
+// loads as Invoke does.
 func (g *Graph[S]) InvokeFrom(ctx context.Context, snap *Snapshot[S], cfg Config) (*Result[S], error) {
 	if snap == nil || snap.chain == nil && !snap.fresh || snap.thread != cfg.ThreadID || cfg.CheckpointID != 0 {
 		return g.Invoke(ctx, cfg)
@@ -169,33 +164,24 @@ func (r *run[S]) invokeAndStore(ctx context.Context) (*Result[S], error) {
 func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 	g := r.g
 	fresh := true
-	resumed := false
 	var head int64
 	if g.opts.Saver != nil {
 		if r.cfg.ThreadID == "" {
 			return nil, ErrNoThread
 		}
-		chain, stored, err := r.load(ctx)
-		resumed = stored
+		chain, err := r.load(ctx)
 		switch {
 		case errors.Is(err, ErrNotFound) && r.cfg.CheckpointID == 0:
 		case err != nil:
 			return nil, fmt.Errorf("graph: load thread %q: %w", r.cfg.ThreadID, err)
 		default:
 			if err := r.restore(chain); err != nil {
-				if r.hold != nil {
-					// the answer stays stored, as if the run had failed later
-					err = errors.Join(err, r.hold.Release(context.WithoutCancel(ctx)))
-				}
 				return nil, err
 			}
 			fresh = false
 			head = chain.Head
 		}
 		r.p = newPersister(g.opts.Saver, r.cfg.ThreadID, r.ns, head, g.opts.SnapshotRatio, g.opts.SnapshotEvery, r.emit)
-		if r.hold != nil {
-			r.p.holdAnswer(r.hold, g.opts.ResumeHold)
-		}
 		if !fresh {
 			r.p.lastSnap, r.p.sinceSnap, r.p.sinceCount = chainCost(chain)
 		}
@@ -209,7 +195,7 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 		if err := r.startTurn(r.cfg.Input); err != nil {
 			return nil, err
 		}
-	} else if len(r.cfg.Resume) > 0 && !resumed {
+	} else if len(r.cfg.Resume) > 0 {
 		if err := r.resume(ctx); err != nil {
 			return nil, err
 		}
@@ -220,66 +206,14 @@ func (r *run[S]) invoke(ctx context.Context) (*Result[S], error) {
 }
 
 // load reads the thread, or takes the chain the caller loaded (InvokeFrom).
-// To answer one static interrupt with a Saver that can, it stores the
-// answer and loads in one round trip (resumed reports that the answer is
-// stored, in r.hold's transaction). Static answers are safe to store before
-// the load: a marker for an interrupt that was not pending is never consulted.
-func (r *run[S]) load(ctx context.Context) (chain *Chain, resumed bool, err error) {
-	saver := r.g.opts.Saver
-	if rl, ok := saver.(ResumeHolder); ok && r.cfg.CheckpointID == 0 && len(r.cfg.Input) == 0 && len(r.cfg.Resume) == 1 {
-		for id, val := range r.cfg.Resume {
-			cp, task, ok := r.parseStaticID(id)
-			if !ok {
-				break
-			}
-			raw, err := json.Marshal(val)
-			if err != nil {
-				return nil, false, fmt.Errorf("graph: resume value: %w", err)
-			}
-			w := PendingWrite{CheckpointID: cp, Task: task, Idx: idxStaticResume, Channel: resumeChannel, Value: raw}
-			chain, hold, err := rl.ResumeHold(ctx, r.cfg.ThreadID, r.ns, cp, w)
-			if errors.Is(err, ErrAlreadyResumed) || errors.Is(err, ErrConflict) {
-				return nil, false, fmt.Errorf("graph: interrupt %s: %w", id, ErrAlreadyResumed)
-			}
-			r.hold = hold
-			return chain, err == nil, err
-		}
-	}
+func (r *run[S]) load(ctx context.Context) (*Chain, error) {
 	switch {
 	case r.fresh:
-		return nil, false, ErrNotFound
+		return nil, ErrNotFound
 	case r.from != nil:
-		return r.from, false, nil
+		return r.from, nil
 	}
-	chain, err = saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
-	return chain, false, err
-}
-
-// parseStaticID parses "[ns/]c<id>-b" and "[ns/]c<id>-a" of this run's namespace.
-func (r *run[S]) parseStaticID(id string) (cp int64, task int, ok bool) {
-	prefix := ""
-	if r.ns != "" {
-		prefix = r.ns + "/"
-	}
-	rest, found := strings.CutPrefix(id, prefix+"c")
-	if !found {
-		return 0, 0, false
-	}
-	num, kind, found := strings.Cut(rest, "-")
-	if !found {
-		return 0, 0, false
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, 0, false
-	}
-	switch kind {
-	case "b":
-		return n, taskBefore, true
-	case "a":
-		return n, taskAfter, true
-	}
-	return 0, 0, false
+	return r.g.opts.Saver.Load(ctx, r.cfg.ThreadID, r.ns, r.cfg.CheckpointID)
 }
 
 func chainCost(c *Chain) (last, since, count int) {
@@ -303,6 +237,32 @@ func (r *run[S]) restore(c *Chain) error {
 	if len(cps) == 0 {
 		return ErrNotFound
 	}
+	if err := r.replay(cps); err != nil {
+		return err
+	}
+	last := cps[len(cps)-1]
+	r.lastID = max(c.Head, last.ID)
+	specs, err := decodeNext(last.Next)
+	if err != nil {
+		return err
+	}
+	cur := cursor[S]{id: last.ID, step: last.Step, taskIntr: map[int]map[int]json.RawMessage{}}
+	for i, sp := range specs {
+		t, err := r.newTask(i, sp.Node, nil, sp.Arg)
+		if err != nil {
+			return err
+		}
+		cur.tasks = append(cur.tasks, t)
+	}
+	for _, w := range last.Writes {
+		cur.restoreWrite(w)
+	}
+	r.cur = cur
+	return nil
+}
+
+// replay rebuilds the state from the chain's base and the deltas after it.
+func (r *run[S]) replay(cps []*StoredCheckpoint) error {
 	first := cps[0]
 	if first.Snapshot != nil {
 		if err := decodeSnapshot(first.Snapshot, &r.st); err != nil {
@@ -320,65 +280,53 @@ func (r *run[S]) restore(c *Chain) error {
 			return fmt.Errorf("graph: replay checkpoint %d: %w", cps[i].ID, err)
 		}
 	}
-	last := cps[len(cps)-1]
-	r.lastID = c.Head
-	if last.ID > r.lastID {
-		r.lastID = last.ID
+	return nil
+}
+
+// restoreWrite marks a pending write of the cursor's checkpoint: a static
+// interrupt or its answer, or a task's result, interrupt, memo or answer.
+func (c *cursor[S]) restoreWrite(w PendingWrite) {
+	switch {
+	case w.Task == taskBefore && w.Idx == idxStaticResume:
+		c.beforeResolved = true
+	case w.Task == taskAfter && w.Idx == idxStaticIntr:
+		c.afterPending = true
+		_ = json.Unmarshal(w.Value, &c.afterNodes)
+	case w.Task == taskAfter && w.Idx == idxStaticResume:
+		c.afterResolved = true
+	case w.Task >= 0 && w.Task < len(c.tasks):
+		c.restoreTaskWrite(c.tasks[w.Task], w)
 	}
-	specs, err := decodeNext(last.Next)
-	if err != nil {
-		return err
-	}
-	cur := cursor[S]{id: last.ID, step: last.Step, taskIntr: map[int]map[int]json.RawMessage{}}
-	for i, sp := range specs {
-		t, err := r.newTask(i, sp.Node, nil, sp.Arg)
-		if err != nil {
-			return err
+}
+
+func (c *cursor[S]) restoreTaskWrite(t *task[S], w PendingWrite) {
+	switch {
+	case w.Idx >= 0:
+		t.done = true
+		t.raw = append(t.raw, rawWrite{Task: w.Task, Idx: w.Idx, Channel: w.Channel, Value: w.Value})
+	case w.Channel == interruptChannel:
+		n := -10 - w.Idx
+		if c.taskIntr[w.Task] == nil {
+			c.taskIntr[w.Task] = map[int]json.RawMessage{}
 		}
-		cur.tasks = append(cur.tasks, t)
-	}
-	for _, w := range last.Writes {
-		switch {
-		case w.Task == taskBefore && w.Idx == idxStaticResume:
-			cur.beforeResolved = true
-		case w.Task == taskAfter && w.Idx == idxStaticIntr:
-			cur.afterPending = true
-			_ = json.Unmarshal(w.Value, &cur.afterNodes)
-		case w.Task == taskAfter && w.Idx == idxStaticResume:
-			cur.afterResolved = true
-		case w.Task >= 0 && w.Task < len(cur.tasks):
-			t := cur.tasks[w.Task]
-			switch {
-			case w.Idx >= 0:
-				t.done = true
-				t.raw = append(t.raw, rawWrite{Task: w.Task, Idx: w.Idx, Channel: w.Channel, Value: w.Value})
-			case w.Channel == interruptChannel:
-				n := -10 - w.Idx
-				if cur.taskIntr[w.Task] == nil {
-					cur.taskIntr[w.Task] = map[int]json.RawMessage{}
-				}
-				cur.taskIntr[w.Task][n] = w.Value
-			case w.Channel == memoChannel:
-				var rec memoRecord
-				if json.Unmarshal(w.Value, &rec) == nil {
-					if t.memo == nil {
-						t.memo = &memoState{stored: map[string]json.RawMessage{}}
-					}
-					t.memo.stored[rec.Key] = rec.Value
-					if n := memoBase - w.Idx + 1; n > t.memo.next {
-						t.memo.next = n
-					}
-				}
-			case w.Channel == resumeChannel:
-				if t.resumes == nil {
-					t.resumes = map[int]json.RawMessage{}
-				}
-				t.resumes[-1000-w.Idx] = w.Value
+		c.taskIntr[w.Task][n] = w.Value
+	case w.Channel == memoChannel:
+		var rec memoRecord
+		if json.Unmarshal(w.Value, &rec) == nil {
+			if t.memo == nil {
+				t.memo = &memoState{stored: map[string]json.RawMessage{}}
+			}
+			t.memo.stored[rec.Key] = rec.Value
+			if n := memoBase - w.Idx + 1; n > t.memo.next {
+				t.memo.next = n
 			}
 		}
+	case w.Channel == resumeChannel:
+		if t.resumes == nil {
+			t.resumes = map[int]json.RawMessage{}
+		}
+		t.resumes[-1000-w.Idx] = w.Value
 	}
-	r.cur = cur
-	return nil
 }
 
 // applyRaw applies stored writes (a parent's pending writes and a delta) in
@@ -438,8 +386,10 @@ func (r *run[S]) newTask(idx int, name string, arg any, rawArg []byte) (*task[S]
 	return t, nil
 }
 
-// startTurn applies input and makes the input checkpoint.
+// startTurn resets the PerTurn channels, applies input and makes the input
+// checkpoint.
 func (r *run[S]) startTurn(input []Write) error {
+	input = r.g.schema.newTurn(input)
 	for _, w := range input {
 		if err := r.g.schema.apply(&r.st, w); err != nil {
 			return fmt.Errorf("graph: input: %w", err)
@@ -466,81 +416,107 @@ func (r *run[S]) startTurn(input []Write) error {
 // successors computes the next tasks after the given nodes ran (in order),
 // from their static edges, routers (on the current state) and gotos.
 func (r *run[S]) successors(ran []string, gotos [][]Route) ([]*task[S], error) {
-	var next []*task[S]
-	var seen map[string]bool // only for wide steps; small ones scan next
-	add := func(rt Route) error {
-		if rt.Node == End {
-			return nil
-		}
-		if !rt.send {
-			if seen == nil && len(next) > 16 {
-				seen = make(map[string]bool, len(next))
-				for _, t := range next {
-					if t.spec.Arg == nil && t.arg == nil {
-						seen[t.node.name] = true
-					}
-				}
-			}
-			if seen != nil {
-				if seen[rt.Node] {
-					return nil
-				}
-				seen[rt.Node] = true
-			} else {
-				for _, t := range next {
-					if t.node.name == rt.Node && t.spec.Arg == nil && t.arg == nil && t.node.decodeArg == nil {
-						return nil
-					}
-				}
-			}
-		}
-		var arg any
-		if rt.send {
-			arg = rt.Arg
-		}
-		t, err := r.newTask(len(next), rt.Node, arg, nil)
-		if err != nil {
-			return err
-		}
-		if rt.send {
-			if t.node.decodeArg == nil {
-				return fmt.Errorf("graph: Send to %q, which reads the state (use AddWorker)", rt.Node)
-			}
-			if r.p != nil {
-				raw, err := json.Marshal(rt.Arg)
-				if err != nil {
-					return fmt.Errorf("graph: Send argument for %q is not serialisable: %w", rt.Node, err)
-				}
-				t.spec.Arg = raw
-			}
-		} else if t.node.decodeArg != nil {
-			return fmt.Errorf("graph: node %q is a worker and needs Send", rt.Node)
-		}
-		next = append(next, t)
-		return nil
-	}
+	n := nextStep[S]{r: r}
 	for i, name := range ran {
 		for _, to := range r.g.edges[name] {
-			if err := add(To(to)); err != nil {
+			if err := n.add(To(to)); err != nil {
 				return nil, err
 			}
 		}
 		for _, rt := range r.g.routers[name] {
-			for _, route := range rt(r.st) {
-				if err := add(route); err != nil {
-					return nil, err
-				}
+			if err := n.addAll(rt(r.st)); err != nil {
+				return nil, err
 			}
 		}
 		if i < len(gotos) {
-			for _, route := range gotos[i] {
-				if err := add(route); err != nil {
-					return nil, err
-				}
+			if err := n.addAll(gotos[i]); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return next, nil
+	return n.tasks, nil
+}
+
+// nextStep collects the tasks of the next step.
+type nextStep[S any] struct {
+	r     *run[S]
+	tasks []*task[S]
+	seen  map[string]bool // nodes with a plain task; kept once the step is wide, small ones scan tasks
+}
+
+func (n *nextStep[S]) addAll(routes []Route) error {
+	for _, rt := range routes {
+		if err := n.add(rt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add adds the task rt leads to, unless it leads to End or to a node the
+// step already runs (a Send always adds one).
+func (n *nextStep[S]) add(rt Route) error {
+	if rt.Node == End || !rt.send && n.planned(rt.Node) {
+		return nil
+	}
+	t, err := n.r.routeTask(len(n.tasks), rt)
+	if err != nil {
+		return err
+	}
+	n.tasks = append(n.tasks, t)
+	return nil
+}
+
+// planned reports whether the step already runs node as a plain task; if
+// not, node is about to get one.
+func (n *nextStep[S]) planned(node string) bool {
+	if n.seen == nil && len(n.tasks) > 16 {
+		n.seen = make(map[string]bool, len(n.tasks))
+		for _, t := range n.tasks {
+			if t.spec.Arg == nil && t.arg == nil {
+				n.seen[t.node.name] = true
+			}
+		}
+	}
+	if n.seen != nil {
+		if n.seen[node] {
+			return true
+		}
+		n.seen[node] = true
+		return false
+	}
+	for _, t := range n.tasks {
+		if t.node.name == node && t.spec.Arg == nil && t.arg == nil && t.node.decodeArg == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// routeTask makes the task rt leads to: a Send's task takes its argument
+// (stored as JSON with a Saver); a worker only takes Sends.
+func (r *run[S]) routeTask(idx int, rt Route) (*task[S], error) {
+	var arg any
+	if rt.send {
+		arg = rt.Arg
+	}
+	t, err := r.newTask(idx, rt.Node, arg, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rt.send && t.node.decodeArg == nil:
+		return nil, fmt.Errorf("graph: Send to %q, which reads the state (use AddWorker)", rt.Node)
+	case rt.send && r.p != nil:
+		raw, err := json.Marshal(rt.Arg)
+		if err != nil {
+			return nil, fmt.Errorf("graph: Send argument for %q is not serialisable: %w", rt.Node, err)
+		}
+		t.spec.Arg = raw
+	case !rt.send && t.node.decodeArg != nil:
+		return nil, fmt.Errorf("graph: node %q is a worker and needs Send", rt.Node)
+	}
+	return t, nil
 }
 
 func (r *run[S]) newCheckpoint(source string, next []*task[S], inline []rawWrite, finished bool, extra []PendingWrite) {
@@ -616,44 +592,17 @@ func (r *run[S]) resume(ctx context.Context) error {
 	}
 	pend := r.pending()
 	for key, val := range r.cfg.Resume {
-		var in *Interrupt
-		for i := range pend {
-			if pend[i].ID == key || (key == "" && len(pend) == 1) {
-				in = &pend[i]
-			}
-		}
-		if in == nil {
-			if key == "" && len(pend) > 1 {
-				return fmt.Errorf("graph: %d interrupts are pending; answer each by id", len(pend))
-			}
-			return fmt.Errorf("%w: %q (already answered, or never asked)", ErrNoInterrupt, key)
+		in, err := answered(pend, key)
+		if err != nil {
+			return err
 		}
 		raw, err := json.Marshal(val)
 		if err != nil {
 			return fmt.Errorf("graph: resume value: %w", err)
 		}
-		w := PendingWrite{CheckpointID: r.cur.id, Channel: resumeChannel, Value: raw}
-		var mark func()
-		switch in.Kind {
-		case "before":
-			w.Task, w.Idx = taskBefore, idxStaticResume
-			mark = func() { r.cur.beforeResolved = true }
-		case "after":
-			w.Task, w.Idx = taskAfter, idxStaticResume
-			mark = func() { r.cur.afterResolved = true }
-		default:
-			var ti, n int
-			if _, err := fmt.Sscanf(in.ID[len(r.interruptID("")):], "t%d-%d", &ti, &n); err != nil {
-				return fmt.Errorf("graph: bad interrupt id %q", in.ID)
-			}
-			w.Task, w.Idx = ti, idxResume(n)
-			mark = func() {
-				t := r.cur.tasks[ti]
-				if t.resumes == nil {
-					t.resumes = map[int]json.RawMessage{}
-				}
-				t.resumes[n] = raw
-			}
+		w, mark, err := r.answer(in, raw)
+		if err != nil {
+			return err
 		}
 		if err := r.g.opts.Saver.PutResume(ctx, r.cfg.ThreadID, r.ns, r.cur.id, w); err != nil {
 			if errors.Is(err, ErrAlreadyResumed) || errors.Is(err, ErrConflict) {
@@ -664,6 +613,49 @@ func (r *run[S]) resume(ctx context.Context) error {
 		mark()
 	}
 	return nil
+}
+
+// answered finds the pending interrupt key answers ("" answers the only one).
+func answered(pend []Interrupt, key string) (*Interrupt, error) {
+	var in *Interrupt
+	for i := range pend {
+		if pend[i].ID == key || (key == "" && len(pend) == 1) {
+			in = &pend[i]
+		}
+	}
+	switch {
+	case in != nil:
+		return in, nil
+	case key == "" && len(pend) > 1:
+		return nil, fmt.Errorf("graph: %d interrupts are pending; answer each by id", len(pend))
+	}
+	return nil, fmt.Errorf("%w: %q (already answered, or never asked)", ErrNoInterrupt, key)
+}
+
+// answer returns the record that stores raw as the answer to in, and mark,
+// which marks it answered on the cursor once it is stored.
+func (r *run[S]) answer(in *Interrupt, raw json.RawMessage) (w PendingWrite, mark func(), err error) {
+	w = PendingWrite{CheckpointID: r.cur.id, Channel: resumeChannel, Value: raw}
+	switch in.Kind {
+	case "before":
+		w.Task, w.Idx = taskBefore, idxStaticResume
+		return w, func() { r.cur.beforeResolved = true }, nil
+	case "after":
+		w.Task, w.Idx = taskAfter, idxStaticResume
+		return w, func() { r.cur.afterResolved = true }, nil
+	}
+	var ti, n int
+	if _, err := fmt.Sscanf(in.ID[len(r.interruptID("")):], "t%d-%d", &ti, &n); err != nil {
+		return w, nil, fmt.Errorf("graph: bad interrupt id %q", in.ID)
+	}
+	w.Task, w.Idx = ti, idxResume(n)
+	return w, func() {
+		t := r.cur.tasks[ti]
+		if t.resumes == nil {
+			t.resumes = map[int]json.RawMessage{}
+		}
+		t.resumes[n] = raw
+	}, nil
 }
 
 func (r *run[S]) result(intr []Interrupt) *Result[S] {
@@ -684,48 +676,58 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		if len(r.cur.tasks) == 0 {
 			return r.result(nil), nil
 		}
-		if r.cur.step-r.started >= r.g.opts.StepLimit {
-			return nil, fmt.Errorf("%w: %d supersteps without reaching the end (raise Options.StepLimit if the loop is meant to run longer)", ErrStepLimit, r.g.opts.StepLimit)
-		}
-		if err := ctx.Err(); err != nil {
+		if err := r.mayStep(ctx); err != nil {
 			return nil, err
-		}
-		if r.p != nil {
-			if err := r.p.failed(); err != nil {
-				return nil, err
-			}
 		}
 		if err := r.runStep(ctx); err != nil {
 			return nil, err
 		}
-		var intr []Interrupt
-		for _, t := range r.cur.tasks {
-			if t.intr != nil {
-				if r.cur.taskIntr == nil {
-					r.cur.taskIntr = map[int]map[int]json.RawMessage{}
-				}
-				if r.cur.taskIntr[t.idx] == nil {
-					r.cur.taskIntr[t.idx] = map[int]json.RawMessage{}
-				}
-				r.cur.taskIntr[t.idx][t.intr.index] = t.intr.payload
-			}
+		if err := r.stepDone(); err != nil {
+			return nil, err
 		}
-		var errs []error
-		for _, t := range r.cur.tasks {
-			if t.err != nil {
-				errs = append(errs, t.err)
-			}
-		}
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
-		}
-		if intr = r.pending(); len(intr) > 0 {
+		if intr := r.pending(); len(intr) > 0 {
 			return r.interrupted(intr)
 		}
 		if err := r.advance(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// mayStep reports why the run must not take another step: the step limit,
+// a cancelled ctx, or a failed persister.
+func (r *run[S]) mayStep(ctx context.Context) error {
+	if r.cur.step-r.started >= r.g.opts.StepLimit {
+		return fmt.Errorf("%w: %d supersteps without reaching the end (raise Options.StepLimit if the loop is meant to run longer)", ErrStepLimit, r.g.opts.StepLimit)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r.p != nil {
+		return r.p.failed()
+	}
+	return nil
+}
+
+// stepDone records the interrupts the step's tasks raised on the cursor and
+// returns their errors.
+func (r *run[S]) stepDone() error {
+	var errs []error
+	for _, t := range r.cur.tasks {
+		if t.intr != nil {
+			if r.cur.taskIntr == nil {
+				r.cur.taskIntr = map[int]map[int]json.RawMessage{}
+			}
+			if r.cur.taskIntr[t.idx] == nil {
+				r.cur.taskIntr[t.idx] = map[int]json.RawMessage{}
+			}
+			r.cur.taskIntr[t.idx][t.intr.index] = t.intr.payload
+		}
+		if t.err != nil {
+			errs = append(errs, t.err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (r *run[S]) interrupted(p []Interrupt) (*Result[S], error) {
@@ -753,40 +755,15 @@ func (r *run[S]) advance() error {
 		if r.g.after[t.node.name] && !slices.Contains(after, t.node.name) {
 			after = append(after, t.node.name)
 		}
-		if t.writes == nil && t.raw != nil {
-			for _, w := range t.raw {
-				if w.Channel == gotoChannel {
-					rs, err := r.decodeRoutes(w.Value)
-					if err != nil {
-						return err
-					}
-					if gotos == nil {
-						gotos = make([][]Route, len(tasks))
-					}
-					gotos[i] = append(gotos[i], rs...)
-					continue
-				}
-				if w.Channel == doneChannel {
-					continue
-				}
-				if err := r.applyStored(w.Channel, w.Value); err != nil {
-					return err
-				}
-			}
-			continue
+		routes, err := r.applyTask(t)
+		if err != nil {
+			return err
 		}
-		for _, w := range t.writes {
-			if w.Channel == gotoChannel {
-				rs, _ := w.Value.([]Route)
-				if gotos == nil {
-					gotos = make([][]Route, len(tasks))
-				}
-				gotos[i] = append(gotos[i], rs...)
-				continue
+		if len(routes) > 0 {
+			if gotos == nil {
+				gotos = make([][]Route, len(tasks))
 			}
-			if err := r.g.schema.apply(&r.st, w); err != nil {
-				return fmt.Errorf("graph: node %q: %w", t.node.name, err)
-			}
+			gotos[i] = routes
 		}
 	}
 	next, err := r.successors(ran, gotos)
@@ -804,6 +781,41 @@ func (r *run[S]) advance() error {
 		r.cur.afterNodes = after
 	}
 	return nil
+}
+
+// applyTask applies a task's writes to the state (those it returned, or
+// those restored from storage) and returns its gotos.
+func (r *run[S]) applyTask(t *task[S]) ([]Route, error) {
+	var gotos []Route
+	if t.writes == nil && t.raw != nil {
+		for _, w := range t.raw {
+			switch w.Channel {
+			case gotoChannel:
+				rs, err := r.decodeRoutes(w.Value)
+				if err != nil {
+					return nil, err
+				}
+				gotos = append(gotos, rs...)
+			case doneChannel:
+			default:
+				if err := r.applyStored(w.Channel, w.Value); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return gotos, nil
+	}
+	for _, w := range t.writes {
+		if w.Channel == gotoChannel {
+			rs, _ := w.Value.([]Route)
+			gotos = append(gotos, rs...)
+			continue
+		}
+		if err := r.g.schema.apply(&r.st, w); err != nil {
+			return nil, fmt.Errorf("graph: node %q: %w", t.node.name, err)
+		}
+	}
+	return gotos, nil
 }
 
 type routeJSON struct {
@@ -903,21 +915,45 @@ func (r *run[S]) callNode(ctx context.Context, t *task[S], st *S) (ws []Write, e
 	return t.node.run(ctx, st, t.arg)
 }
 
+// newTaskCtx is what a task's node finds in its context: events, its
+// answers and, with a Saver, its memo records, stored as they are made.
+func (r *run[S]) newTaskCtx(t *task[S], base Event) *taskCtx {
+	tc := &taskCtx{emit: r.emit, base: base, resumes: t.resumes}
+	if r.p == nil {
+		return tc
+	}
+	if t.memo == nil {
+		t.memo = &memoState{stored: map[string]json.RawMessage{}}
+	}
+	cp, step := r.cur.id, r.cur.step
+	t.memo.save = func(n int, rec []byte) error {
+		r.p.add(pItem{writes: &pWrites{cp: cp, task: t.idx, node: t.node.name, step: step,
+			ws: []rawWrite{{Task: t.idx, Idx: memoBase - n, Channel: memoChannel, Value: rec}}}})
+		return r.p.flush()
+	}
+	tc.memo = t.memo
+	return tc
+}
+
+// callNodeWithEvents is one attempt of a task, between its start and end
+// events.
+func (r *run[S]) callNodeWithEvents(ctx context.Context, t *task[S], st *S, base Event, attempt int) ([]Write, error) {
+	if r.emit == nil {
+		return r.callNode(ctx, t, st)
+	}
+	e := base
+	e.Kind, e.Attempt = EventNodeStart, attempt
+	r.emit(e)
+	start := time.Now()
+	ws, err := r.callNode(ctx, t, st)
+	e.Kind, e.Duration, e.Err = EventNodeEnd, time.Since(start), err
+	r.emit(e)
+	return ws, err
+}
+
 func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
 	base := Event{ThreadID: r.cfg.ThreadID, NS: r.ns, CheckpointID: r.cur.id, Step: r.cur.step, Node: t.node.name, Task: t.idx}
-	tc := &taskCtx{emit: r.emit, base: base, resumes: t.resumes}
-	if r.p != nil {
-		if t.memo == nil {
-			t.memo = &memoState{stored: map[string]json.RawMessage{}}
-		}
-		cp, step := r.cur.id, r.cur.step
-		t.memo.save = func(n int, rec []byte) error {
-			r.p.add(pItem{writes: &pWrites{cp: cp, task: t.idx, node: t.node.name, step: step,
-				ws: []rawWrite{{Task: t.idx, Idx: memoBase - n, Channel: memoChannel, Value: rec}}}})
-			return r.p.flush()
-		}
-		tc.memo = t.memo
-	}
+	tc := r.newTaskCtx(t, base)
 	tctx := context.WithValue(ctx, taskCtxKey{}, tc)
 	if r.g.tracer != nil {
 		var span trace.Span
@@ -927,19 +963,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S], st *S) {
 	pol := t.node.opts.retry
 	for attempt := 1; ; attempt++ {
 		tc.calls = 0
-		var start time.Time
-		if r.emit != nil {
-			e := base
-			e.Kind, e.Attempt = EventNodeStart, attempt
-			r.emit(e)
-			start = time.Now()
-		}
-		ws, err := r.callNode(tctx, t, st)
-		if r.emit != nil {
-			e := base
-			e.Kind, e.Attempt, e.Duration, e.Err = EventNodeEnd, attempt, time.Since(start), err
-			r.emit(e)
-		}
+		ws, err := r.callNodeWithEvents(tctx, t, st, base, attempt)
 		if err == nil {
 			t.writes = ws
 			t.done = true

@@ -149,23 +149,3 @@ var (
 	ErrAlreadyResumed = errors.New("graph: interrupt was already resumed")
 	ErrTooLarge       = errors.New("graph: record exceeds the store's size limit")
 )
-
-// ResumeHolder is an optional Saver capability: it stores the answer to a
-// static (before/after) interrupt and loads the head in one round trip, in a
-// transaction it keeps open, so that the answer and the step it leads to are
-// made durable by one commit. While the transaction is open another resumer
-// of the thread waits for it; it then finds the interrupt answered.
-// ResumeHold returns PutResume's errors unchanged.
-type ResumeHolder interface {
-	ResumeHold(ctx context.Context, threadID, ns string, checkpointID int64, w PendingWrite) (*Chain, HeldResume, error)
-}
-
-// HeldResume is the open transaction of ResumeHold. Exactly one of its
-// methods is called, once; either ends the transaction.
-type HeldResume interface {
-	// Commit commits b (whose ExpectHead is the answered checkpoint) and the
-	// answer together. On an error neither is stored.
-	Commit(ctx context.Context, b *Batch) error
-	// Release commits the answer alone.
-	Release(ctx context.Context) error
-}

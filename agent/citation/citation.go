@@ -668,12 +668,7 @@ func rewriteBody(text string, groups []*group, opts Options) string {
 // edits are the changes the check makes to g in text.
 func (g *group) edits(text string, opts Options) []edit {
 	var edits []edit
-	var nums []int
-	for _, u := range g.units {
-		if u.number > 0 && !slices.Contains(nums, u.number) {
-			nums = append(nums, u.number)
-		}
-	}
+	nums := g.numbers()
 	if g.qOpen >= 0 {
 		switch {
 		case g.quoteMatch != nil && !g.quoteMatch.Exact:
@@ -690,6 +685,23 @@ func (g *group) edits(text string, opts Options) []edit {
 		}
 		return append(edits, edit{g.start, g.end, b.String()})
 	}
+	return append(edits, edit{g.markStart(text), g.end, unverifiedMark(opts.Language)})
+}
+
+// numbers are the footnote numbers the group's citations kept, in order.
+func (g *group) numbers() []int {
+	var nums []int
+	for _, u := range g.units {
+		if u.number > 0 && !slices.Contains(nums, u.number) {
+			nums = append(nums, u.number)
+		}
+	}
+	return nums
+}
+
+// markStart is where the unverified mark replacing the group's markers
+// starts: the spaces before them go, never the closing quotation mark.
+func (g *group) markStart(text string) int {
 	a := g.start
 	for a > 0 && (text[a-1] == ' ' || text[a-1] == '\t') {
 		a--
@@ -697,7 +709,7 @@ func (g *group) edits(text string, opts Options) []edit {
 	if g.qOpen >= 0 && a < g.qClose+g.closeLen {
 		a = g.qClose + g.closeLen
 	}
-	return append(edits, edit{a, g.end, unverifiedMark(opts.Language)})
+	return a
 }
 
 // report is the outcome: every citation in order of first use, then the

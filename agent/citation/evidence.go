@@ -204,13 +204,17 @@ func restated(m *Matcher, doc Doc, written string, cands []Evidence) (Evidence, 
 	if guessLanguage(written) == guessLanguage(doc.Text) {
 		return Evidence{}, false
 	}
+	return translated(written, cands)
+}
+
+// translated finds the evidence a quote in another language than the page
+// translates: the one whose claim shares most of its words, with no number
+// the evidence lacks and no negation added or dropped.
+func translated(written string, cands []Evidence) (Evidence, bool) {
 	w := contentTokens(written)
 	if len(w) < 3 {
 		return Evidence{}, false
 	}
-	wf := fold(written)
-	nums := append(digitRuns(wf.r), numberWords(wf.words(0, len(wf.r)))...)
-	neg := negations(written) > 0
 	best, bestSim := -1, 0.0
 	for i, e := range cands {
 		if sim := overlap(w, contentTokens(e.Claim)); sim > bestSim {
@@ -221,6 +225,8 @@ func restated(m *Matcher, doc Doc, written string, cands []Evidence) (Evidence, 
 		return Evidence{}, false
 	}
 	e := cands[best]
+	wf := fold(written)
+	nums := append(digitRuns(wf.r), numberWords(wf.words(0, len(wf.r)))...)
 	var have []string
 	for _, t := range []string{e.Claim, e.Quote} {
 		f := fold(t) // each on its own: folding drops what parts numbers
@@ -231,7 +237,7 @@ func restated(m *Matcher, doc Doc, written string, cands []Evidence) (Evidence, 
 			return Evidence{}, false
 		}
 	}
-	if (negations(e.Claim) > 0) != neg {
+	if (negations(e.Claim) > 0) != (negations(written) > 0) {
 		return Evidence{}, false
 	}
 	return e, true

@@ -182,21 +182,56 @@ func (p *pageIndex) find(qf *folded, from int) []span {
 	if len(q) == 0 || from >= len(p.f.r) {
 		return nil
 	}
+	if s, ok := p.exact(q, from); ok {
+		return []span{s}
+	}
+	if len(q) > maxAlignRunes || len(q) < shingle {
+		return nil
+	}
+	band := max(12, len(q)/4)
+	var out []span
+	for k, diag := range p.diagonals(q, from) {
+		if k == maxCandidates {
+			break
+		}
+		lo := max(from, diag-band)
+		hi := min(len(p.f.r), diag+len(q)+band+diagBucket)
+		if lo >= hi {
+			continue
+		}
+		out = append(out, p.alignAround(qf, lo, hi)...)
+	}
+	slices.SortFunc(out, func(x, y span) int {
+		if x.dist != y.dist {
+			return x.dist - y.dist
+		}
+		return x.a - y.a
+	})
+	return out
+}
+
+// exact finds q on the page at or after from as whole words.
+func (p *pageIndex) exact(q []rune, from int) (span, bool) {
 	for at := from; at < len(p.f.r); {
 		i := indexRunes(p.f.r[at:], q)
 		if i < 0 {
 			break
 		}
 		if s := (span{at + i, at + i + len(q), 0}); p.whole(s) {
-			return []span{s}
+			return s, true
 		}
 		at += i + 1
 	}
-	if len(q) > maxAlignRunes || len(q) < shingle {
-		return nil
-	}
+	return span{}, false
+}
+
+// diagBucket is the width of the diagonals the shingles vote for.
+const diagBucket = 8
+
+// diagonals are the page offsets (at or after from) where q may start, as
+// its rare shingles vote for them, most votes first.
+func (p *pageIndex) diagonals(q []rune, from int) []int {
 	votes := map[int]int{}
-	const bucket = 8
 	for i := 0; i+shingle <= len(q); i++ {
 		pos := p.positions(shingleHash(q[i : i+shingle]))
 		if len(pos) > maxCommon {
@@ -207,13 +242,13 @@ func (p *pageIndex) find(qf *folded, from int) []span {
 			if at < from {
 				continue
 			}
-			votes[(at-i)/bucket]++
+			votes[(at-i)/diagBucket]++
 		}
 	}
 	type cand struct{ diag, n int }
 	var cs []cand
 	for d, n := range votes {
-		cs = append(cs, cand{d * bucket, n})
+		cs = append(cs, cand{d * diagBucket, n})
 	}
 	slices.SortFunc(cs, func(x, y cand) int {
 		if x.n != y.n {
@@ -221,40 +256,47 @@ func (p *pageIndex) find(qf *folded, from int) []span {
 		}
 		return x.diag - y.diag
 	})
-	band := max(12, len(q)/4)
-	var out []span
-	for k, c := range cs {
-		if k == maxCandidates {
-			break
-		}
-		lo := max(from, c.diag-band)
-		hi := min(len(p.f.r), c.diag+len(q)+band+bucket)
-		if lo >= hi {
-			continue
-		}
-		a, b, d := align(q, p.f.r[lo:hi], true)
-		out = append(out, p.snap(q, span{lo + a, lo + b, d}))
-		// the cheapest path may trade a missing first word for a
-		// changed one: also align from where the quote's first word is
-		w := 1
-		for w < len(q) && !qf.wordB[w] {
-			w++
-		}
-		for at, tries := lo, 0; at+w <= hi && tries < maxStarts; at++ {
-			if at != lo+a && p.f.wordB[at] && slices.Equal(p.f.r[at:at+w], q[:w]) {
-				tries++
-				_, b, d := align(q, p.f.r[at:hi], false)
-				out = append(out, p.snap(q, span{at, at + b, d}))
-			}
+	diags := make([]int, len(cs))
+	for i, c := range cs {
+		diags[i] = c.diag
+	}
+	return diags
+}
+
+// alignAround aligns the quote with the page between lo and hi: freely,
+// and from each place the quote's first word starts (the cheapest path may
+// trade a missing first word for a changed one).
+func (p *pageIndex) alignAround(qf *folded, lo, hi int) []span {
+	q := qf.r
+	a, b, d := align(q, p.f.r[lo:hi], true)
+	out := []span{p.snap(q, span{lo + a, lo + b, d})}
+	w := 1
+	for w < len(q) && !qf.wordB[w] {
+		w++
+	}
+	for at, tries := lo, 0; at+w <= hi && tries < maxStarts; at++ {
+		if at != lo+a && p.f.wordB[at] && slices.Equal(p.f.r[at:at+w], q[:w]) {
+			tries++
+			_, b, d := align(q, p.f.r[at:hi], false)
+			out = append(out, p.snap(q, span{at, at + b, d}))
 		}
 	}
-	slices.SortFunc(out, func(x, y span) int {
-		if x.dist != y.dist {
-			return x.dist - y.dist
-		}
-		return x.a - y.a
-	})
 	return out
+}
+
+// wordBounds is i when a word boundary, else the boundaries around it.
+func (p *pageIndex) wordBounds(i int) []int {
+	if i <= 0 || i >= len(p.f.r) || p.f.wordB[i] {
+		return []int{i}
+	}
+	lo, hi := i, i
+	for lo > 0 && !p.f.wordB[lo] {
+		lo--
+	}
+	for hi < len(p.f.r) && !p.f.wordB[hi] {
+		hi++
+	}
+	return []int{lo, hi}
 }
 
 // whole reports whether a span cuts no word in two.
@@ -266,20 +308,7 @@ func (p *pageIndex) whole(s span) bool {
 // boundaries, where the quote is closest: an alignment free at its ends may
 // stop inside a word ("future re|use").
 func (p *pageIndex) snap(q []rune, s span) span {
-	bound := func(i int) []int {
-		if i <= 0 || i >= len(p.f.r) || p.f.wordB[i] {
-			return []int{i}
-		}
-		lo, hi := i, i
-		for lo > 0 && !p.f.wordB[lo] {
-			lo--
-		}
-		for hi < len(p.f.r) && !p.f.wordB[hi] {
-			hi++
-		}
-		return []int{lo, hi}
-	}
-	starts, ends := bound(s.a), bound(s.b)
+	starts, ends := p.wordBounds(s.a), p.wordBounds(s.b)
 	if len(starts) == 1 && len(ends) == 1 {
 		return s
 	}

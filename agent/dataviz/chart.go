@@ -39,24 +39,8 @@ var ErrNothingToDraw = errors.New("dataviz: no complete row to draw")
 // evidence's address. Computed columns are not drawn, and a row missing a
 // value is left out rather than drawn as zero. The PNG is returned.
 func Render(t *Table, ev Lookup) ([]byte, error) {
-	var cols []string
-	for _, c := range t.Columns {
-		if cell, ok := firstIn(t, c); ok && !cell.Computed {
-			cols = append(cols, c)
-		}
-	}
-	var rows []string
-	for _, r := range t.Rows {
-		complete := true
-		for _, c := range cols {
-			if _, ok := t.Get(r, c); !ok {
-				complete = false
-			}
-		}
-		if complete {
-			rows = append(rows, r)
-		}
-	}
+	cols := drawnColumns(t)
+	rows := completeRows(t, cols)
 	if len(rows) == 0 || len(cols) == 0 {
 		return nil, ErrNothingToDraw
 	}
@@ -71,41 +55,23 @@ func Render(t *Table, ev Lookup) ([]byte, error) {
 	p.NominalX(rows...)
 	barW := vg.Points(min(60, 300/float64(len(rows)*len(cols))))
 	for i, c := range cols {
-		vals := make(plotter.Values, len(rows))
-		for j, r := range rows {
-			cell, _ := t.Get(r, c)
-			vals[j] = cell.Value
-		}
-		b, err := plotter.NewBarChart(vals, barW)
+		b, err := columnBars(t, rows, c, barW)
 		if err != nil {
-			return nil, fmt.Errorf("dataviz: %w", err)
+			return nil, err
 		}
 		b.Color = palette[i%len(palette)]
-		b.LineStyle.Width = 0
 		b.Offset = barW * vg.Length(float64(i)-float64(len(cols)-1)/2)
 		p.Add(b)
 		if len(cols) > 1 {
 			p.Legend.Add(c, b)
+			continue
 		}
-		if len(cols) == 1 {
-			// the values themselves above their bars
-			xys := make(plotter.XYs, len(rows))
-			labels := make([]string, len(rows))
-			for j, r := range rows {
-				cell, _ := t.Get(r, c)
-				xys[j] = plotter.XY{X: float64(j), Y: cell.Value}
-				labels[j] = num(cell.Value)
-			}
-			l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-			if err != nil {
-				return nil, fmt.Errorf("dataviz: %w", err)
-			}
-			for k := range l.TextStyle {
-				l.TextStyle[k].XAlign = draw.XCenter
-				l.TextStyle[k].YAlign = draw.YBottom
-			}
-			p.Add(l)
+		// one column: the values themselves above their bars
+		l, err := valueLabels(t, rows, c)
+		if err != nil {
+			return nil, err
 		}
+		p.Add(l)
 	}
 	if len(cols) == 1 && cols[0] != "" {
 		p.X.Label.Text = cols[0]
@@ -115,14 +81,82 @@ func Render(t *Table, ev Lookup) ([]byte, error) {
 	if _, ymax := yRange(t, cols); ymax > 0 {
 		p.Y.Max = ymax * 1.12 // room for the labels
 	}
+	return drawPNG(p, SourceLine(t, ev, 140))
+}
 
+// drawnColumns are the table's columns of sourced values (not computed).
+func drawnColumns(t *Table) []string {
+	var cols []string
+	for _, c := range t.Columns {
+		if cell, ok := firstIn(t, c); ok && !cell.Computed {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}
+
+// completeRows are the rows with a value in every one of cols.
+func completeRows(t *Table, cols []string) []string {
+	var rows []string
+	for _, r := range t.Rows {
+		complete := true
+		for _, c := range cols {
+			if _, ok := t.Get(r, c); !ok {
+				complete = false
+			}
+		}
+		if complete {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// columnBars are column c's bars, one per row, barW wide.
+func columnBars(t *Table, rows []string, c string, barW vg.Length) (*plotter.BarChart, error) {
+	vals := make(plotter.Values, len(rows))
+	for j, r := range rows {
+		cell, _ := t.Get(r, c)
+		vals[j] = cell.Value
+	}
+	b, err := plotter.NewBarChart(vals, barW)
+	if err != nil {
+		return nil, fmt.Errorf("dataviz: %w", err)
+	}
+	b.LineStyle.Width = 0
+	return b, nil
+}
+
+// valueLabels write column c's values above their bars.
+func valueLabels(t *Table, rows []string, c string) (*plotter.Labels, error) {
+	xys := make(plotter.XYs, len(rows))
+	labels := make([]string, len(rows))
+	for j, r := range rows {
+		cell, _ := t.Get(r, c)
+		xys[j] = plotter.XY{X: float64(j), Y: cell.Value}
+		labels[j] = num(cell.Value)
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return nil, fmt.Errorf("dataviz: %w", err)
+	}
+	for k := range l.TextStyle {
+		l.TextStyle[k].XAlign = draw.XCenter
+		l.TextStyle[k].YAlign = draw.YBottom
+	}
+	return l, nil
+}
+
+// drawPNG draws the plot on a white canvas above the source line and
+// encodes it as PNG.
+func drawPNG(p *plot.Plot, source string) ([]byte, error) {
 	img := vgimg.NewWith(vgimg.UseWH(chartWidth, chartHeight), vgimg.UseDPI(chartDPI))
 	dc := draw.New(img)
 	dc.FillPolygon(color.White, []vg.Point{{X: 0, Y: 0}, {X: chartWidth, Y: 0}, {X: chartWidth, Y: chartHeight}, {X: 0, Y: chartHeight}})
 	foot := vg.Points(22)
 	p.Draw(draw.Crop(dc, 0, 0, foot, 0))
 	sty := draw.TextStyle{Color: color.Gray{Y: 0x44}, Font: font.From(plot.DefaultFont, vg.Points(8)), Handler: plot.DefaultTextHandler}
-	dc.FillText(sty, vg.Point{X: vg.Points(6), Y: vg.Points(7)}, SourceLine(t, ev, 140))
+	dc.FillText(sty, vg.Point{X: vg.Points(6), Y: vg.Points(7)}, source)
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("dataviz: png: %w", err)

@@ -133,109 +133,151 @@ const maxCells = 60
 // between period columns, with calc (nil: no arithmetic; such cells are
 // left out). A table needs two values to compare: fewer is ErrEmpty.
 func Verify(ctx context.Context, p Proposal, ev Lookup, calc Calculator) (*Table, error) {
-	t := &Table{Title: clean(p.Title, 120), Unit: NormUnit(p.Unit)}
-	drop := func(format string, args ...any) { t.Dropped = append(t.Dropped, fmt.Sprintf(format, args...)) }
+	v := &verifier{t: &Table{Title: clean(p.Title, 120), Unit: NormUnit(p.Unit)}, ev: ev, calc: calc,
+		rates: verifiedRates(p.Rates, ev), seen: map[[2]string]bool{}}
+	t := v.t
 	cells := p.Cells
 	if len(cells) > maxCells {
-		drop("%d values past the first %d", len(cells)-maxCells, maxCells)
+		v.drop("%d values past the first %d", len(cells)-maxCells, maxCells)
 		cells = cells[:maxCells]
 	}
-	type pending struct {
-		c      ProposedCell
-		unit   string
-		rate   Rate
-		invert bool
-	}
-	var convert []pending
-	rates := verifiedRates(p.Rates, ev)
-	seen := map[[2]string]bool{}
 	for _, pc := range cells {
-		pc.Row, pc.Column = clean(pc.Row, 60), clean(pc.Column, 40)
-		if pc.Row == "" || pc.Column == "" || math.IsNaN(pc.Value) || math.IsInf(pc.Value, 0) {
-			drop("a value without a row or a column")
-			continue
-		}
-		at := fmt.Sprintf("%s / %s", pc.Row, pc.Column)
-		if seen[[2]string{pc.Row, pc.Column}] {
-			drop("%s: a second value for the same cell", at)
-			continue
-		}
-		e, ok := ev(pc.Evidence)
-		if !ok {
-			drop("%s: %s cites evidence E%d, which the run does not have", at, num(pc.Value), pc.Evidence)
-			continue
-		}
-		q, ok := findIn(e.Quote, pc.Value)
-		if !ok {
-			drop("%s: %s is not in the quote of E%d", at, num(pc.Value), pc.Evidence)
-			continue
-		}
-		unit := NormUnit(pc.Unit)
-		if q.Unit != "" && unit != "" && q.Unit != unit {
-			drop("%s: E%d writes %s in %s, not %s", at, pc.Evidence, q.Text, q.Unit, unit)
-			continue
-		}
-		if unit == "" {
-			unit = q.Unit
-		}
-		if unit == "" {
-			unit = t.Unit // neither the cell nor its quote names one: the table's
-		}
-		if t.Unit == "" {
-			t.Unit = unit
-		}
-		seen[[2]string{pc.Row, pc.Column}] = true
-		if unit != t.Unit {
-			r, invert, ok := rateFor(rates, unit, t.Unit)
-			if !ok || calc == nil {
-				why := "no verified rate in the evidence"
-				if ok {
-					why = "no sandbox for the arithmetic"
-				}
-				drop("%s: %s %s not converted to %s (%s)", at, num(pc.Value), unit, t.Unit, why)
-				seen[[2]string{pc.Row, pc.Column}] = false
-				continue
-			}
-			convert = append(convert, pending{c: pc, unit: unit, rate: r, invert: invert})
-			continue
-		}
-		t.add(Cell{Row: pc.Row, Column: pc.Column, Value: pc.Value, Unit: unit, Evidence: []int{pc.Evidence}, Shown: num(pc.Value)})
+		v.cell(pc)
 	}
-	if len(convert) > 0 {
-		// the arithmetic is the sandbox's: one program for every conversion
-		var exprs []string
-		for _, cv := range convert {
-			if cv.invert {
-				exprs = append(exprs, fmt.Sprintf("%s / %s", jsNum(cv.c.Value), jsNum(cv.rate.Rate)))
-			} else {
-				exprs = append(exprs, fmt.Sprintf("%s * %s", jsNum(cv.c.Value), jsNum(cv.rate.Rate)))
-			}
-		}
-		out, err := compute(ctx, calc, exprs)
-		for i, cv := range convert {
-			at := fmt.Sprintf("%s / %s", cv.c.Row, cv.c.Column)
-			if err != nil {
-				drop("%s: not converted (%v)", at, err)
-				continue
-			}
-			op := "×"
-			if cv.invert {
-				op = "÷"
-			}
-			v := round(out[i], 2)
-			t.add(Cell{Row: cv.c.Row, Column: cv.c.Column, Value: v, Unit: t.Unit,
-				Evidence: uniq(cv.c.Evidence, cv.rate.Evidence),
-				Shown:    fmt.Sprintf("%s (%s %s %s %s)", num(v), num(cv.c.Value), cv.unit, op, num(cv.rate.Rate))})
-		}
+	if len(v.convert) > 0 {
+		v.convertAll(ctx)
 	}
 	if len(t.Cells) < 2 {
 		return t, ErrEmpty
 	}
 	t.order(p)
 	if err := t.growth(ctx, calc); err != nil {
-		drop("growth not computed (%v)", err)
+		v.drop("growth not computed (%v)", err)
 	}
 	return t, nil
+}
+
+// verifier is one Verify: the table being built and the cells left to
+// convert.
+type verifier struct {
+	t       *Table
+	ev      Lookup
+	calc    Calculator
+	rates   []Rate
+	seen    map[[2]string]bool // cells filled (or waiting for conversion)
+	convert []pendingCell
+}
+
+// pendingCell is a verified cell in another unit, to convert at rate
+// (divide when invert).
+type pendingCell struct {
+	c      ProposedCell
+	unit   string
+	rate   Rate
+	invert bool
+}
+
+// drop records why a proposed value was left out.
+func (v *verifier) drop(format string, args ...any) {
+	v.t.Dropped = append(v.t.Dropped, fmt.Sprintf(format, args...))
+}
+
+// cell verifies one proposed cell: it is added when its value is in the
+// quote it cites in the table's unit, queued for conversion in another
+// unit with a verified rate, and dropped otherwise.
+func (v *verifier) cell(pc ProposedCell) {
+	t := v.t
+	pc.Row, pc.Column = clean(pc.Row, 60), clean(pc.Column, 40)
+	if pc.Row == "" || pc.Column == "" || math.IsNaN(pc.Value) || math.IsInf(pc.Value, 0) {
+		v.drop("a value without a row or a column")
+		return
+	}
+	at := fmt.Sprintf("%s / %s", pc.Row, pc.Column)
+	key := [2]string{pc.Row, pc.Column}
+	if v.seen[key] {
+		v.drop("%s: a second value for the same cell", at)
+		return
+	}
+	unit, ok := v.quotedUnit(pc, at)
+	if !ok {
+		return
+	}
+	if t.Unit == "" {
+		t.Unit = unit
+	}
+	if unit == t.Unit {
+		v.seen[key] = true
+		t.add(Cell{Row: pc.Row, Column: pc.Column, Value: pc.Value, Unit: unit, Evidence: []int{pc.Evidence}, Shown: num(pc.Value)})
+		return
+	}
+	r, invert, ok := rateFor(v.rates, unit, t.Unit)
+	if !ok || v.calc == nil {
+		why := "no verified rate in the evidence"
+		if ok {
+			why = "no sandbox for the arithmetic"
+		}
+		v.drop("%s: %s %s not converted to %s (%s)", at, num(pc.Value), unit, t.Unit, why)
+		return
+	}
+	v.seen[key] = true
+	v.convert = append(v.convert, pendingCell{c: pc, unit: unit, rate: r, invert: invert})
+}
+
+// quotedUnit checks that the cell's value is in the quote of the evidence
+// it cites, in a unit that agrees, and returns the cell's unit: its own,
+// else its quote's, else the table's.
+func (v *verifier) quotedUnit(pc ProposedCell, at string) (string, bool) {
+	e, ok := v.ev(pc.Evidence)
+	if !ok {
+		v.drop("%s: %s cites evidence E%d, which the run does not have", at, num(pc.Value), pc.Evidence)
+		return "", false
+	}
+	q, ok := findIn(e.Quote, pc.Value)
+	if !ok {
+		v.drop("%s: %s is not in the quote of E%d", at, num(pc.Value), pc.Evidence)
+		return "", false
+	}
+	unit := NormUnit(pc.Unit)
+	if q.Unit != "" && unit != "" && q.Unit != unit {
+		v.drop("%s: E%d writes %s in %s, not %s", at, pc.Evidence, q.Text, q.Unit, unit)
+		return "", false
+	}
+	if unit == "" {
+		unit = q.Unit
+	}
+	if unit == "" {
+		unit = v.t.Unit // neither the cell nor its quote names one: the table's
+	}
+	return unit, true
+}
+
+// convertAll converts the queued cells to the table's unit, the
+// arithmetic the sandbox's: one program for every conversion.
+func (v *verifier) convertAll(ctx context.Context) {
+	var exprs []string
+	for _, cv := range v.convert {
+		if cv.invert {
+			exprs = append(exprs, fmt.Sprintf("%s / %s", jsNum(cv.c.Value), jsNum(cv.rate.Rate)))
+		} else {
+			exprs = append(exprs, fmt.Sprintf("%s * %s", jsNum(cv.c.Value), jsNum(cv.rate.Rate)))
+		}
+	}
+	out, err := compute(ctx, v.calc, exprs)
+	for i, cv := range v.convert {
+		at := fmt.Sprintf("%s / %s", cv.c.Row, cv.c.Column)
+		if err != nil {
+			v.drop("%s: not converted (%v)", at, err)
+			continue
+		}
+		op := "×"
+		if cv.invert {
+			op = "÷"
+		}
+		val := round(out[i], 2)
+		v.t.add(Cell{Row: cv.c.Row, Column: cv.c.Column, Value: val, Unit: v.t.Unit,
+			Evidence: uniq(cv.c.Evidence, cv.rate.Evidence),
+			Shown:    fmt.Sprintf("%s (%s %s %s %s)", num(val), num(cv.c.Value), cv.unit, op, num(cv.rate.Rate))})
+	}
 }
 
 func (t *Table) add(c Cell) {

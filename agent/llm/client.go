@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -57,19 +58,55 @@ func New(opts Options) (*Client, error) {
 	if opts.APIKey == "" && keyRequired(opts.BaseURL, prov) {
 		return nil, fmt.Errorf("%w: set %s (or point %s at a server that needs no key)", ErrMissingAPIKey, EnvAPIKey, EnvBaseURL)
 	}
-	base := opts.BaseURL
+	base, err := apiBase(opts.BaseURL, prov)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	c := &Client{
+		api:      openai.NewClientWithConfig(apiConfig(opts, prov, base)),
+		base:     base,
+		opts:     opts,
+		provider: prov,
+		log:      opts.Logger,
+		clk:      opts.Clock,
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.clk == nil {
+		c.clk = clock.Real{}
+	}
+	mode := slices.Index(jsonModes, opts.JSONMode)
+	if opts.JSONMode == "" {
+		mode = 0
+	}
+	if mode < 0 {
+		return nil, fmt.Errorf("%w: unknown JSON mode %q", ErrConfig, opts.JSONMode)
+	}
+	c.jsonMode.Store(int32(mode))
+	return c, nil
+}
+
+// apiBase is the API's base URL: base (OpenAI's by default) without a
+// trailing slash, with /v1 when it has no path (Azure's aside).
+func apiBase(base string, prov Provider) (string, error) {
 	if base == "" {
 		base = DefaultOpenAIBaseURL
 	}
 	u, err := parseBaseURL(base)
 	if err != nil {
-		return nil, fmt.Errorf("%w: base URL: %v", ErrConfig, err)
+		return "", fmt.Errorf("%w: base URL: %v", ErrConfig, err)
 	}
 	if prov != ProviderAzure && strings.Trim(u.Path, "/") == "" {
 		u.Path = "/v1"
 	}
-	base = strings.TrimRight(u.String(), "/")
+	return strings.TrimRight(u.String(), "/"), nil
+}
 
+// apiConfig configures the OpenAI client for the provider: Azure's API
+// version and deployments, or the base URL; requests go through headerDoer.
+func apiConfig(opts Options, prov Provider, base string) openai.ClientConfig {
 	var cfg openai.ClientConfig
 	if prov == ProviderAzure {
 		cfg = openai.DefaultAzureConfig(opts.APIKey, base)
@@ -93,18 +130,19 @@ func New(opts Options) (*Client, error) {
 		hc = &http.Client{}
 	}
 	cfg.HTTPClient = headerDoer{hc}
+	return cfg
+}
 
+// withDefaults fills the retry, timeout and backoff options left zero and
+// clamps the negative ones.
+func (opts Options) withDefaults() Options {
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = DefaultMaxRetries
 	} else if opts.MaxRetries < 0 {
 		opts.MaxRetries = 0
 	}
-	if opts.Timeout < 0 {
-		opts.Timeout = 0
-	}
-	if opts.FirstTokenTimeout < 0 {
-		opts.FirstTokenTimeout = 0 // the default, by model (see firstTokenTimeout)
-	}
+	opts.Timeout = max(opts.Timeout, 0)
+	opts.FirstTokenTimeout = max(opts.FirstTokenTimeout, 0) // 0: the default, by model (see firstTokenTimeout)
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -117,39 +155,14 @@ func New(opts Options) (*Client, error) {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
-	if opts.MaxBackoff < opts.MinBackoff {
-		opts.MaxBackoff = opts.MinBackoff
-	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
 	if opts.MaxRetryAfter <= 0 {
 		opts.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if opts.SlowAfter == 0 {
 		opts.SlowAfter = DefaultSlowAfter
 	}
-	c := &Client{
-		api:      openai.NewClientWithConfig(cfg),
-		base:     base,
-		opts:     opts,
-		provider: prov,
-		log:      opts.Logger,
-		clk:      opts.Clock,
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	if c.clk == nil {
-		c.clk = clock.Real{}
-	}
-	switch opts.JSONMode {
-	case "", JSONModeSchema:
-	case JSONModeObject:
-		c.jsonMode.Store(1)
-	case JSONModePrompt:
-		c.jsonMode.Store(2)
-	default:
-		return nil, fmt.Errorf("%w: unknown JSON mode %q", ErrConfig, opts.JSONMode)
-	}
-	return c, nil
+	return opts
 }
 
 // headerDoer adds the role and node headers from the request context. It
@@ -337,15 +350,9 @@ func (c *Client) meter(ctx context.Context) *Meter {
 // do runs the request with retries and records usage.
 func (c *Client) do(ctx context.Context, req Request, model, env string, oreq openai.ChatCompletionRequest) (Response, error) {
 	node := NodeFrom(ctx)
-	meter := c.meter(ctx)
-	release := func(*Record) {}
-	if meter != nil {
-		est := estimateTokens(oreq) + oreq.MaxTokens + oreq.MaxCompletionTokens //nolint:staticcheck // SA1019: buildRequest sets max_tokens for non-reasoning models
-		rel, err := meter.acquire(est, req.Final)
-		if err != nil {
-			return Response{}, fmt.Errorf("%w [%s call, node %q, model %s]", err, orDefault(string(req.Role), "chat"), node, model)
-		}
-		release = rel
+	release, err := c.admit(ctx, req, oreq, node, model)
+	if err != nil {
+		return Response{}, err
 	}
 	defer release(nil) // no-op after a successful release
 
@@ -355,7 +362,7 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 	log := c.log.With("role", string(req.Role), "node", node, "model", model)
 	start := time.Now()
 	nt := notifier{fn: noticesTo(ctx, c.opts.OnNotice), base: Notice{Role: req.Role, Node: node, Model: model}, every: c.opts.SlowAfter}
-	retriedAtOnce, backoffs := false, 0
+	var pace retryPace
 	// Every request that reached the server is paid for, answered or not:
 	// failed attempts, lost hedges, a call cancelled in flight. Without
 	// usage from the server, its prompt is estimated.
@@ -413,33 +420,58 @@ func (c *Client) do(ctx context.Context, req Request, model, env string, oreq op
 			nt.send(NoticeFailed, attempt, 0, e)
 			return failed(e)
 		}
-		var wait time.Duration
-		switch {
-		case f.retryAfter >= 0:
-			// the server's wait is the whole wait (set below)
-		case f.perRequest() && !retriedAtOnce:
-			// a broken body, a 500 or a request that hung is a glitch of
-			// that one request, not a server asking for room: a fresh
-			// request is as likely to succeed now as later (once per call)
-			retriedAtOnce = true
-		default:
-			backoffs++
-			wait = c.backoff(backoffs)
+		if f.retryAfter > c.opts.MaxRetryAfter {
+			f.hint = fmt.Sprintf("the server asked to wait %s, longer than the %s limit", f.retryAfter, c.opts.MaxRetryAfter)
+			e := f.toError(attempt)
+			nt.send(NoticeFailed, attempt, 0, e)
+			return failed(e)
 		}
-		if f.retryAfter >= 0 {
-			if f.retryAfter > c.opts.MaxRetryAfter {
-				f.hint = fmt.Sprintf("the server asked to wait %s, longer than the %s limit", f.retryAfter, c.opts.MaxRetryAfter)
-				e := f.toError(attempt)
-				nt.send(NoticeFailed, attempt, 0, e)
-				return failed(e)
-			}
-			wait = f.retryAfter
-		}
+		wait := c.retryWait(f, &pace)
 		log.WarnContext(ctx, "llm retry", "attempt", attempt, "status", f.status, "error", f.kind, "wait", wait)
 		nt.send(NoticeRetry, attempt, wait, f.toError(attempt))
 		if err := clock.Sleep(ctx, c.clk, wait); err != nil {
 			return failed(fmt.Errorf("llm: %s call canceled while waiting to retry (%v): %w", model, f.toError(attempt), err))
 		}
+	}
+}
+
+// admit takes the request's estimated tokens from the meter, if any; the
+// release records the call's usage (nil: none).
+func (c *Client) admit(ctx context.Context, req Request, oreq openai.ChatCompletionRequest, node, model string) (func(*Record), error) {
+	meter := c.meter(ctx)
+	if meter == nil {
+		return func(*Record) {}, nil
+	}
+	est := estimateTokens(oreq) + oreq.MaxTokens + oreq.MaxCompletionTokens //nolint:staticcheck // SA1019: buildRequest sets max_tokens for non-reasoning models
+	rel, err := meter.acquire(est, req.Final)
+	if err != nil {
+		return nil, fmt.Errorf("%w [%s call, node %q, model %s]", err, orDefault(string(req.Role), "chat"), node, model)
+	}
+	return rel, nil
+}
+
+// retryPace is what a call's retries have used: the one immediate retry
+// and the backoffs.
+type retryPace struct {
+	retriedAtOnce bool
+	backoffs      int
+}
+
+// retryWait is how long to wait before retrying after failure f: the
+// server's Retry-After (checked against the limit by the caller) is the
+// whole wait; a glitch of one request (a broken body, a 500, a request
+// that hung) is retried at once, once per call, since a fresh request is
+// as likely to succeed now as later; anything else backs off.
+func (c *Client) retryWait(f failure, pace *retryPace) time.Duration {
+	switch {
+	case f.retryAfter >= 0:
+		return f.retryAfter
+	case f.perRequest() && !pace.retriedAtOnce:
+		pace.retriedAtOnce = true
+		return 0
+	default:
+		pace.backoffs++
+		return c.backoff(pace.backoffs)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -88,37 +89,9 @@ func jsonCandidates(s string) ([]string, error) {
 	if json.Valid([]byte(s)) && (s[0] == '{' || s[0] == '[') {
 		return []string{s}, nil
 	}
-	var cands []string
-	unclosed := false
-	for i := 0; i < len(s) && len(cands) < maxCandidates; i++ {
-		if s[i] != '{' && s[i] != '[' {
-			continue
-		}
-		end, ok := scanValue(s, i)
-		if !ok {
-			unclosed = true
-			if end < 0 && opensJSON(s, i) {
-				// A value that starts like JSON and runs to the end of the
-				// reply was cut off: whatever complete value lies inside it
-				// is a fragment (the first subtask of a plan), never the
-				// answer. Values before it stand.
-				if len(cands) == 0 {
-					return nil, fmt.Errorf("%w: the JSON is incomplete (%w before it closed)", ErrInvalidJSON, ErrCutOff)
-				}
-				break
-			}
-			continue
-		}
-		raw := s[i:end]
-		if json.Valid([]byte(raw)) {
-			cands = append(cands, raw)
-			i = end - 1
-			continue
-		}
-		if fixed := repairJSON(raw); json.Valid([]byte(fixed)) {
-			cands = append(cands, fixed)
-			i = end - 1
-		}
+	cands, unclosed, cut := scanCandidates(s)
+	if cut && len(cands) == 0 {
+		return nil, fmt.Errorf("%w: the JSON is incomplete (%w before it closed)", ErrInvalidJSON, ErrCutOff)
 	}
 	if len(cands) == 0 {
 		if unclosed {
@@ -127,11 +100,47 @@ func jsonCandidates(s string) ([]string, error) {
 		return nil, fmt.Errorf("%w: no JSON object found in the reply", ErrInvalidJSON)
 	}
 	if preferLast {
-		for l, r := 0, len(cands)-1; l < r; l, r = l+1, r-1 {
-			cands[l], cands[r] = cands[r], cands[l]
-		}
+		slices.Reverse(cands)
 	}
 	return cands, nil
+}
+
+// scanCandidates finds the JSON values in s, valid or repaired, at most
+// maxCandidates. unclosed reports a value left unbalanced; cut that one
+// started like JSON and ran to the end of the reply: it was cut off, and
+// whatever complete value lies inside it is a fragment (the first subtask
+// of a plan), never the answer. Values before it stand.
+func scanCandidates(s string) (cands []string, unclosed, cut bool) {
+	for i := 0; i < len(s) && len(cands) < maxCandidates; i++ {
+		if s[i] != '{' && s[i] != '[' {
+			continue
+		}
+		end, ok := scanValue(s, i)
+		if !ok {
+			unclosed = true
+			if end < 0 && opensJSON(s, i) {
+				return cands, true, true
+			}
+			continue
+		}
+		if v, ok := validOrRepaired(s[i:end]); ok {
+			cands = append(cands, v)
+			i = end - 1
+		}
+	}
+	return cands, unclosed, false
+}
+
+// validOrRepaired is raw when it is valid JSON, else its repair when that
+// is.
+func validOrRepaired(raw string) (string, bool) {
+	if json.Valid([]byte(raw)) {
+		return raw, true
+	}
+	if fixed := repairJSON(raw); json.Valid([]byte(fixed)) {
+		return fixed, true
+	}
+	return "", false
 }
 
 // stringScan follows a byte-by-byte scan of JSON text in and out of strings.

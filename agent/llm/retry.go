@@ -114,17 +114,10 @@ func (c *Client) classifyStatus(f *failure, env string) {
 		f.hint = fmt.Sprintf("the key in %s has no access to this model or endpoint", EnvAPIKey)
 	case s == http.StatusNotFound:
 		f.kind = ErrModelNotFound
-		switch {
-		case env != "" && c.provider == ProviderAzure:
-			f.hint = fmt.Sprintf("no Azure deployment for model %q: set %s to a deployed model or map it in %s", f.model, env, EnvDeployments)
-		case env != "":
-			f.hint = fmt.Sprintf("set %s to a model the server has (GET /v1/models lists them; for Ollama run `ollama pull`), or check %s", env, EnvBaseURL)
-		default:
-			f.hint = fmt.Sprintf("the model or endpoint does not exist; check the model name and %s", EnvBaseURL)
-		}
+		f.hint = c.notFoundHint(f.model, env)
 	case s == http.StatusTooManyRequests:
 		f.kind = ErrRateLimited
-		if strings.Contains(lower, "insufficient_quota") || strings.Contains(lower, "exceeded your current quota") {
+		if outOfQuota(lower) {
 			f.hint = "the account is out of quota or credits; retrying will not help"
 			return
 		}
@@ -133,8 +126,7 @@ func (c *Client) classifyStatus(f *failure, env string) {
 		f.kind, f.retry = ErrTimeout, true
 	case s >= 500:
 		f.kind, f.retry = ErrServer, true
-	case strings.Contains(lower, "context_length_exceeded") || strings.Contains(lower, "maximum context length") ||
-		strings.Contains(lower, "context length"):
+	case contextTooLong(lower):
 		f.kind = ErrContextLength
 		f.hint = "shorten the prompt or use a model with a larger context window"
 	case s >= 200 && s < 300:
@@ -142,6 +134,32 @@ func (c *Client) classifyStatus(f *failure, env string) {
 	default:
 		f.kind = ErrBadRequest
 	}
+}
+
+// notFoundHint says what to do about a 404: the deployment or model to
+// set in env, or the base URL to check.
+func (c *Client) notFoundHint(model, env string) string {
+	switch {
+	case env != "" && c.provider == ProviderAzure:
+		return fmt.Sprintf("no Azure deployment for model %q: set %s to a deployed model or map it in %s", model, env, EnvDeployments)
+	case env != "":
+		return fmt.Sprintf("set %s to a model the server has (GET /v1/models lists them; for Ollama run `ollama pull`), or check %s", env, EnvBaseURL)
+	default:
+		return fmt.Sprintf("the model or endpoint does not exist; check the model name and %s", EnvBaseURL)
+	}
+}
+
+// outOfQuota reports whether a 429's lower-cased message and code say the
+// account has no quota left (not a rate to wait out).
+func outOfQuota(lower string) bool {
+	return strings.Contains(lower, "insufficient_quota") || strings.Contains(lower, "exceeded your current quota")
+}
+
+// contextTooLong reports whether a lower-cased message and code say the
+// prompt exceeds the model's context window.
+func contextTooLong(lower string) bool {
+	return strings.Contains(lower, "context_length_exceeded") || strings.Contains(lower, "maximum context length") ||
+		strings.Contains(lower, "context length")
 }
 
 // bodyMessage extracts a short message from a non-standard error body (vLLM

@@ -62,95 +62,80 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	n := 0
-	field := func(key string, v any) error {
+	for _, f := range s.fields() {
+		if !f.present {
+			continue
+		}
 		if n > 0 {
 			b.WriteByte(',')
 		}
 		n++
-		b.WriteString(strconv.Quote(key))
+		b.WriteString(strconv.Quote(f.key))
 		b.WriteByte(':')
-		return encodeNoEscape(&b, v)
-	}
-	var err error
-	try := func(key string, v any) {
-		if err == nil {
-			err = field(key, v)
+		var err error
+		if ps, ok := f.value.(properties); ok {
+			err = ps.writeTo(&b)
+		} else {
+			err = encodeNoEscape(&b, f.value)
 		}
-	}
-	if s.Ref != "" {
-		try("$ref", s.Ref)
-	}
-	switch len(s.Type) {
-	case 0:
-	case 1:
-		try("type", s.Type[0])
-	default:
-		try("type", s.Type)
-	}
-	if s.Description != "" {
-		try("description", s.Description)
-	}
-	if s.Enum != nil {
-		try("enum", s.Enum)
-	}
-	if s.Format != "" {
-		try("format", s.Format)
-	}
-	if s.Pattern != "" {
-		try("pattern", s.Pattern)
-	}
-	if s.Minimum != nil {
-		try("minimum", *s.Minimum)
-	}
-	if s.Maximum != nil {
-		try("maximum", *s.Maximum)
-	}
-	if s.MinItems != nil {
-		try("minItems", *s.MinItems)
-	}
-	if s.MaxItems != nil {
-		try("maxItems", *s.MaxItems)
-	}
-	if s.Items != nil {
-		try("items", s.Items)
-	}
-	if s.Properties != nil {
-		if err == nil {
-			if n > 0 {
-				b.WriteByte(',')
-			}
-			n++
-			b.WriteString(`"properties":{`)
-			for i, p := range s.Properties {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(strconv.Quote(p.Name))
-				b.WriteByte(':')
-				if err == nil {
-					err = encodeNoEscape(&b, p.Schema)
-				}
-			}
-			b.WriteByte('}')
+		if err != nil {
+			return nil, err
 		}
-	}
-	if s.Required != nil {
-		try("required", s.Required)
-	}
-	if s.AdditionalProperties != nil {
-		try("additionalProperties", s.AdditionalProperties)
-	}
-	if s.AnyOf != nil {
-		try("anyOf", s.AnyOf)
-	}
-	if len(s.Defs) > 0 {
-		try("$defs", s.Defs) // encoding/json sorts map keys
 	}
 	b.WriteByte('}')
-	if err != nil {
-		return nil, err
-	}
 	return b.Bytes(), nil
+}
+
+// schemaField is one member of a schema's JSON, written when present.
+type schemaField struct {
+	key     string
+	value   any
+	present bool
+}
+
+// fields are the schema's JSON members in the order they are written.
+func (s *Schema) fields() []schemaField {
+	var typ any = s.Type
+	if len(s.Type) == 1 {
+		typ = s.Type[0]
+	}
+	return []schemaField{
+		{"$ref", s.Ref, s.Ref != ""},
+		{"type", typ, len(s.Type) > 0},
+		{"description", s.Description, s.Description != ""},
+		{"enum", s.Enum, s.Enum != nil},
+		{"format", s.Format, s.Format != ""},
+		{"pattern", s.Pattern, s.Pattern != ""},
+		{"minimum", s.Minimum, s.Minimum != nil},
+		{"maximum", s.Maximum, s.Maximum != nil},
+		{"minItems", s.MinItems, s.MinItems != nil},
+		{"maxItems", s.MaxItems, s.MaxItems != nil},
+		{"items", s.Items, s.Items != nil},
+		{"properties", properties(s.Properties), s.Properties != nil},
+		{"required", s.Required, s.Required != nil},
+		{"additionalProperties", s.AdditionalProperties, s.AdditionalProperties != nil},
+		{"anyOf", s.AnyOf, s.AnyOf != nil},
+		{"$defs", s.Defs, len(s.Defs) > 0}, // encoding/json sorts map keys
+	}
+}
+
+// properties are an object schema's members, written in their order.
+type properties []Property
+
+func (ps properties) writeTo(b *bytes.Buffer) error {
+	b.WriteByte('{')
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(p.Name))
+		b.WriteByte(':')
+		if err := encodeNoEscape(b, p.Schema); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
 }
 
 func encodeNoEscape(b *bytes.Buffer, v any) error {
@@ -255,19 +240,7 @@ func (g *schemaGen) schema(t reflect.Type) (*Schema, error) {
 		t = t.Elem()
 	}
 	if t.Implements(schemaerType) || reflect.PointerTo(t).Implements(schemaerType) {
-		v := reflect.New(t)
-		var sc JSONSchemaer
-		if t.Implements(schemaerType) {
-			sc = v.Elem().Interface().(JSONSchemaer)
-		} else {
-			sc = v.Interface().(JSONSchemaer)
-		}
-		s := sc.JSONSchema()
-		if s == nil {
-			return nil, fmt.Errorf("%w: %s.JSONSchema returned nil", ErrSchema, t)
-		}
-		cp := *s
-		return &cp, nil
+		return ownSchema(t)
 	}
 	switch t {
 	case timeType:
@@ -276,43 +249,14 @@ func (g *schemaGen) schema(t reflect.Type) (*Schema, error) {
 		g.loose = true
 		return &Schema{}, nil
 	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return &Schema{Type: []string{"boolean"}}, nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return &Schema{Type: []string{"integer"}}, nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		zero := 0.0
-		return &Schema{Type: []string{"integer"}, Minimum: &zero}, nil
-	case reflect.Float32, reflect.Float64:
-		return &Schema{Type: []string{"number"}}, nil
-	case reflect.String:
-		return &Schema{Type: []string{"string"}}, nil
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
-			return &Schema{Type: []string{"string"}, Description: "base64"}, nil
-		}
-		items, err := g.schema(t.Elem())
-		if err != nil {
-			return nil, err
-		}
-		s := &Schema{Type: []string{"array"}, Items: items}
-		if t.Kind() == reflect.Array {
-			n := t.Len()
-			s.MinItems, s.MaxItems = &n, &n
-		}
+	if s := scalarSchema(t.Kind()); s != nil {
 		return s, nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return g.listSchema(t)
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String && !t.Key().Implements(textMarshaler) &&
-			(t.Key().Kind() < reflect.Int || t.Key().Kind() > reflect.Uint64) {
-			return nil, fmt.Errorf("%w: map key type %s", ErrSchema, t.Key())
-		}
-		g.loose = true
-		v, err := g.schema(t.Elem())
-		if err != nil {
-			return nil, err
-		}
-		return &Schema{Type: []string{"object"}, AdditionalProperties: v}, nil
+		return g.mapSchema(t)
 	case reflect.Interface:
 		g.loose = true
 		return &Schema{}, nil
@@ -321,6 +265,76 @@ func (g *schemaGen) schema(t reflect.Type) (*Schema, error) {
 	default:
 		return nil, fmt.Errorf("%w: unsupported type %s", ErrSchema, t)
 	}
+}
+
+// ownSchema is a copy of the schema a JSONSchemaer type gives.
+func ownSchema(t reflect.Type) (*Schema, error) {
+	v := reflect.New(t)
+	var sc JSONSchemaer
+	if t.Implements(schemaerType) {
+		sc = v.Elem().Interface().(JSONSchemaer)
+	} else {
+		sc = v.Interface().(JSONSchemaer)
+	}
+	s := sc.JSONSchema()
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s.JSONSchema returned nil", ErrSchema, t)
+	}
+	cp := *s
+	return &cp, nil
+}
+
+// scalarSchema is the schema of a boolean, number or string kind; nil for
+// the others.
+func scalarSchema(k reflect.Kind) *Schema {
+	switch k {
+	case reflect.Bool:
+		return &Schema{Type: []string{"boolean"}}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return &Schema{Type: []string{"integer"}}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		zero := 0.0
+		return &Schema{Type: []string{"integer"}, Minimum: &zero}
+	case reflect.Float32, reflect.Float64:
+		return &Schema{Type: []string{"number"}}
+	case reflect.String:
+		return &Schema{Type: []string{"string"}}
+	}
+	return nil
+}
+
+// listSchema is the schema of a slice or array: an array of its elements
+// (of exactly its length for an array), or a base64 string for []byte.
+func (g *schemaGen) listSchema(t reflect.Type) (*Schema, error) {
+	if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
+		return &Schema{Type: []string{"string"}, Description: "base64"}, nil
+	}
+	items, err := g.schema(t.Elem())
+	if err != nil {
+		return nil, err
+	}
+	s := &Schema{Type: []string{"array"}, Items: items}
+	if t.Kind() == reflect.Array {
+		n := t.Len()
+		s.MinItems, s.MaxItems = &n, &n
+	}
+	return s, nil
+}
+
+// mapSchema is the schema of a map with keys encoding/json writes as
+// strings: an object of its values (not strict).
+func (g *schemaGen) mapSchema(t reflect.Type) (*Schema, error) {
+	k := t.Key()
+	if k.Kind() != reflect.String && !k.Implements(textMarshaler) &&
+		(k.Kind() < reflect.Int || k.Kind() > reflect.Uint64) {
+		return nil, fmt.Errorf("%w: map key type %s", ErrSchema, k)
+	}
+	g.loose = true
+	v, err := g.schema(t.Elem())
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{Type: []string{"object"}, AdditionalProperties: v}, nil
 }
 
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
@@ -394,18 +408,11 @@ func (g *schemaGen) addFields(t reflect.Type, s *Schema, required *[]string, see
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		ft := f.Type
-		if f.Anonymous && name == "" {
-			et := ft
-			for et.Kind() == reflect.Pointer {
-				et = et.Elem()
+		if et, ok := embeddedStruct(f, name); ok {
+			if err := g.addFields(et, s, required, seen, visiting); err != nil {
+				return err
 			}
-			if et.Kind() == reflect.Struct {
-				if err := g.addFields(et, s, required, seen, visiting); err != nil {
-					return err
-				}
-				continue
-			}
+			continue
 		}
 		if !f.IsExported() {
 			continue
@@ -417,23 +424,46 @@ func (g *schemaGen) addFields(t reflect.Type, s *Schema, required *[]string, see
 			continue
 		}
 		seen[name] = true
-
-		fs, err := g.schema(ft)
-		if err != nil {
+		if err := g.addField(s, required, name, f, opts); err != nil {
 			return fmt.Errorf("field %s.%s: %w", t.Name(), f.Name, err)
 		}
-		optional := ft.Kind() == reflect.Pointer || hasOpt(opts, "omitempty") || hasOpt(opts, "omitzero")
-		if err := applyTag(fs, ft, f.Tag.Get("jsonschema"), &optional); err != nil {
-			return fmt.Errorf("field %s.%s: %w", t.Name(), f.Name, err)
-		}
-		if g.strict && optional {
-			fs = nullable(fs)
-		}
-		if g.strict || !optional {
-			*required = append(*required, name)
-		}
-		s.Properties = append(s.Properties, Property{Name: name, Schema: fs})
 	}
+	return nil
+}
+
+// embeddedStruct is the struct type of an embedded field without a JSON
+// name, whose fields encoding/json promotes.
+func embeddedStruct(f reflect.StructField, name string) (reflect.Type, bool) {
+	if !f.Anonymous || name != "" {
+		return nil, false
+	}
+	et := f.Type
+	for et.Kind() == reflect.Pointer {
+		et = et.Elem()
+	}
+	return et, et.Kind() == reflect.Struct
+}
+
+// addField adds field f as the property name: optional when a pointer,
+// omitempty or omitzero (or as its jsonschema tag says); in strict mode
+// every property is required and the optional ones nullable.
+func (g *schemaGen) addField(s *Schema, required *[]string, name string, f reflect.StructField, opts string) error {
+	ft := f.Type
+	fs, err := g.schema(ft)
+	if err != nil {
+		return err
+	}
+	optional := ft.Kind() == reflect.Pointer || hasOpt(opts, "omitempty") || hasOpt(opts, "omitzero")
+	if err := applyTag(fs, ft, f.Tag.Get("jsonschema"), &optional); err != nil {
+		return err
+	}
+	if g.strict && optional {
+		fs = nullable(fs)
+	}
+	if g.strict || !optional {
+		*required = append(*required, name)
+	}
+	s.Properties = append(s.Properties, Property{Name: name, Schema: fs})
 	return nil
 }
 
@@ -491,58 +521,74 @@ func applyTag(s *Schema, t reflect.Type, tag string, optional *bool) error {
 	}
 	for _, part := range splitTag(tag) {
 		key, val, _ := strings.Cut(strings.TrimSpace(part), "=")
-		switch key {
-		case "":
-		case "description":
-			s.Description = val
-		case "required":
-			*optional = false
-		case "optional":
-			*optional = true
-		case "format":
-			s.Format = val
-		case "pattern":
-			s.Pattern = val
-		case "minimum", "maximum":
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				return fmt.Errorf("%w: jsonschema %s=%q", ErrSchema, key, val)
-			}
-			if key == "minimum" {
-				s.Minimum = &f
-			} else {
-				s.Maximum = &f
-			}
-		case "minItems", "maxItems":
-			n, err := strconv.Atoi(val)
-			if err != nil {
-				return fmt.Errorf("%w: jsonschema %s=%q", ErrSchema, key, val)
-			}
-			if key == "minItems" {
-				s.MinItems = &n
-			} else {
-				s.MaxItems = &n
-			}
-		case "enum":
-			target, et := s, t
-			for et.Kind() == reflect.Pointer {
-				et = et.Elem()
-			}
-			if (et.Kind() == reflect.Slice || et.Kind() == reflect.Array) && s.Items != nil {
-				target, et = s.Items, et.Elem()
-				for et.Kind() == reflect.Pointer {
-					et = et.Elem()
-				}
-			}
-			enum, err := parseEnum(val, et)
-			if err != nil {
-				return err
-			}
-			target.Enum = enum
-		default:
-			return fmt.Errorf("%w: unknown jsonschema tag key %q", ErrSchema, key)
+		if err := applyTagKey(s, t, key, val, optional); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// applyTagKey applies one key=value of a jsonschema tag to s, the schema
+// of a field of type t.
+func applyTagKey(s *Schema, t reflect.Type, key, val string, optional *bool) error {
+	switch key {
+	case "":
+	case "description":
+		s.Description = val
+	case "required":
+		*optional = false
+	case "optional":
+		*optional = true
+	case "format":
+		s.Format = val
+	case "pattern":
+		s.Pattern = val
+	case "minimum", "maximum":
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return fmt.Errorf("%w: jsonschema %s=%q", ErrSchema, key, val)
+		}
+		if key == "minimum" {
+			s.Minimum = &f
+		} else {
+			s.Maximum = &f
+		}
+	case "minItems", "maxItems":
+		n, err := strconv.Atoi(val)
+		if err != nil {
+			return fmt.Errorf("%w: jsonschema %s=%q", ErrSchema, key, val)
+		}
+		if key == "minItems" {
+			s.MinItems = &n
+		} else {
+			s.MaxItems = &n
+		}
+	case "enum":
+		return setEnum(s, t, val)
+	default:
+		return fmt.Errorf("%w: unknown jsonschema tag key %q", ErrSchema, key)
+	}
+	return nil
+}
+
+// setEnum sets the enum of s (of its items for a list) from val, values
+// separated by "|" and parsed as the field's type.
+func setEnum(s *Schema, t reflect.Type, val string) error {
+	target, et := s, t
+	for et.Kind() == reflect.Pointer {
+		et = et.Elem()
+	}
+	if (et.Kind() == reflect.Slice || et.Kind() == reflect.Array) && s.Items != nil {
+		target, et = s.Items, et.Elem()
+		for et.Kind() == reflect.Pointer {
+			et = et.Elem()
+		}
+	}
+	enum, err := parseEnum(val, et)
+	if err != nil {
+		return err
+	}
+	target.Enum = enum
 	return nil
 }
 

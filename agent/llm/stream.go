@@ -363,24 +363,7 @@ func (a *accumulator) add(ch openai.ChatCompletionStreamResponse) {
 		a.reasoning.WriteString(d.ReasoningContent)
 		a.refusal.WriteString(d.Refusal)
 		for _, tc := range d.ToolCalls {
-			i := len(a.tools) - 1
-			if tc.Index != nil {
-				i = *tc.Index
-			} else if tc.ID != "" || i < 0 {
-				i = len(a.tools)
-			}
-			for len(a.tools) <= i {
-				a.tools = append(a.tools, openai.ToolCall{Type: openai.ToolTypeFunction})
-			}
-			t := &a.tools[i]
-			if tc.ID != "" {
-				t.ID = tc.ID
-			}
-			if tc.Type != "" {
-				t.Type = tc.Type
-			}
-			t.Function.Name += tc.Function.Name
-			t.Function.Arguments += tc.Function.Arguments
+			a.addToolCall(tc)
 		}
 		if f := d.FunctionCall; f != nil {
 			if a.fn == nil {
@@ -393,6 +376,29 @@ func (a *accumulator) add(ch openai.ChatCompletionStreamResponse) {
 			a.finish = c.FinishReason
 		}
 	}
+}
+
+// addToolCall adds a tool call's delta: to the call its index names, else
+// to the last call (a new one when it carries an ID or is the first).
+func (a *accumulator) addToolCall(tc openai.ToolCall) {
+	i := len(a.tools) - 1
+	if tc.Index != nil {
+		i = *tc.Index
+	} else if tc.ID != "" || i < 0 {
+		i = len(a.tools)
+	}
+	for len(a.tools) <= i {
+		a.tools = append(a.tools, openai.ToolCall{Type: openai.ToolTypeFunction})
+	}
+	t := &a.tools[i]
+	if tc.ID != "" {
+		t.ID = tc.ID
+	}
+	if tc.Type != "" {
+		t.Type = tc.Type
+	}
+	t.Function.Name += tc.Function.Name
+	t.Function.Arguments += tc.Function.Arguments
 }
 
 func (a *accumulator) response() openai.ChatCompletionResponse {

@@ -93,48 +93,18 @@ func (c *Client) structured(ctx context.Context, req Request, schema *Schema, st
 		r := req
 		r.Messages = msgs
 		oreq := c.buildRequest(model, r)
-		switch mode {
-		case JSONModeSchema:
-			oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{
-				Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
-				JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
-					Name: name, Schema: schema, Strict: strict,
-				},
-			}
-		case JSONModeObject:
-			oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
-			oreq.Messages = withSchemaInstruction(oreq.Messages, string(schemaText))
-		default:
-			oreq.Messages = withSchemaInstruction(oreq.Messages, string(schemaText))
-		}
+		askJSON(&oreq, mode, name, schema, string(schemaText), strict)
 		resp, err := c.do(ctx, r, model, env, oreq)
 		if err != nil {
 			// what the failed call sent is paid for too
 			sum.Requests += resp.Requests
 			sum.Wasted.add(resp.Wasted)
-			if int(level) < len(jsonModes)-1 && rejectsResponseFormat(err) {
-				if invalidSchema(err) {
-					// The server supports the mode but not this schema: step
-					// down for this call only, and say so.
-					c.log.WarnContext(ctx, "llm: server rejected the JSON schema; falling back for this call",
-						"model", model, "schema", name, "error", err)
-					local = level + 1
-					continue
-				}
-				if c.jsonMode.CompareAndSwap(level, level+1) {
-					c.log.InfoContext(ctx, "llm: server rejected response_format; falling back",
-						"model", model, "from", string(mode), "to", string(jsonModes[level+1]))
-				}
+			if c.fallBack(ctx, err, level, &local, model, name) {
 				continue
 			}
 			return sum, err
 		}
-		usage, wasted := sum.Usage, sum.Wasted
-		usage.add(resp.Usage)
-		wasted.add(resp.Wasted)
-		cost, attempts, requests := sum.Cost+resp.Cost, sum.Attempts+resp.Attempts, sum.Requests+resp.Requests
-		sum = resp
-		sum.Usage, sum.Wasted, sum.Cost, sum.Attempts, sum.Requests = usage, wasted, cost, attempts, requests
+		sum = accumulate(sum, resp)
 
 		if resp.Refusal != "" {
 			return sum, &Error{Kind: ErrRefused, Model: model, Message: truncate(resp.Refusal, 500)}
@@ -172,6 +142,60 @@ func (c *Client) structured(ctx context.Context, req Request, schema *Schema, st
 			Assistant(truncate(resp.Content, 16000)),
 			User(repairPrompt(perr, string(schemaText))))
 	}
+}
+
+// askJSON sets how oreq asks for JSON in mode: a JSON schema response
+// format, a JSON object response format with the schema in the system
+// message, or the schema in the system message only.
+func askJSON(oreq *openai.ChatCompletionRequest, mode JSONMode, name string, schema *Schema, schemaText string, strict bool) {
+	switch mode {
+	case JSONModeSchema:
+		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name: name, Schema: schema, Strict: strict,
+			},
+		}
+	case JSONModeObject:
+		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+		oreq.Messages = withSchemaInstruction(oreq.Messages, schemaText)
+	default:
+		oreq.Messages = withSchemaInstruction(oreq.Messages, schemaText)
+	}
+}
+
+// fallBack steps the JSON mode down after a call at level failed with
+// err, when the server rejected the response format and a weaker mode is
+// left: for this call only (local) when it rejected this schema, for the
+// client otherwise. It reports whether to try again.
+func (c *Client) fallBack(ctx context.Context, err error, level int32, local *int32, model, name string) bool {
+	if int(level) >= len(jsonModes)-1 || !rejectsResponseFormat(err) {
+		return false
+	}
+	if invalidSchema(err) {
+		// The server supports the mode but not this schema: step
+		// down for this call only, and say so.
+		c.log.WarnContext(ctx, "llm: server rejected the JSON schema; falling back for this call",
+			"model", model, "schema", name, "error", err)
+		*local = level + 1
+		return true
+	}
+	if c.jsonMode.CompareAndSwap(level, level+1) {
+		c.log.InfoContext(ctx, "llm: server rejected response_format; falling back",
+			"model", model, "from", string(jsonModes[level]), "to", string(jsonModes[level+1]))
+	}
+	return true
+}
+
+// accumulate is resp with the usage, waste, cost, attempts and requests
+// of the calls before it (sum) added.
+func accumulate(sum, resp Response) Response {
+	usage, wasted := sum.Usage, sum.Wasted
+	usage.add(resp.Usage)
+	wasted.add(resp.Wasted)
+	cost, attempts, requests := sum.Cost+resp.Cost, sum.Attempts+resp.Attempts, sum.Requests+resp.Requests
+	resp.Usage, resp.Wasted, resp.Cost, resp.Attempts, resp.Requests = usage, wasted, cost, attempts, requests
+	return resp
 }
 
 // cutOffPrompt asks again for a reply whose JSON was cut off, without the

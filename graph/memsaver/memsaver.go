@@ -183,28 +183,12 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	}
 	now := s.now()
 	if len(b.Checkpoints) == 0 {
-		if len(b.Writes) == 0 {
-			return nil
-		}
-		for _, w := range b.Writes {
-			if head == 0 || w.CheckpointID != head {
-				return fmt.Errorf("write for checkpoint %d, head is %d: %w", w.CheckpointID, head, graph.ErrConflict)
-			}
-		}
-		c.putWrites(b.Writes)
-		c.updated = now
-		return nil
+		return commitWrites(c, head, b.Writes, now)
 	}
-	if p := b.Checkpoints[0].ParentID; p != 0 && (c == nil || c.cps[p] == nil) {
-		return fmt.Errorf("memsaver: parent %d of checkpoint %d is not in the chain: %w", p, b.Checkpoints[0].ID, graph.ErrNotFound)
+	if err := c.fits(b.Checkpoints); err != nil {
+		return err
 	}
-	if c != nil {
-		for _, cp := range b.Checkpoints {
-			if _, dup := c.cps[cp.ID]; dup {
-				return fmt.Errorf("memsaver: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
-			}
-		}
-	} else {
+	if c == nil {
 		c = s.chainOf(b.ThreadID, b.NS, true)
 	}
 	for _, cp := range b.Checkpoints {
@@ -219,6 +203,39 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 	c.head = b.Checkpoints[len(b.Checkpoints)-1].ID
 	c.finished = b.Finished
 	c.updated = now
+	return nil
+}
+
+// commitWrites stores a batch of pending writes alone: each must be for
+// the head.
+func commitWrites(c *chain, head int64, ws []graph.PendingWrite, now time.Time) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	for _, w := range ws {
+		if head == 0 || w.CheckpointID != head {
+			return fmt.Errorf("write for checkpoint %d, head is %d: %w", w.CheckpointID, head, graph.ErrConflict)
+		}
+	}
+	c.putWrites(ws)
+	c.updated = now
+	return nil
+}
+
+// fits checks that new checkpoints can join the chain (nil: a new chain):
+// the first one's parent is in it and their ids are free.
+func (c *chain) fits(cps []*graph.StoredCheckpoint) error {
+	if p := cps[0].ParentID; p != 0 && (c == nil || c.cps[p] == nil) {
+		return fmt.Errorf("memsaver: parent %d of checkpoint %d is not in the chain: %w", p, cps[0].ID, graph.ErrNotFound)
+	}
+	if c == nil {
+		return nil
+	}
+	for _, cp := range cps {
+		if _, dup := c.cps[cp.ID]; dup {
+			return fmt.Errorf("memsaver: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
+		}
+	}
 	return nil
 }
 

@@ -292,10 +292,7 @@ func testRoundTrip(t *testing.T, h Harness) {
 	got1, got2 := ch.Checkpoints[0], ch.Checkpoints[1]
 	check := func(name string, got, want *graph.StoredCheckpoint, created time.Time) {
 		t.Helper()
-		if got.ThreadID != "th" || got.NS != "" || got.ID != want.ID || got.ParentID != want.ParentID ||
-			got.Step != want.Step || got.Source != want.Source ||
-			!bytes.Equal(got.Snapshot, want.Snapshot) || !bytes.Equal(got.Delta, want.Delta) ||
-			!bytes.Equal(got.Next, want.Next) || !bytes.Equal(got.Meta, want.Meta) || !got.CreatedAt.Equal(created) {
+		if !sameCheckpoint(got, want, "th", "", created) {
 			t.Errorf("%s = %+v, want %+v created %v", name, got, want, created)
 		}
 	}
@@ -320,18 +317,33 @@ func testRoundTrip(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 2 {
+	want := []graph.CheckpointInfo{
+		{ID: 20, ParentID: 10, Step: 0, Source: "loop", CreatedAt: t0.Add(time.Second)},
+		{ID: 10, ParentID: 0, Step: -1, Source: "input", HasSnapshot: true, Meta: []byte(`{"source":"input","step":-1}`), CreatedAt: given},
+	}
+	if len(infos) != len(want) {
 		t.Fatalf("List = %+v", infos)
 	}
-	i0, i1 := infos[0], infos[1]
-	if i0.ID != 20 || i0.ParentID != 10 || i0.Step != 0 || i0.Source != "loop" || i0.HasSnapshot || len(i0.Meta) != 0 ||
-		!i0.CreatedAt.Equal(t0.Add(time.Second)) {
-		t.Errorf("List[0] = %+v", i0)
+	for i, w := range want {
+		if !sameInfo(infos[i], w) {
+			t.Errorf("List[%d] = %+v, want %+v", i, infos[i], w)
+		}
 	}
-	if i1.ID != 10 || i1.ParentID != 0 || i1.Step != -1 || i1.Source != "input" || !i1.HasSnapshot ||
-		string(i1.Meta) != `{"source":"input","step":-1}` || !i1.CreatedAt.Equal(given) {
-		t.Errorf("List[1] = %+v", i1)
-	}
+}
+
+// sameCheckpoint reports whether got is want as stored on thread/ns, made
+// at created.
+func sameCheckpoint(got, want *graph.StoredCheckpoint, thread, ns string, created time.Time) bool {
+	return got.ThreadID == thread && got.NS == ns && got.ID == want.ID && got.ParentID == want.ParentID &&
+		got.Step == want.Step && got.Source == want.Source &&
+		bytes.Equal(got.Snapshot, want.Snapshot) && bytes.Equal(got.Delta, want.Delta) &&
+		bytes.Equal(got.Next, want.Next) && bytes.Equal(got.Meta, want.Meta) && got.CreatedAt.Equal(created)
+}
+
+// sameInfo compares list entries (empty and nil Meta alike).
+func sameInfo(got, want graph.CheckpointInfo) bool {
+	return got.ID == want.ID && got.ParentID == want.ParentID && got.Step == want.Step && got.Source == want.Source &&
+		got.HasSnapshot == want.HasSnapshot && bytes.Equal(got.Meta, want.Meta) && got.CreatedAt.Equal(want.CreatedAt)
 }
 
 func testLoadFromNearestSnapshot(t *testing.T, h Harness) {
@@ -1168,14 +1180,9 @@ func testRetention(t *testing.T, h Harness) {
 
 	wantErr(t, "PutSnapshot of a missing checkpoint", s.PutSnapshot(ctx, "th", "", 99, []byte("s")), graph.ErrNotFound)
 	wantErr(t, "PutSnapshot of a missing thread", s.PutSnapshot(ctx, "nobody", "", 1, []byte("s")), graph.ErrNotFound)
-	if err := s.PutSnapshot(ctx, "th", "", 7, []byte("state at 7")); err != nil {
-		t.Fatal(err)
-	}
+	mustSnapshot(t, s, "th", 7, []byte("state at 7"))
 	wantLoad(t, s, "th", "", 0, 12, []int64{7, 8, 9, 10, 12})
-	n, err := s.DeleteBefore(ctx, "th", "", 7)
-	if err != nil || n != 6 {
-		t.Fatalf("DeleteBefore(7) = %d, %v; want 6", n, err)
-	}
+	wantDeleted(t, s, "th", 7, 6)
 	ch := wantLoad(t, s, "th", "", 0, 12, []int64{7, 8, 9, 10, 12})
 	if string(ch.Checkpoints[0].Snapshot) != "state at 7" || writesString(ch.Checkpoints[0].Writes) != "[7 0/0 w=7]" {
 		t.Errorf("after DeleteBefore: %q %s", ch.Checkpoints[0].Snapshot, writesString(ch.Checkpoints[0].Writes))
@@ -1185,7 +1192,7 @@ func testRetention(t *testing.T, h Harness) {
 		wantErr(t, fmt.Sprintf("Load(%d) after DeleteBefore", id), err, graph.ErrNotFound)
 	}
 	// The side branch lost its ancestors.
-	_, err = s.Load(ctx, "th", "", 11)
+	_, err := s.Load(ctx, "th", "", 11)
 	wantErr(t, "Load of an orphaned branch", err, graph.ErrNotFound)
 	if got := list(t, s, "th", "", graph.ListOptions{}); !eqIDs(got, []int64{12, 11, 10, 9, 8, 7}) {
 		t.Errorf("List = %v", got)
@@ -1198,19 +1205,28 @@ func testRetention(t *testing.T, h Harness) {
 	mustCommit(t, s, &graph.Batch{ThreadID: "th", ExpectHead: 12, Checkpoints: []*graph.StoredCheckpoint{mkcp(13, 12)}})
 	wantLoad(t, s, "th", "", 0, 13, []int64{7, 8, 9, 10, 12, 13})
 	// A snapshot can be replaced and dropped again (nil).
-	if err := s.PutSnapshot(ctx, "th", "", 12, []byte("state at 12")); err != nil {
-		t.Fatal(err)
-	}
+	mustSnapshot(t, s, "th", 12, []byte("state at 12"))
 	wantLoad(t, s, "th", "", 0, 13, []int64{12, 13})
-	if err := s.PutSnapshot(ctx, "th", "", 12, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustSnapshot(t, s, "th", 12, nil)
 	wantLoad(t, s, "th", "", 0, 13, []int64{7, 8, 9, 10, 12, 13})
-	if n, err := s.DeleteBefore(ctx, "nobody", "", 5); err != nil || n != 0 {
-		t.Errorf("DeleteBefore of a missing thread = %d, %v", n, err)
+	wantDeleted(t, s, "nobody", 5, 0) // a missing thread
+	wantDeleted(t, s, "th", 7, 0)     // again
+}
+
+// mustSnapshot stores snap as checkpoint id's snapshot (root namespace).
+func mustSnapshot(t *testing.T, s graph.Saver, thread string, id int64, snap []byte) {
+	t.Helper()
+	if err := s.PutSnapshot(ctxT(t), thread, "", id, snap); err != nil {
+		t.Fatalf("PutSnapshot(%s, %d): %v", thread, id, err)
 	}
-	if n, err := s.DeleteBefore(ctx, "th", "", 7); err != nil || n != 0 {
-		t.Errorf("second DeleteBefore(7) = %d, %v", n, err)
+}
+
+// wantDeleted runs DeleteBefore(id) on thread's root namespace and wants n
+// checkpoints deleted.
+func wantDeleted(t *testing.T, s graph.Saver, thread string, id int64, want int) {
+	t.Helper()
+	if n, err := s.DeleteBefore(ctxT(t), thread, "", id); err != nil || n != want {
+		t.Fatalf("DeleteBefore(%s, %d) = %d, %v; want %d", thread, id, n, err, want)
 	}
 }
 
@@ -1237,10 +1253,7 @@ func testPruneThreads(t *testing.T, h Harness) {
 	cut := t0.Add(time.Hour)
 	clk.Advance(time.Hour)
 
-	n, err := b.PruneThreads(ctx, cut, true)
-	if err != nil || n != 1 {
-		t.Fatalf("PruneThreads(finished) = %d, %v; want 1", n, err)
-	}
+	wantPruned(t, b, cut, true, 1, "old-done")
 	for _, ns := range []string{"", "sub"} {
 		_, err := a.Load(ctx, "old-done", ns, 0)
 		wantErr(t, "Load of a pruned thread ns "+ns, err, graph.ErrNotFound)
@@ -1248,10 +1261,7 @@ func testPruneThreads(t *testing.T, h Harness) {
 	wantLoad(t, a, "old-open", "", 0, 1, []int64{1})
 	wantLoad(t, a, "old-reopened", "", 0, 2, []int64{2})
 
-	n, err = a.PruneThreads(ctx, cut, false)
-	if err != nil || n != 2 {
-		t.Fatalf("PruneThreads(all) = %d, %v; want 2 (old-open, old-reopened)", n, err)
-	}
+	wantPruned(t, a, cut, false, 2, "old-open, old-reopened")
 	for _, th := range []string{"old-open", "old-reopened"} {
 		_, err := b.Load(ctx, th, "", 0)
 		wantErr(t, "Load of pruned "+th, err, graph.ErrNotFound)
@@ -1260,9 +1270,7 @@ func testPruneThreads(t *testing.T, h Harness) {
 	wantLoad(t, b, "old-sub", "sub", 0, 1, []int64{1})
 	wantLoad(t, b, "new-done", "", 0, 1, []int64{1})
 	wantLoad(t, b, "old-active", "", 0, 1, []int64{1})
-	if n, err := a.PruneThreads(ctx, cut, false); err != nil || n != 0 {
-		t.Errorf("PruneThreads again = %d, %v", n, err)
-	}
+	wantPruned(t, a, cut, false, 0, "again")
 	// A pruned thread id can start afresh (no tombstone).
 	finish(b, "old-done", "", 0, 1, false)
 	wantLoad(t, a, "old-done", "", 0, 1, []int64{1})
@@ -1271,23 +1279,26 @@ func testPruneThreads(t *testing.T, h Harness) {
 	finish(a, "idle", "", 0, 1, false)
 	clk.Advance(2 * time.Hour)
 	mustCommit(t, a, &graph.Batch{ThreadID: "idle", ExpectHead: 1, Writes: []graph.PendingWrite{wr(1, 0, 0, "w", "x")}})
-	if n, err := a.PruneThreads(ctx, clk.Now().Add(-time.Hour), false); err != nil || n != 3 {
-		t.Fatalf("PruneThreads = %d, %v; want 3 (new-done, old-active, old-done)", n, err)
-	}
+	wantPruned(t, a, clk.Now().Add(-time.Hour), false, 3, "new-done, old-active, old-done")
 	wantLoad(t, b, "idle", "", 0, 1, []int64{1})
 	clk.Advance(2 * time.Hour)
 	if err := b.PutResume(ctx, "idle", "", 1, wr(1, 1, -4, "__resume__", "y")); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.PruneThreads(ctx, clk.Now().Add(-time.Hour), false); err != nil || n != 0 {
-		t.Fatalf("PruneThreads after a resume = %d, %v; want 0", n, err)
-	}
-	if n, err := a.PruneThreads(ctx, clk.Now().Add(time.Second), false); err != nil || n != 1 {
-		t.Fatalf("PruneThreads(everything) = %d, %v; want 1 (idle; old-sub has no root namespace)", n, err)
-	}
-	_, err = b.Load(ctx, "idle", "", 0)
+	wantPruned(t, a, clk.Now().Add(-time.Hour), false, 0, "after a resume")
+	wantPruned(t, a, clk.Now().Add(time.Second), false, 1, "idle; old-sub has no root namespace")
+	_, err := b.Load(ctx, "idle", "", 0)
 	wantErr(t, "Load of pruned idle", err, graph.ErrNotFound)
 	wantLoad(t, b, "old-sub", "sub", 0, 1, []int64{1})
+}
+
+// wantPruned runs PruneThreads(cut, finished) and wants n threads pruned
+// (which: the ones meant).
+func wantPruned(t *testing.T, s graph.Saver, cut time.Time, finished bool, want int, which string) {
+	t.Helper()
+	if n, err := s.PruneThreads(ctxT(t), cut, finished); err != nil || n != want {
+		t.Fatalf("PruneThreads(%v, finished=%v) = %d, %v; want %d (%s)", cut, finished, n, err, want, which)
+	}
 }
 
 func testCanceledContext(t *testing.T, h Harness) {

@@ -28,36 +28,11 @@ import (
 //
 // It returns the text and the name of the encoding used.
 func decodeText(body []byte, contentType string, isHTML bool) (string, string) {
-	if e, name, ok := bomEncoding(body); ok {
-		s, _ := decodeWith(e, body)
+	if s, name, ok := decodeUnlabelled(body); ok {
 		return s, name
 	}
-	ascii := isASCII(string(body))
-	if ascii && looksISO2022JP(body) {
-		s, _ := decodeWith(japanese.ISO2022JP, body)
-		return s, "iso-2022-jp"
-	}
-	if ascii {
-		return string(body), "utf-8"
-	}
-	if utf8.Valid(trimPartialRune(body)) {
-		return strings.ToValidUTF8(string(body), "\uFFFD"), "utf-8"
-	}
-
-	var labels []string
-	if _, params, err := mime.ParseMediaType(contentType); err == nil && params["charset"] != "" {
-		labels = append(labels, params["charset"])
-	}
-	if isHTML {
-		if l := metaCharset(body); l != "" {
-			labels = append(labels, l)
-		}
-	} else if l := xmlDeclCharset(body); l != "" {
-		labels = append(labels, l)
-	}
-
 	jp, jpName, jpScore := detectJapanese(body)
-	for _, label := range labels {
+	for _, label := range declaredCharsets(body, contentType, isHTML) {
 		e, name := charset.Lookup(label)
 		if e == nil || name == "utf-8" || strings.HasPrefix(name, "utf-16") {
 			continue // invalid UTF-8 was seen above; UTF-16 needs a BOM here
@@ -78,6 +53,45 @@ func decodeText(body []byte, contentType string, isHTML bool) (string, string) {
 	e, name := charset.Lookup("windows-1252")
 	s, _ := decodeWith(e, body)
 	return s, name
+}
+
+// decodeUnlabelled decodes the bodies whose encoding the bytes settle: a
+// BOM, ISO-2022-JP escapes in ASCII, plain ASCII and valid UTF-8.
+func decodeUnlabelled(body []byte) (string, string, bool) {
+	if e, name, ok := bomEncoding(body); ok {
+		s, _ := decodeWith(e, body)
+		return s, name, true
+	}
+	ascii := isASCII(string(body))
+	if ascii && looksISO2022JP(body) {
+		s, _ := decodeWith(japanese.ISO2022JP, body)
+		return s, "iso-2022-jp", true
+	}
+	if ascii {
+		return string(body), "utf-8", true
+	}
+	if utf8.Valid(trimPartialRune(body)) {
+		return strings.ToValidUTF8(string(body), "\uFFFD"), "utf-8", true
+	}
+	return "", "", false
+}
+
+// declaredCharsets are the encodings the document declares, in order: the
+// Content-Type's charset, then the HTML meta charset or the XML
+// declaration's encoding.
+func declaredCharsets(body []byte, contentType string, isHTML bool) []string {
+	var labels []string
+	if _, params, err := mime.ParseMediaType(contentType); err == nil && params["charset"] != "" {
+		labels = append(labels, params["charset"])
+	}
+	if isHTML {
+		if l := metaCharset(body); l != "" {
+			labels = append(labels, l)
+		}
+	} else if l := xmlDeclCharset(body); l != "" {
+		labels = append(labels, l)
+	}
+	return labels
 }
 
 func bomEncoding(b []byte) (encoding.Encoding, string, bool) {
@@ -184,35 +198,46 @@ func metaCharset(b []byte) string {
 			if string(name) != "meta" || !hasAttr {
 				continue
 			}
-			var cs, content string
-			httpEquiv := false
-			for {
-				k, v, more := z.TagAttr()
-				switch strings.ToLower(string(k)) {
-				case "charset":
-					cs = string(v)
-				case "content":
-					content = string(v)
-				case "http-equiv":
-					httpEquiv = strings.EqualFold(string(v), "content-type")
-				}
-				if !more {
-					break
-				}
-			}
-			if cs != "" {
-				return strings.TrimSpace(cs)
-			}
-			if httpEquiv && content != "" {
-				if _, params, err := mime.ParseMediaType(content); err == nil && params["charset"] != "" {
-					return params["charset"]
-				}
-				if m := contentCharsetRE.FindStringSubmatch(content); m != nil {
-					return m[1]
-				}
+			if cs, ok := metaTagCharset(z); ok {
+				return cs
 			}
 		}
 	}
+}
+
+// metaTagCharset is the charset a meta tag's attributes declare: its
+// charset, or the charset of the content of an http-equiv=Content-Type;
+// ok is false when it declares none.
+func metaTagCharset(z *html.Tokenizer) (cs string, ok bool) {
+	var content string
+	httpEquiv := false
+	for {
+		k, v, more := z.TagAttr()
+		switch strings.ToLower(string(k)) {
+		case "charset":
+			cs = string(v)
+		case "content":
+			content = string(v)
+		case "http-equiv":
+			httpEquiv = strings.EqualFold(string(v), "content-type")
+		}
+		if !more {
+			break
+		}
+	}
+	if cs != "" {
+		return strings.TrimSpace(cs), true
+	}
+	if !httpEquiv || content == "" {
+		return "", false
+	}
+	if _, params, err := mime.ParseMediaType(content); err == nil && params["charset"] != "" {
+		return params["charset"], true
+	}
+	if m := contentCharsetRE.FindStringSubmatch(content); m != nil {
+		return m[1], true
+	}
+	return "", false
 }
 
 var (

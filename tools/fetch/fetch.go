@@ -380,21 +380,12 @@ func (f *Fetcher) readResult(ctx context.Context, resp *http.Response, u *url.UR
 	ct := resp.Header.Get("Content-Type")
 	mt := mediaTypeOf(ct)
 	kind, known := classify(mt)
-	if !known && mt != "" && mt != "application/octet-stream" && mt != "binary/octet-stream" {
+	if !known && !untyped(mt) {
 		return nil, fmt.Errorf("%w: %s", ErrContentType, mt)
 	}
-	body, closeDec, err := decodeContent(&limitedReader{r: resp.Body, n: limit, what: "response body"}, resp.Header.Get("Content-Encoding"))
+	data, truncated, err := f.readBody(resp, limit)
 	if err != nil {
 		return nil, err
-	}
-	defer closeDec()
-	data, err := io.ReadAll(&limitedReader{r: body, n: limit, what: "decoded body"})
-	truncated := false
-	if err != nil {
-		if !errors.Is(err, ErrTooLarge) || !f.opts.TruncateOversize {
-			return nil, err
-		}
-		truncated = true
 	}
 	if !known {
 		var ok bool
@@ -410,28 +401,65 @@ func (f *Fetcher) readResult(ctx context.Context, resp *http.Response, u *url.UR
 		Kind:        kind,
 		Truncated:   truncated,
 		FetchedAt:   f.opts.Now(),
-		Header:      http.Header{},
-	}
-	for _, h := range keptHeaders {
-		if v := resp.Header.Values(h); len(v) > 0 {
-			res.Header[h] = append([]string(nil), v...)
-		}
+		Header:      keptHeadersOf(resp.Header),
 	}
 	if kind == KindPDF {
-		if truncated {
-			return nil, fmt.Errorf("%w: PDF larger than %d bytes", ErrTooLarge, limit)
-		}
-		res.Raw = data
-		if f.opts.ExtractPDF != nil {
-			text, err := f.opts.ExtractPDF(ctx, data)
-			if err != nil {
-				return nil, fmt.Errorf("extract PDF: %w", err)
-			}
-			res.Text = text
-		}
-		return res, nil
+		return f.pdfResult(ctx, res, data, limit)
 	}
 	res.Text, res.Charset = decodeText(data, ct, kind == KindHTML)
+	return res, nil
+}
+
+// untyped reports whether a media type says nothing of the content (none,
+// or an octet stream): the content is sniffed.
+func untyped(mt string) bool {
+	return mt == "" || mt == "application/octet-stream" || mt == "binary/octet-stream"
+}
+
+// readBody reads the body, decoded, up to limit bytes before and after
+// decoding; past the limit it is an error, or truncated when the options
+// say so.
+func (f *Fetcher) readBody(resp *http.Response, limit int64) (data []byte, truncated bool, err error) {
+	body, closeDec, err := decodeContent(&limitedReader{r: resp.Body, n: limit, what: "response body"}, resp.Header.Get("Content-Encoding"))
+	if err != nil {
+		return nil, false, err
+	}
+	defer closeDec()
+	data, err = io.ReadAll(&limitedReader{r: body, n: limit, what: "decoded body"})
+	if err != nil {
+		if !errors.Is(err, ErrTooLarge) || !f.opts.TruncateOversize {
+			return nil, false, err
+		}
+		truncated = true
+	}
+	return data, truncated, nil
+}
+
+// keptHeadersOf copies the keptHeaders of h.
+func keptHeadersOf(h http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range keptHeaders {
+		if v := h.Values(k); len(v) > 0 {
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// pdfResult keeps a PDF's bytes (never a truncated PDF) and its text when
+// the options extract it.
+func (f *Fetcher) pdfResult(ctx context.Context, res *Result, data []byte, limit int64) (*Result, error) {
+	if res.Truncated {
+		return nil, fmt.Errorf("%w: PDF larger than %d bytes", ErrTooLarge, limit)
+	}
+	res.Raw = data
+	if f.opts.ExtractPDF != nil {
+		text, err := f.opts.ExtractPDF(ctx, data)
+		if err != nil {
+			return nil, fmt.Errorf("extract PDF: %w", err)
+		}
+		res.Text = text
+	}
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package fetch
 import (
 	"bufio"
 	"bytes"
+	"slices"
 	"strings"
 )
 
@@ -124,30 +125,32 @@ func (r *Robots) Allowed(agent, p string) bool {
 	}
 	p = normalisePath(p)
 	agent = agentToken(agent)
-	var rules []robotsRule
-	for _, g := range r.groups {
-		for _, a := range g.agents {
-			if a == agent && a != "*" && a != "" {
-				rules = append(rules, g.rules...)
-				break
-			}
-		}
-	}
+	// a group naming the agent without rules does not count: "*" applies
+	rules, _ := r.rulesFor(func(a string) bool { return a == agent && a != "*" && a != "" })
 	if rules == nil {
-		found := false
-		for _, g := range r.groups {
-			for _, a := range g.agents {
-				if a == "*" {
-					rules = append(rules, g.rules...)
-					found = true
-					break
-				}
-			}
-		}
-		if !found {
+		var found bool
+		if rules, found = r.rulesFor(func(a string) bool { return a == "*" }); !found {
 			return true
 		}
 	}
+	return longestMatchAllows(rules, p)
+}
+
+// rulesFor merges the rules of the groups with an agent that matches;
+// found reports whether any group has one.
+func (r *Robots) rulesFor(match func(agent string) bool) (rules []robotsRule, found bool) {
+	for _, g := range r.groups {
+		if slices.ContainsFunc(g.agents, match) {
+			rules = append(rules, g.rules...)
+			found = true
+		}
+	}
+	return rules, found
+}
+
+// longestMatchAllows applies the rule with the longest pattern matching p
+// (Allow wins a tie); no matching rule allows.
+func longestMatchAllows(rules []robotsRule, p string) bool {
 	best, allowed := -1, true
 	for _, rule := range rules {
 		if !matchPattern(rule.pattern, p) {

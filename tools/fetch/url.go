@@ -60,46 +60,21 @@ func ValidateURL(raw string) (*url.URL, error) {
 // parseURL is ValidateURL without the port policy.
 func parseURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return nil, fmt.Errorf("%w: empty", ErrInvalidURL)
-	}
-	for _, r := range raw {
-		if r < 0x20 || r == 0x7f || r == ' ' || r == '\\' {
-			return nil, fmt.Errorf("%w: control, space or backslash in URL", ErrInvalidURL)
-		}
+	if err := checkRaw(raw); err != nil {
+		return nil, err
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
 	}
-	switch u.Scheme {
-	case "http", "https":
-	case "":
-		return nil, fmt.Errorf("%w: missing scheme", ErrScheme)
-	default:
-		return nil, fmt.Errorf("%w: %q", ErrScheme, u.Scheme)
+	if err := checkParts(u); err != nil {
+		return nil, err
 	}
-	if u.Opaque != "" {
-		return nil, fmt.Errorf("%w: opaque URL", ErrInvalidURL)
+	port, err := canonicalPort(u)
+	if err != nil {
+		return nil, err
 	}
-	if u.User != nil {
-		return nil, ErrUserinfo
-	}
-	host, port := u.Hostname(), u.Port()
-	if host == "" {
-		return nil, fmt.Errorf("%w: empty host", ErrInvalidURL)
-	}
-	if strings.HasSuffix(u.Host, ":") {
-		return nil, fmt.Errorf("%w: empty port", ErrInvalidURL)
-	}
-	if port != "" {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%w: port %q", ErrInvalidURL, port)
-		}
-		port = strconv.Itoa(n) // drop leading zeros
-	}
-	host, err = canonicalHost(host, strings.HasPrefix(u.Host, "["))
+	host, err := canonicalHost(u.Hostname(), strings.HasPrefix(u.Host, "["))
 	if err != nil {
 		return nil, err
 	}
@@ -122,18 +97,64 @@ func parseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// checkRaw rejects an empty URL and one with control characters, spaces
+// or backslashes (which parsers read differently).
+func checkRaw(raw string) error {
+	if raw == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidURL)
+	}
+	for _, r := range raw {
+		if r < 0x20 || r == 0x7f || r == ' ' || r == '\\' {
+			return fmt.Errorf("%w: control, space or backslash in URL", ErrInvalidURL)
+		}
+	}
+	return nil
+}
+
+// checkParts accepts an http or https URL with a host and no opaque part
+// or userinfo.
+func checkParts(u *url.URL) error {
+	switch u.Scheme {
+	case "http", "https":
+	case "":
+		return fmt.Errorf("%w: missing scheme", ErrScheme)
+	default:
+		return fmt.Errorf("%w: %q", ErrScheme, u.Scheme)
+	}
+	if u.Opaque != "" {
+		return fmt.Errorf("%w: opaque URL", ErrInvalidURL)
+	}
+	if u.User != nil {
+		return ErrUserinfo
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("%w: empty host", ErrInvalidURL)
+	}
+	return nil
+}
+
+// canonicalPort is the URL's port without leading zeros ("" for none); an
+// error for an empty or out-of-range port.
+func canonicalPort(u *url.URL) (string, error) {
+	if strings.HasSuffix(u.Host, ":") {
+		return "", fmt.Errorf("%w: empty port", ErrInvalidURL)
+	}
+	port := u.Port()
+	if port == "" {
+		return "", nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("%w: port %q", ErrInvalidURL, port)
+	}
+	return strconv.Itoa(n), nil
+}
+
 // canonicalHost lower-cases and IDNA-maps host, and rejects ambiguous
 // numeric forms. bracketed says the URL had [v6] syntax.
 func canonicalHost(host string, bracketed bool) (string, error) {
 	if bracketed {
-		ip, err := netip.ParseAddr(host)
-		if err != nil || !ip.Is6() {
-			return "", fmt.Errorf("%w: bad IPv6 literal %q", ErrInvalidURL, host)
-		}
-		if ip.Zone() != "" {
-			return "", fmt.Errorf("%w: IPv6 zone not allowed", ErrInvalidURL)
-		}
-		return ip.String(), nil
+		return ipv6Literal(host)
 	}
 	// IDNA mapping folds full-width digits and dots, so it must run before
 	// the numeric checks: "１２７．０．０．１" is 127.0.0.1.
@@ -145,7 +166,7 @@ func canonicalHost(host string, bracketed bool) (string, error) {
 		if !isASCII(host) {
 			return "", fmt.Errorf("%w: host %q: %v", ErrInvalidURL, host, err)
 		}
-		ascii = strings.ToLower(host)
+		ascii = host
 	}
 	ascii = strings.ToLower(ascii)
 	if ip, err := netip.ParseAddr(ascii); err == nil {
@@ -154,19 +175,41 @@ func canonicalHost(host string, bracketed bool) (string, error) {
 		}
 		return ip.String(), nil
 	}
-	name := strings.TrimSuffix(ascii, ".")
+	if err := checkHostName(strings.TrimSuffix(ascii, "."), host); err != nil {
+		return "", err
+	}
+	return ascii, nil
+}
+
+// ipv6Literal is the canonical form of a bracketed IPv6 address (without
+// a zone).
+func ipv6Literal(host string) (string, error) {
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.Is6() {
+		return "", fmt.Errorf("%w: bad IPv6 literal %q", ErrInvalidURL, host)
+	}
+	if ip.Zone() != "" {
+		return "", fmt.Errorf("%w: IPv6 zone not allowed", ErrInvalidURL)
+	}
+	return ip.String(), nil
+}
+
+// checkHostName accepts a DNS name (lower-cased, without its final dot) of
+// labels of letters, digits, hyphens and underscores whose last label is
+// not numeric; host is the name as written, for errors.
+func checkHostName(name, host string) error {
 	if name == "" || len(name) > 253 {
-		return "", fmt.Errorf("%w: host %q", ErrInvalidURL, host)
+		return fmt.Errorf("%w: host %q", ErrInvalidURL, host)
 	}
 	labels := strings.Split(name, ".")
 	for _, l := range labels {
 		if l == "" || len(l) > 63 {
-			return "", fmt.Errorf("%w: host %q", ErrInvalidURL, host)
+			return fmt.Errorf("%w: host %q", ErrInvalidURL, host)
 		}
 		for i := 0; i < len(l); i++ {
 			c := l[i]
 			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
-				return "", fmt.Errorf("%w: character %q in host", ErrInvalidURL, c)
+				return fmt.Errorf("%w: character %q in host", ErrInvalidURL, c)
 			}
 		}
 	}
@@ -174,9 +217,9 @@ func canonicalHost(host string, bracketed bool) (string, error) {
 	// browsers (and by inet_aton), in decimal, octal or hex. Only canonical
 	// dotted quads, handled above, are accepted.
 	if last := labels[len(labels)-1]; isNumericLabel(last) {
-		return "", fmt.Errorf("%w: non-canonical numeric host %q", ErrInvalidURL, host)
+		return fmt.Errorf("%w: non-canonical numeric host %q", ErrInvalidURL, host)
 	}
-	return ascii, nil
+	return nil
 }
 
 func isNumericLabel(l string) bool {

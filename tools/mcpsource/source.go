@@ -196,21 +196,9 @@ func (s *Source) Tools(ctx context.Context, aud agent.Audience) ([]agent.Externa
 
 // Call runs the tool the model named for run, as seen by aud.
 func (s *Source) Call(ctx context.Context, run string, aud agent.Audience, name string, args json.RawMessage) ([]agent.ToolResult, error) {
-	sv, t := s.resolve(name)
-	if sv == nil {
-		// a call chosen before this process knew the server's tools (a
-		// run carried on after a restart): list them, then look again
-		for _, c := range s.sorted() {
-			if strings.HasPrefix(name, prefix(c.name)) && c.cfg.Deepresearch.visibleTo(aud) {
-				_, _ = c.session(ctx)
-			}
-		}
-		if sv, t = s.resolve(name); sv == nil {
-			return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
-		}
-	}
-	if !sv.cfg.Deepresearch.visibleTo(aud) || !sv.cfg.Deepresearch.allows(t) {
-		return nil, fmt.Errorf("%w: %s", ErrNotAllowed, name)
+	sv, t, err := s.allowedTool(ctx, aud, name)
+	if err != nil {
+		return nil, err
 	}
 	tool := t.Name
 	if !s.take(run) {
@@ -230,22 +218,50 @@ func (s *Source) Call(ctx context.Context, run string, aud agent.Audience, name 
 	defer cancel()
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: argv})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var we *jsonrpc.Error
-		if errors.As(err, &we) {
-			return nil, fmt.Errorf("mcp server %s: tool %s: %s", sv.name, tool, sv.scrub(we.Message))
-		}
-		if cctx.Err() == nil {
-			sv.drop(cs) // the connection broke: reconnect on next use
-		}
-		return nil, fmt.Errorf("mcp server %s: %w: %s", sv.name, agent.ErrSourceUnreachable, sv.scrub(err.Error()))
+		return nil, sv.callError(ctx, cctx, cs, tool, err)
 	}
 	if res.IsError {
 		return nil, fmt.Errorf("mcp server %s: tool %s failed: %s", sv.name, tool, clip(sv.scrub(contentText(res.Content)), 300))
 	}
 	return results(sv.name, tool, argv, res, s.o.MaxResultChars), nil
+}
+
+// allowedTool finds the tool named name and checks that aud may use it. A
+// call chosen before this process knew the server's tools (a run carried
+// on after a restart) lists them first.
+func (s *Source) allowedTool(ctx context.Context, aud agent.Audience, name string) (*server, *mcp.Tool, error) {
+	sv, t := s.resolve(name)
+	if sv == nil {
+		for _, c := range s.sorted() {
+			if strings.HasPrefix(name, prefix(c.name)) && c.cfg.Deepresearch.visibleTo(aud) {
+				_, _ = c.session(ctx) // lists the tools; a server that fails leaves the tool unknown below
+			}
+		}
+		if sv, t = s.resolve(name); sv == nil {
+			return nil, nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+		}
+	}
+	if !sv.cfg.Deepresearch.visibleTo(aud) || !sv.cfg.Deepresearch.allows(t) {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotAllowed, name)
+	}
+	return sv, t, nil
+}
+
+// callError is the error of a failed tool call: the caller's context, the
+// tool's JSON-RPC error, or the server unreachable (the broken connection
+// dropped unless the call timed out).
+func (sv *server) callError(ctx, cctx context.Context, cs *mcp.ClientSession, tool string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return fmt.Errorf("mcp server %s: tool %s: %s", sv.name, tool, sv.scrub(we.Message))
+	}
+	if cctx.Err() == nil {
+		sv.drop(cs) // the connection broke: reconnect on next use
+	}
+	return fmt.Errorf("mcp server %s: %w: %s", sv.name, agent.ErrSourceUnreachable, sv.scrub(err.Error()))
 }
 
 // take counts one call of run; false once the run has made its share.
@@ -596,27 +612,54 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 // one (cited by its URI); the text parts are one more, cited by the first
 // resource_link's URI when there is one, else by mcp://server/tool?args.
 func results(server, tool string, args map[string]any, res *mcp.CallToolResult, limit int) []agent.ToolResult {
-	var (
-		out   []agent.ToolResult
-		texts []string
-		link  *mcp.ResourceLink
-	)
-	left := limit
-	take := func(s string) string {
-		s = clean(s)
-		if len([]rune(s)) > left {
-			s = string([]rune(s)[:left])
+	b := &runeBudget{left: limit}
+	out, texts, link := contentParts(server, res.Content, b)
+	if len(texts) == 0 && res.StructuredContent != nil {
+		if js, err := json.MarshalIndent(res.StructuredContent, "", "  "); err == nil {
+			texts = append(texts, string(js))
 		}
-		left -= len([]rune(s))
-		return s
 	}
-	for _, c := range res.Content {
+	text := strings.TrimSpace(strings.Join(texts, "\n\n"))
+	if text == "" || b.left <= 0 {
+		return out
+	}
+	r := agent.ToolResult{URL: callURL(server, tool, args), Title: server + ": " + tool, Text: b.take(text)}
+	if link != nil && link.URI != "" {
+		r.URL = resourceURL(server, link.URI)
+		if r.Title = link.Title; r.Title == "" {
+			r.Title = link.Name
+		}
+	}
+	if title := argTitle(args); title != "" && link == nil {
+		r.Title = server + ": " + title
+	}
+	return append([]agent.ToolResult{r}, out...)
+}
+
+// runeBudget is how many runes of text a tool's result may still carry.
+type runeBudget struct{ left int }
+
+// take is s cleaned and cut to the runes left, which it uses up.
+func (b *runeBudget) take(s string) string {
+	s = clean(s)
+	if len([]rune(s)) > b.left {
+		s = string([]rune(s)[:b.left])
+	}
+	b.left -= len([]rune(s))
+	return s
+}
+
+// contentParts sorts a result's content: embedded resources with text
+// become documents (while the budget lasts), text parts are collected,
+// and the first resource link is kept.
+func contentParts(server string, content []mcp.Content, b *runeBudget) (out []agent.ToolResult, texts []string, link *mcp.ResourceLink) {
+	for _, c := range content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			texts = append(texts, c.Text)
 		case *mcp.EmbeddedResource:
-			if r := c.Resource; r != nil && strings.TrimSpace(r.Text) != "" && left > 0 {
-				out = append(out, agent.ToolResult{URL: resourceURL(server, r.URI), Title: resourceTitle(r.URI), Text: take(r.Text)})
+			if r := c.Resource; r != nil && strings.TrimSpace(r.Text) != "" && b.left > 0 {
+				out = append(out, agent.ToolResult{URL: resourceURL(server, r.URI), Title: resourceTitle(r.URI), Text: b.take(r.Text)})
 			}
 		case *mcp.ResourceLink:
 			if link == nil {
@@ -624,26 +667,7 @@ func results(server, tool string, args map[string]any, res *mcp.CallToolResult, 
 			}
 		}
 	}
-	if len(texts) == 0 && res.StructuredContent != nil {
-		if b, err := json.MarshalIndent(res.StructuredContent, "", "  "); err == nil {
-			texts = append(texts, string(b))
-		}
-	}
-	text := strings.TrimSpace(strings.Join(texts, "\n\n"))
-	if text != "" && left > 0 {
-		r := agent.ToolResult{URL: callURL(server, tool, args), Title: server + ": " + tool, Text: take(text)}
-		if link != nil && link.URI != "" {
-			r.URL = resourceURL(server, link.URI)
-			if r.Title = link.Title; r.Title == "" {
-				r.Title = link.Name
-			}
-		}
-		if title := argTitle(args); title != "" && link == nil {
-			r.Title = server + ": " + title
-		}
-		out = append([]agent.ToolResult{r}, out...)
-	}
-	return out
+	return out, texts, link
 }
 
 // resourceURL is the reference a resource is cited by: its URI when the

@@ -136,6 +136,32 @@ func (a *AzureSearch) Search(ctx context.Context, q Query) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	resp, err := a.http.postJSON(ctx, a.url, a.request(text, n, q.Freshness), a.authorize)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status != http.StatusOK {
+		detail := azureDetail(resp.body)
+		if resp.status == http.StatusNotFound {
+			return nil, fmt.Errorf("%s: %w (HTTP 404: %s): check AZURE_SEARCH_INDEX (%q) and AZURE_SEARCH_ENDPOINT",
+				a.http.provider, ErrMisconfigured, truncate(detail, 200), a.opts.Index)
+		}
+		return nil, statusError(a.http.provider, resp.status, detail,
+			"set AZURE_SEARCH_KEY to a valid query key for this service")
+	}
+	var ar struct {
+		Value []map[string]json.RawMessage `json:"value"`
+	}
+	if !a.http.decode(resp, &ar) {
+		return []Result{}, nil
+	}
+	return collect(ar.Value, n, a.result), nil
+}
+
+// request is the search request for text: n results with the fields the
+// options name, highlights, semantic captions for a semantic query, and a
+// date filter for a freshness.
+func (a *AzureSearch) request(text string, n int, freshness time.Duration) azureRequest {
 	fields := []string{a.opts.TitleField, a.opts.URLField, a.opts.ContentField}
 	for _, f := range []string{a.opts.DateField, a.opts.KeyField} {
 		if f != "" {
@@ -157,81 +183,76 @@ func (a *AzureSearch) Search(ctx context.Context, q Query) ([]Result, error) {
 		req.SemanticConfiguration = a.opts.SemanticConfiguration
 		req.Captions = "extractive"
 	}
-	if q.Freshness > 0 && a.opts.DateField != "" {
-		since := a.http.retry.Now().Add(-q.Freshness).UTC().Format(time.RFC3339)
+	if freshness > 0 && a.opts.DateField != "" {
+		since := a.http.retry.Now().Add(-freshness).UTC().Format(time.RFC3339)
 		f := a.opts.DateField + " ge " + since
 		if req.Filter != "" {
 			f = "(" + req.Filter + ") and " + f
 		}
 		req.Filter = f
 	}
-	resp, err := a.http.postJSON(ctx, a.url, req, func(ctx context.Context, h http.Header) error {
-		if a.opts.Token == nil {
-			h.Set("api-key", a.opts.APIKey)
-			return nil
-		}
-		tok, err := a.opts.Token(ctx)
-		if err != nil {
-			return fmt.Errorf("getting Entra ID token: %w", err)
-		}
-		h.Set("Authorization", "Bearer "+tok)
+	return req
+}
+
+// authorize sets the API key, or an Entra ID bearer token when the
+// options get one.
+func (a *AzureSearch) authorize(ctx context.Context, h http.Header) error {
+	if a.opts.Token == nil {
+		h.Set("api-key", a.opts.APIKey)
 		return nil
-	})
+	}
+	tok, err := a.opts.Token(ctx)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("getting Entra ID token: %w", err)
 	}
-	if resp.status != http.StatusOK {
-		detail := azureDetail(resp.body)
-		if resp.status == http.StatusNotFound {
-			return nil, fmt.Errorf("%s: %w (HTTP 404: %s): check AZURE_SEARCH_INDEX (%q) and AZURE_SEARCH_ENDPOINT",
-				a.http.provider, ErrMisconfigured, truncate(detail, 200), a.opts.Index)
-		}
-		return nil, statusError(a.http.provider, resp.status, detail,
-			"set AZURE_SEARCH_KEY to a valid query key for this service")
+	h.Set("Authorization", "Bearer "+tok)
+	return nil
+}
+
+// result reads one document of the index; false for one without a URL
+// (or a key to make one from).
+func (a *AzureSearch) result(doc map[string]json.RawMessage) (Result, bool) {
+	res := Result{
+		Title:   jsonText(doc[a.opts.TitleField]),
+		URL:     jsonText(doc[a.opts.URLField]),
+		Content: jsonText(doc[a.opts.ContentField]),
+		Source:  a.http.provider,
+		Score:   azureScore(doc),
 	}
-	var ar struct {
-		Value []map[string]json.RawMessage `json:"value"`
+	if a.opts.DateField != "" {
+		res.Published = parseDate(jsonText(doc[a.opts.DateField]))
 	}
-	if !a.http.decode(resp, &ar) {
-		return []Result{}, nil
+	if res.URL == "" && a.opts.KeyField != "" {
+		if key := jsonText(doc[a.opts.KeyField]); key != "" {
+			res.URL = "azure-search://" + url.PathEscape(a.opts.Index) + "/" + url.PathEscape(key)
+		}
 	}
-	return collect(ar.Value, n, func(doc map[string]json.RawMessage) (Result, bool) {
-		res := Result{
-			Title:   jsonText(doc[a.opts.TitleField]),
-			URL:     jsonText(doc[a.opts.URLField]),
-			Content: jsonText(doc[a.opts.ContentField]),
-			Source:  a.http.provider,
+	if res.URL == "" {
+		a.http.log.Warn("search: document without URL skipped; set the URL or key field", "provider", a.http.provider)
+		return Result{}, false
+	}
+	res.Snippet = azureSnippet(doc, a.opts.ContentField)
+	if res.Snippet == "" {
+		res.Snippet = truncate(res.Content, 300)
+	}
+	if res.Title == "" {
+		res.Title = res.URL
+	}
+	return res, true
+}
+
+// azureScore is the semantic reranker's score when positive, else the
+// search score (0 when neither reads).
+func azureScore(doc map[string]json.RawMessage) float64 {
+	var score float64
+	_ = json.Unmarshal(doc["@search.score"], &score) // a missing or odd score ranks as 0
+	if raw, ok := doc["@search.rerankerScore"]; ok {
+		var rr float64
+		if json.Unmarshal(raw, &rr) == nil && rr > 0 {
+			score = rr
 		}
-		var score float64
-		_ = json.Unmarshal(doc["@search.score"], &score)
-		if raw, ok := doc["@search.rerankerScore"]; ok {
-			var rr float64
-			if json.Unmarshal(raw, &rr) == nil && rr > 0 {
-				score = rr
-			}
-		}
-		res.Score = score
-		if a.opts.DateField != "" {
-			res.Published = parseDate(jsonText(doc[a.opts.DateField]))
-		}
-		if res.URL == "" && a.opts.KeyField != "" {
-			if key := jsonText(doc[a.opts.KeyField]); key != "" {
-				res.URL = "azure-search://" + url.PathEscape(a.opts.Index) + "/" + url.PathEscape(key)
-			}
-		}
-		if res.URL == "" {
-			a.http.log.Warn("search: document without URL skipped; set the URL or key field", "provider", a.http.provider)
-			return Result{}, false
-		}
-		res.Snippet = azureSnippet(doc, a.opts.ContentField)
-		if res.Snippet == "" {
-			res.Snippet = truncate(res.Content, 300)
-		}
-		if res.Title == "" {
-			res.Title = res.URL
-		}
-		return res, true
-	}), nil
+	}
+	return score
 }
 
 // azureSnippet prefers a semantic caption, then hit highlights.

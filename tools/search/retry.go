@@ -138,30 +138,19 @@ func (d *httpDoer) do(ctx context.Context, newReq func(ctx context.Context) (*ht
 			wait = p.backoff(attempt)
 		case retryableStatus(resp.status):
 			lastErr = nil
-			wait = p.backoff(attempt)
-			if ra, ok := parseRetryAfter(resp.header.Get("Retry-After"), p.Now()); ok {
-				if ra > p.MaxRetryAfter {
-					d.log.Warn("search: provider asks to wait too long; not retrying",
-						"provider", d.provider, "status", resp.status, "retry_after", ra)
-					return resp, nil
-				}
-				wait = ra
+			var ok bool
+			if wait, ok = d.statusWait(attempt, resp); !ok {
+				return resp, nil
 			}
 		default:
 			return resp, nil
 		}
 		if attempt >= p.MaxAttempts {
-			if lastErr != nil {
-				return nil, fmt.Errorf("%s: %w after %d attempts: %w", d.provider, ErrUnavailable, attempt, lastErr)
-			}
-			return resp, nil
+			return d.last(resp, lastErr, fmt.Sprintf("after %d attempts", attempt))
 		}
 		if dl, ok := ctx.Deadline(); ok && p.Now().Add(wait).After(dl) {
 			// Waiting would outlive the caller; report what we have.
-			if lastErr != nil {
-				return nil, fmt.Errorf("%s: %w (no time left to retry): %w", d.provider, ErrUnavailable, lastErr)
-			}
-			return resp, nil
+			return d.last(resp, lastErr, "(no time left to retry)")
 		}
 		status := 0
 		if resp != nil {
@@ -173,6 +162,33 @@ func (d *httpDoer) do(ctx context.Context, newReq func(ctx context.Context) (*ht
 			return nil, fmt.Errorf("%s: %w", d.provider, err)
 		}
 	}
+}
+
+// statusWait is how long to wait before retrying a retryable status: the
+// backoff, or the Retry-After the provider asks for; false when it asks
+// for more than MaxRetryAfter (no retry).
+func (d *httpDoer) statusWait(attempt int, resp *httpResponse) (time.Duration, bool) {
+	p := d.retry
+	backoff := p.backoff(attempt) // drawn even when unused: the jitter sequence stays the same
+	ra, ok := parseRetryAfter(resp.header.Get("Retry-After"), p.Now())
+	if !ok {
+		return backoff, true
+	}
+	if ra > p.MaxRetryAfter {
+		d.log.Warn("search: provider asks to wait too long; not retrying",
+			"provider", d.provider, "status", resp.status, "retry_after", ra)
+		return 0, false
+	}
+	return ra, true
+}
+
+// last is what do returns when it stops retrying: the last transport
+// error as ErrUnavailable (why says why it stopped), else the last answer.
+func (d *httpDoer) last(resp *httpResponse, lastErr error, why string) (*httpResponse, error) {
+	if lastErr != nil {
+		return nil, fmt.Errorf("%s: %w %s: %w", d.provider, ErrUnavailable, why, lastErr)
+	}
+	return resp, nil
 }
 
 type buildError struct{ err error }

@@ -88,6 +88,42 @@ func (s *SearXNG) Search(ctx context.Context, q Query) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	resp, err := s.http.send(ctx, http.MethodGet, s.searchURL(text, q), nil, s.addHeaders)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.status == http.StatusForbidden:
+		return nil, fmt.Errorf("%s: %w (HTTP 403): the instance refuses format=json; "+
+			"enable it in SearXNG's settings.yml under search: formats: [html, json] and restart", s.http.provider, ErrMisconfigured)
+	case resp.status != http.StatusOK:
+		return nil, statusError(s.http.provider, resp.status, truncate(string(resp.body), 200),
+			"check the credentials in SEARXNG_URL")
+	}
+	var sr searxngResponse
+	if !s.http.decode(resp, &sr) {
+		return []Result{}, nil
+	}
+	if len(sr.UnresponsiveEngines) > 0 {
+		s.http.log.Debug("search: some SearXNG engines did not answer", "provider", s.http.provider,
+			"engines", fmt.Sprint(sr.UnresponsiveEngines))
+	}
+	return collect(sr.Results, n, func(r searxngHit) (Result, bool) {
+		if r.URL == "" || !inDomains(r.URL, q.Domains) {
+			return Result{}, false
+		}
+		res := r.result(s.http.provider)
+		if r.PublishedDate != nil {
+			res.Published = parseDate(*r.PublishedDate)
+		}
+		return res, true
+	}), nil
+}
+
+// searchURL is the instance's JSON search URL for text (with a site:
+// operator for a single domain), the query's language and freshness, and
+// the options' categories, engines and safe search.
+func (s *SearXNG) searchURL(text string, q Query) string {
 	if len(q.Domains) == 1 {
 		text += " site:" + strings.TrimSpace(q.Domains[0])
 	}
@@ -111,47 +147,24 @@ func (s *SearXNG) Search(ctx context.Context, q Query) ([]Result, error) {
 	u := *s.base
 	u.Path += "/search"
 	u.RawQuery = v.Encode()
-	resp, err := s.http.send(ctx, http.MethodGet, u.String(), nil, func(_ context.Context, h http.Header) error {
-		for k, vs := range s.opts.Header {
-			for _, v := range vs {
-				h.Add(k, v)
-			}
+	return u.String()
+}
+
+// addHeaders adds the options' extra headers.
+func (s *SearXNG) addHeaders(_ context.Context, h http.Header) error {
+	for k, vs := range s.opts.Header {
+		for _, v := range vs {
+			h.Add(k, v)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	switch {
-	case resp.status == http.StatusForbidden:
-		return nil, fmt.Errorf("%s: %w (HTTP 403): the instance refuses format=json; "+
-			"enable it in SearXNG's settings.yml under search: formats: [html, json] and restart", s.http.provider, ErrMisconfigured)
-	case resp.status != http.StatusOK:
-		return nil, statusError(s.http.provider, resp.status, truncate(string(resp.body), 200),
-			"check the credentials in SEARXNG_URL")
+	return nil
+}
+
+// inDomains reports whether raw is on one of domains (any, when none).
+func inDomains(raw string, domains []string) bool {
+	if len(domains) == 0 {
+		return true
 	}
-	var sr searxngResponse
-	if !s.http.decode(resp, &sr) {
-		return []Result{}, nil
-	}
-	if len(sr.UnresponsiveEngines) > 0 {
-		s.http.log.Debug("search: some SearXNG engines did not answer", "provider", s.http.provider,
-			"engines", fmt.Sprint(sr.UnresponsiveEngines))
-	}
-	return collect(sr.Results, n, func(r searxngHit) (Result, bool) {
-		if r.URL == "" {
-			return Result{}, false
-		}
-		if len(q.Domains) > 0 {
-			pu, err := url.Parse(r.URL)
-			if err != nil || !matchDomains(pu.Hostname(), q.Domains) {
-				return Result{}, false
-			}
-		}
-		res := r.result(s.http.provider)
-		if r.PublishedDate != nil {
-			res.Published = parseDate(*r.PublishedDate)
-		}
-		return res, true
-	}), nil
+	pu, err := url.Parse(raw)
+	return err == nil && matchDomains(pu.Hostname(), domains)
 }

@@ -100,34 +100,11 @@ func New(ctx context.Context, opts Options) (*Index, error) {
 	if strings.TrimSpace(opts.Root) == "" {
 		return nil, fmt.Errorf("docs: %w: no folder; set DEEPRESEARCH_DOCS_DIR", search.ErrMisconfigured)
 	}
-	root, err := filepath.Abs(opts.Root)
-	if err == nil {
-		root, err = filepath.EvalSymlinks(root)
-	}
+	root, err := resolveRoot(opts.Root)
 	if err != nil {
-		return nil, fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR: %w", search.ErrMisconfigured, err)
+		return nil, err
 	}
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR %q is not a folder", search.ErrMisconfigured, opts.Root)
-	}
-	if opts.MaxFileSize <= 0 {
-		opts.MaxFileSize = 20 << 20
-	}
-	if opts.ChunkRunes <= 0 {
-		opts.ChunkRunes = 1200
-	}
-	if opts.ChunkRunes < 50 {
-		opts.ChunkRunes = 50
-	}
-	if opts.MaxPerDoc <= 0 {
-		opts.MaxPerDoc = 2
-	}
-	if opts.SnippetRunes <= 0 {
-		opts.SnippetRunes = 240
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.withDefaults()
 	ix := &Index{
 		opts:     opts,
 		name:     opts.Name,
@@ -154,6 +131,45 @@ func New(ctx context.Context, opts Options) (*Index, error) {
 		return nil, err
 	}
 	return ix, nil
+}
+
+// resolveRoot is the folder dir as an absolute path with symlinks
+// resolved; an error when it is not a folder.
+func resolveRoot(dir string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return "", fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR: %w", search.ErrMisconfigured, err)
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("docs: %w: DEEPRESEARCH_DOCS_DIR %q is not a folder", search.ErrMisconfigured, dir)
+	}
+	return root, nil
+}
+
+// withDefaults fills the options left zero (and a chunk size under 50).
+func (opts Options) withDefaults() Options {
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = 20 << 20
+	}
+	if opts.ChunkRunes <= 0 {
+		opts.ChunkRunes = 1200
+	}
+	if opts.ChunkRunes < 50 {
+		opts.ChunkRunes = 50
+	}
+	if opts.MaxPerDoc <= 0 {
+		opts.MaxPerDoc = 2
+	}
+	if opts.SnippetRunes <= 0 {
+		opts.SnippetRunes = 240
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return opts
 }
 
 // Name returns the provider name.
@@ -190,108 +206,131 @@ type RefreshStats struct {
 func (ix *Index) Refresh(ctx context.Context) (RefreshStats, error) {
 	ix.refresh.Lock()
 	defer ix.refresh.Unlock()
-	var st RefreshStats
-	seen := map[string]bool{}
-	err := filepath.WalkDir(ix.root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == ix.root {
-				return err
-			}
-			ix.log.Warn("docs: cannot read; skipped", "path", path, "error", err)
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if path == ix.root {
-			return nil
-		}
-		name := d.Name()
-		if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "~$") || strings.HasSuffix(name, "~") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(ix.root, path)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		conv := ix.conv[normExt(filepath.Ext(name))]
-		if conv == nil {
-			return nil
-		}
-		info, ok := ix.statFile(path, d)
-		if !ok {
-			return nil
-		}
-		seen[rel] = true
-		stamp := fileStamp{mtime: info.ModTime(), size: info.Size()}
-		ix.mu.RLock()
-		old := ix.files[rel]
-		prevSkip, wasSkipped := ix.skipped[rel]
-		ix.mu.RUnlock()
-		if old != nil && old.stamp == stamp {
-			st.Unchanged++
-			return nil
-		}
-		if wasSkipped && prevSkip == stamp {
-			st.Skipped++
-			return nil
-		}
-		if stamp.size > ix.opts.MaxFileSize {
-			ix.log.Warn("docs: file too large; skipped", "path", rel, "bytes", stamp.size, "max", ix.opts.MaxFileSize)
-			ix.skip(rel, stamp)
-			st.Skipped++
-			return nil
-		}
-		passages, title, err := ix.load(ctx, path, rel, conv)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			ix.log.Warn("docs: cannot convert; skipped", "path", rel, "error", err)
-			ix.skip(rel, stamp)
-			st.Skipped++
-			return nil
-		}
-		ix.put(rel, stamp, title, passages)
-		if old != nil {
-			st.Updated++
-		} else {
-			st.Added++
-		}
-		return nil
-	})
-	if err != nil {
-		return st, fmt.Errorf("docs: refreshing %s: %w", ix.root, err)
+	r := &refresher{ix: ix, ctx: ctx, seen: map[string]bool{}}
+	if err := filepath.WalkDir(ix.root, r.visit); err != nil {
+		return r.st, fmt.Errorf("docs: refreshing %s: %w", ix.root, err)
 	}
 	ix.mu.Lock()
 	for rel := range ix.files {
-		if !seen[rel] {
+		if !r.seen[rel] {
 			ix.removeLocked(rel)
-			st.Removed++
+			r.st.Removed++
 		}
 	}
 	for rel := range ix.skipped {
-		if !seen[rel] {
+		if !r.seen[rel] {
 			delete(ix.skipped, rel)
 		}
 	}
 	ix.mu.Unlock()
-	if st.Added+st.Updated+st.Removed > 0 {
+	if st := r.st; st.Added+st.Updated+st.Removed > 0 {
 		s := ix.Stats()
 		ix.log.Info("docs: index refreshed", "added", st.Added, "updated", st.Updated,
 			"removed", st.Removed, "files", s.Files, "chunks", s.Chunks)
 	}
-	return st, nil
+	return r.st, nil
+}
+
+// refresher is one Refresh's walk of the folder.
+type refresher struct {
+	ix   *Index
+	ctx  context.Context
+	st   RefreshStats
+	seen map[string]bool // files found, by path relative to the root
+}
+
+// visit is the WalkDir callback: it skips what cannot be read and hidden
+// or temporary names, and indexes the files a converter reads.
+func (r *refresher) visit(path string, d fs.DirEntry, err error) error {
+	ix := r.ix
+	if err != nil {
+		if path == ix.root {
+			return err
+		}
+		ix.log.Warn("docs: cannot read; skipped", "path", path, "error", err)
+		if d != nil && d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if cerr := r.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if path == ix.root {
+		return nil
+	}
+	name := d.Name()
+	if hiddenName(name) {
+		if d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if d.IsDir() {
+		return nil
+	}
+	rel, err := filepath.Rel(ix.root, path)
+	if err != nil {
+		return nil
+	}
+	conv := ix.conv[normExt(filepath.Ext(name))]
+	if conv == nil {
+		return nil
+	}
+	info, ok := ix.statFile(path, d)
+	if !ok {
+		return nil
+	}
+	return r.file(path, filepath.ToSlash(rel), fileStamp{mtime: info.ModTime(), size: info.Size()}, conv)
+}
+
+// hiddenName reports whether a file or folder name is hidden (".name") or
+// an editor's temporary file ("~$name", "name~").
+func hiddenName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "~$") || strings.HasSuffix(name, "~")
+}
+
+// file brings one file's entry up to date: unchanged files and files
+// skipped before with the same stamp are left alone; a file too large or
+// that fails to convert is skipped (and remembered as skipped).
+func (r *refresher) file(path, rel string, stamp fileStamp, conv ConvertFunc) error {
+	ix := r.ix
+	r.seen[rel] = true
+	ix.mu.RLock()
+	old := ix.files[rel]
+	prevSkip, wasSkipped := ix.skipped[rel]
+	ix.mu.RUnlock()
+	if old != nil && old.stamp == stamp {
+		r.st.Unchanged++
+		return nil
+	}
+	if wasSkipped && prevSkip == stamp {
+		r.st.Skipped++
+		return nil
+	}
+	if stamp.size > ix.opts.MaxFileSize {
+		ix.log.Warn("docs: file too large; skipped", "path", rel, "bytes", stamp.size, "max", ix.opts.MaxFileSize)
+		ix.skip(rel, stamp)
+		r.st.Skipped++
+		return nil
+	}
+	passages, title, err := ix.load(r.ctx, path, rel, conv)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
+		ix.log.Warn("docs: cannot convert; skipped", "path", rel, "error", err)
+		ix.skip(rel, stamp)
+		r.st.Skipped++
+		return nil
+	}
+	ix.put(rel, stamp, title, passages)
+	if old != nil {
+		r.st.Updated++
+	} else {
+		r.st.Added++
+	}
+	return nil
 }
 
 // statFile returns the file's info, following a symlink only when its
@@ -471,48 +510,11 @@ func (ix *Index) Search(ctx context.Context, q search.Query) ([]search.Result, e
 
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	N := float64(len(ix.chunks))
-	if N == 0 {
+	if len(ix.chunks) == 0 {
 		return []search.Result{}, nil
 	}
-	avg := ix.totalLen / N
-	// Hiragana-only terms (particles, verb endings) count for less when
-	// the query has other terms.
-	weights := make([]float64, len(qterms))
-	totalW := 0.0
-	hasContent := false
-	for _, t := range qterms {
-		if !isHiragana(t) {
-			hasContent = true
-		}
-	}
-	for i, t := range qterms {
-		weights[i] = 1
-		if hasContent && isHiragana(t) {
-			weights[i] = 0.2
-		}
-		totalW += weights[i]
-	}
-	scores := map[int32]float64{}
-	matched := map[int32]float64{}
-	for i, term := range qterms {
-		pl := ix.postings[term]
-		if len(pl) == 0 {
-			continue
-		}
-		df := float64(len(pl))
-		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
-		for id, tf := range pl {
-			c := ix.chunks[id]
-			f := float64(tf)
-			scores[id] += weights[i] * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*c.length/avg))
-			matched[id] += weights[i]
-		}
-	}
-	type hit struct {
-		id    int32
-		score float64
-	}
+	weights, totalW := termWeights(qterms)
+	scores, matched := ix.bm25Locked(qterms, weights)
 	hits := make([]hit, 0, len(scores))
 	for id, s := range scores {
 		c := ix.chunks[id]
@@ -540,6 +542,63 @@ func (ix *Index) Search(ctx context.Context, q search.Query) ([]search.Result, e
 		}
 		sort.Slice(hits, byScore)
 	}
+	return ix.resultsLocked(hits, qterms, n), nil
+}
+
+// hit is a passage's score for a query.
+type hit struct {
+	id    int32
+	score float64
+}
+
+// termWeights weighs the query's terms: hiragana-only terms (particles,
+// verb endings) count for less when the query has other terms. total is
+// their sum.
+func termWeights(qterms []string) (weights []float64, total float64) {
+	weights = make([]float64, len(qterms))
+	hasContent := false
+	for _, t := range qterms {
+		if !isHiragana(t) {
+			hasContent = true
+		}
+	}
+	for i, t := range qterms {
+		weights[i] = 1
+		if hasContent && isHiragana(t) {
+			weights[i] = 0.2
+		}
+		total += weights[i]
+	}
+	return weights, total
+}
+
+// bm25Locked scores the passages holding any of the query's terms (BM25,
+// each term weighted) and sums the weights of the terms each holds. The
+// caller holds ix.mu and has checked that the index is not empty.
+func (ix *Index) bm25Locked(qterms []string, weights []float64) (scores, matched map[int32]float64) {
+	N := float64(len(ix.chunks))
+	avg := ix.totalLen / N
+	scores, matched = map[int32]float64{}, map[int32]float64{}
+	for i, term := range qterms {
+		pl := ix.postings[term]
+		if len(pl) == 0 {
+			continue
+		}
+		df := float64(len(pl))
+		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		for id, tf := range pl {
+			c := ix.chunks[id]
+			f := float64(tf)
+			scores[id] += weights[i] * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*c.length/avg))
+			matched[id] += weights[i]
+		}
+	}
+	return scores, matched
+}
+
+// resultsLocked turns the ranked hits into at most n results, MaxPerDoc a
+// file. The caller holds ix.mu.
+func (ix *Index) resultsLocked(hits []hit, qterms []string, n int) []search.Result {
 	perDoc := map[string]int{}
 	want := map[string]bool{}
 	for _, t := range qterms {
@@ -566,7 +625,7 @@ func (ix *Index) Search(ctx context.Context, q search.Query) ([]search.Result, e
 			break
 		}
 	}
-	return out, nil
+	return out
 }
 
 const proximityCandidates = 50
@@ -650,7 +709,25 @@ func (ix *Index) Passage(docURL string) (title, text string, ok bool) {
 	return c.title, c.text, true
 }
 
-// snippet returns about max runes of text around the densest cluster of
+// densestWindow is the index of the hit that starts the window of span
+// bytes covering the most distinct terms, then the most hits.
+func densestWindow(hits []token, span int) int {
+	bestI, bestDistinct, bestCount := 0, -1, 0
+	for i := range hits {
+		distinct := map[string]bool{}
+		count := 0
+		for j := i; j < len(hits) && hits[j].end-hits[i].start <= span; j++ {
+			distinct[hits[j].term] = true
+			count++
+		}
+		if len(distinct) > bestDistinct || (len(distinct) == bestDistinct && count > bestCount) {
+			bestI, bestDistinct, bestCount = i, len(distinct), count
+		}
+	}
+	return bestI
+}
+
+// snippet returns about limit runes of text around the densest cluster of
 // query terms, with "…" where it was cut.
 func snippet(text string, want map[string]bool, limit int) string {
 	var hits []token
@@ -666,20 +743,7 @@ func snippet(text string, want map[string]bool, limit int) string {
 	if len(hits) > 0 {
 		// Choose the window (by byte span, ~3 bytes a rune at worst) that
 		// covers the most distinct terms, then the most hits.
-		span := limit * 3
-		bestI, bestDistinct, bestCount := 0, -1, 0
-		for i := range hits {
-			distinct := map[string]bool{}
-			count := 0
-			for j := i; j < len(hits) && hits[j].end-hits[i].start <= span; j++ {
-				distinct[hits[j].term] = true
-				count++
-			}
-			if len(distinct) > bestDistinct || (len(distinct) == bestDistinct && count > bestCount) {
-				bestI, bestDistinct, bestCount = i, len(distinct), count
-			}
-		}
-		start = hits[bestI].start
+		start = hits[densestWindow(hits, limit*3)].start
 		// Step back a little so the match has some context, but not
 		// past the start of its line.
 		for back := limit / 6; back > 0 && start > 0; back-- {
