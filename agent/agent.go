@@ -193,6 +193,32 @@ func New(d Deps, o Options) (*Agent, error) {
 	if d.LLM == nil {
 		return nil, errors.New("agent: Deps.LLM is required")
 	}
+	d = d.withDefaults()
+	o = o.withDefaults()
+	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, past: d.Reports, coder: d.Coder, notes: d.Notes,
+		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
+	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
+	if tracing.Active(o.TracerProvider) {
+		a.tr, a.traceContent = o.TracerProvider.Tracer("deepresearch/agent"), o.TraceContent
+		gopts.TracerProvider = o.TracerProvider
+		if a.search != nil {
+			a.search = tracedSearcher{next: a.search, tr: a.tr, content: o.TraceContent}
+		}
+	}
+	sub, err := a.buildResearcher(gopts)
+	if err != nil {
+		return nil, err
+	}
+	a.sub = sub
+	if a.g, err = a.build(gopts); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// withDefaults fills the dependencies left nil: an in-memory saver and
+// notes, slog's default logger, time.Now.
+func (d Deps) withDefaults() Deps {
 	if d.Saver == nil {
 		d.Saver = memsaver.New(memsaver.Options{})
 	}
@@ -205,6 +231,12 @@ func New(d Deps, o Options) (*Agent, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	return d
+}
+
+// withDefaults fills the budgets and limits left zero (or negative, for
+// the per-step limits and the time budget).
+func (o Options) withDefaults() Options {
 	if o.TokenBudget == 0 {
 		o.TokenBudget = llm.DefaultBudget
 	}
@@ -234,25 +266,7 @@ func New(d Deps, o Options) (*Agent, error) {
 			*p.v = p.def
 		}
 	}
-	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, past: d.Reports, coder: d.Coder, notes: d.Notes,
-		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
-	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
-	if tracing.Active(o.TracerProvider) {
-		a.tr, a.traceContent = o.TracerProvider.Tracer("deepresearch/agent"), o.TraceContent
-		gopts.TracerProvider = o.TracerProvider
-		if a.search != nil {
-			a.search = tracedSearcher{next: a.search, tr: a.tr, content: o.TraceContent}
-		}
-	}
-	sub, err := a.buildResearcher(gopts)
-	if err != nil {
-		return nil, err
-	}
-	a.sub = sub
-	if a.g, err = a.build(gopts); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return o
 }
 
 // Node names of the main graph.
@@ -800,19 +814,26 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 			r.Routes = append(r.Routes, rt)
 		}
 	}
+	r.Sources = sourceRefs(s)
+	return r
+}
+
+// sourceRefs are the sources read, the ones the report cites (verified)
+// first, then by URL.
+func sourceRefs(s State) []SourceRef {
 	cited := map[string]bool{}
 	for _, f := range s.Citations.Footnotes {
 		if f.Status == citation.Verified {
 			cited[normURL(f.URL)] = true
 		}
 	}
+	var refs []SourceRef
 	for u, src := range s.Sources {
-		if !src.Retrieved {
-			continue
+		if src.Retrieved {
+			refs = append(refs, SourceRef{URL: src.URL, Title: src.Title, Retrieved: true, Cited: cited[u]})
 		}
-		r.Sources = append(r.Sources, SourceRef{URL: src.URL, Title: src.Title, Retrieved: true, Cited: cited[u]})
 	}
-	slices.SortFunc(r.Sources, func(x, y SourceRef) int {
+	slices.SortFunc(refs, func(x, y SourceRef) int {
 		if x.Cited != y.Cited {
 			if x.Cited {
 				return -1
@@ -821,5 +842,5 @@ func (a *Agent) result(thread string, s State, intr []graph.Interrupt) *Result {
 		}
 		return strings.Compare(x.URL, y.URL)
 	})
-	return r
+	return refs
 }

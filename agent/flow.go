@@ -335,9 +335,7 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 		}
 	}
 	if len(dispatch) > 0 {
-		if len(dispatch) > l.subtasks {
-			dispatch = dispatch[:l.subtasks]
-		}
+		dispatch = dispatch[:min(len(dispatch), l.subtasks)]
 		next = NextResearch
 		phase(ctx, PhaseResearching)
 		w = append(w, sc.round.Set(s.Round+1), sc.dispatch.Set(dispatch), sc.researchRequest.Set(""))

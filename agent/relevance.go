@@ -20,6 +20,15 @@ var topicStop = func() map[string]bool {
 	return m
 }()
 
+// latinTerm is a Latin word lower-cased, when it is a term: three letters
+// or more, or an acronym; not a stop word, not starting with a digit.
+func latinTerm(word []rune) (string, bool) {
+	w := string(word)
+	lw := strings.ToLower(w)
+	upper := len(word) >= 2 && strings.ToUpper(w) == w && unicode.IsLetter(word[0])
+	return lw, (len(word) >= 3 || upper) && !topicStop[lw] && !unicode.IsDigit(word[0])
+}
+
 // topicTerms are the words a text is about: Latin words of three letters or
 // more (and acronyms such as "AI", "EU"), and pairs of adjacent kanji or
 // katakana (Japanese has no spaces; pairs with kana endings say little).
@@ -31,11 +40,8 @@ func topicTerms(texts ...string) map[string]bool {
 			if len(word) == 0 {
 				return
 			}
-			w := string(word)
-			lw := strings.ToLower(w)
-			upper := len(word) >= 2 && strings.ToUpper(w) == w && unicode.IsLetter(word[0])
-			if (len(word) >= 3 || upper) && !topicStop[lw] && !unicode.IsDigit(word[0]) {
-				out[lw] = true
+			if t, ok := latinTerm(word); ok {
+				out[t] = true
 			}
 			word = word[:0]
 		}

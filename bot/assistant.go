@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"unicode"
 
 	"deepresearch/research"
+	"deepresearch/schedule"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -38,13 +40,19 @@ type assistantState struct {
 	latest   map[string]viewing
 	// the title last set, per graph thread: a title is set once
 	titles map[string]string
+
+	slack    *slackClient
+	store    research.Store
+	log      *slog.Logger
+	channels schedule.ChannelChecker // may digests go to the channel in view
 }
 
 // viewing is the channel a user looked at from their assistant DM.
 type viewing struct{ user, channel string }
 
-func newAssistantState() *assistantState {
-	return &assistantState{contexts: map[string]string{}, latest: map[string]viewing{}, titles: map[string]string{}}
+func newAssistantState(c *slackClient, store research.Store, log *slog.Logger, channels schedule.ChannelChecker) *assistantState {
+	return &assistantState{contexts: map[string]string{}, latest: map[string]viewing{}, titles: map[string]string{},
+		slack: c, store: store, log: log, channels: channels}
 }
 
 // bound makes room in m for one more entry.
@@ -60,21 +68,13 @@ func bound[V any](m map[string]V) {
 	}
 }
 
-// wireAssistant sets up the assistant memory and wraps the researcher so
-// that runs in assistant threads title their thread.
-func (b *Bot) wireAssistant() {
-	b.assistant = newAssistantState()
-	b.res = titlingResearcher{Researcher: b.res, b: b}
-}
-
 // onAssistantContext remembers the channel the user looks at in an
 // assistant thread (assistant_thread_started, _context_changed).
-func (b *Bot) onAssistantContext(at slackevents.AssistantThread) {
+func (a *assistantState) onAssistantContext(at slackevents.AssistantThread) {
 	ch := at.Context.ChannelID
-	if b.assistant == nil || ch == "" || at.ChannelID == "" {
+	if a == nil || ch == "" || at.ChannelID == "" {
 		return
 	}
-	a := b.assistant
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	bound(a.contexts)
@@ -83,39 +83,28 @@ func (b *Bot) onAssistantContext(at slackevents.AssistantThread) {
 	a.latest[at.ChannelID] = viewing{user: at.UserID, channel: ch}
 }
 
-// assistantContext is the channel the user looks at in an assistant
-// thread ("" when unknown).
-func (b *Bot) assistantContext(channel, threadTS string) string {
-	if b.assistant == nil {
-		return ""
-	}
-	b.assistant.mu.Lock()
-	defer b.assistant.mu.Unlock()
-	return b.assistant.contexts[channel+"/"+threadTS]
-}
-
 // scheduleDefaultChannel is the channel the schedule modal offers first.
 // From a channel it is that channel. From an assistant DM it is the
 // channel the user last looked at with the pane open, when digests may go
 // there (the allow-list and CheckChannel); otherwise the DM as before,
 // which the modal's channel picker does not offer.
-func (b *Bot) scheduleDefaultChannel(ctx context.Context, channel, user string) string {
-	if !strings.HasPrefix(channel, "D") || b.assistant == nil {
+func (a *assistantState) scheduleDefaultChannel(ctx context.Context, channel, user string) string {
+	if !strings.HasPrefix(channel, "D") || a == nil {
 		return channel
 	}
-	b.assistant.mu.Lock()
-	v, ok := b.assistant.latest[channel]
-	b.assistant.mu.Unlock()
+	a.mu.Lock()
+	v, ok := a.latest[channel]
+	a.mu.Unlock()
 	if !ok || v.user != user || v.channel == "" {
 		return channel
 	}
-	problem, err := b.CheckChannel(ctx, v.channel, user)
+	problem, err := a.channels.CheckChannel(ctx, v.channel, user)
 	if err != nil {
-		b.log.Warn("bot: check the assistant's context channel", "channel", v.channel, "err", err)
+		a.log.Warn("bot: check the assistant's context channel", "channel", v.channel, "err", err)
 		return channel
 	}
 	if problem != "" {
-		b.log.Debug("bot: the assistant's context channel is not offered", "channel", v.channel, "why", problem)
+		a.log.Debug("bot: the assistant's context channel is not offered", "channel", v.channel, "why", problem)
 		return channel
 	}
 	return v.channel
@@ -143,12 +132,12 @@ var suggestedPrompts = map[lang]struct {
 
 // onAssistantThreadStarted offers prompts in the user's language and
 // remembers the channel the user is looking at.
-func (b *Bot) onAssistantThreadStarted(ctx context.Context, ev *slackevents.AssistantThreadStartedEvent) {
+func (a *assistantState) onAssistantThreadStarted(ctx context.Context, ev *slackevents.AssistantThreadStartedEvent) {
 	at := ev.AssistantThread
-	b.onAssistantContext(at)
-	sp := suggestedPrompts[b.userLang(ctx, at.UserID)]
-	err := b.call(ctx, "assistant.threads.setSuggestedPrompts", true, func(ctx context.Context) error {
-		return b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+	a.onAssistantContext(at)
+	sp := suggestedPrompts[a.slack.userLang(ctx, at.UserID)]
+	err := a.slack.call(ctx, "assistant.threads.setSuggestedPrompts", true, func(ctx context.Context) error {
+		return a.slack.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
 			ChannelID: at.ChannelID,
 			ThreadTS:  at.ThreadTimeStamp,
 			Title:     sp.title,
@@ -156,7 +145,7 @@ func (b *Bot) onAssistantThreadStarted(ctx context.Context, ev *slackevents.Assi
 		})
 	})
 	if err != nil {
-		b.log.Warn("bot: suggested prompts", "err", err)
+		a.log.Warn("bot: suggested prompts", "err", err)
 	}
 }
 
@@ -171,25 +160,24 @@ func threadTitle(s string) string {
 }
 
 // setThreadTitle sets an assistant thread's title unless it has it already.
-func (b *Bot) setThreadTitle(ctx context.Context, key research.ThreadKey, title string) {
+func (a *assistantState) setThreadTitle(ctx context.Context, key research.ThreadKey, title string) {
 	if title == "" {
 		return
 	}
 	id := key.ThreadID()
-	a := b.assistant
 	a.mu.Lock()
 	same := a.titles[id] == title
 	a.mu.Unlock()
 	if same {
 		return
 	}
-	err := b.call(ctx, "assistant.threads.setTitle", true, func(ctx context.Context) error {
-		return b.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
+	err := a.slack.call(ctx, "assistant.threads.setTitle", true, func(ctx context.Context) error {
+		return a.slack.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
 			ChannelID: key.Channel, ThreadTS: key.ThreadTS, Title: title,
 		})
 	})
 	if err != nil {
-		b.log.Warn("bot: assistant thread title", "thread_id", id, "err", err)
+		a.log.Warn("bot: assistant thread title", "thread_id", id, "err", err)
 		return
 	}
 	a.mu.Lock()
@@ -199,10 +187,10 @@ func (b *Bot) setThreadTitle(ctx context.Context, key research.ThreadKey, title 
 }
 
 // forgetTitle drops the memory of a thread's title.
-func (b *Bot) forgetTitle(threadID string) {
-	b.assistant.mu.Lock()
-	delete(b.assistant.titles, threadID)
-	b.assistant.mu.Unlock()
+func (a *assistantState) forgetTitle(threadID string) {
+	a.mu.Lock()
+	delete(a.titles, threadID)
+	a.mu.Unlock()
 }
 
 // dmThreadID reports whether a graph thread id names a Slack DM thread.
@@ -216,7 +204,7 @@ func dmThreadID(id string) bool {
 // there is a plan. Follow-ups keep the thread's title.
 type titlingResearcher struct {
 	Researcher
-	b *Bot
+	a *assistantState
 }
 
 // titledRun is the run a researcher call works on, when it titles its
@@ -225,7 +213,7 @@ func (t titlingResearcher) titledRun(ctx context.Context, threadID string) (rese
 	if !dmThreadID(threadID) {
 		return research.Run{}, false
 	}
-	r, err := t.b.store.LatestRun(ctx, threadID)
+	r, err := t.a.store.LatestRun(ctx, threadID)
 	if err != nil || r.FollowUp || !strings.HasPrefix(r.Key.Channel, "D") {
 		return research.Run{}, false
 	}
@@ -249,7 +237,7 @@ func (t titlingResearcher) themeSink(ctx context.Context, r research.Run, sink r
 		go func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			t.b.setThreadTitle(ctx, r.Key, threadTitle(theme))
+			t.a.setThreadTitle(ctx, r.Key, threadTitle(theme))
 		}()
 	}
 }
@@ -257,7 +245,7 @@ func (t titlingResearcher) themeSink(ctx context.Context, r research.Run, sink r
 // finished forgets a thread's title once its run has ended.
 func (t titlingResearcher) finished(threadID string, out research.Outcome, err error) {
 	if err == nil && out.Result != nil {
-		t.b.forgetTitle(threadID)
+		t.a.forgetTitle(threadID)
 	}
 }
 
@@ -266,7 +254,7 @@ func (t titlingResearcher) Start(ctx context.Context, req research.StartRequest,
 	if !ok {
 		return t.Researcher.Start(ctx, req, sink)
 	}
-	t.b.setThreadTitle(ctx, r.Key, threadTitle(req.Question))
+	t.a.setThreadTitle(ctx, r.Key, threadTitle(req.Question))
 	out, err := t.Researcher.Start(ctx, req, t.themeSink(ctx, r, sink))
 	t.finished(req.ThreadID, out, err)
 	return out, err
@@ -293,6 +281,6 @@ func (t titlingResearcher) Continue(ctx context.Context, threadID string, sink r
 }
 
 func (t titlingResearcher) Cancel(ctx context.Context, threadID string) error {
-	t.b.forgetTitle(threadID)
+	t.a.forgetTitle(threadID)
 	return t.Researcher.Cancel(ctx, threadID)
 }

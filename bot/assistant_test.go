@@ -157,7 +157,7 @@ func TestAssistantContextDefaultsScheduleChannel(t *testing.T) {
 	h.fake.AddChannel(slackfake.Channel{ID: "COFF", Name: "off"})
 	h.fake.AddChannel(slackfake.Channel{ID: "CNOBOT", Name: "nobot", BotAbsent: true})
 	h.start(func(o *bot.Options) {
-		o.Digests = &schedule.Manager{Store: memory.NewSchedules()}
+		o.Digests = servedBy(&schedule.Manager{Store: memory.NewSchedules()})
 		o.AllowedChannels = []string{"COK", "CNEXT", "CNOBOT"}
 	})
 	ctx := testCtx(t)

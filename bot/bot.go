@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -36,9 +37,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Options configure a Bot. BotToken and AppToken are required; every other
-// field has a default.
+// Options configure a Bot. Client, or BotToken and AppToken, are required;
+// every other field has a default.
 type Options struct {
+	// Client is the process's Slack client (NewClient), shared with what
+	// else calls Slack (the researcher's WorkspaceSearch). nil: New makes
+	// one of BotToken, AppToken, APIURL and HTTPClient.
+	Client   *Client
 	BotToken string // xoxb-…
 	AppToken string // xapp-… with connections:write
 	APIURL   string // Slack Web API base, e.g. "https://slack.com/api/"; "" for Slack's own
@@ -130,16 +135,17 @@ type Options struct {
 	Interactions map[string]InteractionHandler
 	// Digests, when set, makes the bot serve scheduled digests (digests.go):
 	// /research schedule(s), the schedule modal and buttons, the App Home
-	// section. The scheduler posts and asks for approval through
-	// Bot.Digests, and checks channels with Bot.CheckChannel.
-	Digests *schedule.Manager
+	// section. New calls it once with the bot's digest UI, which posts
+	// digests, asks for approvals and checks channels (schedule.Poster,
+	// ChartPoster, ApprovalRequester, ChannelChecker), and serves the
+	// manager it returns: the caller builds its scheduler and manager
+	// around the UI, every field set at once, and runs the scheduler once
+	// New has returned.
+	Digests func(ui *Digests) *schedule.Manager
 	// Feedback, when set, puts feedback buttons under every report and
 	// digest and keeps the clicks (one per user and run) with what was
 	// wrong; /research status shows the tally.
 	Feedback research.FeedbackStore
-	// Attach is called by New with the new Bot, before it runs, so that
-	// the caller can hand it to what needs it (the digest scheduler).
-	Attach func(*Bot)
 
 	Logger     *slog.Logger          // default: discard
 	Registerer prometheus.Registerer // where metrics are registered; default a private registry
@@ -159,56 +165,8 @@ type SlashHandler func(ctx context.Context, cmd slack.SlashCommand, args string)
 type InteractionHandler func(ctx context.Context, cb slack.InteractionCallback) error
 
 func (o *Options) defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if o.Workers <= 0 {
-		o.Workers = 16
-	}
-	if o.QueueSize <= 0 {
-		o.QueueSize = 1024
-	}
-	if o.MaxConcurrentRuns <= 0 {
-		o.MaxConcurrentRuns = 8
-	}
-	def(&o.Lease, 30*time.Second)
-	def(&o.InboxGrace, o.Lease)
-	def(&o.HeartbeatEvery, o.Lease/3)
-	def(&o.RecoverEvery, 5*time.Second)
-	def(&o.PresenceEvery, 2*time.Second)
-	def(&o.ProgressInterval, time.Second)
-	def(&o.StatusRefresh, 90*time.Second)
-	def(&o.EventTTL, 24*time.Hour)
-	def(&o.ShutdownTimeout, 10*time.Second)
-	if o.SlackRetries <= 0 {
-		o.SlackRetries = 4
-	}
-	if o.UpdateBurst < 0 {
-		o.UpdatesPerMinute = -1
-	}
-	if o.UpdatesPerMinute == 0 {
-		o.UpdatesPerMinute = 50
-	}
-	if o.UpdateBurst <= 0 {
-		o.UpdateBurst = 20
-	}
-	if o.PostBurst <= 0 {
-		o.PostBurst = 3
-	}
-	if o.PostInterval == 0 {
-		o.PostInterval = time.Second
-	}
-	if o.RefusalWindow == 0 {
-		o.RefusalWindow = 30 * time.Second
-	}
-	if o.MaxRunsPerUser == 0 {
-		o.MaxRunsPerUser = 3
-	}
-	if o.MaxQuestionLen <= 0 {
-		o.MaxQuestionLen = 10000
-	}
+	o.defaultTimes()
+	o.defaultLimits()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -224,75 +182,102 @@ func (o *Options) defaults() {
 	}
 }
 
+// defaultTimes sets the periods and timeouts left zero.
+func (o *Options) defaultTimes() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Lease, 30*time.Second)
+	def(&o.InboxGrace, o.Lease)
+	def(&o.HeartbeatEvery, o.Lease/3)
+	def(&o.RecoverEvery, 5*time.Second)
+	def(&o.PresenceEvery, 2*time.Second)
+	def(&o.ProgressInterval, time.Second)
+	def(&o.StatusRefresh, 90*time.Second)
+	def(&o.EventTTL, 24*time.Hour)
+	def(&o.ShutdownTimeout, 10*time.Second)
+	if o.PostInterval == 0 {
+		o.PostInterval = time.Second
+	}
+	if o.RefusalWindow == 0 {
+		o.RefusalWindow = 30 * time.Second
+	}
+}
+
+// defaultLimits sets the sizes, counts and budgets left zero.
+func (o *Options) defaultLimits() {
+	def := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	def(&o.Workers, 16)
+	def(&o.QueueSize, 1024)
+	def(&o.MaxConcurrentRuns, 8)
+	def(&o.SlackRetries, 4)
+	if o.UpdateBurst < 0 {
+		o.UpdatesPerMinute = -1
+	}
+	if o.UpdatesPerMinute == 0 {
+		o.UpdatesPerMinute = 50
+	}
+	def(&o.UpdateBurst, 20)
+	def(&o.PostBurst, 3)
+	if o.MaxRunsPerUser == 0 {
+		o.MaxRunsPerUser = 3
+	}
+	def(&o.MaxQuestionLen, 10000)
+}
+
 // ErrAuth is returned by Run when Slack rejects the tokens at start-up.
 var ErrAuth = errors.New("slack rejected the token")
 
 // Bot is a running Slack bot. Create it with New.
 type Bot struct {
+	*slackClient // the one Slack Web API client, its budgets and pacing
+	*statuses    // the runs' status streams and messages (stream.go, progress.go)
+	*spans       // traces of envelopes and uploads (trace.go)
+
 	opts    Options
 	log     *slog.Logger
 	res     Researcher
 	store   research.Store
-	api     *slack.Client
-	sm      *socketmode.Client
 	metrics *Metrics
-	clk     clock.Clock
-	tracer  trace.Tracer // nil: untraced
 
-	botUserID    string
-	teamID       string
-	botID        string
-	enterpriseID string // an org-wide install: envelopes come from the org's workspaces
-	appID        string // expected api_app_id ("" unknown)
+	identity         // who the bot is in Slack (learned by Run)
+	intake   *intake // Socket Mode and the durable inbox (socket.go)
 
 	allowed   map[string]bool
 	approvers map[string]bool
 
-	limiter *channelLimiter
-	edits   editOrder // per-message edit order across status message instances
-	names   sync.Map  // user id -> display name
-	langs   sync.Map  // user id -> lang of their Slack client
-
-	updates      *updateBudget // chat.update budget of the process (nil: unlimited)
-	appends      *updateBudget // chat.appendStream budget of the process
-	streamStarts *updateBudget // chat.startStream (Tier 2): a run without a token gets a status message
-	streamStops  *updateBudget // chat.stopStream (Tier 2): a stop waits for a token
-	streams      streaming     // per workspace: whether Slack serves the streaming methods
-	replaced     sync.Map      // run id -> ts of the stream started in place of its recorded one
-	posts        *postPacer    // chat.postMessage pace per channel (nil: unpaced)
-	refusals     *refusalGate  // caps refusal replies under a flood (nil: uncapped)
-
-	live atomic.Int32 // replicas the workspace's budgets are split among (presence.go)
-	// presence goroutine only (presence.go):
-	presenceFailing    bool // the last round failed (logged once)
-	presenceRecovering int  // rounds after an outage in which the count may only grow
+	replicas *replicas // the live replicas the Slack budgets are split among (presence.go)
 
 	runs   *research.Service // the runs' lifecycle; this bot is its Slack face (runview.go)
 	tokens workspaceTokens   // action_tokens of runs created here, until started
 
 	workCtx    context.Context // parent of event handlers
 	workCancel context.CancelFunc
-	held       heldEntries // inbox entries queued or being handled by this process
 
 	registry *prometheus.Registry // the private registry when Options.Registerer is nil
 
-	connected atomic.Bool
-	started   atomic.Bool
-	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
+	started atomic.Bool
 
 	digests *Digests // nil unless Options.Digests is set
 
 	assistant *assistantState // assistant threads (assistant.go)
+	ratings   *ratings        // feedback on reports and digests (rating.go)
 }
-
-// now is the time on the bot's clock.
-func (b *Bot) now() time.Time { return b.clk.Now() }
 
 // New returns a Bot that answers with researcher and keeps its records in
 // store. It does not contact Slack; Run does.
 func New(researcher Researcher, store research.Store, opts Options) (*Bot, error) {
 	if researcher == nil || store == nil {
 		return nil, errors.New("bot: New needs a Researcher and a Store")
+	}
+	if opts.Client != nil {
+		opts.BotToken, opts.AppToken, opts.HTTPClient = opts.Client.botToken, opts.Client.appToken, opts.Client.http
 	}
 	if !strings.HasPrefix(opts.BotToken, "xoxb-") {
 		return nil, errors.New("bot: the bot token must start with xoxb-")
@@ -301,6 +286,9 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		return nil, errors.New("bot: the app-level token must start with xapp-")
 	}
 	opts.defaults()
+	if opts.Client == nil {
+		opts.Client = NewClient(ClientOptions{BotToken: opts.BotToken, AppToken: opts.AppToken, APIURL: opts.APIURL, HTTPClient: opts.HTTPClient})
+	}
 	reg := opts.Registerer
 	var private *prometheus.Registry
 	if reg == nil {
@@ -311,33 +299,23 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Logger.With("instance", opts.InstanceID)
 	b := &Bot{
-		opts:         opts,
-		log:          opts.Logger.With("instance", opts.InstanceID),
-		res:          researcher,
-		store:        store,
-		metrics:      m,
-		clk:          opts.Clock,
-		tracer:       tracerOf(opts.TracerProvider),
-		allowed:      set(opts.AllowedChannels),
-		approvers:    set(opts.Approvers),
-		limiter:      newChannelLimiter(opts.ProgressInterval, opts.Clock),
-		updates:      newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, opts.Clock),
-		appends:      newUpdateBudget(appendsPerMinute, appendBurst, opts.Clock),
-		streamStarts: newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
-		streamStops:  newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
-		posts:        newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
-		refusals:     newRefusalGate(opts.RefusalWindow, opts.Clock),
-		registry:     private,
+		slackClient: newSlackClient(opts.Client, opts, log, m),
+		opts:        opts,
+		log:         log,
+		res:         researcher,
+		store:       store,
+		metrics:     m,
+		spans:       &spans{tracer: tracerOf(opts.TracerProvider), clock: opts.Clock},
+		allowed:     set(opts.AllowedChannels),
+		approvers:   set(opts.Approvers),
+		registry:    private,
 	}
+	b.replicas = &replicas{store: store, instance: opts.InstanceID, every: opts.PresenceEvery, shared: opts.SharedBudgets,
+		slack: b.slackClient, log: log, metrics: m}
 	ender, _ := researcher.(RunEnder)
-	sopts := []slack.Option{
-		slack.OptionAppLevelToken(opts.AppToken),
-		slack.OptionHTTPClient(opts.HTTPClient),
-	}
-	if opts.APIURL != "" {
-		sopts = append(sopts, slack.OptionAPIURL(apiBase(opts.APIURL)))
-	}
+	b.statuses = &statuses{bot: b}
 	m.sampler = func(ctx context.Context) map[research.RunState]int {
 		runs, err := store.ListRuns(ctx, research.RunFilter{States: []research.RunState{research.StateQueued, research.StateRunning, research.StateWaiting}})
 		if err != nil {
@@ -349,22 +327,44 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		}
 		return counts
 	}
-	b.live.Store(1)
 	m.liveInstances.Set(1)
-	b.api = slack.New(opts.BotToken, sopts...)
-	// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
-	b.sm = socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log}))
-	b.wireAssistant()
-	b.wireDigests()
-	b.wireRatings()
+	b.intake = &intake{
+		// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
+		sm:    socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log})),
+		store: store, log: log, metrics: m, clk: opts.Clock, spans: b.spans,
+		instance: opts.InstanceID, grace: opts.InboxGrace, id: &b.identity,
+	}
+	b.assistant = newAssistantState(b.slackClient, store, log, b)
+	b.res = titlingResearcher{Researcher: b.res, a: b.assistant}
 	b.runs = research.NewService(store, b.res, slackRuns{b}, research.ServiceOptions{
 		Owner: opts.InstanceID, Lease: opts.Lease, HeartbeatEvery: opts.HeartbeatEvery, Slots: opts.MaxConcurrentRuns,
-		MaxAttempts: maxRunAttempts, Ender: ender, Logger: b.log, LogPrefix: "bot: ", Clock: opts.Clock,
+		MaxAttempts: maxRunAttempts, Ender: ender, Logger: log, LogPrefix: "bot: ", Clock: opts.Clock,
 	})
-	if opts.Attach != nil {
-		opts.Attach(b)
+	if opts.Digests != nil {
+		b.digests = newDigests(b, opts.Digests)
 	}
+	if b.digests != nil {
+		b.opts.Subcommands = with(with(b.opts.Subcommands, "schedule", b.digests.SlashSchedule), "schedules", b.digests.SlashSchedules)
+		b.opts.Interactions = with(b.opts.Interactions, SchedPrefix, b.digests.HandleInteraction)
+	}
+	b.ratings = &ratings{feedback: opts.Feedback, store: store, slack: b.slackClient, log: log, metrics: m,
+		maxLen: opts.MaxQuestionLen, digests: b.digests}
+	if opts.Feedback != nil {
+		b.opts.Interactions = with(b.opts.Interactions, ratingPrefix, b.ratings.onRating)
+	}
+	b.intake.handlers = &handlers{slack: b.slackClient, store: store, opts: &b.opts, log: log, id: &b.identity,
+		allowed: b.allowed, approvers: b.approvers, runs: b, digests: b.digests, ratings: b.ratings, assistant: b.assistant}
 	return b, nil
+}
+
+// with is m with key set to v; m itself (the caller's) is not changed.
+func with[V any](m map[string]V, key string, v V) map[string]V {
+	m = maps.Clone(m)
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[key] = v
+	return m
 }
 
 func set(xs []string) map[string]bool {
@@ -403,10 +403,11 @@ func (b *Bot) Run(ctx context.Context) error {
 
 	// Count the replicas before the first event, so that this process
 	// starts with its share of the workspace's Slack budgets.
-	b.presence(ctx)
+	b.replicas.round(ctx)
 
 	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.runs.Begin(b.workCtx)
+	b.intake.workCtx = b.workCtx
 	p := newPool(b.opts.Workers, b.opts.QueueSize)
 
 	var loops sync.WaitGroup
@@ -414,15 +415,15 @@ func (b *Bot) Run(ctx context.Context) error {
 	defer sockCancel()
 	fatal := make(chan error, 1)
 	loops.Go(func() {
-		if err := b.socketLoop(sockCtx); err != nil {
+		if err := b.intake.socketLoop(sockCtx); err != nil {
 			fatal <- err
 		}
 	})
 	in := make(chan received, maxIngestBatch)
-	loops.Go(func() { b.dispatchLoop(sockCtx, in) })
-	loops.Go(func() { b.ingestLoop(sockCtx, in, p) })
+	loops.Go(func() { b.intake.dispatchLoop(sockCtx, in) })
+	loops.Go(func() { b.intake.ingestLoop(sockCtx, in, p) })
 	loops.Go(func() { b.recoveryLoop(sockCtx, p) })
-	loops.Go(func() { b.presenceLoop(sockCtx) })
+	loops.Go(func() { b.replicas.loop(sockCtx) })
 
 	var runErr error
 	select {
@@ -438,14 +439,14 @@ func (b *Bot) Run(ctx context.Context) error {
 	go func() { p.close(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(b.opts.ShutdownTimeout):
+	case <-b.clk.After(b.opts.ShutdownTimeout):
 		b.log.Warn("bot: handlers still busy at shutdown")
 	}
 	if !b.runs.Shutdown(b.opts.ShutdownTimeout) {
 		b.log.Warn("bot: runs still busy at shutdown; their leases will expire")
 	}
 	b.workCancel()
-	b.leave(ctx)
+	b.replicas.leave(ctx)
 	b.log.Info("bot: stopped")
 	return runErr
 }
@@ -467,7 +468,7 @@ func (b *Bot) authenticate(ctx context.Context) error {
 	}
 	b.botUserID, b.teamID = resp.UserID, resp.TeamID
 	b.botID, b.enterpriseID = resp.BotID, resp.EnterpriseID
-	b.learnAppID(ctx)
+	b.learnAppID(ctx, b.slackClient, b.opts.AppID, b.log)
 	return nil
 }
 
@@ -485,7 +486,7 @@ func (b *Bot) Handler(gatherer prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !b.connected.Load() {
+		if !b.intake.connected.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = fmt.Fprintln(w, "not connected")
 			return

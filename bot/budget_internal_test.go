@@ -67,7 +67,7 @@ func waitQueued(t *testing.T, u *updateBudget, n int) {
 func TestUpdateBudgetProgressKeepsReserve(t *testing.T) {
 	clk := newManualClock()
 	u := newUpdateBudget(60, 4, clk)
-	if !u.tryProgress() || !u.tryProgress() {
+	if first, second := u.tryProgress(), u.tryProgress(); !first || !second {
 		t.Fatal("progress edits refused with a full bucket")
 	}
 	if u.tryProgress() || u.progressAvailable() {
@@ -318,7 +318,7 @@ func TestRefusalGate(t *testing.T) {
 	if r := g.route("U1", "C1", "limit"); r != refuseInThread {
 		t.Errorf("next window: %s, want thread", r)
 	}
-	var off *refusalGate = newRefusalGate(-1, clk)
+	off := newRefusalGate(-1, clk)
 	for range 3 {
 		if r := off.route("U1", "C1", "limit"); r != refuseInThread {
 			t.Fatalf("disabled gate: %s", r)
@@ -535,7 +535,7 @@ func TestChannelLimiterShare(t *testing.T) {
 // giving back never lifts the bucket above its burst.
 func TestUpdateBudgetGiveBack(t *testing.T) {
 	u := newUpdateBudget(20, 4, newManualClock()) // burst 4, reserve 2: two progress tokens
-	if !u.tryProgress() || !u.tryProgress() || u.tryProgress() {
+	if first, second, third := u.tryProgress(), u.tryProgress(), u.tryProgress(); !first || !second || third {
 		t.Fatal("want exactly two progress tokens from a full bucket")
 	}
 	u.giveBack()

@@ -19,11 +19,12 @@ const maxMemberPages = 20
 // members. It fails only when Slack could not be asked (a transient error).
 // It implements schedule.ChannelChecker.
 func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, error) {
+	w := func() *words { return b.wordsFor(ctx, owner) } // asked only for a refusal
 	if !channelIDRE.MatchString(channel) {
-		return "Pick a public or private channel for the digests (not a direct message).", nil
+		return w().NotAChannel, nil
 	}
 	if len(b.allowed) > 0 && !b.allowed[channel] {
-		return fmt.Sprintf("I'm not enabled in %s. Pick a channel on the allow-list.", ChannelRef(channel)), nil
+		return fmt.Sprintf(w().NotAllowedHere, ChannelRef(channel)), nil
 	}
 	var info *slack.Channel
 	err := b.call(ctx, "conversations.info", true, func(ctx context.Context) error {
@@ -31,7 +32,7 @@ func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, 
 		info, err = b.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
 		return err
 	})
-	if problem, ok := channelProblem(channel, err); ok {
+	if problem, ok := channelProblem(w, channel, err); ok {
 		return problem, nil
 	}
 	if err != nil {
@@ -39,15 +40,20 @@ func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, 
 	}
 	switch {
 	case info.IsIM || info.IsMpIM:
-		return "Pick a public or private channel for the digests (not a direct message).", nil
+		return w().NotAChannel, nil
 	case info.IsArchived:
-		return fmt.Sprintf("%s is archived.", ChannelRef(channel)), nil
+		return fmt.Sprintf(w().Archived, ChannelRef(channel)), nil
 	case !info.IsMember:
-		return fmt.Sprintf("I'm not a member of %s. Invite me first (`/invite @deepresearch`).", ChannelRef(channel)), nil
+		return fmt.Sprintf(w().NotMember, ChannelRef(channel)), nil
 	}
 	if owner == "" {
 		return "", nil
 	}
+	return b.ownerIn(ctx, w, channel, owner)
+}
+
+// ownerIn says, as CheckChannel, when owner is not a member of channel.
+func (b *Bot) ownerIn(ctx context.Context, w func() *words, channel, owner string) (string, error) {
 	cursor := ""
 	for range maxMemberPages {
 		var members []string
@@ -56,7 +62,7 @@ func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, 
 			members, cursor, err = b.api.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: channel, Cursor: cursor, Limit: 1000})
 			return err
 		})
-		if problem, ok := channelProblem(channel, err); ok {
+		if problem, ok := channelProblem(w, channel, err); ok {
 			return problem, nil
 		}
 		if err != nil {
@@ -69,18 +75,18 @@ func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, 
 			break
 		}
 	}
-	return fmt.Sprintf("You are not a member of %s, so digests cannot be posted there in your name.", ChannelRef(channel)), nil
+	return fmt.Sprintf(w().OwnerNotMember, ChannelRef(channel)), nil
 }
 
 // channelProblem maps Slack's answers that mean "not this channel" to words.
-func channelProblem(channel string, err error) (string, bool) {
+func channelProblem(w func() *words, channel string, err error) (string, bool) {
 	switch errorCode(err) {
 	case "channel_not_found":
-		return fmt.Sprintf("I can't see %s: it does not exist, or it is private and I'm not in it.", ChannelRef(channel)), true
+		return fmt.Sprintf(w().CannotSee, ChannelRef(channel)), true
 	case "not_in_channel":
-		return fmt.Sprintf("I'm not a member of %s. Invite me first (`/invite @deepresearch`).", ChannelRef(channel)), true
+		return fmt.Sprintf(w().NotMember, ChannelRef(channel)), true
 	case "is_archived":
-		return fmt.Sprintf("%s is archived.", ChannelRef(channel)), true
+		return fmt.Sprintf(w().Archived, ChannelRef(channel)), true
 	}
 	return "", false
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -83,34 +82,26 @@ var (
 	_ schedule.Poster            = (*Digests)(nil)
 	_ schedule.ChartPoster       = (*Digests)(nil)
 	_ schedule.ApprovalRequester = (*Digests)(nil)
+	_ schedule.ChannelChecker    = (*Digests)(nil)
 	_ schedule.ChannelChecker    = (*Bot)(nil)
 )
 
 // Digests returns the bot's digests, nil unless Options.Digests is set.
 func (b *Bot) Digests() *Digests { return b.digests }
 
-// wireDigests serves the digests when Options.Digests is set: the
-// subcommands schedule and schedules, the actions and modal starting with
-// SchedPrefix (ackPayload and publishHome ask b.digests directly).
-func (b *Bot) wireDigests() {
-	if b.opts.Digests == nil {
-		return
+// newDigests is the digest UI of b, serving the manager build returns;
+// nil when build returns none.
+func newDigests(b *Bot, build func(*Digests) *schedule.Manager) *Digests {
+	d := &Digests{b: b}
+	if d.mgr = build(d); d.mgr == nil {
+		return nil
 	}
-	d := &Digests{b: b, mgr: b.opts.Digests}
-	b.digests = d
-	subs := maps.Clone(b.opts.Subcommands)
-	if subs == nil {
-		subs = map[string]SlashHandler{}
-	}
-	subs["schedule"] = d.SlashSchedule
-	subs["schedules"] = d.SlashSchedules
-	b.opts.Subcommands = subs
-	acts := maps.Clone(b.opts.Interactions)
-	if acts == nil {
-		acts = map[string]InteractionHandler{}
-	}
-	acts[SchedPrefix] = d.HandleInteraction
-	b.opts.Interactions = acts
+	return d
+}
+
+// CheckChannel implements schedule.ChannelChecker with Bot.CheckChannel.
+func (d *Digests) CheckChannel(ctx context.Context, channel, owner string) (string, error) {
+	return d.b.CheckChannel(ctx, channel, owner)
 }
 
 // label is text for a label, placeholder, option or button.
@@ -223,7 +214,7 @@ func fitTopic(topic string) (fit string, cut int) {
 // A topic longer than the form takes is cut to fit, and the user is told.
 func (d *Digests) SlashSchedule(ctx context.Context, cmd slack.SlashCommand, args string) (string, error) {
 	tz := d.userTZ(ctx, cmd.UserID)
-	channel := d.b.scheduleDefaultChannel(ctx, cmd.ChannelID, cmd.UserID) // from the assistant pane: the channel in view
+	channel := d.b.assistant.scheduleDefaultChannel(ctx, cmd.ChannelID, cmd.UserID) // from the assistant pane: the channel in view
 	topic, cut := fitTopic(strings.TrimSpace(args))
 	view := d.ScheduleModal(topic, channel, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
 	// A trigger is used once: only rate limits are retried.
@@ -353,7 +344,7 @@ func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) er
 	if err != nil {
 		errs := submissionErrors(err, custom)
 		if len(errs) == 0 {
-			tell("Sorry, I could not save the schedule. Please try again.")
+			tell(d.b.wordsFor(ctx, cb.User.ID).SaveFailed)
 			return fmt.Errorf("bot: create schedule: %w", err)
 		}
 		if _, verr := d.mgr.Validate(draft); verr != nil {
@@ -365,12 +356,12 @@ func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) er
 		for _, msg := range errs {
 			lines = append(lines, "• "+escapeRefusal(msg))
 		}
-		tell("I could not schedule that:\n" + strings.Join(lines, "\n"))
+		tell(d.b.wordsFor(ctx, cb.User.ID).CannotSchedule + "\n" + strings.Join(lines, "\n"))
 		return nil
 	}
 	d.b.log.Info("bot: schedule created", "schedule_id", sc.ID, "channel", sc.Channel, "owner", sc.Owner, "spec", sc.Spec, "tz", sc.TZ)
-	next := sc.Next(time.Now())
-	text := fmt.Sprintf("Scheduled *%s* in %s (`%s`, %s). First digest: %s.",
+	next := sc.Next(d.b.now())
+	text := fmt.Sprintf(d.b.wordsFor(ctx, cb.User.ID).Scheduled,
 		Escape(Truncate(sc.Topic, 200)), ChannelRef(sc.Channel), Escape(sc.Spec), Escape(sc.TZ), schedule.DateLabel(next))
 	tell(text)
 	return nil
@@ -458,17 +449,19 @@ func (d *Digests) listFor(ctx context.Context, channel, user string) ([]schedule
 	return here, nil
 }
 
-func listMessage(list []schedule.Schedule, now time.Time, note string) ([]slack.Block, string) {
-	head := "*Scheduled digests* (this channel, and yours elsewhere)"
+// listMessage is the ephemeral list of schedules with their buttons, in
+// w's words, with a note on top ("" for none).
+func listMessage(w *words, list []schedule.Schedule, now time.Time, note string) ([]slack.Block, string) {
+	head := w.SchedulesHead
 	if len(list) == 0 {
-		head = "No scheduled digests here yet. Create one with `/research schedule`."
+		head = w.NoSchedules
 	}
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(head), nil, nil)}
 	if note != "" {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(note)))
 	}
 	blocks = append(blocks, ScheduleBlocks(list, now)...)
-	return blocks, fmt.Sprintf("%d scheduled digests", len(list))
+	return blocks, fmt.Sprintf(w.NSchedules, len(list))
 }
 
 // SlashSchedules serves `/research schedules`: an ephemeral list with
@@ -478,7 +471,8 @@ func (d *Digests) SlashSchedules(ctx context.Context, cmd slack.SlashCommand, _ 
 	if err != nil {
 		return "", fmt.Errorf("bot: list schedules: %w", err)
 	}
-	blocks, text := listMessage(list, time.Now(), "")
+	w := d.b.wordsFor(ctx, cmd.UserID)
+	blocks, text := listMessage(w, list, d.b.now(), "")
 	err = d.b.call(ctx, "chat.postEphemeral", true, func(ctx context.Context) error {
 		_, err := d.b.api.PostEphemeralContext(ctx, cmd.ChannelID, cmd.UserID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		return err
@@ -487,10 +481,10 @@ func (d *Digests) SlashSchedules(ctx context.Context, cmd slack.SlashCommand, _ 
 		d.b.log.Warn("bot: post schedule list", "err", err)
 		var lines []string
 		for _, sc := range list {
-			lines = append(lines, fmt.Sprintf("• %s — `%s` (%s) %s", Escape(Truncate(sc.Topic, 200)), Escape(sc.Spec), Escape(sc.TZ), scheduleStatus(sc, time.Now())))
+			lines = append(lines, fmt.Sprintf("• %s — `%s` (%s) %s", Escape(Truncate(sc.Topic, 200)), Escape(sc.Spec), Escape(sc.TZ), scheduleStatus(sc, d.b.now())))
 		}
 		if len(lines) == 0 {
-			return "No scheduled digests here yet. Create one with `/research schedule`.", nil
+			return w.NoSchedules, nil
 		}
 		return strings.Join(lines, "\n"), nil
 	}
@@ -503,11 +497,12 @@ func (d *Digests) HomeSection(ctx context.Context, user string) ([]slack.Block, 
 	if err != nil {
 		return nil, fmt.Errorf("bot: list schedules: %w", err)
 	}
-	blocks := []slack.Block{slack.NewDividerBlock(), slack.NewHeaderBlock(label("Your scheduled digests"))}
+	w := d.b.wordsFor(ctx, user)
+	blocks := []slack.Block{slack.NewDividerBlock(), slack.NewHeaderBlock(label(w.YourSchedules))}
 	if len(list) == 0 {
-		return append(blocks, slack.NewContextBlock("", mrkdwn("None yet: `/research schedule` in a channel creates one."))), nil
+		return append(blocks, slack.NewContextBlock("", mrkdwn(w.NoneYet))), nil
 	}
-	return append(blocks, ScheduleBlocks(list, time.Now())...), nil
+	return append(blocks, ScheduleBlocks(list, d.b.now())...), nil
 }
 
 // ---------------------------------------------------------------- actions
@@ -532,6 +527,35 @@ func (d *Digests) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 	return nil
 }
 
+// change pauses, resumes, runs or deletes schedule id (action) for user
+// and says what it did.
+func (d *Digests) change(ctx context.Context, action, id, user string) (string, error) {
+	w := d.b.wordsFor(ctx, user)
+	switch action {
+	case SchedActionPause, SchedActionResume:
+		sc, err := d.mgr.SetEnabled(ctx, id, user, action == SchedActionResume)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(map[bool]string{true: w.Resumed, false: w.Paused}[sc.Enabled], Escape(Truncate(sc.Topic, 200))), nil
+	case SchedActionRunNow:
+		started, err := d.mgr.RunNow(ctx, id, user)
+		if err != nil {
+			return "", err
+		}
+		if !started {
+			return w.AlreadyRunning, nil
+		}
+		return w.RunningNow, nil
+	default: // SchedActionDelete
+		sc, err := d.mgr.Delete(ctx, id, user)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(w.Deleted, Escape(Truncate(sc.Topic, 200))), nil
+	}
+}
+
 func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
 	user := cb.User.ID
 	channel := interactionChannel(cb)
@@ -546,45 +570,27 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 	var err error
 	var msg string
 	switch a.ActionID {
-	case SchedActionPause, SchedActionResume:
-		var sc schedule.Schedule
-		sc, err = d.mgr.SetEnabled(ctx, id, user, a.ActionID == SchedActionResume)
-		if err == nil {
-			msg = fmt.Sprintf("%s *%s*.", map[bool]string{true: "Resumed", false: "Paused"}[sc.Enabled], Escape(Truncate(sc.Topic, 200)))
-		}
-	case SchedActionRunNow:
-		var started bool
-		started, err = d.mgr.RunNow(ctx, id, user)
-		if err == nil {
-			msg = "Running it now; the digest will be posted in its channel."
-			if !started {
-				msg = "It is already running (started this minute)."
-			}
-		}
-	case SchedActionDelete:
-		var sc schedule.Schedule
-		sc, err = d.mgr.Delete(ctx, id, user)
-		if err == nil {
-			msg = fmt.Sprintf("Deleted *%s*.", Escape(Truncate(sc.Topic, 200)))
-		}
+	case SchedActionPause, SchedActionResume, SchedActionRunNow, SchedActionDelete:
+		msg, err = d.change(ctx, a.ActionID, id, user)
 	case SchedActionApprove, SchedActionDecline:
 		return d.onDecision(ctx, cb, a, id, dueText)
 	default:
 		return nil
 	}
+	w := d.b.wordsFor(ctx, user)
 	switch {
 	case errors.Is(err, schedule.ErrForbidden):
-		msg = d.forbidden(ctx, id)
+		msg = d.forbidden(ctx, id, user)
 	case errors.Is(err, schedule.ErrNotFound):
-		msg = "That schedule no longer exists."
+		msg = w.ScheduleGone
 	case err != nil:
-		say("Sorry, that failed. Please try again.")
+		say(w.ThatFailed)
 		return fmt.Errorf("bot: %s %s: %w", a.ActionID, id, err)
 	}
 	if cb.ResponseURL != "" && err == nil && channel != "" {
 		if list, lerr := d.listFor(ctx, channel, user); lerr == nil {
 			// Replace the ephemeral list that holds the buttons.
-			blocks, text := listMessage(list, time.Now(), msg)
+			blocks, text := listMessage(w, list, d.b.now(), msg)
 			resp := map[string]any{"replace_original": true, "response_type": "ephemeral", "text": text, "blocks": blocks}
 			if rerr := d.b.postResponse(ctx, cb.ResponseURL, resp); rerr == nil {
 				return nil
@@ -595,12 +601,14 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 	return nil
 }
 
-func (d *Digests) forbidden(ctx context.Context, id string) string {
+// forbidden tells user who may change schedule id.
+func (d *Digests) forbidden(ctx context.Context, id, user string) string {
+	w := d.b.wordsFor(ctx, user)
 	sc, err := d.mgr.Store.GetSchedule(ctx, id)
 	if err != nil {
-		return "Only the schedule's owner or an admin can change it."
+		return w.OnlyOwner
 	}
-	return fmt.Sprintf("Only %s (who created it) or an admin can change this schedule.", d.b.userName(ctx, sc.Owner))
+	return fmt.Sprintf(w.OnlyOwnerNamed, d.b.userName(ctx, sc.Owner))
 }
 
 // ---------------------------------------------------------------- approval
@@ -642,13 +650,13 @@ func (d *Digests) onDecision(ctx context.Context, cb slack.InteractionCallback, 
 	var note string
 	switch {
 	case errors.Is(err, schedule.ErrForbidden):
-		note = d.forbidden(ctx, id)
+		note = d.forbidden(ctx, id, user)
 	case errors.Is(err, schedule.ErrNotWaiting):
-		note = "Someone has already decided on this run."
+		note = d.b.wordsFor(ctx, user).RunDecided
 	case errors.Is(err, schedule.ErrNotFound):
-		note = "That schedule no longer exists."
+		note = d.b.wordsFor(ctx, user).ScheduleGone
 	case err != nil:
-		note = "Sorry, that failed. Please try again."
+		note = d.b.wordsFor(ctx, user).ThatFailed
 	}
 	if note != "" {
 		d.b.ephemeral(ctx, channel, "", user, note)
@@ -730,7 +738,7 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.DigestMessage) (string, error) {
 	ts, err := d.b.postMessage(ctx, channel,
 		slack.MsgOptionText(Escape(Truncate(m.Text, 3000)), false),
-		slack.MsgOptionBlocks(d.b.ratingBlocks(DigestBlocks(m), schedule.ThreadID(m.ScheduleID, m.Due))...),
+		slack.MsgOptionBlocks(d.b.ratings.ratingBlocks(DigestBlocks(m), schedule.ThreadID(m.ScheduleID, m.Due))...),
 		slack.MsgOptionDisableLinkUnfurl())
 	if err != nil {
 		return "", fmt.Errorf("bot: post digest: %w", err)

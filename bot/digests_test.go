@@ -67,11 +67,19 @@ func newDigestHarness(t *testing.T) *digestHarness {
 	st := memory.NewSchedules()
 	clk := clock.NewManual(time.Now())
 	r := &recRunner{}
-	sched := &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: "test"}
-	mgr := &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}
-	b := newDigestBot(t, fake.APIURL(), mgr)
+	var (
+		sched *schedule.Scheduler
+		mgr   *schedule.Manager
+	)
+	// The scheduler asks the bot's digest UI for approvals, as serve wires it.
+	b := newDigestBot(t, fake.APIURL(), nil, func(o *bot.Options) {
+		o.Digests = func(ui *bot.Digests) *schedule.Manager {
+			sched = &schedule.Scheduler{Store: st, Runner: r, Clock: clk, Owner: "test", Approvals: ui}
+			mgr = &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}
+			return mgr
+		}
+	})
 	ui := b.Digests()
-	sched.Approvals = ui
 	h := &digestHarness{fake: fake, api: api, bot: b, ui: ui, mgr: mgr, store: st, sched: sched, clock: clk, handled: make(chan string, 16), runner: r}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -379,10 +387,15 @@ func viewAck(t *testing.T, fake *slackfake.Server, envelopeID string) (string, m
 	return resp.ResponseAction, resp.Errors
 }
 
+// servedBy is an Options.Digests that serves mgr.
+func servedBy(mgr *schedule.Manager) func(*bot.Digests) *schedule.Manager {
+	return func(*bot.Digests) *schedule.Manager { return mgr }
+}
+
 // newDigestBot is a bot serving mgr's digests, calling Slack at apiURL.
 func newDigestBot(t *testing.T, apiURL string, mgr *schedule.Manager, edit ...func(*bot.Options)) *bot.Bot {
 	t.Helper()
-	o := bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: apiURL, Digests: mgr}
+	o := bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: apiURL, Digests: servedBy(mgr)}
 	for _, e := range edit {
 		e(&o)
 	}
@@ -410,7 +423,7 @@ func TestDigestsServedByTheBot(t *testing.T) {
 	h.fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
 	st := memory.NewSchedules()
 	mgr := &schedule.Manager{Store: st}
-	h.start(func(o *bot.Options) { o.Digests = mgr })
+	h.start(func(o *bot.Options) { o.Digests = servedBy(mgr) })
 	h.connected(ctx, 1)
 	if _, err := h.fake.SendSlashCommand(ctx, slackfake.SlashCommand{Command: "/research", Text: "schedule weekly news", User: "UOWNER", Channel: "C1"}); err != nil {
 		t.Fatal(err)

@@ -169,7 +169,7 @@ func BroadcastAt(rest string) bool {
 			continue
 		}
 		f := foldWidth(r)
-		if !(f >= 'a' && f <= 'z') {
+		if f < 'a' || f > 'z' {
 			break
 		}
 		word = append(word, f)
@@ -192,7 +192,7 @@ func BroadcastAt(rest string) bool {
 				continue
 			}
 			f := foldWidth(r)
-			return !(unicode.IsLetter(f) || unicode.IsDigit(f) || f == '_')
+			return !unicode.IsLetter(f) && !unicode.IsDigit(f) && f != '_'
 		}
 		return true
 	}

@@ -93,7 +93,7 @@ func (s *slowCancel) RequestCancel(ctx context.Context, runID, by string, now ti
 	}
 	close(s.release)
 	for ctx.Err() == nil {
-		if cur, err := s.Store.Run(ctx, runID); err == nil && cur.State != research.StateRunning {
+		if cur, err := s.Run(ctx, runID); err == nil && cur.State != research.StateRunning {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

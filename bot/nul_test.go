@@ -23,9 +23,8 @@ type scriptedResearcher struct {
 	planText string
 	result   research.Result
 
-	mu     sync.Mutex
-	starts int
-	calls  []string
+	mu    sync.Mutex
+	calls []string
 }
 
 func (s *scriptedResearcher) count(kind string) int {
@@ -77,7 +76,7 @@ func runOn(t *testing.T, fake *slackfake.Server, store research.Store, res bot.R
 	return h
 }
 
-func waitRun(t *testing.T, ctx context.Context, store research.Store, threadID string, cond func(research.Run) bool) research.Run {
+func waitRun(ctx context.Context, t *testing.T, store research.Store, threadID string, cond func(research.Run) bool) research.Run {
 	t.Helper()
 	var r research.Run
 	for {
@@ -120,7 +119,7 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "question with a NUL\x00 inside", "")
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return r.State == research.StateWaiting })
+	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return r.State == research.StateWaiting })
 	if strings.Contains(r.Question, "\x00") || !strings.Contains(r.Question, "question with a NUL") || r.Interrupt == nil || strings.Contains(r.Interrupt.Text, "\x00") {
 		t.Fatalf("stored run = %+v", r)
 	}
@@ -138,7 +137,7 @@ func TestNULTextCompletesOnPostgres(t *testing.T) {
 	if _, err := fake.SendBlockAction(ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: plan.TS, ActionID: "dr_approve", Value: val}); err != nil {
 		t.Fatal(err)
 	}
-	done := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	done := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
 	if done.State != research.StateDone {
 		t.Fatalf("run ended %s: %s", done.State, done.Error)
 	}
@@ -173,7 +172,7 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "poisoned", "")
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
 	if r.State != research.StateFailed || !strings.Contains(r.Error, "no_poison") {
 		t.Fatalf("run = %s %q", r.State, r.Error)
 	}
@@ -217,7 +216,7 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 	}
 	res := &scriptedResearcher{planText: "plan"}
 	runOn(t, fake, store, res)
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
 	if r.State != research.StateFailed || r.Attempt != 6 || !strings.Contains(r.Error, "picked up") {
 		t.Fatalf("run = %s attempt %d %q", r.State, r.Attempt, r.Error)
 	}
@@ -256,7 +255,7 @@ func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "blip", "")
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-	r := waitRun(t, ctx, store, key.ThreadID(), func(r research.Run) bool { return r.State != research.StateQueued && r.State != research.StateRunning })
+	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return r.State != research.StateQueued && r.State != research.StateRunning })
 	if r.State != research.StateWaiting || res.count("start") != 1 {
 		t.Fatalf("run = %s (%q), starts %d", r.State, r.Error, res.count("start"))
 	}

@@ -3,7 +3,10 @@ package bot
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
+
+	"deepresearch/research"
 )
 
 // Slack's rate limits are per workspace (chat.update) and per channel
@@ -15,6 +18,23 @@ import (
 // share back on their next round; one that dies is no longer counted once
 // its last announcement is older than the window.
 
+// replicas announces this process in the store's instance registry,
+// counts the live replicas and splits the Slack client's budgets (and the
+// SharedBudgets) among them.
+type replicas struct {
+	store    research.Store
+	instance string        // Options.InstanceID
+	every    time.Duration // Options.PresenceEvery
+	shared   []SharedBudget
+	slack    *slackClient
+	log      *slog.Logger
+	metrics  *Metrics
+
+	// the loop's goroutine only:
+	failing    bool // the last round failed (logged once)
+	recovering int  // rounds after an outage in which the count may only grow
+}
+
 // presenceWindow is how many periods an instance stays counted after its
 // last announcement: a late round or two (a busy database, a paused
 // process) does not make the others spend its share.
@@ -23,58 +43,59 @@ const presenceWindow = 3
 // presenceTimeout bounds one round of store calls.
 const presenceTimeout = 5 * time.Second
 
-// presenceLoop announces this instance and recounts the replicas every
+// loop announces this instance and recounts the replicas every
 // PresenceEvery until ctx ends.
-func (b *Bot) presenceLoop(ctx context.Context) {
-	t := time.NewTicker(b.opts.PresenceEvery)
+func (p *replicas) loop(ctx context.Context) {
+	t := p.slack.clk.NewTimer(p.every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
-		b.presence(ctx)
+		p.round(ctx)
+		t.Reset(p.every)
 	}
 }
 
-// presence is one round: touch this instance, count the live ones, and
+// round is one round: touch this instance, count the live ones, and
 // split the budgets by the count. When the store fails, the last count is
 // kept (logged once until the store answers again).
-func (b *Bot) presence(ctx context.Context) {
+func (p *replicas) round(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, presenceTimeout)
 	defer cancel()
-	now := b.now()
-	err := b.store.TouchInstance(ctx, b.opts.InstanceID, now)
+	now := p.slack.now()
+	err := p.store.TouchInstance(ctx, p.instance, now)
 	n := 0
 	if err == nil {
-		n, err = b.store.LiveInstances(ctx, now.Add(-presenceWindow*b.opts.PresenceEvery))
+		n, err = p.store.LiveInstances(ctx, now.Add(-presenceWindow*p.every))
 	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return // shutting down
 		}
-		if !b.presenceFailing {
-			b.presenceFailing = true
-			b.log.Warn("bot: cannot count the live replicas; keeping the last count for the Slack budgets", "live", b.live.Load(), "err", err)
+		if !p.failing {
+			p.failing = true
+			p.log.Warn("bot: cannot count the live replicas; keeping the last count for the Slack budgets", "live", p.slack.live.Load(), "err", err)
 		}
-		b.presenceRecovering = 0
+		p.recovering = 0
 		return
 	}
 	n = max(n, 1)
-	if b.presenceFailing {
+	if p.failing {
 		// The others' announcements may have expired during the outage
 		// (theirs failed too): until every live replica has had a window
 		// to announce itself again, a lower count is not believed.
-		b.presenceFailing = false
-		b.presenceRecovering = presenceWindow
-		b.log.Info("bot: counting the live replicas again", "live", n)
+		p.failing = false
+		p.recovering = presenceWindow
+		p.log.Info("bot: counting the live replicas again", "live", n)
 	}
-	if b.presenceRecovering > 0 {
-		b.presenceRecovering--
-		n = max(n, int(b.live.Load()))
+	if p.recovering > 0 {
+		p.recovering--
+		n = max(n, int(p.slack.live.Load()))
 	}
-	b.setShare(n, b.weight(ctx, n, now))
+	p.setShare(n, p.weight(ctx, n, now))
 }
 
 // shareSafety keeps the replicas' weighted parts, each computed from its own
@@ -88,14 +109,14 @@ const shareSafety = 0.95
 // so the replica that ends up working on most runs is not held to 1/n of
 // the budget while the others' parts go unused. 1/n when alone or when the
 // count fails.
-func (b *Bot) weight(ctx context.Context, n int, now time.Time) float64 {
+func (p *replicas) weight(ctx context.Context, n int, now time.Time) float64 {
 	even := 1 / float64(max(n, 1))
 	if n <= 1 {
 		return even
 	}
-	mine, all, err := b.store.HeldRuns(ctx, b.opts.InstanceID, now)
+	mine, all, err := p.store.HeldRuns(ctx, p.instance, now)
 	if err != nil {
-		b.log.Debug("bot: count held runs; Slack budgets stay split evenly", "err", err)
+		p.log.Debug("bot: count held runs; Slack budgets stay split evenly", "err", err)
 		return even
 	}
 	all = max(all, mine)
@@ -108,32 +129,32 @@ func (b *Bot) weight(ctx context.Context, n int, now time.Time) float64 {
 // setShare splits the workspace's Slack budgets among n live replicas:
 // those that follow the runs this process holds by its weight f, starting
 // streams and the per-channel pacing evenly.
-func (b *Bot) setShare(n int, f float64) {
-	old := int(b.live.Swap(int32(n)))
-	b.updates.setFraction(f)
-	b.appends.setFraction(f)
-	b.streamStops.setFraction(f)
-	b.posts.setShare(n)
-	b.limiter.setShare(n)
-	b.streamStarts.setShare(n)
-	for _, sb := range b.opts.SharedBudgets {
+func (p *replicas) setShare(n int, f float64) {
+	old := int(p.slack.live.Swap(int32(n)))
+	p.slack.updates.setFraction(f)
+	p.slack.appends.setFraction(f)
+	p.slack.streamStops.setFraction(f)
+	p.slack.posts.setShare(n)
+	p.slack.limiter.setShare(n)
+	p.slack.streamStarts.setShare(n)
+	for _, sb := range p.shared {
 		sb.SetFraction(f)
 	}
-	b.metrics.liveInstances.Set(float64(n))
+	p.metrics.liveInstances.Set(float64(n))
 	if old != n {
-		perMinute, burst := b.updates.current()
-		interval, _ := b.posts.current()
-		b.log.Info("bot: live replicas changed; Slack budgets split among them", "live", n, "was", old,
-			"updates_per_minute", perMinute, "update_burst", burst, "post_interval", interval.String(), "edit_interval", b.limiter.every().String())
+		perMinute, burst := p.slack.updates.current()
+		interval, _ := p.slack.posts.current()
+		p.log.Info("bot: live replicas changed; Slack budgets split among them", "live", n, "was", old,
+			"updates_per_minute", perMinute, "update_burst", burst, "post_interval", interval.String(), "edit_interval", p.slack.limiter.every().String())
 	}
 }
 
 // leave removes this instance from the registry at a clean shutdown, so
 // that the other replicas take its share back at once.
-func (b *Bot) leave(ctx context.Context) {
+func (p *replicas) leave(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), presenceTimeout)
 	defer cancel()
-	if err := b.store.LeaveInstance(ctx, b.opts.InstanceID); err != nil {
-		b.log.Warn("bot: leave the instance registry (the others count this process until it expires)", "err", err)
+	if err := p.store.LeaveInstance(ctx, p.instance); err != nil {
+		p.log.Warn("bot: leave the instance registry (the others count this process until it expires)", "err", err)
 	}
 }

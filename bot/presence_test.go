@@ -206,7 +206,7 @@ func TestReplicasShareTheWorkspaceSearchBudget(t *testing.T) {
 	var ws []*bot.WorkspaceSearch
 	shared := func(o *bot.Options) {
 		o.PresenceEvery = 50 * time.Millisecond
-		w, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: h.fake.BotToken(), APIURL: h.fake.APIURL()})
+		w, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{Client: bot.NewClient(bot.ClientOptions{BotToken: h.fake.BotToken(), APIURL: h.fake.APIURL()})})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,8 +116,8 @@ func (u *updater) halt() {
 	<-u.done
 }
 
-func (b *Bot) newStatusMessage(channel, threadTS, ts string, v statusView) *statusMessage {
-	s := &statusMessage{b: b, channel: channel, threadTS: threadTS, ts: ts, view: v, updater: newUpdater()}
+func (st *statuses) newStatusMessage(channel, threadTS, ts string, v statusView) *statusMessage {
+	s := &statusMessage{b: st.bot, channel: channel, threadTS: threadTS, ts: ts, view: v, updater: newUpdater()}
 	go s.loop()
 	return s
 }
@@ -210,7 +210,7 @@ func (s *statusMessage) render(ctx context.Context, v statusView, kind editKind)
 		v.Now = s.b.now()
 		text, blocks := statusBlocks(v)
 		if v.State == research.StateDone {
-			blocks = s.b.ratingBlocks(blocks, v.RunID)
+			blocks = s.b.ratings.ratingBlocks(blocks, v.RunID)
 		}
 		err := s.b.editMessage(ctx, kind, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		if err != nil && !errors.Is(err, errEditSkipped) {

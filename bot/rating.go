@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"log/slog"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -36,75 +36,88 @@ func ratingBlock(runID string) slack.Block {
 	return slack.NewContextActionsBlock(ratingBlockPrefix+runID, buttons)
 }
 
+// ratings are the feedback buttons under reports and digests, the "what
+// was wrong?" form, and the tally /research status and the App Home show.
+type ratings struct {
+	feedback research.FeedbackStore // nil: no ratings
+	store    research.Store
+	slack    *slackClient
+	log      *slog.Logger
+	metrics  *Metrics
+	maxLen   int      // Options.MaxQuestionLen: the longest "what was wrong?" text kept
+	digests  *Digests // nil unless Options.Digests is set: digests are rated too
+}
+
 // ratingBlocks appends the feedback buttons when ratings are kept.
-func (b *Bot) ratingBlocks(blocks []slack.Block, runID string) []slack.Block {
-	if b.opts.Feedback == nil || runID == "" {
+func (rt *ratings) ratingBlocks(blocks []slack.Block, runID string) []slack.Block {
+	if rt.feedback == nil || runID == "" {
 		return blocks
 	}
 	return append(blocks, ratingBlock(runID))
 }
 
-// wireRatings routes the rating interactions to the bot when a feedback
-// store is configured.
-func (b *Bot) wireRatings() {
-	if b.opts.Feedback == nil {
-		return
-	}
-	acts := maps.Clone(b.opts.Interactions)
-	if acts == nil {
-		acts = map[string]InteractionHandler{}
-	}
-	acts[ratingPrefix] = b.onRating
-	b.opts.Interactions = acts
-}
-
 // onRating handles a click on the feedback buttons and the submission of
 // the "what was wrong?" form. The block action's channel has passed the
 // allow-list already.
-func (b *Bot) onRating(ctx context.Context, cb slack.InteractionCallback) error {
+func (rt *ratings) onRating(ctx context.Context, cb slack.InteractionCallback) error {
 	switch cb.Type {
 	case slack.InteractionTypeViewSubmission:
-		if cb.View.CallbackID != callbackRatingWhy {
-			return nil
-		}
-		text := ""
-		if cb.View.State != nil {
-			text = strings.TrimSpace(cb.View.State.Values[blockRatingWhy][actionRatingWhy].Value)
-		}
-		if text == "" {
-			return nil
-		}
-		text = Truncate(text, b.opts.MaxQuestionLen)
-		if err := b.rateable(ctx, cb, cb.View.PrivateMetadata, ""); err != nil {
-			return err
-		}
-		return b.recordRating(ctx, cb.View.PrivateMetadata, cb.User.ID, research.FeedbackBad, text)
+		return rt.onWhy(ctx, cb)
 	case slack.InteractionTypeBlockActions:
 		for _, a := range cb.ActionCallback.BlockActions {
 			if a.ActionID != ratingPrefix {
 				continue
 			}
-			runID, ok := strings.CutPrefix(a.BlockID, ratingBlockPrefix)
-			v := research.FeedbackValue(a.Value)
-			if !ok || runID == "" || !v.Valid() {
-				return fmt.Errorf("bot: rating: block %q value %q", a.BlockID, a.Value)
-			}
-			if err := b.rateable(ctx, cb, runID, interactionChannel(cb)); err != nil {
+			if err := rt.onClick(ctx, cb, a); err != nil {
 				return err
-			}
-			if err := b.recordRating(ctx, runID, cb.User.ID, v, ""); err != nil {
-				return err
-			}
-			if v == research.FeedbackBad && cb.TriggerID != "" {
-				err := b.call(ctx, "views.open", false, func(ctx context.Context) error {
-					_, err := b.api.OpenViewContext(ctx, cb.TriggerID, ratingWhyModal(runID))
-					return err
-				})
-				if err != nil {
-					b.log.Warn("bot: rating form", "run_id", runID, "err", err)
-				}
 			}
 		}
+	}
+	return nil
+}
+
+// onWhy records the "what was wrong?" form's text as a bad rating.
+func (rt *ratings) onWhy(ctx context.Context, cb slack.InteractionCallback) error {
+	if cb.View.CallbackID != callbackRatingWhy {
+		return nil
+	}
+	text := ""
+	if cb.View.State != nil {
+		text = strings.TrimSpace(cb.View.State.Values[blockRatingWhy][actionRatingWhy].Value)
+	}
+	if text == "" {
+		return nil
+	}
+	text = Truncate(text, rt.maxLen)
+	if err := rt.rateable(ctx, cb, cb.View.PrivateMetadata, ""); err != nil {
+		return err
+	}
+	return rt.recordRating(ctx, cb.View.PrivateMetadata, cb.User.ID, research.FeedbackBad, text)
+}
+
+// onClick records a click on the feedback buttons; a bad one opens the
+// "what was wrong?" form.
+func (rt *ratings) onClick(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
+	runID, ok := strings.CutPrefix(a.BlockID, ratingBlockPrefix)
+	v := research.FeedbackValue(a.Value)
+	if !ok || runID == "" || !v.Valid() {
+		return fmt.Errorf("bot: rating: block %q value %q", a.BlockID, a.Value)
+	}
+	if err := rt.rateable(ctx, cb, runID, interactionChannel(cb)); err != nil {
+		return err
+	}
+	if err := rt.recordRating(ctx, runID, cb.User.ID, v, ""); err != nil {
+		return err
+	}
+	if v != research.FeedbackBad || cb.TriggerID == "" {
+		return nil
+	}
+	err := rt.slack.call(ctx, "views.open", false, func(ctx context.Context) error {
+		_, err := rt.slack.api.OpenViewContext(ctx, cb.TriggerID, ratingWhyModal(runID))
+		return err
+	})
+	if err != nil {
+		rt.log.Warn("bot: rating form", "run_id", runID, "err", err)
 	}
 	return nil
 }
@@ -119,22 +132,22 @@ var errRatingRefused = errors.New("bot: rating refused")
 // channel (channel "" for the form, which has none), and in a DM by the
 // DM's owner, the run's requester (the only person there besides the bot).
 // Slack's own envelopes always pass.
-func (b *Bot) rateable(ctx context.Context, cb slack.InteractionCallback, runID, channel string) error {
+func (rt *ratings) rateable(ctx context.Context, cb slack.InteractionCallback, runID, channel string) error {
 	user := cb.User.ID
 	if team := cb.Team.ID; team == "" && cb.User.TeamID == "" || user == "" {
 		return fmt.Errorf("%w: %s by %q without a team or a user", errRatingRefused, runID, user)
 	}
 	if rest, ok := strings.CutPrefix(runID, "schedule:"); ok {
 		i := strings.LastIndex(rest, ":")
-		if b.digests == nil || i <= 0 {
+		if rt.digests == nil || i <= 0 {
 			return fmt.Errorf("%w: %s: no such digest", errRatingRefused, runID)
 		}
-		if _, err := b.digests.mgr.Store.GetSchedule(ctx, rest[:i]); err != nil {
+		if _, err := rt.digests.mgr.Store.GetSchedule(ctx, rest[:i]); err != nil {
 			return fmt.Errorf("%w: %s: schedule: %w", errRatingRefused, runID, err)
 		}
 		return nil
 	}
-	r, err := b.store.Run(ctx, runID)
+	r, err := rt.store.Run(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errRatingRefused, runID, err)
 	}
@@ -147,15 +160,15 @@ func (b *Bot) rateable(ctx context.Context, cb slack.InteractionCallback, runID,
 	return nil
 }
 
-func (b *Bot) recordRating(ctx context.Context, runID, user string, v research.FeedbackValue, text string) error {
-	err := b.opts.Feedback.RecordFeedback(ctx, research.Feedback{RunID: runID, User: user, Value: v, Text: text, At: b.now()})
+func (rt *ratings) recordRating(ctx context.Context, runID, user string, v research.FeedbackValue, text string) error {
+	err := rt.feedback.RecordFeedback(ctx, research.Feedback{RunID: runID, User: user, Value: v, Text: text, At: rt.slack.now()})
 	if err != nil {
 		return fmt.Errorf("bot: record rating of %s: %w", runID, err)
 	}
 	if text == "" {
-		b.metrics.ratings.WithLabelValues(string(v)).Inc()
+		rt.metrics.ratings.WithLabelValues(string(v)).Inc()
 	}
-	b.log.Info("bot: rating", "run_id", runID, "user", user, "value", v, "with_text", text != "")
+	rt.log.Info("bot: rating", "run_id", runID, "user", user, "value", v, "with_text", text != "")
 	return nil
 }
 
@@ -179,17 +192,17 @@ func ratingWhyModal(runID string) slack.ModalViewRequest {
 
 // ratingCounts tallies the ratings of runs for a listing; nil when ratings
 // are not kept or cannot be read (the listing goes on without them).
-func (b *Bot) ratingCounts(ctx context.Context, runs []research.Run) map[string]research.FeedbackCount {
-	if b.opts.Feedback == nil || len(runs) == 0 {
+func (rt *ratings) ratingCounts(ctx context.Context, runs []research.Run) map[string]research.FeedbackCount {
+	if rt.feedback == nil || len(runs) == 0 {
 		return nil
 	}
 	ids := make([]string, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
-	counts, err := b.opts.Feedback.CountFeedback(ctx, ids)
+	counts, err := rt.feedback.CountFeedback(ctx, ids)
 	if err != nil {
-		b.log.Warn("bot: count ratings", "err", err)
+		rt.log.Warn("bot: count ratings", "err", err)
 		return nil
 	}
 	return counts

@@ -35,7 +35,7 @@ func TestRatingsOnDigests(t *testing.T) {
 	}
 	rb := h.start(func(o *bot.Options) {
 		o.Feedback, o.AllowedChannels, o.Registerer = fb, []string{"C1"}, reg
-		o.Digests = &schedule.Manager{Store: schedules}
+		o.Digests = servedBy(&schedule.Manager{Store: schedules})
 	})
 	h.connected(ctx, 1)
 

@@ -231,8 +231,6 @@ func interruptBlocks(runID string, intr research.Interrupt, requester string, l 
 	return l.intrTitle(intr.Kind), blocks
 }
 
-func actionLabel(a research.Action) string { return langEN.actionLabel(a) }
-
 func (l lang) actionLabel(a research.Action) string {
 	w := l.words()
 	return labelOf(a, map[research.Action]string{

@@ -85,8 +85,8 @@ func renderedPayloads(s string, all bool) map[string]any {
 	}
 	add("summary apart", "", []slack.Block{slack.NewMarkdownBlock("dr_summary", truncateEscaped(s, summaryChars))}) // runs.go uploadReport
 	add("home", "", homeBlocks([]research.Run{{ID: "r1", Question: s, State: research.StateDone, Key: research.ThreadKey{Channel: s}}, {ID: "r2", Question: s, Key: research.ThreadKey{Channel: "C0123"}}}, map[string]research.FeedbackCount{"r1": {Good: 1}}, now))
-	b := &Bot{opts: Options{Subcommands: map[string]SlashHandler{s: nil}}}
-	out["help"] = map[string]any{"text": b.slashHelp(s)}
+	h := &handlers{opts: &Options{Subcommands: map[string]SlashHandler{s: nil}}}
+	out["help"] = map[string]any{"text": h.slashHelp(s)}
 	out["channel ref"] = map[string]any{"text": ChannelRef(s)}
 	out["upload title"] = map[string]any{"title": plainTitle(Truncate(s, 200))}
 	return out

@@ -183,7 +183,7 @@ func (b *Bot) cancelLocal(runID, by string) bool { return b.runs.CancelLocal(run
 // picks up queued runs and runs whose lease expired (another process died,
 // or this one restarted), and forgets old event ids and handled envelopes.
 func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
-	t := time.NewTicker(b.opts.RecoverEvery)
+	t := b.clk.NewTimer(b.opts.RecoverEvery)
 	defer t.Stop()
 	lastPrune := time.Time{}
 	for {
@@ -202,8 +202,9 @@ func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
+		t.Reset(b.opts.RecoverEvery)
 	}
 }
 

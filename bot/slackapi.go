@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"deepresearch/clock"
@@ -15,11 +18,98 @@ import (
 	"github.com/slack-go/slack"
 )
 
+// Client is the Slack Web API client of one app installation: its bot
+// token, the app-level token Socket Mode connects with, the API URL and the
+// HTTP client. A process makes one and shares it: the Bot (Options.Client)
+// and the WorkspaceSearch its researcher uses call Slack through it.
+type Client struct {
+	api      *slack.Client
+	http     *http.Client
+	botToken string
+	appToken string
+}
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	BotToken   string       // xoxb-…
+	AppToken   string       // xapp-… with connections:write ("" when only the Web API is used)
+	APIURL     string       // Slack Web API base, e.g. "https://slack.com/api/"; "" for Slack's own
+	HTTPClient *http.Client // default: a client with a 30s timeout
+}
+
+// NewClient returns the Client of o.
+func NewClient(o ClientOptions) *Client {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	sopts := []slack.Option{slack.OptionHTTPClient(o.HTTPClient)}
+	if o.AppToken != "" {
+		sopts = append(sopts, slack.OptionAppLevelToken(o.AppToken))
+	}
+	if o.APIURL != "" {
+		sopts = append(sopts, slack.OptionAPIURL(apiBase(o.APIURL)))
+	}
+	return &Client{api: slack.New(o.BotToken, sopts...), http: o.HTTPClient, botToken: o.BotToken, appToken: o.AppToken}
+}
+
+// slackClient is the bot's Slack Web API client (a Client) with its budgets. Every call goes
+// through call (retries, error metrics); messages are paced per channel,
+// edits kept within the workspace's chat.update budget and refusals capped
+// under a flood; user names and languages are cached. The live replicas
+// split its budgets among themselves (presence.go).
+type slackClient struct {
+	api           *slack.Client
+	http          *http.Client // response_urls
+	log           *slog.Logger
+	metrics       *Metrics
+	clk           clock.Clock
+	retries       int           // Options.SlackRetries
+	refusalWindow time.Duration // Options.RefusalWindow
+
+	limiter      *channelLimiter
+	edits        editOrder     // per-message edit order across status message instances
+	names        sync.Map      // user id -> display name
+	langs        sync.Map      // user id -> lang of their Slack client
+	updates      *updateBudget // chat.update budget of the process (nil: unlimited)
+	appends      *updateBudget // chat.appendStream budget of the process
+	streamStarts *updateBudget // chat.startStream (Tier 2): a run without a token gets a status message
+	streamStops  *updateBudget // chat.stopStream (Tier 2): a stop waits for a token
+	posts        *postPacer    // chat.postMessage pace per channel (nil: unpaced)
+	refusals     *refusalGate  // caps refusal replies under a flood (nil: uncapped)
+	live         atomic.Int32  // replicas the workspace's budgets are split among (presence.go)
+}
+
+// newSlackClient is the client of a bot with opts (defaults applied),
+// calling Slack through client.
+func newSlackClient(client *Client, opts Options, log *slog.Logger, m *Metrics) *slackClient {
+	c := &slackClient{
+		api:           client.api,
+		http:          client.http,
+		log:           log,
+		metrics:       m,
+		clk:           opts.Clock,
+		retries:       opts.SlackRetries,
+		refusalWindow: opts.RefusalWindow,
+		limiter:       newChannelLimiter(opts.ProgressInterval, opts.Clock),
+		updates:       newUpdateBudget(opts.UpdatesPerMinute, opts.UpdateBurst, opts.Clock),
+		appends:       newUpdateBudget(appendsPerMinute, appendBurst, opts.Clock),
+		streamStarts:  newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
+		streamStops:   newUpdateBudget(streamCallsPerMinute, streamCallsPerMinute, opts.Clock),
+		posts:         newPostPacer(opts.PostInterval, opts.PostBurst, opts.Clock),
+		refusals:      newRefusalGate(opts.RefusalWindow, opts.Clock),
+	}
+	c.live.Store(1)
+	return c
+}
+
+// now is the time on the bot's clock.
+func (c *slackClient) now() time.Time { return c.clk.Now() }
+
 // call runs one Slack Web API call with retries: a 429 is retried after its
 // Retry-After (Slack did not act on the request); a 5xx or network error is
 // retried with a backoff only when idempotent is true (the request may
 // have been acted on). Every failure is counted by method and error code.
-func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(context.Context) error) error {
+func (c *slackClient) call(ctx context.Context, method string, idempotent bool, fn func(context.Context) error) error {
 	backoff := clock.Backoff{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
 	for attempt := 0; ; attempt++ {
 		err := fn(ctx)
@@ -28,7 +118,7 @@ func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(
 		}
 		code := errorCode(err)
 		if code != "skipped" {
-			b.metrics.slackErrors.WithLabelValues(method, code).Inc()
+			c.metrics.slackErrors.WithLabelValues(method, code).Inc()
 		}
 		if errors.Is(err, errEditSkipped) {
 			return fmt.Errorf("%s: %w", method, err)
@@ -46,11 +136,11 @@ func (b *Bot) call(ctx context.Context, method string, idempotent bool, fn func(
 		default:
 			return fmt.Errorf("%s: %w", method, err)
 		}
-		if attempt >= b.opts.SlackRetries || ctx.Err() != nil {
+		if attempt >= c.retries || ctx.Err() != nil {
 			return fmt.Errorf("%s (after %d attempts): %w", method, attempt+1, err)
 		}
-		b.log.Debug("bot: retrying slack call", "method", method, "code", code, "wait", wait)
-		if err := clock.Sleep(ctx, b.clk, wait); err != nil {
+		c.log.Debug("bot: retrying slack call", "method", method, "code", code, "wait", wait)
+		if err := clock.Sleep(ctx, c.clk, wait); err != nil {
 			return fmt.Errorf("%s: %w", method, err)
 		}
 	}
@@ -85,7 +175,7 @@ func isAPICode(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+		if r != '_' && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
 			return false
 		}
 	}
@@ -120,14 +210,14 @@ func errorCode(err error) string {
 }
 
 // postMessage posts a message and returns its ts. Only 429s are retried.
-func (b *Bot) postMessage(ctx context.Context, channel string, opts ...slack.MsgOption) (string, error) {
-	return b.post(ctx, channel, false, opts...)
+func (c *slackClient) postMessage(ctx context.Context, channel string, opts ...slack.MsgOption) (string, error) {
+	return c.post(ctx, channel, false, opts...)
 }
 
 // post posts a message paced per channel (Slack allows about one message
 // per second per channel, with short bursts); idempotent as for call.
-func (b *Bot) post(ctx context.Context, channel string, idempotent bool, opts ...slack.MsgOption) (string, error) {
-	ts, _, err := b.postUnless(ctx, channel, idempotent, nil, opts...)
+func (c *slackClient) post(ctx context.Context, channel string, idempotent bool, opts ...slack.MsgOption) (string, error) {
+	ts, _, err := c.postUnless(ctx, channel, idempotent, nil, opts...)
 	return ts, err
 }
 
@@ -135,25 +225,25 @@ func (b *Bot) post(ctx context.Context, channel string, idempotent bool, opts ..
 // asks unneeded (when not nil) and skips the post if that reports true:
 // waiting for the slot can take a while in a busy channel, and the message
 // may have become unnecessary meanwhile.
-func (b *Bot) postUnless(ctx context.Context, channel string, idempotent bool, unneeded func() bool, opts ...slack.MsgOption) (ts string, skipped bool, err error) {
-	start := time.Now()
-	if err := b.posts.wait(ctx, channel); err != nil {
+func (c *slackClient) postUnless(ctx context.Context, channel string, idempotent bool, unneeded func() bool, opts ...slack.MsgOption) (ts string, skipped bool, err error) {
+	start := c.now()
+	if err := c.posts.wait(ctx, channel); err != nil {
 		return "", false, fmt.Errorf("chat.postMessage: %w", err)
 	}
-	b.metrics.postWait.Observe(time.Since(start).Seconds())
+	c.metrics.postWait.Observe(c.now().Sub(start).Seconds())
 	if unneeded != nil && unneeded() {
 		return "", true, nil
 	}
-	ts, err = b.send(ctx, channel, idempotent, opts...)
+	ts, err = c.send(ctx, channel, idempotent, opts...)
 	return ts, false, err
 }
 
 // send calls chat.postMessage.
-func (b *Bot) send(ctx context.Context, channel string, idempotent bool, opts ...slack.MsgOption) (string, error) {
+func (c *slackClient) send(ctx context.Context, channel string, idempotent bool, opts ...slack.MsgOption) (string, error) {
 	var ts string
-	err := b.call(ctx, "chat.postMessage", idempotent, func(ctx context.Context) error {
+	err := c.call(ctx, "chat.postMessage", idempotent, func(ctx context.Context) error {
 		var err error
-		_, ts, err = b.api.PostMessageContext(ctx, channel, opts...)
+		_, ts, err = c.api.PostMessageContext(ctx, channel, opts...)
 		return err
 	})
 	return ts, err
@@ -168,8 +258,8 @@ const (
 )
 
 // updateMessage edits a message in place: a final picture.
-func (b *Bot) updateMessage(ctx context.Context, channel, ts string, opts ...slack.MsgOption) error {
-	return b.editMessage(ctx, editFinal, channel, ts, opts...)
+func (c *slackClient) updateMessage(ctx context.Context, channel, ts string, opts ...slack.MsgOption) error {
+	return c.editMessage(ctx, editFinal, channel, ts, opts...)
 }
 
 // editMessage edits a message within the workspace's chat.update budget.
@@ -179,27 +269,27 @@ func (b *Bot) updateMessage(ctx context.Context, channel, ts string, opts ...sla
 // when no token is free beyond the finals' reserve. A 429 pauses the
 // budget for its Retry-After; a progress edit then gives up instead of
 // waiting.
-func (b *Bot) editMessage(ctx context.Context, kind editKind, channel, ts string, opts ...slack.MsgOption) error {
-	return b.call(ctx, "chat.update", true, func(ctx context.Context) error {
+func (c *slackClient) editMessage(ctx context.Context, kind editKind, channel, ts string, opts ...slack.MsgOption) error {
+	return c.call(ctx, "chat.update", true, func(ctx context.Context) error {
 		if kind == editProgress {
-			if !b.updates.tryProgress() {
-				b.metrics.updateSkipped.Inc()
+			if !c.updates.tryProgress() {
+				c.metrics.updateSkipped.Inc()
 				return errEditSkipped
 			}
 		} else {
-			start := time.Now()
-			if err := b.updates.wait(ctx); err != nil {
+			start := c.now()
+			if err := c.updates.wait(ctx); err != nil {
 				return err
 			}
-			b.metrics.updateWait.Observe(time.Since(start).Seconds())
-			if err := b.limiter.wait(ctx, channel); err != nil {
+			c.metrics.updateWait.Observe(c.now().Sub(start).Seconds())
+			if err := c.limiter.wait(ctx, channel); err != nil {
 				return err
 			}
 		}
-		_, _, _, err := b.api.UpdateMessageContext(ctx, channel, ts, opts...)
+		_, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, opts...)
 		var rl *slack.RateLimitedError
 		if errors.As(err, &rl) {
-			b.updates.pause(max(rl.RetryAfter, 100*time.Millisecond))
+			c.updates.pause(max(rl.RetryAfter, 100*time.Millisecond))
 			if kind == editProgress {
 				return fmt.Errorf("%w: %w", errEditSkipped, err)
 			}
@@ -209,17 +299,17 @@ func (b *Bot) editMessage(ctx context.Context, kind editKind, channel, ts string
 }
 
 // ephemeral shows text to one user; failures are logged, not returned.
-func (b *Bot) ephemeral(ctx context.Context, channel, threadTS, user, text string) {
+func (c *slackClient) ephemeral(ctx context.Context, channel, threadTS, user, text string) {
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
 	}
-	err := b.call(ctx, "chat.postEphemeral", true, func(ctx context.Context) error {
-		_, err := b.api.PostEphemeralContext(ctx, channel, user, opts...)
+	err := c.call(ctx, "chat.postEphemeral", true, func(ctx context.Context) error {
+		_, err := c.api.PostEphemeralContext(ctx, channel, user, opts...)
 		return err
 	})
 	if err != nil {
-		b.log.Warn("bot: ephemeral", "channel", channel, "err", err)
+		c.log.Warn("bot: ephemeral", "channel", channel, "err", err)
 	}
 }
 
@@ -232,32 +322,32 @@ func (b *Bot) ephemeral(ctx context.Context, channel, threadTS, user, text strin
 // unanswered; tests look for it.
 const refusalQuietNote = "You've asked me this several times in a row: I won't answer the same request again in this channel for the next %s."
 
-func (b *Bot) refuse(ctx context.Context, channel, threadTS, user, kind, text string) {
-	how := b.refusals.route(user, channel, kind)
-	b.metrics.refusals.WithLabelValues(kind, string(how)).Inc()
+func (c *slackClient) refuse(ctx context.Context, channel, threadTS, user, kind, text string) {
+	how := c.refusals.route(user, channel, kind)
+	c.metrics.refusals.WithLabelValues(kind, string(how)).Inc()
 	switch how {
 	case refuseInThread:
-		b.reply(ctx, channel, threadTS, text)
+		c.reply(ctx, channel, threadTS, text)
 	case refuseEphemeral:
-		b.ephemeral(ctx, channel, threadTS, user, text)
+		c.ephemeral(ctx, channel, threadTS, user, text)
 	case refuseLast:
-		b.ephemeral(ctx, channel, threadTS, user, text+"\n"+fmt.Sprintf(refusalQuietNote, b.opts.RefusalWindow.Round(time.Second)))
+		c.ephemeral(ctx, channel, threadTS, user, text+"\n"+fmt.Sprintf(refusalQuietNote, c.refusalWindow.Round(time.Second)))
 	default:
-		b.log.Info("bot: refusal not answered (repeated too often)", "channel", channel, "user", user, "kind", kind, "thread_ts", threadTS)
+		c.log.Info("bot: refusal not answered (repeated too often)", "channel", channel, "user", user, "kind", kind, "thread_ts", threadTS)
 	}
 }
 
 // reply posts text in a thread; failures are logged.
-func (b *Bot) reply(ctx context.Context, channel, threadTS, text string) string {
-	ts, err := b.postMessage(ctx, channel, slack.MsgOptionText(text, false), slack.MsgOptionTS(threadTS))
+func (c *slackClient) reply(ctx context.Context, channel, threadTS, text string) string {
+	ts, err := c.postMessage(ctx, channel, slack.MsgOptionText(text, false), slack.MsgOptionTS(threadTS))
 	if err != nil {
-		b.log.Warn("bot: reply", "channel", channel, "err", err)
+		c.log.Warn("bot: reply", "channel", channel, "err", err)
 	}
 	return ts
 }
 
 // respond posts an ephemeral answer to a slash command's response_url.
-func (b *Bot) respond(ctx context.Context, responseURL, text string, blocks []slack.Block) {
+func (c *slackClient) respond(ctx context.Context, responseURL, text string, blocks []slack.Block) {
 	if responseURL == "" {
 		return
 	}
@@ -265,34 +355,34 @@ func (b *Bot) respond(ctx context.Context, responseURL, text string, blocks []sl
 	if len(blocks) > 0 {
 		msg["blocks"] = blocks
 	}
-	if err := b.postResponse(ctx, responseURL, msg); err != nil {
-		b.log.Warn("bot: response_url", "err", err)
+	if err := c.postResponse(ctx, responseURL, msg); err != nil {
+		c.log.Warn("bot: response_url", "err", err)
 	}
 }
 
 // replaceOriginal replaces the message an interaction came from through the
 // interaction's response_url: immediate for the person who clicked, and
 // outside the chat.update budget that status edits share.
-func (b *Bot) replaceOriginal(ctx context.Context, responseURL, text string, blocks []slack.Block) error {
+func (c *slackClient) replaceOriginal(ctx context.Context, responseURL, text string, blocks []slack.Block) error {
 	msg := map[string]any{"replace_original": true, "text": text}
 	if len(blocks) > 0 {
 		msg["blocks"] = blocks
 	}
-	return b.postResponse(ctx, responseURL, msg)
+	return c.postResponse(ctx, responseURL, msg)
 }
 
-func (b *Bot) postResponse(ctx context.Context, responseURL string, msg map[string]any) error {
+func (c *slackClient) postResponse(ctx context.Context, responseURL string, msg map[string]any) error {
 	body, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
-	return b.call(ctx, "response_url", true, func(ctx context.Context) error {
+	return c.call(ctx, "response_url", true, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := b.opts.HTTPClient.Do(req)
+		resp, err := c.http.Do(req)
 		if err != nil {
 			return err
 		}
@@ -306,22 +396,22 @@ func (b *Bot) postResponse(ctx context.Context, responseURL string, msg map[stri
 }
 
 // userName returns a user's display name (escaped, never a mention), cached.
-func (b *Bot) userName(ctx context.Context, id string) string {
+func (c *slackClient) userName(ctx context.Context, id string) string {
 	if id == "" {
 		return "someone"
 	}
-	if v, ok := b.names.Load(id); ok {
+	if v, ok := c.names.Load(id); ok {
 		return v.(string)
 	}
 	var u *slack.User
-	err := b.call(ctx, "users.info", true, func(ctx context.Context) error {
+	err := c.call(ctx, "users.info", true, func(ctx context.Context) error {
 		var err error
-		u, err = b.api.GetUserInfoContext(ctx, id)
+		u, err = c.api.GetUserInfoContext(ctx, id)
 		return err
 	})
 	name := id
 	if err == nil && u != nil {
-		b.langs.Store(id, langOf(u.Locale))
+		c.langs.Store(id, langOf(u.Locale))
 		switch {
 		case u.Profile.DisplayName != "":
 			name = u.Profile.DisplayName
@@ -333,7 +423,7 @@ func (b *Bot) userName(ctx context.Context, id string) string {
 	}
 	name = Escape(name)
 	if err == nil {
-		b.names.Store(id, name)
+		c.names.Store(id, name)
 	}
 	return name
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"deepresearch/clock"
@@ -16,15 +18,56 @@ import (
 	"github.com/slack-go/slack/socketmode"
 )
 
+// intake is the bot's Socket Mode side: it keeps the connection up, makes
+// every envelope with work durable in the inbox before acking it, hands it
+// to a pool of handlers, renews the leases of the entries it holds, and
+// takes over entries whose holder's lease ran out (a process that died).
+type intake struct {
+	sm       *socketmode.Client
+	store    research.Store
+	log      *slog.Logger
+	metrics  *Metrics
+	clk      clock.Clock
+	spans    *spans
+	instance string        // Options.InstanceID: the inbox lease owner
+	grace    time.Duration // Options.InboxGrace
+	id       *identity     // the bot's workspace and app (foreign envelopes are dropped)
+	handlers envelopeHandler
+	workCtx  context.Context // parent of event handlers, set by Run before the loops start
+
+	held      heldEntries // inbox entries queued or being handled by this process
+	connected atomic.Bool
+	skipWork  atomic.Bool // tests: store and ack envelopes, handle none (as if dead after the ack)
+}
+
+// envelopeHandler handles the work of envelopes (handlers.go, slash.go).
+type envelopeHandler interface {
+	handleEvent(ctx context.Context, outer slackevents.EventsAPIEvent, redo bool)
+	handleInteraction(ctx context.Context, cb slack.InteractionCallback)
+	handleSlash(ctx context.Context, cmd slack.SlashCommand)
+	// ackPayload is the response an envelope's ack carries (nil: none).
+	ackPayload(ev socketmode.Event) any
+}
+
+// identity is who the bot is in Slack, learned at start-up (auth.test,
+// bots.info).
+type identity struct {
+	botUserID    string
+	teamID       string
+	botID        string
+	enterpriseID string // an org-wide install: envelopes come from the org's workspaces
+	appID        string // expected api_app_id ("" unknown)
+}
+
 // socketLoop keeps the Socket Mode connection up. slack-go's RunContext
 // reconnects by itself on disconnect requests and dead connections; it
 // returns only when it cannot connect, and then we try again with a backoff,
 // unless the app token was rejected.
-func (b *Bot) socketLoop(ctx context.Context) error {
+func (sk *intake) socketLoop(ctx context.Context) error {
 	backoff := clock.Backoff{Initial: 500 * time.Millisecond, Max: 30 * time.Second}
 	for attempt := 1; ; attempt++ {
-		err := b.sm.RunContext(ctx)
-		b.connected.Store(false)
+		err := sk.sm.RunContext(ctx)
+		sk.connected.Store(false)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -33,9 +76,9 @@ func (b *Bot) socketLoop(ctx context.Context) error {
 			return fmt.Errorf("%w: apps.connections.open answered %s; check SLACK_APP_TOKEN (an app-level token, xapp-, with connections:write)", ErrAuth, errorCode(err))
 		}
 		wait := backoff.Delay(attempt)
-		b.log.Warn("bot: socket mode stopped; reconnecting", "err", err, "backoff", wait)
-		b.metrics.reconnects.Inc()
-		if clock.Sleep(ctx, b.clk, wait) != nil {
+		sk.log.Warn("bot: socket mode stopped; reconnecting", "err", err, "backoff", wait)
+		sk.metrics.reconnects.Inc()
+		if clock.Sleep(ctx, sk.clk, wait) != nil {
 			return nil
 		}
 	}
@@ -52,14 +95,14 @@ type received struct {
 // (events, interactions, slash commands) go to the ingest loop, which
 // stores them in the inbox before acking them; everything else is handled
 // here with no I/O other than an ack, so pings are never held up.
-func (b *Bot) dispatchLoop(ctx context.Context, in chan<- received) {
+func (sk *intake) dispatchLoop(ctx context.Context, in chan<- received) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-b.sm.Events:
-			start := time.Now()
-			if !b.dispatch(ctx, ev, start) {
+		case ev := <-sk.sm.Events:
+			start := sk.clk.Now()
+			if !sk.dispatch(ctx, ev, start) {
 				continue
 			}
 			select {
@@ -73,24 +116,24 @@ func (b *Bot) dispatchLoop(ctx context.Context, in chan<- received) {
 
 // dispatch handles a connection event or an envelope without work (acking
 // it) and reports whether ev is an envelope with work, for the ingest loop.
-func (b *Bot) dispatch(ctx context.Context, ev socketmode.Event, start time.Time) bool {
+func (sk *intake) dispatch(ctx context.Context, ev socketmode.Event, start time.Time) bool {
 	switch ev.Type {
 	case socketmode.EventTypeConnected:
-		b.connected.Store(true)
-		b.log.Info("bot: connected")
+		sk.connected.Store(true)
+		sk.log.Info("bot: connected")
 	case socketmode.EventTypeConnecting:
-		b.log.Debug("bot: connecting")
+		sk.log.Debug("bot: connecting")
 	case socketmode.EventTypeConnectionError:
-		b.connected.Store(false)
-		b.log.Warn("bot: connection error", "err", fmt.Sprint(ev.Data))
+		sk.connected.Store(false)
+		sk.log.Warn("bot: connection error", "err", fmt.Sprint(ev.Data))
 	case socketmode.EventTypeInvalidAuth:
-		b.log.Error("bot: socket mode auth rejected; check SLACK_APP_TOKEN")
+		sk.log.Error("bot: socket mode auth rejected; check SLACK_APP_TOKEN")
 	case socketmode.EventTypeHello:
-		b.connected.Store(true)
+		sk.connected.Store(true)
 	case socketmode.EventTypeDisconnect:
-		b.log.Info("bot: disconnect requested")
+		sk.log.Info("bot: disconnect requested")
 	case socketmode.EventTypeIncomingError:
-		b.log.Warn("bot: incoming error", "err", fmt.Sprint(ev.Data))
+		sk.log.Warn("bot: incoming error", "err", fmt.Sprint(ev.Data))
 	case socketmode.EventTypeErrorBadMessage:
 		// Ack what we could not parse so Slack does not redeliver it forever.
 		bad, _ := ev.Data.(*socketmode.ErrorBadMessage)
@@ -100,16 +143,16 @@ func (b *Bot) dispatch(ctx context.Context, ev socketmode.Event, start time.Time
 				Type       string `json:"type"`
 			}
 			if json.Unmarshal(bad.Message, &env) == nil && env.EnvelopeID != "" {
-				b.ack(ctx, env.EnvelopeID, nil, start)
+				sk.ack(ctx, env.EnvelopeID, nil, start)
 			}
-			b.log.Warn("bot: malformed envelope acked and dropped", "envelope_type", env.Type, "err", bad.Cause)
+			sk.log.Warn("bot: malformed envelope acked and dropped", "envelope_type", env.Type, "err", bad.Cause)
 		}
-		b.metrics.events.WithLabelValues("malformed").Inc()
+		sk.metrics.events.WithLabelValues("malformed").Inc()
 	case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 		return ev.Request != nil
 	default:
 		if ev.Request != nil && ev.Request.EnvelopeID != "" {
-			b.ack(ctx, ev.Request.EnvelopeID, nil, start)
+			sk.ack(ctx, ev.Request.EnvelopeID, nil, start)
 		}
 	}
 	return false
@@ -119,7 +162,7 @@ func (b *Bot) dispatch(ctx context.Context, ev socketmode.Event, start time.Time
 // them to the pool, in the order they arrived. Envelopes that arrive while
 // a write is in flight are stored together by the next one (one
 // transaction, one commit), so a burst costs a few writes, not one each.
-func (b *Bot) ingestLoop(ctx context.Context, in <-chan received, p *pool) {
+func (sk *intake) ingestLoop(ctx context.Context, in <-chan received, p *pool) {
 	batch := make([]received, 0, maxIngestBatch)
 	for {
 		select {
@@ -137,7 +180,7 @@ func (b *Bot) ingestLoop(ctx context.Context, in <-chan received, p *pool) {
 				break more
 			}
 		}
-		b.ingest(ctx, p, batch)
+		sk.ingest(ctx, p, batch)
 	}
 }
 
@@ -147,41 +190,41 @@ func (b *Bot) ingestLoop(ctx context.Context, in <-chan received, p *pool) {
 // not acked, so Slack delivers them again; one the pool has no room for
 // stays in the inbox until recovery takes it over (after
 // Options.InboxGrace).
-func (b *Bot) ingest(ctx context.Context, p *pool, batch []received) {
-	now := b.now()
+func (sk *intake) ingest(ctx context.Context, p *pool, batch []received) {
+	now := sk.clk.Now()
 	es := make([]research.InboxEntry, len(batch))
 	for i, r := range batch {
 		req := r.ev.Request
 		es[i] = research.InboxEntry{
 			Key: eventKey(*req), Type: req.Type, EnvelopeID: req.EnvelopeID, Payload: storablePayload(req.Type, req.Payload),
-			ReceivedAt: now, Owner: b.opts.InstanceID, LeaseUntil: now.Add(b.opts.InboxGrace),
+			ReceivedAt: now, Owner: sk.instance, LeaseUntil: now.Add(sk.grace),
 		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, inboxPutTimeout)
-	stored, err := b.store.PutInbox(pctx, es)
+	stored, err := sk.store.PutInbox(pctx, es)
 	cancel()
 	if err != nil {
-		b.metrics.inboxErrors.Add(float64(len(es)))
-		b.log.Error("bot: could not store envelopes; not acking them, so Slack delivers them again", "count", len(es), "err", err)
+		sk.metrics.inboxErrors.Add(float64(len(es)))
+		sk.log.Error("bot: could not store envelopes; not acking them, so Slack delivers them again", "count", len(es), "err", err)
 		return
 	}
 	for i, r := range batch {
 		ev, e := r.ev, es[i]
-		b.ack(ctx, e.EnvelopeID, b.ackPayload(ev), r.at)
-		b.metrics.events.WithLabelValues(string(ev.Type)).Inc()
+		sk.ack(ctx, e.EnvelopeID, sk.handlers.ackPayload(ev), r.at)
+		sk.metrics.events.WithLabelValues(string(ev.Type)).Inc()
 		switch {
 		case !stored[i]:
-			b.metrics.duplicates.Inc()
-			b.log.Info("bot: duplicate envelope acked and ignored", "key", e.Key, "envelope_id", e.EnvelopeID, "retry_attempt", ev.Request.RetryAttempt)
-		case b.skipWork.Load():
+			sk.metrics.duplicates.Inc()
+			sk.log.Info("bot: duplicate envelope acked and ignored", "key", e.Key, "envelope_id", e.EnvelopeID, "retry_attempt", ev.Request.RetryAttempt)
+		case sk.skipWork.Load():
 			// Tests: as if the process died right after the ack.
-		case !b.held.add(e.Key, e.LeaseUntil):
+		case !sk.held.add(e.Key, e.LeaseUntil):
 			// Recovery here claimed it already (its lease ran out before
 			// the ack): it is queued once.
-		case !p.submit(func() { b.work(e, ev) }):
-			b.held.remove(e.Key)
-			b.metrics.deferred.Inc()
-			b.log.Warn("bot: handler queue full; the envelope waits in the inbox for recovery", "key", e.Key, "envelope_id", e.EnvelopeID, "type", ev.Type)
+		case !p.submit(func() { sk.work(e, ev) }):
+			sk.held.remove(e.Key)
+			sk.metrics.deferred.Inc()
+			sk.log.Warn("bot: handler queue full; the envelope waits in the inbox for recovery", "key", e.Key, "envelope_id", e.EnvelopeID, "type", ev.Type)
 		}
 	}
 }
@@ -194,103 +237,99 @@ const (
 	inboxRecoverBatch = 64              // entries taken over per recovery pass, at most
 )
 
-func (b *Bot) ack(ctx context.Context, envelopeID string, payload any, start time.Time) {
+func (sk *intake) ack(ctx context.Context, envelopeID string, payload any, start time.Time) {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := b.sm.AckCtx(actx, envelopeID, payload); err != nil {
-		b.log.Warn("bot: ack failed", "envelope_id", envelopeID, "err", err)
+	if err := sk.sm.AckCtx(actx, envelopeID, payload); err != nil {
+		sk.log.Warn("bot: ack failed", "envelope_id", envelopeID, "err", err)
 		return
 	}
-	b.metrics.ackLatency.Observe(time.Since(start).Seconds())
-	b.traceAck(ctx, envelopeID, start)
+	sk.metrics.ackLatency.Observe(sk.clk.Now().Sub(start).Seconds())
+	sk.spans.traceAck(ctx, envelopeID, start)
 }
 
 // work handles an inbox entry this process holds, in a pool worker, and
 // marks it done. The lease is renewed while the handler runs. A handler cut
 // short by shutdown leaves the entry to be handled again.
-func (b *Bot) work(e research.InboxEntry, ev socketmode.Event) {
-	defer b.held.remove(e.Key)
-	ctx := b.workCtx
-	owner := b.opts.InstanceID
-	if b.now().After(e.LeaseUntil.Add(-b.opts.InboxGrace / 2)) {
+func (sk *intake) work(e research.InboxEntry, ev socketmode.Event) {
+	defer sk.held.remove(e.Key)
+	ctx := sk.workCtx
+	owner := sk.instance
+	if sk.clk.Now().After(e.LeaseUntil.Add(-sk.grace / 2)) {
 		// It waited in the queue for most of its lease: renew it first, so
 		// that recovery elsewhere does not take it over while we work.
-		if err := b.store.ExtendInbox(ctx, e.Key, owner, b.now(), b.opts.InboxGrace); err != nil {
-			b.log.Info("bot: inbox entry no longer ours; skipped", "key", e.Key, "err", err)
+		if err := sk.store.ExtendInbox(ctx, e.Key, owner, sk.clk.Now(), sk.grace); err != nil {
+			sk.log.Info("bot: inbox entry no longer ours; skipped", "key", e.Key, "err", err)
 			return
 		}
 	}
-	b.held.running(e.Key)
-	release := b.holdInbox(ctx, e.Key)
-	b.handle(ctx, ev, e.Attempts > 1)
+	sk.held.running(e.Key)
+	release := sk.holdInbox(ctx, e.Key)
+	sk.handle(ctx, ev, e.Attempts > 1)
 	release()
 	if ctx.Err() != nil {
 		return
 	}
-	b.finishInbox(ctx, e.Key)
+	sk.finishInbox(ctx, e.Key)
 }
 
-func (b *Bot) finishInbox(ctx context.Context, key string) {
-	if err := b.store.FinishInbox(ctx, key, b.opts.InstanceID, b.now()); err != nil {
-		b.log.Warn("bot: mark inbox entry done", "key", key, "err", err)
+func (sk *intake) finishInbox(ctx context.Context, key string) {
+	if err := sk.store.FinishInbox(ctx, key, sk.instance, sk.clk.Now()); err != nil {
+		sk.log.Warn("bot: mark inbox entry done", "key", key, "err", err)
 	}
 }
 
 // holdInbox renews this process's lease on an inbox entry every third of
 // Options.InboxGrace until release is called.
-func (b *Bot) holdInbox(ctx context.Context, key string) (release func()) {
-	every := b.opts.InboxGrace / 3
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	renew := func() {
-		err := b.store.ExtendInbox(ctx, key, b.opts.InstanceID, b.now(), b.opts.InboxGrace)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			b.log.Warn("bot: renew inbox lease", "key", key, "err", err)
-			if errors.Is(err, research.ErrLeaseLost) || errors.Is(err, research.ErrNotFound) {
+func (sk *intake) holdInbox(ctx context.Context, key string) (release func()) {
+	every := sk.grace / 3
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := sk.clk.NewTimer(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
 				return
+			case <-t.C():
 			}
-		}
-		if !stopped {
+			if err := sk.store.ExtendInbox(ctx, key, sk.instance, sk.clk.Now(), sk.grace); err != nil {
+				sk.log.Warn("bot: renew inbox lease", "key", key, "err", err)
+				if errors.Is(err, research.ErrLeaseLost) || errors.Is(err, research.ErrNotFound) {
+					return
+				}
+			}
 			t.Reset(every)
 		}
-	}
-	mu.Lock()
-	t = time.AfterFunc(every, renew)
-	mu.Unlock()
+	}()
 	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+		close(stop)
+		<-done
 	}
 }
 
 // recoverInbox takes over inbox entries whose holder's lease ran out (it
 // died, or its queue was full) and hands them to the pool, as many as the
 // queue has room for.
-func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
-	if b.skipWork.Load() {
+func (sk *intake) recoverInbox(ctx context.Context, p *pool) {
+	if sk.skipWork.Load() {
 		return
 	}
-	b.renewQueued(ctx)
+	sk.renewQueued(ctx)
 	n := min(p.free(), inboxRecoverBatch)
 	if n <= 0 {
 		return
 	}
-	es, err := b.store.ClaimInbox(ctx, b.opts.InstanceID, b.now(), b.opts.InboxGrace, n)
+	es, err := sk.store.ClaimInbox(ctx, sk.instance, sk.clk.Now(), sk.grace, n)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.log.Warn("bot: claim inbox entries", "err", err)
+			sk.log.Warn("bot: claim inbox entries", "err", err)
 		}
 		return
 	}
 	for _, e := range es {
-		if !b.held.add(e.Key, e.LeaseUntil) {
+		if !sk.held.add(e.Key, e.LeaseUntil) {
 			// Its lease ran out while it waited in this process's queue or
 			// while its handler here was slow to renew: this process is
 			// handling it already. The claim renewed the lease; it is not
@@ -298,26 +337,26 @@ func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
 			// (which would give a slow envelope up as poison).
 			continue
 		}
-		log := b.log.With("key", e.Key, "envelope_id", e.EnvelopeID, "type", e.Type, "attempts", e.Attempts, "received_at", e.ReceivedAt)
+		log := sk.log.With("key", e.Key, "envelope_id", e.EnvelopeID, "type", e.Type, "attempts", e.Attempts, "received_at", e.ReceivedAt)
 		if e.Attempts > maxInboxAttempts {
-			b.held.remove(e.Key)
+			sk.held.remove(e.Key)
 			log.Error("bot: giving up on an envelope whose handling never finished")
-			b.metrics.dropped.Inc()
-			b.finishInbox(ctx, e.Key)
+			sk.metrics.dropped.Inc()
+			sk.finishInbox(ctx, e.Key)
 			continue
 		}
 		ev, err := parseEnvelope(e)
 		if err != nil {
-			b.held.remove(e.Key)
+			sk.held.remove(e.Key)
 			log.Error("bot: unreadable envelope in the inbox; dropped", "err", err)
-			b.metrics.dropped.Inc()
-			b.finishInbox(ctx, e.Key)
+			sk.metrics.dropped.Inc()
+			sk.finishInbox(ctx, e.Key)
 			continue
 		}
 		log.Info("bot: handling an envelope from the inbox")
-		b.metrics.recovered.Inc()
-		if !p.submit(func() { b.work(e, ev) }) {
-			b.held.remove(e.Key)
+		sk.metrics.recovered.Inc()
+		if !p.submit(func() { sk.work(e, ev) }) {
+			sk.held.remove(e.Key)
 			log.Warn("bot: handler queue full; the envelope stays in the inbox")
 		}
 	}
@@ -327,16 +366,16 @@ func (b *Bot) recoverInbox(ctx context.Context, p *pool) {
 // queue that would run out within half a grace: an entry waits behind busy
 // workers without other processes, or this one's recovery, taking it over.
 // One that another process took over meanwhile is skipped by its handler.
-func (b *Bot) renewQueued(ctx context.Context) {
-	now := b.now()
-	for _, key := range b.held.due(now.Add(b.opts.InboxGrace / 2)) {
-		if err := b.store.ExtendInbox(ctx, key, b.opts.InstanceID, now, b.opts.InboxGrace); err != nil {
+func (sk *intake) renewQueued(ctx context.Context) {
+	now := sk.clk.Now()
+	for _, key := range sk.held.due(now.Add(sk.grace / 2)) {
+		if err := sk.store.ExtendInbox(ctx, key, sk.instance, now, sk.grace); err != nil {
 			if ctx.Err() == nil {
-				b.log.Warn("bot: renew the lease of a queued envelope", "key", key, "err", err)
+				sk.log.Warn("bot: renew the lease of a queued envelope", "key", key, "err", err)
 			}
 			continue
 		}
-		b.held.renewed(key, now.Add(b.opts.InboxGrace))
+		sk.held.renewed(key, now.Add(sk.grace))
 	}
 }
 
@@ -373,32 +412,32 @@ func parseEnvelope(e research.InboxEntry) (socketmode.Event, error) {
 // from their message, decisions are compare-and-set). redo is true when the
 // envelope is handled again: its inbox entry was taken over after its first
 // handler's lease ran out.
-func (b *Bot) handle(ctx context.Context, ev socketmode.Event, redo bool) {
+func (sk *intake) handle(ctx context.Context, ev socketmode.Event, redo bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			envelopeID := ""
 			if ev.Request != nil {
 				envelopeID = ev.Request.EnvelopeID
 			}
-			b.log.Error("bot: handler panic", "panic", fmt.Sprint(r), "envelope_id", envelopeID)
+			sk.log.Error("bot: handler panic", "panic", fmt.Sprint(r), "envelope_id", envelopeID)
 		}
 	}()
-	if why := b.foreign(ev); why != "" {
+	if why := sk.id.foreign(ev); why != "" {
 		envelopeID := ""
 		if ev.Request != nil {
 			envelopeID = ev.Request.EnvelopeID
 		}
-		b.log.Warn("bot: envelope for another workspace or app dropped", "from", why, "envelope_id", envelopeID)
-		b.metrics.events.WithLabelValues("foreign").Inc()
+		sk.log.Warn("bot: envelope for another workspace or app dropped", "from", why, "envelope_id", envelopeID)
+		sk.metrics.events.WithLabelValues("foreign").Inc()
 		return
 	}
 	switch data := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
-		b.handleEvent(ctx, data, redo)
+		sk.handlers.handleEvent(ctx, data, redo)
 	case slack.InteractionCallback:
-		b.handleInteraction(ctx, data)
+		sk.handlers.handleInteraction(ctx, data)
 	case slack.SlashCommand:
-		b.handleSlash(ctx, data)
+		sk.handlers.handleSlash(ctx, data)
 	}
 }
 
@@ -464,32 +503,32 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-// learnAppID sets the app id envelopes must carry: Options.AppID, or the
+// learnAppID sets the app id envelopes must carry: appID (Options.AppID), or the
 // one bots.info reports for the bot. Without either, envelopes are checked
 // by workspace only.
-func (b *Bot) learnAppID(ctx context.Context) {
-	b.appID = b.opts.AppID
-	if b.appID != "" || b.botID == "" {
+func (id *identity) learnAppID(ctx context.Context, c *slackClient, appID string, log *slog.Logger) {
+	id.appID = appID
+	if id.appID != "" || id.botID == "" {
 		return
 	}
 	var info *slack.Bot
-	err := b.call(ctx, "bots.info", true, func(ctx context.Context) error {
+	err := c.call(ctx, "bots.info", true, func(ctx context.Context) error {
 		var err error
-		info, err = b.api.GetBotInfoContext(ctx, slack.GetBotInfoParameters{Bot: b.botID})
+		info, err = c.api.GetBotInfoContext(ctx, slack.GetBotInfoParameters{Bot: id.botID})
 		return err
 	})
 	if err != nil || info == nil || info.AppID == "" {
-		b.log.Info("bot: app id unknown; envelopes are checked by workspace only (set the app id to check it too)", "err", err)
+		log.Info("bot: app id unknown; envelopes are checked by workspace only (set the app id to check it too)", "err", err)
 		return
 	}
-	b.appID = info.AppID
+	id.appID = info.AppID
 }
 
 // foreign says why an envelope is not for this bot ("" when it is): its
 // team_id is another workspace's (unless the app is installed org-wide),
 // or its api_app_id another app's. Slack only sends an app its own
 // envelopes; one that is not is forged or misrouted, and is dropped.
-func (b *Bot) foreign(ev socketmode.Event) string {
+func (id *identity) foreign(ev socketmode.Event) string {
 	var team, app string
 	switch d := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
@@ -503,9 +542,9 @@ func (b *Bot) foreign(ev socketmode.Event) string {
 		team, app = d.TeamID, d.APIAppID
 	}
 	switch {
-	case team != "" && b.teamID != "" && team != b.teamID && b.enterpriseID == "":
+	case team != "" && id.teamID != "" && team != id.teamID && id.enterpriseID == "":
 		return "team " + team
-	case app != "" && b.appID != "" && app != b.appID:
+	case app != "" && id.appID != "" && app != id.appID:
 		return "app " + app
 	}
 	return ""
@@ -573,3 +612,7 @@ func (h *heldEntries) remove(key string) {
 	defer h.mu.Unlock()
 	delete(h.keys, key)
 }
+
+// recoverInbox takes over the inbox entries whose holder's lease ran out
+// (runs.go's recovery loop asks, between its passes over the runs).
+func (b *Bot) recoverInbox(ctx context.Context, p *pool) { b.intake.recoverInbox(ctx, p) }

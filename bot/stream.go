@@ -169,8 +169,18 @@ type streamStatus struct {
 	fallback *statusMessage
 }
 
-func (b *Bot) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
-	return &streamStatus{b: b, run: r, interval: b.limiter.full, ts: ts, view: v, sent: map[string]string{},
+// statuses open, show and end a run's status: a stream in the thread where
+// Slack serves the streaming methods and a token is free, a status message
+// otherwise (progress.go). It works for the runs (runs.go) with the bot's
+// Slack client.
+type statuses struct {
+	bot      *Bot
+	streams  streaming // per workspace: whether Slack serves the streaming methods
+	replaced sync.Map  // run id -> ts of the stream started in place of its recorded one
+}
+
+func (st *statuses) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
+	return &streamStatus{b: st.bot, run: r, interval: st.bot.limiter.full, ts: ts, view: v, sent: map[string]string{},
 		updater: newUpdater()}
 }
 
@@ -453,7 +463,7 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 	}
 	text, blocks := streamFinalBlocks(v, res)
 	if state == research.StateDone {
-		blocks = s.b.ratingBlocks(blocks, s.run.ID)
+		blocks = s.b.ratings.ratingBlocks(blocks, s.run.ID)
 	}
 	defer s.b.replaced.Delete(s.run.ID)
 	if ts := s.liveTS(); ts != "" {
@@ -524,11 +534,11 @@ func streamRecipient(r research.Run, team string) []slack.MsgOption {
 }
 
 // team is the workspace a run is in.
-func (b *Bot) team(r research.Run) string {
+func (st *statuses) team(r research.Run) string {
 	if r.Key.Team != "" {
 		return r.Key.Team
 	}
-	return b.teamID
+	return st.bot.teamID
 }
 
 // startStream starts a stream in the run's thread with chunks (a plan of
@@ -536,19 +546,19 @@ func (b *Bot) team(r research.Run) string {
 // stream would be worse than the fallback, and chat.startStream is Tier 2
 // (about 20 a minute), so under a burst a run that gets a 429 shows its
 // status message at once instead of holding its handler for a minute.
-func (b *Bot) startStream(ctx context.Context, r research.Run, chunks []slack.StreamChunk) (string, error) {
+func (st *statuses) startStream(ctx context.Context, r research.Run, chunks []slack.StreamChunk) (string, error) {
 	opts := append([]slack.MsgOption{slack.MsgOptionTS(r.Key.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModePlan),
-		slack.MsgOptionChunks(chunks...)}, streamRecipient(r, b.team(r))...)
-	_, ts, err := b.api.StartStreamContext(ctx, r.Key.Channel, opts...)
+		slack.MsgOptionChunks(chunks...)}, streamRecipient(r, st.team(r))...)
+	_, ts, err := st.bot.api.StartStreamContext(ctx, r.Key.Channel, opts...)
 	if err != nil {
-		b.metrics.slackErrors.WithLabelValues("chat.startStream", errorCode(err)).Inc()
+		st.bot.metrics.slackErrors.WithLabelValues("chat.startStream", errorCode(err)).Inc()
 		return "", fmt.Errorf("chat.startStream: %w", err)
 	}
 	return ts, nil
 }
 
 // stopStream ends a stream with chunks and final blocks.
-func (b *Bot) stopStream(ctx context.Context, r research.Run, ts string, chunks []slack.StreamChunk, blocks []slack.Block) error {
+func (st *statuses) stopStream(ctx context.Context, r research.Run, ts string, chunks []slack.StreamChunk, blocks []slack.Block) error {
 	var opts []slack.MsgOption
 	if len(chunks) > 0 {
 		opts = append(opts, slack.MsgOptionChunks(chunks...))
@@ -556,20 +566,20 @@ func (b *Bot) stopStream(ctx context.Context, r research.Run, ts string, chunks 
 	if len(blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(blocks...))
 	}
-	if err := b.streamStops.wait(ctx); err != nil {
+	if err := st.bot.streamStops.wait(ctx); err != nil {
 		return fmt.Errorf("chat.stopStream: %w", err)
 	}
-	return b.call(ctx, "chat.stopStream", true, func(ctx context.Context) error {
-		_, _, err := b.api.StopStreamContext(ctx, r.Key.Channel, ts, opts...)
+	return st.bot.call(ctx, "chat.stopStream", true, func(ctx context.Context) error {
+		_, _, err := st.bot.api.StopStreamContext(ctx, r.Key.Channel, ts, opts...)
 		return err
 	})
 }
 
 // stopStreamQuietly stops a stream that is no longer the run's; one that
 // has stopped already is fine.
-func (b *Bot) stopStreamQuietly(ctx context.Context, r research.Run, ts string) {
-	if err := b.stopStream(ctx, r, ts, nil, nil); err != nil && !streamGone(err) {
-		b.log.Warn("bot: stop an old stream", "run_id", r.ID, "ts", ts, "err", err)
+func (st *statuses) stopStreamQuietly(ctx context.Context, r research.Run, ts string) {
+	if err := st.stopStream(ctx, r, ts, nil, nil); err != nil && !streamGone(err) {
+		st.bot.log.Warn("bot: stop an old stream", "run_id", r.ID, "ts", ts, "err", err)
 	}
 }
 
@@ -582,28 +592,28 @@ const maxStrayStops = 8
 // messages in the thread after the recorded one. Only the run in progress
 // can have a live stream in its thread, so any still open is this run's;
 // a message that is no stream refuses the stop, which is fine.
-func (b *Bot) stopStrayStreams(ctx context.Context, r research.Run) {
+func (st *statuses) stopStrayStreams(ctx context.Context, r research.Run) {
 	var msgs []slack.Message
-	err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
+	err := st.bot.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
 		var err error
-		msgs, _, _, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+		msgs, _, _, err = st.bot.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 			ChannelID: r.Key.Channel, Timestamp: r.Key.ThreadTS, Oldest: r.StatusTS, Limit: 200,
 		})
 		return err
 	})
 	if err != nil {
-		b.log.Warn("bot: read the thread for stray streams", "run_id", r.ID, "err", err)
+		st.bot.log.Warn("bot: read the thread for stray streams", "run_id", r.ID, "err", err)
 		return
 	}
 	stops := 0
 	for _, m := range msgs {
-		if (m.BotID == "" && m.User != b.botUserID) || m.Timestamp <= r.StatusTS || len(m.Files) > 0 || len(m.Blocks.BlockSet) > 0 && hasApproval(m) {
+		if (m.BotID == "" && m.User != st.bot.botUserID) || m.Timestamp <= r.StatusTS || len(m.Files) > 0 || len(m.Blocks.BlockSet) > 0 && hasApproval(m) {
 			continue
 		}
 		if stops++; stops > maxStrayStops {
 			return
 		}
-		b.stopStreamQuietly(ctx, r, m.Timestamp)
+		st.stopStreamQuietly(ctx, r, m.Timestamp)
 	}
 }
 
@@ -779,28 +789,28 @@ func streamFinalBlocks(v statusView, res *research.Result) (string, []slack.Bloc
 // (or has not been tried yet) and returns its ts; an error means the
 // caller shows the run with a status message instead. A refusal of the
 // method itself is remembered for the workspace.
-func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *slog.Logger, tokenHeld bool) (string, error) {
-	team := b.team(r)
-	on, known := b.streams.known(team)
+func (st *statuses) tryStream(ctx context.Context, r research.Run, v statusView, log *slog.Logger, tokenHeld bool) (string, error) {
+	team := st.team(r)
+	on, known := st.streams.known(team)
 	if !known {
 		// One start finds out; the others wait for its answer.
-		b.streams.probe.Lock()
-		defer b.streams.probe.Unlock()
-		on, known = b.streams.known(team)
+		st.streams.probe.Lock()
+		defer st.streams.probe.Unlock()
+		on, known = st.streams.known(team)
 	}
 	if known && !on {
 		return "", errStreamingOff
 	}
-	if !tokenHeld && !b.streamStarts.tryProgress() {
+	if !tokenHeld && !st.bot.streamStarts.tryProgress() {
 		return "", errStreamBudget
 	}
-	ts, err := b.startStream(ctx, r, streamOpening(v, r.Attempt > 1))
+	ts, err := st.startStream(ctx, r, streamOpening(v, r.Attempt > 1))
 	switch {
 	case err == nil:
-		b.streams.set(team, true)
+		st.streams.set(team, true)
 		return ts, nil
 	case streamRefused(err):
-		b.streams.set(team, false)
+		st.streams.set(team, false)
 		log.Info("bot: slack refused chat.startStream; this workspace gets an edited status message", "team", team, "err", err)
 	default:
 		// A refusal of this stream's content, or a passing failure: this
@@ -817,19 +827,19 @@ func (b *Bot) tryStream(ctx context.Context, r research.Run, v statusView, log *
 // picks the run up knows a status message from a stream without asking
 // Slack — under a burst most runs get status messages, and asking for each
 // would spend the chat.appendStream budget on 429s.
-func (b *Bot) planStream(team string) bool {
-	if on, known := b.streams.known(team); known && !on {
+func (st *statuses) planStream(team string) bool {
+	if on, known := st.streams.known(team); known && !on {
 		return false
 	}
-	return b.streamStarts.tryProgress()
+	return st.bot.streamStarts.tryProgress()
 }
 
 // unplanStream gives back the chat.startStream token planStream took for
 // a run that was not created (the per-user limit, a busy thread, a run
 // that exists already): only runs that are accepted spend the budget.
-func (b *Bot) unplanStream(r research.Run) {
+func (st *statuses) unplanStream(r research.Run) {
 	if r.StatusStream {
-		b.streamStarts.giveBack()
+		st.bot.streamStarts.giveBack()
 	}
 }
 
@@ -844,26 +854,26 @@ var errStreamingOff = errors.New("bot: streaming is off in this workspace")
 // or replaces it by a fresh one that says the run resumed; without a
 // recorded one it starts one. Where the workspace does not serve
 // streaming, the run gets today's edited status message.
-func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
-	team := b.team(*r)
-	if on, known := b.streams.known(team); known && !on {
-		return b.messageStatus(ctx, r, v, log)
+func (st *statuses) openStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
+	team := st.team(*r)
+	if on, known := st.streams.known(team); known && !on {
+		return st.messageStatus(ctx, r, v, log)
 	}
 	if r.StatusTS == "" {
-		r.StatusTS = b.creatorsStatus(ctx, *r)
+		r.StatusTS = st.creatorsStatus(ctx, *r)
 	}
 	if r.StatusTS == "" {
 		if !r.StatusStream {
-			return b.messageStatus(ctx, r, v, log)
+			return st.messageStatus(ctx, r, v, log)
 		}
-		ts, err := b.tryStream(ctx, *r, v, log, false)
+		ts, err := st.tryStream(ctx, *r, v, log, false)
 		if err != nil {
-			return b.messageStatus(ctx, r, v, log)
+			return st.messageStatus(ctx, r, v, log)
 		}
-		stored := b.recordStatus(ctx, *r, ts, true, log)
+		stored := st.bot.recordStatus(ctx, *r, ts, true, log)
 		if stored == ts {
 			r.StatusTS = ts
-			s := b.newStreamStatus(*r, ts, v)
+			s := st.newStreamStatus(*r, ts, v)
 			s.sentTitle = streamTitle(v)
 			go s.loop()
 			return s
@@ -871,13 +881,13 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 		r.StatusTS = stored
 	}
 	if !r.StatusStream {
-		return b.messageStatus(ctx, r, v, log)
+		return st.messageStatus(ctx, r, v, log)
 	}
 	live := r.StatusTS
-	if ts, ok := b.replaced.Load(r.ID); ok {
+	if ts, ok := st.replaced.Load(r.ID); ok {
 		live = ts.(string)
 	}
-	s := b.newStreamStatus(*r, live, v)
+	s := st.newStreamStatus(*r, live, v)
 	// The first append says whether the recorded stream still takes chunks.
 	s.probing, s.resuming = true, r.Decision != nil || r.Attempt > 1
 	var extra []slack.StreamChunk
@@ -890,29 +900,29 @@ func (b *Bot) openStatus(ctx context.Context, r *research.Run, v statusView, log
 	s.probing = false
 	switch {
 	case err == nil:
-		b.streams.set(team, true)
+		st.streams.set(team, true)
 	case errorCode(err) == "message_not_found":
 		// No stream: the run's status message was posted instead (Slack
 		// refused a stream for it, or it is gone and a final is posted).
-		return b.messageStatus(ctx, r, v, log)
+		return st.messageStatus(ctx, r, v, log)
 	case streamGone(err):
 		// The stream stopped: a fresh one says the run resumed.
 		if err := s.restart(ctx, v, nil); err != nil {
 			log.Warn("bot: replace the run's stopped stream", "err", err)
 		}
 	case streamRefused(err):
-		b.streams.set(team, false)
+		st.streams.set(team, false)
 		log.Info("bot: slack refused chat.appendStream; this workspace gets an edited status message", "team", team, "err", err)
-		return b.messageStatus(ctx, r, v, log)
+		return st.messageStatus(ctx, r, v, log)
 	case streamContentRefused(err):
 		// This run's chunks: its stream is stopped, not left open, and
 		// its message becomes its status message. Other runs stream.
 		log.Warn("bot: slack refused this run's stream content; the run shows a status message", "err", err)
-		b.stopStreamQuietly(ctx, *r, live)
+		st.stopStreamQuietly(ctx, *r, live)
 		if live != r.StatusTS {
-			b.replaced.Delete(r.ID)
+			st.replaced.Delete(r.ID)
 		}
-		return b.messageStatus(ctx, r, v, log)
+		return st.messageStatus(ctx, r, v, log)
 	default:
 		log.Warn("bot: continue the run's stream", "err", err)
 	}
@@ -927,16 +937,16 @@ const creatorWait = time.Second
 // creatorsStatus returns the status ts recorded for the run, waiting a
 // little for it when the run is new: its creator (newRun) may be starting
 // its stream right now, and a second one would only be stopped again.
-func (b *Bot) creatorsStatus(ctx context.Context, r research.Run) string {
+func (st *statuses) creatorsStatus(ctx context.Context, r research.Run) string {
 	deadline := r.CreatedAt.Add(creatorWait)
 	for {
-		if cur, err := b.store.Run(ctx, r.ID); err == nil && cur.StatusTS != "" {
+		if cur, err := st.bot.store.Run(ctx, r.ID); err == nil && cur.StatusTS != "" {
 			return cur.StatusTS
 		}
-		if r.Attempt > 1 || !b.now().Before(deadline) {
+		if r.Attempt > 1 || !st.bot.now().Before(deadline) {
 			return ""
 		}
-		if clock.Sleep(ctx, b.clk, 50*time.Millisecond) != nil {
+		if clock.Sleep(ctx, st.bot.clk, 50*time.Millisecond) != nil {
 			return ""
 		}
 	}
@@ -944,29 +954,29 @@ func (b *Bot) creatorsStatus(ctx context.Context, r research.Run) string {
 
 // messageStatus is a run's edited status message, posted if the run has
 // none.
-func (b *Bot) messageStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
+func (st *statuses) messageStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
 	if r.StatusTS == "" {
 		pv := v
-		pv.Now = b.now()
+		pv.Now = st.bot.now()
 		text, blocks := statusBlocks(pv)
 		// The run's creator may be ahead in the channel's queue with its
 		// status message: look again once this post's slot has come.
 		posted := func() bool {
-			cur, err := b.store.Run(ctx, r.ID)
+			cur, err := st.bot.store.Run(ctx, r.ID)
 			if err == nil && cur.StatusTS != "" {
 				r.StatusTS = cur.StatusTS
 				return true
 			}
 			return false
 		}
-		if ts, skipped, err := b.postUnless(ctx, r.Key.Channel, false, posted, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil && !skipped {
-			r.StatusTS = b.recordStatus(ctx, *r, ts, false, log)
+		if ts, skipped, err := st.bot.postUnless(ctx, r.Key.Channel, false, posted, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil && !skipped {
+			r.StatusTS = st.bot.recordStatus(ctx, *r, ts, false, log)
 		}
 	}
-	status := b.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, v)
+	status := st.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, v)
 	id, hadTS := r.ID, r.StatusTS != ""
 	status.recorded = func(ctx context.Context) string {
-		cur, err := b.store.Run(ctx, id)
+		cur, err := st.bot.store.Run(ctx, id)
 		if err != nil {
 			return ""
 		}
@@ -980,7 +990,7 @@ func (b *Bot) messageStatus(ctx context.Context, r *research.Run, v statusView, 
 		if hadTS {
 			return ""
 		}
-		stored, err := b.store.SetStatusMessage(ctx, id, ts)
+		stored, err := st.bot.store.SetStatusMessage(ctx, id, ts)
 		if err != nil {
 			log.Warn("bot: record final message", "err", err)
 			return ""
@@ -994,26 +1004,26 @@ func (b *Bot) messageStatus(ctx context.Context, r *research.Run, v statusView, 
 // is running: its stream is stopped with the outcome (a stream that
 // replaced the recorded one too, and the recorded message edited), or its
 // status message edited.
-func (b *Bot) endWaitingStatus(ctx context.Context, r research.Run, v statusView) {
-	if on, known := b.streams.known(b.team(r)); r.StatusStream && (on || !known) {
+func (st *statuses) endWaitingStatus(ctx context.Context, r research.Run, v statusView) {
+	if on, known := st.streams.known(st.team(r)); r.StatusStream && (on || !known) {
 		_, blocks := streamFinalBlocks(v, nil)
 		live := r.StatusTS
-		if ts, ok := b.replaced.LoadAndDelete(r.ID); ok {
+		if ts, ok := st.replaced.LoadAndDelete(r.ID); ok {
 			live = ts.(string)
 		}
-		err := b.stopStream(ctx, r, live, nil, blocks)
+		err := st.stopStream(ctx, r, live, nil, blocks)
 		switch {
 		case err == nil && live == r.StatusTS:
 			return
 		case streamGone(err) && live == r.StatusTS:
 			// Replaced by a process that is gone: stop what it left open.
-			b.stopStrayStreams(ctx, r)
+			st.stopStrayStreams(ctx, r)
 		case streamRefused(err):
-			b.streams.set(b.team(r), false)
+			st.streams.set(st.team(r), false)
 		case streamContentRefused(err):
-			b.stopStreamQuietly(ctx, r, live) // bare, so that it is not left open
+			st.stopStreamQuietly(ctx, r, live) // bare, so that it is not left open
 		}
 	}
-	s := &statusMessage{b: b, channel: r.Key.Channel, ts: r.StatusTS}
+	s := &statusMessage{b: st.bot, channel: r.Key.Channel, ts: r.StatusTS}
 	_ = s.render(ctx, v, editFinal)
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,10 +37,11 @@ type WorkspaceSearch struct {
 
 // WorkspaceSearchOptions configure a WorkspaceSearch.
 type WorkspaceSearchOptions struct {
-	BotToken   string       // xoxb-… of the app (the action_token says whom it searches for)
-	APIURL     string       // Slack Web API base; "" for Slack's own
-	HTTPClient *http.Client // nil: http.DefaultClient
-	Logger     *slog.Logger // nil: slog.Default()
+	// Client is the process's Slack client (NewClient), the one the Bot
+	// uses (Options.Client): the bot token's (the action_token says whom
+	// it searches for).
+	Client *Client
+	Logger *slog.Logger // nil: slog.Default()
 	// PerMinute bounds the calls a minute (default 10: the method allows
 	// "10+ per minute" per workspace); a query waits at most MaxWait
 	// (default 2s) for one, then goes without the workspace's hits instead
@@ -53,7 +53,7 @@ type WorkspaceSearchOptions struct {
 
 // NewWorkspaceSearch returns a WorkspaceSearch.
 func NewWorkspaceSearch(o WorkspaceSearchOptions) (*WorkspaceSearch, error) {
-	if o.BotToken == "" {
+	if o.Client == nil || o.Client.botToken == "" {
 		return nil, errors.New("bot: workspace search needs the bot token (SLACK_BOT_TOKEN)")
 	}
 	if o.Logger == nil {
@@ -68,14 +68,7 @@ func NewWorkspaceSearch(o WorkspaceSearchOptions) (*WorkspaceSearch, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	opts := []slack.Option{}
-	if o.HTTPClient != nil {
-		opts = append(opts, slack.OptionHTTPClient(o.HTTPClient))
-	}
-	if o.APIURL != "" {
-		opts = append(opts, slack.OptionAPIURL(apiBase(o.APIURL)))
-	}
-	return &WorkspaceSearch{api: slack.New(o.BotToken, opts...), log: o.Logger,
+	return &WorkspaceSearch{api: o.Client.api, log: o.Logger,
 		budget: newUpdateBudget(o.PerMinute, o.PerMinute, o.Clock), maxWait: o.MaxWait}, nil
 }
 

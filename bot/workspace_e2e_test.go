@@ -39,7 +39,9 @@ func dmRunLeavesNothing(t *testing.T, kind string) {
 	h.fake.AddMessage(slackfake.Message{Channel: "G0EXEC", User: "U1", Text: secret, TS: "1700000000.000100"})
 
 	db, find := durableDB(t, kind)
-	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: h.fake.BotToken(), APIURL: h.fake.APIURL(), Logger: slog.New(slog.DiscardHandler)})
+	// One Slack client for the bot and the researcher's workspace search.
+	client := bot.NewClient(bot.ClientOptions{BotToken: h.fake.BotToken(), AppToken: h.fake.AppToken(), APIURL: h.fake.APIURL()})
+	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{Client: client, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func dmRunLeavesNothing(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	runner := research.NewRunner(a, research.RunnerOptions{Logger: slog.New(slog.DiscardHandler)})
-	h.run(runner, db.Runs(), noDraftApproval, func(o *bot.Options) { o.WorkspaceSearch = true })
+	h.run(runner, db.Runs(), noDraftApproval, func(o *bot.Options) { o.WorkspaceSearch, o.Client = true, client })
 
 	sent := h.message(ctx, slackfake.MessageEvent{User: "U1", Channel: "D0U1", Text: "What did we decide about the AI Act timeline?"})
 	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: "D0U1", ThreadTS: sent.TS}

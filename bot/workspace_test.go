@@ -24,7 +24,7 @@ func TestWorkspaceSearch(t *testing.T) {
 	fake.AddMessage(slackfake.Message{Channel: "CPUB", User: "U2", TS: "1600000000.000100", Text: "We decided the pricing change ships in March."})
 	fake.AddMessage(slackfake.Message{Channel: "GMINE", User: "U2", TS: "1600000001.000100", Text: "Pricing: tier B gets 10% off, decided today."})
 	fake.AddMessage(slackfake.Message{Channel: "GTHEIRS", User: "U2", TS: "1600000002.000100", Text: "Board: the pricing decision is on hold."})
-	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: fake.BotToken(), APIURL: fake.APIURL()})
+	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{Client: bot.NewClient(bot.ClientOptions{BotToken: fake.BotToken(), APIURL: fake.APIURL()})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestWorkspaceSearchKeepsToTheRateLimit(t *testing.T) {
 	defer fake.Close()
 	fake.AddChannel(slackfake.Channel{ID: "CPUB", Name: "general"})
 	fake.AddMessage(slackfake.Message{Channel: "CPUB", User: "U2", TS: "1600000000.000100", Text: "We decided the pricing change ships in March."})
-	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: fake.BotToken(), APIURL: fake.APIURL(), MaxWait: 10 * time.Millisecond})
+	ws, err := bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{Client: bot.NewClient(bot.ClientOptions{BotToken: fake.BotToken(), APIURL: fake.APIURL()}), MaxWait: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

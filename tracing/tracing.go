@@ -103,36 +103,21 @@ type Options struct {
 func New(ctx context.Context, o Options) (*Setup, error) {
 	env := func(k string) string { return strings.TrimSpace(o.Getenv(k)) }
 	s := &Setup{Provider: noop.NewTracerProvider()}
-	if v := env(EnvContent); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%q: want true or false", EnvContent, v)
-		}
-		s.Content = b
+	content, err := boolVar(env, EnvContent)
+	if err != nil {
+		return nil, err
 	}
-	if v := env(EnvDisabled); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%q: want true or false", EnvDisabled, v)
-		}
-		if b {
-			return s, nil
-		}
+	s.Content = content
+	disabled, err := boolVar(env, EnvDisabled)
+	if err != nil {
+		return nil, err
 	}
-	var exporters []sdktrace.SpanExporter
-	switch ex := strings.ToLower(env(EnvExporter)); ex {
-	case "none":
-	case "", "otlp":
-		if ex == "" && env(EnvEndpoint) == "" && env(EnvTracesEndpoint) == "" {
-			break // nothing configured: off
-		}
-		exp, err := otlpExporter(ctx, env)
-		if err != nil {
-			return nil, err
-		}
-		exporters = append(exporters, exp)
-	default:
-		return nil, fmt.Errorf("%s=%q: want otlp or none", EnvExporter, ex)
+	if disabled {
+		return s, nil
+	}
+	exporters, err := exportersFrom(ctx, env)
+	if err != nil {
+		return nil, err
 	}
 	if len(exporters) == 0 && len(o.SpanProcessors) == 0 {
 		return s, nil
@@ -155,6 +140,39 @@ func New(ctx context.Context, o Options) (*Setup, error) {
 	s.sdk = sdktrace.NewTracerProvider(opts...)
 	s.Provider = s.sdk
 	return s, nil
+}
+
+// boolVar reads the variable k as a bool (false when unset).
+func boolVar(env func(string) string, k string) (bool, error) {
+	v := env(k)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: want true or false", k, v)
+	}
+	return b, nil
+}
+
+// exportersFrom are the exporters the variables ask for: OTLP when an
+// endpoint is set or OTEL_TRACES_EXPORTER=otlp, none otherwise.
+func exportersFrom(ctx context.Context, env func(string) string) ([]sdktrace.SpanExporter, error) {
+	switch ex := strings.ToLower(env(EnvExporter)); ex {
+	case "none":
+		return nil, nil
+	case "", "otlp":
+		if ex == "" && env(EnvEndpoint) == "" && env(EnvTracesEndpoint) == "" {
+			return nil, nil // nothing configured: off
+		}
+		exp, err := otlpExporter(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return []sdktrace.SpanExporter{exp}, nil
+	default:
+		return nil, fmt.Errorf("%s=%q: want otlp or none", EnvExporter, ex)
+	}
 }
 
 // otlpExporter is the OTLP exporter the variables describe: HTTP with

@@ -438,27 +438,33 @@ func breakMarkup(s string) string {
 		if strings.HasPrefix(next, wordJoiner) || next == "" {
 			continue
 		}
-		switch c {
-		case '<':
-			if r, _ := utf8.DecodeRuneInString(next); !unicode.IsSpace(r) && r != '=' {
-				b.WriteString(wordJoiner)
-			}
-		case '&':
-			if m := charRefRE.FindString(next); m != "" && !plainRefs[strings.ToLower(m)] {
-				b.WriteString(wordJoiner)
-			}
-		case ']':
-			rest := strings.TrimLeft(next, " \t")
-			if rest == "" || strings.IndexByte("([:", rest[0]) < 0 {
-				continue
-			}
-			if rest[0] == ':' && footnoteBefore(s[:i]) {
-				continue
-			}
+		if opensMarkup(s, i, next) {
 			b.WriteString(wordJoiner)
 		}
 	}
 	return b.String()
+}
+
+// opensMarkup reports whether s[i], followed by next, could make markup:
+// a "<" before anything but a space or "=", an "&" of a character
+// reference other than the plain ones, a "]" before "(", "[" or ":" (not
+// ending a footnote's label before its ":").
+func opensMarkup(s string, i int, next string) bool {
+	switch s[i] {
+	case '<':
+		r, _ := utf8.DecodeRuneInString(next)
+		return !unicode.IsSpace(r) && r != '='
+	case '&':
+		m := charRefRE.FindString(next)
+		return m != "" && !plainRefs[strings.ToLower(m)]
+	case ']':
+		rest := strings.TrimLeft(next, " \t")
+		if rest == "" || strings.IndexByte("([:", rest[0]) < 0 {
+			return false
+		}
+		return rest[0] != ':' || !footnoteBefore(s[:i])
+	}
+	return false
 }
 
 // charRefRE is the rest of a character reference after its "&"; the

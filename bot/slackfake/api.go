@@ -100,8 +100,8 @@ func parseAPIRequest(w http.ResponseWriter, r *http.Request) (*apiRequest, error
 		req.params[k] = append(req.params[k], v...)
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch {
-	case ct == "application/json":
+	switch ct {
+	case "application/json":
 		req.json = true
 		var fields map[string]json.RawMessage
 		if len(bytes.TrimSpace(body)) > 0 {
@@ -117,7 +117,7 @@ func parseAPIRequest(w http.ResponseWriter, r *http.Request) (*apiRequest, error
 				req.params.Set(k, string(v))
 			}
 		}
-	case ct == "multipart/form-data":
+	case "multipart/form-data":
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if err := r.ParseMultipartForm(maxBody); err != nil {
 			return nil, fmt.Errorf("multipart body: %w", err)

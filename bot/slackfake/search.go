@@ -74,34 +74,61 @@ func searchTerms(q string) []string {
 	return terms
 }
 
-func (s *Server) assistantSearchContext(r *apiRequest) apiResult {
+// searchArgs are the arguments of an assistant.search.context call.
+type searchArgs struct {
+	terms         []string
+	types         []string // channel types searched
+	limit         int
+	before, after float64 // message ts bounds (0: none)
+	includeBots   bool
+}
+
+// parseSearchArgs reads a call's arguments; code is the error to fail with
+// ("" when none), and messages false when the call asks for other content
+// than messages (which finds nothing here).
+func parseSearchArgs(r *apiRequest) (a searchArgs, messages bool, code string) {
 	query := strings.TrimSpace(r.get("query"))
 	if query == "" {
-		return fail("invalid_arguments")
+		return a, false, "invalid_arguments"
 	}
-	types := []string{"public_channel"}
+	a = searchArgs{terms: searchTerms(query), types: []string{"public_channel"}, limit: 20, includeBots: r.get("include_bots") == "true"}
 	if v := r.get("channel_types"); v != "" {
-		types = strings.Split(strings.Trim(v, "[]\""), ",")
-		for i := range types {
-			types[i] = strings.Trim(strings.TrimSpace(types[i]), "\"")
+		a.types = strings.Split(strings.Trim(v, "[]\""), ",")
+		for i := range a.types {
+			a.types[i] = strings.Trim(strings.TrimSpace(a.types[i]), "\"")
 		}
 	}
 	if ct := r.get("content_types"); ct != "" && !strings.Contains(ct, "messages") {
-		return ok(map[string]any{"results": map[string]any{"messages": []any{}}})
+		return a, false, ""
 	}
-	limit := 20
 	if v, err := strconv.Atoi(r.get("limit")); err == nil && v > 0 {
 		if v > 20 {
-			return fail("invalid_limit")
+			return a, false, "invalid_limit"
 		}
-		limit = v
+		a.limit = v
 	}
-	var before, after float64
 	if v, err := strconv.ParseFloat(r.get("before"), 64); err == nil {
-		before = v
+		a.before = v
 	}
 	if v, err := strconv.ParseFloat(r.get("after"), 64); err == nil {
-		after = v
+		a.after = v
+	}
+	return a, true, ""
+}
+
+// searchHit is a message found, with how many of the query's terms it has.
+type searchHit struct {
+	m     *Message
+	score int
+}
+
+func (s *Server) assistantSearchContext(r *apiRequest) apiResult {
+	args, messages, code := parseSearchArgs(r)
+	if code != "" {
+		return fail(code)
+	}
+	if !messages {
+		return ok(map[string]any{"results": map[string]any{"messages": []any{}}})
 	}
 
 	s.mu.Lock()
@@ -114,45 +141,10 @@ func (s *Server) assistantSearchContext(r *apiRequest) apiResult {
 	if !known || time.Since(at.at) > actionTokenTTL {
 		return fail("invalid_action_token")
 	}
-	terms := searchTerms(query)
-	type hit struct {
-		m     *Message
-		score int
-	}
-	var hits []hit
-	for _, cs := range s.channels {
-		if !slices.Contains(types, channelKind(cs.info)) || !s.canReadLocked(at.user, cs) {
-			continue
-		}
-		for _, m := range cs.msgs {
-			if m.Deleted || m.Text == "" || (m.BotID != "" && r.get("include_bots") != "true") {
-				continue
-			}
-			ts, _ := strconv.ParseFloat(m.TS, 64)
-			if (before > 0 && ts >= before) || (after > 0 && ts <= after) {
-				continue
-			}
-			text := strings.ToLower(m.Text)
-			score := 0
-			for _, t := range terms {
-				if strings.Contains(text, t) {
-					score++
-				}
-			}
-			if score > 0 {
-				hits = append(hits, hit{m, score})
-			}
-		}
-	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].score != hits[j].score {
-			return hits[i].score > hits[j].score
-		}
-		return hits[i].m.TS > hits[j].m.TS
-	})
+	hits := s.searchLocked(at.user, args)
 	from, _ := strconv.Atoi(r.get("cursor"))
 	from = min(max(from, 0), len(hits))
-	to := min(from+limit, len(hits))
+	to := min(from+args.limit, len(hits))
 	msgs := make([]any, 0, to-from)
 	for _, h := range hits[from:to] {
 		msgs = append(msgs, map[string]any{
@@ -166,6 +158,49 @@ func (s *Server) assistantSearchContext(r *apiRequest) apiResult {
 		meta["next_cursor"] = strconv.Itoa(to)
 	}
 	return ok(map[string]any{"results": map[string]any{"messages": msgs}, "response_metadata": meta})
+}
+
+// searchLocked finds the messages user may read that match args, best
+// first (most terms, then newest).
+func (s *Server) searchLocked(user string, args searchArgs) []searchHit {
+	var hits []searchHit
+	for _, cs := range s.channels {
+		if !slices.Contains(args.types, channelKind(cs.info)) || !s.canReadLocked(user, cs) {
+			continue
+		}
+		for _, m := range cs.msgs {
+			if score := args.score(m); score > 0 {
+				hits = append(hits, searchHit{m, score})
+			}
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].score != hits[j].score {
+			return hits[i].score > hits[j].score
+		}
+		return hits[i].m.TS > hits[j].m.TS
+	})
+	return hits
+}
+
+// score is how many of the query's terms m has; 0 when m is not searched
+// (deleted, empty, a bot's unless asked for, outside the ts bounds).
+func (a searchArgs) score(m *Message) int {
+	if m.Deleted || m.Text == "" || (m.BotID != "" && !a.includeBots) {
+		return 0
+	}
+	ts, _ := strconv.ParseFloat(m.TS, 64)
+	if (a.before > 0 && ts >= a.before) || (a.after > 0 && ts <= a.after) {
+		return 0
+	}
+	text := strings.ToLower(m.Text)
+	score := 0
+	for _, t := range a.terms {
+		if strings.Contains(text, t) {
+			score++
+		}
+	}
+	return score
 }
 
 // permalinkLocked is a message's permalink as chat.getPermalink gives it.

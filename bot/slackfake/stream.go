@@ -27,19 +27,18 @@ func WithoutStreaming(code string) Option { return func(c *config) { c.noStreami
 
 // Stream is a streaming message as the fake saw it.
 type Stream struct {
-	Channel         string
-	TS              string
-	ThreadTS        string
-	DisplayMode     string // "timeline" or "plan"
-	RecipientUser   string
-	RecipientTeam   string
-	Chunks          []json.RawMessage // every chunk appended, in order (markdown_text from start/append as chunks too)
-	FinalBlocks     json.RawMessage   // the blocks chat.stopStream ended it with
-	Open            bool
-	StartedAt       time.Time
-	StoppedAt       time.Time
-	AppendCalls     int
-	lastAppendTotal int
+	Channel       string
+	TS            string
+	ThreadTS      string
+	DisplayMode   string // "timeline" or "plan"
+	RecipientUser string
+	RecipientTeam string
+	Chunks        []json.RawMessage // every chunk appended, in order (markdown_text from start/append as chunks too)
+	FinalBlocks   json.RawMessage   // the blocks chat.stopStream ended it with
+	Open          bool
+	StartedAt     time.Time
+	StoppedAt     time.Time
+	AppendCalls   int
 }
 
 // Tasks returns the last state of each task card of a stream by id, in
@@ -114,55 +113,68 @@ func validateChunks(raw string) ([]json.RawMessage, string) {
 		return nil, "invalid_chunks"
 	}
 	for _, c := range chunks {
-		var head struct {
-			Type   string            `json:"type"`
-			Text   *string           `json:"text"`
-			ID     string            `json:"id"`
-			Title  string            `json:"title"`
-			Status string            `json:"status"`
-			Blocks []json.RawMessage `json:"blocks"`
-		}
-		if err := json.Unmarshal(c, &head); err != nil {
-			return nil, "invalid_chunks"
-		}
-		switch head.Type {
-		case "markdown_text":
-			if head.Text == nil {
-				return nil, "invalid_chunks"
-			}
-		case "task_update":
-			var card TaskCard
-			if err := json.Unmarshal(c, &card); err != nil || card.ID == "" || card.Title == "" {
-				return nil, "invalid_chunks"
-			}
-			if card.Status != "" && !slices.Contains(taskStatuses, card.Status) {
-				return nil, "invalid_chunks"
-			}
-			for _, src := range card.Sources {
-				if strings.TrimSpace(src.Text) == "" || src.URL == "" {
-					return nil, "invalid_chunks" // a source without text is rejected
-				}
-				if src.Type != "url" || utf8.RuneCountInString(src.URL) > maxSourceURL {
-					return nil, "invalid_chunks"
-				}
-			}
-		case "plan_update":
-			if head.Title == "" {
-				return nil, "invalid_chunks"
-			}
-		case "blocks":
-			if len(head.Blocks) == 0 || len(head.Blocks) > maxBlocks {
-				return nil, "invalid_blocks"
-			}
-			b, _ := json.Marshal(head.Blocks)
-			if e := validateBlocks(string(b)); e != "" {
-				return nil, e
-			}
-		default:
-			return nil, "invalid_chunks"
+		if e := validateChunk(c); e != "" {
+			return nil, e
 		}
 	}
 	return chunks, ""
+}
+
+// validateChunk checks one chunk; the error code, "" when it is valid.
+func validateChunk(c json.RawMessage) string {
+	var head struct {
+		Type   string            `json:"type"`
+		Text   *string           `json:"text"`
+		ID     string            `json:"id"`
+		Title  string            `json:"title"`
+		Status string            `json:"status"`
+		Blocks []json.RawMessage `json:"blocks"`
+	}
+	if err := json.Unmarshal(c, &head); err != nil {
+		return "invalid_chunks"
+	}
+	switch head.Type {
+	case "markdown_text":
+		if head.Text == nil {
+			return "invalid_chunks"
+		}
+	case "task_update":
+		return validateTaskCard(c)
+	case "plan_update":
+		if head.Title == "" {
+			return "invalid_chunks"
+		}
+	case "blocks":
+		if len(head.Blocks) == 0 || len(head.Blocks) > maxBlocks {
+			return "invalid_blocks"
+		}
+		b, _ := json.Marshal(head.Blocks)
+		return validateBlocks(string(b))
+	default:
+		return "invalid_chunks"
+	}
+	return ""
+}
+
+// validateTaskCard checks a task_update chunk: an id, a title, a known
+// status, and sources that are URLs with text.
+func validateTaskCard(c json.RawMessage) string {
+	var card TaskCard
+	if err := json.Unmarshal(c, &card); err != nil || card.ID == "" || card.Title == "" {
+		return "invalid_chunks"
+	}
+	if card.Status != "" && !slices.Contains(taskStatuses, card.Status) {
+		return "invalid_chunks"
+	}
+	for _, src := range card.Sources {
+		if strings.TrimSpace(src.Text) == "" || src.URL == "" {
+			return "invalid_chunks" // a source without text is rejected
+		}
+		if src.Type != "url" || utf8.RuneCountInString(src.URL) > maxSourceURL {
+			return "invalid_chunks"
+		}
+	}
+	return ""
 }
 
 // streamChunks reads markdown_text and chunks of a streaming call.

@@ -95,49 +95,8 @@ func validateBlocksOn(raw string, surface blockSurface) string {
 			// inputs are read by block_id, then action_id.
 			actionIDs = map[string]bool{}
 		}
-		typ, _ := b["type"].(string)
-		if typ == "" {
-			return "invalid_blocks"
-		}
-		if surface == surfaceFileShare && typ == "markdown" {
-			return "internal_error"
-		}
-		if id, _ := b["block_id"].(string); utf8.RuneCountInString(id) > maxBlockID {
-			return "invalid_blocks"
-		}
-		textOf := func(k string) string {
-			if t, ok := b[k].(map[string]any); ok {
-				s, _ := t["text"].(string)
-				return s
-			}
-			s, _ := b[k].(string)
-			return s
-		}
-		switch typ {
-		case "section":
-			if utf8.RuneCountInString(textOf("text")) > maxSectionTextChars {
-				return "invalid_blocks"
-			}
-		case "header":
-			if utf8.RuneCountInString(textOf("text")) > maxHeaderTextChars {
-				return "invalid_blocks"
-			}
-		case "markdown":
-			if utf8.RuneCountInString(textOf("text")) > maxMarkdownChars {
-				return "invalid_blocks"
-			}
-		case "context_actions":
-			if e := validateContextActions(b); e != "" {
-				return e
-			}
-		case "actions":
-			// feedback_buttons and icon_button live in context_actions only.
-			els, _ := b["elements"].([]any)
-			for _, el := range els {
-				if m, _ := el.(map[string]any); m["type"] == "feedback_buttons" || m["type"] == "icon_button" {
-					return "invalid_blocks"
-				}
-			}
+		if e := validateBlock(b, surface); e != "" {
+			return e
 		}
 		if e := validateElements(b, actionIDs); e != "" {
 			return e
@@ -148,6 +107,51 @@ func validateBlocksOn(raw string, surface blockSurface) string {
 		return "msg_blocks_too_long"
 	}
 	return ""
+}
+
+// textLimits are the longest texts of the blocks that have one.
+var textLimits = map[string]int{"section": maxSectionTextChars, "header": maxHeaderTextChars, "markdown": maxMarkdownChars}
+
+// validateBlock checks one block on its own (validateBlocksOn checks the
+// elements and the whole): its type, block_id and text, a context_actions
+// block's elements, and that an actions block holds no context action.
+func validateBlock(b map[string]any, surface blockSurface) string {
+	typ, _ := b["type"].(string)
+	if typ == "" {
+		return "invalid_blocks"
+	}
+	if surface == surfaceFileShare && typ == "markdown" {
+		return "internal_error"
+	}
+	if id, _ := b["block_id"].(string); utf8.RuneCountInString(id) > maxBlockID {
+		return "invalid_blocks"
+	}
+	if limit, ok := textLimits[typ]; ok && utf8.RuneCountInString(blockText(b, "text")) > limit {
+		return "invalid_blocks"
+	}
+	switch typ {
+	case "context_actions":
+		return validateContextActions(b)
+	case "actions":
+		// feedback_buttons and icon_button live in context_actions only.
+		els, _ := b["elements"].([]any)
+		for _, el := range els {
+			if m, _ := el.(map[string]any); m["type"] == "feedback_buttons" || m["type"] == "icon_button" {
+				return "invalid_blocks"
+			}
+		}
+	}
+	return ""
+}
+
+// blockText is a block's text field k: a text object's text, or a string.
+func blockText(b map[string]any, k string) string {
+	if t, ok := b[k].(map[string]any); ok {
+		s, _ := t["text"].(string)
+		return s
+	}
+	s, _ := b[k].(string)
+	return s
 }
 
 // validateContextActions checks a context_actions block, the row of small

@@ -194,35 +194,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return config{}, configError{envLogLevel, fmt.Sprintf("%q is not debug, info, warn or error", lv)}
 		}
 	}
-	if c.MaxRunsPerUser, err = intVar(getenv, envMaxRunsPerUser, 3); err != nil {
-		return config{}, err
-	}
-	if c.MaxConcurrentRuns, err = intVar(getenv, envMaxConcurrentRuns, 8); err != nil {
-		return config{}, err
-	}
-	if c.TeamSize, err = intVar(getenv, envTeamSize, 1); err != nil {
-		return config{}, err
-	}
-	if c.TeamSize < 1 || c.TeamSize > agent.MaxTeamSize {
-		return config{}, configError{envTeamSize, fmt.Sprintf("%d is not a team size from 1 to %d", c.TeamSize, agent.MaxTeamSize)}
-	}
-	if c.ApprovePlan, err = boolVar(getenv, envApprovePlan, false); err != nil {
-		return config{}, err
-	}
-	if c.ApproveDraft, err = boolVar(getenv, envApproveDraft, true); err != nil {
-		return config{}, err
-	}
-	if v := strings.TrimSpace(getenv(envRunLease)); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 100*time.Millisecond {
-			return config{}, configError{envRunLease, fmt.Sprintf("%q is not a duration of at least 100ms (e.g. 30s)", v)}
-		}
-		c.Lease = d
-	}
-	if c.DigestTick, err = positiveDuration(getenv, envDigestTick, 0); err != nil {
-		return config{}, err
-	}
-	if c.CheckEvery, err = positiveDuration(getenv, envCheckEvery, defaultCheckEvery); err != nil {
+	if err := loadRuns(getenv, &c); err != nil {
 		return config{}, err
 	}
 	if c.LLM, err = loadLLM(getenv); err != nil {
@@ -323,20 +295,8 @@ func loadLLM(getenv func(string) string) (llm.Options, error) {
 		Model:           get(envModel),
 		JSONMode:        llm.JSONMode(get(envJSONMode)),
 	}
-	switch o.Provider {
-	case "", llm.ProviderOpenAI, llm.ProviderAzure, llm.ProviderOllama, llm.ProviderVLLM:
-	default:
-		return llm.Options{}, fmt.Errorf("%w: %s=%q: use openai, azure, ollama or vllm", llm.ErrConfig, envProvider, o.Provider)
-	}
-	switch o.JSONMode {
-	case "", llm.JSONModeSchema, llm.JSONModeObject, llm.JSONModePrompt:
-	default:
-		return llm.Options{}, fmt.Errorf("%w: %s=%q: use json_schema, json_object or prompt", llm.ErrConfig, envJSONMode, o.JSONMode)
-	}
-	if o.BaseURL != "" {
-		if err := checkHTTPURL(o.BaseURL); err != nil {
-			return llm.Options{}, fmt.Errorf("%w: %s: %v", llm.ErrConfig, envBaseURL, err)
-		}
+	if err := checkEndpoint(o); err != nil {
+		return llm.Options{}, err
 	}
 	if o.Model == "" && (o.BaseURL == "" || openAIHost(o.BaseURL)) {
 		o.Model = defaultModel
@@ -349,24 +309,60 @@ func loadLLM(getenv func(string) string) (llm.Options, error) {
 			o.RoleModels[r] = m
 		}
 	}
+	if err := loadLLMTables(get, &o); err != nil {
+		return llm.Options{}, err
+	}
+	if err := loadLLMLimits(get, &o); err != nil {
+		return llm.Options{}, err
+	}
+	return o, nil
+}
+
+// checkEndpoint checks the provider, the JSON mode and the base URL.
+func checkEndpoint(o llm.Options) error {
+	switch o.Provider {
+	case "", llm.ProviderOpenAI, llm.ProviderAzure, llm.ProviderOllama, llm.ProviderVLLM:
+	default:
+		return fmt.Errorf("%w: %s=%q: use openai, azure, ollama or vllm", llm.ErrConfig, envProvider, o.Provider)
+	}
+	switch o.JSONMode {
+	case "", llm.JSONModeSchema, llm.JSONModeObject, llm.JSONModePrompt:
+	default:
+		return fmt.Errorf("%w: %s=%q: use json_schema, json_object or prompt", llm.ErrConfig, envJSONMode, o.JSONMode)
+	}
+	if o.BaseURL != "" {
+		if err := checkHTTPURL(o.BaseURL); err != nil {
+			return fmt.Errorf("%w: %s: %v", llm.ErrConfig, envBaseURL, err)
+		}
+	}
+	return nil
+}
+
+// loadLLMTables reads the Azure deployments and the prices into o.
+func loadLLMTables(get func(string) string, o *llm.Options) error {
 	if v := get(envDeployments); v != "" {
 		pairs, err := parsePairs(v)
 		if err != nil {
-			return llm.Options{}, fmt.Errorf("%w: %s: %v (want model=deployment,...)", llm.ErrConfig, envDeployments, err)
+			return fmt.Errorf("%w: %s: %v (want model=deployment,...)", llm.ErrConfig, envDeployments, err)
 		}
 		o.AzureDeployments = pairs
 	}
 	if v := get(envPrices); v != "" {
 		prices, err := parsePrices(v)
 		if err != nil {
-			return llm.Options{}, fmt.Errorf("%w: %s: %v (want model=prompt/completion per 1M tokens, e.g. gpt-4o=2.5/10)", llm.ErrConfig, envPrices, err)
+			return fmt.Errorf("%w: %s: %v (want model=prompt/completion per 1M tokens, e.g. gpt-4o=2.5/10)", llm.ErrConfig, envPrices, err)
 		}
 		o.Prices = prices
 	}
+	return nil
+}
+
+// loadLLMLimits reads the retries and the timeouts into o.
+func loadLLMLimits(get func(string) string, o *llm.Options) error {
 	if v := get(envMaxRetries); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return llm.Options{}, fmt.Errorf("%w: %s=%q: want an integer", llm.ErrConfig, envMaxRetries, v)
+			return fmt.Errorf("%w: %s=%q: want an integer", llm.ErrConfig, envMaxRetries, v)
 		}
 		if n == 0 {
 			n = -1 // explicit zero means "no retries"
@@ -380,12 +376,50 @@ func loadLLM(getenv func(string) string) (llm.Options, error) {
 		if v := get(e.name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return llm.Options{}, fmt.Errorf("%w: %s=%q: want a positive Go duration such as 90s", llm.ErrConfig, e.name, v)
+				return fmt.Errorf("%w: %s=%q: want a positive Go duration such as 90s", llm.ErrConfig, e.name, v)
 			}
 			*e.dst = d
 		}
 	}
-	return o, nil
+	return nil
+}
+
+// loadRuns reads how runs are done into c: the limits per user and
+// process, the team size, the approval steps, the lease and the ticks.
+func loadRuns(getenv func(string) string, c *config) error {
+	var err error
+	if c.MaxRunsPerUser, err = intVar(getenv, envMaxRunsPerUser, 3); err != nil {
+		return err
+	}
+	if c.MaxConcurrentRuns, err = intVar(getenv, envMaxConcurrentRuns, 8); err != nil {
+		return err
+	}
+	if c.TeamSize, err = intVar(getenv, envTeamSize, 1); err != nil {
+		return err
+	}
+	if c.TeamSize < 1 || c.TeamSize > agent.MaxTeamSize {
+		return configError{envTeamSize, fmt.Sprintf("%d is not a team size from 1 to %d", c.TeamSize, agent.MaxTeamSize)}
+	}
+	if c.ApprovePlan, err = boolVar(getenv, envApprovePlan, false); err != nil {
+		return err
+	}
+	if c.ApproveDraft, err = boolVar(getenv, envApproveDraft, true); err != nil {
+		return err
+	}
+	if v := strings.TrimSpace(getenv(envRunLease)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond {
+			return configError{envRunLease, fmt.Sprintf("%q is not a duration of at least 100ms (e.g. 30s)", v)}
+		}
+		c.Lease = d
+	}
+	if c.DigestTick, err = positiveDuration(getenv, envDigestTick, 0); err != nil {
+		return err
+	}
+	if c.CheckEvery, err = positiveDuration(getenv, envCheckEvery, defaultCheckEvery); err != nil {
+		return err
+	}
+	return nil
 }
 
 // check reports a missing API key for an endpoint that needs one
@@ -467,9 +501,9 @@ func orDefault(v, def string) string {
 }
 
 func splitList(v string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, f)
+	out := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -164,7 +164,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := loadConfig(getenv(tc.env))
 			if tc.err != "" {
-				if err == nil || err.Error() != tc.err && !(tc.prefix && strings.HasPrefix(err.Error(), tc.err)) {
+				if err == nil || err.Error() != tc.err && (!tc.prefix || !strings.HasPrefix(err.Error(), tc.err)) {
 					t.Fatalf("err = %v\nwant  %s", err, tc.err)
 				}
 				if tc.errIs != nil && !errors.Is(err, tc.errIs) {

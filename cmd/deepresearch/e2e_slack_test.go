@@ -15,11 +15,11 @@ import (
 // the footnote holds only the title and the URL.
 func inlineQuotes(b *strings.Builder, ms [][]string) {
 	for i, m := range ms {
-		open, close := `"`, `"`
+		left, right := `"`, `"`
 		if i%2 == 1 {
-			open, close = "“", "”"
+			left, right = "“", "”"
 		}
-		fmt.Fprintf(b, "- According to %s, %s%s%s[^%d]\n", m[4], open, m[3], close, i+1)
+		fmt.Fprintf(b, "- According to %s, %s%s%s[^%d]\n", m[4], left, m[3], right, i+1)
 	}
 	b.WriteString("\n## Detailed Analysis\n\nSee above.\n\n## References\n\n")
 	for i, m := range ms {

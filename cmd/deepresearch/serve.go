@@ -115,13 +115,10 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 			log.Warn("serve: closing storage", "err", err)
 		}
 	}()
-	ext, stopDigests, err := serveDigests(ctx, cfg, parts, log)
-	if err != nil {
-		return err
-	}
+	digests := serveDigests(ctx, cfg, parts, log)
 	// Deferred after parts.close, so it runs first: the scheduler hands
 	// its firings in flight back while the database is still open.
-	defer stopDigests()
+	defer digests.stop()
 	// The model endpoint is checked before the bot says it is ready, then
 	// again in the background; while it is unusable the bot tells whoever
 	// mentions it why instead of researching, and /healthz says not ready.
@@ -137,11 +134,12 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 	withHealth := func(o *bot.Options) { o.Health = parts.health.Health }
 	withFeedback := func(o *bot.Options) { o.Feedback, o.Reports = parts.db.Feedback(), parts.db.Reports() }
 	withShared := func(o *bot.Options) {
+		o.Client = parts.slack
 		if parts.workspace != nil {
 			o.SharedBudgets = append(o.SharedBudgets, parts.workspace)
 		}
 	}
-	return serveBot(ctx, cfg, parts.res, parts.store, log, ext, dbPoolMetrics(parts.db), withHealth, withFeedback, withShared)
+	return serveBot(ctx, cfg, parts.res, parts.store, log, digests.start, digests.options, dbPoolMetrics(parts.db), withHealth, withFeedback, withShared)
 }
 
 // serveParts is what serve runs with.
@@ -156,70 +154,83 @@ type serveParts struct {
 	// workspace is the researcher's workspace search, whose budget the
 	// replicas split (nil: off)
 	workspace *bot.WorkspaceSearch
+	// slack is the process's one Slack client (the bot's and workspace's);
+	// nil in tests that build parts by hand: the bot makes its own
+	slack *bot.Client
 	// agent runs the research (the MCP endpoint's runs too)
 	agent *agent.Agent
 }
 
-// serveDigests starts the digest scheduler on the same database
-// and returns the bot extensions for /research schedule(s), its buttons and
-// modals, and the App Home section. The scheduler stops with ctx or stop,
-// which returns once it has stopped; a firing in flight is handed to another
-// process. Call stop before closing the database.
-func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) (ext func(*bot.Options), stop func(), err error) {
-	st := p.db.Schedules()
-	log = log.With("component", "digests")
-	// The bot serves the digests (Options.Digests); the scheduler posts,
-	// asks for approval and checks channels through it, so it starts once
-	// the bot is built (Options.Attach).
-	runner := &schedule.DigestRunner{Researcher: p.res, Logger: log}
-	sched := &schedule.Scheduler{
-		Store:  st,
-		Logger: log,
-		Runner: runner,
-	}
-	if cfg.DigestTick > 0 {
-		sched.Interval = cfg.DigestTick
-	}
-	mgr := &schedule.Manager{Store: st, Scheduler: sched, Admins: cfg.Approvers}
+// serveDigests prepares the digest scheduler on the same database and
+// returns the bot extension for /research schedule(s), its buttons and
+// modals, and the App Home section (Options.Digests). bot.New hands the
+// extension the bot's digest UI, and the runner, scheduler and manager are
+// built around it at once, every field set; start runs the scheduler once
+// the bot is built, and stop, which returns once it has stopped, hands a
+// firing in flight to another process. Call stop before closing the
+// database.
+func serveDigests(ctx context.Context, cfg serveConfig, p serveParts, log *slog.Logger) *digestService {
 	ctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	var mu sync.Mutex
-	started := false
-	start := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if started || ctx.Err() != nil {
-			return
+	return &digestService{ctx: ctx, cancel: cancel, cfg: cfg, parts: p, log: log.With("component", "digests"), stopped: make(chan struct{})}
+}
+
+// digestService is the digest scheduler of serve: built by the bot's
+// Options.Digests, run by start, stopped by stop.
+type digestService struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	cfg    serveConfig
+	parts  serveParts
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	sched   *schedule.Scheduler // set once, by build
+	started bool
+	stopped chan struct{}
+}
+
+// options makes the bot serve the digests.
+func (s *digestService) options(o *bot.Options) { o.Digests = s.build }
+
+// build is Options.Digests: the scheduler and its manager, posting, asking
+// for approval and checking channels through ui.
+func (s *digestService) build(ui *bot.Digests) *schedule.Manager {
+	st := s.parts.db.Schedules()
+	runner := &schedule.DigestRunner{Researcher: s.parts.res, Poster: ui, Channels: ui, Logger: s.log}
+	sched := &schedule.Scheduler{Store: st, Logger: s.log, Runner: runner, Approvals: ui, Interval: s.cfg.DigestTick}
+	s.mu.Lock()
+	s.sched = sched
+	s.mu.Unlock()
+	return &schedule.Manager{Store: st, Scheduler: sched, Channels: ui, Admins: s.cfg.Approvers}
+}
+
+// start runs the scheduler bot.New built, in the background, until stop.
+func (s *digestService) start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.sched == nil || s.ctx.Err() != nil {
+		return
+	}
+	s.started = true
+	sched := s.sched
+	go func() {
+		defer close(s.stopped)
+		if err := sched.Run(s.ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Error("serve: digest scheduler stopped", "err", err)
 		}
-		started = true
-		go func() {
-			defer close(stopped)
-			if err := sched.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				log.Error("serve: digest scheduler stopped", "err", err)
-			}
-		}()
+	}()
+}
+
+// stop stops the scheduler and waits for it.
+func (s *digestService) stop() {
+	s.cancel()
+	s.mu.Lock()
+	wait := s.started
+	s.started = true // never starts after this
+	s.mu.Unlock()
+	if wait {
+		<-s.stopped
 	}
-	stop = func() {
-		cancel()
-		mu.Lock()
-		wait := started
-		started = true // never starts after this
-		mu.Unlock()
-		if wait {
-			<-stopped
-		}
-	}
-	attach := func(b *bot.Bot) {
-		runner.Poster = b.Digests()
-		sched.Approvals = b.Digests()
-		runner.Channels = b
-		mgr.Channels = b
-		start()
-	}
-	return func(o *bot.Options) {
-		o.Digests = mgr
-		o.Attach = attach
-	}, stop, nil
 }
 
 // serveDeps builds the Researcher and the Store that serve runs with: the
@@ -244,30 +255,32 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 		closeAll() // closes the database too, logging a failure
 		return nil
 	}
+	// One Slack client for the process: the bot's and the workspace search's.
+	slackClient := bot.NewClient(bot.ClientOptions{BotToken: cfg.BotToken, AppToken: cfg.AppToken, APIURL: cfg.APIURL})
 	var ws *bot.WorkspaceSearch
 	if cfg.WorkspaceSearch && cfg.BotToken != "" {
 		// Only with the requester's action_token, which comes with their
 		// message (bot.Options.WorkspaceSearch).
-		ws, err = bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{BotToken: cfg.BotToken, APIURL: cfg.APIURL, Logger: log})
+		ws, err = bot.NewWorkspaceSearch(bot.WorkspaceSearchOptions{Client: slackClient, Logger: log})
 		if err != nil {
-			closeDeps()
+			_ = closeDeps() // the error that stopped serve is the one to report
 			return serveParts{}, configError{envSlackBotToken, err.Error()}
 		}
 		deps.Workspace = ws
 	}
 	a, err := agent.New(deps, traced(agent.Options{TeamSize: cfg.TeamSize}, cfg.Tracing))
 	if err != nil {
-		closeDeps()
+		_ = closeDeps() // the error that stopped serve is the one to report
 		return serveParts{}, err
 	}
 	log.Info("serve: storage", "kind", db.Kind(), "location", db.Location())
-	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws, agent: a}, nil
+	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws, slack: slackClient, agent: a}, nil
 }
 
 // serveBot runs a bot with the given researcher and store, plus the
 // /healthz and /metrics server, until ctx ends. This is the constructor the
 // lead's wiring (and tests) use.
-func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store research.Store, log *slog.Logger, extend ...func(*bot.Options)) error {
+func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store research.Store, log *slog.Logger, built func(), extend ...func(*bot.Options)) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bo := bot.Options{
@@ -296,6 +309,9 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store re
 	b, err := bot.New(res, store, bo)
 	if err != nil {
 		return err
+	}
+	if built != nil {
+		built() // what runs beside the bot (the digest scheduler) starts
 	}
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {

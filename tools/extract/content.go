@@ -410,8 +410,8 @@ const (
 func (e *extractor) content(body *html.Node, title string) []block {
 	root, wide, all := e.chooseRoot(body)
 	links0, seen0 := len(e.links), len(e.seenLinks)
-	blocks := cleanBlocks(e.render(root), title, rootItemLink)
-	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent {
+	blocks := rootBlocks(e.render(root), title, e.base)
+	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || singlePost(root) {
 		// The whole page could not render to more than all.
 		return e.widen(blocks, wide, root, title, links0, seen0)
 	}
@@ -430,6 +430,40 @@ func (e *extractor) content(body *html.Node, title string) []block {
 	return broad
 }
 
+// singlePost reports whether root is in a short post under the page's
+// headline: the nearest article element holding root holds an h1 and no
+// other heading nor article. Such a page is that post (a quote, a note)
+// followed by other posts, not a page of items, though root holds little
+// of the page's text (mensagensreflexao.com.br's dev page: F1 0.32 with
+// the whole page, 1.00 with the post). A page of items has headings of
+// its items, or is not one article holding the headline.
+func singlePost(root *html.Node) bool {
+	for n, d := root, 0; n != nil && d <= maxDepth; n, d = n.Parent, d+1 {
+		if n.Type == html.ElementNode && n.Data == "article" {
+			return firstElement(n, "h1", 8) != nil && !holdsTag(n, postInnerTags, 12)
+		}
+	}
+	return false
+}
+
+// postInnerTags are the elements a single post (see singlePost) does not
+// hold: the headings and articles of items.
+var postInnerTags = map[string]bool{"h2": true, "h3": true, "article": true}
+
+// holdsTag reports whether a descendant of n, down to depth levels, is an
+// element of one of tags.
+func holdsTag(n *html.Node, tags map[string]bool, depth int) bool {
+	if depth < 0 {
+		return false
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && (tags[c.Data] || holdsTag(c, tags, depth-1)) {
+			return true
+		}
+	}
+	return false
+}
+
 // widen returns the blocks of wide, the container of root with the
 // sections beside it (see chooseRoot), in place of root's blocks; the
 // links found are those of wide.
@@ -444,7 +478,7 @@ func (e *extractor) widen(blocks []block, wide, root *html.Node, title string, l
 			e.seenLinks[l] = true
 		}
 	}
-	return cleanBlocks(e.render(wide), title, rootItemLink)
+	return rootBlocks(e.render(wide), title, e.base)
 }
 
 func chars(blocks []block) int {

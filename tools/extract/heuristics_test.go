@@ -68,6 +68,68 @@ func TestHeuristics(t *testing.T) {
 			notWant: []string{"teaser0", "teaser7", "Another story title"},
 		},
 		{
+			name: "related links closing the article's container are dropped",
+			body: `<article><div class="entry"><p>` + prose("alpha", 3) + `</p><p>` + prose("beta", 3) + `</p>` +
+				`<p><a href="/r1">Who will make the town hall list in 2020?</a></p>` +
+				`<p><a href="/r2">The band takes over the fan vote this week</a></p>` +
+				`<h4>Most read</h4>` +
+				`<p><a href="/r3">Fans really want the band in the hall of fame</a></p></div></article>`,
+			want:    []string{"alpha sentence number 0", "beta sentence number 2"},
+			notWant: []string{"town hall list", "fan vote", "hall of fame"},
+		},
+		{
+			name: "named links inside the article, followed by its prose, stay",
+			body: `<article><div class="entry"><p>` + prose("alpha", 3) + `</p>` +
+				`<p><a href="/r1">Who will make the town hall list in 2020?</a></p>` +
+				`<p><a href="/r2">The band takes over the fan vote this week</a></p>` +
+				`<p><a href="/r3">Fans really want the band in the hall of fame</a></p>` +
+				`<p>` + prose("beta", 3) + `</p></div></article>`,
+			want: []string{"alpha sentence number 0", "town hall list", "fan vote", "hall of fame", "beta sentence number 2"},
+		},
+		{
+			name: "the caption of an embedded image is furniture, an embedded post is not",
+			body: `<article><p>` + prose("alpha", 3) + `</p><div class="InlineImage-imageEmbed">` +
+				`<div class="InlineImage-imageEmbedCaption">The minister, center, passes an aircraft at the air show in Dubai.</div></div>` +
+				`<blockquote class="twitter-tweet-embed-social"><p>` + prose("tweet", 1) + `</p></blockquote>` +
+				`<p>` + prose("beta", 3) + `</p></article>`,
+			want:    []string{"alpha sentence number 0", "tweet sentence number 0", "beta sentence number 2"},
+			notWant: []string{"passes an aircraft"},
+		},
+		{
+			name: "a list of stories holding the page itself is the site's box, not the article's",
+			body: `<article><p>` + prose("alpha", 3) + `</p><ul>` +
+				`<li><a href="https://example.com/news/page.html?src=box">Video shows the dramatic rescue of the girl</a></li>` +
+				`<li><a href="https://example.com/news/other.html">Man arrested after a traffic stop downtown</a></li>` +
+				`<li><a href="https://example.com/news/third.html">Jail guards charged with falsifying records</a></li>` +
+				`</ul><p>` + prose("beta", 3) + `</p></article>`,
+			want:    []string{"alpha sentence number 0", "beta sentence number 2"},
+			notWant: []string{"dramatic rescue", "traffic stop", "falsifying records"},
+		},
+		{
+			name: "a list of links the article points to stays",
+			body: `<article><p>` + prose("alpha", 3) + `</p><ul>` +
+				`<li><a href="https://example.com/news/first.html">Video shows the dramatic rescue of the girl</a></li>` +
+				`<li><a href="https://example.com/news/other.html">Man arrested after a traffic stop downtown</a></li>` +
+				`<li><a href="https://example.com/news/third.html">Jail guards charged with falsifying records</a></li>` +
+				`</ul><p>` + prose("beta", 3) + `</p></article>`,
+			want: []string{"alpha sentence number 0", "dramatic rescue", "traffic stop", "falsifying records", "beta sentence number 2"},
+		},
+		{
+			name: "a short post under the headline, followed by other posts, is the page",
+			body: func() string {
+				bar := `<div class="bar">Whatsapp <a href="/fb">Facebook</a> Pint <a href="/dl">Download</a></div>`
+				var b strings.Builder
+				b.WriteString(`<div id="primary"><article class="post"><h1>Headline</h1>` + bar + `<p>` + prose("alpha", 2) + `</p></article><section>`)
+				for i := range 8 {
+					fmt.Fprintf(&b, `<article class="post">%s<p>%s</p></article>`, bar, prose(fmt.Sprintf("other%d", i), 2))
+				}
+				b.WriteString(`</section></div>`)
+				return b.String()
+			}(),
+			want:    []string{"alpha sentence number 1"},
+			notWant: []string{"other0", "other7"},
+		},
+		{
 			name: "paragraphs with links each in a wrapper are not teasers",
 			body: `<div class="post">` + strings.Repeat(`<div class="para"><p>`+prose("delta", 2)+
 				` See <a href="/x">the report</a> for details.</p></div>`, 5) + `</div>`,

@@ -287,9 +287,11 @@ func nameVerdict(name string) (verdict int, strong bool) {
 	if !isNeg && !embed && hasNegStem(strings.ToLower(name)) {
 		isNeg, isStrong, lastNeg = true, true, len(words)
 	}
-	if embed {
+	if embed && (lastNeg != len(words)-1 || !embedParts[words[lastNeg]]) {
 		// Embedded posts (tweets, videos with text) inside an article
-		// are part of it even when their names say "social".
+		// are part of it even when their names say "social". A name
+		// that ends in a caption or credit names that part of the embed
+		// (InlineImage-imageEmbedCaption: an embedded image's caption).
 		isNeg = false
 	}
 	switch {
@@ -916,6 +918,10 @@ func (e *extractor) findPosts(total textSize) map[*html.Node]bool {
 	}
 	return posts
 }
+
+// embedParts are the furniture words that, ending a name of an embed (see
+// isEmbedName), name that part of it, not the embedded post.
+var embedParts = wordSet(`caption credit credits`)
 
 // isEmbedName reports a class or id naming an embedded post.
 func isEmbedName(name string) bool {

@@ -72,14 +72,7 @@ func Normalize(rawURL string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: %q has no valid host", ErrInvalid, truncate(s, 100))
 	}
-	port := u.Port()
-	if n, err := strconv.Atoi(port); err == nil {
-		port = strconv.Itoa(n)
-	}
-	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
-		port = ""
-	}
-	if port != "" {
+	if port := explicitPort(scheme, u.Port()); port != "" {
 		host += ":" + port
 	}
 
@@ -103,6 +96,18 @@ func Normalize(rawURL string) (string, error) {
 		b.WriteString(q)
 	}
 	return b.String(), nil
+}
+
+// explicitPort is a URL's port without leading zeros, "" when it is the
+// scheme's default.
+func explicitPort(scheme, port string) string {
+	if n, err := strconv.Atoi(port); err == nil {
+		port = strconv.Itoa(n)
+	}
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		return ""
+	}
+	return port
 }
 
 // canonicalHost returns host in lower-case ASCII without trailing dots, an

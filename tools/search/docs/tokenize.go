@@ -31,26 +31,7 @@ func tokenize(text string) []token {
 		if len(run) == 0 {
 			return
 		}
-		switch {
-		case kind == scriptWord:
-			if w := normalizeWord(string(run)); w != "" {
-				toks = append(toks, token{w, offs[0], end})
-			}
-		case len(run) == 1:
-			// A lone kanji or katakana is a word of its own; a lone
-			// hiragana is nearly always a particle (の, は, を).
-			if kind != scriptHiragana {
-				toks = append(toks, token{string(run), offs[0], end})
-			}
-		default:
-			for i := 0; i+1 < len(run); i++ {
-				e := end
-				if i+2 < len(run) {
-					e = offs[i+2]
-				}
-				toks = append(toks, token{string(run[i : i+2]), offs[i], e})
-			}
-		}
+		toks = appendRun(toks, run, offs, end, kind)
 		run, offs = run[:0], offs[:0]
 	}
 	for i, r := range text {
@@ -74,6 +55,32 @@ func tokenize(text string) []token {
 		run, offs = append(run, f), append(offs, i)
 	}
 	flush(len(text))
+	return toks
+}
+
+// appendRun appends the tokens of a run of one script (its folded runes,
+// their byte offsets, the run's end): a normalised word for alphabetic
+// scripts; overlapping bigrams for the others, a lone character a word of
+// its own unless hiragana (nearly always a particle: の, は, を).
+func appendRun(toks []token, run []rune, offs []int, end int, kind script) []token {
+	switch {
+	case kind == scriptWord:
+		if w := normalizeWord(string(run)); w != "" {
+			toks = append(toks, token{w, offs[0], end})
+		}
+	case len(run) == 1:
+		if kind != scriptHiragana {
+			toks = append(toks, token{string(run), offs[0], end})
+		}
+	default:
+		for i := 0; i+1 < len(run); i++ {
+			e := end
+			if i+2 < len(run) {
+				e = offs[i+2]
+			}
+			toks = append(toks, token{string(run[i : i+2]), offs[i], e})
+		}
+	}
 	return toks
 }
 
