@@ -25,6 +25,8 @@ type extractor struct {
 	teasers map[*html.Node]int
 	// popups are link clusters inside paragraphs (see findPopups).
 	popups map[*html.Node]bool
+	// sheet is what the page's style sheets hide (see readSheet).
+	sheet sheet
 	// lenient ignores class and id names when pruning (see ExtractBytes).
 	lenient bool
 	// posts are a thread's posts named "comment" (see findPosts).
@@ -632,7 +634,7 @@ func (e *extractor) measure(body *html.Node) textSize {
 			if c.Type != html.ElementNode {
 				continue
 			}
-			if hiddenBy(c) == "hidden" && followsControl(prev) {
+			if (hiddenBy(c) == "hidden" || e.sheet.hiding(c) == "sheet") && followsControl(prev) {
 				if e.afterControl == nil {
 					e.afterControl = map[*html.Node]bool{}
 				}
@@ -768,8 +770,8 @@ func (e *extractor) opened(n *html.Node) bool {
 	if e.disclosurePanel(n) {
 		return true
 	}
-	if hiddenBy(n) != "hidden" {
-		return false
+	if h := hiddenBy(n); h != "hidden" {
+		return h == "" && e.afterControl[n]
 	}
 	return e.afterControl[n] || strings.EqualFold(attr(n, "hidden"), "until-found") || e.streamed(n)
 }
@@ -1211,7 +1213,13 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] {
 		return true, true
 	}
-	if h := hiddenBy(n); h != "" && e.hiddenFurniture(n, h, total) {
+	h := hiddenBy(n)
+	if h == "" {
+		// Hidden by a rule of the page's style sheets, read like an
+		// inline style.
+		h = e.sheet.hiding(n)
+	}
+	if h != "" && e.hiddenFurniture(n, h, total) {
 		return true, true
 	}
 	if class := attr(n, "class"); mayBeSROnly(class) && screenReaderOnly(strings.Fields(class)) {
@@ -1243,6 +1251,15 @@ func (e *extractor) hiddenFurniture(n *html.Node, h string, total textSize) bool
 		return true
 	}
 	size := e.sizeOf(n)
+	if h == "sheet" {
+		// Hidden by a rule of the page's style sheets (see readSheet):
+		// a panel something opens, or one named as shown on demand (an
+		// accordion's answer holds one paragraph), or one holding a
+		// quarter of the page or more (a sheet that hides the page
+		// until its scripts run) is content.
+		shownOnDemand := e.opened(n) || onDemand(n) && size.paras > 0
+		return !shownOnDemand && size.all*4 < total.all && !e.holdsItems(n)
+	}
 	wholePage := size.paras > 0 && size.all*4 >= total.all*3
 	// An element hidden by its style that is named or placed as a tab or
 	// a slide (see onDemand), or hidden from screen readers only (still
