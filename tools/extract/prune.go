@@ -25,6 +25,9 @@ type extractor struct {
 	teasers map[*html.Node]int
 	// popups are link clusters inside paragraphs (see findPopups).
 	popups map[*html.Node]bool
+	// promoNext are the paragraphs of links after a promotional lead-in
+	// (see promoLine).
+	promoNext map[*html.Node]bool
 	// sheet is what the page's style sheets hide (see readSheet).
 	sheet sheet
 	// lenient ignores class and id names when pruning (see ExtractBytes).
@@ -1210,7 +1213,16 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if tag == "noscript" {
 		return !e.noscriptMain, true
 	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] {
+	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] {
+		return true, true
+	}
+	if promo, next := promoLine(n); promo {
+		if next != nil {
+			if e.promoNext == nil {
+				e.promoNext = map[*html.Node]bool{}
+			}
+			e.promoNext[next] = true
+		}
 		return true, true
 	}
 	h := hiddenBy(n)

@@ -1,0 +1,139 @@
+package extract
+
+import (
+	"strings"
+	"unicode"
+
+	"golang.org/x/net/html"
+)
+
+// Promotional lines inside an article's body: a lead-in in capitals
+// ("SEE MORE:", "DON'T MISS", "READ MORE") followed by links to other
+// stories, in the same paragraph or in the next one. They are the site's,
+// not the article's.
+
+// maxLeadIn bounds the length, in letters, of a promotional lead-in; its
+// words are at most maxLeadInWords.
+const (
+	maxLeadIn      = 24
+	maxLeadInWords = 4
+)
+
+// promoLinkShare is the least share of a promotional line's text, after
+// its lead-in, that is link text.
+const promoLinkShare = 0.75
+
+// promoLine reports a paragraph that is a promotional line: a lead-in in
+// capitals and then mostly links. A paragraph that is the lead-in alone,
+// followed by a paragraph of mostly links, is one too; then next is that
+// paragraph (to drop with it).
+func promoLine(n *html.Node) (promo bool, next *html.Node) {
+	if n.Data != "p" {
+		return false, nil
+	}
+	var lead, rest inlineStat
+	var leadText strings.Builder
+	seenLink := false
+	var walk func(n *html.Node, inLink bool, depth int)
+	walk = func(n *html.Node, inLink bool, depth int) {
+		for c := n.FirstChild; c != nil && depth < 8; c = c.NextSibling {
+			switch {
+			case c.Type == html.TextNode:
+				k := letters(c.Data)
+				switch {
+				case inLink:
+					rest.chars += k
+					rest.link += k
+				case seenLink:
+					rest.chars += k
+				default:
+					lead.chars += k
+					if leadText.Len() < 4*maxLeadIn {
+						leadText.WriteString(c.Data)
+					}
+				}
+			case c.Type == html.ElementNode && c.Data == "a":
+				seenLink = true
+				walk(c, true, depth+1)
+			case c.Type == html.ElementNode:
+				walk(c, inLink, depth+1)
+			}
+		}
+	}
+	walk(n, false, 0)
+	if !leadIn(leadText.String()) {
+		return false, nil
+	}
+	if rest.chars > 0 {
+		return float64(rest.link) >= promoLinkShare*float64(rest.chars), nil
+	}
+	// The lead-in alone: the links follow in the next paragraph.
+	s := n.NextSibling
+	for ; s != nil; s = s.NextSibling {
+		if s.Type == html.ElementNode && (s.Data != "p" || strings.TrimSpace(textOf(s)) != "") {
+			break
+		}
+	}
+	if s == nil || s.Data != "p" && s.Data != "ul" {
+		return false, nil
+	}
+	all, link := linkLetters(s, false, 0)
+	if all == 0 || float64(link) < promoLinkShare*float64(all) {
+		return false, nil
+	}
+	return true, s
+}
+
+// leadIn reports a promotional lead-in: two to four words in capitals (at
+// least three capital letters, no small ones), and perhaps a colon.
+func leadIn(s string) bool {
+	s = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(s), ":|-–—»>›"))
+	// One word ("READ:", "REFERENCE:", "SOURCE:") as often introduces
+	// the article's own further reading, which the ground truth of the
+	// broad pages keeps.
+	if words := len(strings.Fields(s)); words < 2 || words > maxLeadInWords {
+		return false
+	}
+	upper, n := 0, 0
+	for _, r := range s {
+		switch {
+		case unicode.IsLower(r):
+			return false
+		case unicode.IsUpper(r):
+			upper++
+		}
+		if unicode.IsLetter(r) {
+			n++
+		}
+	}
+	return upper >= 3 && n <= maxLeadIn
+}
+
+// letters counts the letters and digits of s.
+func letters(s string) int {
+	n := 0
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// linkLetters counts the letters of n's text, and those inside links.
+func linkLetters(n *html.Node, inLink bool, depth int) (all, link int) {
+	for c := n.FirstChild; c != nil && depth < 8; c = c.NextSibling {
+		switch c.Type {
+		case html.TextNode:
+			k := letters(c.Data)
+			all += k
+			if inLink {
+				link += k
+			}
+		case html.ElementNode:
+			a, l := linkLetters(c, inLink || c.Data == "a", depth+1)
+			all, link = all+a, link+l
+		}
+	}
+	return all, link
+}

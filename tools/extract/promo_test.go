@@ -1,0 +1,45 @@
+package extract
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestPromoLines checks that promotional lines inside an article's body (a
+// lead-in of two to four words in capitals and then links, in the same
+// paragraph or the next) are dropped, and that a one-word lead-in ("READ:")
+// and a lead-in followed by prose are not.
+func TestPromoLines(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "promo_lines.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/news/standoff.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text,
+		[]string{"for a third day", "running low", "The full statement", "of their own accord", "opened a second exit"},
+		[]string{"SEE MORE", "under siege in university", "DON'T MISS", "Leader furious", "Match cancelled"})
+}
+
+func TestLeadIn(t *testing.T) {
+	tests := []struct {
+		s    string
+		want bool
+	}{
+		{"SEE MORE: ", true},
+		{"DON'T MISS", true},
+		{"READ MORE »", true},
+		{"READ:", false},
+		{"See more:", false},
+		{"A B", false},
+		{"THIS IS FAR TOO LONG A LEAD", false},
+	}
+	for _, tt := range tests {
+		if got := leadIn(tt.s); got != tt.want {
+			t.Errorf("leadIn(%q) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}
