@@ -137,3 +137,85 @@ func linkLetters(n *html.Node, inLink bool, depth int) (all, link int) {
 	}
 	return all, link
 }
+
+// Headlines of other stories set in capitals as links between an
+// article's paragraphs (a paragraph that is one link, all in capitals).
+// One such paragraph may be the article's own (a call to action, a
+// section's title); two or more on a page are the site's promotions.
+
+// minCapsPromos is how many all-capitals link paragraphs a page needs for
+// them to be read as promotions; minCapsWords is the least number of words
+// of each.
+const (
+	minCapsPromos = 2
+	minCapsWords  = 5
+)
+
+// findCapsPromos returns the paragraphs under body that are a link in
+// capitals (see capsLinkLine), when there are at least minCapsPromos.
+func findCapsPromos(body *html.Node) map[*html.Node]bool {
+	var found []*html.Node
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "p" {
+				if capsLinkLine(c) {
+					found = append(found, c)
+				}
+				continue
+			}
+			walk(c, depth+1)
+		}
+	}
+	walk(body, 0)
+	if len(found) < minCapsPromos {
+		return nil
+	}
+	m := make(map[*html.Node]bool, len(found))
+	for _, p := range found {
+		m[p] = true
+	}
+	return m
+}
+
+// capsLinkLine reports a paragraph that is a link in capitals: nearly all
+// its letters are in links, none is small, and it has at least
+// minCapsWords words.
+func capsLinkLine(p *html.Node) bool {
+	var all, link, words int
+	lower := false
+	var walk func(n *html.Node, inLink bool, depth int)
+	walk = func(n *html.Node, inLink bool, depth int) {
+		for c := n.FirstChild; c != nil && depth < 8 && !lower; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				inWord := false
+				for _, r := range c.Data {
+					switch {
+					case unicode.IsLower(r):
+						lower = true
+						return
+					case unicode.IsLetter(r) || unicode.IsDigit(r):
+						all++
+						if inLink {
+							link++
+						}
+						if !inWord {
+							words++
+						}
+						inWord = true
+					case unicode.IsSpace(r):
+						inWord = false
+					}
+				}
+			case html.ElementNode:
+				walk(c, inLink || c.Data == "a", depth+1)
+			}
+		}
+	}
+	walk(p, false, 0)
+	return !lower && words >= minCapsWords && link*10 >= all*9
+}

@@ -3,6 +3,7 @@ package extract
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,4 +43,28 @@ func TestLeadIn(t *testing.T) {
 			t.Errorf("leadIn(%q) = %v, want %v", tt.s, got, tt.want)
 		}
 	}
+}
+
+// TestCapsPromos checks that paragraphs that are a link in capitals of five
+// words or more are dropped when a page has two or more, and that short
+// ones ("WATCH THE FULL INTERVIEW") stay.
+func TestCapsPromos(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "caps_promos.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/entertainment/star.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text,
+		[]string{"eliminated from the competition", "proud of what the pair", "four couples", "WATCH THE FULL INTERVIEW"},
+		[]string{"SERIOUS HEALTH CONDITION", "FORMER SPOKESMAN"})
+	// One such paragraph alone is the article's own.
+	one := strings.Replace(string(data), "FORMER SPOKESMAN ELIMINATED FROM THE DANCE SHOW", "Former spokesman eliminated", 1)
+	a, err = ExtractBytes([]byte(one), "https://example.com/entertainment/star.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"SERIOUS HEALTH CONDITION"}, nil)
 }

@@ -25,6 +25,9 @@ type extractor struct {
 	teasers map[*html.Node]int
 	// popups are link clusters inside paragraphs (see findPopups).
 	popups map[*html.Node]bool
+	// capsPromos are the paragraphs that are a link in capitals, when a
+	// page has several (see findCapsPromos).
+	capsPromos map[*html.Node]bool
 	// promoNext are the paragraphs of links after a promotional lead-in
 	// (see promoLine).
 	promoNext map[*html.Node]bool
@@ -1121,6 +1124,7 @@ func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
 func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
 	e.signups, e.authorBoxes = e.findPostBoxes(body, total)
+	e.capsPromos = findCapsPromos(body)
 	nodes := 0
 	// zeroFont: n's text has no size (font-size:0 on it or above it, not
 	// set again below): it is not shown, and it is removed.
@@ -1213,7 +1217,7 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if tag == "noscript" {
 		return !e.noscriptMain, true
 	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] {
+	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] {
 		return true, true
 	}
 	if promo, next := promoLine(n); promo {
