@@ -46,8 +46,8 @@ func TestLeadIn(t *testing.T) {
 }
 
 // TestCapsPromos checks that paragraphs that are a link in capitals of five
-// words or more are dropped when a page has two or more, and that short
-// ones ("WATCH THE FULL INTERVIEW") stay.
+// words or more are dropped when a page has two or more, and that a lone
+// one stays.
 func TestCapsPromos(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "caps_promos.html"))
 	if err != nil {
@@ -58,7 +58,7 @@ func TestCapsPromos(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkText(t, "text", a.Text,
-		[]string{"eliminated from the competition", "proud of what the pair", "four couples", "WATCH THE FULL INTERVIEW"},
+		[]string{"eliminated from the competition", "proud of what the pair", "four couples"},
 		[]string{"SERIOUS HEALTH CONDITION", "FORMER SPOKESMAN"})
 	// One such paragraph alone is the article's own.
 	one := strings.Replace(string(data), "FORMER SPOKESMAN ELIMINATED FROM THE DANCE SHOW", "Former spokesman eliminated", 1)
@@ -67,4 +67,25 @@ func TestCapsPromos(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkText(t, "text", a.Text, []string{"SERIOUS HEALTH CONDITION"}, nil)
+}
+
+func TestCapsLinkLine(t *testing.T) {
+	tests := []struct {
+		html string
+		want bool
+	}{
+		{`<p><a href="/x"><b>JUDGE OPENS UP ABOUT HEALTH</b></a></p>`, true},
+		{`<p><a href="/x">WATCH THE FULL INTERVIEW</a></p>`, false}, // four words: a button
+		{`<p><a href="/x">Judge opens up about health</a></p>`, false},
+		{`<p>SEE THIS: <a href="/x">JUDGE OPENS UP</a> AND MORE TEXT THAT IS NOT A LINK</p>`, false},
+	}
+	for _, tt := range tests {
+		doc, err := parse([]byte("<html><body>" + tt.html + "</body></html>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := capsLinkLine(findBody(doc).FirstChild); got != tt.want {
+			t.Errorf("capsLinkLine(%s) = %v, want %v", tt.html, got, tt.want)
+		}
+	}
 }
