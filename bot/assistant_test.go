@@ -11,7 +11,7 @@ import (
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 // themedResearcher is the scripted researcher, planning first: the note
@@ -157,7 +157,7 @@ func TestAssistantContextDefaultsScheduleChannel(t *testing.T) {
 	h.fake.AddChannel(slackfake.Channel{ID: "COFF", Name: "off"})
 	h.fake.AddChannel(slackfake.Channel{ID: "CNOBOT", Name: "nobot", BotAbsent: true})
 	h.start(func(o *bot.Options) {
-		o.Digests = servedBy(&schedule.Manager{Store: memory.NewSchedules()})
+		o.Digests = servedBy(&schedule.Manager{Store: sqlitetest.Schedules(t)})
 		o.AllowedChannels = []string{"COK", "CNEXT", "CNOBOT"}
 	})
 	ctx := testCtx(t)

@@ -12,12 +12,12 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 // ackBurst sends n mentions at once (from 8 goroutines) to a running bot
 // and returns the ack latencies the fake measured (delivery to ack).
-func ackBurst(tb testing.TB, n int) []time.Duration { return ackBurstOn(tb, memory.NewRuns(), n) }
+func ackBurst(tb testing.TB, n int) []time.Duration { return ackBurstOn(tb, sqlitetest.Runs(tb), n) }
 
 // ackBurstOn is ackBurst with the bot's records in store.
 func ackBurstOn(tb testing.TB, store research.Store, n int) []time.Duration {

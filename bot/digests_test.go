@@ -17,7 +17,8 @@ import (
 	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
+	"deepresearch/storage/sqlstore"
 )
 
 // digestHarness connects slack-go's real Socket Mode client to the fake
@@ -31,7 +32,7 @@ type digestHarness struct {
 	bot     *bot.Bot
 	ui      *bot.Digests
 	mgr     *schedule.Manager
-	store   *memory.Schedules
+	store   *sqlstore.Schedules
 	sched   *schedule.Scheduler
 	clock   *clock.Manual
 	handled chan string // envelope ids, after HandleInteraction returned
@@ -64,7 +65,7 @@ func newDigestHarness(t *testing.T) *digestHarness {
 	fake.AddUser(slackfake.User{ID: "USTRANGER", Name: "stranger", RealName: "Sam Stranger", TZ: "Asia/Tokyo"})
 	fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
 	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()), slack.OptionAppLevelToken(fake.AppToken()))
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	clk := clock.NewManual(time.Now())
 	r := &recRunner{}
 	var (
@@ -399,7 +400,7 @@ func newDigestBot(t *testing.T, apiURL string, mgr *schedule.Manager, edit ...fu
 	for _, e := range edit {
 		e(&o)
 	}
-	b, err := bot.New(newFakeResearcher(), memory.NewRuns(), o)
+	b, err := bot.New(newFakeResearcher(), sqlitetest.Runs(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +422,7 @@ func TestDigestsServedByTheBot(t *testing.T) {
 	ctx := testCtx(t)
 	h.fake.AddUser(slackfake.User{ID: "UOWNER", Name: "owner", TZ: "Asia/Tokyo"})
 	h.fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	mgr := &schedule.Manager{Store: st}
 	h.start(func(o *bot.Options) { o.Digests = servedBy(mgr) })
 	h.connected(ctx, 1)

@@ -11,7 +11,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlstore"
 
 	"github.com/slack-go/slack"
 )
@@ -292,7 +292,7 @@ func TestFinalMessageRecordedWhenStatusNeverPosted(t *testing.T) {
 // message late: its SetStatusMessage (the first) waits until a second one
 // comes, and lands before it.
 type lateCreatorRecord struct {
-	*memory.Runs
+	*sqlstore.Runs
 	calls         atomic.Int32
 	second, first chan struct{}
 }

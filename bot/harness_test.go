@@ -15,7 +15,8 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
+	"deepresearch/storage/sqlstore"
 )
 
 // harness is a fake Slack workspace, a shared store and a scripted
@@ -23,7 +24,7 @@ import (
 type harness struct {
 	t     *testing.T
 	fake  *slackfake.Server
-	store *memory.Runs
+	store *sqlstore.Runs
 	res   *fakeResearcher
 	n     int
 }
@@ -34,7 +35,7 @@ func newHarness(t *testing.T, opts ...slackfake.Option) *harness {
 	// streaming; streaming tests pass slackfake.WithoutStreaming("").
 	fake := slackfake.New(append([]slackfake.Option{slackfake.WithPingInterval(200 * time.Millisecond), slackfake.WithoutStreaming("unknown_method")}, opts...)...)
 	t.Cleanup(fake.Close)
-	return &harness{t: t, fake: fake, store: memory.NewRuns(), res: newFakeResearcher()}
+	return &harness{t: t, fake: fake, store: sqlitetest.Runs(t), res: newFakeResearcher()}
 }
 
 type runningBot struct {

@@ -18,7 +18,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlstore"
 )
 
 // These tests cover the inbox: every envelope is stored before it is acked
@@ -452,7 +452,7 @@ func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
 // failingInbox is a store whose inbox writes fail a number of times (the
 // database is down).
 type failingInbox struct {
-	*memory.Runs
+	*sqlstore.Runs
 	fails atomic.Int32
 }
 
@@ -494,7 +494,7 @@ func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
 // lateRenewals is a store whose inbox lease renewals are lost (they come
 // too late), so the leases of this process's entries run out while it
 // handles them.
-type lateRenewals struct{ *memory.Runs }
+type lateRenewals struct{ *sqlstore.Runs }
 
 func (lateRenewals) ExtendInbox(context.Context, string, string, time.Time, time.Duration) error {
 	return nil

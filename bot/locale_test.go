@@ -8,7 +8,7 @@ import (
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 // TestSlackTextsFollowTheRequestersLocale: the bot's own words (status,
@@ -88,7 +88,7 @@ func TestAnswersFollowTheUsersLocale(t *testing.T) {
 			h.fake.AddChannel(slackfake.Channel{ID: "C9", Name: "elsewhere"})
 			h.start(func(o *bot.Options) {
 				o.AllowedChannels = []string{"C1"}
-				o.Digests = servedBy(&schedule.Manager{Store: memory.NewSchedules()})
+				o.Digests = servedBy(&schedule.Manager{Store: sqlitetest.Schedules(t)})
 			})
 			ctx := testCtx(t)
 			h.slash(t, "U1", "C1", "status")

@@ -12,9 +12,10 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/memory"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
+	"deepresearch/storage/sqlitetest"
+	"deepresearch/storage/sqlstore"
 )
 
 // scriptedResearcher asks for plan approval with planText, then finishes
@@ -198,7 +199,7 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 func TestRunAttemptsAreBounded(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
-	store := memory.NewRuns()
+	store := sqlitetest.Runs(t)
 	ctx := testCtx(t)
 	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
 	if _, err := store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
@@ -227,7 +228,7 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 
 // flakyWaitStore fails WaitRun a number of times, as a database blip would.
 type flakyWaitStore struct {
-	*memory.Runs
+	*sqlstore.Runs
 	mu    sync.Mutex
 	fails int
 }
@@ -249,7 +250,7 @@ func (s *flakyWaitStore) WaitRun(ctx context.Context, id, owner string, intr res
 func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
-	store := &flakyWaitStore{Runs: memory.NewRuns(), fails: 1}
+	store := &flakyWaitStore{Runs: sqlitetest.Runs(t), fails: 1}
 	res := &scriptedResearcher{planText: "a plan"}
 	h := runOn(t, fake, store, res)
 	ctx := testCtx(t)

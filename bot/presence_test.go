@@ -11,14 +11,15 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/research"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
+	"deepresearch/storage/sqlstore"
 )
 
-// registryStore is a shared memory.Runs whose instance registry can fail
+// registryStore is a shared sqlstore.Runs whose instance registry can fail
 // (a database outage) and whose LeaveInstance can be skipped (a process
 // that dies instead of stopping cleanly).
 type registryStore struct {
-	*memory.Runs
+	*sqlstore.Runs
 	failing atomic.Bool
 	noLeave atomic.Bool
 }
@@ -54,7 +55,7 @@ func (s *registryStore) LeaveInstance(ctx context.Context, id string) error {
 // a registry outage keeps the last count.
 func TestReplicasSplitSlackBudgets(t *testing.T) {
 	h := newHarness(t)
-	store := &registryStore{Runs: memory.NewRuns()}
+	store := &registryStore{Runs: sqlitetest.Runs(t)}
 	const every = 100 * time.Millisecond
 	budget := func(o *bot.Options) {
 		o.PresenceEvery = every
@@ -160,7 +161,7 @@ const presenceWindow = 3
 // runs held the split is even.
 func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
 	h := newHarness(t)
-	store := &registryStore{Runs: memory.NewRuns()}
+	store := &registryStore{Runs: sqlitetest.Runs(t)}
 	budget := func(o *bot.Options) {
 		o.PresenceEvery = 50 * time.Millisecond
 		o.UpdatesPerMinute, o.UpdateBurst = 60, 20
@@ -202,7 +203,7 @@ func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
 // budgets, by the runs each holds.
 func TestReplicasShareTheWorkspaceSearchBudget(t *testing.T) {
 	h := newHarness(t)
-	store := &registryStore{Runs: memory.NewRuns()}
+	store := &registryStore{Runs: sqlitetest.Runs(t)}
 	var ws []*bot.WorkspaceSearch
 	shared := func(o *bot.Options) {
 		o.PresenceEvery = 50 * time.Millisecond

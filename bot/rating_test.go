@@ -13,7 +13,7 @@ import (
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 // Feedback buttons under a digest: a click is kept once per user (the
@@ -25,9 +25,9 @@ func TestRatingsOnDigests(t *testing.T) {
 	ctx := testCtx(t)
 	h.fake.AddChannel(slackfake.Channel{ID: "C1", Name: "research"})
 	h.fake.AddChannel(slackfake.Channel{ID: "C9", Name: "elsewhere"})
-	fb := &memory.Feedback{}
+	fb := sqlitetest.Feedback(t)
 	reg := prometheus.NewRegistry()
-	schedules := memory.NewSchedules()
+	schedules := sqlitetest.Schedules(t)
 	now := time.Now()
 	if err := schedules.CreateSchedule(ctx, schedule.Schedule{ID: "s1", Channel: "C1", Owner: "U1", Topic: "news", Spec: "@daily", TZ: "UTC",
 		Enabled: true, ActiveSince: now, CreatedAt: now, UpdatedAt: now}, 0); err != nil {
@@ -134,7 +134,7 @@ func TestRatingsOnDigests(t *testing.T) {
 func TestRatingsInStatus(t *testing.T) {
 	h := newHarness(t)
 	ctx := testCtx(t)
-	fb := &memory.Feedback{}
+	fb := sqlitetest.Feedback(t)
 	h.start(func(o *bot.Options) { o.Feedback = fb })
 	h.connected(ctx, 1)
 	r := research.Run{ID: "run-rated", ThreadID: "slack:T:C1:1.000001", Key: research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: "1.000001"},
@@ -172,7 +172,7 @@ func TestRatingsUnderReports(t *testing.T) {
 				h = streaming(t)
 			}
 			ctx := testCtx(t)
-			h.start(func(o *bot.Options) { o.Feedback = &memory.Feedback{} })
+			h.start(func(o *bot.Options) { o.Feedback = sqlitetest.Feedback(t) })
 			h.connected(ctx, 1)
 			ts := h.mention(ctx, "U1", "C1", "what changed in the EU AI Act", "").TS
 			approval, val := h.waitApproval(ctx, "C1", ts, "dr_approve")
@@ -208,7 +208,7 @@ func TestForgedRatingsAreRefused(t *testing.T) {
 	h := newHarness(t)
 	ctx := testCtx(t)
 	h.fake.AddChannel(slackfake.Channel{ID: "C2", Name: "elsewhere"})
-	fb := &memory.Feedback{}
+	fb := sqlitetest.Feedback(t)
 	h.start(func(o *bot.Options) { o.Feedback = fb })
 	h.connected(ctx, 1)
 	now := time.Now()

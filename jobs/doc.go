@@ -2,9 +2,9 @@
 // holds research runs, received Slack envelopes and digest firings. A job
 // has a kind and a key unique within it, a payload, and a state: ready,
 // held by an owner until its lease ends, parked waiting for a person, done
-// or failed. Queue is the interface; storage/memory, storage/sqlite and
-// storage/postgres implement it (type Jobs in each), and
-// storage/storetest.Jobs holds every engine to the same rules. The comment
+// or failed. Queue is the interface; storage/sqlstore implements it on
+// SQLite and Postgres (type Jobs), and its conformance suite holds both
+// engines to the same rules. The comment
 // on Queue says which method replaces which method of the three hand-made
 // queues it supersedes.
 //

@@ -81,7 +81,8 @@ var (
 // Queue is a durable lease queue shared by any number of processes. Every
 // method is atomic on its own (one statement or one transaction in SQL);
 // times come from the caller, never from the database's clock, so that
-// tests control them. storage/storetest.Jobs checks an implementation.
+// tests control them. storage/sqlstore's conformance suite checks the
+// implementation.
 //
 // How the three hand-made queues map onto it:
 //

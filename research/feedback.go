@@ -33,7 +33,7 @@ type FeedbackCount struct {
 }
 
 // FeedbackStore keeps feedback: one record per run and user, the latest
-// click winning. storage/storetest.Feedback checks an implementation.
+// click winning. storage/sqlstore's conformance suite checks the implementation.
 type FeedbackStore interface {
 	// RecordFeedback stores f as the user's verdict on the run, replacing an
 	// earlier one (value and time). A positive verdict has no text (a

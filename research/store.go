@@ -14,7 +14,8 @@ import (
 // say which are compare-and-set. Times are passed in by the caller (the bot's
 // clock), never read from the database's clock, so tests control them; a SQL
 // implementation stores them with at least millisecond precision.
-// storetest.Run checks an implementation against these rules.
+// storage/sqlstore's conformance suite checks the implementation against
+// these rules.
 type Store interface {
 	// ClaimEvent records that the event (or envelope) with this key is being
 	// handled. It returns true for the first claim of the key and false for

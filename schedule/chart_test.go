@@ -10,7 +10,7 @@ import (
 	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 // chartPoster is a fakePoster that shares charts too.
@@ -40,7 +40,7 @@ func TestDigestSharesCharts(t *testing.T) {
 		return research.Result{Title: "Prices", Summary: "- X costs $5", Report: "# Prices\n\n## Data\n\n| | Price |\n\n![Chart: Prices (USD)](chart-1.png)\n",
 			Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: png}}}
 	}
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	poster := &chartPoster{}
 	s := newSched(t, st, clock.NewManual(monday9), &schedule.DigestRunner{Researcher: &fakeResearcher{results: []research.Result{result()}}, Poster: poster})
@@ -53,7 +53,7 @@ func TestDigestSharesCharts(t *testing.T) {
 		t.Errorf("the report does not link its chart:\n%s", md)
 	}
 
-	st = memory.NewSchedules()
+	st = sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	plain := &fakePoster{}
 	s = newSched(t, st, clock.NewManual(monday9), &schedule.DigestRunner{Researcher: &fakeResearcher{results: []research.Result{result()}}, Poster: plain})

@@ -11,7 +11,7 @@ import (
 	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 func TestCompareWhatsNew(t *testing.T) {
@@ -112,7 +112,7 @@ func (p *fakePoster) UploadReport(_ context.Context, channel, threadTS, name, ti
 // TestDigestAgainstPreviousDigest: two weekly firings through the scheduler;
 // the second digest leads with what is new and only references the rest.
 func TestDigestAgainstPreviousDigest(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	res := &fakeResearcher{results: []research.Result{
 		{Title: "Competitor news", Summary: "- Competitor X raised prices by 10% in March\n- Competitor Y opened an office in Osaka",

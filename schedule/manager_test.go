@@ -9,12 +9,12 @@ import (
 
 	"deepresearch/clock"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 func newManager(t *testing.T) (*schedule.Manager, *countingRunner, *clock.Manual) {
 	t.Helper()
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	clk := clock.NewManual(monday9.Add(-time.Hour))
 	r := &countingRunner{}
 	return &schedule.Manager{Store: st, Scheduler: newSched(t, st, clk, r), Clock: clk, Admins: []string{"UADMIN"},

@@ -9,10 +9,10 @@
 // down runs once when a Scheduler starts, if it is within the grace window,
 // and is recorded as skipped otherwise.
 //
-// The stores are in storage (Schedules in storage/sqlite, storage/postgres
-// and storage/memory; tables from migration 0003_schedules.sql), with
-// storage/storetest the conformance suite they all pass. The Slack pieces
-// (the modal, the list, App Home, the poster) are in bot (digests.go).
+// The store is in storage (Schedules in storage/sqlstore, on SQLite and
+// Postgres; tables from migration 0003_schedules.sql), with its
+// conformance suite run on both. The Slack pieces (the modal, the list,
+// App Home, the poster) are in bot (digests.go).
 package schedule
 
 import (

@@ -10,7 +10,7 @@ import (
 
 	"deepresearch/clock"
 	"deepresearch/schedule"
-	"deepresearch/storage/memory"
+	"deepresearch/storage/sqlitetest"
 )
 
 // countingRunner records every job it runs.
@@ -79,7 +79,7 @@ func firing(t *testing.T, st schedule.Store, id string, due time.Time) schedule.
 }
 
 func TestSchedulerFiresOnceAtDueTime(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := clock.NewManual(monday9.Add(-time.Minute))
 	r := &countingRunner{}
@@ -112,7 +112,7 @@ func TestSchedulerFiresOnceAtDueTime(t *testing.T) {
 // otherwise, and a second restart does neither again.
 func TestRestartCatchUp(t *testing.T) {
 	t.Run("within grace runs once", func(t *testing.T) {
-		st := memory.NewSchedules()
+		st := sqlitetest.Schedules(t)
 		weekly(t, st, monday9.Add(-3*24*time.Hour))
 		r := &countingRunner{}
 		s1 := newSched(t, st, clock.NewManual(monday9.Add(40*time.Minute)), r)
@@ -127,7 +127,7 @@ func TestRestartCatchUp(t *testing.T) {
 		}
 	})
 	t.Run("beyond grace is skipped", func(t *testing.T) {
-		st := memory.NewSchedules()
+		st := sqlitetest.Schedules(t)
 		weekly(t, st, monday9.Add(-3*24*time.Hour))
 		r := &countingRunner{}
 		clk := clock.NewManual(monday9.Add(3 * time.Hour))
@@ -149,7 +149,7 @@ func TestRestartCatchUp(t *testing.T) {
 		}
 	})
 	t.Run("several missed: latest within grace runs, the rest skipped", func(t *testing.T) {
-		st := memory.NewSchedules()
+		st := sqlitetest.Schedules(t)
 		sc := schedule.Schedule{ID: "h", Channel: "C1", Owner: "U1", Topic: "t", Spec: "@hourly", TZ: "UTC", Enabled: true,
 			ActiveSince: monday9, CreatedAt: monday9, UpdatedAt: monday9}
 		if err := st.CreateSchedule(context.Background(), sc, 0); err != nil {
@@ -174,7 +174,7 @@ func TestRestartCatchUp(t *testing.T) {
 }
 
 func TestPausedDueTimesAreNotCaughtUp(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	sc := weekly(t, st, monday9.Add(-3*24*time.Hour))
 	sc.Enabled = false
 	if err := st.UpdateSchedule(context.Background(), sc); err != nil {
@@ -197,7 +197,7 @@ func TestPausedDueTimesAreNotCaughtUp(t *testing.T) {
 }
 
 func TestTakeOverAfterProcessDied(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	ctx := context.Background()
 	// A process claimed the firing and died.
@@ -224,7 +224,7 @@ func TestTakeOverAfterProcessDied(t *testing.T) {
 }
 
 func TestShutdownHandsFiringBack(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := clock.NewManual(monday9)
 	r := &countingRunner{hold: make(chan struct{})}
@@ -262,7 +262,7 @@ func (r *notifyRunner) Run(ctx context.Context, job schedule.Job) (*schedule.Dig
 }
 
 func TestRunLoopWithManualClock(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	clk := clock.NewManual(monday9.Add(-time.Minute))
 	r := &notifyRunner{ran: make(chan struct{}, 4)}
@@ -295,7 +295,7 @@ func TestRunLoopWithManualClock(t *testing.T) {
 }
 
 func TestFailedRunIsRecorded(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	weekly(t, st, monday9.Add(-3*24*time.Hour))
 	r := &countingRunner{err: errors.New("LLM down")}
 	s := newSched(t, st, clock.NewManual(monday9), r)
@@ -318,7 +318,7 @@ func (a *approvals) RequestApproval(_ context.Context, job schedule.Job) error {
 }
 
 func TestApprovalFlow(t *testing.T) {
-	st := memory.NewSchedules()
+	st := sqlitetest.Schedules(t)
 	sc := weekly(t, st, monday9.Add(-3*24*time.Hour))
 	sc.Options.Approval = true
 	if err := st.UpdateSchedule(context.Background(), sc); err != nil {

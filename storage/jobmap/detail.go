@@ -93,24 +93,3 @@ func ReadRunDetail(r *research.Run, b []byte, intrID, decID *string) error {
 	}
 	return nil
 }
-
-// CopyRun returns a copy of r that shares no memory with it (its detail
-// goes through the codec), as a store without SQL keeps and returns runs.
-func CopyRun(r research.Run) (research.Run, error) {
-	b, err := RunDetail(r)
-	if err != nil {
-		return research.Run{}, err
-	}
-	var intrID, decID *string
-	if r.Interrupt != nil {
-		intrID = &r.Interrupt.ID
-	}
-	if r.Decision != nil {
-		decID = &r.Decision.InterruptID
-	}
-	c := r
-	if err := ReadRunDetail(&c, b, intrID, decID); err != nil {
-		return research.Run{}, err
-	}
-	return c, nil
-}

@@ -1,8 +1,7 @@
 // Package jobmap maps the leased records of research.Store and
 // schedule.Store onto jobs.Job and back, and the queue's errors onto theirs.
-// Every engine (storage/memory, storage/sqlite, storage/postgres) keeps those
-// records in its jobs table through these functions, so the three store the
-// same job for the same record.
+// storage/sqlstore keeps those records in the jobs table through these
+// functions, on either engine.
 package jobmap
 
 import (
@@ -303,8 +302,7 @@ func RunLease(r *research.Run, j jobs.Job) {
 }
 
 // DecideRefusal says why decision d cannot be applied to run r (as stored,
-// with its lease), or returns nil. Every engine's Decide checks in this
-// order, memory.Runs' order: r waits on d's interrupt (else ErrNotWaiting),
+// with its lease), or returns nil. Decide checks in this order: r waits on d's interrupt (else ErrNotWaiting),
 // has no decision yet (else ErrAlreadyDecided), and is waiting (else
 // ErrNotWaiting: a waiting run that was cancelled keeps its interrupt).
 func DecideRefusal(r research.Run, d research.Decision) error {

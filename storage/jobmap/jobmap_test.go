@@ -152,7 +152,7 @@ func TestRunStates(t *testing.T) {
 	}
 }
 
-// Decide's checks come in memory.Runs' order: the interrupt, then an
+// Decide's checks come in this order: the interrupt, then an
 // earlier decision, then the state.
 func TestDecideRefusal(t *testing.T) {
 	d := research.Decision{InterruptID: "i1", Action: research.ActionApprove}

@@ -17,7 +17,6 @@ func TestMigrateRunDetail(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
-	ns := func(tm time.Time) int64 { return tm.UnixNano() }
 	dsn := pgtest.Schema(t)
 	old := atVersion(t, dsn, 12)
 
@@ -43,48 +42,18 @@ func TestMigrateRunDetail(t *testing.T) {
 			CancelRequestedBy: "U3", CreatedAt: at(2), UpdatedAt: at(6), FinishedAt: at(6)},
 		{ID: "r-plain", ThreadID: "th-plain", Key: key, Requester: "U3", State: research.StateQueued, CreatedAt: at(3), UpdatedAt: at(3)},
 	}
-	jobState := map[research.RunState]string{research.StateWaiting: "parked", research.StateQueued: "ready",
-		research.StateDone: "done", research.StateCancelled: "failed"}
 	for _, r := range want {
-		var intrID, decID any
-		var intr research.PendingInterrupt
-		var dec research.Decision
-		var decAt int64
-		if r.Interrupt != nil {
-			intr, intrID = *r.Interrupt, r.Interrupt.ID
-		}
-		if r.Decision != nil {
-			dec, decID, decAt = *r.Decision, r.Decision.InterruptID, ns(r.Decision.At)
-		}
-		o := `{"ApprovePlan":false,"ApproveDraft":false,"Depth":"","Language":""}`
-		if r.Options != (research.RunOptions{}) {
-			o = `{"ApprovePlan":` + map[bool]string{true: "true", false: "false"}[r.Options.ApprovePlan] +
-				`,"ApproveDraft":` + map[bool]string{true: "true", false: "false"}[r.Options.ApproveDraft] +
-				`,"Depth":"` + r.Options.Depth + `","Language":"` + r.Options.Language + `"`
-			if r.Options.Redeliver != "" {
-				o += `,"Redeliver":"` + r.Options.Redeliver + `"`
-			}
-			o += `}`
-		}
+		run, job := oldRunRows(r)
 		if _, err := old.Exec(ctx, `INSERT INTO bot_runs (id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
 				status_ts, intr_id, intr_kind, intr_text, intr_message_ts, dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
 				cancel_requested_by, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
-			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, o,
-			r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS, decID, string(dec.Action), dec.Text, dec.By, decAt,
-			r.CancelRequestedBy, ns(r.CreatedAt), ns(r.UpdatedAt)); err != nil {
+			run...); err != nil {
 			t.Fatalf("run %s: %v", r.ID, err)
-		}
-		payload, fin := []byte{}, int64(0)
-		if r.State == research.StateCancelled {
-			payload = []byte("cancelled")
-		}
-		if !r.FinishedAt.IsZero() {
-			fin = ns(r.FinishedAt)
 		}
 		if _, err := old.Exec(ctx, `INSERT INTO jobs (kind, key, state, payload, owner, lease_until, attempts, created_at, updated_at, finished_at, error)
 			VALUES ('run', $1, $2, $3, '', 0, $4, $5, $6, $7, '')`,
-			r.ID, jobState[r.State], payload, r.Attempt, ns(r.CreatedAt), ns(r.UpdatedAt), fin); err != nil {
+			job...); err != nil {
 			t.Fatalf("job %s: %v", r.ID, err)
 		}
 	}
@@ -110,12 +79,59 @@ func TestMigrateRunDetail(t *testing.T) {
 		t.Errorf("bot_runs keeps %d moved columns (%v)", moved, err)
 	}
 
-	// The waiting run is decided and resumed, waits again and finishes; the
-	// decided one is acquired and finishes.
+	migratedRunsWork(t, st, want, at)
+}
+
+// oldRunRows returns the values of run r's bot_runs row and of its job as
+// release 0012 stored them.
+func oldRunRows(r research.Run) (run, job []any) {
+	ns := func(tm time.Time) int64 { return tm.UnixNano() }
+	jobState := map[research.RunState]string{research.StateWaiting: "parked", research.StateQueued: "ready",
+		research.StateDone: "done", research.StateCancelled: "failed"}
+	var intrID, decID any
+	var intr research.PendingInterrupt
+	var dec research.Decision
+	var decAt int64
+	if r.Interrupt != nil {
+		intr, intrID = *r.Interrupt, r.Interrupt.ID
+	}
+	if r.Decision != nil {
+		dec, decID, decAt = *r.Decision, r.Decision.InterruptID, ns(r.Decision.At)
+	}
+	o := `{"ApprovePlan":false,"ApproveDraft":false,"Depth":"","Language":""}`
+	if r.Options != (research.RunOptions{}) {
+		o = `{"ApprovePlan":` + map[bool]string{true: "true", false: "false"}[r.Options.ApprovePlan] +
+			`,"ApproveDraft":` + map[bool]string{true: "true", false: "false"}[r.Options.ApproveDraft] +
+			`,"Depth":"` + r.Options.Depth + `","Language":"` + r.Options.Language + `"`
+		if r.Options.Redeliver != "" {
+			o += `,"Redeliver":"` + r.Options.Redeliver + `"`
+		}
+		o += `}`
+	}
+	payload, fin := []byte{}, int64(0)
+	if r.State == research.StateCancelled {
+		payload = []byte("cancelled")
+	}
+	if !r.FinishedAt.IsZero() {
+		fin = ns(r.FinishedAt)
+	}
+	run = []any{r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, o,
+		r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS, decID, string(dec.Action), dec.Text, dec.By, decAt,
+		r.CancelRequestedBy, ns(r.CreatedAt), ns(r.UpdatedAt)}
+	job = []any{r.ID, jobState[r.State], payload, r.Attempt, ns(r.CreatedAt), ns(r.UpdatedAt), fin}
+	return run, job
+}
+
+// migratedRunsWork: of the migrated runs want, the waiting one (want[0]) is
+// decided and resumed, waits again and finishes; the decided one (want[1])
+// is acquired and finishes.
+func migratedRunsWork(t *testing.T, st research.Store, want []research.Run, at func(int) time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	d := research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: "U1", At: at(20)}
 	r, err := st.Decide(ctx, "r-wait", d)
-	if err != nil || r.State != research.StateQueued || r.Question != want[0].Question || r.Options != opts || !r.FollowUp ||
-		r.Interrupt == nil || *r.Interrupt != *plan || r.Decision == nil || *r.Decision != d {
+	if err != nil || r.State != research.StateQueued || r.Question != want[0].Question || r.Options != want[0].Options || !r.FollowUp ||
+		r.Interrupt == nil || *r.Interrupt != *want[0].Interrupt || r.Decision == nil || *r.Decision != d {
 		t.Fatalf("decided %+v %+v, %v", r, r.Decision, err)
 	}
 	if _, err := st.Decide(ctx, "r-wait", d); err == nil {

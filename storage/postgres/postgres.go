@@ -1,7 +1,9 @@
-// Package postgres is the shared checkpoint store: graph.Saver on PostgreSQL
-// through pgx/v5. It behaves like memsaver, the reference, and any number of
-// processes may share one database: a chain's head is moved by a conditional
-// UPDATE (compare-and-set) in the same statement that inserts the batch.
+// Package postgres is the shared engine: PostgreSQL through pgx/v5, its
+// migrations, the pool that storage/sqlstore's stores run on (SQL), and the
+// checkpoint store (graph.Saver). The checkpoint store behaves like
+// memsaver, the reference, and any number of processes may share one
+// database: a chain's head is moved by a conditional UPDATE
+// (compare-and-set) in the same statement that inserts the batch.
 //
 // Performance. A Commit is one statement, one round trip, one transaction: an
 // UPDATE (or INSERT, for a new chain) of the chain row whose RETURNING feeds
@@ -26,7 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"deepresearch/graph"
-	"deepresearch/storage/migrate"
+	"deepresearch/storage/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -37,8 +39,7 @@ const DefaultMaxRecordBytes = 64 << 20
 
 // Advisory lock classes (the first key of the two-key form).
 const (
-	lockMigrations int32 = 0x64726d67 // "drmg": key 2 is hashtext(current_schema())
-	lockThread     int32 = 0x64727468 // "drth": key 2 is hashtext(thread_id)
+	lockThread int32 = 0x64727468 // "drth": key 2 is hashtext(thread_id)
 )
 
 // tables holds every table with checkpoint data (the migrations table aside).
@@ -56,6 +57,7 @@ type Options struct {
 // Store is a graph.Saver on PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool     *pgxpool.Pool
+	sql      *sqlstore.DB
 	maxBytes int
 	now      func() time.Time
 }
@@ -90,7 +92,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	s := &Store{pool: pool, maxBytes: opts.MaxRecordBytes, now: opts.Now}
+	s := &Store{pool: pool, sql: sqlstore.OnPostgres(pool), maxBytes: opts.MaxRecordBytes, now: opts.Now}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -125,49 +127,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
-	all, err := migrate.Load(sub)
-	if err != nil {
-		return err
-	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))`, lockMigrations); err != nil {
-			return fmt.Errorf("postgres: migration lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migrate.TableName+` (
-			version    integer     PRIMARY KEY,
-			name       text        NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now()
-		)`); err != nil {
-			return fmt.Errorf("postgres: create %s: %w", migrate.TableName, err)
-		}
-		rows, err := tx.Query(ctx, `SELECT version FROM `+migrate.TableName)
-		if err != nil {
-			return fmt.Errorf("postgres: read %s: %w", migrate.TableName, err)
-		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-		if err != nil {
-			return fmt.Errorf("postgres: read %s: %w", migrate.TableName, err)
-		}
-		applied := map[int]bool{}
-		for _, v := range versions {
-			applied[int(v)] = true
-		}
-		pending, err := migrate.Pending(all, applied)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			// No arguments: pgx sends it with the simple protocol, so one file
-			// may hold several statements.
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+migrate.TableName+` (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-				return fmt.Errorf("postgres: record migration %s: %w", m.Name, err)
-			}
-		}
-		return nil
-	})
+	return s.sql.Migrate(ctx, sub, s.now)
 }
 
 // nonNil maps nil to an empty bytea: blobs are NOT NULL, and empty means absent.

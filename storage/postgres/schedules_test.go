@@ -4,10 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"deepresearch/schedule"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
-	"deepresearch/storage/storetest"
+	"deepresearch/storage/sqlstore"
 )
 
 // freshSchema creates a schema with the tables (storage/postgres's
@@ -25,7 +24,7 @@ func freshSchema(t testing.TB) string {
 	return dsn
 }
 
-func openSchedules(t testing.TB, dsn string) *postgres.Schedules {
+func openSchedules(t testing.TB, dsn string) *sqlstore.Schedules {
 	t.Helper()
 	st, err := postgres.Open(context.Background(), postgres.Options{URL: dsn, MaxConns: 4})
 	if err != nil {
@@ -33,21 +32,4 @@ func openSchedules(t testing.TB, dsn string) *postgres.Schedules {
 	}
 	t.Cleanup(st.Close)
 	return postgres.NewSchedules(st)
-}
-
-func TestSchedulesConformance(t *testing.T) {
-	storetest.Schedules(t, func(t *testing.T) schedule.Store { return openSchedules(t, freshSchema(t)) })
-}
-
-// TestConformanceOnStoragePostgres: the tables come from storage/postgres's
-// migrations, through its pool, as `serve` wires it.
-func TestSchedulesConformanceOnStoragePostgres(t *testing.T) {
-	storetest.Schedules(t, func(t *testing.T) schedule.Store {
-		st, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(t), MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(st.Close)
-		return postgres.NewSchedules(st)
-	})
 }

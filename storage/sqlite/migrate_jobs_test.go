@@ -121,6 +121,29 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	r := NewRuns(s)
 
+	inboxTakenOver(t, r, t0)
+	firingsTakenOver(t, NewSchedules(s), t0)
+	runsTakenOver(t, r, t0)
+	var leaseCols int
+	for _, table := range []string{"schedule_firings", "bot_runs"} {
+		if err := s.r.QueryRow(`SELECT count(*) FROM pragma_table_info(?)
+			WHERE name IN ('lease_until', 'owner', 'state', 'attempts', 'attempt', 'finished_at')`, table).Scan(&leaseCols); err != nil || leaseCols != 0 {
+			t.Errorf("%s keeps %d lease columns (%v)", table, leaseCols, err)
+		}
+	}
+	for _, table := range []string{"bot_inbox", "bot_events", "bot_instances"} {
+		var n int
+		if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = ?`, table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("table %s still there (%d, %v)", table, n, err)
+		}
+	}
+}
+
+// inboxTakenOver: the migrated inbox entries are taken over, the handled
+// one stays handled, and the event keys and instances came along.
+func inboxTakenOver(t *testing.T, r research.Store, t0 time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	got, err := r.ClaimInbox(ctx, "B", t0.Add(time.Minute), 30*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -151,8 +174,13 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 	if n, err := r.LiveInstances(ctx, t0.Add(50*time.Second)); err != nil || n != 1 {
 		t.Errorf("live instances = %d, %v", n, err)
 	}
+}
 
-	sch := NewSchedules(s)
+// firingsTakenOver: the migrated firings are taken over, approved,
+// finished and read back as they were.
+func firingsTakenOver(t *testing.T, sch schedule.Store, t0 time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 	taken, err := sch.TakeOverFiring(ctx, "B", at(60), at(90), 3)
 	if err != nil {
@@ -175,21 +203,15 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 	if _, err := sch.ApproveFiring(ctx, "s1", at(200), "D", at(62), at(92)); !errors.Is(err, schedule.ErrNotWaiting) {
 		t.Errorf("second approval: %v", err)
 	}
-	prev, err := sch.PreviousDigest(ctx, "s1", at(100))
-	if err != nil || prev.Digest == nil || prev.Digest.Title != "w1" || !prev.Manual || !prev.FinishedAt.Equal(at(8)) || prev.Attempts != 1 {
-		t.Errorf("previous digest = %+v, %v", prev, err)
-	}
-	skipped, err := sch.GetFiring(ctx, "s1", at(40))
-	if err != nil || skipped.State != schedule.FiringSkipped || skipped.Error != "missed" || !skipped.FinishedAt.Equal(at(9)) {
-		t.Errorf("skipped firing = %+v, %v", skipped, err)
-	}
-	if fs, err := sch.ListFirings(ctx, "s1", 0); err != nil || len(fs) != 4 || fs[0].State != schedule.FiringRunning || fs[1].State != schedule.FiringDone {
-		t.Errorf("firings = %+v, %v", fs, err)
-	}
-	if ok, err := sch.ClaimFiring(ctx, schedule.Firing{ScheduleID: "s1", Due: at(100), State: schedule.FiringRunning, Owner: "E", LeaseUntil: at(200), ClaimedAt: at(63)}); err != nil || ok {
-		t.Errorf("a migrated firing was claimed again: %v, %v", ok, err)
-	}
+	firingsReadBack(t, sch, at)
+}
 
+// runsTakenOver: the migrated runs are taken over, decided and read back
+// as they were, and CreateRun counts them.
+func runsTakenOver(t *testing.T, r research.Store, t0 time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 	got2, err := r.AcquireRuns(ctx, "B", at(60), 30*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -224,17 +246,25 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 	if err := r.CreateRun(ctx, research.Run{ID: "r-new", ThreadID: "th-r-done", Requester: "U1", CreatedAt: at(63)}, 3); !errors.Is(err, research.ErrUserLimit) {
 		t.Errorf("U1 has 3 active migrated runs, limit 3: %v", err)
 	}
-	var leaseCols int
-	for _, table := range []string{"schedule_firings", "bot_runs"} {
-		if err := s.r.QueryRow(`SELECT count(*) FROM pragma_table_info(?)
-			WHERE name IN ('lease_until', 'owner', 'state', 'attempts', 'attempt', 'finished_at')`, table).Scan(&leaseCols); err != nil || leaseCols != 0 {
-			t.Errorf("%s keeps %d lease columns (%v)", table, leaseCols, err)
-		}
+}
+
+// firingsReadBack: the migrated firings that finished read back as they
+// were, and one cannot be claimed again.
+func firingsReadBack(t *testing.T, sch schedule.Store, at func(int) time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	prev, err := sch.PreviousDigest(ctx, "s1", at(100))
+	if err != nil || prev.Digest == nil || prev.Digest.Title != "w1" || !prev.Manual || !prev.FinishedAt.Equal(at(8)) || prev.Attempts != 1 {
+		t.Errorf("previous digest = %+v, %v", prev, err)
 	}
-	for _, table := range []string{"bot_inbox", "bot_events", "bot_instances"} {
-		var n int
-		if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = ?`, table).Scan(&n); err != nil || n != 0 {
-			t.Errorf("table %s still there (%d, %v)", table, n, err)
-		}
+	skipped, err := sch.GetFiring(ctx, "s1", at(40))
+	if err != nil || skipped.State != schedule.FiringSkipped || skipped.Error != "missed" || !skipped.FinishedAt.Equal(at(9)) {
+		t.Errorf("skipped firing = %+v, %v", skipped, err)
+	}
+	if fs, err := sch.ListFirings(ctx, "s1", 0); err != nil || len(fs) != 4 || fs[0].State != schedule.FiringRunning || fs[1].State != schedule.FiringDone {
+		t.Errorf("firings = %+v, %v", fs, err)
+	}
+	if ok, err := sch.ClaimFiring(ctx, schedule.Firing{ScheduleID: "s1", Due: at(100), State: schedule.FiringRunning, Owner: "E", LeaseUntil: at(200), ClaimedAt: at(63)}); err != nil || ok {
+		t.Errorf("a migrated firing was claimed again: %v, %v", ok, err)
 	}
 }

@@ -1,9 +1,11 @@
-// Package sqlite is the embedded checkpoint store: graph.Saver on one SQLite
-// file through modernc.org/sqlite (pure Go). It behaves like memsaver, the
-// reference, and several processes may share the file: every write runs in a
-// BEGIN IMMEDIATE transaction, so writers serialise on SQLite's lock (waiting
-// up to the busy timeout) and the compare-and-set on a chain's head holds
-// across processes.
+// Package sqlite is the embedded engine: one SQLite file through
+// modernc.org/sqlite (pure Go), its migrations, the connections that
+// storage/sqlstore's stores run on (SQL), and the checkpoint store
+// (graph.Saver), which behaves like memsaver, the reference. Several
+// processes may share the file: every write runs in a BEGIN IMMEDIATE
+// transaction, so writers serialise on SQLite's lock (waiting up to the
+// busy timeout) and the compare-and-set on a chain's head holds across
+// processes.
 package sqlite
 
 import (
@@ -23,7 +25,7 @@ import (
 	sqlitedrv "modernc.org/sqlite" // also registers the "sqlite" driver
 
 	"deepresearch/graph"
-	"deepresearch/storage/migrate"
+	"deepresearch/storage/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -45,6 +47,7 @@ type Options struct {
 type Store struct {
 	w        *sql.DB // one connection; every transaction is BEGIN IMMEDIATE
 	r        *sql.DB // readers (WAL lets them run beside the writer)
+	sql      *sqlstore.DB
 	maxBytes int
 	now      func() time.Time
 }
@@ -88,7 +91,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
 	}
 	r.SetMaxOpenConns(opts.MaxReaders)
-	s := &Store{w: w, r: r, maxBytes: opts.MaxRecordBytes, now: opts.Now}
+	s := &Store{w: w, r: r, sql: sqlstore.OnSQLite(w, r), maxBytes: opts.MaxRecordBytes, now: opts.Now}
 	if err := s.migrateAtOpen(ctx, opts.BusyTimeout); err != nil {
 		s.Close()
 		return nil, err
@@ -143,49 +146,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	all, err := migrate.Load(sub)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migrate.TableName+` (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT    NOT NULL,
-			applied_at INTEGER NOT NULL
-		) STRICT`); err != nil {
-			return fmt.Errorf("sqlite: create %s: %w", migrate.TableName, err)
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT version FROM `+migrate.TableName)
-		if err != nil {
-			return fmt.Errorf("sqlite: read %s: %w", migrate.TableName, err)
-		}
-		applied := map[int]bool{}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: read %s: %w", migrate.TableName, err)
-			}
-			applied[v] = true
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("sqlite: read %s: %w", migrate.TableName, err)
-		}
-		pending, err := migrate.Pending(all, applied)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO `+migrate.TableName+` (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.Version, m.Name, s.now().UnixNano()); err != nil {
-				return fmt.Errorf("sqlite: record migration %s: %w", m.Name, err)
-			}
-		}
-		return nil
-	})
+	return s.sql.Migrate(ctx, sub, s.now)
 }
 
 // write runs fn in an immediate transaction on the writer connection.
@@ -195,7 +156,7 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
-		tx.Rollback()
+		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -210,7 +171,7 @@ func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }()
 	return fn(tx)
 }
 
@@ -309,73 +270,95 @@ func (s *Store) Commit(ctx context.Context, b *graph.Batch) error {
 			return fmt.Errorf("head is %d, expected %d: %w", c.head, b.ExpectHead, graph.ErrConflict)
 		}
 		if len(b.Checkpoints) == 0 {
-			if len(b.Writes) == 0 {
-				return nil
-			}
-			for _, w := range b.Writes {
-				if c.head == 0 || w.CheckpointID != c.head {
-					return fmt.Errorf("write for checkpoint %d, head is %d: %w", w.CheckpointID, c.head, graph.ErrConflict)
-				}
-			}
-			if _, err := insertWrites(ctx, tx, c.id, b.Writes); err != nil {
+			return commitWrites(ctx, tx, c, b.Writes, now)
+		}
+		return commitCheckpoints(ctx, tx, c, b, now)
+	})
+}
+
+// commitWrites stores writes on chain c's head (a batch without
+// checkpoints).
+func commitWrites(ctx context.Context, tx *sql.Tx, c chainRow, ws []graph.PendingWrite, now int64) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	for _, w := range ws {
+		if c.head == 0 || w.CheckpointID != c.head {
+			return fmt.Errorf("write for checkpoint %d, head is %d: %w", w.CheckpointID, c.head, graph.ErrConflict)
+		}
+	}
+	if _, err := insertWrites(ctx, tx, c.id, ws); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE graph_chains SET updated_at = ? WHERE chain_id = ?`, now, c.id); err != nil {
+		return fmt.Errorf("sqlite: update chain: %w", err)
+	}
+	return nil
+}
+
+// commitCheckpoints appends b's checkpoints (and writes) to chain c,
+// starting the chain if it has none.
+func commitCheckpoints(ctx context.Context, tx *sql.Tx, c chainRow, b *graph.Batch, now int64) error {
+	first := b.Checkpoints[0]
+	if p := first.ParentID; p != 0 {
+		ok := false
+		if c.ok {
+			var err error
+			if ok, err = hasCheckpoint(ctx, tx, c.id, p); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE graph_chains SET updated_at = ? WHERE chain_id = ?`, now, c.id); err != nil {
-				return fmt.Errorf("sqlite: update chain: %w", err)
-			}
-			return nil
 		}
-		first := b.Checkpoints[0]
-		if p := first.ParentID; p != 0 {
-			ok := false
-			if c.ok {
-				if ok, err = hasCheckpoint(ctx, tx, c.id, p); err != nil {
-					return err
-				}
-			}
-			if !ok {
-				return fmt.Errorf("sqlite: parent %d of checkpoint %d is not in the chain: %w", p, first.ID, graph.ErrNotFound)
-			}
+		if !ok {
+			return fmt.Errorf("sqlite: parent %d of checkpoint %d is not in the chain: %w", p, first.ID, graph.ErrNotFound)
 		}
-		last := b.Checkpoints[len(b.Checkpoints)-1].ID
-		if c.ok {
-			for _, cp := range b.Checkpoints {
-				if taken, err := hasCheckpoint(ctx, tx, c.id, cp.ID); err != nil {
-					return err
-				} else if taken {
-					return fmt.Errorf("sqlite: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
-				}
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE graph_chains SET head = ?, updated_at = ?, finished = ? WHERE chain_id = ?`,
-				last, now, b.Finished, c.id); err != nil {
-				return fmt.Errorf("sqlite: update chain: %w", err)
-			}
-		} else {
-			if err := tx.QueryRowContext(ctx, `INSERT INTO graph_chains (thread_id, ns, head, updated_at, finished)
-				VALUES (?, ?, ?, ?, ?) RETURNING chain_id`, b.ThreadID, b.NS, last, now, b.Finished).Scan(&c.id); err != nil {
-				return fmt.Errorf("sqlite: insert chain: %w", err)
-			}
-		}
-		st, err := tx.PrepareContext(ctx, `INSERT INTO graph_checkpoints
-			(chain_id, id, parent_id, step, created_at, source, snapshot, delta, next, meta)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite: insert checkpoints: %w", err)
-		}
-		defer st.Close()
-		for _, cp := range b.Checkpoints {
-			created := now
-			if !cp.CreatedAt.IsZero() {
-				created = cp.CreatedAt.UnixNano()
-			}
-			if _, err := st.ExecContext(ctx, c.id, cp.ID, cp.ParentID, cp.Step, created, cp.Source,
-				nonNil(cp.Snapshot), nonNil(cp.Delta), nonNil(cp.Next), nonNil(cp.Meta)); err != nil {
-				return fmt.Errorf("sqlite: insert checkpoint %d: %w", cp.ID, err)
-			}
-		}
-		_, err = insertWrites(ctx, tx, c.id, b.Writes)
+	}
+	if err := moveHead(ctx, tx, &c, b, now); err != nil {
 		return err
-	})
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO graph_checkpoints
+		(chain_id, id, parent_id, step, created_at, source, snapshot, delta, next, meta)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("sqlite: insert checkpoints: %w", err)
+	}
+	defer st.Close()
+	for _, cp := range b.Checkpoints {
+		created := now
+		if !cp.CreatedAt.IsZero() {
+			created = cp.CreatedAt.UnixNano()
+		}
+		if _, err := st.ExecContext(ctx, c.id, cp.ID, cp.ParentID, cp.Step, created, cp.Source,
+			nonNil(cp.Snapshot), nonNil(cp.Delta), nonNil(cp.Next), nonNil(cp.Meta)); err != nil {
+			return fmt.Errorf("sqlite: insert checkpoint %d: %w", cp.ID, err)
+		}
+	}
+	_, err = insertWrites(ctx, tx, c.id, b.Writes)
+	return err
+}
+
+// moveHead points chain c at b's last checkpoint (refusing ids the chain
+// has), or inserts the chain, setting c.id.
+func moveHead(ctx context.Context, tx *sql.Tx, c *chainRow, b *graph.Batch, now int64) error {
+	last := b.Checkpoints[len(b.Checkpoints)-1].ID
+	if !c.ok {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO graph_chains (thread_id, ns, head, updated_at, finished)
+			VALUES (?, ?, ?, ?, ?) RETURNING chain_id`, b.ThreadID, b.NS, last, now, b.Finished).Scan(&c.id); err != nil {
+			return fmt.Errorf("sqlite: insert chain: %w", err)
+		}
+		return nil
+	}
+	for _, cp := range b.Checkpoints {
+		if taken, err := hasCheckpoint(ctx, tx, c.id, cp.ID); err != nil {
+			return err
+		} else if taken {
+			return fmt.Errorf("sqlite: checkpoint id %d is taken: %w", cp.ID, graph.ErrConflict)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE graph_chains SET head = ?, updated_at = ?, finished = ? WHERE chain_id = ?`,
+		last, now, b.Finished, c.id); err != nil {
+		return fmt.Errorf("sqlite: update chain: %w", err)
+	}
+	return nil
 }
 
 // PutResume implements graph.Saver.
@@ -474,32 +457,38 @@ func (s *Store) Load(ctx context.Context, thread, ns string, id int64) (*graph.C
 		if oldest := out.Checkpoints[0]; oldest.Snapshot == nil && oldest.ParentID != 0 {
 			return fmt.Errorf("sqlite: checkpoint %d missing below %d: %w", oldest.ParentID, id, graph.ErrNotFound)
 		}
-		idsJSON, _ := json.Marshal(ids)
-		wrows, err := tx.QueryContext(ctx, `SELECT checkpoint_id, task, idx, channel, value FROM graph_writes
-			WHERE chain_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))
-			ORDER BY checkpoint_id, task, idx`, c.id, string(idsJSON))
-		if err != nil {
-			return fmt.Errorf("sqlite: load writes: %w", err)
-		}
-		defer wrows.Close()
-		for wrows.Next() {
-			var w graph.PendingWrite
-			if err := wrows.Scan(&w.CheckpointID, &w.Task, &w.Idx, &w.Channel, &w.Value); err != nil {
-				return fmt.Errorf("sqlite: load writes: %w", err)
-			}
-			w.Value = orNil(w.Value)
-			cp := byID[w.CheckpointID]
-			cp.Writes = append(cp.Writes, w)
-		}
-		if err := wrows.Err(); err != nil {
-			return fmt.Errorf("sqlite: load writes: %w", err)
-		}
-		return nil
+		return loadWrites(ctx, tx, c.id, ids, byID)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// loadWrites adds to byID's checkpoints (ids) their writes, in (task, idx)
+// order.
+func loadWrites(ctx context.Context, tx *sql.Tx, chain int64, ids []int64, byID map[int64]*graph.StoredCheckpoint) error {
+	idsJSON, _ := json.Marshal(ids)
+	wrows, err := tx.QueryContext(ctx, `SELECT checkpoint_id, task, idx, channel, value FROM graph_writes
+		WHERE chain_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))
+		ORDER BY checkpoint_id, task, idx`, chain, string(idsJSON))
+	if err != nil {
+		return fmt.Errorf("sqlite: load writes: %w", err)
+	}
+	defer wrows.Close()
+	for wrows.Next() {
+		var w graph.PendingWrite
+		if err := wrows.Scan(&w.CheckpointID, &w.Task, &w.Idx, &w.Channel, &w.Value); err != nil {
+			return fmt.Errorf("sqlite: load writes: %w", err)
+		}
+		w.Value = orNil(w.Value)
+		cp := byID[w.CheckpointID]
+		cp.Writes = append(cp.Writes, w)
+	}
+	if err := wrows.Err(); err != nil {
+		return fmt.Errorf("sqlite: load writes: %w", err)
+	}
+	return nil
 }
 
 // List implements graph.Saver. Metadata is filtered in Go with

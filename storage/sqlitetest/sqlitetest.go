@@ -2,7 +2,8 @@
 // holding a copy of it would: every value of every row of every table,
 // with the graph's packed blobs unpacked (graph.UnpackBlob). Tests use it
 // to show what a run leaves in durable state; pgtest.Find does the same
-// on a PostgreSQL schema.
+// on a PostgreSQL schema. Open gives tests a fresh store in a temporary
+// directory.
 package sqlitetest
 
 import (
