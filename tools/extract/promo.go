@@ -219,3 +219,39 @@ func capsLinkLine(p *html.Node) bool {
 	walk(p, false, 0)
 	return !lower && words >= minCapsWords && link*10 >= all*9
 }
+
+// machineLabel reports an element whose whole text is a name written for
+// scripts, not readers: one token joined by hyphens or underscores
+// ("narrow-browser-and-phone") that repeats the value of one of its own
+// data attributes (data-name="narrow-browser-and-phone") or ends one of
+// its classes, as the labels of a
+// script's breakpoint detector or a debug panel are.
+func machineLabel(n *html.Node) bool {
+	c := n.FirstChild
+	if c == nil || c.NextSibling != nil || c.Type != html.TextNode || len(n.Attr) == 0 {
+		return false
+	}
+	switch n.Data {
+	case "a", "code", "kbd", "samp", "var", "tt", "dfn", "abbr":
+		// A link titled with its target's name, an identifier.
+		return false
+	}
+	t := strings.TrimSpace(c.Data)
+	if len(t) < 3 || len(t) > 80 || strings.ContainsAny(t, " \t\n") || !strings.ContainsAny(t, "-_") {
+		return false
+	}
+	for _, a := range n.Attr {
+		if a.Key == "class" {
+			for _, cl := range strings.Fields(a.Val) {
+				if strings.HasSuffix(cl, t) {
+					return true
+				}
+			}
+			continue
+		}
+		if a.Val == t && strings.HasPrefix(a.Key, "data-") {
+			return true
+		}
+	}
+	return false
+}

@@ -89,3 +89,19 @@ func TestCapsLinkLine(t *testing.T) {
 		}
 	}
 }
+
+// TestMachineLabels checks that labels written for scripts (a token that
+// repeats the element's own data attribute) are dropped and identifiers in
+// code are not.
+func TestMachineLabels(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "machine_labels.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/markets/asia.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"Asian shares slipped", "yen rose", "follow-up"},
+		[]string{"narrow-browser-and-phone", "landscape-tablet", "wide-browser-and-larger"})
+}
