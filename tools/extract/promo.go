@@ -224,8 +224,8 @@ func capsLinkLine(p *html.Node) bool {
 // scripts, not readers: one token joined by hyphens or underscores
 // ("narrow-browser-and-phone") that repeats the value of one of its own
 // data attributes (data-name="narrow-browser-and-phone") or ends one of
-// its classes, as the labels of a
-// script's breakpoint detector or a debug panel are.
+// its classes, as the labels of a script's breakpoint detector or a debug
+// panel are.
 func machineLabel(n *html.Node) bool {
 	c := n.FirstChild
 	if c == nil || c.NextSibling != nil || c.Type != html.TextNode || len(n.Attr) == 0 {
