@@ -255,3 +255,21 @@ func machineLabel(n *html.Node) bool {
 	}
 	return false
 }
+
+// disclaimerBox reports an element that opens with a heading saying
+// "Disclaimer" and holds less than a quarter of the page's text: the
+// site's standing notice under every article, not the article.
+func (e *extractor) disclaimerBox(n *html.Node, total textSize) bool {
+	if n.Data != "div" && n.Data != "section" {
+		return false
+	}
+	c := n.FirstChild
+	for c != nil && c.Type != html.ElementNode {
+		c = c.NextSibling
+	}
+	if c == nil || len(c.Data) != 2 || c.Data[0] != 'h' || c.Data[1] < '1' || c.Data[1] > '6' {
+		return false
+	}
+	t := strings.ToLower(strings.TrimSpace(strings.TrimRight(strings.TrimSpace(textOf(c)), ":")))
+	return t == "disclaimer" && e.sizeOf(n).all*4 < total.all
+}

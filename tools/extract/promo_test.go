@@ -105,3 +105,18 @@ func TestMachineLabels(t *testing.T) {
 	checkText(t, "text", a.Text, []string{"Asian shares slipped", "yen rose", "follow-up"},
 		[]string{"narrow-browser-and-phone", "landscape-tablet", "wide-browser-and-larger"})
 }
+
+// TestDisclaimerBox checks that a box headed "Disclaimer" under an article
+// is dropped.
+func TestDisclaimerBox(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "disclaimer_box.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/mind/activity", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"helps the mind", "better sleep", "sense of achievement"},
+		[]string{"Disclaimer", "archived content"})
+}
