@@ -417,8 +417,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.replicas.round(ctx)
 
 	b.workCtx, b.workCancel = context.WithCancel(context.WithoutCancel(ctx))
-	b.intake.workCtx = b.workCtx
 	b.runs.Begin(b.workCtx)
+	b.intake.workCtx = b.workCtx
 	p := newPool(b.opts.Workers, b.opts.QueueSize)
 
 	var loops sync.WaitGroup

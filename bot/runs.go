@@ -60,7 +60,7 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	r.Options.WorkspaceToken = ""
 	r.StatusStream = b.planStream(b.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
-	if err := b.store.CreateRun(ctx, r, b.opts.MaxRunsPerUser); err != nil {
+	if err := b.runs.Create(ctx, r, b.opts.MaxRunsPerUser); err != nil {
 		b.unplanStream(r)
 		switch {
 		case errors.Is(err, research.ErrConflict):

@@ -73,7 +73,6 @@ type RunStore interface {
 	WaitRun(ctx context.Context, id, owner string, intr PendingInterrupt, now time.Time) error
 	FinishRun(ctx context.Context, id, owner string, state RunState, errText string, now time.Time) error
 	Decide(ctx context.Context, runID string, d Decision) (Run, error)
-	RequestCancel(ctx context.Context, runID, by string, now time.Time) (r Run, cancelled bool, err error)
 	RecordUpload(ctx context.Context, u Upload) (bool, error)
 	Upload(ctx context.Context, runID string) (Upload, error)
 	StageUpload(ctx context.Context, runID, fileID string, at time.Time) error
@@ -443,6 +442,21 @@ func (s *Service) CancelLocal(runID, by string) bool {
 		cancel(CancelRequested{by})
 	}
 	return ok
+}
+
+// Decide records a person's decision on the interrupt a waiting run shows
+// (Decide's rules: exactly once, ErrAlreadyDecided, ErrNotWaiting); the
+// run is then queued to be resumed, or, for ActionCancel, cancelled and
+// its thread's unfinished work discarded.
+func (s *Service) Decide(ctx context.Context, runID string, d Decision) (Run, error) {
+	r, err := s.store.Decide(ctx, runID, d)
+	if err != nil {
+		return r, err
+	}
+	if r.State == StateCancelled {
+		s.CancelWaiting(ctx, r)
+	}
+	return r, nil
 }
 
 // CancelWaiting tells the researcher and the run's end to a queued or

@@ -163,12 +163,9 @@ func (s *askSession) answer(ctx context.Context, r research.Run) (research.Run, 
 	if ans.Action == agent.ActionAnswer {
 		d.Text = ans.Text
 	}
-	next, err := s.store.Decide(ctx, r.ID, d)
+	next, err := s.svc.Decide(ctx, r.ID, d)
 	if err != nil {
 		return r, err
-	}
-	if next.State == research.StateCancelled {
-		s.svc.CancelWaiting(ctx, next)
 	}
 	return next, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-	"unicode/utf8"
 
 	"deepresearch/jobs"
 )
@@ -194,16 +193,11 @@ func (db *DB) claimJobs(ctx context.Context, q Querier, kind jobs.Kind, owner st
 	return db.claimJobsOf(ctx, q, kind, nil, owner, now, lease, limit, maxAttempts)
 }
 
-// keyOfKind is the condition that limits a claim to the keys of one kind
-// of run (research.RunKind), with its arguments from $7: the keys without
-// ':' for "", else those that start with the kind and ':'.
-func keyOfKind(runKind string) (string, []any) {
-	if runKind == "" {
-		return ` AND key NOT LIKE '%:%'`, nil
-	}
-	prefix := runKind + ":"
-	return ` AND substr(key, 1, $8) = $7`, []any{prefix, utf8.RuneCountInString(prefix)}
-}
+// keyKind limits a claim to the keys of one kind of run (research.RunKind,
+// $7): those without ':' for "", else those that start with the kind and
+// ':'.
+const keyKind = ` AND ((CAST($7 AS TEXT) = '' AND key NOT LIKE '%:%')
+	OR (CAST($7 AS TEXT) <> '' AND substr(key, 1, length(CAST($7 AS TEXT)) + 1) = CAST($7 AS TEXT) || ':'))`
 
 // claimJobsOf is claimJobs limited, when runKind is set, to the keys of
 // that kind of run.
@@ -211,9 +205,8 @@ func (db *DB) claimJobsOf(ctx context.Context, q Querier, kind jobs.Kind, runKin
 	where := jobClaimable
 	args := []any{string(kind), owner, nanos(now), nanos(now.Add(lease)), maxAttempts, db.limit(limit)}
 	if runKind != nil {
-		cond, more := keyOfKind(*runKind)
-		where += cond
-		args = append(args, more...)
+		where += keyKind
+		args = append(args, *runKind)
 	}
 	rows, err := q.Query(ctx, db.pick(`UPDATE jobs SET state = 'held', owner = $2, lease_until = $4, attempts = attempts + 1, updated_at = $3
 		WHERE (kind, key) IN (

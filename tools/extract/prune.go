@@ -25,6 +25,14 @@ type extractor struct {
 	teasers map[*html.Node]int
 	// popups are link clusters inside paragraphs (see findPopups).
 	popups map[*html.Node]bool
+	// capsPromos are the paragraphs that are a link in capitals, when a
+	// page has several (see findCapsPromos).
+	capsPromos map[*html.Node]bool
+	// promoNext are the paragraphs of links after a promotional lead-in
+	// (see promoLine).
+	promoNext map[*html.Node]bool
+	// sheet is what the page's style sheets hide (see readSheet).
+	sheet sheet
 	// lenient ignores class and id names when pruning (see ExtractBytes).
 	lenient bool
 	// posts are a thread's posts named "comment" (see findPosts).
@@ -632,7 +640,7 @@ func (e *extractor) measure(body *html.Node) textSize {
 			if c.Type != html.ElementNode {
 				continue
 			}
-			if hiddenBy(c) == "hidden" && followsControl(prev) {
+			if (hiddenBy(c) == "hidden" || e.sheet.hiding(c) == "sheet") && followsControl(prev) {
 				if e.afterControl == nil {
 					e.afterControl = map[*html.Node]bool{}
 				}
@@ -768,8 +776,8 @@ func (e *extractor) opened(n *html.Node) bool {
 	if e.disclosurePanel(n) {
 		return true
 	}
-	if hiddenBy(n) != "hidden" {
-		return false
+	if h := hiddenBy(n); h != "hidden" {
+		return h == "" && e.afterControl[n]
 	}
 	return e.afterControl[n] || strings.EqualFold(attr(n, "hidden"), "until-found") || e.streamed(n)
 }
@@ -1116,6 +1124,7 @@ func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
 func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
 	e.signups, e.authorBoxes = e.findPostBoxes(body, total)
+	e.capsPromos = findCapsPromos(body)
 	nodes := 0
 	// zeroFont: n's text has no size (font-size:0 on it or above it, not
 	// set again below): it is not shown, and it is removed.
@@ -1208,10 +1217,25 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if tag == "noscript" {
 		return !e.noscriptMain, true
 	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] {
+	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || machineLabel(n) || e.disclaimerBox(n, total) {
 		return true, true
 	}
-	if h := hiddenBy(n); h != "" && e.hiddenFurniture(n, h, total) {
+	if promo, next := promoLine(n); promo {
+		if next != nil {
+			if e.promoNext == nil {
+				e.promoNext = map[*html.Node]bool{}
+			}
+			e.promoNext[next] = true
+		}
+		return true, true
+	}
+	h := hiddenBy(n)
+	if h == "" {
+		// Hidden by a rule of the page's style sheets, read like an
+		// inline style.
+		h = e.sheet.hiding(n)
+	}
+	if h != "" && e.hiddenFurniture(n, h, total) {
 		return true, true
 	}
 	if class := attr(n, "class"); mayBeSROnly(class) && screenReaderOnly(strings.Fields(class)) {
@@ -1243,6 +1267,15 @@ func (e *extractor) hiddenFurniture(n *html.Node, h string, total textSize) bool
 		return true
 	}
 	size := e.sizeOf(n)
+	if h == "sheet" {
+		// Hidden by a rule of the page's style sheets (see readSheet):
+		// a panel something opens, or one named as shown on demand (an
+		// accordion's answer holds one paragraph), or one holding a
+		// quarter of the page or more (a sheet that hides the page
+		// until its scripts run) is content.
+		shownOnDemand := e.opened(n) || onDemand(n) && size.paras > 0
+		return !shownOnDemand && size.all*4 < total.all && !e.holdsItems(n)
+	}
 	wholePage := size.paras > 0 && size.all*4 >= total.all*3
 	// An element hidden by its style that is named or placed as a tab or
 	// a slide (see onDemand), or hidden from screen readers only (still

@@ -1,0 +1,122 @@
+package extract
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPromoLines checks that promotional lines inside an article's body (a
+// lead-in of two to four words in capitals and then links, in the same
+// paragraph or the next) are dropped, and that a one-word lead-in ("READ:")
+// and a lead-in followed by prose are not.
+func TestPromoLines(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "promo_lines.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/news/standoff.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text,
+		[]string{"for a third day", "running low", "The full statement", "of their own accord", "opened a second exit"},
+		[]string{"SEE MORE", "under siege in university", "DON'T MISS", "Leader furious", "Match cancelled"})
+}
+
+func TestLeadIn(t *testing.T) {
+	tests := []struct {
+		s    string
+		want bool
+	}{
+		{"SEE MORE: ", true},
+		{"DON'T MISS", true},
+		{"READ MORE »", true},
+		{"READ:", false},
+		{"See more:", false},
+		{"A B", false},
+		{"THIS IS FAR TOO LONG A LEAD", false},
+	}
+	for _, tt := range tests {
+		if got := leadIn(tt.s); got != tt.want {
+			t.Errorf("leadIn(%q) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}
+
+// TestCapsPromos checks that paragraphs that are a link in capitals of five
+// words or more are dropped when a page has two or more, and that a lone
+// one stays.
+func TestCapsPromos(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "caps_promos.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/entertainment/star.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text,
+		[]string{"eliminated from the competition", "proud of what the pair", "four couples"},
+		[]string{"SERIOUS HEALTH CONDITION", "FORMER SPOKESMAN"})
+	// One such paragraph alone is the article's own.
+	one := strings.Replace(string(data), "FORMER SPOKESMAN ELIMINATED FROM THE DANCE SHOW", "Former spokesman eliminated", 1)
+	a, err = ExtractBytes([]byte(one), "https://example.com/entertainment/star.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"SERIOUS HEALTH CONDITION"}, nil)
+}
+
+func TestCapsLinkLine(t *testing.T) {
+	tests := []struct {
+		html string
+		want bool
+	}{
+		{`<p><a href="/x"><b>JUDGE OPENS UP ABOUT HEALTH</b></a></p>`, true},
+		{`<p><a href="/x">WATCH THE FULL INTERVIEW</a></p>`, false}, // four words: a button
+		{`<p><a href="/x">Judge opens up about health</a></p>`, false},
+		{`<p>SEE THIS: <a href="/x">JUDGE OPENS UP</a> AND MORE TEXT THAT IS NOT A LINK</p>`, false},
+	}
+	for _, tt := range tests {
+		doc, err := parse([]byte("<html><body>" + tt.html + "</body></html>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := capsLinkLine(findBody(doc).FirstChild); got != tt.want {
+			t.Errorf("capsLinkLine(%s) = %v, want %v", tt.html, got, tt.want)
+		}
+	}
+}
+
+// TestMachineLabels checks that labels written for scripts (a token that
+// repeats the element's own data attribute) are dropped and identifiers in
+// code are not.
+func TestMachineLabels(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "machine_labels.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/markets/asia.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"Asian shares slipped", "yen rose", "follow-up"},
+		[]string{"narrow-browser-and-phone", "landscape-tablet", "wide-browser-and-larger"})
+}
+
+// TestDisclaimerBox checks that a box headed "Disclaimer" under an article
+// is dropped.
+func TestDisclaimerBox(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "disclaimer_box.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ExtractBytes(data, "https://example.com/mind/activity", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"helps the mind", "better sleep", "sense of achievement"},
+		[]string{"Disclaimer", "archived content"})
+}
