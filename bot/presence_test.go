@@ -172,9 +172,12 @@ func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
 	h.waitFor(ctx, "an even split", func() bool {
 		return bot.SharesOf(a.Bot).UpdatesPerMinute == 30 && bot.SharesOf(b.Bot).UpdatesPerMinute == 30
 	})
-	// A works on eight runs (held under a long lease), B on none.
+	// A works on eight runs (held under a long lease), B on none. They are
+	// runs of a kind these bots do not take over (a terminal's), so that
+	// neither bot's recovery picks one up between its creation and its
+	// acquisition here; held runs of every kind count toward the split.
 	for i := range 8 {
-		id := fmt.Sprintf("held%d", i)
+		id := fmt.Sprintf("ask:held%d", i)
 		k := research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: fmt.Sprintf("%d.0", 100+i)}
 		if err := store.CreateRun(ctx, research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: fmt.Sprintf("U%d", i),
 			Question: "q", CreatedAt: time.Now(), UpdatedAt: time.Now()}, 0); err != nil {
