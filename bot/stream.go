@@ -905,6 +905,14 @@ func (st *statuses) openStatus(ctx context.Context, r *research.Run, v statusVie
 		// No stream: the run's status message was posted instead (Slack
 		// refused a stream for it, or it is gone and a final is posted).
 		return st.messageStatus(ctx, r, v, log)
+	case streamGone(err) && st.published(ctx, r.ID):
+		// The stream stopped and the report is out: the process before
+		// this one died after its last step, most likely between showing
+		// the outcome on this stream and recording the run as done. What
+		// is left is the final picture, shown by editing the stopped
+		// stream's message (an edit shows it once however often it is
+		// done); a fresh stream would show the outcome a second time.
+		return st.messageStatus(ctx, r, v, log)
 	case streamGone(err):
 		// The stream stopped: a fresh one says the run resumed.
 		if err := s.restart(ctx, v, nil); err != nil {
@@ -928,6 +936,12 @@ func (st *statuses) openStatus(ctx context.Context, r *research.Run, v statusVie
 	}
 	go s.loop()
 	return s
+}
+
+// published reports whether the run's report is recorded as posted.
+func (st *statuses) published(ctx context.Context, runID string) bool {
+	_, err := st.bot.store.Upload(ctx, runID)
+	return err == nil
 }
 
 // creatorWait is how long a process that picked up a new run waits for
