@@ -27,7 +27,7 @@ var errKilled = errors.New("test: the process was killed")
 // until the test ends, as a dead process never returns from it.
 type killedAt struct {
 	research.Store
-	step   string // "record", or "" (killed by killingTransport)
+	step   string // "record", "done" (recording the run as done), or "" (killed by killingTransport)
 	killed atomic.Bool
 	dead   chan struct{} // closed when the step is reached
 	once   sync.Once
@@ -62,6 +62,9 @@ func (k *killedAt) Heartbeat(ctx context.Context, id, owner string, now time.Tim
 }
 
 func (k *killedAt) FinishRun(ctx context.Context, id, owner string, state research.RunState, errText string, now time.Time) error {
+	if k.step == "done" && state == research.StateDone {
+		return k.die()
+	}
 	if k.killed.Load() {
 		return errKilled
 	}
@@ -172,5 +175,42 @@ func TestCrashBetweenUploadAndShareLeavesNoFile(t *testing.T) {
 	}
 	if n := len(h.fake.Files()); n != 1 {
 		t.Errorf("%d files in the workspace, want 1", n)
+	}
+}
+
+// TestOutcomeShownOnceAfterCrashBeforeDone: a process killed after it
+// stopped the run's stream with the outcome but before it recorded the run
+// as done leaves the next process only the final picture to show; it shows
+// it on the stopped stream's message instead of a fresh stream, so the
+// thread says "done" once (chaos TestKillSQLite once found two).
+func TestOutcomeShownOnceAfterCrashBeforeDone(t *testing.T) {
+	h := streaming(t)
+	ctx := testCtx(t)
+	k := newKilledAt(t, h.store, "done")
+	a := h.startOn(k, noDraftApproval, func(o *bot.Options) { o.ShutdownTimeout = 200 * time.Millisecond })
+	sent := h.mention(ctx, "U1", "C1", "what changed in AI regulation?", "")
+	select {
+	case <-k.dead:
+	case <-ctx.Done():
+		t.Fatal("the run was never recorded as done")
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	before := threadStreams(h, "C1", sent.TS)
+	if len(before) != 1 || before[0].Open || len(before[0].FinalBlocks) == 0 {
+		t.Fatalf("streams before the restart = %+v; want one, stopped with the outcome", before)
+	}
+
+	h.start(noDraftApproval) // the next process
+	h.waitState(ctx, "C1", sent.TS, research.StateDone)
+	if sts := threadStreams(h, "C1", sent.TS); len(sts) != 1 {
+		t.Errorf("%d streams in the thread after the restart, want the 1 that shows the outcome", len(sts))
+	}
+	if n := openStreams(h); n != 0 {
+		t.Errorf("%d streams left open", n)
+	}
+	if n := len(h.files("C1", sent.TS)); n != 1 {
+		t.Errorf("%d report files in the thread, want 1", n)
 	}
 }
