@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"iter"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -257,13 +258,7 @@ func sheetHiding(decls string) int {
 		return how
 	}
 	tinyW, tinyH, clipped, offscreen := false, false, false, false
-	for _, decl := range strings.Split(decls, ";") {
-		name, val, ok := strings.Cut(decl, ":")
-		if !ok {
-			continue
-		}
-		name = strings.ToLower(strings.TrimSpace(name))
-		val = strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "!important")))
+	for name, val := range declarations(decls) {
 		switch name {
 		case "width":
 			tinyW = zeroLength(val) || val == "1px"
@@ -283,14 +278,31 @@ func sheetHiding(decls string) int {
 
 // displayNone reports declarations that set display to none.
 func displayNone(decls string) bool {
-	for _, decl := range strings.Split(decls, ";") {
-		name, val, ok := strings.Cut(decl, ":")
-		if ok && strings.EqualFold(strings.TrimSpace(name), "display") &&
-			strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "!important")), "none") {
+	for name, val := range declarations(decls) {
+		if strings.EqualFold(name, "display") && strings.EqualFold(val, "none") {
 			return true
 		}
 	}
 	return false
+}
+
+// declarations yields the declarations of a rule's body ("a: b; c: d") as
+// name and value, both trimmed and in lower case, the value without its
+// !important; a part without a colon is skipped.
+func declarations(decls string) iter.Seq2[string, string] {
+	return func(yield func(name, val string) bool) {
+		for _, decl := range strings.Split(decls, ";") {
+			name, val, ok := strings.Cut(decl, ":")
+			if !ok {
+				continue
+			}
+			name = strings.ToLower(strings.TrimSpace(name))
+			val = strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "!important")))
+			if !yield(name, val) {
+				return
+			}
+		}
+	}
 }
 
 // farOff reports a negative length of a thousand pixels or more
@@ -308,13 +320,7 @@ func farOff(v string) bool {
 // hides: a display other than none, visibility visible, a clip or position
 // that undoes the screen-reader-only trick.
 func showsAgain(decls string) bool {
-	for _, decl := range strings.Split(decls, ";") {
-		name, val, ok := strings.Cut(decl, ":")
-		if !ok {
-			continue
-		}
-		name = strings.ToLower(strings.TrimSpace(name))
-		val = strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "!important")))
+	for name, val := range declarations(decls) {
 		switch name {
 		case "display":
 			if val != "none" {
