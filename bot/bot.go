@@ -137,7 +137,7 @@ type Options struct {
 	// /research schedule(s), the schedule modal and buttons, the App Home
 	// section. New calls it once with the bot's digest UI, which posts
 	// digests, asks for approvals, checks channels and hands the firings'
-	// runs to the bot's run service (schedule.Poster, ChartPoster,
+	// runs to the bot's run service (schedule.Poster,
 	// ApprovalRequester, ChannelChecker, Runs), and serves the
 	// manager it returns: the caller builds its scheduler and manager
 	// around the UI, every field set at once, and runs the scheduler once

@@ -81,7 +81,6 @@ type Digests struct {
 
 var (
 	_ schedule.Poster            = (*Digests)(nil)
-	_ schedule.ChartPoster       = (*Digests)(nil)
 	_ schedule.ApprovalRequester = (*Digests)(nil)
 	_ schedule.ChannelChecker    = (*Digests)(nil)
 	_ schedule.Runs              = (*Digests)(nil)
@@ -759,58 +758,43 @@ func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.Dig
 	return ts, nil
 }
 
+// files are the files of the digest's thread.
+func (d *Digests) files(channel, threadTS string) threadFiles {
+	return threadFiles{b: d.b, key: research.ThreadKey{Channel: channel, ThreadTS: threadTS}, log: d.b.log}
+}
+
 // UploadReport implements schedule.Poster: the markdown report as a file in
-// the thread of the digest's message, recorded as staged before it is
-// shared.
-func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, st research.Staging) (string, error) {
-	fileID, err := d.b.stageFile(ctx, filename, markdown)
+// the thread of the digest's message, its links to its charts naming the
+// charts' files, then the charts (threadFiles).
+func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, charts []research.Chart, st research.Staging) (string, error) {
+	files := d.files(channel, threadTS)
+	fileID, err := files.stageReport(ctx, filename, chartLinks(markdown, charts, filename), st)
 	if err != nil {
 		return "", fmt.Errorf("bot: upload digest report: %w", err)
-	}
-	if err := st.Stage(ctx, fileID); err != nil {
-		d.b.deleteFile(ctx, fileID, d.b.log)
-		return "", fmt.Errorf("bot: record the staged digest report: %w", err)
 	}
 	err = d.b.shareFile(ctx, slack.CompleteUploadExternalParameters{
 		Files: []slack.FileSummary{{ID: fileID, Title: title}}, Channel: channel, ThreadTimestamp: threadTS,
 	})
 	if err != nil {
-		if d.b.deleteFile(ctx, fileID, d.b.log) {
-			st.Unstage(ctx, fileID)
-		}
+		files.dropStaged(ctx, fileID, st)
 		return "", fmt.Errorf("bot: share digest report: %w", err)
 	}
+	files.uploadCharts(ctx, charts, filename, false, st)
 	return fileID, nil
 }
 
-// FindFile implements schedule.Poster: a file the bot shared in the thread.
-func (d *Digests) FindFile(ctx context.Context, channel, threadTS, filename string) (string, bool) {
-	id, _, ok := d.b.findPostedFile(ctx, research.ThreadKey{Channel: channel, ThreadTS: threadTS}, filename)
+// FindReport implements schedule.Poster: a report the bot shared in the
+// thread, whose charts not shared yet it shares.
+func (d *Digests) FindReport(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, st research.Staging) (string, bool) {
+	files := d.files(channel, threadTS)
+	id, _, ok := d.b.findPostedFile(ctx, files.key, filename)
+	if ok {
+		files.uploadCharts(ctx, charts, filename, true, st)
+	}
 	return id, ok
 }
 
 // DeleteFile implements schedule.Poster.
 func (d *Digests) DeleteFile(ctx context.Context, fileID string) bool {
 	return d.b.deleteFile(ctx, fileID, d.b.log)
-}
-
-// UploadChart implements schedule.ChartPoster: a chart of the digest's
-// report as a PNG file in the thread of the digest's message.
-func (d *Digests) UploadChart(ctx context.Context, channel, threadTS, filename, title string, png []byte) error {
-	title = plainTitle(Truncate(title, 200))
-	if title == "" {
-		title = "Chart"
-	}
-	fileID, err := d.b.stage(ctx, slack.GetUploadURLExternalParameters{FileName: filename, FileSize: len(png), AltTxt: title}, string(png))
-	if err != nil {
-		return fmt.Errorf("bot: upload digest chart: %w", err)
-	}
-	err = d.b.shareFile(ctx, slack.CompleteUploadExternalParameters{
-		Files: []slack.FileSummary{{ID: fileID, Title: title}}, Channel: channel, ThreadTimestamp: threadTS,
-	})
-	if err != nil {
-		d.b.deleteFile(ctx, fileID, d.b.log)
-		return fmt.Errorf("bot: share digest chart: %w", err)
-	}
-	return nil
 }

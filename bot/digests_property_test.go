@@ -81,7 +81,7 @@ func renderAll(t *testing.T, b *bot.Bot, rec *slackRecorder, s string) []string 
 	sc := schedule.Schedule{ID: "s1", Channel: s, Owner: "U1", Topic: s, Spec: s, TZ: s, Enabled: true,
 		Options: schedule.Options{Depth: s, Language: s, Approval: true}}
 	rec.record(bot.ScheduleBlocks([]schedule.Schedule{sc, {ID: "s2", Channel: "C0123", Topic: s, Spec: "@daily", TZ: "UTC"}}, now))
-	m := schedule.DigestMessage{ScheduleID: "s1", Topic: s, Title: s, Due: now, Summary: s, Text: s,
+	m := schedule.DigestMessage{ScheduleID: "s1", Topic: s, Title: s, Due: now, Text: s,
 		WhatsNew: schedule.WhatsNew{Since: now.Add(-time.Hour), NewFindings: []string{s, s}, NewSources: []research.Source{{URL: s, Title: s}, {URL: "https://a.example/" + s}}, KnownFindings: []string{s}}}
 	rec.record(bot.DigestBlocks(m))
 	m.WhatsNew.Since = time.Time{}

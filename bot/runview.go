@@ -201,7 +201,7 @@ func (v *slackView) Published(ctx context.Context, res research.Result, st resea
 		return research.Upload{}, false
 	}
 	v.log.Info("bot: report found in thread; not posting again", "file_id", id)
-	v.uploadCharts(ctx, res, name, true, st)
+	v.files().uploadCharts(ctx, res.Charts, name, true, st)
 	return research.Upload{FileID: id, MessageTS: ts}, true
 }
 
@@ -253,7 +253,8 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 	if title == "" {
 		title = "Research report"
 	}
-	fileID, err := v.stageReport(ctx, name, content, st)
+	files := v.files()
+	fileID, err := files.stageReport(ctx, name, content, st)
 	if err != nil {
 		return research.Upload{}, err
 	}
@@ -272,8 +273,8 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 		if err != nil && !transient(err) {
 			// Slack may not take a second completion of a file whose
 			// first one failed: stage the bytes again as a new file.
-			v.dropStaged(ctx, fileID, st)
-			if fileID, err = v.stageReport(ctx, name, content, st); err != nil {
+			files.dropStaged(ctx, fileID, st)
+			if fileID, err = files.stageReport(ctx, name, content, st); err != nil {
 				return research.Upload{}, err
 			}
 			share.Files[0].ID = fileID
@@ -286,7 +287,7 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 		if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
 			return research.Upload{FileID: id, MessageTS: ts}, nil
 		}
-		v.dropStaged(ctx, fileID, st)
+		files.dropStaged(ctx, fileID, st)
 		return research.Upload{}, fmt.Errorf("sharing the report file: %w", err)
 	}
 	log.Info("bot: report uploaded", "file_id", fileID, "bytes", len(content))
@@ -298,21 +299,32 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 			log.Warn("bot: post the report summary", "err", err)
 		}
 	}
-	v.uploadCharts(ctx, res, name, false, st)
+	files.uploadCharts(ctx, res.Charts, name, false, st)
 	return research.Upload{FileID: fileID}, nil
 }
 
-// stageReport stages the report file and records it as staged before it is
-// shared, so that a process dying before the share leaves the next one a
-// file to delete, never an orphan. A file that cannot be recorded is
-// deleted at once.
-func (v *slackView) stageReport(ctx context.Context, name, content string, st research.Staging) (string, error) {
-	fileID, err := v.b.stageFile(ctx, name, content)
+// threadFiles shares a report and its charts as files in one thread, for
+// both faces: a run's (slackView) and a digest's (Digests). Each file is
+// recorded as staged before it is shared, so that a process dying before
+// the share leaves the next attempt a file to delete, never an orphan.
+type threadFiles struct {
+	b   *Bot
+	key research.ThreadKey
+	log *slog.Logger
+}
+
+// files are the files of the run's thread.
+func (v *slackView) files() threadFiles { return threadFiles{b: v.b, key: v.run.Key, log: v.log} }
+
+// stageReport stages the report file and records it as staged. A file
+// that cannot be recorded is deleted at once.
+func (f threadFiles) stageReport(ctx context.Context, name, content string, st research.Staging) (string, error) {
+	fileID, err := f.b.stageFile(ctx, name, content)
 	if err != nil {
 		return "", err
 	}
 	if err := st.Stage(ctx, fileID); err != nil {
-		v.b.deleteFile(ctx, fileID, v.log)
+		f.b.deleteFile(ctx, fileID, f.log)
 		return "", fmt.Errorf("recording the staged report file: %w", err)
 	}
 	return fileID, nil
@@ -320,23 +332,23 @@ func (v *slackView) stageReport(ctx context.Context, name, content string, st re
 
 // dropStaged deletes a staged file that was not shared and forgets it; one
 // Slack would not delete stays recorded for the next attempt.
-func (v *slackView) dropStaged(ctx context.Context, fileID string, st research.Staging) {
-	if v.b.deleteFile(ctx, fileID, v.log) {
+func (f threadFiles) dropStaged(ctx context.Context, fileID string, st research.Staging) {
+	if f.b.deleteFile(ctx, fileID, f.log) {
 		st.Unstage(ctx, fileID)
 	}
 }
 
-// uploadCharts shares the report's charts in its thread, each a PNG file
-// of its own after the report's. A chart that cannot be shared is logged,
-// never a reason to fail the run (the report holds its table); check
-// looks for a chart already in the thread first (a run whose report was
-// shared before a crash).
-func (v *slackView) uploadCharts(ctx context.Context, res research.Result, report string, check bool, st research.Staging) {
-	b, r, log := v.b, v.run, v.log
-	for _, c := range res.Charts {
+// uploadCharts shares the charts of the report named report in the
+// thread, each a PNG file of its own after the report's. A chart that
+// cannot be shared is logged, never a reason to fail the run (the report
+// holds its table); check looks for a chart already in the thread first
+// (a run whose report was shared before a crash).
+func (f threadFiles) uploadCharts(ctx context.Context, charts []research.Chart, report string, check bool, st research.Staging) {
+	b, log := f.b, f.log
+	for _, c := range charts {
 		name := chartFilename(report, c)
 		if check {
-			if _, _, ok := b.findPostedFile(ctx, r.Key, name); ok {
+			if _, _, ok := b.findPostedFile(ctx, f.key, name); ok {
 				continue
 			}
 		}
@@ -357,12 +369,12 @@ func (v *slackView) uploadCharts(ctx context.Context, res research.Result, repor
 			continue
 		}
 		err = b.shareFile(ctx, slack.CompleteUploadExternalParameters{
-			Files: []slack.FileSummary{{ID: id, Title: title}}, Channel: r.Key.Channel, ThreadTimestamp: r.Key.ThreadTS,
+			Files: []slack.FileSummary{{ID: id, Title: title}}, Channel: f.key.Channel, ThreadTimestamp: f.key.ThreadTS,
 		})
 		if err != nil {
 			// the share may have happened although we got an error
-			if _, _, ok := b.findPostedFile(ctx, r.Key, name); !ok {
-				v.dropStaged(ctx, id, st)
+			if _, _, ok := b.findPostedFile(ctx, f.key, name); !ok {
+				f.dropStaged(ctx, id, st)
 				log.Warn("bot: share a chart", "chart", c.Name, "err", err)
 				continue
 			}

@@ -298,7 +298,7 @@ func toResult(res *agent.Result) Result {
 	if line := limitsLine(res.Unverified); line != "" {
 		summary += "\n\n_" + line + "; see the report._"
 	}
-	title := reportHeading(res.Report)
+	title := ReportHeading(res.Report)
 	if title == "" && res.Plan != nil {
 		title = res.Plan.Theme
 	}
@@ -361,8 +361,8 @@ func citedSources(srcs []agent.SourceRef) []Source {
 	return out
 }
 
-// reportHeading is the report's first level-one heading, or "".
-func reportHeading(report string) string {
+// ReportHeading is the report's first level-one heading, or "".
+func ReportHeading(report string) string {
 	for _, line := range strings.Split(report, "\n") {
 		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "# "); ok {
 			return strings.TrimSpace(t)

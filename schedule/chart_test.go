@@ -1,8 +1,6 @@
 package schedule_test
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,50 +9,22 @@ import (
 	"deepresearch/research"
 )
 
-// chartPoster is a fakePoster that shares charts too.
-type chartPoster struct {
-	fakePoster
-	charts  map[string][]byte
-	threads []string
-}
-
-func (p *chartPoster) UploadChart(_ context.Context, channel, threadTS, name, title string, png []byte) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.charts == nil {
-		p.charts = map[string][]byte{}
-	}
-	p.charts[name] = png
-	p.threads = append(p.threads, threadTS)
-	return nil
-}
-
-// TestDigestSharesCharts: a digest whose report has a chart shares it in
-// the digest's thread, and the report's link names the chart's file; a
-// poster that cannot share charts gets the report alone.
+// TestDigestSharesCharts: a digest whose report has a chart hands the
+// chart to the poster with the report, in the digest's thread, and the
+// report keeps its link to the chart (the poster names the chart's file:
+// bot's TestDigestChartPostedThroughFake).
 func TestDigestSharesCharts(t *testing.T) {
-	png := []byte("\x89PNG chart")
-	result := func() research.Result {
-		return research.Result{Title: "Prices", WriterSummary: "- X costs $5", Report: "# Prices\n\n## Data\n\n| | Price |\n\n![Chart: Prices (USD)](chart-1.png)\n",
-			Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: png}}}
-	}
-	poster := &chartPoster{}
-	w := newWorld(t, clock.NewManual(monday9), &fakeResearcher{results: []research.Result{result()}}, poster)
+	chart := research.Chart{Name: "chart-1.png", Title: "Prices (USD)", PNG: []byte("\x89PNG chart")}
+	poster := &fakePoster{}
+	w := newWorld(t, clock.NewManual(monday9), &fakeResearcher{results: []research.Result{{Title: "Prices", WriterSummary: "- X costs $5",
+		Report: "# Prices\n\n## Data\n\n| | Price |\n\n![Chart: Prices (USD)](chart-1.png)\n", Charts: []research.Chart{chart}}}}, poster)
 	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
 	w.tick(t, w.proc(t, "p1"))
-	name := "digest-competitor-news-20260309-0900"
-	if !bytes.Equal(poster.charts[name+"-chart-1.png"], png) || len(poster.threads) != 1 || poster.threads[0] != poster.fakePoster.threads[0] {
-		t.Fatalf("charts %v in threads %v (report in %v)", len(poster.charts), poster.threads, poster.fakePoster.threads)
+	name := "digest-competitor-news-20260309-0900.md"
+	if got := poster.charts[name]; len(got) != 1 || got[0].Name != chart.Name || string(got[0].PNG) != string(chart.PNG) {
+		t.Fatalf("charts shared with %s: %+v", name, got)
 	}
-	if md := poster.files[name+".md"]; !strings.Contains(md, "![Chart: Prices (USD)]("+name+"-chart-1.png)") {
+	if md := poster.files[name]; !strings.Contains(md, "![Chart: Prices (USD)](chart-1.png)") {
 		t.Errorf("the report does not link its chart:\n%s", md)
-	}
-
-	plain := &fakePoster{}
-	w = newWorld(t, clock.NewManual(monday9), &fakeResearcher{results: []research.Result{result()}}, plain)
-	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
-	w.tick(t, w.proc(t, "p1"))
-	if len(plain.files) != 1 {
-		t.Fatalf("files %d", len(plain.files))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -18,7 +19,6 @@ type DigestMessage struct {
 	Title      string
 	Due        time.Time
 	Manual     bool
-	Summary    string
 	WhatsNew   WhatsNew
 	// Text is a plain mrkdwn rendering (notification and fallback text).
 	Text string
@@ -30,21 +30,17 @@ type Poster interface {
 	// PostDigest posts the summary message and returns its ts.
 	PostDigest(ctx context.Context, channel string, msg DigestMessage) (ts string, err error)
 	// UploadReport uploads the markdown report as a file in the thread of
-	// the summary message: the file is recorded with st.Stage before it is
-	// shared (a file it cannot record is deleted). It returns the file's id.
-	UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, st research.Staging) (fileID string, err error)
-	// FindFile looks for a file the bot shared in the thread under the
-	// name.
-	FindFile(ctx context.Context, channel, threadTS, filename string) (fileID string, ok bool)
+	// the summary message, then its charts (files of their own, which the
+	// report's links name): each file is recorded with st.Stage before it
+	// is shared (a file it cannot record is deleted). It returns the
+	// report's file id.
+	UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, charts []research.Chart, st research.Staging) (fileID string, err error)
+	// FindReport looks for a report the bot shared in the thread under
+	// the name and, when it is there, shares those of its charts that are
+	// not.
+	FindReport(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, st research.Staging) (fileID string, ok bool)
 	// DeleteFile deletes a file never shared and reports whether it is gone.
 	DeleteFile(ctx context.Context, fileID string) bool
-}
-
-// ChartPoster is a Poster that also shares a report's charts (bot.Digests):
-// a digest whose report has charts shares each as a PNG file in the same
-// thread, after the report.
-type ChartPoster interface {
-	UploadChart(ctx context.Context, channel, threadTS, filename, title string, png []byte) error
 }
 
 // StatusRecorder records where a run is shown (research.Store): the
@@ -66,8 +62,8 @@ type Face struct {
 	Store  Store
 	Poster Poster
 	Runs   StatusRecorder
-	// Logger logs what does not fail a firing (a chart not shared); nil:
-	// not logged.
+	// Logger logs the digests posted and what goes wrong without failing
+	// a firing; nil: not logged.
 	Logger *slog.Logger
 }
 
@@ -158,45 +154,17 @@ func (v *digestView) names() (name, title string) {
 // Published finds the report in the thread of the summary message that an
 // earlier attempt posted (it died before recording the upload), and shares
 // the charts that attempt may not have.
-func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
+func (v *digestView) Published(ctx context.Context, res research.Result, st research.Staging) (research.Upload, bool) {
 	if v.scErr != nil || v.run.StatusTS == "" {
 		return research.Upload{}, false
 	}
 	name, _ := v.names()
-	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, v.run.StatusTS, name)
+	id, ok := v.f.Poster.FindReport(ctx, v.sc.Channel, v.run.StatusTS, name, res.Charts, st)
 	if !ok {
 		return research.Upload{}, false
 	}
 	v.ts = v.run.StatusTS
-	v.shareCharts(ctx, res, name, true)
 	return research.Upload{FileID: id, MessageTS: v.ts}, true
-}
-
-// chartName is the file name of a chart of the report name.
-func chartName(report string, c research.Chart) string {
-	return strings.TrimSuffix(report, ".md") + "-" + c.Name
-}
-
-// shareCharts shares the report's charts in the digest's thread, when the
-// Poster can; check skips those already there. The report holds each
-// chart's table: a chart not shared is logged, not a failed firing posted
-// again.
-func (v *digestView) shareCharts(ctx context.Context, res research.Result, report string, check bool) {
-	cp, ok := v.f.Poster.(ChartPoster)
-	if !ok {
-		return
-	}
-	for _, c := range res.Charts {
-		name := chartName(report, c)
-		if check {
-			if _, found := v.f.Poster.FindFile(ctx, v.sc.Channel, v.ts, name); found {
-				continue
-			}
-		}
-		if err := cp.UploadChart(ctx, v.sc.Channel, v.ts, name, c.Title, c.PNG); err != nil {
-			v.log.Warn("schedule: a digest's chart was not shared", "schedule", v.sc.ID, "chart", c.Name, "err", err)
-		}
-	}
 }
 
 // Discard deletes a report file an earlier attempt staged.
@@ -205,7 +173,7 @@ func (v *digestView) Discard(ctx context.Context, fileID string) bool {
 }
 
 // Publish posts the summary message (once: its ts is the run's status
-// message), the report in its thread, then the report's charts.
+// message), then the report and its charts in its thread.
 func (v *digestView) Publish(ctx context.Context, res research.Result, st research.Staging) (research.Upload, error) {
 	if v.scErr != nil {
 		return research.Upload{}, fmt.Errorf("schedule: schedule %s: %w", v.of.Schedule, v.scErr)
@@ -214,7 +182,7 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	w, _ := v.digestOf(res)
 	ts := v.run.StatusTS
 	if ts == "" {
-		msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: reportHeading(res.Report), Due: due, Manual: v.of.Manual, Summary: res.WriterSummary, WhatsNew: w}
+		msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: research.ReportHeading(res.Report), Due: due, Manual: v.of.Manual, WhatsNew: w}
 		msg.Text = SummaryText(msg)
 		posted, err := v.f.Poster.PostDigest(ctx, sc.Channel, msg)
 		if err != nil {
@@ -226,18 +194,11 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 		v.run.StatusTS = ts
 	}
 	v.ts = ts
-	report := ComposeReport(sc, due, w, res)
 	name, title := v.names()
-	if _, ok := v.f.Poster.(ChartPoster); ok {
-		for _, c := range res.Charts {
-			report = strings.ReplaceAll(report, "]("+c.Name+")", "]("+chartName(name, c)+")")
-		}
-	}
-	fileID, err := v.f.Poster.UploadReport(ctx, sc.Channel, ts, name, title, report, st)
+	fileID, err := v.f.Poster.UploadReport(ctx, sc.Channel, ts, name, title, ComposeReport(sc, due, w, res), res.Charts, st)
 	if err != nil {
 		return research.Upload{}, fmt.Errorf("schedule: upload report: %w", err)
 	}
-	v.shareCharts(ctx, res, name, false)
 	return research.Upload{FileID: fileID, MessageTS: ts}, nil
 }
 
@@ -252,23 +213,13 @@ func (v *digestView) Finished(ctx context.Context, res research.Result, _ string
 		ts = v.run.StatusTS
 	}
 	keepF, keepS := Carry(v.prev, findings, res.Cited)
-	d := &Digest{Title: reportHeading(res.Report), Summary: truncate(res.WriterSummary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,
+	d := &Digest{Title: research.ReportHeading(res.Report), Summary: truncate(res.WriterSummary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,
 		NewFindings: len(w.NewFindings), NewSources: len(w.NewSources)}
 	if err := v.f.Store.RecordOutcome(ctx, v.sc.ID, v.of.Due, Outcome{Digest: d}); err != nil {
 		v.log.Error("schedule: record the digest", "err", err)
 		return
 	}
 	v.log.Info("schedule: digest posted", "schedule_id", v.sc.ID, "due", v.of.Due)
-}
-
-// reportHeading is the report's first level-one heading, or "".
-func reportHeading(report string) string {
-	for _, line := range strings.Split(report, "\n") {
-		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "# "); ok {
-			return strings.TrimSpace(t)
-		}
-	}
-	return ""
 }
 
 // SummaryText renders a digest message as mrkdwn-ish plain text (no
@@ -296,24 +247,15 @@ func SummaryText(m DigestMessage) string {
 	return strings.TrimSpace(b.String())
 }
 
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slug is the topic in a file name: lower-case ASCII letters and digits,
+// runs of anything else as one dash, at most 40 bytes.
 func slug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')
-		switch {
-		case ok:
-			b.WriteRune(r)
-			dash = false
-		case !dash && b.Len() > 0:
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= 40 {
-			break
-		}
+	out := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(out) > 40 {
+		out = strings.Trim(out[:40], "-")
 	}
-	out := strings.Trim(b.String(), "-")
 	if out == "" {
 		return "research"
 	}

@@ -137,6 +137,7 @@ type fakePoster struct {
 	threads   []string          // the thread of each shared file
 	fileIDs   map[string]string // thread/name → file id
 	staged    int
+	charts    map[string][]research.Chart // report name → the charts shared with it
 	deleted   []string
 	approvals []schedule.Job
 	// dieInUpload, when set, makes an upload stage its file, close it and
@@ -153,7 +154,7 @@ func (p *fakePoster) PostDigest(_ context.Context, channel string, m schedule.Di
 	return "1700000000.00000" + string(rune('0'+len(p.messages))), nil
 }
 
-func (p *fakePoster) UploadReport(ctx context.Context, channel, threadTS, name, title, md string, st research.Staging) (string, error) {
+func (p *fakePoster) UploadReport(ctx context.Context, channel, threadTS, name, title, md string, charts []research.Chart, st research.Staging) (string, error) {
 	p.mu.Lock()
 	p.staged++
 	id := fmt.Sprintf("F%d", p.staged)
@@ -174,15 +175,16 @@ func (p *fakePoster) UploadReport(ctx context.Context, channel, threadTS, name, 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.files == nil {
-		p.files, p.fileIDs = map[string]string{}, map[string]string{}
+		p.files, p.fileIDs, p.charts = map[string]string{}, map[string]string{}, map[string][]research.Chart{}
 	}
 	p.files[name] = md
+	p.charts[name] = charts
 	p.fileIDs[threadTS+"/"+name] = id
 	p.threads = append(p.threads, threadTS)
 	return id, nil
 }
 
-func (p *fakePoster) FindFile(_ context.Context, channel, threadTS, name string) (string, bool) {
+func (p *fakePoster) FindReport(_ context.Context, channel, threadTS, name string, _ []research.Chart, _ research.Staging) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id, ok := p.fileIDs[threadTS+"/"+name]
@@ -248,7 +250,7 @@ func (w *world) proc(t *testing.T, name string, edit ...func(*research.ServiceOp
 	face := &schedule.Face{Store: w.st, Poster: w.poster, Runs: w.runs}
 	svc := research.NewService(w.runs, w.res, face, o)
 	t.Cleanup(func() { svc.Shutdown(5 * time.Second) })
-	return &proc{svc: svc, sched: &schedule.Scheduler{Store: w.st, Runs: svc, Decider: w.runs, Clock: w.clk, Grace: time.Hour}}
+	return &proc{svc: svc, sched: &schedule.Scheduler{Store: w.st, Runs: svc, Clock: w.clk, Grace: time.Hour}}
 }
 
 // tick ticks p's scheduler and waits until no run is queued or running.
