@@ -36,42 +36,24 @@ const SimilarityThreshold = 0.6
 // (tools/search.NormalizeURL); findings by text similarity.
 func Compare(prev *Firing, findings []string, sources []research.Source) WhatsNew {
 	var w WhatsNew
-	var oldF []string
+	var old findingSet
 	oldS := map[string]bool{}
 	if prev != nil && prev.Digest != nil {
 		w.Since = prev.Due
-		oldF = prev.Digest.Findings
-		for _, s := range prev.Digest.Sources {
-			oldS[sourceKey(s.URL)] = true
+		for _, f := range prev.Digest.Findings {
+			old = append(old, sign(f))
 		}
+		addSources(oldS, nil, prev.Digest.Sources)
 	}
-	oldSig := make([]signature, len(oldF))
-	for i, f := range oldF {
-		oldSig[i] = sign(f)
-	}
-	seen := map[string]bool{}
 	for _, f := range dedupeFindings(findings) {
-		sig := sign(f)
-		known := false
-		for _, o := range oldSig {
-			if sig.similar(o) {
-				known = true
-				break
-			}
-		}
-		if known {
+		if old.has(sign(f)) {
 			w.KnownFindings = append(w.KnownFindings, f)
 		} else {
 			w.NewFindings = append(w.NewFindings, f)
 		}
 	}
-	for _, s := range sources {
-		k := sourceKey(s.URL)
-		if k == "" || seen[k] {
-			continue
-		}
-		seen[k] = true
-		if oldS[k] {
+	for _, s := range addSources(map[string]bool{}, nil, sources) {
+		if oldS[sourceKey(s.URL)] {
 			w.KnownSources = append(w.KnownSources, s)
 		} else {
 			w.NewSources = append(w.NewSources, s)
@@ -86,43 +68,33 @@ func Compare(prev *Firing, findings []string, sources []research.Source) WhatsNe
 func Carry(prev *Firing, findings []string, sources []research.Source) ([]string, []research.Source) {
 	const maxFindings, maxSources = 300, 500
 	outF := dedupeFindings(findings)
-	sigs := make([]signature, len(outF))
-	for i, f := range outF {
-		sigs[i] = sign(f)
+	var sigs findingSet
+	for _, f := range outF {
+		sigs = append(sigs, sign(f))
 	}
 	keys := map[string]bool{}
-	var outS []research.Source
+	outS := addSources(keys, nil, sources)
+	if prev != nil && prev.Digest != nil {
+		for _, f := range prev.Digest.Findings {
+			if sig := sign(f); !sigs.has(sig) {
+				outF, sigs = append(outF, f), append(sigs, sig)
+			}
+		}
+		outS = addSources(keys, outS, prev.Digest.Sources)
+	}
+	return outF[:min(len(outF), maxFindings)], outS[:min(len(outS), maxSources)]
+}
+
+// addSources appends to out the sources whose normalised URL is not in
+// keys yet, and adds their keys.
+func addSources(keys map[string]bool, out, sources []research.Source) []research.Source {
 	for _, s := range sources {
 		if k := sourceKey(s.URL); k != "" && !keys[k] {
 			keys[k] = true
-			outS = append(outS, s)
+			out = append(out, s)
 		}
 	}
-	if prev != nil && prev.Digest != nil {
-	next:
-		for _, f := range prev.Digest.Findings {
-			sig := sign(f)
-			for _, s := range sigs {
-				if sig.similar(s) {
-					continue next
-				}
-			}
-			outF, sigs = append(outF, f), append(sigs, sig)
-		}
-		for _, s := range prev.Digest.Sources {
-			if k := sourceKey(s.URL); k != "" && !keys[k] {
-				keys[k] = true
-				outS = append(outS, s)
-			}
-		}
-	}
-	if len(outF) > maxFindings {
-		outF = outF[:maxFindings]
-	}
-	if len(outS) > maxSources {
-		outS = outS[:maxSources]
-	}
-	return outF, outS
+	return out
 }
 
 func sourceKey(u string) string {
@@ -136,76 +108,44 @@ func sourceKey(u string) string {
 	return strings.ToLower(u)
 }
 
+// dedupeFindings returns the findings, trimmed, without empty ones and
+// those that say what an earlier one says.
 func dedupeFindings(fs []string) []string {
 	var out []string
-	var sigs []signature
-next:
+	var sigs findingSet
 	for _, f := range fs {
 		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
+		if sig := sign(f); f != "" && !sigs.has(sig) {
+			out, sigs = append(out, f), append(sigs, sig)
 		}
-		sig := sign(f)
-		for _, s := range sigs {
-			if sig.similar(s) {
-				continue next
-			}
-		}
-		out, sigs = append(out, f), append(sigs, sig)
 	}
 	return out
 }
 
+// signature is what a finding is compared by: its terms and the numbers
+// it mentions.
 type signature struct {
 	tokens  map[string]bool
 	numbers string // the numbers mentioned, in order
 }
 
+// findingSet holds the signatures of findings.
+type findingSet []signature
+
+// has reports whether the set holds a finding that says what sig says.
+func (fs findingSet) has(sig signature) bool { return slices.ContainsFunc(fs, sig.similar) }
+
 var reNumber = regexp.MustCompile(`\d+(?:[.,]\d+)*`)
 
-func isCJK(r rune) bool {
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
-}
-
-// sign tokenises a finding: lower-cased words of letters and digits, and
-// character bigrams of CJK runs (which have no spaces).
+// sign signs a finding, markdown stripped: its terms are those a report
+// is searched by (research.ReportTerms: lower-cased words of letters and
+// digits, and character bigrams of CJK runs, which have no spaces).
 func sign(s string) signature {
 	s = stripMarkdown(s)
 	sig := signature{tokens: map[string]bool{}, numbers: strings.Join(reNumber.FindAllString(s, -1), " ")}
-	var word []rune
-	var cjk []rune
-	flushWord := func() {
-		if len(word) > 0 {
-			sig.tokens[strings.ToLower(string(word))] = true
-			word = word[:0]
-		}
+	for _, t := range research.ReportTerms(s) {
+		sig.tokens[t] = true
 	}
-	flushCJK := func() {
-		switch {
-		case len(cjk) == 1:
-			sig.tokens[string(cjk)] = true
-		case len(cjk) > 1:
-			for i := 0; i+1 < len(cjk); i++ {
-				sig.tokens[string(cjk[i:i+2])] = true
-			}
-		}
-		cjk = cjk[:0]
-	}
-	for _, r := range s {
-		switch {
-		case isCJK(r):
-			flushWord()
-			cjk = append(cjk, r)
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			flushCJK()
-			word = append(word, r)
-		default:
-			flushWord()
-			flushCJK()
-		}
-	}
-	flushWord()
-	flushCJK()
 	return sig
 }
 
@@ -243,20 +183,25 @@ var findingsHeadings = []string{"key findings", "findings", "summary", "executiv
 // "Summary" (or Japanese) heading of the report; else the summary's
 // sentences. At most 20, markdown stripped.
 func ExtractFindings(summary, report string) []string {
-	if fs := bullets(summary); len(fs) > 0 {
-		return capN(fs, 20)
+	fs := bullets(summary)
+	if len(fs) == 0 {
+		fs = bullets(findingsSection(report))
 	}
+	if len(fs) == 0 {
+		fs = sentences(stripMarkdown(summary))
+	}
+	return fs[:min(len(fs), 20)]
+}
+
+// findingsSection is the text under the report's first headings that name
+// its findings or summary (findingsHeadings).
+func findingsSection(report string) string {
 	var section []string
 	in := false
 	for _, line := range strings.Split(report, "\n") {
 		if m := reHeading.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-			title := strings.ToLower(strings.TrimSpace(m[2]))
-			in = false
-			for _, h := range findingsHeadings {
-				if strings.Contains(title, h) {
-					in = true
-				}
-			}
+			title := strings.ToLower(m[2])
+			in = slices.ContainsFunc(findingsHeadings, func(h string) bool { return strings.Contains(title, h) })
 			if len(section) > 0 && !in {
 				break
 			}
@@ -266,10 +211,7 @@ func ExtractFindings(summary, report string) []string {
 			section = append(section, line)
 		}
 	}
-	if fs := bullets(strings.Join(section, "\n")); len(fs) > 0 {
-		return capN(fs, 20)
-	}
-	return capN(sentences(stripMarkdown(summary)), 20)
+	return strings.Join(section, "\n")
 }
 
 func bullets(md string) []string {
@@ -304,13 +246,6 @@ func sentences(s string) []string {
 	return out
 }
 
-func capN(s []string, n int) []string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
 // DateLabel formats a due time for people: "2026-03-09 09:00 JST".
 func DateLabel(t time.Time) string { return t.Format("2006-01-02 15:04 MST") }
 
@@ -324,7 +259,7 @@ func ComposeReport(sc Schedule, due time.Time, w WhatsNew, r research.Result) st
 		title = sc.Topic
 	}
 	fmt.Fprintf(&b, "# %s — digest of %s\n\n", oneLine(title), DateLabel(due))
-	fmt.Fprintf(&b, "> Scheduled research: %s (`%s`, %s)\n\n", oneLine(sc.Topic), sc.Spec, orUTC(sc.TZ))
+	fmt.Fprintf(&b, "> Scheduled research: %s (`%s`, %s)\n\n", oneLine(sc.Topic), sc.Spec, sc.Location())
 	if w.First() {
 		b.WriteString("## Findings\n\n_First digest of this schedule: everything below is new._\n\n")
 	} else {
@@ -393,13 +328,11 @@ func holdChartRefs(text string, charts []research.Chart) (string, []string) {
 	var refs []string
 	text = chartRefRE.ReplaceAllStringFunc(text, func(m string) string {
 		name := chartRefRE.FindStringSubmatch(m)[1]
-		for _, c := range charts {
-			if c.Name == name {
-				refs = append(refs, m)
-				return chartToken(len(refs) - 1)
-			}
+		if !slices.ContainsFunc(charts, func(c research.Chart) bool { return c.Name == name }) {
+			return m
 		}
-		return m
+		refs = append(refs, m)
+		return chartToken(len(refs) - 1)
 	})
 	return text, refs
 }
@@ -414,13 +347,6 @@ func digestLinks(r research.Result, w WhatsNew) links.Set {
 		}
 	}
 	return links.NewSet(urls...)
-}
-
-func orUTC(tz string) string {
-	if tz == "" {
-		return "UTC"
-	}
-	return tz
 }
 
 func mdLink(s research.Source) string {
