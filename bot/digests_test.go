@@ -100,8 +100,8 @@ func newDigestHarness(t *testing.T, res ...research.Researcher) *digestHarness {
 	// the bot's digest UI, as serve wires it.
 	b, err := bot.New(r, runs, bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: fake.APIURL(),
 		InstanceID: "test", Clock: clk, Digests: func(ui *bot.Digests) *schedule.Manager {
-			sched = &schedule.Scheduler{Store: st, Runs: ui, Decider: runs, Clock: clk}
-			mgr = &schedule.Manager{Store: st, Scheduler: sched, Admins: []string{"UADMIN"}, Clock: clk}
+			sched = &schedule.Scheduler{Store: st, Runs: ui, Clock: clk}
+			mgr = &schedule.Manager{Store: st, Scheduler: sched, Decider: runs, Admins: []string{"UADMIN"}, Clock: clk}
 			return mgr
 		}})
 	if err != nil {

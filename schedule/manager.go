@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"deepresearch/clock"
+	"deepresearch/research"
 )
 
 // Fields of a Draft named by a ValidationError.
@@ -29,13 +30,8 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Fields)) {
 		parts = append(parts, e.Fields[k])
 	}
 	return "schedule: " + strings.Join(parts, "; ")
@@ -60,7 +56,10 @@ type Draft struct {
 // for concurrent use.
 type Manager struct {
 	Store     Store
-	Scheduler *Scheduler // runs "Run now" and approvals; may be nil (those fail)
+	Scheduler *Scheduler // runs "Run now" and approved firings; may be nil (those fail)
+	// Decider records the decisions on firings waiting for approval
+	// (research.Store); may be nil (approvals fail).
+	Decider Decider
 	// Channels confirms that a schedule's owner may have digests posted in
 	// its channel (the bot: allow-list, membership, not archived), when a
 	// schedule is created, moved, resumed, run by hand or approved. nil:
@@ -241,7 +240,8 @@ func (m *Manager) RunNow(ctx context.Context, id, user string) (bool, error) {
 	return m.Scheduler.Fire(ctx, s, m.now().Truncate(time.Minute), true)
 }
 
-// Approve runs a firing waiting for approval (once, however many clicks).
+// Approve gives a firing waiting for approval its go-ahead and starts its
+// run; only the first of many clicks wins (ErrNotWaiting for the others).
 func (m *Manager) Approve(ctx context.Context, id string, due time.Time, user string) error {
 	s, err := m.get(ctx, id, user)
 	if err != nil {
@@ -253,18 +253,43 @@ func (m *Manager) Approve(ctx context.Context, id string, due time.Time, user st
 	if m.Scheduler == nil {
 		return errors.New("schedule: no scheduler in this process")
 	}
-	return m.Scheduler.Approve(ctx, id, due, user)
+	if err := m.decide(ctx, id, due, research.ActionApprove, user); err != nil {
+		return err
+	}
+	m.Scheduler.Runs.TryStart(ctx, RunID(id, due))
+	return nil
 }
 
-// Decline skips a firing waiting for approval.
+// Decline skips a firing waiting for approval: its run is cancelled.
 func (m *Manager) Decline(ctx context.Context, id string, due time.Time, user string) error {
 	if _, err := m.get(ctx, id, user); err != nil {
 		return err
 	}
-	if m.Scheduler == nil {
-		return errors.New("schedule: no scheduler in this process")
+	if err := m.decide(ctx, id, due, research.ActionCancel, user); err != nil {
+		return err
 	}
-	return m.Scheduler.Decline(ctx, id, due, user)
+	return m.Store.RecordOutcome(ctx, id, due, Outcome{Error: "declined by " + user})
+}
+
+// Decider records a person's decision on a waiting run (research.Store).
+type Decider interface {
+	Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error)
+}
+
+// decide records user's decision on the go-ahead of the firing's run.
+func (m *Manager) decide(ctx context.Context, id string, due time.Time, a research.Action, user string) error {
+	if m.Decider == nil {
+		return errors.New("schedule: no Decider in this process")
+	}
+	runID := RunID(id, due)
+	_, err := m.Decider.Decide(ctx, runID, research.Decision{InterruptID: research.StartInterruptID, Action: a, By: user, At: m.now()})
+	switch {
+	case errors.Is(err, research.ErrNotFound):
+		return fmt.Errorf("schedule: run %s: %w", runID, ErrNotFound)
+	case errors.Is(err, research.ErrAlreadyDecided), errors.Is(err, research.ErrNotWaiting):
+		return fmt.Errorf("schedule: run %s: %w", runID, ErrNotWaiting)
+	}
+	return err
 }
 
 // List returns schedules matching f.

@@ -16,7 +16,7 @@ func newManager(t *testing.T) (*schedule.Manager, *world, *clock.Manual) {
 	clk := clock.NewManual(monday9.Add(-time.Hour))
 	w := newWorld(t, clk, &fakeResearcher{results: results(2)}, &fakePoster{})
 	p := w.proc(t, "p1")
-	return &schedule.Manager{Store: w.st, Scheduler: p.sched, Clock: clk, Admins: []string{"UADMIN"},
+	return &schedule.Manager{Store: w.st, Scheduler: p.sched, Decider: w.runs, Clock: clk, Admins: []string{"UADMIN"},
 		Limits: schedule.Limits{MaxPerChannel: 2, ShortestInterval: time.Hour}}, w, clk
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -23,7 +22,7 @@ type Job struct {
 
 // ApprovalRequester asks a person to approve a firing of a schedule whose
 // Options.Approval is set (e.g. a message with Run / Skip buttons); the
-// answer arrives through Scheduler.Approve or Scheduler.Decline.
+// answer arrives through Manager.Approve or Manager.Decline.
 type ApprovalRequester interface {
 	RequestApproval(ctx context.Context, job Job) error
 }
@@ -37,11 +36,6 @@ type Runs interface {
 	TryStart(ctx context.Context, runID string)
 }
 
-// Decider records a person's decision on a waiting run (research.Store).
-type Decider interface {
-	Decide(ctx context.Context, runID string, d research.Decision) (research.Run, error)
-}
-
 // Scheduler fires due schedules: each firing becomes a research run of the
 // digest kind keyed by (schedule, due time) (RunID), created once however
 // many Schedulers share the database (CreateRun's ErrConflict); the run
@@ -51,8 +45,6 @@ type Decider interface {
 type Scheduler struct {
 	Store Store
 	Runs  Runs
-	// Decider records approvals of firings waiting for one.
-	Decider Decider
 	// Channels, when set, is asked before a firing's run is created: a
 	// firing whose channel is gone or no longer allowed fails at once
 	// instead of after a research nobody can see.
@@ -82,7 +74,7 @@ func (s *Scheduler) init() {
 			s.MaxSkipped = 100
 		}
 		if s.Logger == nil {
-			s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			s.Logger = slog.New(slog.DiscardHandler)
 		}
 	})
 }
@@ -240,40 +232,4 @@ func (s *Scheduler) channelProblem(ctx context.Context, sc Schedule) string {
 		return ""
 	}
 	return problem
-}
-
-// Approve gives a firing waiting for approval its go-ahead; only the
-// first call wins (ErrNotWaiting for the others). Permissions are checked
-// by the caller.
-func (s *Scheduler) Approve(ctx context.Context, scheduleID string, due time.Time, by string) error {
-	s.init()
-	id := RunID(scheduleID, due)
-	if err := s.decide(ctx, id, research.ActionApprove, by); err != nil {
-		return err
-	}
-	s.Runs.TryStart(ctx, id)
-	return nil
-}
-
-// Decline skips a firing waiting for approval: its run is cancelled.
-func (s *Scheduler) Decline(ctx context.Context, scheduleID string, due time.Time, by string) error {
-	s.init()
-	if err := s.decide(ctx, RunID(scheduleID, due), research.ActionCancel, by); err != nil {
-		return err
-	}
-	return s.Store.RecordOutcome(ctx, scheduleID, due, Outcome{Error: "declined by " + by})
-}
-
-func (s *Scheduler) decide(ctx context.Context, runID string, a research.Action, by string) error {
-	if s.Decider == nil {
-		return errors.New("schedule: no Decider in this process")
-	}
-	_, err := s.Decider.Decide(ctx, runID, research.Decision{InterruptID: research.StartInterruptID, Action: a, By: by, At: s.Clock.Now()})
-	switch {
-	case errors.Is(err, research.ErrNotFound):
-		return fmt.Errorf("schedule: run %s: %w", runID, ErrNotFound)
-	case errors.Is(err, research.ErrAlreadyDecided), errors.Is(err, research.ErrNotWaiting):
-		return fmt.Errorf("schedule: run %s: %w", runID, ErrNotWaiting)
-	}
-	return err
 }

@@ -338,11 +338,12 @@ func TestApprovalFlow(t *testing.T) {
 		t.Fatalf("firing = %+v", f)
 	}
 	ctx := context.Background()
+	m := &schedule.Manager{Store: w.st, Scheduler: p.sched, Decider: w.runs, Clock: clk}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for range 2 { // a double click
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- p.sched.Approve(ctx, "w", monday9, "U1") }()
+		go func() { defer wg.Done(); errs <- m.Approve(ctx, "w", monday9, "U1") }()
 	}
 	wg.Wait()
 	close(errs)
@@ -368,16 +369,16 @@ func TestApprovalFlow(t *testing.T) {
 	next := monday9.Add(7 * 24 * time.Hour)
 	clk.Set(next)
 	w.tick(t, p)
-	if err := p.sched.Decline(ctx, "w", next, "U1"); err != nil {
+	if err := m.Decline(ctx, "w", next, "U1"); err != nil {
 		t.Fatal(err)
 	}
 	if f := firing(t, w.st, "w", next); f.State != schedule.FiringSkipped || f.Error != "declined by U1" {
 		t.Fatalf("declined firing = %+v", f)
 	}
-	if err := p.sched.Approve(ctx, "w", next, "U1"); !errors.Is(err, schedule.ErrNotWaiting) {
+	if err := m.Approve(ctx, "w", next, "U1"); !errors.Is(err, schedule.ErrNotWaiting) {
 		t.Fatalf("approve after decline: %v", err)
 	}
-	if err := p.sched.Approve(ctx, "w", next.Add(time.Hour), "U1"); !errors.Is(err, schedule.ErrNotFound) {
+	if err := m.Approve(ctx, "w", next.Add(time.Hour), "U1"); !errors.Is(err, schedule.ErrNotFound) {
 		t.Fatalf("approve of no firing: %v", err)
 	}
 	if len(res.Reqs()) != 1 {

@@ -199,11 +199,11 @@ func (s *digestService) options(o *bot.Options) { o.Digests = s.build }
 // decisions.
 func (s *digestService) build(ui *bot.Digests) *schedule.Manager {
 	st := s.parts.db.Schedules()
-	sched := &schedule.Scheduler{Store: st, Runs: ui, Decider: s.parts.store, Channels: ui, Logger: s.log, Interval: s.cfg.DigestTick}
+	sched := &schedule.Scheduler{Store: st, Runs: ui, Channels: ui, Logger: s.log, Interval: s.cfg.DigestTick}
 	s.mu.Lock()
 	s.sched = sched
 	s.mu.Unlock()
-	return &schedule.Manager{Store: st, Scheduler: sched, Channels: ui, Admins: s.cfg.Approvers}
+	return &schedule.Manager{Store: st, Scheduler: sched, Decider: s.parts.store, Channels: ui, Admins: s.cfg.Approvers}
 }
 
 // start runs the scheduler bot.New built, in the background, until stop.
