@@ -107,11 +107,6 @@ const (
 	FiringSkipped FiringState = "skipped" // missed beyond the grace window, or declined
 )
 
-// Final reports whether the state is terminal.
-func (s FiringState) Final() bool {
-	return s == FiringDone || s == FiringFailed || s == FiringSkipped
-}
-
 // Firing is one due time of a schedule, claimed once.
 type Firing struct {
 	ScheduleID string

@@ -95,12 +95,13 @@ func ParseSpec(text string) (Spec, error) {
 	return sp, nil
 }
 
+// robfig/cron's messages for a field, as fieldError reads them.
 var (
-	reAbove    = regexp.MustCompile(`end of range \((-?\d+)\) above maximum`)
-	reBelow    = regexp.MustCompile(`beginning of range \((-?\d+)\) below minimum`)
-	reBackward = regexp.MustCompile(`beginning of range \((\d+)\) beyond end of range \((\d+)\)`)
-	reNotInt   = regexp.MustCompile(`failed to parse int from (\S+):`)
-	reNegative = regexp.MustCompile(`negative number \((-?\d+)\)`)
+	// "end of range (61) above maximum", "beginning of range (0) below
+	// minimum", "negative number (-1) not allowed"
+	reOutOfRange = regexp.MustCompile(`(?:range|number) \((-?\d+)\) (?:above|below|not)`)
+	reBackward   = regexp.MustCompile(`beginning of range \((\d+)\) beyond end of range \((\d+)\)`)
+	reNotInt     = regexp.MustCompile(`failed to parse int from (\S+):`)
 )
 
 // fieldError maps robfig/cron's message for field i into one that names the
@@ -109,12 +110,8 @@ func fieldError(i int, field string, err error) string {
 	name, rng := fieldNames[i], fieldRanges[i]
 	msg := err.Error()
 	switch {
-	case reAbove.MatchString(msg):
-		return fmt.Sprintf("%s field: %s is out of range %s", name, reAbove.FindStringSubmatch(msg)[1], rng)
-	case reBelow.MatchString(msg):
-		return fmt.Sprintf("%s field: %s is out of range %s", name, reBelow.FindStringSubmatch(msg)[1], rng)
-	case reNegative.MatchString(msg):
-		return fmt.Sprintf("%s field: %s is out of range %s", name, reNegative.FindStringSubmatch(msg)[1], rng)
+	case reOutOfRange.MatchString(msg):
+		return fmt.Sprintf("%s field: %s is out of range %s", name, reOutOfRange.FindStringSubmatch(msg)[1], rng)
 	case reBackward.MatchString(msg):
 		m := reBackward.FindStringSubmatch(msg)
 		return fmt.Sprintf("%s field: the range %s-%s runs backwards", name, m[1], m[2])
@@ -143,12 +140,6 @@ func MustParseSpec(text string) Spec {
 
 // String returns the specification in its normal form.
 func (s Spec) String() string { return s.text }
-
-// IsZero reports whether s was never parsed.
-func (s Spec) IsZero() bool { return s.text == "" }
-
-// Every returns the interval of an "@every" spec, 0 for the others.
-func (s Spec) Every() time.Duration { return s.every }
 
 // Next returns the first due time strictly after t, computed on the wall
 // clock of t's location. anchor is used by "@every" specs only: they are due
