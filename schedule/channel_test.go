@@ -65,9 +65,6 @@ func TestManagerAsksTheChannelChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Update(ctx, sc.ID, "UOWNER", d); !errors.As(err, &ve) {
-		t.Fatalf("moving it to C2 = %v", err)
-	}
 	// The channel goes away: Run now and resume are refused, nothing runs.
 	pol.mu.Lock()
 	pol.problems["C1"] = "C1 is archived."

@@ -173,27 +173,6 @@ func (m *Manager) get(ctx context.Context, id, user string) (Schedule, error) {
 	return s, nil
 }
 
-// Update replaces a schedule's topic, channel, spec, time zone and options.
-func (m *Manager) Update(ctx context.Context, id, user string, d Draft) (Schedule, error) {
-	s, err := m.get(ctx, id, user)
-	if err != nil {
-		return s, err
-	}
-	d, err = m.Validate(d)
-	if err != nil {
-		return s, err
-	}
-	if err := m.checkChannel(ctx, d.Channel, s.Owner); err != nil {
-		return s, err
-	}
-	now := m.now().Truncate(time.Second)
-	if d.Spec != s.Spec || d.TZ != s.TZ {
-		s.ActiveSince = now // a new rhythm: nothing from before it is "missed"
-	}
-	s.Topic, s.Channel, s.Spec, s.TZ, s.Options, s.UpdatedAt = d.Topic, d.Channel, d.Spec, d.TZ, d.Options, now
-	return s, m.Store.UpdateSchedule(ctx, s)
-}
-
 // SetEnabled pauses (false) or resumes (true) a schedule. Due times while
 // it was paused are not caught up.
 func (m *Manager) SetEnabled(ctx context.Context, id, user string, enabled bool) (Schedule, error) {

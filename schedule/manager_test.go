@@ -74,7 +74,6 @@ func TestManagerPermissions(t *testing.T) {
 		"pause":   func(u string) error { _, err := m.SetEnabled(ctx, sc.ID, u, false); return err },
 		"resume":  func(u string) error { _, err := m.SetEnabled(ctx, sc.ID, u, true); return err },
 		"run now": func(u string) error { _, err := m.RunNow(ctx, sc.ID, u); return err },
-		"update":  func(u string) error { _, err := m.Update(ctx, sc.ID, u, draft()); return err },
 		"approve": func(u string) error { return m.Approve(ctx, sc.ID, monday9, u) },
 		"delete":  func(u string) error { _, err := m.Delete(ctx, sc.ID, u); return err },
 	} {

@@ -63,8 +63,8 @@ type Schedule struct {
 	TZ      string // IANA time zone the spec is read in
 	Enabled bool   // false: paused
 	Options Options
-	// ActiveSince is when the schedule was created, resumed or had its spec
-	// changed: due times before it are never run or recorded.
+	// ActiveSince is when the schedule was created or resumed: due times
+	// before it are never run or recorded.
 	ActiveSince time.Time
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
