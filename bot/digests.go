@@ -445,11 +445,11 @@ func ScheduleBlocks(list []schedule.Schedule, now time.Time) []slack.Block {
 
 // listFor returns the schedules of a channel plus the user's own elsewhere.
 func (d *Digests) listFor(ctx context.Context, channel, user string) ([]schedule.Schedule, error) {
-	here, err := d.mgr.List(ctx, schedule.Filter{Channel: channel})
+	here, err := d.mgr.Store.ListSchedules(ctx, schedule.Filter{Channel: channel})
 	if err != nil {
 		return nil, err
 	}
-	mine, err := d.mgr.List(ctx, schedule.Filter{Owner: user})
+	mine, err := d.mgr.Store.ListSchedules(ctx, schedule.Filter{Owner: user})
 	if err != nil {
 		return nil, err
 	}
@@ -505,7 +505,7 @@ func (d *Digests) SlashSchedules(ctx context.Context, cmd slack.SlashCommand, _ 
 
 // HomeSection lists the user's schedules for the App Home.
 func (d *Digests) HomeSection(ctx context.Context, user string) ([]slack.Block, error) {
-	list, err := d.mgr.List(ctx, schedule.Filter{Owner: user})
+	list, err := d.mgr.Store.ListSchedules(ctx, schedule.Filter{Owner: user})
 	if err != nil {
 		return nil, fmt.Errorf("bot: list schedules: %w", err)
 	}

@@ -43,7 +43,7 @@ func TestManagerRefusesChannelsThatAreNotChannels(t *testing.T) {
 		if _, err := m.Validate(d); !errors.As(err, &ve) || ve.Fields[schedule.FieldChannel] == "" {
 			t.Errorf("Validate %q = %v, want a channel error (shown in the modal by the ack)", ch, err)
 		}
-		if list, _ := m.List(context.Background(), schedule.Filter{}); len(list) != 0 {
+		if list, _ := m.Store.ListSchedules(context.Background(), schedule.Filter{}); len(list) != 0 {
 			t.Errorf("%q stored: %+v", ch, list)
 		}
 	}

@@ -40,7 +40,7 @@ func (e *ValidationError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
-// Draft is what a user asks for when creating or editing a schedule.
+// Draft is what a user asks for when creating a schedule.
 type Draft struct {
 	Team    string
 	Channel string
@@ -62,7 +62,7 @@ type Manager struct {
 	Decider Decider
 	// Channels confirms that a schedule's owner may have digests posted in
 	// its channel (the bot: allow-list, membership, not archived), when a
-	// schedule is created, moved, resumed, run by hand or approved. nil:
+	// schedule is created, resumed, run by hand or approved. nil:
 	// only the id's form is checked.
 	Channels ChannelChecker
 	Limits   Limits
@@ -75,12 +75,6 @@ func (m *Manager) now() time.Time {
 		return time.Now()
 	}
 	return m.Clock.Now()
-}
-
-// MayChange reports whether user may change (pause, resume, delete, run,
-// approve) the schedule.
-func (m *Manager) MayChange(s Schedule, user string) bool {
-	return user != "" && (user == s.Owner || slices.Contains(m.Admins, user))
 }
 
 // Validate checks a draft and returns its normal form (spec normalised).
@@ -162,12 +156,14 @@ func (m *Manager) Create(ctx context.Context, d Draft) (Schedule, error) {
 	return s, nil
 }
 
+// get returns schedule id for user to change (pause, resume, delete, run,
+// approve): ErrForbidden unless user is its owner or an admin.
 func (m *Manager) get(ctx context.Context, id, user string) (Schedule, error) {
 	s, err := m.Store.GetSchedule(ctx, id)
 	if err != nil {
 		return s, err
 	}
-	if !m.MayChange(s, user) {
+	if user == "" || (user != s.Owner && !slices.Contains(m.Admins, user)) {
 		return s, ErrForbidden
 	}
 	return s, nil
@@ -269,11 +265,6 @@ func (m *Manager) decide(ctx context.Context, id string, due time.Time, a resear
 		return fmt.Errorf("schedule: run %s: %w", runID, ErrNotWaiting)
 	}
 	return err
-}
-
-// List returns schedules matching f.
-func (m *Manager) List(ctx context.Context, f Filter) ([]Schedule, error) {
-	return m.Store.ListSchedules(ctx, f)
 }
 
 // ChannelChecker confirms where digests may be posted (implemented by the
