@@ -49,9 +49,6 @@ type StatusRecorder interface {
 	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
 }
 
-// ErrChannelUnavailable fails a firing whose channel cannot take digests.
-var ErrChannelUnavailable = errors.New("schedule: the digest channel is unavailable")
-
 // Face is the digest face of the run service (research.Presenter) for the
 // runs of firings (RunOptions.Digest set): it asks for approval at a
 // go-ahead, posts the summary message — what is new since the schedule's

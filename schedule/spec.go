@@ -242,11 +242,8 @@ func firstOccurrence(c time.Time) time.Time {
 	return best
 }
 
-func sameWallClock(a, b time.Time) bool {
-	ay, am, ad := a.Date()
-	by, bm, bd := b.Date()
-	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() && a.Second() == b.Second()
-}
+// sameWallClock reports whether a and b show the same date and time of day.
+func sameWallClock(a, b time.Time) bool { return a.Format(time.DateTime) == b.Format(time.DateTime) }
 
 // DueBetween returns the due times in (after, until], oldest first, computed
 // in loc; at most limit of them (the latest ones are kept when there are more,
