@@ -124,7 +124,7 @@ func (v *digestView) Paused(ctx context.Context, in research.Interrupt) research
 	if v.scErr != nil {
 		return pi
 	}
-	if err := v.f.Poster.RequestApproval(ctx, Job{Schedule: v.sc, Due: v.due(), Manual: v.of.Manual}); err != nil {
+	if err := v.f.Poster.RequestApproval(ctx, Job{Schedule: v.sc, Due: v.due()}); err != nil {
 		v.log.Error("schedule: request approval", "err", err)
 	}
 	return pi

@@ -13,11 +13,11 @@ import (
 	"deepresearch/research"
 )
 
-// Job is a firing as the Slack side shows it (an approval request).
+// Job is a firing as the Slack side shows it (an approval request, which
+// only a firing by the cron spec makes: "Run now" needs none).
 type Job struct {
 	Schedule Schedule
 	Due      time.Time // in the schedule's time zone
-	Manual   bool      // "Run now"
 }
 
 // ApprovalRequester asks a person to approve a firing of a schedule whose
