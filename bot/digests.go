@@ -758,14 +758,9 @@ func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.Dig
 	return ts, nil
 }
 
-// files are the files of the digest's thread.
-func (d *Digests) files(channel, threadTS string) threadFiles {
-	return threadFiles{b: d.b, key: research.ThreadKey{Channel: channel, ThreadTS: threadTS}, log: d.b.log}
-}
-
 // UploadReport implements schedule.Poster: the markdown report as a file in
-// the thread of the digest's message, its links to its charts naming the
-// charts' files, then the charts (threadFiles).
+// the thread of the digest's message, recorded as staged before it is
+// shared, its links to its charts naming the charts' files.
 func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, charts []research.Chart, st research.Staging) (string, error) {
 	files := d.files(channel, threadTS)
 	fileID, err := files.stageReport(ctx, filename, chartLinks(markdown, charts, filename), st)
@@ -779,22 +774,28 @@ func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename,
 		files.dropStaged(ctx, fileID, st)
 		return "", fmt.Errorf("bot: share digest report: %w", err)
 	}
-	files.uploadCharts(ctx, charts, filename, false, st)
 	return fileID, nil
 }
 
-// FindReport implements schedule.Poster: a report the bot shared in the
-// thread, whose charts not shared yet it shares.
-func (d *Digests) FindReport(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, st research.Staging) (string, bool) {
-	files := d.files(channel, threadTS)
-	id, _, ok := d.b.findPostedFile(ctx, files.key, filename)
-	if ok {
-		files.uploadCharts(ctx, charts, filename, true, st)
-	}
+// FindFile implements schedule.Poster: a file the bot shared in the thread.
+func (d *Digests) FindFile(ctx context.Context, channel, threadTS, filename string) (string, bool) {
+	id, _, ok := d.b.findPostedFile(ctx, research.ThreadKey{Channel: channel, ThreadTS: threadTS}, filename)
 	return id, ok
 }
 
 // DeleteFile implements schedule.Poster.
 func (d *Digests) DeleteFile(ctx context.Context, fileID string) bool {
 	return d.b.deleteFile(ctx, fileID, d.b.log)
+}
+
+// ShareCharts implements schedule.Poster with the run face's chart
+// sharing (threadFiles.uploadCharts), not recorded as staged: the digest
+// face shares them outside a Publish's staging.
+func (d *Digests) ShareCharts(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, check bool) {
+	d.files(channel, threadTS).uploadCharts(ctx, charts, filename, check, unrecorded{})
+}
+
+// files are the files of the digest's thread.
+func (d *Digests) files(channel, threadTS string) threadFiles {
+	return threadFiles{b: d.b, key: research.ThreadKey{Channel: channel, ThreadTS: threadTS}, log: d.b.log}
 }

@@ -201,7 +201,7 @@ func (v *slackView) Published(ctx context.Context, res research.Result, st resea
 		return research.Upload{}, false
 	}
 	v.log.Info("bot: report found in thread; not posting again", "file_id", id)
-	v.files().uploadCharts(ctx, res.Charts, name, true, st)
+	v.uploadCharts(ctx, res, name, true, st)
 	return research.Upload{FileID: id, MessageTS: ts}, true
 }
 
@@ -299,7 +299,7 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 			log.Warn("bot: post the report summary", "err", err)
 		}
 	}
-	files.uploadCharts(ctx, res.Charts, name, false, st)
+	v.uploadCharts(ctx, res, name, false, st)
 	return research.Upload{FileID: fileID}, nil
 }
 
@@ -315,6 +315,20 @@ type threadFiles struct {
 
 // files are the files of the run's thread.
 func (v *slackView) files() threadFiles { return threadFiles{b: v.b, key: v.run.Key, log: v.log} }
+
+// uploadCharts shares the report's charts in the run's thread
+// (threadFiles.uploadCharts).
+func (v *slackView) uploadCharts(ctx context.Context, res research.Result, report string, check bool, st research.Staging) {
+	v.files().uploadCharts(ctx, res.Charts, report, check, st)
+}
+
+// unrecorded is the Staging of files shared where no record of staged
+// files is at hand: a process dying between a file's stage and its share
+// leaves it unshared.
+type unrecorded struct{}
+
+func (unrecorded) Stage(context.Context, string) error { return nil }
+func (unrecorded) Unstage(context.Context, string)     {}
 
 // stageReport stages the report file and records it as staged. A file
 // that cannot be recorded is deleted at once.

@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,10 +10,10 @@ import (
 	"deepresearch/research"
 )
 
-// TestDigestSharesCharts: a digest whose report has a chart hands the
-// chart to the poster with the report, in the digest's thread, and the
-// report keeps its link to the chart (the poster names the chart's file:
-// bot's TestDigestChartPostedThroughFake).
+// TestDigestSharesCharts: a digest whose report has a chart has the
+// poster share it in the digest's thread, after the report, which keeps
+// its link to the chart (the poster names the chart's file: bot's
+// TestDigestChartPostedThroughFake).
 func TestDigestSharesCharts(t *testing.T) {
 	chart := research.Chart{Name: "chart-1.png", Title: "Prices (USD)", PNG: []byte("\x89PNG chart")}
 	poster := &fakePoster{}
@@ -22,7 +23,10 @@ func TestDigestSharesCharts(t *testing.T) {
 	w.tick(t, w.proc(t, "p1"))
 	name := "digest-competitor-news-20260309-0900.md"
 	if got := poster.charts[name]; len(got) != 1 || got[0].Name != chart.Name || string(got[0].PNG) != string(chart.PNG) {
-		t.Fatalf("charts shared with %s: %+v", name, got)
+		t.Fatalf("charts shared for %s: %+v", name, got)
+	}
+	if !slices.Equal(poster.chartIn, poster.threads) {
+		t.Errorf("charts shared in threads %v, the report in %v", poster.chartIn, poster.threads)
 	}
 	if md := poster.files[name]; !strings.Contains(md, "![Chart: Prices (USD)](chart-1.png)") {
 		t.Errorf("the report does not link its chart:\n%s", md)

@@ -30,15 +30,17 @@ type Poster interface {
 	// PostDigest posts the summary message and returns its ts.
 	PostDigest(ctx context.Context, channel string, msg DigestMessage) (ts string, err error)
 	// UploadReport uploads the markdown report as a file in the thread of
-	// the summary message, then its charts (files of their own, which the
-	// report's links name): each file is recorded with st.Stage before it
-	// is shared (a file it cannot record is deleted). It returns the
-	// report's file id.
+	// the summary message: the file is recorded with st.Stage before it is
+	// shared (a file it cannot record is deleted). It returns the file's id.
+	// The report's links to its charts name the charts' files (ShareCharts).
 	UploadReport(ctx context.Context, channel, threadTS, filename, title, markdown string, charts []research.Chart, st research.Staging) (fileID string, err error)
-	// FindReport looks for a report the bot shared in the thread under
-	// the name and, when it is there, shares those of its charts that are
-	// not.
-	FindReport(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, st research.Staging) (fileID string, ok bool)
+	// FindFile looks for a file the bot shared in the thread under the
+	// name.
+	FindFile(ctx context.Context, channel, threadTS, filename string) (fileID string, ok bool)
+	// ShareCharts shares the charts of the report filename in the thread,
+	// each a PNG file of its own; check skips those already there. A chart
+	// not shared is logged: the report holds its table.
+	ShareCharts(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, check bool)
 	// DeleteFile deletes a file never shared and reports whether it is gone.
 	DeleteFile(ctx context.Context, fileID string) bool
 }
@@ -48,6 +50,9 @@ type Poster interface {
 type StatusRecorder interface {
 	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
 }
+
+// ErrChannelUnavailable fails a firing whose channel cannot take digests.
+var ErrChannelUnavailable = errors.New("schedule: the digest channel is unavailable")
 
 // Face is the digest face of the run service (research.Presenter) for the
 // runs of firings (RunOptions.Digest set): it asks for approval at a
@@ -151,17 +156,24 @@ func (v *digestView) names() (name, title string) {
 // Published finds the report in the thread of the summary message that an
 // earlier attempt posted (it died before recording the upload), and shares
 // the charts that attempt may not have.
-func (v *digestView) Published(ctx context.Context, res research.Result, st research.Staging) (research.Upload, bool) {
+func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
 	if v.scErr != nil || v.run.StatusTS == "" {
 		return research.Upload{}, false
 	}
 	name, _ := v.names()
-	id, ok := v.f.Poster.FindReport(ctx, v.sc.Channel, v.run.StatusTS, name, res.Charts, st)
+	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, v.run.StatusTS, name)
 	if !ok {
 		return research.Upload{}, false
 	}
 	v.ts = v.run.StatusTS
+	v.shareCharts(ctx, res, name, true)
 	return research.Upload{FileID: id, MessageTS: v.ts}, true
+}
+
+// shareCharts shares the report's charts in the digest's thread; check
+// skips those already there.
+func (v *digestView) shareCharts(ctx context.Context, res research.Result, report string, check bool) {
+	v.f.Poster.ShareCharts(ctx, v.sc.Channel, v.ts, report, res.Charts, check)
 }
 
 // Discard deletes a report file an earlier attempt staged.
@@ -170,7 +182,7 @@ func (v *digestView) Discard(ctx context.Context, fileID string) bool {
 }
 
 // Publish posts the summary message (once: its ts is the run's status
-// message), then the report and its charts in its thread.
+// message), the report in its thread, then the report's charts.
 func (v *digestView) Publish(ctx context.Context, res research.Result, st research.Staging) (research.Upload, error) {
 	if v.scErr != nil {
 		return research.Upload{}, fmt.Errorf("schedule: schedule %s: %w", v.of.Schedule, v.scErr)
@@ -196,6 +208,7 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	if err != nil {
 		return research.Upload{}, fmt.Errorf("schedule: upload report: %w", err)
 	}
+	v.shareCharts(ctx, res, name, false)
 	return research.Upload{FileID: fileID, MessageTS: ts}, nil
 }
 

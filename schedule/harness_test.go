@@ -137,7 +137,8 @@ type fakePoster struct {
 	threads   []string          // the thread of each shared file
 	fileIDs   map[string]string // thread/name → file id
 	staged    int
-	charts    map[string][]research.Chart // report name → the charts shared with it
+	charts    map[string][]research.Chart // report name → its charts shared
+	chartIn   []string                    // the thread of each ShareCharts
 	deleted   []string
 	approvals []schedule.Job
 	// dieInUpload, when set, makes an upload stage its file, close it and
@@ -175,20 +176,32 @@ func (p *fakePoster) UploadReport(ctx context.Context, channel, threadTS, name, 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.files == nil {
-		p.files, p.fileIDs, p.charts = map[string]string{}, map[string]string{}, map[string][]research.Chart{}
+		p.files, p.fileIDs = map[string]string{}, map[string]string{}
 	}
 	p.files[name] = md
-	p.charts[name] = charts
 	p.fileIDs[threadTS+"/"+name] = id
 	p.threads = append(p.threads, threadTS)
 	return id, nil
 }
 
-func (p *fakePoster) FindReport(_ context.Context, channel, threadTS, name string, _ []research.Chart, _ research.Staging) (string, bool) {
+func (p *fakePoster) FindFile(_ context.Context, channel, threadTS, name string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id, ok := p.fileIDs[threadTS+"/"+name]
 	return id, ok
+}
+
+func (p *fakePoster) ShareCharts(_ context.Context, channel, threadTS, name string, charts []research.Chart, check bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(charts) == 0 {
+		return
+	}
+	if p.charts == nil {
+		p.charts = map[string][]research.Chart{}
+	}
+	p.charts[name] = charts
+	p.chartIn = append(p.chartIn, threadTS)
 }
 
 func (p *fakePoster) DeleteFile(_ context.Context, id string) bool {

@@ -36,8 +36,6 @@ var (
 	ErrInvalid       = errors.New("schedule: invalid")
 	ErrNotWaiting    = errors.New("schedule: firing is not waiting for approval")
 	ErrAlreadyExists = errors.New("schedule: already exists")
-	// ErrChannelUnavailable fails a firing whose channel cannot take digests.
-	ErrChannelUnavailable = errors.New("schedule: the digest channel is unavailable")
 )
 
 // Depth values of Options.Depth (the agent's).
