@@ -12,18 +12,6 @@ import (
 	"deepresearch/research"
 )
 
-// DigestMessage is the summary message of a digest, for a Poster to render.
-type DigestMessage struct {
-	ScheduleID string
-	Topic      string
-	Title      string
-	Due        time.Time
-	Manual     bool
-	WhatsNew   WhatsNew
-	// Text is a plain mrkdwn rendering (notification and fallback text).
-	Text string
-}
-
 // Poster posts to Slack (bot.Digests).
 type Poster interface {
 	ApprovalRequester
@@ -45,6 +33,18 @@ type Poster interface {
 	DeleteFile(ctx context.Context, fileID string) bool
 }
 
+// DigestMessage is the summary message of a digest, for a Poster to render.
+type DigestMessage struct {
+	ScheduleID string
+	Topic      string
+	Title      string
+	Due        time.Time
+	Manual     bool
+	WhatsNew   WhatsNew
+	// Text is a plain mrkdwn rendering (notification and fallback text).
+	Text string
+}
+
 // StatusRecorder records where a run is shown (research.Store): the
 // digest's summary message is its run's status message, posted once.
 type StatusRecorder interface {
@@ -64,8 +64,8 @@ type Face struct {
 	Store  Store
 	Poster Poster
 	Runs   StatusRecorder
-	// Logger logs the digests posted and what goes wrong without failing
-	// a firing; nil: not logged.
+	// Logger logs what does not fail a firing (a chart not shared); nil:
+	// not logged.
 	Logger *slog.Logger
 }
 
