@@ -82,13 +82,10 @@ func (s Schedule) Location() *time.Location {
 	return loc
 }
 
-// ParsedSpec parses s.Spec.
-func (s Schedule) ParsedSpec() (Spec, error) { return ParseSpec(s.Spec) }
-
 // Next returns the schedule's first due time strictly after t, in its time
 // zone; zero if the spec is invalid or never due.
 func (s Schedule) Next(t time.Time) time.Time {
-	sp, err := s.ParsedSpec()
+	sp, err := ParseSpec(s.Spec)
 	if err != nil {
 		return time.Time{}
 	}

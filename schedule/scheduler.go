@@ -117,7 +117,7 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 }
 
 func (s *Scheduler) tickSchedule(ctx context.Context, sc Schedule, now time.Time) error {
-	spec, err := sc.ParsedSpec()
+	spec, err := ParseSpec(sc.Spec)
 	if err != nil {
 		s.Logger.Warn("schedule: invalid spec", "schedule_id", sc.ID, "err", err)
 		return nil
