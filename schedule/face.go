@@ -47,10 +47,16 @@ type ChartPoster interface {
 	UploadChart(ctx context.Context, channel, threadTS, filename, title string, png []byte) error
 }
 
-// StatusRecorder records where a run is shown (research.Store): the
-// digest's summary message is its run's status message, posted once.
-type StatusRecorder interface {
-	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
+// StatusMessages keeps where a run is shown, by run id (the chat face's
+// store, slackstate.Store): the digest's summary message is its run's
+// status message, posted once.
+type StatusMessages interface {
+	// StatusMessage returns the ts of the run's status message, "" when
+	// none is recorded.
+	StatusMessage(ctx context.Context, runID string) (string, error)
+	// SetStatusMessage records ts if the run has none yet and returns the
+	// recorded one (set-if-empty, then read).
+	SetStatusMessage(ctx context.Context, runID, ts string) (string, error)
 }
 
 // ErrChannelUnavailable fails a firing whose channel cannot take digests.
@@ -65,7 +71,7 @@ var ErrChannelUnavailable = errors.New("schedule: the digest channel is unavaila
 type Face struct {
 	Store  Store
 	Poster Poster
-	Runs   StatusRecorder
+	Status StatusMessages
 	// Logger logs what does not fail a firing (a chart not shared); nil:
 	// not logged.
 	Logger *slog.Logger
@@ -93,16 +99,21 @@ type digestView struct {
 	of  research.DigestOf
 	log *slog.Logger
 
-	sc    Schedule
-	scErr error
-	prev  *Firing
-	ts    string // the summary message
+	sc       Schedule
+	scErr    error
+	prev     *Firing
+	statusTS string // the summary message an earlier attempt recorded
+	ts       string // the summary message
 }
 
-func (v *digestView) Show(ctx context.Context, r *research.Run) {
-	v.run = *r
+func (v *digestView) Show(ctx context.Context, r research.Run) {
+	v.run = r
 	v.sc, v.scErr = v.f.Store.GetSchedule(ctx, v.of.Schedule)
 	if v.scErr != nil {
+		return
+	}
+	if v.statusTS, v.scErr = v.f.Status.StatusMessage(ctx, r.ID); v.scErr != nil {
+		v.scErr = fmt.Errorf("schedule: the digest message: %w", v.scErr)
 		return
 	}
 	prev, err := v.f.Store.PreviousDigest(ctx, v.sc.ID, v.of.Due)
@@ -159,17 +170,17 @@ func (v *digestView) names() (name, title string) {
 // earlier attempt posted (it died before recording the upload), and shares
 // the charts that attempt may not have.
 func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
-	if v.scErr != nil || v.run.StatusTS == "" {
+	if v.scErr != nil || v.statusTS == "" {
 		return research.Upload{}, false
 	}
 	name, _ := v.names()
-	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, v.run.StatusTS, name)
+	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, v.statusTS, name)
 	if !ok {
 		return research.Upload{}, false
 	}
-	v.ts = v.run.StatusTS
+	v.ts = v.statusTS
 	v.shareCharts(ctx, res, name, true)
-	return research.Upload{FileID: id, MessageTS: v.ts}, true
+	return research.Upload{FileID: id, MessageID: v.ts}, true
 }
 
 // chartName is the file name of a chart of the report name.
@@ -212,7 +223,7 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	}
 	sc, due := v.sc, v.due()
 	w, _ := v.digestOf(res)
-	ts := v.run.StatusTS
+	ts := v.statusTS
 	if ts == "" {
 		msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: reportHeading(res.Report), Due: due, Manual: v.of.Manual, Summary: res.WriterSummary, WhatsNew: w}
 		msg.Text = SummaryText(msg)
@@ -220,10 +231,10 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 		if err != nil {
 			return research.Upload{}, fmt.Errorf("schedule: post digest: %w", err)
 		}
-		if ts, err = v.f.Runs.SetStatusMessage(ctx, v.run.ID, posted); err != nil {
+		if ts, err = v.f.Status.SetStatusMessage(ctx, v.run.ID, posted); err != nil {
 			return research.Upload{}, fmt.Errorf("schedule: record the digest message: %w", err)
 		}
-		v.run.StatusTS = ts
+		v.statusTS = ts
 	}
 	v.ts = ts
 	report := ComposeReport(sc, due, w, res)
@@ -238,7 +249,7 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 		return research.Upload{}, fmt.Errorf("schedule: upload report: %w", err)
 	}
 	v.shareCharts(ctx, res, name, false)
-	return research.Upload{FileID: fileID, MessageTS: ts}, nil
+	return research.Upload{FileID: fileID, MessageID: ts}, nil
 }
 
 // Finished records the digest posted, for the next firing's "what's new".
@@ -249,7 +260,7 @@ func (v *digestView) Finished(ctx context.Context, res research.Result, _ string
 	w, findings := v.digestOf(res)
 	ts := v.ts
 	if ts == "" {
-		ts = v.run.StatusTS
+		ts = v.statusTS
 	}
 	keepF, keepS := Carry(v.prev, findings, res.Cited)
 	d := &Digest{Title: reportHeading(res.Report), Summary: truncate(res.WriterSummary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,
