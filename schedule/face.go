@@ -99,21 +99,20 @@ type digestView struct {
 	of  research.DigestOf
 	log *slog.Logger
 
-	sc       Schedule
-	scErr    error
-	prev     *Firing
-	statusTS string // the summary message an earlier attempt recorded
-	ts       string // the summary message
+	sc    Schedule
+	scErr error
+	prev  *Firing
+	// statusTS is the summary message an earlier attempt recorded, once
+	// read (statusRead).
+	statusTS   string
+	statusRead bool
+	ts         string // the summary message
 }
 
 func (v *digestView) Show(ctx context.Context, r research.Run) {
 	v.run = r
 	v.sc, v.scErr = v.f.Store.GetSchedule(ctx, v.of.Schedule)
 	if v.scErr != nil {
-		return
-	}
-	if v.statusTS, v.scErr = v.f.Status.StatusMessage(ctx, r.ID); v.scErr != nil {
-		v.scErr = fmt.Errorf("schedule: the digest message: %w", v.scErr)
 		return
 	}
 	prev, err := v.f.Store.PreviousDigest(ctx, v.sc.ID, v.of.Due)
@@ -123,6 +122,19 @@ func (v *digestView) Show(ctx context.Context, r research.Run) {
 	case !errors.Is(err, ErrNotFound):
 		v.log.Warn("schedule: previous digest", "err", err)
 	}
+}
+
+// recorded returns the summary message recorded for the run ("" when
+// none), read once.
+func (v *digestView) recorded(ctx context.Context) (string, error) {
+	if !v.statusRead {
+		ts, err := v.f.Status.StatusMessage(ctx, v.run.ID)
+		if err != nil {
+			return "", fmt.Errorf("schedule: the digest message: %w", err)
+		}
+		v.statusTS, v.statusRead = ts, true
+	}
+	return v.statusTS, nil
 }
 
 func (v *digestView) due() time.Time             { return v.of.Due.In(v.sc.Location()) }
@@ -170,15 +182,20 @@ func (v *digestView) names() (name, title string) {
 // earlier attempt posted (it died before recording the upload), and shares
 // the charts that attempt may not have.
 func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
-	if v.scErr != nil || v.statusTS == "" {
+	if v.scErr != nil {
+		return research.Upload{}, false
+	}
+	recorded, err := v.recorded(ctx)
+	if err != nil || recorded == "" {
+		// Publish reads it again (an error there fails the attempt).
 		return research.Upload{}, false
 	}
 	name, _ := v.names()
-	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, v.statusTS, name)
+	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, recorded, name)
 	if !ok {
 		return research.Upload{}, false
 	}
-	v.ts = v.statusTS
+	v.ts = recorded
 	v.shareCharts(ctx, res, name, true)
 	return research.Upload{FileID: id, MessageID: v.ts}, true
 }
@@ -223,7 +240,11 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	}
 	sc, due := v.sc, v.due()
 	w, _ := v.digestOf(res)
-	ts := v.statusTS
+	ts, err := v.recorded(ctx)
+	if err != nil {
+		// the store's: another round reads it again
+		return research.Upload{}, research.TransientError{Err: err}
+	}
 	if ts == "" {
 		msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: reportHeading(res.Report), Due: due, Manual: v.of.Manual, Summary: res.WriterSummary, WhatsNew: w}
 		msg.Text = SummaryText(msg)
@@ -234,7 +255,7 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 		if ts, err = v.f.Status.SetStatusMessage(ctx, v.run.ID, posted); err != nil {
 			return research.Upload{}, fmt.Errorf("schedule: record the digest message: %w", err)
 		}
-		v.statusTS = ts
+		v.statusTS, v.statusRead = ts, true
 	}
 	v.ts = ts
 	report := ComposeReport(sc, due, w, res)
