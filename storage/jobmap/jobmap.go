@@ -105,7 +105,7 @@ func EventJob(key string, at time.Time) jobs.Job {
 }
 
 // ResearchErr returns err, from the jobs code, also wrapping the
-// research.Store error it stands for: ErrNotFound, or ErrLeaseLost for a
+// research.Store (and slackstate.Store) error it stands for: ErrNotFound, or ErrLeaseLost for a
 // lease not held (or a job not claimable).
 func ResearchErr(err error) error {
 	switch {
