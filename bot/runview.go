@@ -9,6 +9,7 @@ import (
 
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 )
@@ -18,22 +19,23 @@ import (
 // buttons at a pause, and publishes the report as a file in the thread.
 type slackRuns struct{ b *Bot }
 
-// Open counts the run as active, learns its thread and requester, and
+// Open counts the run as active, learns its place, thread and requester, and
 // shows "is researching…" in an assistant thread (before the heartbeat
 // starts, so that the heartbeat's refresh can never land after the run's
 // final clear of the status line).
-func (p slackRuns) Open(ctx context.Context, r research.Run) research.View {
+func (p slackRuns) Open(ctx context.Context, run research.Run) research.View {
 	b := p.b
-	if research.RunKind(r.ID) == schedule.RunKind && b.digestFace != nil {
+	if research.RunKind(run.ID) == schedule.RunKind && b.digestFace != nil {
 		// A digest run: its face posts to the schedule's channel.
-		return b.digestFace.Open(ctx, r)
+		return b.digestFace.Open(ctx, run)
 	}
 	b.metrics.runsActive.Inc()
 	b.metrics.runs.WithLabelValues(string(research.StateRunning)).Inc()
 	wctx := b.workCtx
-	th, err := b.store.Thread(wctx, r.Key)
+	r := b.place(wctx, run)
+	th, err := b.records.Thread(wctx, r.Key)
 	if err != nil {
-		th = research.Thread{Key: r.Key, ThreadID: r.ThreadID}
+		th = slackstate.Thread{Key: r.Key, ThreadID: r.ThreadID}
 	}
 	v := &slackView{
 		runScope:  runScope{run: r, thread: th, requester: b.userName(wctx, r.Requester), log: b.log.With("run_id", r.ID, "thread_id", r.ThreadID)},
@@ -54,8 +56,8 @@ func (p slackRuns) TakeWorkspaceToken(runID string) string { return p.b.tokens.t
 // runScope is what the steps that end a run's turn share: the run, its
 // thread, its status message, the requester's display name and its logger.
 type runScope struct {
-	run       research.Run
-	thread    research.Thread
+	run       placedRun
+	thread    slackstate.Thread
 	status    runStatus
 	requester string
 	log       *slog.Logger
@@ -71,11 +73,13 @@ type slackView struct {
 }
 
 // Show opens the run's stream or status message (it may post it).
-func (v *slackView) Show(ctx context.Context, r *research.Run) {
-	v.status = v.b.openStatus(ctx, r, statusView{
+// The run's place stays the one Open read, with the status message
+// openStatus records.
+func (v *slackView) Show(ctx context.Context, r research.Run) {
+	v.run.Run = r
+	v.status = v.b.openStatus(ctx, &v.run, statusView{
 		Lang: v.lang, Question: r.Question, Requester: v.requester, State: research.StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	}, v.log)
-	v.run = *r
 }
 
 func (v *slackView) Progress(p research.Progress) { v.status.Progress(p) }
@@ -120,7 +124,7 @@ func (v *slackView) Paused(ctx context.Context, in research.Interrupt) research.
 	if err != nil {
 		v.log.Error("bot: post interrupt", "err", err)
 	}
-	pi := research.PendingInterrupt{ID: in.ID, Kind: in.Kind, Text: in.Text, MessageTS: ts}
+	pi := research.PendingInterrupt{ID: in.ID, Kind: in.Kind, Text: in.Text, MessageID: ts}
 	if pi.Text == "" {
 		pi.Text = Truncate(in.Draft, maxMarkdown-200)
 	}
@@ -195,14 +199,14 @@ func (v *slackView) Published(ctx context.Context, res research.Result, st resea
 	if res.Reply {
 		return research.Upload{}, false
 	}
-	name := reportFilename(v.run, res.Title)
+	name := reportFilename(v.run.Run, res.Title)
 	id, ts, ok := v.b.findPostedFile(ctx, v.run.Key, name)
 	if !ok {
 		return research.Upload{}, false
 	}
 	v.log.Info("bot: report found in thread; not posting again", "file_id", id)
 	v.uploadCharts(ctx, res, name, true, st)
-	return research.Upload{FileID: id, MessageTS: ts}, true
+	return research.Upload{FileID: id, MessageID: ts}, true
 }
 
 // Discard deletes a staged file that was never shared.
@@ -239,9 +243,9 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 		if err != nil {
 			return research.Upload{}, fmt.Errorf("posting the reply: %w", err)
 		}
-		return research.Upload{MessageTS: ts}, nil
+		return research.Upload{MessageID: ts}, nil
 	}
-	name := reportFilename(r, res.Title)
+	name := reportFilename(r.Run, res.Title)
 	content := chartLinks(res.Report, res.Charts, name)
 	if content == "" {
 		content = res.Summary
@@ -284,7 +288,7 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 	if err != nil {
 		// The share may have happened although we got an error.
 		if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
-			return research.Upload{FileID: id, MessageTS: ts}, nil
+			return research.Upload{FileID: id, MessageID: ts}, nil
 		}
 		v.dropStaged(ctx, fileID, st)
 		return research.Upload{}, fmt.Errorf("sharing the report file: %w", err)
