@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,5 +263,65 @@ func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
 	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return r.State != research.StateQueued && r.State != research.StateRunning })
 	if r.State != research.StateWaiting || res.count("start") != 1 {
 		t.Fatalf("run = %s (%q), starts %d", r.State, r.Error, res.count("start"))
+	}
+}
+
+// flakyPlaces is a Slack store whose Place fails for the first fails reads.
+type flakyPlaces struct {
+	slackstate.Store
+	fails atomic.Int32
+}
+
+func (f *flakyPlaces) Place(ctx context.Context, runID string) (slackstate.Place, error) {
+	if f.fails.Add(-1) >= 0 {
+		return slackstate.Place{}, errors.New("database is locked")
+	}
+	return f.Store.Place(ctx, runID)
+}
+
+// answeringResearcher finishes every run at once with its result.
+type answeringResearcher struct{ scriptedResearcher }
+
+func (a *answeringResearcher) Start(context.Context, research.StartRequest, research.ProgressSink) (research.Outcome, error) {
+	r := a.result
+	return research.Outcome{Result: &r}, nil
+}
+
+// TestPlaceReadAgainBeforeThePost: a run taken over while its place in
+// Slack cannot be read (a store error) researches all the same, and its
+// report goes to its thread once the place can be read: the place is read
+// again before the post, which is tried again, instead of the report being
+// posted nowhere and the run failed.
+func TestPlaceReadAgainBeforeThePost(t *testing.T) {
+	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
+	t.Cleanup(fake.Close)
+	store, records := stores(t)
+	ctx := testCtx(t)
+	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
+	if _, err := records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := records.CreateRun(ctx, research.Run{ID: "rplace", ThreadID: key.ThreadID(), Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now},
+		slackstate.Place{RunID: "rplace", Key: key}, 0); err != nil {
+		t.Fatal(err)
+	}
+	flaky := &flakyPlaces{Store: records}
+	flaky.fails.Store(2) // Open's read and the first post's
+	res := &answeringResearcher{scriptedResearcher{result: research.Result{Title: "Findings", Summary: "The answer.", Report: "# Findings\n\nThe answer."}}}
+	h := &harness{t: t, fake: fake}
+	h.runOn(res, store, flaky)
+	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	if r.State != research.StateDone {
+		t.Fatalf("run = %s %q", r.State, r.Error)
+	}
+	var shared []slackfake.File
+	for _, f := range fake.Files() {
+		if f.Completed {
+			shared = append(shared, f)
+		}
+	}
+	if len(shared) != 1 || !slices.Contains(shared[0].Channels, "C1") || shared[0].ThreadTS != key.ThreadTS {
+		t.Fatalf("report files shared: %+v", shared)
 	}
 }

@@ -40,14 +40,24 @@ type placedRun struct {
 // one (a digest's before its summary message, an `ask` run) or whose place
 // cannot be read (logged) gets an empty place: no thread to show it in.
 func (b *Bot) place(ctx context.Context, r research.Run) placedRun {
+	pr, err := b.readPlace(ctx, r)
+	if err != nil {
+		b.log.Error("bot: read the run's place in Slack", "run_id", r.ID, "err", err)
+	}
+	return pr
+}
+
+// readPlace is place that returns the store's error (not ErrNotFound: a
+// run with no place gets an empty one) with the empty place.
+func (b *Bot) readPlace(ctx context.Context, r research.Run) (placedRun, error) {
 	p, err := b.records.Place(ctx, r.ID)
 	if err != nil {
-		if !errors.Is(err, slackstate.ErrNotFound) {
-			b.log.Error("bot: read the run's place in Slack", "run_id", r.ID, "err", err)
-		}
 		p = slackstate.Place{RunID: r.ID}
+		if errors.Is(err, slackstate.ErrNotFound) {
+			err = nil
+		}
 	}
-	return placedRun{Run: r, Place: p}
+	return placedRun{Run: r, Place: p}, err
 }
 
 // newRun creates the run asked for by the Slack message req.msgTS in a

@@ -32,21 +32,52 @@ func (p slackRuns) Open(ctx context.Context, run research.Run) research.View {
 	b.metrics.runsActive.Inc()
 	b.metrics.runs.WithLabelValues(string(research.StateRunning)).Inc()
 	wctx := b.workCtx
-	r := b.place(wctx, run)
-	th, err := b.records.Thread(wctx, r.Key)
-	if err != nil {
-		th = slackstate.Thread{Key: r.Key, ThreadID: r.ThreadID}
-	}
+	log := b.log.With("run_id", run.ID, "thread_id", run.ThreadID)
 	v := &slackView{
-		runScope:  runScope{run: r, thread: th, requester: b.userName(wctx, r.Requester), log: b.log.With("run_id", r.ID, "thread_id", r.ThreadID)},
+		runScope:  runScope{requester: b.userName(wctx, run.Requester), log: log},
 		b:         b,
-		lang:      b.userLang(wctx, r.Requester),
+		lang:      b.userLang(wctx, run.Requester),
 		refreshed: b.now(),
 	}
-	if th.DM {
-		b.setAssistantStatus(ctx, th.Key, "is researching…")
+	if err := v.learnPlace(wctx, run); err != nil {
+		log.Error("bot: read the run's place in Slack; trying again before its report is posted", "err", err)
+	}
+	if v.thread.DM {
+		b.setAssistantStatus(ctx, v.thread.Key, "is researching…")
 	}
 	return v
+}
+
+// learnPlace reads the run's place in Slack and its thread. On an error of
+// the store the place stays empty and placeErr says why: publishing reads
+// it again, and fails (to be tried again) rather than post the report
+// nowhere.
+func (v *slackView) learnPlace(ctx context.Context, run research.Run) error {
+	r, err := v.b.readPlace(ctx, run)
+	v.run, v.placeErr = r, err
+	th, terr := v.b.records.Thread(ctx, r.Key)
+	if terr != nil {
+		th = slackstate.Thread{Key: r.Key, ThreadID: r.ThreadID}
+	}
+	v.thread = th
+	return err
+}
+
+// placeKnown makes sure the run's place was read, reading it again if Open
+// could not. The error is transient: the service tries publishing again.
+func (v *slackView) placeKnown(ctx context.Context) error {
+	if v.placeErr == nil {
+		return nil
+	}
+	// Only the place: the thread (its DM flag for the assistant's status
+	// line) is the heartbeat's to read and stays as Open found it.
+	r, err := v.b.readPlace(ctx, v.run.Run)
+	if err != nil {
+		return research.TransientError{Err: fmt.Errorf("bot: read the run's place in Slack: %w", err)}
+	}
+	v.run, v.placeErr = r, nil
+	v.log.Info("bot: the run's place in Slack read on a later try")
+	return nil
 }
 
 // TakeWorkspaceToken hands the run's action_token, kept in this process's
@@ -70,6 +101,7 @@ type slackView struct {
 	lang      lang
 	refreshed time.Time // the assistant status line's last refresh (heartbeat goroutine)
 	done      sync.Once // the active count taken back
+	placeErr  error     // why the run's place could not be read (nil: it was)
 }
 
 // Show opens the run's stream or status message (it may post it).
@@ -196,7 +228,7 @@ func (v *slackView) TraceUpload(ctx context.Context, res research.Result) (conte
 // Published looks in the thread for the report file a process that died
 // before recording it shared, and shares the charts it may not have.
 func (v *slackView) Published(ctx context.Context, res research.Result, st research.Staging) (research.Upload, bool) {
-	if res.Reply {
+	if res.Reply || v.placeKnown(ctx) != nil {
 		return research.Upload{}, false
 	}
 	name := reportFilename(v.run.Run, res.Title)
@@ -224,6 +256,9 @@ func (v *slackView) Discard(ctx context.Context, fileID string) bool {
 // summary posted as a message of its own. An error Slack may not repeat
 // is a research.TransientError.
 func (v *slackView) Publish(ctx context.Context, res research.Result, st research.Staging) (research.Upload, error) {
+	if err := v.placeKnown(ctx); err != nil {
+		return research.Upload{}, err
+	}
 	u, err := v.publish(ctx, res, st)
 	if err != nil && transient(err) {
 		err = research.TransientError{Err: err}
