@@ -411,7 +411,7 @@ func (e *extractor) content(body *html.Node, title string) []block {
 	root, wide, all := e.chooseRoot(body)
 	links0, seen0 := len(e.links), len(e.seenLinks)
 	blocks := rootBlocks(e.render(root), title, e.base)
-	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || singlePost(root) {
+	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || e.singlePost(root) {
 		// The whole page could not render to more than all.
 		return e.widen(blocks, wide, root, title, links0, seen0)
 	}
@@ -432,15 +432,19 @@ func (e *extractor) content(body *html.Node, title string) []block {
 
 // singlePost reports whether root is in a short post under the page's
 // headline: the nearest article element holding root holds an h1 and no
-// other heading nor article. Such a page is that post (a quote, a note)
-// followed by other posts, not a page of items, though root holds little
-// of the page's text (mensagensreflexao.com.br's dev page: F1 0.32 with
-// the whole page, 1.00 with the post). A page of items has headings of
-// its items, or is not one article holding the headline.
-func singlePost(root *html.Node) bool {
+// other heading nor article outside root (the post's own subheadings)
+// and, when root holds minContinuedRuns prose runs or more (a story, not
+// the blurb of a page of items), outside teaser cards (see findCards).
+// Such a page is that post (a quote, a note, a short news story) followed
+// by other posts or by teasers of other stories, not a page of items,
+// though root holds little of the page's text (mensagensreflexao.com.br's
+// dev page: F1 0.32 with the whole page, 1.00 with the post). A page of
+// items has headings of its items, or is not one article holding the
+// headline.
+func (e *extractor) singlePost(root *html.Node) bool {
 	for n, d := root, 0; n != nil && d <= maxDepth; n, d = n.Parent, d+1 {
 		if n.Type == html.ElementNode && n.Data == "article" {
-			return firstElement(n, "h1", 8) != nil && !holdsTag(n, postInnerTags, 12)
+			return firstElement(n, "h1", 8) != nil && !e.holdsTagOutside(n, root, e.sizeOf(root).paras >= minContinuedRuns, postInnerTags, 12)
 		}
 	}
 	return false
@@ -450,14 +454,15 @@ func singlePost(root *html.Node) bool {
 // hold: the headings and articles of items.
 var postInnerTags = map[string]bool{"h2": true, "h3": true, "article": true}
 
-// holdsTag reports whether a descendant of n, down to depth levels, is an
-// element of one of tags.
-func holdsTag(n *html.Node, tags map[string]bool, depth int) bool {
+// holdsTagOutside reports whether a descendant of n, down to depth levels,
+// not in root and, with skipCards, not in a teaser card (see findCards),
+// is an element of one of tags.
+func (e *extractor) holdsTagOutside(n, root *html.Node, skipCards bool, tags map[string]bool, depth int) bool {
 	if depth < 0 {
 		return false
 	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && (tags[c.Data] || holdsTag(c, tags, depth-1)) {
+		if c.Type == html.ElementNode && c != root && !(skipCards && e.cards[c]) && (tags[c.Data] || e.holdsTagOutside(c, root, skipCards, tags, depth-1)) {
 			return true
 		}
 	}
