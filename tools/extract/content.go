@@ -440,15 +440,33 @@ func (e *extractor) content(body *html.Node, title string) []block {
 // though root holds little of the page's text (mensagensreflexao.com.br's
 // dev page: F1 0.32 with the whole page, 1.00 with the post). A page of
 // items has headings of its items, or is not one article holding the
-// headline.
+// headline. On a page that declares a post (see declare), a story of
+// several prose runs need not be in an article element: the nearest
+// container of root holding an h1 is read as that article.
 func (e *extractor) singlePost(root *html.Node) bool {
+	story := e.sizeOf(root).paras >= minContinuedRuns
 	for n, d := root, 0; n != nil && d <= maxDepth; n, d = n.Parent, d+1 {
 		if n.Type == html.ElementNode && n.Data == "article" {
-			return firstElement(n, "h1", 8) != nil && !e.holdsTagOutside(n, root, e.sizeOf(root).paras >= minContinuedRuns, postInnerTags, 12)
+			return firstElement(n, "h1", 8) != nil && !e.holdsTagOutside(n, root, story, postInnerTags, 12)
+		}
+	}
+	if !story || e.sections {
+		return false
+	}
+	// A page that declares a post and writes its story without an
+	// article element: the nearest container of root holding an h1 is
+	// the story's.
+	for n, d := root, 0; n != nil && n.Data != "body" && d < storyDepth; n, d = n.Parent, d+1 {
+		if n != root && firstElement(n, "h1", 8) != nil {
+			return !e.holdsTagOutside(n, root, true, postInnerTags, 12)
 		}
 	}
 	return false
 }
+
+// storyDepth bounds how far above the root singlePost looks for the
+// story's headline.
+const storyDepth = 6
 
 // postInnerTags are the elements a single post (see singlePost) does not
 // hold: the headings and articles of items.

@@ -44,6 +44,13 @@ func TestFloodedNews(t *testing.T) {
 				`</article></main>`,
 			want: []string{"ka sentence number 0", "kd sentence number 2", "lighthouse restoration"},
 		},
+		{
+			name: "the same without an article element, the teasers beside the story",
+			body: `<main><div class="story"><h1>Headline</h1><div class="story-body">` + paras("story", 2) + `<h2>What comes next</h2>` + paras("next", 1) +
+				`</div></div><div class="more-from">` + teaserStack(12) + `</div></main>`,
+			want:    []string{"story0 sentence", "story1 sentence", "What comes next", "next0 sentence"},
+			notWant: []string{"tsr0", "tsr11", "Teaser headline"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,4 +63,18 @@ func TestFloodedNews(t *testing.T) {
 			checkText(t, "text", a.Text, tt.want, tt.notWant)
 		})
 	}
+}
+
+// TestStoryWithoutArticleNeedsAPost checks that a page that does not
+// declare a post, holding a story-like root and many teasers, is still
+// read as a page of items.
+func TestStoryWithoutArticleNeedsAPost(t *testing.T) {
+	page := `<!doctype html><html><head><title>Headline</title></head><body><nav><a href="/">Home</a></nav>` +
+		`<main><div class="story"><h1>Headline</h1><div class="story-body">` + paras("story", 3) + `</div></div>` + teaserStack(12) +
+		`</main></body></html>`
+	a, err := ExtractBytes([]byte(page), "https://example.com/news/", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"story0 sentence", "tsr0", "tsr11"}, nil)
 }
