@@ -409,6 +409,9 @@ const (
 // titles of its items kept.
 func (e *extractor) content(body *html.Node, title string) []block {
 	root, wide, all := e.chooseRoot(body)
+	if s := e.headlineStory(root); s != nil {
+		root, wide = s, s
+	}
 	links0, seen0 := len(e.links), len(e.seenLinks)
 	blocks := rootBlocks(e.render(root), title, e.base)
 	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || e.singlePost(root) {
@@ -428,6 +431,57 @@ func (e *extractor) content(body *html.Node, title string) []block {
 		return e.widen(blocks, wide, root, title, links0, seen0)
 	}
 	return broad
+}
+
+// headlineStory returns the story under root that holds the page's
+// headline, when root holds several stories: two or more article
+// elements with prose, of which only one holds an h1. A news page that loads the next story below the one
+// asked for (an endless scroll written out by the server) is that one
+// story. Only on a page that declares a post and not a thread (see
+// declare): a thread's posts are its content. It returns nil otherwise.
+func (e *extractor) headlineStory(root *html.Node) *html.Node {
+	if e.sections || e.discussion {
+		return nil
+	}
+	var stories []*html.Node
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && depth < storyDepth; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "article" {
+				if e.sizeOf(c).paras > 0 {
+					stories = append(stories, c)
+				}
+				continue
+			}
+			walk(c, depth+1)
+		}
+	}
+	walk(root, 0)
+	// Siblings of one tag and class, one holding the h1, are not read as
+	// stories: a body split into blocks of a page builder is written so
+	// (paigebrunton.com's dev page lost half its body).
+	return headlined(stories)
+}
+
+// headlined returns the one of two or more stories that holds an h1, or
+// nil when none or several do.
+func headlined(stories []*html.Node) *html.Node {
+	if len(stories) < 2 {
+		return nil
+	}
+	var found *html.Node
+	for _, s := range stories {
+		if firstElement(s, "h1", 8) != nil {
+			if found != nil {
+				return nil
+			}
+			found = s
+		}
+	}
+	return found
 }
 
 // singlePost reports whether root is in a short post under the page's

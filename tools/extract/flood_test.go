@@ -51,6 +51,19 @@ func TestFloodedNews(t *testing.T) {
 			want:    []string{"story0 sentence", "story1 sentence", "What comes next", "next0 sentence"},
 			notWant: []string{"tsr0", "tsr11", "Teaser headline"},
 		},
+		{
+			name: "the next story loaded below the one asked for",
+			body: `<main><article><h1>Headline</h1><div class="article-body">` + paras("story", 3) + `</div></article>` +
+				`<article><h2>The next story</h2><div class="article-body">` + paras("other", 6) + `</div></article></main>`,
+			want:    []string{"story0 sentence", "story2 sentence"},
+			notWant: []string{"other0", "other5", "The next story"},
+		},
+		{
+			name: "articles none of which holds the headline are all kept",
+			body: `<main><h1>Headline</h1><article><h2>First part</h2>` + paras("story", 3) + `</article>` +
+				`<article><h2>Second part</h2>` + paras("other", 3) + `</article></main>`,
+			want: []string{"story0 sentence", "other2 sentence"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
