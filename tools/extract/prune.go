@@ -1409,7 +1409,7 @@ func (e *extractor) continuesProse(n *html.Node, size textSize) bool {
 		return false
 	}
 	before, nearest := 0, true
-	for p := n.PrevSibling; p != nil; p = p.PrevSibling {
+	for p, i := n.PrevSibling, 0; p != nil && i < maxContinuedSiblings; p, i = p.PrevSibling, i+1 {
 		if p.Type != html.ElementNode {
 			continue
 		}
@@ -1426,8 +1426,13 @@ func (e *extractor) continuesProse(n *html.Node, size textSize) bool {
 }
 
 // minContinuedRuns is the fewest prose runs of an element that continues
-// the prose before it (see continuesProse).
-const minContinuedRuns = 3
+// the prose before it (see continuesProse), which looks at no more than
+// maxContinuedSiblings siblings before it: a page of thousands of
+// like-named siblings stays linear.
+const (
+	minContinuedRuns     = 3
+	maxContinuedSiblings = 64
+)
 
 // spared reports whether a furniture-named element is a section or a
 // panel of the content (see sparedSection, sparedPanel, namesSection)
