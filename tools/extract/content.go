@@ -534,7 +534,7 @@ func (e *extractor) holdsTagOutside(n, root *html.Node, skipCards bool, tags map
 		return false
 	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && c != root && !(skipCards && e.cards[c]) && (tags[c.Data] || e.holdsTagOutside(c, root, skipCards, tags, depth-1)) {
+		if c.Type == html.ElementNode && c != root && (!skipCards || !e.cards[c]) && (tags[c.Data] || e.holdsTagOutside(c, root, skipCards, tags, depth-1)) {
 			return true
 		}
 	}
