@@ -111,6 +111,14 @@ func TestCutShortBodies(t *testing.T) {
 			notWant: []string{"secret", "covert", "unseen"},
 		},
 		{
+			name: "the rest behind a hiding class stays out unless a read-more control opens it",
+			head: postHead,
+			article: `<article><h1>Headline</h1>` + lead + `<div class="d-none">` + paras("unseen", 6) + `</div>` +
+				`<div class="article-body">` + paras("rest", 1) + `<div class="hidden">` + paras("opened", 6) + `</div><button>Read more</button></div></article>`,
+			want:    []string{"lead1 sentence", "rest0 sentence", "opened0 sentence", "opened5 sentence"},
+			notWant: []string{"unseen"},
+		},
+		{
 			name: "a hidden box of links before a read-more button stays out",
 			article: `<article><h1>Headline</h1><div class="article-body">` + paras("lead", 4) +
 				`<div style="display:none"><ul><li><a href="/a">Another story about the harbour and its tides</a></li>` +

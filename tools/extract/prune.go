@@ -1361,7 +1361,10 @@ const maxReadMore = 60
 func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) bool {
 	// A hiding class is read like the hiding attributes above: a
 	// small part of the page with several prose runs is a tab or a slide.
-	shown := size.paras >= 2 && size.all*4 < total.all
+	// So is one that a read-more control after it opens (see
+	// readMoreBox).
+	opened := e.readMoreBox(n, size)
+	shown := size.paras >= 2 && size.all*4 < total.all || opened
 	v, strong := classVerdict(n, shown)
 	if v >= 0 || e.discussion && replyNamed(n, shown) {
 		return false
@@ -1381,7 +1384,9 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	if !strong && !e.product && (e.pageItem(n, total) || e.holdsItems(n)) {
 		return false
 	}
-	if !strong && !e.sections && e.continuesProse(n, size) {
+	// Text behind a hiding class is not shown by continuing the prose
+	// before it: only a control opens it.
+	if !strong && !e.sections && (opened || !hiddenClass(strings.Fields(attr(n, "class")))) && e.continuesProse(n, size) {
 		return false
 	}
 	// A furniture-named element that holds most of the page's paragraph
