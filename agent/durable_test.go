@@ -138,6 +138,34 @@ func TestTokenBudgetExhaustion(t *testing.T) {
 	}
 }
 
+// A budget too small for the writer's call ends in a report quoting the
+// sources, which says the budget ran out, not that the model was
+// unavailable, and the run's progress says the same.
+func TestTokenBudgetTooSmallForTheWriter(t *testing.T) {
+	for _, budget := range []int{1500, 2250} {
+		e := newEnv(t)
+		e.opts.TokenBudget = budget
+		res := e.start("small-budget", agent.Request{Question: "What does the EU AI Act require?"})
+		if res.Status != agent.StatusDone || !res.Extractive {
+			t.Fatalf("budget %d: status %s, extractive %v", budget, res.Status, res.Extractive)
+		}
+		if res.Finish != agent.FinishTokenBudget {
+			t.Errorf("budget %d: finish %s, want %s", budget, res.Finish, agent.FinishTokenBudget)
+		}
+		if strings.Contains(res.Report, "language model was unavailable") || !strings.Contains(res.Report, "token budget ran out") {
+			t.Errorf("budget %d: the report does not say the budget ran out:\n%s", budget, res.Report)
+		}
+		if e.kinds()[agent.EventBudget] == 0 {
+			t.Errorf("budget %d: no budget event: %v", budget, e.kinds())
+		}
+		for _, ev := range e.events {
+			if ev.Kind == agent.EventWarning && strings.Contains(ev.Message, "writer is unavailable") {
+				t.Errorf("budget %d: progress says %q", budget, ev.Message)
+			}
+		}
+	}
+}
+
 func TestTimeBudget(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex

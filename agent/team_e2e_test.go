@@ -98,7 +98,7 @@ func TestTeamSharesTheTokenBudget(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	if e.kinds()[agent.EventBudget] == 0 {
-		t.Error("the team never ran out of the run's budget")
+		t.Errorf("the team never ran out of the run's budget: it used %d tokens of 6500; events %v", res.Usage.Total(), e.kinds())
 	}
 	if res.Usage.Total() > 6500+2000 {
 		t.Errorf("a team of three used %d tokens of a budget of 6500", res.Usage.Total())

@@ -121,10 +121,13 @@ func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
 			emit(ctx, Event{Kind: EventBudget, Message: "no budget left for another draft; keeping the last one"})
 			return append(w, sc.exhausted.Set(budgetErr(err)), sc.usage.Set(c.usage())), nil
 		case budgetErr(err) != "":
+			// the budget, not the model, stopped the writer: say so
 			w = append(w, sc.exhausted.Set(budgetErr(err)))
+			emit(ctx, Event{Kind: EventBudget, Message: string(budgetErr(err)) + " budget spent before the report was written; building an extractive report from the sources"})
+		default:
+			emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
 		}
-		emit(ctx, Event{Kind: EventWarning, Message: "the writer is unavailable; building an extractive report from the sources"})
-		draft, extractive = a.extractiveReport(s), true
+		draft, extractive = a.extractiveReport(s, budgetErr(err)), true
 	}
 	if a.teamSize(s.Req) > 1 {
 		// a team's findings are cross-checked in the report itself
@@ -432,7 +435,7 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	}
 	report, cit, extractive := chosen(s)
 	if strings.TrimSpace(report) == "" {
-		report, extractive = a.extractiveReport(s), true
+		report, extractive = a.extractiveReport(s, s.Exhausted), true
 		report, cit = a.checkCitations(ctx, report, s, indexEvidence(s.Findings))
 	}
 	var charts []Chart
@@ -509,11 +512,32 @@ func citationNotes(cit citation.Report, lang string) []string {
 	return unv
 }
 
+// extractiveHeader says at the top of an extractive report why the model did
+// not write it.
+func extractiveHeader(lang string, why Budget) string {
+	cause, causeJA := "The language model was unavailable", "言語モデルが利用できなかったため"
+	switch why {
+	case BudgetTokens:
+		cause, causeJA = "The token budget ran out", "トークン予算が尽きたため"
+	case BudgetTime:
+		cause, causeJA = "The time budget ran out", "時間予算が尽きたため"
+	}
+	return label(lang,
+		"> **Extractive report.** "+cause+", so this report was not written by the language model: it quotes the sources collected in this run verbatim, without synthesis or review.\n\n",
+		"> **抽出型レポート**："+causeJA+"、このレポートは言語モデルによって書かれていません。この実行で収集した情報源の文章をそのまま引用しており、要約・統合・レビューは行われていません。\n\n")
+}
+
 // finishOf is how the turn ends, with the note a report that ended early
 // carries.
 func (a *Agent) finishOf(s State, extractive bool) (Finish, string) {
 	lang := s.Language
 	switch {
+	case extractive && s.Exhausted == BudgetTokens:
+		return FinishTokenBudget, label(lang, "The token budget ran out: the report quotes the sources without synthesis or review.",
+			"トークン予算が尽きたため、レポートは情報源の引用のみで構成され、統合・レビューされていません。")
+	case extractive && s.Exhausted == BudgetTime:
+		return FinishTimeBudget, label(lang, "The time budget ran out: the report quotes the sources without synthesis or review.",
+			"時間予算が尽きたため、レポートは情報源の引用のみで構成され、統合・レビューされていません。")
 	case extractive:
 		return FinishLLMDown, label(lang, "The language model was unavailable: the report quotes the sources without synthesis or review.",
 			"言語モデルが利用できなかったため、レポートは情報源の引用のみで構成され、統合・レビューされていません。")
@@ -716,8 +740,9 @@ func execSummary(report string) string {
 }
 
 // extractiveReport builds a report without the LLM: verbatim quotes from the
-// sources read, clearly labelled.
-func (a *Agent) extractiveReport(s State) string {
+// sources read, clearly labelled with why (the budget that ran out, or ""
+// when the model was unavailable).
+func (a *Agent) extractiveReport(s State, why Budget) string {
 	lang := s.Language
 	theme := s.Question
 	if s.Plan != nil && s.Plan.Theme != "" {
@@ -725,9 +750,7 @@ func (a *Agent) extractiveReport(s State) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", strings.SplitN(theme, "\n", 2)[0])
-	b.WriteString(label(lang,
-		"> **Extractive report.** The language model was unavailable, so this report was not written by it: it quotes the sources collected in this run verbatim, without synthesis or review.\n\n",
-		"> **抽出型レポート**：言語モデルが利用できなかったため、このレポートは言語モデルによって書かれていません。この実行で収集した情報源の文章をそのまま引用しており、要約・統合・レビューは行われていません。\n\n"))
+	b.WriteString(extractiveHeader(lang, why))
 	var refs quoteRefs
 	srcs := retrieved(s.Sources)
 	b.WriteString("## Executive Summary\n\n")

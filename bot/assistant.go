@@ -11,6 +11,7 @@ import (
 
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -43,6 +44,7 @@ type assistantState struct {
 
 	slack    *slackClient
 	store    research.Store
+	records  slackstate.Store
 	log      *slog.Logger
 	channels schedule.ChannelChecker // may digests go to the channel in view
 }
@@ -50,9 +52,9 @@ type assistantState struct {
 // viewing is the channel a user looked at from their assistant DM.
 type viewing struct{ user, channel string }
 
-func newAssistantState(c *slackClient, store research.Store, log *slog.Logger, channels schedule.ChannelChecker) *assistantState {
+func newAssistantState(c *slackClient, store research.Store, records slackstate.Store, log *slog.Logger, channels schedule.ChannelChecker) *assistantState {
 	return &assistantState{contexts: map[string]string{}, latest: map[string]viewing{}, titles: map[string]string{},
-		slack: c, store: store, log: log, channels: channels}
+		slack: c, store: store, records: records, log: log, channels: channels}
 }
 
 // bound makes room in m for one more entry.
@@ -160,7 +162,7 @@ func threadTitle(s string) string {
 }
 
 // setThreadTitle sets an assistant thread's title unless it has it already.
-func (a *assistantState) setThreadTitle(ctx context.Context, key research.ThreadKey, title string) {
+func (a *assistantState) setThreadTitle(ctx context.Context, key slackstate.ThreadKey, title string) {
 	if title == "" {
 		return
 	}
@@ -207,23 +209,27 @@ type titlingResearcher struct {
 	a *assistantState
 }
 
-// titledRun is the run a researcher call works on, when it titles its
-// thread.
-func (t titlingResearcher) titledRun(ctx context.Context, threadID string) (research.Run, bool) {
+// titledRun is the thread of the run a researcher call works on, when it
+// titles its thread.
+func (t titlingResearcher) titledRun(ctx context.Context, threadID string) (slackstate.ThreadKey, bool) {
 	if !dmThreadID(threadID) {
-		return research.Run{}, false
+		return slackstate.ThreadKey{}, false
 	}
 	r, err := t.a.store.LatestRun(ctx, threadID)
-	if err != nil || r.FollowUp || !strings.HasPrefix(r.Key.Channel, "D") {
-		return research.Run{}, false
+	if err != nil || r.FollowUp {
+		return slackstate.ThreadKey{}, false
 	}
-	return r, true
+	p, err := t.a.records.Place(ctx, r.ID)
+	if err != nil || !strings.HasPrefix(p.Key.Channel, "D") {
+		return slackstate.ThreadKey{}, false
+	}
+	return p.Key, true
 }
 
 // themeSink passes progress on to sink and, the first time a plan shows
 // up with its theme, sets the thread's title to the theme. The title is
 // set in the background: a sink must not block the research.
-func (t titlingResearcher) themeSink(ctx context.Context, r research.Run, sink research.ProgressSink) research.ProgressSink {
+func (t titlingResearcher) themeSink(ctx context.Context, key slackstate.ThreadKey, sink research.ProgressSink) research.ProgressSink {
 	var done atomic.Bool
 	return func(p research.Progress) {
 		sink(p)
@@ -237,7 +243,7 @@ func (t titlingResearcher) themeSink(ctx context.Context, r research.Run, sink r
 		go func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			t.a.setThreadTitle(ctx, r.Key, threadTitle(theme))
+			t.a.setThreadTitle(ctx, key, threadTitle(theme))
 		}()
 	}
 }
@@ -254,7 +260,7 @@ func (t titlingResearcher) Start(ctx context.Context, req research.StartRequest,
 	if !ok {
 		return t.Researcher.Start(ctx, req, sink)
 	}
-	t.a.setThreadTitle(ctx, r.Key, threadTitle(req.Question))
+	t.a.setThreadTitle(ctx, r, threadTitle(req.Question))
 	out, err := t.Researcher.Start(ctx, req, t.themeSink(ctx, r, sink))
 	t.finished(req.ThreadID, out, err)
 	return out, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
@@ -22,30 +23,31 @@ import (
 func BenchmarkAckBurst200Store(b *testing.B) {
 	stores := []struct {
 		name string
-		open func(b *testing.B) research.Store
+		open func(b *testing.B) (research.Store, slackstate.Store)
 	}{
-		{"sqlite", func(b *testing.B) research.Store {
+		{"sqlite", func(b *testing.B) (research.Store, slackstate.Store) {
 			s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.TempDir(), "db.sqlite")})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { s.Close() })
-			return sqlite.NewRuns(s)
+			return sqlite.NewRuns(s), sqlite.NewSlack(s)
 		}},
-		{"postgres", func(b *testing.B) research.Store {
+		{"postgres", func(b *testing.B) (research.Store, slackstate.Store) {
 			s, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.Schema(b)})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(s.Close)
-			return postgres.NewRuns(s)
+			return postgres.NewRuns(s), postgres.NewSlack(s)
 		}},
 	}
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
 			var all []time.Duration
 			for b.Loop() {
-				all = append(all, ackBurstOn(b, st.open(b), 200)...)
+				runs, records := st.open(b)
+				all = append(all, ackBurstOn(b, runs, records, 200)...)
 			}
 			slices.Sort(all)
 			b.ReportMetric(float64(pct(all, 0.50).Microseconds())/1000, "p50-ms")

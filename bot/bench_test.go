@@ -12,19 +12,23 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
-	"deepresearch/storage/sqlitetest"
+	"deepresearch/slackstate"
 )
 
 // ackBurst sends n mentions at once (from 8 goroutines) to a running bot
 // and returns the ack latencies the fake measured (delivery to ack).
-func ackBurst(tb testing.TB, n int) []time.Duration { return ackBurstOn(tb, sqlitetest.Runs(tb), n) }
+func ackBurst(tb testing.TB, n int) []time.Duration {
+	runs, records := stores(tb)
+	return ackBurstOn(tb, runs, records, n)
+}
 
-// ackBurstOn is ackBurst with the bot's records in store.
-func ackBurstOn(tb testing.TB, store research.Store, n int) []time.Duration {
+// ackBurstOn is ackBurst with the runs in store and the bot's records in
+// records.
+func ackBurstOn(tb testing.TB, store research.Store, records slackstate.Store, n int) []time.Duration {
 	fake := slackfake.New(slackfake.WithPingInterval(time.Second))
 	defer fake.Close()
 	res := newFakeResearcher()
-	b, err := bot.New(res, store, bot.Options{
+	b, err := bot.New(res, store, records, bot.Options{
 		BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(),
 		MaxRunsPerUser: -1, ProgressInterval: 50 * time.Millisecond,
 	})

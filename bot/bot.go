@@ -8,7 +8,7 @@
 // agent) and Store (durable records shared by replicas). Build one with New
 // and run it with Run:
 //
-//	b, err := bot.New(researcher, store, bot.Options{BotToken: ..., AppToken: ...})
+//	b, err := bot.New(researcher, db.Runs(), db.Slack(), bot.Options{BotToken: ..., AppToken: ...})
 //	err = b.Run(ctx) // until ctx ends; runs in flight are left resumable
 package bot
 
@@ -30,6 +30,7 @@ import (
 	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
@@ -245,6 +246,7 @@ type Bot struct {
 	log     *slog.Logger
 	res     Researcher
 	store   research.Store
+	records slackstate.Store // Slack's own records: threads, inbox, replicas, the runs' places
 	metrics *Metrics
 
 	identity         // who the bot is in Slack (learned by Run)
@@ -274,11 +276,12 @@ type Bot struct {
 	ratings   *ratings        // feedback on reports and digests (rating.go)
 }
 
-// New returns a Bot that answers with researcher and keeps its records in
-// store. It does not contact Slack; Run does.
-func New(researcher Researcher, store research.Store, opts Options) (*Bot, error) {
-	if researcher == nil || store == nil {
-		return nil, errors.New("bot: New needs a Researcher and a Store")
+// New returns a Bot that answers with researcher, keeps the runs in store
+// and its own records (threads, inbox, replicas, the runs' places in Slack)
+// in records. It does not contact Slack; Run does.
+func New(researcher Researcher, store research.Store, records slackstate.Store, opts Options) (*Bot, error) {
+	if researcher == nil || store == nil || records == nil {
+		return nil, errors.New("bot: New needs a Researcher, a research.Store and a slackstate.Store")
 	}
 	if opts.Client != nil {
 		opts.BotToken, opts.AppToken, opts.HTTPClient = opts.Client.botToken, opts.Client.appToken, opts.Client.http
@@ -310,13 +313,14 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 		log:         log,
 		res:         researcher,
 		store:       store,
+		records:     records,
 		metrics:     m,
 		spans:       &spans{tracer: tracerOf(opts.TracerProvider), clock: opts.Clock},
 		allowed:     set(opts.AllowedChannels),
 		approvers:   set(opts.Approvers),
 		registry:    private,
 	}
-	b.replicas = &replicas{store: store, instance: opts.InstanceID, every: opts.PresenceEvery, shared: opts.SharedBudgets,
+	b.replicas = &replicas{registry: records, runs: store, instance: opts.InstanceID, every: opts.PresenceEvery, shared: opts.SharedBudgets,
 		slack: b.slackClient, log: log, metrics: m}
 	ender, _ := researcher.(RunEnder)
 	b.statuses = &statuses{bot: b}
@@ -335,10 +339,10 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	b.intake = &intake{
 		// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
 		sm:    socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log})),
-		store: store, log: log, metrics: m, clk: opts.Clock, spans: b.spans,
+		store: records, log: log, metrics: m, clk: opts.Clock, spans: b.spans,
 		instance: opts.InstanceID, grace: opts.InboxGrace, id: &b.identity,
 	}
-	b.assistant = newAssistantState(b.slackClient, store, log, b)
+	b.assistant = newAssistantState(b.slackClient, store, records, log, b)
 	b.res = titlingResearcher{Researcher: b.res, a: b.assistant}
 	if opts.Digests != nil {
 		b.digests = newDigests(b, opts.Digests)
@@ -347,19 +351,19 @@ func New(researcher Researcher, store research.Store, opts Options) (*Bot, error
 	if b.digests != nil {
 		b.opts.Subcommands = with(with(b.opts.Subcommands, "schedule", b.digests.SlashSchedule), "schedules", b.digests.SlashSchedules)
 		b.opts.Interactions = with(b.opts.Interactions, SchedPrefix, b.digests.HandleInteraction)
-		b.digestFace = &schedule.Face{Store: b.digests.mgr.Store, Poster: b.digests, Runs: store, Logger: log}
+		b.digestFace = &schedule.Face{Store: b.digests.mgr.Store, Poster: b.digests, Status: records, Logger: log}
 		kinds = append(kinds, schedule.RunKind) // and the digests' firings
 	}
 	b.runs = research.NewService(store, b.res, slackRuns{b}, research.ServiceOptions{
 		Owner: opts.InstanceID, Kinds: kinds, Lease: opts.Lease, HeartbeatEvery: opts.HeartbeatEvery, Slots: opts.MaxConcurrentRuns,
 		MaxAttempts: maxRunAttempts, Ender: ender, Logger: log, LogPrefix: "bot: ", Clock: opts.Clock,
 	})
-	b.ratings = &ratings{feedback: opts.Feedback, store: store, slack: b.slackClient, log: log, metrics: m,
+	b.ratings = &ratings{feedback: opts.Feedback, store: store, records: records, slack: b.slackClient, log: log, metrics: m,
 		maxLen: opts.MaxQuestionLen, digests: b.digests}
 	if opts.Feedback != nil {
 		b.opts.Interactions = with(b.opts.Interactions, ratingPrefix, b.ratings.onRating)
 	}
-	b.intake.handlers = &handlers{slack: b.slackClient, store: store, opts: &b.opts, log: log, id: &b.identity,
+	b.intake.handlers = &handlers{slack: b.slackClient, store: store, records: records, opts: &b.opts, log: log, id: &b.identity,
 		allowed: b.allowed, approvers: b.approvers, runs: b, digests: b.digests, ratings: b.ratings, assistant: b.assistant}
 	return b, nil
 }

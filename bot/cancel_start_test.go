@@ -47,7 +47,7 @@ func TestCancelPressedAsTheRunStarts(t *testing.T) {
 	close(res.release)
 	r := h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
 	h.waitFor(ctx, "status says cancelled", func() bool {
-		m, _ := h.fake.Message("C1", r.StatusTS)
+		m, _ := h.fake.Message("C1", h.placeOf(ctx, r.ID).StatusTS)
 		return strings.Contains(string(m.Blocks), "Cancelled")
 	})
 	for _, m := range h.botMessages("C1", sent.TS) {

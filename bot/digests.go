@@ -15,6 +15,7 @@ import (
 
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 )
 
 // Scheduled digests in Slack: the `/research schedule` modal and its
@@ -779,7 +780,7 @@ func (d *Digests) UploadReport(ctx context.Context, channel, threadTS, filename,
 
 // FindFile implements schedule.Poster: a file the bot shared in the thread.
 func (d *Digests) FindFile(ctx context.Context, channel, threadTS, filename string) (string, bool) {
-	id, _, ok := d.b.findPostedFile(ctx, research.ThreadKey{Channel: channel, ThreadTS: threadTS}, filename)
+	id, _, ok := d.b.findPostedFile(ctx, slackstate.ThreadKey{Channel: channel, ThreadTS: threadTS}, filename)
 	return id, ok
 }
 
@@ -797,5 +798,5 @@ func (d *Digests) ShareCharts(ctx context.Context, channel, threadTS, filename s
 
 // files are the files of the digest's thread.
 func (d *Digests) files(channel, threadTS string) threadFiles {
-	return threadFiles{b: d.b, key: research.ThreadKey{Channel: channel, ThreadTS: threadTS}, log: d.b.log}
+	return threadFiles{b: d.b, key: slackstate.ThreadKey{Channel: channel, ThreadTS: threadTS}, log: d.b.log}
 }

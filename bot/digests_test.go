@@ -98,7 +98,7 @@ func newDigestHarness(t *testing.T, res ...research.Researcher) *digestHarness {
 	)
 	// The scheduler hands its firings' runs to the bot's run service through
 	// the bot's digest UI, as serve wires it.
-	b, err := bot.New(r, runs, bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: fake.APIURL(),
+	b, err := bot.New(r, runs, sqlite.NewSlack(db), bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: fake.APIURL(),
 		InstanceID: "test", Clock: clk, Digests: func(ui *bot.Digests) *schedule.Manager {
 			sched = &schedule.Scheduler{Store: st, Runs: ui, Clock: clk}
 			mgr = &schedule.Manager{Store: st, Scheduler: sched, Decider: runs, Admins: []string{"UADMIN"}, Clock: clk}
@@ -459,7 +459,8 @@ func newDigestBot(t *testing.T, apiURL string, mgr *schedule.Manager, edit ...fu
 	for _, e := range edit {
 		e(&o)
 	}
-	b, err := bot.New(newFakeResearcher(), sqlitetest.Runs(t), o)
+	runs, records := stores(t)
+	b, err := bot.New(newFakeResearcher(), runs, records, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 func TestMentionProgressApprovalReport(t *testing.T) {
@@ -28,7 +29,7 @@ func TestMentionProgressApprovalReport(t *testing.T) {
 		}
 	}
 	run := h.waitState(ctx, "C1", sent.TS, research.StateWaiting)
-	if want := (research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}).ThreadID(); run.ThreadID != want {
+	if want := (slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}).ThreadID(); run.ThreadID != want {
 		t.Errorf("thread id = %q, want %q", run.ThreadID, want)
 	}
 
@@ -169,7 +170,7 @@ func TestResearchMoreAndCancelButtons(t *testing.T) {
 	r := h.waitState(ctx, "C1", sent.TS, research.StateCancelled)
 	h.waitFor(ctx, "cancel shown", func() bool {
 		m, _ := h.fake.Message("C1", m2.TS)
-		s, _ := h.fake.Message("C1", r.StatusTS)
+		s, _ := h.fake.Message("C1", h.placeOf(ctx, r.ID).StatusTS)
 		return strings.Contains(string(m.Blocks), "Cancelled by") && strings.Contains(string(s.Blocks), "Cancelled by")
 	})
 	if !slices.Contains(h.res.Cancels(), r.ThreadID) {
@@ -438,7 +439,7 @@ func TestMalformedEnvelopeIsAcked(t *testing.T) {
 func TestAuthFailureStopsStartup(t *testing.T) {
 	h := newHarness(t)
 	h.fake.FailAuthTest("invalid_auth")
-	b, err := bot.New(h.res, h.store, h.options())
+	b, err := bot.New(h.res, h.store, h.records, h.options())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,5 +73,5 @@ func TestRenderWithinSlackLimits(t *testing.T) {
 	for i := range runs {
 		runs[i] = research.Run{ID: "r", Question: long, State: research.StateDone}
 	}
-	checkBlocks(t, "home", homeBlocks(runs, map[string]research.FeedbackCount{runs[0].ID: {Good: 2, Bad: 1}}, runs[0].CreatedAt))
+	checkBlocks(t, "home", homeBlocks(runs, nil, map[string]research.FeedbackCount{runs[0].ID: {Good: 2, Bad: 1}}, runs[0].CreatedAt))
 }

@@ -279,20 +279,21 @@ func TestFinalMessageRecordedWhenStatusNeverPosted(t *testing.T) {
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "status message never posted", "")
 	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
-	if r.StatusTS == "" {
+	statusTS := h.placeOf(ctx, r.ID).StatusTS
+	if statusTS == "" {
 		t.Fatal("the run has no status message recorded")
 	}
-	m, ok := h.fake.Message("C1", r.StatusTS)
+	m, ok := h.fake.Message("C1", statusTS)
 	if !ok || !strings.HasPrefix(m.Text, "Done") {
 		t.Fatalf("recorded status message = %q (found %v), want the Done message", m.Text, ok)
 	}
 }
 
-// lateCreatorRecord is a store where the run's creator records its status
-// message late: its SetStatusMessage (the first) waits until a second one
-// comes, and lands before it.
+// lateCreatorRecord is a Slack store where the run's creator records its
+// status message late: its SetStatusMessage (the first) waits until a
+// second one comes, and lands before it.
 type lateCreatorRecord struct {
-	*sqlstore.Runs
+	*sqlstore.Slack
 	calls         atomic.Int32
 	second, first chan struct{}
 }
@@ -313,7 +314,7 @@ func (s *lateCreatorRecord) SetStatusMessage(ctx context.Context, id, ts string)
 		case <-ctx.Done():
 		}
 	}
-	return s.Runs.SetStatusMessage(ctx, id, ts)
+	return s.Slack.SetStatusMessage(ctx, id, ts)
 }
 
 // The run's creator posted its status message, but recorded it only after
@@ -323,8 +324,8 @@ func (s *lateCreatorRecord) SetStatusMessage(ctx context.Context, id, ts string)
 // thread shows the outcome once, where the run says it is.
 func TestFinalMessageWhenCreatorRecordsLate(t *testing.T) {
 	h := newHarness(t)
-	store := &lateCreatorRecord{Runs: h.store, second: make(chan struct{}), first: make(chan struct{})}
-	h.startOn(store, func(o *bot.Options) { o.RunOptions = research.RunOptions{}; o.SlackRetries = 1 })
+	store := &lateCreatorRecord{Slack: h.records, second: make(chan struct{}), first: make(chan struct{})}
+	h.startOnRecords(store, func(o *bot.Options) { o.RunOptions = research.RunOptions{}; o.SlackRetries = 1 })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "creator records late", "")
 	// The creator's status message is posted (its record waits); the
@@ -336,11 +337,11 @@ func TestFinalMessageWhenCreatorRecordsLate(t *testing.T) {
 	h.fake.InjectFault("chat.postMessage", slackfake.Fault{Status: http.StatusInternalServerError, Times: 2})
 	r := h.waitState(ctx, "C1", sent.TS, research.StateDone)
 	h.waitFor(ctx, "the recorded status message says Done", func() bool {
-		cur, err := h.store.Run(ctx, r.ID)
-		if err != nil || cur.StatusTS == "" {
+		ts, err := h.records.StatusMessage(ctx, r.ID)
+		if err != nil || ts == "" {
 			return false
 		}
-		m, ok := h.fake.Message("C1", cur.StatusTS)
+		m, ok := h.fake.Message("C1", ts)
 		return ok && strings.HasPrefix(m.Text, "Done")
 	})
 	h.waitFor(ctx, "one Done message in the thread", func() bool {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -22,6 +23,7 @@ import (
 type handlers struct {
 	slack     *slackClient
 	store     research.Store
+	records   slackstate.Store
 	opts      *Options // the bot's, with the digests' and ratings' extensions
 	log       *slog.Logger
 	id        *identity
@@ -36,7 +38,9 @@ type handlers struct {
 // runControl is what the handlers ask of the runs (runs.go).
 type runControl interface {
 	// newRun creates the run a message asks for and starts it.
-	newRun(ctx context.Context, th research.Thread, req runRequest)
+	newRun(ctx context.Context, th slackstate.Thread, req runRequest)
+	// place returns a run with its place in Slack.
+	place(ctx context.Context, r research.Run) placedRun
 	// tryStart starts a queued or resumable run when a slot is free.
 	tryStart(ctx context.Context, runID string)
 	// firstAnswer claims the one answer to a message that starts no run.
@@ -124,7 +128,7 @@ type message struct {
 	root     string // the ts of its thread (its own outside one)
 	question string // its text without the bot's mention
 	runID    string // the run it asks for
-	key      research.ThreadKey
+	key      slackstate.ThreadKey
 }
 
 // onMessage routes a message to the bot.
@@ -144,8 +148,8 @@ func (h *handlers) onMessage(ctx context.Context, in incoming) {
 	if m.root == "" {
 		m.root = in.ts
 	}
-	m.key = research.ThreadKey{Team: in.team, Channel: in.channel, ThreadTS: m.root}
-	th, err := h.store.Thread(ctx, m.key)
+	m.key = slackstate.ThreadKey{Team: in.team, Channel: in.channel, ThreadTS: m.root}
+	th, err := h.records.Thread(ctx, m.key)
 	known := err == nil
 	if err != nil && !errors.Is(err, research.ErrNotFound) {
 		h.log.Error("bot: load thread", "err", err)
@@ -164,7 +168,7 @@ func (h *handlers) onMessage(ctx context.Context, in incoming) {
 		return
 	}
 	if !known {
-		th, err = h.store.PutThread(ctx, research.Thread{Key: m.key, ThreadID: m.key.ThreadID(), Requester: m.user, DM: m.dm(), CreatedAt: h.slack.now()})
+		th, err = h.records.PutThread(ctx, slackstate.Thread{Key: m.key, ThreadID: m.key.ThreadID(), Requester: m.user, DM: m.dm(), CreatedAt: h.slack.now()})
 		if err != nil {
 			h.log.Error("bot: store thread", "err", err)
 			h.slack.reply(ctx, m.channel, m.root, h.slack.wordsFor(ctx, m.user).StartStorageFailed)
@@ -306,7 +310,7 @@ func (h *handlers) decide(ctx context.Context, r research.Run, d research.Decisi
 		return
 	}
 	h.log.Info("bot: decision", "run_id", r.ID, "thread_id", r.ThreadID, "action", d.Action, "by", d.By)
-	if cur.Interrupt != nil && cur.Interrupt.MessageTS != "" && cur.Interrupt.Kind != research.InterruptQuestion {
+	if cur.Interrupt != nil && cur.Interrupt.MessageID != "" && cur.Interrupt.Kind != research.InterruptQuestion {
 		h.showDecided(ctx, cur, d, from)
 	}
 	if d.Action == research.ActionCancel {
@@ -359,14 +363,15 @@ func (h *handlers) decisionRefused(ctx context.Context, r, cur research.Run, d r
 // that message, by chat.update otherwise.
 func (h *handlers) showDecided(ctx context.Context, cur research.Run, d research.Decision, from decisionSource) {
 	text, blocks := decidedBlocks(*cur.Interrupt, d, h.slack.userName(ctx, d.By), h.slack.userLang(ctx, cur.Requester))
-	if from.responseURL != "" && from.messageTS == cur.Interrupt.MessageTS {
+	if from.responseURL != "" && from.messageTS == cur.Interrupt.MessageID {
 		err := h.slack.replaceOriginal(ctx, from.responseURL, text, blocks)
 		if err == nil {
 			return
 		}
 		h.log.Warn("bot: replace decided message", "run_id", cur.ID, "err", err)
 	}
-	if err := h.slack.updateMessage(ctx, cur.Key.Channel, cur.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+	channel := h.runs.place(ctx, cur).Key.Channel
+	if err := h.slack.updateMessage(ctx, channel, cur.Interrupt.MessageID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 		h.log.Warn("bot: update decided message", "run_id", cur.ID, "err", err)
 	}
 }
@@ -464,7 +469,7 @@ func (h *handlers) onBlockAction(ctx context.Context, cb slack.InteractionCallba
 	switch a.ActionID {
 	case actCancelRun:
 		if r, ok := h.clickedRun(ctx, a.Value, user, actCancel, say); ok {
-			h.cancelRun(ctx, r, user, say)
+			h.cancelRun(ctx, r.Run, user, say)
 		}
 	case actApprove, actMore, actCancelIntr, actRevise:
 		runID, intrID, ok := strings.Cut(a.Value, "|")
@@ -491,7 +496,7 @@ func (h *handlers) onBlockAction(ctx context.Context, cb slack.InteractionCallba
 			}
 			return
 		}
-		h.decide(ctx, r, research.Decision{InterruptID: intrID, Action: action, By: user, At: h.slack.now()}, decisionSource{channel: channel, threadTS: threadTS, messageTS: cb.Container.MessageTs, responseURL: cb.ResponseURL})
+		h.decide(ctx, r.Run, research.Decision{InterruptID: intrID, Action: action, By: user, At: h.slack.now()}, decisionSource{channel: channel, threadTS: threadTS, messageTS: cb.Container.MessageTs, responseURL: cb.ResponseURL})
 	}
 }
 
@@ -504,15 +509,16 @@ func (h *handlers) onFeedbackSubmitted(ctx context.Context, cb slack.Interaction
 	if !ok {
 		return
 	}
-	r, err := h.store.Run(ctx, runID)
+	run, err := h.store.Run(ctx, runID)
 	if err != nil {
 		return
 	}
+	r := h.runs.place(ctx, run)
 	user := cb.User.ID
 	if !h.mayAct(ctx, r, user, actDecide, func(msg string) { h.slack.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, user, msg) }) {
 		return
 	}
-	h.decide(ctx, r, research.Decision{InterruptID: intrID, Action: research.ActionRevise, Text: text, By: user, At: h.slack.now()}, decisionSource{channel: r.Key.Channel, threadTS: r.Key.ThreadTS})
+	h.decide(ctx, r.Run, research.Decision{InterruptID: intrID, Action: research.ActionRevise, Text: text, By: user, At: h.slack.now()}, decisionSource{channel: r.Key.Channel, threadTS: r.Key.ThreadTS})
 }
 
 // actKind is what a person does to a run from a button or a form.
@@ -525,24 +531,25 @@ const (
 
 // clickedRun loads the run a button names and checks with mayAct that
 // user may act on it.
-func (h *handlers) clickedRun(ctx context.Context, runID, user string, verb actKind, say func(string)) (research.Run, bool) {
-	r, err := h.store.Run(ctx, runID)
+func (h *handlers) clickedRun(ctx context.Context, runID, user string, verb actKind, say func(string)) (placedRun, bool) {
+	run, err := h.store.Run(ctx, runID)
 	if err != nil {
 		say(h.slack.wordsFor(ctx, user).RunGone)
-		return research.Run{}, false
+		return placedRun{}, false
 	}
+	r := h.runs.place(ctx, run)
 	return r, h.mayAct(ctx, r, user, verb, say)
 }
 
 // mayAct reports whether user may act on a run from a button or a form
 // (verb: what the refusal says they may not do); it tells them with say
 // when not.
-func (h *handlers) mayAct(ctx context.Context, r research.Run, user string, verb actKind, say func(string)) bool {
+func (h *handlers) mayAct(ctx context.Context, r placedRun, user string, verb actKind, say func(string)) bool {
 	if !h.channelAllowed(r.Key.Channel) {
 		say(h.slack.wordsFor(ctx, user).NotEnabled)
 		return false
 	}
-	if !h.mayDecide(r, user) {
+	if !h.mayDecide(r.Run, user) {
 		w := h.slack.wordsFor(ctx, user)
 		only := w.OnlyDecideOn
 		if verb == actCancel {
@@ -581,7 +588,13 @@ func (h *handlers) publishHome(ctx context.Context, user string) {
 	if err != nil {
 		h.log.Warn("bot: list runs for home", "err", err)
 	}
-	blocks := homeBlocks(runs, h.ratings.ratingCounts(ctx, runs), h.slack.now())
+	channels := make(map[string]string, len(runs))
+	for _, r := range runs {
+		if p, err := h.records.Place(ctx, r.ID); err == nil {
+			channels[r.ID] = p.Key.Channel
+		}
+	}
+	blocks := homeBlocks(runs, channels, h.ratings.ratingCounts(ctx, runs), h.slack.now())
 	if h.digests != nil {
 		extra, err := h.digests.HomeSection(ctx, user)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 func (h *harness) responseWith(t *testing.T, s string) slackfake.ResponsePost {
@@ -48,7 +49,7 @@ func (h *harness) ephemeralWith(t *testing.T, user, s string) {
 func (h *harness) waitInboxDone(ctx context.Context, key string) {
 	h.t.Helper()
 	h.waitFor(ctx, "inbox entry "+key+" handled", func() bool {
-		e, err := h.store.InboxEntry(ctx, key)
+		e, err := h.records.InboxEntry(ctx, key)
 		return err == nil && e.Done()
 	})
 }
@@ -171,7 +172,7 @@ func TestAllowListAppliesToEveryEntryPoint(t *testing.T) {
 	if subs.Load() != 0 || ext.Load() != 0 {
 		t.Errorf("subcommands ran %d times, extension interactions %d times", subs.Load(), ext.Load())
 	}
-	if _, err := h.store.Thread(ctx, research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: m.TS}); !errors.Is(err, research.ErrNotFound) {
+	if _, err := h.records.Thread(ctx, slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: m.TS}); !errors.Is(err, research.ErrNotFound) {
 		t.Errorf("a thread was created for the mention in C1: %v", err)
 	}
 	if n := len(h.res.Calls()); n != 1 {
@@ -315,7 +316,7 @@ func TestFollowUpByAnotherUserIsTheirs(t *testing.T) {
 	if r, _ := h.store.Run(ctx, first.ID); r.Requester != "U1" || r.Decision == nil || r.Decision.By != "U1" {
 		t.Errorf("the first run changed hands: %+v", r)
 	}
-	if th, _ := h.store.Thread(ctx, research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}); th.Requester != "U1" {
+	if th, _ := h.records.Thread(ctx, slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}); th.Requester != "U1" {
 		t.Errorf("thread requester = %q", th.Requester)
 	}
 }

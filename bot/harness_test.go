@@ -15,18 +15,29 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
+	"deepresearch/storage/sqlite"
 	"deepresearch/storage/sqlitetest"
 	"deepresearch/storage/sqlstore"
 )
 
-// harness is a fake Slack workspace, a shared store and a scripted
-// researcher; start runs a real bot (slack-go's Socket Mode client) on them.
+// harness is a fake Slack workspace, a shared database (the run store and
+// the bot's own records) and a scripted researcher; start runs a real bot
+// (slack-go's Socket Mode client) on them.
 type harness struct {
-	t     *testing.T
-	fake  *slackfake.Server
-	store *sqlstore.Runs
-	res   *fakeResearcher
-	n     int
+	t       *testing.T
+	fake    *slackfake.Server
+	store   *sqlstore.Runs
+	records *sqlstore.Slack
+	res     *fakeResearcher
+	n       int
+}
+
+// stores returns the run store and the Slack store of a fresh SQLite
+// database.
+func stores(t testing.TB) (*sqlstore.Runs, *sqlstore.Slack) {
+	db := sqlitetest.Open(t)
+	return sqlite.NewRuns(db), sqlite.NewSlack(db)
 }
 
 func newHarness(t *testing.T, opts ...slackfake.Option) *harness {
@@ -35,7 +46,8 @@ func newHarness(t *testing.T, opts ...slackfake.Option) *harness {
 	// streaming; streaming tests pass slackfake.WithoutStreaming("").
 	fake := slackfake.New(append([]slackfake.Option{slackfake.WithPingInterval(200 * time.Millisecond), slackfake.WithoutStreaming("unknown_method")}, opts...)...)
 	t.Cleanup(fake.Close)
-	return &harness{t: t, fake: fake, store: sqlitetest.Runs(t), res: newFakeResearcher()}
+	store, records := stores(t)
+	return &harness{t: t, fake: fake, store: store, records: records, res: newFakeResearcher()}
 }
 
 type runningBot struct {
@@ -101,14 +113,28 @@ func (h *harness) startWith(res bot.Researcher, edit ...func(*bot.Options)) *run
 	return h.run(res, h.store, edit...)
 }
 
+// startOnRecords runs a bot instance on the harness's run store and
+// records instead of its Slack store.
+func (h *harness) startOnRecords(records slackstate.Store, edit ...func(*bot.Options)) *runningBot {
+	h.t.Helper()
+	return h.runOn(h.res, h.store, records, edit...)
+}
+
 // startOn runs a bot instance on store instead of the harness's store.
 func (h *harness) startOn(store research.Store, edit ...func(*bot.Options)) *runningBot {
 	h.t.Helper()
 	return h.run(h.res, store, edit...)
 }
 
-// run runs a bot instance on res and store until the test ends.
+// run runs a bot instance on res and store (with the harness's Slack
+// store) until the test ends.
 func (h *harness) run(res bot.Researcher, store research.Store, edit ...func(*bot.Options)) *runningBot {
+	h.t.Helper()
+	return h.runOn(res, store, h.records, edit...)
+}
+
+// runOn runs a bot instance on res, store and records until the test ends.
+func (h *harness) runOn(res bot.Researcher, store research.Store, records slackstate.Store, edit ...func(*bot.Options)) *runningBot {
 	h.t.Helper()
 	h.n++
 	o := h.options()
@@ -118,7 +144,7 @@ func (h *harness) run(res bot.Researcher, store research.Store, edit ...func(*bo
 	for _, e := range edit {
 		e(&o)
 	}
-	b, err := bot.New(res, store, o)
+	b, err := bot.New(res, store, records, o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -225,7 +251,7 @@ func (h *harness) files(channel, threadTS string) []slackfake.File {
 
 func (h *harness) runOf(ctx context.Context, channel, threadTS string) research.Run {
 	h.t.Helper()
-	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
+	key := slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
 	r, err := h.store.LatestRun(ctx, key.ThreadID())
 	if err != nil {
 		h.t.Fatalf("latest run of %v: %v", key, err)
@@ -233,9 +259,20 @@ func (h *harness) runOf(ctx context.Context, channel, threadTS string) research.
 	return r
 }
 
+// placeOf returns the place of run id in Slack (its status message,
+// whether it is a stream); the zero place when it has none.
+func (h *harness) placeOf(ctx context.Context, id string) slackstate.Place {
+	h.t.Helper()
+	p, err := h.records.Place(ctx, id)
+	if err != nil && !errors.Is(err, slackstate.ErrNotFound) {
+		h.t.Fatalf("place of %s: %v", id, err)
+	}
+	return p
+}
+
 func (h *harness) waitState(ctx context.Context, channel, threadTS string, st research.RunState) research.Run {
 	h.t.Helper()
-	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
+	key := slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: channel, ThreadTS: threadTS}
 	var r research.Run
 	h.waitFor(ctx, "run state "+string(st), func() bool {
 		var err error

@@ -18,6 +18,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage/sqlstore"
 )
 
@@ -62,12 +63,12 @@ func (h *harness) inboxKey(envelopeID string) string {
 	return "env:" + envelopeID
 }
 
-func (h *harness) waitDone(ctx context.Context, key string) research.InboxEntry {
+func (h *harness) waitDone(ctx context.Context, key string) slackstate.InboxEntry {
 	h.t.Helper()
-	var e research.InboxEntry
+	var e slackstate.InboxEntry
 	h.waitFor(ctx, "inbox entry "+key+" done", func() bool {
 		var err error
-		e, err = h.store.InboxEntry(ctx, key)
+		e, err = h.records.InboxEntry(ctx, key)
 		return err == nil && e.Done()
 	})
 	return e
@@ -151,8 +152,8 @@ func TestAckedMentionSurvivesCrash(t *testing.T) {
 	}{
 		{"before handling", func(*testing.T, *harness, slackfake.Sent) {}},
 		{"after storing the thread", func(t *testing.T, h *harness, sent slackfake.Sent) {
-			key := research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
-			if _, err := h.store.PutThread(testCtx(t), research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+			key := slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+			if _, err := h.records.PutThread(testCtx(t), slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -165,7 +166,7 @@ func TestAckedMentionSurvivesCrash(t *testing.T) {
 			h.connected(ctx, 1)
 			sent := h.mention(ctx, "U1", "C1", "survive a crash right after the ack", "")
 			key := h.inboxKey(sent.EnvelopeID)
-			e, err := h.store.InboxEntry(ctx, key)
+			e, err := h.records.InboxEntry(ctx, key)
 			if err != nil || e.Done() || e.Owner != "bot-A" || e.Attempts != 1 || e.Type != "events_api" || len(e.Payload) == 0 {
 				t.Fatalf("inbox entry after the ack = %+v, %v", e, err)
 			}
@@ -256,7 +257,7 @@ func TestRedeliveryAfterInboxWriteHandledOnce(t *testing.T) {
 	}
 	h.waitFor(ctx, "redeliveries acked", func() bool { return h.acksOf(sent.EnvelopeID) == 3 })
 	key := h.inboxKey(sent.EnvelopeID)
-	if e, err := h.store.InboxEntry(ctx, key); err != nil || e.Owner != "bot-A" || e.Attempts != 1 {
+	if e, err := h.records.InboxEntry(ctx, key); err != nil || e.Owner != "bot-A" || e.Attempts != 1 {
 		t.Fatalf("entry after redeliveries = %+v, %v; want held by bot-A, 1 attempt", e, err)
 	}
 	if dup := metric(t, a.Bot, "deepresearch_bot_duplicate_events_total") + metric(t, b.Bot, "deepresearch_bot_duplicate_events_total"); dup != 2 {
@@ -305,7 +306,7 @@ func TestMessageHandledAgainFindsItsRun(t *testing.T) {
 func takenOverAfterCrash(t *testing.T, h *harness, env slackfake.Envelope) {
 	t.Helper()
 	past := time.Now().Add(-time.Minute)
-	ok, err := h.store.PutInbox(testCtx(t), []research.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
+	ok, err := h.records.PutInbox(testCtx(t), []slackstate.InboxEntry{{Key: "ev:crashed", Type: env.Type, EnvelopeID: "E-crashed",
 		Payload: env.Payload, ReceivedAt: past, Owner: "dead", LeaseUntil: past.Add(testGrace)}})
 	if err != nil || !ok[0] {
 		t.Fatalf("put: %v %v", ok, err)
@@ -452,24 +453,24 @@ func TestQueueFullEnvelopeWaitsInInbox(t *testing.T) {
 // failingInbox is a store whose inbox writes fail a number of times (the
 // database is down).
 type failingInbox struct {
-	*sqlstore.Runs
+	*sqlstore.Slack
 	fails atomic.Int32
 }
 
-func (f *failingInbox) PutInbox(ctx context.Context, es []research.InboxEntry) ([]bool, error) {
+func (f *failingInbox) PutInbox(ctx context.Context, es []slackstate.InboxEntry) ([]bool, error) {
 	if f.fails.Add(-1) >= 0 {
 		return nil, errors.New("database is down")
 	}
-	return f.Runs.PutInbox(ctx, es)
+	return f.Slack.PutInbox(ctx, es)
 }
 
 // An envelope that cannot be stored is not acked: Slack delivers it again,
 // and once it is stored it is acked and handled once.
 func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
 	h := newHarness(t, slackfake.WithRedelivery(300*time.Millisecond, 5))
-	store := &failingInbox{Runs: h.store}
+	store := &failingInbox{Slack: h.records}
 	store.fails.Store(2)
-	b := h.startOn(store, withGrace)
+	b := h.startOnRecords(store, withGrace)
 	ctx := testCtx(t)
 	h.connected(ctx, 1)
 	sent, err := h.fake.SendAppMention(ctx, slackfake.AppMention{User: "U1", Channel: "C1", Text: "store me before the ack"})
@@ -494,7 +495,7 @@ func TestEnvelopeNotStoredIsNotAcked(t *testing.T) {
 // lateRenewals is a store whose inbox lease renewals are lost (they come
 // too late), so the leases of this process's entries run out while it
 // handles them.
-type lateRenewals struct{ *sqlstore.Runs }
+type lateRenewals struct{ *sqlstore.Slack }
 
 func (lateRenewals) ExtendInbox(context.Context, string, string, time.Time, time.Duration) error {
 	return nil
@@ -521,11 +522,11 @@ func TestEnvelopeNotTakenOverByItsOwnProcess(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			blocker := newBlocking()
-			var store research.Store = h.store
+			var store slackstate.Store = h.records
 			if tc.late {
-				store = lateRenewals{h.store}
+				store = lateRenewals{h.records}
 			}
-			a := h.startOn(store, withGrace, func(o *bot.Options) {
+			a := h.startOnRecords(store, withGrace, func(o *bot.Options) {
 				o.Workers, o.QueueSize = tc.workers, 8 // the queue has room: recovery may claim
 				o.Interactions = map[string]bot.InteractionHandler{"block_": blocker.handle}
 			})

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
-	"deepresearch/storage/sqlitetest"
 	"deepresearch/storage/sqlstore"
 )
 
@@ -67,13 +69,13 @@ func (s *scriptedResearcher) Continue(context.Context, string, research.Progress
 
 func (s *scriptedResearcher) Cancel(context.Context, string) error { return nil }
 
-// runOn runs a bot with res on store against fake; its runs ask for the
-// plan's approval.
-func runOn(t *testing.T, fake *slackfake.Server, store research.Store, res bot.Researcher, edit ...func(*bot.Options)) *harness {
+// runOn runs a bot with res on store and records against fake; its runs
+// ask for the plan's approval.
+func runOn(t *testing.T, fake *slackfake.Server, store research.Store, records slackstate.Store, res bot.Researcher, edit ...func(*bot.Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, fake: fake}
 	approvePlan := func(o *bot.Options) { o.RunOptions = research.RunOptions{ApprovePlan: true} }
-	h.run(res, store, append([]func(*bot.Options){approvePlan}, edit...)...)
+	h.runOn(res, store, records, append([]func(*bot.Options){approvePlan}, edit...)...)
 	return h
 }
 
@@ -109,17 +111,17 @@ func openPostgres(t *testing.T) *postgres.Store {
 // the Postgres store, researched once and the plan shown once.
 func TestNULTextCompletesOnPostgres(t *testing.T) {
 	pg := openPostgres(t)
-	store := postgres.NewRuns(pg)
+	store, records := postgres.NewRuns(pg), postgres.NewSlack(pg)
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
 	res := &scriptedResearcher{
 		planText: "1. search\x00 the web\n2. read \xff pages",
 		result:   research.Result{Title: "NUL\x00 report", Summary: "a summary\x00 with NUL", Report: "# Report\x00\nbody \x00 text", Sources: 1},
 	}
-	h := runOn(t, fake, store, res)
+	h := runOn(t, fake, store, records, res)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "question with a NUL\x00 inside", "")
-	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
 	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return r.State == research.StateWaiting })
 	if strings.Contains(r.Question, "\x00") || !strings.Contains(r.Question, "question with a NUL") || r.Interrupt == nil || strings.Contains(r.Interrupt.Text, "\x00") {
 		t.Fatalf("stored run = %+v", r)
@@ -165,14 +167,14 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 	if _, err := pg.Pool().Exec(context.Background(), `ALTER TABLE bot_runs ADD CONSTRAINT no_poison CHECK (detail NOT LIKE '%POISON%')`); err != nil {
 		t.Fatal(err)
 	}
-	store := postgres.NewRuns(pg)
+	store, records := postgres.NewRuns(pg), postgres.NewSlack(pg)
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
 	res := &scriptedResearcher{planText: "a POISON plan"}
-	h := runOn(t, fake, store, res, func(o *bot.Options) { o.Lease = 300 * time.Millisecond; o.HeartbeatEvery = 100 * time.Millisecond })
+	h := runOn(t, fake, store, records, res, func(o *bot.Options) { o.Lease = 300 * time.Millisecond; o.HeartbeatEvery = 100 * time.Millisecond })
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "poisoned", "")
-	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
 	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
 	if r.State != research.StateFailed || !strings.Contains(r.Error, "no_poison") {
 		t.Fatalf("run = %s %q", r.State, r.Error)
@@ -199,14 +201,15 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 func TestRunAttemptsAreBounded(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
-	store := sqlitetest.Runs(t)
+	store, records := stores(t)
 	ctx := testCtx(t)
-	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
-	if _, err := store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
+	if _, err := records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := store.CreateRun(ctx, research.Run{ID: "rwedged", ThreadID: key.ThreadID(), Key: key, Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now}, 0); err != nil {
+	if err := records.CreateRun(ctx, research.Run{ID: "rwedged", ThreadID: key.ThreadID(), Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now},
+		slackstate.Place{RunID: "rwedged", Key: key}, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Five processes took it and died (their leases ran out).
@@ -216,7 +219,7 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 		}
 	}
 	res := &scriptedResearcher{planText: "plan"}
-	runOn(t, fake, store, res)
+	runOn(t, fake, store, records, res)
 	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
 	if r.State != research.StateFailed || r.Attempt != 6 || !strings.Contains(r.Error, "picked up") {
 		t.Fatalf("run = %s attempt %d %q", r.State, r.Attempt, r.Error)
@@ -250,14 +253,75 @@ func (s *flakyWaitStore) WaitRun(ctx context.Context, id, owner string, intr res
 func TestStoreBlipWhileRecordingWaitingIsRetried(t *testing.T) {
 	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
 	t.Cleanup(fake.Close)
-	store := &flakyWaitStore{Runs: sqlitetest.Runs(t), fails: 1}
+	runs, records := stores(t)
+	store := &flakyWaitStore{Runs: runs, fails: 1}
 	res := &scriptedResearcher{planText: "a plan"}
-	h := runOn(t, fake, store, res)
+	h := runOn(t, fake, store, records, res)
 	ctx := testCtx(t)
 	sent := h.mention(ctx, "U1", "C1", "blip", "")
-	key := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
 	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return r.State != research.StateQueued && r.State != research.StateRunning })
 	if r.State != research.StateWaiting || res.count("start") != 1 {
 		t.Fatalf("run = %s (%q), starts %d", r.State, r.Error, res.count("start"))
+	}
+}
+
+// flakyPlaces is a Slack store whose Place fails for the first fails reads.
+type flakyPlaces struct {
+	slackstate.Store
+	fails atomic.Int32
+}
+
+func (f *flakyPlaces) Place(ctx context.Context, runID string) (slackstate.Place, error) {
+	if f.fails.Add(-1) >= 0 {
+		return slackstate.Place{}, errors.New("database is locked")
+	}
+	return f.Store.Place(ctx, runID)
+}
+
+// answeringResearcher finishes every run at once with its result.
+type answeringResearcher struct{ scriptedResearcher }
+
+func (a *answeringResearcher) Start(context.Context, research.StartRequest, research.ProgressSink) (research.Outcome, error) {
+	r := a.result
+	return research.Outcome{Result: &r}, nil
+}
+
+// TestPlaceReadAgainBeforeThePost: a run taken over while its place in
+// Slack cannot be read (a store error) researches all the same, and its
+// report goes to its thread once the place can be read: the place is read
+// again before the post, which is tried again, instead of the report being
+// posted nowhere and the run failed.
+func TestPlaceReadAgainBeforeThePost(t *testing.T) {
+	fake := slackfake.New(slackfake.WithPingInterval(200 * time.Millisecond))
+	t.Cleanup(fake.Close)
+	store, records := stores(t)
+	ctx := testCtx(t)
+	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
+	if _, err := records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := records.CreateRun(ctx, research.Run{ID: "rplace", ThreadID: key.ThreadID(), Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now},
+		slackstate.Place{RunID: "rplace", Key: key}, 0); err != nil {
+		t.Fatal(err)
+	}
+	flaky := &flakyPlaces{Store: records}
+	flaky.fails.Store(2) // Open's read and the first post's
+	res := &answeringResearcher{scriptedResearcher{result: research.Result{Title: "Findings", Summary: "The answer.", Report: "# Findings\n\nThe answer."}}}
+	h := &harness{t: t, fake: fake}
+	h.runOn(res, store, flaky)
+	r := waitRun(ctx, t, store, key.ThreadID(), func(r research.Run) bool { return !r.State.Active() })
+	if r.State != research.StateDone {
+		t.Fatalf("run = %s %q", r.State, r.Error)
+	}
+	var shared []slackfake.File
+	for _, f := range fake.Files() {
+		if f.Completed {
+			shared = append(shared, f)
+		}
+	}
+	if len(shared) != 1 || !slices.Contains(shared[0].Channels, "C1") || shared[0].ThreadTS != key.ThreadTS {
+		t.Fatalf("report files shared: %+v", shared)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // Slack's rate limits are per workspace (chat.update) and per channel
@@ -22,9 +23,10 @@ import (
 // counts the live replicas and splits the Slack client's budgets (and the
 // SharedBudgets) among them.
 type replicas struct {
-	store    research.Store
-	instance string        // Options.InstanceID
-	every    time.Duration // Options.PresenceEvery
+	registry slackstate.Store // the instance registry
+	runs     research.Store   // the runs held, by which the budgets are weighed
+	instance string           // Options.InstanceID
+	every    time.Duration    // Options.PresenceEvery
 	shared   []SharedBudget
 	slack    *slackClient
 	log      *slog.Logger
@@ -66,10 +68,10 @@ func (p *replicas) round(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, presenceTimeout)
 	defer cancel()
 	now := p.slack.now()
-	err := p.store.TouchInstance(ctx, p.instance, now)
+	err := p.registry.TouchInstance(ctx, p.instance, now)
 	n := 0
 	if err == nil {
-		n, err = p.store.LiveInstances(ctx, now.Add(-presenceWindow*p.every))
+		n, err = p.registry.LiveInstances(ctx, now.Add(-presenceWindow*p.every))
 	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
@@ -114,7 +116,7 @@ func (p *replicas) weight(ctx context.Context, n int, now time.Time) float64 {
 	if n <= 1 {
 		return even
 	}
-	mine, all, err := p.store.HeldRuns(ctx, p.instance, now)
+	mine, all, err := p.runs.HeldRuns(ctx, p.instance, now)
 	if err != nil {
 		p.log.Debug("bot: count held runs; Slack budgets stay split evenly", "err", err)
 		return even
@@ -154,7 +156,7 @@ func (p *replicas) setShare(n int, f float64) {
 func (p *replicas) leave(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), presenceTimeout)
 	defer cancel()
-	if err := p.store.LeaveInstance(ctx, p.instance); err != nil {
+	if err := p.registry.LeaveInstance(ctx, p.instance); err != nil {
 		p.log.Warn("bot: leave the instance registry (the others count this process until it expires)", "err", err)
 	}
 }

@@ -11,15 +11,15 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/research"
-	"deepresearch/storage/sqlitetest"
+	"deepresearch/slackstate"
 	"deepresearch/storage/sqlstore"
 )
 
-// registryStore is a shared sqlstore.Runs whose instance registry can fail
-// (a database outage) and whose LeaveInstance can be skipped (a process
-// that dies instead of stopping cleanly).
+// registryStore is a shared sqlstore.Slack whose instance registry can
+// fail (a database outage) and whose LeaveInstance can be skipped (a
+// process that dies instead of stopping cleanly).
 type registryStore struct {
-	*sqlstore.Runs
+	*sqlstore.Slack
 	failing atomic.Bool
 	noLeave atomic.Bool
 }
@@ -30,21 +30,21 @@ func (s *registryStore) TouchInstance(ctx context.Context, id string, now time.T
 	if s.failing.Load() {
 		return errRegistryDown
 	}
-	return s.Runs.TouchInstance(ctx, id, now)
+	return s.Slack.TouchInstance(ctx, id, now)
 }
 
 func (s *registryStore) LiveInstances(ctx context.Context, since time.Time) (int, error) {
 	if s.failing.Load() {
 		return 0, errRegistryDown
 	}
-	return s.Runs.LiveInstances(ctx, since)
+	return s.Slack.LiveInstances(ctx, since)
 }
 
 func (s *registryStore) LeaveInstance(ctx context.Context, id string) error {
 	if s.noLeave.Load() {
 		return nil
 	}
-	return s.Runs.LeaveInstance(ctx, id)
+	return s.Slack.LeaveInstance(ctx, id)
 }
 
 // Replicas on one store split the workspace's Slack budgets: each counts
@@ -55,7 +55,7 @@ func (s *registryStore) LeaveInstance(ctx context.Context, id string) error {
 // a registry outage keeps the last count.
 func TestReplicasSplitSlackBudgets(t *testing.T) {
 	h := newHarness(t)
-	store := &registryStore{Runs: sqlitetest.Runs(t)}
+	store := &registryStore{Slack: h.records}
 	const every = 100 * time.Millisecond
 	budget := func(o *bot.Options) {
 		o.PresenceEvery = every
@@ -86,13 +86,13 @@ func TestReplicasSplitSlackBudgets(t *testing.T) {
 		}
 	}
 
-	a := h.startOn(store, budget)
+	a := h.startOnRecords(store, budget)
 	h.waitFor(ctx, "bot A registered", func() bool { n, _ := store.LiveInstances(ctx, time.Now().Add(-time.Minute)); return n == 1 })
 	if got := bot.SharesOf(a.Bot); got != full {
 		t.Fatalf("alone: %+v, want the full budget %+v", got, full)
 	}
 	// B counts A before it handles anything; A sees B on its next round.
-	b := h.startOn(store, budget)
+	b := h.startOnRecords(store, budget)
 	waitShares("both replicas at half the budget", half, a, b)
 
 	// A registry outage keeps the last count, however long it lasts.
@@ -117,7 +117,7 @@ func TestReplicasSplitSlackBudgets(t *testing.T) {
 
 	// A third replica takes a third; it stops cleanly and the two others
 	// take its share back at once.
-	c := h.startOn(store, budget)
+	c := h.startOnRecords(store, budget)
 	waitShares("three replicas at a third", third, a, b, c)
 	if err := c.stop(); err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestReplicasSplitSlackBudgets(t *testing.T) {
 
 	// B's replacement restarts; when it stops cleanly A is back to the
 	// full budget.
-	d := h.startOn(store, budget)
+	d := h.startOnRecords(store, budget)
 	waitShares("two replicas at half", half, a, d)
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
@@ -161,14 +161,14 @@ const presenceWindow = 3
 // runs held the split is even.
 func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
 	h := newHarness(t)
-	store := &registryStore{Runs: sqlitetest.Runs(t)}
+	store := &registryStore{Slack: h.records}
 	budget := func(o *bot.Options) {
 		o.PresenceEvery = 50 * time.Millisecond
 		o.UpdatesPerMinute, o.UpdateBurst = 60, 20
 	}
 	ctx := testCtx(t)
-	a := h.startOn(store, budget) // instance "bot-A"
-	b := h.startOn(store, budget)
+	a := h.startOnRecords(store, budget) // instance "bot-A"
+	b := h.startOnRecords(store, budget)
 	h.waitFor(ctx, "an even split", func() bool {
 		return bot.SharesOf(a.Bot).UpdatesPerMinute == 30 && bot.SharesOf(b.Bot).UpdatesPerMinute == 30
 	})
@@ -178,12 +178,12 @@ func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
 	// acquisition here; held runs of every kind count toward the split.
 	for i := range 8 {
 		id := fmt.Sprintf("ask:held%d", i)
-		k := research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: fmt.Sprintf("%d.0", 100+i)}
-		if err := store.CreateRun(ctx, research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: fmt.Sprintf("U%d", i),
+		k := slackstate.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: fmt.Sprintf("%d.0", 100+i)}
+		if err := h.store.CreateRun(ctx, research.Run{ID: id, ThreadID: k.ThreadID(), Requester: fmt.Sprintf("U%d", i),
 			Question: "q", CreatedAt: time.Now(), UpdatedAt: time.Now()}, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.AcquireRun(ctx, id, "bot-A", time.Now(), time.Hour); err != nil {
+		if _, err := h.store.AcquireRun(ctx, id, "bot-A", time.Now(), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +206,7 @@ func TestBusyReplicaGetsMoreOfTheBudget(t *testing.T) {
 // budgets, by the runs each holds.
 func TestReplicasShareTheWorkspaceSearchBudget(t *testing.T) {
 	h := newHarness(t)
-	store := &registryStore{Runs: sqlitetest.Runs(t)}
+	store := &registryStore{Slack: h.records}
 	var ws []*bot.WorkspaceSearch
 	shared := func(o *bot.Options) {
 		o.PresenceEvery = 50 * time.Millisecond
@@ -218,11 +218,11 @@ func TestReplicasShareTheWorkspaceSearchBudget(t *testing.T) {
 		o.SharedBudgets = []bot.SharedBudget{w}
 	}
 	ctx := testCtx(t)
-	h.startOn(store, shared)
+	h.startOnRecords(store, shared)
 	if perMinute, burst := bot.WorkspaceSearchRate(ws[0]); perMinute != 10 || burst != 10 {
 		t.Fatalf("one replica alone: %.1f a minute, burst %d; want the workspace's 10 and 10", perMinute, burst)
 	}
-	h.startOn(store, shared)
+	h.startOnRecords(store, shared)
 	h.waitFor(ctx, "the workspace search split between two replicas", func() bool {
 		a, _ := bot.WorkspaceSearchRate(ws[0])
 		b, _ := bot.WorkspaceSearchRate(ws[1])

@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // Ratings: the feedback buttons under a report or a digest (a
@@ -41,6 +42,7 @@ func ratingBlock(runID string) slack.Block {
 type ratings struct {
 	feedback research.FeedbackStore // nil: no ratings
 	store    research.Store
+	records  slackstate.Store
 	slack    *slackClient
 	log      *slog.Logger
 	metrics  *Metrics
@@ -151,10 +153,14 @@ func (rt *ratings) rateable(ctx context.Context, cb slack.InteractionCallback, r
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errRatingRefused, runID, err)
 	}
+	p, err := rt.records.Place(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("%w: %s: its place: %w", errRatingRefused, runID, err)
+	}
 	switch {
-	case channel != "" && channel != r.Key.Channel:
-		return fmt.Errorf("%w: %s is in %s, the click came from %s", errRatingRefused, runID, r.Key.Channel, channel)
-	case strings.HasPrefix(r.Key.Channel, "D") && user != r.Requester:
+	case channel != "" && channel != p.Key.Channel:
+		return fmt.Errorf("%w: %s is in %s, the click came from %s", errRatingRefused, runID, p.Key.Channel, channel)
+	case strings.HasPrefix(p.Key.Channel, "D") && user != r.Requester:
 		return fmt.Errorf("%w: %s is in %s's DM, rated by %s", errRatingRefused, runID, r.Requester, user)
 	}
 	return nil

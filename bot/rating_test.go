@@ -13,6 +13,7 @@ import (
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage/sqlitetest"
 )
 
@@ -137,9 +138,10 @@ func TestRatingsInStatus(t *testing.T) {
 	fb := sqlitetest.Feedback(t)
 	h.start(func(o *bot.Options) { o.Feedback = fb })
 	h.connected(ctx, 1)
-	r := research.Run{ID: "run-rated", ThreadID: "slack:T:C1:1.000001", Key: research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: "1.000001"},
+	r := research.Run{ID: "run-rated", ThreadID: "slack:T:C1:1.000001",
 		Requester: "U1", Question: "what is new in EU AI regulation", State: research.StateQueued, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	if err := h.store.CreateRun(ctx, r, 0); err != nil {
+	p := slackstate.Place{RunID: r.ID, Key: slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: "1.000001"}}
+	if err := h.records.CreateRun(ctx, r, p, 0); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range []research.FeedbackValue{research.FeedbackGood, research.FeedbackGood, research.FeedbackBad} {
@@ -212,12 +214,15 @@ func TestForgedRatingsAreRefused(t *testing.T) {
 	h.start(func(o *bot.Options) { o.Feedback = fb })
 	h.connected(ctx, 1)
 	now := time.Now()
-	for _, r := range []research.Run{
-		{ID: "run-c1", ThreadID: "slack:T:C1:1.000001", Key: research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: "1.000001"}},
-		{ID: "run-dm", ThreadID: "slack:T:D0U1:1.000002", Key: research.ThreadKey{Team: h.fake.TeamID(), Channel: "D0U1", ThreadTS: "1.000002"}},
+	for _, r := range []struct {
+		research.Run
+		key slackstate.ThreadKey
+	}{
+		{research.Run{ID: "run-c1", ThreadID: "slack:T:C1:1.000001"}, slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: "1.000001"}},
+		{research.Run{ID: "run-dm", ThreadID: "slack:T:D0U1:1.000002"}, slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "D0U1", ThreadTS: "1.000002"}},
 	} {
 		r.Requester, r.Question, r.State, r.CreatedAt, r.UpdatedAt = "U1", "what changed", research.StateDone, now, now
-		if err := h.store.CreateRun(ctx, r, 0); err != nil {
+		if err := h.records.CreateRun(ctx, r.Run, slackstate.Place{RunID: r.ID, Key: r.key}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

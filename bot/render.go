@@ -327,8 +327,9 @@ const helpText = "*deepresearch* researches a question on the web and in interna
 	"• `/research status` lists your runs, `/research cancel [run]` cancels one, `/research help` shows this."
 
 // homeBlocks renders the App Home with the user's recent runs.
-// ratings, when set, holds the runs' feedback tallies.
-func homeBlocks(runs []research.Run, ratings map[string]research.FeedbackCount, now time.Time) []slack.Block {
+// channels holds the runs' channels (by run id), ratings, when set, their
+// feedback tallies.
+func homeBlocks(runs []research.Run, channels map[string]string, ratings map[string]research.FeedbackCount, now time.Time) []slack.Block {
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain("Your research")),
 		section(helpText),
@@ -343,8 +344,8 @@ func homeBlocks(runs []research.Run, ratings map[string]research.FeedbackCount, 
 		}
 		line := fmt.Sprintf("%s *%s* · %s%s\n%s", runIcon(r.State), stateLabel(r.State), ago(now.Sub(r.CreatedAt)),
 			ratingText(ratings[r.ID]), truncateEscaped(r.Question, 300))
-		if r.Key.Channel != "" {
-			line += fmt.Sprintf("\n%s · run `%s`", ChannelRef(r.Key.Channel), r.ID)
+		if ch := channels[r.ID]; ch != "" {
+			line += fmt.Sprintf("\n%s · run `%s`", ChannelRef(ch), r.ID)
 		}
 		blocks = append(blocks, section(line))
 	}

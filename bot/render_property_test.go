@@ -84,7 +84,7 @@ func renderedPayloads(s string, all bool) map[string]any {
 		add(fmt.Sprintf("report untitled %d", l), "", reportBlocks(research.Result{Summary: s + "\n\n" + s}, name, l))
 	}
 	add("summary apart", "", []slack.Block{slack.NewMarkdownBlock("dr_summary", truncateEscaped(s, summaryChars))}) // runs.go uploadReport
-	add("home", "", homeBlocks([]research.Run{{ID: "r1", Question: s, State: research.StateDone, Key: research.ThreadKey{Channel: s}}, {ID: "r2", Question: s, Key: research.ThreadKey{Channel: "C0123"}}}, map[string]research.FeedbackCount{"r1": {Good: 1}}, now))
+	add("home", "", homeBlocks([]research.Run{{ID: "r1", Question: s, State: research.StateDone}, {ID: "r2", Question: s}}, map[string]string{"r1": s, "r2": "C0123"}, map[string]research.FeedbackCount{"r1": {Good: 1}}, now))
 	h := &handlers{opts: &Options{Subcommands: map[string]SlashHandler{s: nil}}}
 	out["help"] = map[string]any{"text": h.slashHelp(s)}
 	out["channel ref"] = map[string]any{"text": ChannelRef(s)}

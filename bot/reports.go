@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 )
@@ -17,7 +18,7 @@ import (
 // it found there is never stored beyond the run. A report that cannot be kept
 // costs nothing but itself; it is stored again if the run is finished
 // again (saving is idempotent).
-func (b *Bot) keepReport(ctx context.Context, r research.Run, th research.Thread, res research.Result, log *slog.Logger) {
+func (b *Bot) keepReport(ctx context.Context, r placedRun, th slackstate.Thread, res research.Result, log *slog.Logger) {
 	if b.opts.Reports == nil || res.Reply || res.ReadWorkspace {
 		return
 	}
@@ -36,7 +37,7 @@ func (b *Bot) keepReport(ctx context.Context, r research.Run, th research.Thread
 		return
 	}
 	err = b.opts.Reports.SaveReport(ctx, research.PastReport{
-		RunID: r.ID, Team: r.Key.Team, Channel: r.Key.Channel, ThreadTS: r.Key.ThreadTS, Private: th.DM,
+		RunID: r.ID, Team: r.Key.Team, Channel: r.Key.Channel, Thread: r.Key.ThreadTS, Private: th.DM,
 		Requester: r.Requester, URL: link, Title: res.Title, Question: r.Question, Text: text, CreatedAt: b.now(),
 	})
 	if err != nil {

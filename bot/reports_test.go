@@ -83,7 +83,7 @@ func TestPostedReportsAreKeptWherePosted(t *testing.T) {
 	c1, d := got["C1"], got["D0U2"]
 	wantLink := fmt.Sprintf("/archives/C1/p%s", strings.ReplaceAll(ch.TS, ".", ""))
 	if !strings.HasPrefix(c1.URL, "https://") || !strings.HasSuffix(c1.URL, wantLink) || c1.Private || c1.Requester != "U1" ||
-		c1.ThreadTS != ch.TS || c1.Team == "" || !strings.Contains(c1.Text, "Findings for what changed in AI regulation?") ||
+		c1.Thread != ch.TS || c1.Team == "" || !strings.Contains(c1.Text, "Findings for what changed in AI regulation?") ||
 		c1.Question != "what changed in AI regulation?" || c1.RunID == "" || c1.CreatedAt.IsZero() {
 		t.Errorf("channel report kept as %+v; want its thread's permalink (…%s), not private, U1's", c1, wantLink)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 )
@@ -28,12 +29,43 @@ type runRequest struct {
 	redo      bool // firstAnswer's
 }
 
+// placedRun is a run with its place in Slack: its thread (Key), its
+// status message (StatusTS) and whether that is a stream (Stream).
+type placedRun struct {
+	research.Run
+	slackstate.Place
+}
+
+// place returns run r with its place, read from the store. A run without
+// one (a digest's before its summary message, an `ask` run) or whose place
+// cannot be read (logged) gets an empty place: no thread to show it in.
+func (b *Bot) place(ctx context.Context, r research.Run) placedRun {
+	pr, err := b.readPlace(ctx, r)
+	if err != nil {
+		b.log.Error("bot: read the run's place in Slack", "run_id", r.ID, "err", err)
+	}
+	return pr
+}
+
+// readPlace is place that returns the store's error (not ErrNotFound: a
+// run with no place gets an empty one) with the empty place.
+func (b *Bot) readPlace(ctx context.Context, r research.Run) (placedRun, error) {
+	p, err := b.records.Place(ctx, r.ID)
+	if err != nil {
+		p = slackstate.Place{RunID: r.ID}
+		if errors.Is(err, slackstate.ErrNotFound) {
+			err = nil
+		}
+	}
+	return placedRun{Run: r, Place: p}, err
+}
+
 // newRun creates the run asked for by the Slack message req.msgTS in a
 // thread, posts its status message and starts it. It answers the user in
 // the thread when the run cannot be created. Handling one message again is
 // harmless: the run's id is derived from the message, so a second call
 // finds the run (ErrConflict) and only makes sure it gets started.
-func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
+func (b *Bot) newRun(ctx context.Context, th slackstate.Thread, req runRequest) {
 	now := b.now()
 	user := req.user
 	// where the report is seen decides the MCP sources and the past
@@ -43,24 +75,24 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 	if req.requester != "" {
 		owner = req.requester
 	}
-	r := research.Run{
-		ID:        messageRunID(th.Key.Team, th.Key.Channel, req.msgTS),
+	id := messageRunID(th.Key.Team, th.Key.Channel, req.msgTS)
+	r := placedRun{Run: research.Run{
+		ID:        id,
 		ThreadID:  th.ThreadID,
-		Key:       th.Key,
 		Requester: owner,
 		Question:  req.question,
 		FollowUp:  req.followUp,
 		Options:   req.opts,
 		CreatedAt: now,
 		UpdatedAt: now,
-	}
+	}, Place: slackstate.Place{RunID: id, Key: th.Key}}
 	// The asker's action_token stays in this process's memory; the
 	// stored run never holds it.
 	token := r.Options.WorkspaceToken
 	r.Options.WorkspaceToken = ""
-	r.StatusStream = b.planStream(b.team(r))
+	r.Stream = b.planStream(b.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
-	if err := b.runs.Create(ctx, r, b.opts.MaxRunsPerUser); err != nil {
+	if err := b.records.CreateRun(ctx, r.Run, r.Place, b.opts.MaxRunsPerUser); err != nil {
 		b.unplanStream(r)
 		switch {
 		case errors.Is(err, research.ErrConflict):
@@ -91,7 +123,7 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 
 	v := statusView{Lang: b.userLang(ctx, owner), Question: req.question, Requester: b.userName(ctx, owner), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
 	streamed := false
-	if r.StatusStream {
+	if r.Stream {
 		if ts, err := b.tryStream(ctx, r, v, log, true); err == nil {
 			b.recordStatus(ctx, r, ts, true, log)
 			streamed = true
@@ -119,8 +151,8 @@ func (b *Bot) newRun(ctx context.Context, th research.Thread, req runRequest) {
 // which posts one when it finds none. The set-if-empty picks one; the loser
 // deletes the message it posted (a stream, stopped first). A stream's ts
 // is recorded the same way, so a process taking the run over finds it.
-func (b *Bot) recordStatus(ctx context.Context, r research.Run, ts string, stream bool, log *slog.Logger) string {
-	stored, err := b.store.SetStatusMessage(ctx, r.ID, ts)
+func (b *Bot) recordStatus(ctx context.Context, r placedRun, ts string, stream bool, log *slog.Logger) string {
+	stored, err := b.records.SetStatusMessage(ctx, r.ID, ts)
 	if err != nil {
 		log.Warn("bot: record status message", "err", err)
 		return ts
@@ -164,7 +196,7 @@ func messageRunID(team, channel, ts string) string {
 // and the post, so such answers are at least once (a crash after the post
 // repeats the answer).
 func (b *Bot) firstAnswer(ctx context.Context, channel, ts string, redo bool) bool {
-	first, err := b.store.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.now())
+	first, err := b.records.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.now())
 	if err != nil {
 		b.log.Warn("bot: claim answer", "channel", channel, "ts", ts, "err", err)
 		return true
@@ -192,7 +224,7 @@ func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
 		b.runs.Recover(ctx)
 		b.recoverInbox(ctx, p)
 		if now := b.now(); now.Sub(lastPrune) > time.Hour {
-			if n, err := b.store.PruneEvents(ctx, now.Add(-b.opts.EventTTL)); err != nil {
+			if n, err := b.records.PruneEvents(ctx, now.Add(-b.opts.EventTTL)); err != nil {
 				b.log.Warn("bot: prune events", "err", err)
 			} else if n > 0 {
 				b.log.Info("bot: pruned event ids", "count", n)
@@ -230,8 +262,9 @@ func redeliverable(latest research.Run, question string) (research.Run, bool) {
 
 // cancelWaiting tidies up after a queued or waiting run was cancelled in the
 // store by this process: no one is running it.
-func (b *Bot) cancelWaiting(ctx context.Context, r research.Run, by string) {
-	b.runs.CancelWaiting(ctx, r)
+func (b *Bot) cancelWaiting(ctx context.Context, run research.Run, by string) {
+	b.runs.CancelWaiting(ctx, run)
+	r := b.place(ctx, run)
 	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
 	byName := b.userName(ctx, by)
 	if r.StatusTS != "" {
@@ -239,22 +272,22 @@ func (b *Bot) cancelWaiting(ctx context.Context, r research.Run, by string) {
 		v := statusView{Lang: l, Question: r.Question, Requester: b.userName(ctx, r.Requester), State: research.StateCancelled, Started: r.CreatedAt, Now: b.now(), RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
 		b.endWaitingStatus(ctx, r, v)
 	}
-	if r.Interrupt != nil && r.Interrupt.MessageTS != "" && r.Interrupt.Kind != research.InterruptQuestion {
+	if r.Interrupt != nil && r.Interrupt.MessageID != "" && r.Interrupt.Kind != research.InterruptQuestion {
 		d := research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionCancel, By: by}
 		if r.Decision != nil {
 			d = *r.Decision
 		}
 		text, blocks := decidedBlocks(*r.Interrupt, d, b.userName(ctx, d.By), b.userLang(ctx, r.Requester))
-		if err := b.updateMessage(ctx, r.Key.Channel, r.Interrupt.MessageTS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+		if err := b.updateMessage(ctx, r.Key.Channel, r.Interrupt.MessageID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 			b.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
 		}
 	}
-	if th, err := b.store.Thread(ctx, r.Key); err == nil && th.DM {
+	if th, err := b.records.Thread(ctx, r.Key); err == nil && th.DM {
 		b.setAssistantStatus(ctx, th.Key, "")
 	}
 }
 
-func (b *Bot) setAssistantStatus(ctx context.Context, key research.ThreadKey, status string) {
+func (b *Bot) setAssistantStatus(ctx context.Context, key slackstate.ThreadKey, status string) {
 	err := b.call(ctx, "assistant.threads.setStatus", true, func(ctx context.Context) error {
 		return b.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 			ChannelID: key.Channel, ThreadTS: key.ThreadTS, Status: status,
@@ -367,7 +400,7 @@ func refusedContent(err error) bool {
 // It reads the whole thread, page by page (conversations.replies is
 // cursor-paginated: a long thread does not come in one answer, and the
 // report is near its end).
-func (b *Bot) findPostedFile(ctx context.Context, key research.ThreadKey, name string) (fileID, ts string, ok bool) {
+func (b *Bot) findPostedFile(ctx context.Context, key slackstate.ThreadKey, name string) (fileID, ts string, ok bool) {
 	cursor := ""
 	for page := 0; page < maxThreadPages; page++ {
 		var msgs []slack.Message

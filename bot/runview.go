@@ -9,6 +9,7 @@ import (
 
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 )
@@ -18,33 +19,65 @@ import (
 // buttons at a pause, and publishes the report as a file in the thread.
 type slackRuns struct{ b *Bot }
 
-// Open counts the run as active, learns its thread and requester, and
+// Open counts the run as active, learns its place, thread and requester, and
 // shows "is researching…" in an assistant thread (before the heartbeat
 // starts, so that the heartbeat's refresh can never land after the run's
 // final clear of the status line).
-func (p slackRuns) Open(ctx context.Context, r research.Run) research.View {
+func (p slackRuns) Open(ctx context.Context, run research.Run) research.View {
 	b := p.b
-	if research.RunKind(r.ID) == schedule.RunKind && b.digestFace != nil {
+	if research.RunKind(run.ID) == schedule.RunKind && b.digestFace != nil {
 		// A digest run: its face posts to the schedule's channel.
-		return b.digestFace.Open(ctx, r)
+		return b.digestFace.Open(ctx, run)
 	}
 	b.metrics.runsActive.Inc()
 	b.metrics.runs.WithLabelValues(string(research.StateRunning)).Inc()
 	wctx := b.workCtx
-	th, err := b.store.Thread(wctx, r.Key)
-	if err != nil {
-		th = research.Thread{Key: r.Key, ThreadID: r.ThreadID}
-	}
+	log := b.log.With("run_id", run.ID, "thread_id", run.ThreadID)
 	v := &slackView{
-		runScope:  runScope{run: r, thread: th, requester: b.userName(wctx, r.Requester), log: b.log.With("run_id", r.ID, "thread_id", r.ThreadID)},
+		runScope:  runScope{requester: b.userName(wctx, run.Requester), log: log},
 		b:         b,
-		lang:      b.userLang(wctx, r.Requester),
+		lang:      b.userLang(wctx, run.Requester),
 		refreshed: b.now(),
 	}
-	if th.DM {
-		b.setAssistantStatus(ctx, th.Key, "is researching…")
+	if err := v.learnPlace(wctx, run); err != nil {
+		log.Error("bot: read the run's place in Slack; trying again before its report is posted", "err", err)
+	}
+	if v.thread.DM {
+		b.setAssistantStatus(ctx, v.thread.Key, "is researching…")
 	}
 	return v
+}
+
+// learnPlace reads the run's place in Slack and its thread. On an error of
+// the store the place stays empty and placeErr says why: publishing reads
+// it again, and fails (to be tried again) rather than post the report
+// nowhere.
+func (v *slackView) learnPlace(ctx context.Context, run research.Run) error {
+	r, err := v.b.readPlace(ctx, run)
+	v.run, v.placeErr = r, err
+	th, terr := v.b.records.Thread(ctx, r.Key)
+	if terr != nil {
+		th = slackstate.Thread{Key: r.Key, ThreadID: r.ThreadID}
+	}
+	v.thread = th
+	return err
+}
+
+// placeKnown makes sure the run's place was read, reading it again if Open
+// could not. The error is transient: the service tries publishing again.
+func (v *slackView) placeKnown(ctx context.Context) error {
+	if v.placeErr == nil {
+		return nil
+	}
+	// Only the place: the thread (its DM flag for the assistant's status
+	// line) is the heartbeat's to read and stays as Open found it.
+	r, err := v.b.readPlace(ctx, v.run.Run)
+	if err != nil {
+		return research.TransientError{Err: fmt.Errorf("bot: read the run's place in Slack: %w", err)}
+	}
+	v.run, v.placeErr = r, nil
+	v.log.Info("bot: the run's place in Slack read on a later try")
+	return nil
 }
 
 // TakeWorkspaceToken hands the run's action_token, kept in this process's
@@ -54,8 +87,8 @@ func (p slackRuns) TakeWorkspaceToken(runID string) string { return p.b.tokens.t
 // runScope is what the steps that end a run's turn share: the run, its
 // thread, its status message, the requester's display name and its logger.
 type runScope struct {
-	run       research.Run
-	thread    research.Thread
+	run       placedRun
+	thread    slackstate.Thread
 	status    runStatus
 	requester string
 	log       *slog.Logger
@@ -68,14 +101,17 @@ type slackView struct {
 	lang      lang
 	refreshed time.Time // the assistant status line's last refresh (heartbeat goroutine)
 	done      sync.Once // the active count taken back
+	placeErr  error     // why the run's place could not be read (nil: it was)
 }
 
 // Show opens the run's stream or status message (it may post it).
-func (v *slackView) Show(ctx context.Context, r *research.Run) {
-	v.status = v.b.openStatus(ctx, r, statusView{
+// The run's place stays the one Open read, with the status message
+// openStatus records.
+func (v *slackView) Show(ctx context.Context, r research.Run) {
+	v.run.Run = r
+	v.status = v.b.openStatus(ctx, &v.run, statusView{
 		Lang: v.lang, Question: r.Question, Requester: v.requester, State: research.StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	}, v.log)
-	v.run = *r
 }
 
 func (v *slackView) Progress(p research.Progress) { v.status.Progress(p) }
@@ -120,7 +156,7 @@ func (v *slackView) Paused(ctx context.Context, in research.Interrupt) research.
 	if err != nil {
 		v.log.Error("bot: post interrupt", "err", err)
 	}
-	pi := research.PendingInterrupt{ID: in.ID, Kind: in.Kind, Text: in.Text, MessageTS: ts}
+	pi := research.PendingInterrupt{ID: in.ID, Kind: in.Kind, Text: in.Text, MessageID: ts}
 	if pi.Text == "" {
 		pi.Text = Truncate(in.Draft, maxMarkdown-200)
 	}
@@ -192,17 +228,17 @@ func (v *slackView) TraceUpload(ctx context.Context, res research.Result) (conte
 // Published looks in the thread for the report file a process that died
 // before recording it shared, and shares the charts it may not have.
 func (v *slackView) Published(ctx context.Context, res research.Result, st research.Staging) (research.Upload, bool) {
-	if res.Reply {
+	if res.Reply || v.placeKnown(ctx) != nil {
 		return research.Upload{}, false
 	}
-	name := reportFilename(v.run, res.Title)
+	name := reportFilename(v.run.Run, res.Title)
 	id, ts, ok := v.b.findPostedFile(ctx, v.run.Key, name)
 	if !ok {
 		return research.Upload{}, false
 	}
 	v.log.Info("bot: report found in thread; not posting again", "file_id", id)
 	v.uploadCharts(ctx, res, name, true, st)
-	return research.Upload{FileID: id, MessageTS: ts}, true
+	return research.Upload{FileID: id, MessageID: ts}, true
 }
 
 // Discard deletes a staged file that was never shared.
@@ -220,6 +256,9 @@ func (v *slackView) Discard(ctx context.Context, fileID string) bool {
 // summary posted as a message of its own. An error Slack may not repeat
 // is a research.TransientError.
 func (v *slackView) Publish(ctx context.Context, res research.Result, st research.Staging) (research.Upload, error) {
+	if err := v.placeKnown(ctx); err != nil {
+		return research.Upload{}, err
+	}
 	u, err := v.publish(ctx, res, st)
 	if err != nil && transient(err) {
 		err = research.TransientError{Err: err}
@@ -239,9 +278,9 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 		if err != nil {
 			return research.Upload{}, fmt.Errorf("posting the reply: %w", err)
 		}
-		return research.Upload{MessageTS: ts}, nil
+		return research.Upload{MessageID: ts}, nil
 	}
-	name := reportFilename(r, res.Title)
+	name := reportFilename(r.Run, res.Title)
 	content := chartLinks(res.Report, res.Charts, name)
 	if content == "" {
 		content = res.Summary
@@ -285,7 +324,7 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 	if err != nil {
 		// The share may have happened although we got an error.
 		if id, ts, ok := b.findPostedFile(ctx, r.Key, name); ok {
-			return research.Upload{FileID: id, MessageTS: ts}, nil
+			return research.Upload{FileID: id, MessageID: ts}, nil
 		}
 		files.dropStaged(ctx, fileID, st)
 		return research.Upload{}, fmt.Errorf("sharing the report file: %w", err)
@@ -309,7 +348,7 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 // the share leaves the next attempt a file to delete, never an orphan.
 type threadFiles struct {
 	b   *Bot
-	key research.ThreadKey
+	key slackstate.ThreadKey
 	log *slog.Logger
 }
 

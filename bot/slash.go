@@ -10,6 +10,7 @@ import (
 
 	"deepresearch/agent/citation"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 )
@@ -174,8 +175,8 @@ func (h *handlers) slashAsk(ctx context.Context, cmd slack.SlashCommand, questio
 	if team == "" {
 		team = h.id.teamID
 	}
-	key := research.ThreadKey{Team: team, Channel: cmd.ChannelID, ThreadTS: ts}
-	th, err := h.store.PutThread(ctx, research.Thread{Key: key, ThreadID: key.ThreadID(), Requester: cmd.UserID, DM: dm, CreatedAt: h.slack.now()})
+	key := slackstate.ThreadKey{Team: team, Channel: cmd.ChannelID, ThreadTS: ts}
+	th, err := h.records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: cmd.UserID, DM: dm, CreatedAt: h.slack.now()})
 	if err != nil {
 		h.log.Error("bot: store thread", "err", err)
 		say(h.slack.wordsFor(ctx, cmd.UserID).StartStore)

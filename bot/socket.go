@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"deepresearch/clock"
-	"deepresearch/research"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -24,7 +24,7 @@ import (
 // takes over entries whose holder's lease ran out (a process that died).
 type intake struct {
 	sm       *socketmode.Client
-	store    research.Store
+	store    slackstate.Store
 	log      *slog.Logger
 	metrics  *Metrics
 	clk      clock.Clock
@@ -192,10 +192,10 @@ func (sk *intake) ingestLoop(ctx context.Context, in <-chan received, p *pool) {
 // Options.InboxGrace).
 func (sk *intake) ingest(ctx context.Context, p *pool, batch []received) {
 	now := sk.clk.Now()
-	es := make([]research.InboxEntry, len(batch))
+	es := make([]slackstate.InboxEntry, len(batch))
 	for i, r := range batch {
 		req := r.ev.Request
-		es[i] = research.InboxEntry{
+		es[i] = slackstate.InboxEntry{
 			Key: eventKey(*req), Type: req.Type, EnvelopeID: req.EnvelopeID, Payload: storablePayload(req.Type, req.Payload),
 			ReceivedAt: now, Owner: sk.instance, LeaseUntil: now.Add(sk.grace),
 		}
@@ -251,7 +251,7 @@ func (sk *intake) ack(ctx context.Context, envelopeID string, payload any, start
 // work handles an inbox entry this process holds, in a pool worker, and
 // marks it done. The lease is renewed while the handler runs. A handler cut
 // short by shutdown leaves the entry to be handled again.
-func (sk *intake) work(e research.InboxEntry, ev socketmode.Event) {
+func (sk *intake) work(e slackstate.InboxEntry, ev socketmode.Event) {
 	defer sk.held.remove(e.Key)
 	ctx := sk.workCtx
 	owner := sk.instance
@@ -296,7 +296,7 @@ func (sk *intake) holdInbox(ctx context.Context, key string) (release func()) {
 			}
 			if err := sk.store.ExtendInbox(ctx, key, sk.instance, sk.clk.Now(), sk.grace); err != nil {
 				sk.log.Warn("bot: renew inbox lease", "key", key, "err", err)
-				if errors.Is(err, research.ErrLeaseLost) || errors.Is(err, research.ErrNotFound) {
+				if errors.Is(err, slackstate.ErrLeaseLost) || errors.Is(err, slackstate.ErrNotFound) {
 					return
 				}
 			}
@@ -381,7 +381,7 @@ func (sk *intake) renewQueued(ctx context.Context) {
 
 // parseEnvelope rebuilds the event of a stored envelope as slack-go's
 // Socket Mode client parses it.
-func parseEnvelope(e research.InboxEntry) (socketmode.Event, error) {
+func parseEnvelope(e slackstate.InboxEntry) (socketmode.Event, error) {
 	req := &socketmode.Request{Type: e.Type, EnvelopeID: e.EnvelopeID, Payload: json.RawMessage(e.Payload)}
 	switch e.Type {
 	case socketmode.RequestTypeEventsAPI:

@@ -146,7 +146,7 @@ func streamGone(err error) bool {
 // per pace interval and within the process's append budget.
 type streamStatus struct {
 	b        *Bot
-	run      research.Run
+	run      placedRun
 	interval time.Duration
 
 	*updater
@@ -179,7 +179,7 @@ type statuses struct {
 	replaced sync.Map  // run id -> ts of the stream started in place of its recorded one
 }
 
-func (st *statuses) newStreamStatus(r research.Run, ts string, v statusView) *streamStatus {
+func (st *statuses) newStreamStatus(r placedRun, ts string, v statusView) *streamStatus {
 	return &streamStatus{b: st.bot, run: r, interval: st.bot.limiter.full, ts: ts, view: v, sent: map[string]string{},
 		updater: newUpdater()}
 }
@@ -526,7 +526,7 @@ func settleCards(subs []research.Subtask, state research.RunState) []research.Su
 
 // streamRecipient addresses a stream in a channel to the requester, as
 // Slack requires there (a DM needs none).
-func streamRecipient(r research.Run, team string) []slack.MsgOption {
+func streamRecipient(r placedRun, team string) []slack.MsgOption {
 	if strings.HasPrefix(r.Key.Channel, "D") {
 		return nil
 	}
@@ -534,7 +534,7 @@ func streamRecipient(r research.Run, team string) []slack.MsgOption {
 }
 
 // team is the workspace a run is in.
-func (st *statuses) team(r research.Run) string {
+func (st *statuses) team(r placedRun) string {
 	if r.Key.Team != "" {
 		return r.Key.Team
 	}
@@ -546,7 +546,7 @@ func (st *statuses) team(r research.Run) string {
 // stream would be worse than the fallback, and chat.startStream is Tier 2
 // (about 20 a minute), so under a burst a run that gets a 429 shows its
 // status message at once instead of holding its handler for a minute.
-func (st *statuses) startStream(ctx context.Context, r research.Run, chunks []slack.StreamChunk) (string, error) {
+func (st *statuses) startStream(ctx context.Context, r placedRun, chunks []slack.StreamChunk) (string, error) {
 	opts := append([]slack.MsgOption{slack.MsgOptionTS(r.Key.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModePlan),
 		slack.MsgOptionChunks(chunks...)}, streamRecipient(r, st.team(r))...)
 	_, ts, err := st.bot.api.StartStreamContext(ctx, r.Key.Channel, opts...)
@@ -558,7 +558,7 @@ func (st *statuses) startStream(ctx context.Context, r research.Run, chunks []sl
 }
 
 // stopStream ends a stream with chunks and final blocks.
-func (st *statuses) stopStream(ctx context.Context, r research.Run, ts string, chunks []slack.StreamChunk, blocks []slack.Block) error {
+func (st *statuses) stopStream(ctx context.Context, r placedRun, ts string, chunks []slack.StreamChunk, blocks []slack.Block) error {
 	var opts []slack.MsgOption
 	if len(chunks) > 0 {
 		opts = append(opts, slack.MsgOptionChunks(chunks...))
@@ -577,7 +577,7 @@ func (st *statuses) stopStream(ctx context.Context, r research.Run, ts string, c
 
 // stopStreamQuietly stops a stream that is no longer the run's; one that
 // has stopped already is fine.
-func (st *statuses) stopStreamQuietly(ctx context.Context, r research.Run, ts string) {
+func (st *statuses) stopStreamQuietly(ctx context.Context, r placedRun, ts string) {
 	if err := st.stopStream(ctx, r, ts, nil, nil); err != nil && !streamGone(err) {
 		st.bot.log.Warn("bot: stop an old stream", "run_id", r.ID, "ts", ts, "err", err)
 	}
@@ -592,7 +592,7 @@ const maxStrayStops = 8
 // messages in the thread after the recorded one. Only the run in progress
 // can have a live stream in its thread, so any still open is this run's;
 // a message that is no stream refuses the stop, which is fine.
-func (st *statuses) stopStrayStreams(ctx context.Context, r research.Run) {
+func (st *statuses) stopStrayStreams(ctx context.Context, r placedRun) {
 	var msgs []slack.Message
 	err := st.bot.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
 		var err error
@@ -789,7 +789,7 @@ func streamFinalBlocks(v statusView, res *research.Result) (string, []slack.Bloc
 // (or has not been tried yet) and returns its ts; an error means the
 // caller shows the run with a status message instead. A refusal of the
 // method itself is remembered for the workspace.
-func (st *statuses) tryStream(ctx context.Context, r research.Run, v statusView, log *slog.Logger, tokenHeld bool) (string, error) {
+func (st *statuses) tryStream(ctx context.Context, r placedRun, v statusView, log *slog.Logger, tokenHeld bool) (string, error) {
 	team := st.team(r)
 	on, known := st.streams.known(team)
 	if !known {
@@ -823,8 +823,8 @@ func (st *statuses) tryStream(ctx context.Context, r research.Run, v statusView,
 // planStream decides, as a run is created, whether it will be shown as a
 // stream: where the workspace may serve streaming and a chat.startStream
 // is left this minute (the token is taken for the run's tryStream). The
-// choice is stored with the run (Run.StatusStream), so a process that
-// picks the run up knows a status message from a stream without asking
+// choice is stored with the run's place (slackstate.Place.Stream), so a
+// process that picks the run up knows a status message from a stream without asking
 // Slack — under a burst most runs get status messages, and asking for each
 // would spend the chat.appendStream budget on 429s.
 func (st *statuses) planStream(team string) bool {
@@ -837,8 +837,8 @@ func (st *statuses) planStream(team string) bool {
 // unplanStream gives back the chat.startStream token planStream took for
 // a run that was not created (the per-user limit, a busy thread, a run
 // that exists already): only runs that are accepted spend the budget.
-func (st *statuses) unplanStream(r research.Run) {
-	if r.StatusStream {
+func (st *statuses) unplanStream(r placedRun) {
+	if r.Stream {
 		st.bot.streamStarts.giveBack()
 	}
 }
@@ -854,7 +854,7 @@ var errStreamingOff = errors.New("bot: streaming is off in this workspace")
 // or replaces it by a fresh one that says the run resumed; without a
 // recorded one it starts one. Where the workspace does not serve
 // streaming, the run gets today's edited status message.
-func (st *statuses) openStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
+func (st *statuses) openStatus(ctx context.Context, r *placedRun, v statusView, log *slog.Logger) runStatus {
 	team := st.team(*r)
 	if on, known := st.streams.known(team); known && !on {
 		return st.messageStatus(ctx, r, v, log)
@@ -863,7 +863,7 @@ func (st *statuses) openStatus(ctx context.Context, r *research.Run, v statusVie
 		r.StatusTS = st.creatorsStatus(ctx, *r)
 	}
 	if r.StatusTS == "" {
-		if !r.StatusStream {
+		if !r.Stream {
 			return st.messageStatus(ctx, r, v, log)
 		}
 		ts, err := st.tryStream(ctx, *r, v, log, false)
@@ -880,7 +880,7 @@ func (st *statuses) openStatus(ctx context.Context, r *research.Run, v statusVie
 		}
 		r.StatusTS = stored
 	}
-	if !r.StatusStream {
+	if !r.Stream {
 		return st.messageStatus(ctx, r, v, log)
 	}
 	live := r.StatusTS
@@ -951,11 +951,11 @@ const creatorWait = time.Second
 // creatorsStatus returns the status ts recorded for the run, waiting a
 // little for it when the run is new: its creator (newRun) may be starting
 // its stream right now, and a second one would only be stopped again.
-func (st *statuses) creatorsStatus(ctx context.Context, r research.Run) string {
+func (st *statuses) creatorsStatus(ctx context.Context, r placedRun) string {
 	deadline := r.CreatedAt.Add(creatorWait)
 	for {
-		if cur, err := st.bot.store.Run(ctx, r.ID); err == nil && cur.StatusTS != "" {
-			return cur.StatusTS
+		if ts, err := st.bot.records.StatusMessage(ctx, r.ID); err == nil && ts != "" {
+			return ts
 		}
 		if r.Attempt > 1 || !st.bot.now().Before(deadline) {
 			return ""
@@ -968,7 +968,7 @@ func (st *statuses) creatorsStatus(ctx context.Context, r research.Run) string {
 
 // messageStatus is a run's edited status message, posted if the run has
 // none.
-func (st *statuses) messageStatus(ctx context.Context, r *research.Run, v statusView, log *slog.Logger) runStatus {
+func (st *statuses) messageStatus(ctx context.Context, r *placedRun, v statusView, log *slog.Logger) runStatus {
 	if r.StatusTS == "" {
 		pv := v
 		pv.Now = st.bot.now()
@@ -976,9 +976,9 @@ func (st *statuses) messageStatus(ctx context.Context, r *research.Run, v status
 		// The run's creator may be ahead in the channel's queue with its
 		// status message: look again once this post's slot has come.
 		posted := func() bool {
-			cur, err := st.bot.store.Run(ctx, r.ID)
-			if err == nil && cur.StatusTS != "" {
-				r.StatusTS = cur.StatusTS
+			ts, err := st.bot.records.StatusMessage(ctx, r.ID)
+			if err == nil && ts != "" {
+				r.StatusTS = ts
 				return true
 			}
 			return false
@@ -990,11 +990,11 @@ func (st *statuses) messageStatus(ctx context.Context, r *research.Run, v status
 	status := st.newStatusMessage(r.Key.Channel, r.Key.ThreadTS, r.StatusTS, v)
 	id, hadTS := r.ID, r.StatusTS != ""
 	status.recorded = func(ctx context.Context) string {
-		cur, err := st.bot.store.Run(ctx, id)
+		ts, err := st.bot.records.StatusMessage(ctx, id)
 		if err != nil {
 			return ""
 		}
-		return cur.StatusTS
+		return ts
 	}
 	status.posted = func(ctx context.Context, ts string) string {
 		// The status message was never posted: the final message takes its
@@ -1004,7 +1004,7 @@ func (st *statuses) messageStatus(ctx context.Context, r *research.Run, v status
 		if hadTS {
 			return ""
 		}
-		stored, err := st.bot.store.SetStatusMessage(ctx, id, ts)
+		stored, err := st.bot.records.SetStatusMessage(ctx, id, ts)
 		if err != nil {
 			log.Warn("bot: record final message", "err", err)
 			return ""
@@ -1018,8 +1018,8 @@ func (st *statuses) messageStatus(ctx context.Context, r *research.Run, v status
 // is running: its stream is stopped with the outcome (a stream that
 // replaced the recorded one too, and the recorded message edited), or its
 // status message edited.
-func (st *statuses) endWaitingStatus(ctx context.Context, r research.Run, v statusView) {
-	if on, known := st.streams.known(st.team(r)); r.StatusStream && (on || !known) {
+func (st *statuses) endWaitingStatus(ctx context.Context, r placedRun, v statusView) {
+	if on, known := st.streams.known(st.team(r)); r.Stream && (on || !known) {
 		_, blocks := streamFinalBlocks(v, nil)
 		live := r.StatusTS
 		if ts, ok := st.replaced.LoadAndDelete(r.ID); ok {

@@ -11,6 +11,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 
 	"github.com/slack-go/slack"
 )
@@ -217,8 +218,8 @@ func TestStreamTakenOver(t *testing.T) {
 	if !strings.Contains(string(sts[0].FinalBlocks), "Summary: regulation is moving") {
 		t.Errorf("final blocks = %s", sts[0].FinalBlocks)
 	}
-	if r := h.runOf(ctx, "C1", sent.TS); r.StatusTS != sts[0].TS {
-		t.Errorf("run's status ts %q, stream %q", r.StatusTS, sts[0].TS)
+	if p := h.placeOf(ctx, h.runOf(ctx, "C1", sent.TS).ID); p.StatusTS != sts[0].TS {
+		t.Errorf("run's status ts %q, stream %q", p.StatusTS, sts[0].TS)
 	}
 }
 
@@ -416,7 +417,7 @@ func TestStrayStreamIsStopped(t *testing.T) {
 	}
 	// The recorded message, where the run is looked up, shows the outcome.
 	r := h.runOf(ctx, "C1", sent.TS)
-	if m, _ := h.fake.Message("C1", r.StatusTS); !strings.Contains(string(m.Blocks), "Done") {
+	if m, _ := h.fake.Message("C1", h.placeOf(ctx, r.ID).StatusTS); !strings.Contains(string(m.Blocks), "Done") {
 		t.Errorf("recorded message = %s", m.Blocks)
 	}
 }
@@ -469,13 +470,13 @@ func TestRefusedMentionsLeaveTheStreamBudget(t *testing.T) {
 		t.Fatalf("%d runs for the flood, want 3", len(runs))
 	}
 	sent := h.mention(ctx, "U2", "C2", "the next user's question", "")
-	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: "C2", ThreadTS: sent.TS}
+	key := slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C2", ThreadTS: sent.TS}
 	h.waitFor(ctx, "the next user's run shown", func() bool {
 		r, err := h.store.LatestRun(ctx, key.ThreadID())
-		return err == nil && r.StatusTS != ""
+		return err == nil && h.placeOf(ctx, r.ID).StatusTS != ""
 	})
-	if r := h.runOf(ctx, "C2", sent.TS); !r.StatusStream || len(threadStreams(h, "C2", sent.TS)) != 1 {
-		t.Errorf("the next user's run: stream planned %v, %d streams (chat.startStream calls %d)", r.StatusStream, len(threadStreams(h, "C2", sent.TS)), h.fake.Calls("chat.startStream"))
+	if p := h.placeOf(ctx, h.runOf(ctx, "C2", sent.TS).ID); !p.Stream || len(threadStreams(h, "C2", sent.TS)) != 1 {
+		t.Errorf("the next user's run: stream planned %v, %d streams (chat.startStream calls %d)", p.Stream, len(threadStreams(h, "C2", sent.TS)), h.fake.Calls("chat.startStream"))
 	}
 }
 

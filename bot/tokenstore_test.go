@@ -6,6 +6,7 @@ import (
 
 	"deepresearch/bot"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/sqlitetest"
@@ -39,12 +40,12 @@ func TestActionTokenNeverStored(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			h := newHarness(t)
 			db, find := durableDB(t, kind)
-			h.store = nil // the memory store is not used
+			h.store, h.records = nil, nil // the harness's stores are not used
 			release := h.holdRuns()
-			h.startOn(db.Runs(), noDraftApproval, func(o *bot.Options) { o.WorkspaceSearch = true })
+			h.runOn(h.res, db.Runs(), db.Slack(), noDraftApproval, func(o *bot.Options) { o.WorkspaceSearch = true })
 			ctx := testCtx(t)
 			sent := h.mention(ctx, "U1", "C1", "what did we decide about pricing?", "")
-			key := research.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
+			key := slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}
 			var token string
 			h.waitFor(ctx, "the researcher started", func() bool {
 				th := h.res.Thread(key.ThreadID())

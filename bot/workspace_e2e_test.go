@@ -11,6 +11,7 @@ import (
 	"deepresearch/bot"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // The bot tells the production researcher that a run ended.
@@ -53,10 +54,10 @@ func dmRunLeavesNothing(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	runner := research.NewRunner(a, research.RunnerOptions{Logger: slog.New(slog.DiscardHandler)})
-	h.run(runner, db.Runs(), noDraftApproval, func(o *bot.Options) { o.WorkspaceSearch, o.Client = true, client })
+	h.runOn(runner, db.Runs(), db.Slack(), noDraftApproval, func(o *bot.Options) { o.WorkspaceSearch, o.Client = true, client })
 
 	sent := h.message(ctx, slackfake.MessageEvent{User: "U1", Channel: "D0U1", Text: "What did we decide about the AI Act timeline?"})
-	key := research.ThreadKey{Team: h.fake.TeamID(), Channel: "D0U1", ThreadTS: sent.TS}
+	key := slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "D0U1", ThreadTS: sent.TS}
 	var run research.Run
 	h.waitFor(ctx, "run done", func() bool {
 		run, err = db.Runs().LatestRun(ctx, key.ThreadID())

@@ -95,7 +95,7 @@ var (
 // queued or waiting run is Cancel. A cancelled run is Failed with the
 // payload "cancelled".
 //
-// Inbox: PutInbox is Put of Held KindEnvelope jobs (the returned flags are
+// Inbox (slackstate.Store): PutInbox is Put of Held KindEnvelope jobs (the returned flags are
 // the dedupe of redelivered envelopes; the envelope is the payload);
 // ClaimInbox is Claim; ExtendInbox is Extend; FinishInbox is Finish with the
 // envelope's body dropped from the payload; InboxEntry is Get; ClaimEvent is
@@ -162,7 +162,7 @@ type Queue interface {
 	// `before` and the instances last seen before it, and returns how many
 	// rows of both it deleted. Unfinished jobs are never pruned. The stores
 	// read a run's and a firing's state from its job, so pruning those
-	// kinds leaves their rows without one (research.Store.PruneEvents
+	// kinds leaves their rows without one (slackstate.Store.PruneEvents
 	// prunes only envelopes and event keys).
 	Prune(ctx context.Context, before time.Time) (int, error)
 

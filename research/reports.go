@@ -16,14 +16,15 @@ import (
 // may later read it (see ReportQuery).
 type PastReport struct {
 	RunID string
-	// Team, Channel and ThreadTS are where it was posted ("" for a report
-	// that never reached Slack: `ask`, an MCP client).
-	Team, Channel, ThreadTS string
+	// Team, Channel and Thread are where it was posted: the workspace, the
+	// channel and the face's id of the thread ("" for a report that was
+	// never posted to a chat: `ask`, an MCP client).
+	Team, Channel, Thread string
 	// Private: nobody but Requester saw it (a DM with the bot, the
 	// assistant pane, the command line, an MCP client).
 	Private   bool
 	Requester string
-	// URL is what a later report cites: the Slack permalink of the thread
+	// URL is what a later report cites: the chat's permalink of the thread
 	// it was posted in, or deepresearch://report/RUN_ID.
 	URL                   string
 	Title, Question, Text string
@@ -62,8 +63,8 @@ type ReportStore interface {
 	PruneReports(ctx context.Context, before time.Time) (int, error)
 }
 
-// ReportURI is the stable address of a report that was not posted in
-// Slack.
+// ReportURI is the stable address of a report that was not posted in a
+// chat.
 func ReportURI(runID string) string { return "deepresearch://report/" + runID }
 
 // ReportTerms is the text the engines index for s, and the terms a query

@@ -1,7 +1,7 @@
 // Package research holds the product's words for a research run: the run
 // and its states, the interrupt a paused run shows and the decision on it,
 // progress, and the result; the run's lifecycle, which every face (the
-// Slack bot, the terminal) shares, as a Service; and the Runner, which
+// chat bot, the terminal) shares, as a Service; and the Runner, which
 // runs research on the agent.
 package research
 
@@ -38,7 +38,7 @@ type StartRequest struct {
 	ThreadID  string
 	Question  string
 	FollowUp  bool   // the thread has earlier runs
-	Requester string // Slack user id (for audit; never rendered as a mention)
+	Requester string // the requester's user id (for audit; never rendered as a mention)
 	Options   RunOptions
 }
 
@@ -52,11 +52,11 @@ type RunOptions struct {
 	// the agent's default).
 	TeamSize int `json:",omitempty"`
 	// Redeliver names an earlier run of the thread whose research finished
-	// but whose report never reached Slack (the upload failed). The run
+	// but whose report was never published (the upload failed). The run
 	// asks the researcher for that run's turn again — a finished turn is
 	// returned as it is, not researched again — and posts its report.
 	Redeliver string `json:",omitempty"`
-	// WorkspaceToken is the credential that came with the requester's Slack
+	// WorkspaceToken is the credential that came with the requester's
 	// message (its action_token): with it the run may search the messages
 	// of the workspace that the requester can see. "": no such search. It
 	// is short-lived, never logged and never stored (the bot keeps it in
@@ -173,7 +173,7 @@ const (
 type Answer struct {
 	Action Action
 	Text   string // feedback for ActionRevise, the answer for ActionAnswer
-	By     string // Slack user id of who decided
+	By     string // the user id of who decided
 }
 
 // Source is a page a report cited or read.
@@ -242,28 +242,6 @@ var (
 	ErrFinished       = errors.New("research: run already finished")
 )
 
-// ThreadKey identifies a Slack thread: the team, the channel and the ts of
-// the thread's parent message.
-type ThreadKey struct {
-	Team     string
-	Channel  string
-	ThreadTS string
-}
-
-// ThreadID derives the graph thread id of a Slack thread.
-func (k ThreadKey) ThreadID() string {
-	return "slack:" + k.Team + ":" + k.Channel + ":" + k.ThreadTS
-}
-
-// Thread maps a Slack thread to its graph thread.
-type Thread struct {
-	Key       ThreadKey
-	ThreadID  string // graph thread id
-	Requester string // user who started the thread's first run
-	DM        bool   // a direct message (assistant) thread
-	CreatedAt time.Time
-}
-
 // RunState is the state of a run job.
 type RunState string
 
@@ -287,7 +265,8 @@ var AllStates = []RunState{StateQueued, StateRunning, StateWaiting, StateDone, S
 
 // RunKind is the kind of a run, from its id: the part before the first
 // ':' ("ask:…" is an `ask` run; a later "digest:SCHEDULE:DUE" a digest's
-// firing), "" for an id without one (a conversation's run: Slack's ids).
+// firing), "" for an id without one (a conversation's run: the chat
+// face's ids).
 // Each face takes over only the runs of its kind after a crash.
 func RunKind(id string) string {
 	kind, _, ok := strings.Cut(id, ":")
@@ -302,27 +281,20 @@ func RunKind(id string) string {
 type Run struct {
 	ID        string
 	ThreadID  string
-	Key       ThreadKey // where it lives in Slack
 	Requester string
-	// Locale is the requester's Slack locale (e.g. "ja-JP"), when known: a
+	// Locale is the requester's locale (e.g. "ja-JP"), when known: a
 	// default for the report's language and for dates in messages.
-	Locale string
-	// StatusStream: the run's status is shown as a stream (its creator took
-	// a chat.startStream for it); false, an edited status message. A process
-	// that picks the run up asks Slack whether a stream still takes chunks
-	// only for a stream.
-	StatusStream bool
-	Question     string
-	FollowUp     bool
-	Options      RunOptions
-	State        RunState
+	Locale   string
+	Question string
+	FollowUp bool
+	Options  RunOptions
+	State    RunState
 
 	// Lease: who works on it and until when (running only).
 	Owner      string
 	LeaseUntil time.Time
 	Attempt    int // acquisitions since the last input; >1 means a retry
 
-	StatusTS          string            // the status message, edited in place
 	Interrupt         *PendingInterrupt // set while waiting (and kept after, for the record)
 	Decision          *Decision         // the decision on Interrupt, once made
 	CancelRequestedBy string            // set by RequestCancel on a running run
@@ -333,12 +305,15 @@ type Run struct {
 	FinishedAt time.Time
 }
 
-// PendingInterrupt is an interrupt a waiting run shows in Slack.
+// PendingInterrupt is an interrupt a waiting run shows.
 type PendingInterrupt struct {
-	ID        string
-	Kind      InterruptKind
-	Text      string
-	MessageTS string // the message with the buttons (or the question)
+	ID   string
+	Kind InterruptKind
+	Text string
+	// MessageID is the face's id of the message that shows it (the one
+	// with the buttons, or the question); "" when shown nowhere in
+	// particular.
+	MessageID string
 }
 
 // Decision is someone's answer to an interrupt.
@@ -353,34 +328,16 @@ type Decision struct {
 // RunFilter selects runs for ListRuns; zero fields match everything.
 type RunFilter struct {
 	Requester string
-	Channel   string
 	States    []RunState
 	Limit     int // 0: no limit
 }
 
-// InboxEntry is a received Socket Mode envelope in the inbox.
-type InboxEntry struct {
-	Key        string // dedupe key: "ev:<event_id>", or "env:<envelope_id>"
-	Type       string // envelope type: events_api, interactive or slash_commands
-	EnvelopeID string
-	Payload    []byte // the envelope's payload (JSON) as received; empty once done
-	ReceivedAt time.Time
-
-	// Lease: who handles it and until when (not done only).
-	Owner      string
-	LeaseUntil time.Time
-	Attempts   int // processes that took it on: 1 for the receiver, +1 per ClaimInbox
-
-	DoneAt time.Time // zero until handled
-}
-
-// Done reports whether the entry has been handled.
-func (e InboxEntry) Done() bool { return !e.DoneAt.IsZero() }
-
-// Upload is the posted report of a run.
+// Upload is the published report of a run.
 type Upload struct {
-	RunID     string
-	FileID    string
-	MessageTS string
+	RunID  string
+	FileID string // the face's id of the report file ("" for a reply)
+	// MessageID is the face's id of the message that shows the report, when
+	// known.
+	MessageID string
 	At        time.Time
 }

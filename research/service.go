@@ -95,9 +95,8 @@ type Presenter interface {
 // and Alive (the heartbeat's). ctx outlives a cancelled run, so that the
 // end can be shown.
 type View interface {
-	// Show puts up the run's live status; it may record where (r's
-	// StatusTS).
-	Show(ctx context.Context, r *Run)
+	// Show puts up the run's live status (a face records where itself).
+	Show(ctx context.Context, r Run)
 	// Progress is the run's progress (the ProgressSink): the whole
 	// current picture each time; it must not block.
 	Progress(Progress)
@@ -108,7 +107,7 @@ type View interface {
 	Turned(out Outcome)
 	// Paused shows an interrupt before the run is recorded as waiting on
 	// it and returns what to record as shown: the interrupt, with where
-	// it is shown (MessageTS, "" when nowhere in particular) and its text
+	// it is shown (MessageID, "" when nowhere in particular) and its text
 	// as the face keeps it.
 	Paused(ctx context.Context, in Interrupt) PendingInterrupt
 	// Finished shows the final picture of a run whose report is published;
@@ -512,7 +511,7 @@ func (s *Service) execute(base, work context.Context, r Run) {
 		close(hbDone)
 		<-hbStopped
 	}()
-	view.Show(work, &r)
+	view.Show(work, r)
 	defer view.Halt()
 	view.Progress(Progress{Phase: "starting"})
 	t := turn{run: r, view: view, log: log}

@@ -24,7 +24,7 @@ func (f *face) Open(context.Context, research.Run) research.View { return &faceV
 
 type faceView struct{ f *face }
 
-func (*faceView) Show(context.Context, *research.Run)               {}
+func (*faceView) Show(context.Context, research.Run)                {}
 func (*faceView) Progress(research.Progress)                        {}
 func (*faceView) Alive(context.Context)                             {}
 func (*faceView) Turned(research.Outcome)                           {}
@@ -136,7 +136,7 @@ func TestServiceFindsAPublishedReport(t *testing.T) {
 	w := newWorld(t)
 	ctx := testCtx(t)
 	store := openRuns(t)
-	f := &face{found: &research.Upload{FileID: "F0", MessageTS: "1.5"}}
+	f := &face{found: &research.Upload{FileID: "F0", MessageID: "1.5"}}
 	res, _ := w.researcher()
 	svc := research.NewService(store, res, f, research.ServiceOptions{Owner: "p1"})
 	if err := svc.Create(ctx, newRunRecord("r2", "t2"), 0); err != nil {
@@ -149,7 +149,7 @@ func TestServiceFindsAPublishedReport(t *testing.T) {
 	if len(f.published) != 0 {
 		t.Errorf("published %d times, want none (found)", len(f.published))
 	}
-	if u, err := store.Upload(ctx, "r2"); err != nil || u.FileID != "F0" || u.MessageTS != "1.5" {
+	if u, err := store.Upload(ctx, "r2"); err != nil || u.FileID != "F0" || u.MessageID != "1.5" {
 		t.Errorf("upload %+v, %v", u, err)
 	}
 	if len(f.ended) != 1 || f.ended[0] != research.StateDone {

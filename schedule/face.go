@@ -45,10 +45,16 @@ type DigestMessage struct {
 	Text string
 }
 
-// StatusRecorder records where a run is shown (research.Store): the
-// digest's summary message is its run's status message, posted once.
-type StatusRecorder interface {
-	SetStatusMessage(ctx context.Context, id, ts string) (string, error)
+// StatusMessages keeps where a run is shown, by run id (the chat face's
+// store, slackstate.Store): the digest's summary message is its run's
+// status message, posted once.
+type StatusMessages interface {
+	// StatusMessage returns the ts of the run's status message, "" when
+	// none is recorded.
+	StatusMessage(ctx context.Context, runID string) (string, error)
+	// SetStatusMessage records ts if the run has none yet and returns the
+	// recorded one (set-if-empty, then read).
+	SetStatusMessage(ctx context.Context, runID, ts string) (string, error)
 }
 
 // ErrChannelUnavailable fails a firing whose channel cannot take digests.
@@ -63,7 +69,7 @@ var ErrChannelUnavailable = errors.New("schedule: the digest channel is unavaila
 type Face struct {
 	Store  Store
 	Poster Poster
-	Runs   StatusRecorder
+	Status StatusMessages
 	// Logger logs what does not fail a firing (a chart not shared); nil:
 	// not logged.
 	Logger *slog.Logger
@@ -94,11 +100,15 @@ type digestView struct {
 	sc    Schedule
 	scErr error
 	prev  *Firing
-	ts    string // the summary message
+	// statusTS is the summary message an earlier attempt recorded, once
+	// read (statusRead).
+	statusTS   string
+	statusRead bool
+	ts         string // the summary message
 }
 
-func (v *digestView) Show(ctx context.Context, r *research.Run) {
-	v.run = *r
+func (v *digestView) Show(ctx context.Context, r research.Run) {
+	v.run = r
 	v.sc, v.scErr = v.f.Store.GetSchedule(ctx, v.of.Schedule)
 	if v.scErr != nil {
 		return
@@ -110,6 +120,19 @@ func (v *digestView) Show(ctx context.Context, r *research.Run) {
 	case !errors.Is(err, ErrNotFound):
 		v.log.Warn("schedule: previous digest", "err", err)
 	}
+}
+
+// recorded returns the summary message recorded for the run ("" when
+// none), read once.
+func (v *digestView) recorded(ctx context.Context) (string, error) {
+	if !v.statusRead {
+		ts, err := v.f.Status.StatusMessage(ctx, v.run.ID)
+		if err != nil {
+			return "", fmt.Errorf("schedule: the digest message: %w", err)
+		}
+		v.statusTS, v.statusRead = ts, true
+	}
+	return v.statusTS, nil
 }
 
 func (v *digestView) due() time.Time             { return v.of.Due.In(v.sc.Location()) }
@@ -157,17 +180,22 @@ func (v *digestView) names() (name, title string) {
 // earlier attempt posted (it died before recording the upload), and shares
 // the charts that attempt may not have.
 func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
-	if v.scErr != nil || v.run.StatusTS == "" {
+	if v.scErr != nil {
+		return research.Upload{}, false
+	}
+	recorded, err := v.recorded(ctx)
+	if err != nil || recorded == "" {
+		// Publish reads it again (an error there fails the attempt).
 		return research.Upload{}, false
 	}
 	name, _ := v.names()
-	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, v.run.StatusTS, name)
+	id, ok := v.f.Poster.FindFile(ctx, v.sc.Channel, recorded, name)
 	if !ok {
 		return research.Upload{}, false
 	}
-	v.ts = v.run.StatusTS
+	v.ts = recorded
 	v.shareCharts(ctx, res, name, true)
-	return research.Upload{FileID: id, MessageTS: v.ts}, true
+	return research.Upload{FileID: id, MessageID: v.ts}, true
 }
 
 // shareCharts shares the report's charts in the digest's thread; check
@@ -189,7 +217,11 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	}
 	sc, due := v.sc, v.due()
 	w, _ := v.digestOf(res)
-	ts := v.run.StatusTS
+	ts, err := v.recorded(ctx)
+	if err != nil {
+		// the store's: another round reads it again
+		return research.Upload{}, research.TransientError{Err: err}
+	}
 	if ts == "" {
 		msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: research.ReportHeading(res.Report), Due: due, Manual: v.of.Manual, WhatsNew: w}
 		msg.Text = SummaryText(msg)
@@ -197,10 +229,10 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 		if err != nil {
 			return research.Upload{}, fmt.Errorf("schedule: post digest: %w", err)
 		}
-		if ts, err = v.f.Runs.SetStatusMessage(ctx, v.run.ID, posted); err != nil {
+		if ts, err = v.f.Status.SetStatusMessage(ctx, v.run.ID, posted); err != nil {
 			return research.Upload{}, fmt.Errorf("schedule: record the digest message: %w", err)
 		}
-		v.run.StatusTS = ts
+		v.statusTS, v.statusRead = ts, true
 	}
 	v.ts = ts
 	name, title := v.names()
@@ -209,7 +241,7 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 		return research.Upload{}, fmt.Errorf("schedule: upload report: %w", err)
 	}
 	v.shareCharts(ctx, res, name, false)
-	return research.Upload{FileID: fileID, MessageTS: ts}, nil
+	return research.Upload{FileID: fileID, MessageID: ts}, nil
 }
 
 // Finished records the digest posted, for the next firing's "what's new".
@@ -220,7 +252,7 @@ func (v *digestView) Finished(ctx context.Context, res research.Result, _ string
 	w, findings := v.digestOf(res)
 	ts := v.ts
 	if ts == "" {
-		ts = v.run.StatusTS
+		ts = v.statusTS
 	}
 	keepF, keepS := Carry(v.prev, findings, res.Cited)
 	d := &Digest{Title: research.ReportHeading(res.Report), Summary: truncate(res.WriterSummary, 2000), Findings: keepF, Sources: keepS, MessageTS: ts,

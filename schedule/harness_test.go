@@ -235,6 +235,7 @@ func (p *fakePoster) Approvals() []schedule.Job {
 type world struct {
 	st     *sqlstore.Schedules
 	runs   *sqlstore.Runs
+	slack  *sqlstore.Slack // the digests' summary messages
 	res    *fakeResearcher
 	poster schedule.Poster
 	clk    *clock.Manual
@@ -243,7 +244,7 @@ type world struct {
 func newWorld(t *testing.T, clk *clock.Manual, res *fakeResearcher, poster schedule.Poster) *world {
 	t.Helper()
 	db := sqlitetest.Open(t)
-	return &world{st: sqlite.NewSchedules(db), runs: sqlite.NewRuns(db), res: res, poster: poster, clk: clk}
+	return &world{st: sqlite.NewSchedules(db), runs: sqlite.NewRuns(db), slack: sqlite.NewSlack(db), res: res, poster: poster, clk: clk}
 }
 
 // proc is one process on the world: its run service (with the digest face)
@@ -260,7 +261,7 @@ func (w *world) proc(t *testing.T, name string, edit ...func(*research.ServiceOp
 	for _, e := range edit {
 		e(&o)
 	}
-	face := &schedule.Face{Store: w.st, Poster: w.poster, Runs: w.runs}
+	face := &schedule.Face{Store: w.st, Poster: w.poster, Status: w.slack}
 	svc := research.NewService(w.runs, w.res, face, o)
 	t.Cleanup(func() { svc.Shutdown(5 * time.Second) })
 	return &proc{svc: svc, sched: &schedule.Scheduler{Store: w.st, Runs: svc, Clock: w.clk, Grace: time.Hour}}

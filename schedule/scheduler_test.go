@@ -241,7 +241,7 @@ func TestDigestTakenOverAfterCrash(t *testing.T) {
 			if staged, _ := w.runs.StagedUploads(context.Background(), id); len(staged) != 0 {
 				t.Errorf("staged files left: %v", staged)
 			}
-			if u, err := w.runs.Upload(context.Background(), id); err != nil || u.MessageTS != "1700000000.000001" {
+			if u, err := w.runs.Upload(context.Background(), id); err != nil || u.MessageID != "1700000000.000001" {
 				t.Errorf("upload record = %+v, %v", u, err)
 			}
 			f := firing(t, w.st, "w", monday9)

@@ -16,6 +16,7 @@ import (
 	"deepresearch/redact"
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
 )
@@ -43,6 +44,7 @@ type DB struct {
 	kind, location string
 	saver          graph.Saver
 	runs           research.Store
+	slack          slackstate.Store
 	schedules      schedule.Store
 	notes          Notes
 	feedback       research.FeedbackStore
@@ -61,8 +63,12 @@ func (db *DB) Location() string { return db.location }
 // Saver is the graph's checkpoint store.
 func (db *DB) Saver() graph.Saver { return db.saver }
 
-// Runs is the store of the bot's runs, threads, inbox and events.
+// Runs is the store of the runs: their leases, decisions and uploads.
 func (db *DB) Runs() research.Store { return db.runs }
+
+// Slack is the store of the Slack bot's own records: the thread mapping,
+// the inbox and event keys, the replica registry and the runs' places.
+func (db *DB) Slack() slackstate.Store { return db.slack }
 
 // Schedules is the store of digest schedules and their firings.
 func (db *DB) Schedules() schedule.Store { return db.schedules }
@@ -116,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 func OnSQLite(s *sqlite.Store, location string) *DB {
 	return &DB{
 		kind: "sqlite", location: location, saver: s,
-		runs: sqlite.NewRuns(s), schedules: sqlite.NewSchedules(s), notes: sqlite.NewNotes(s), feedback: sqlite.NewFeedback(s), reports: sqlite.NewReports(s),
+		runs: sqlite.NewRuns(s), slack: sqlite.NewSlack(s), schedules: sqlite.NewSchedules(s), notes: sqlite.NewNotes(s), feedback: sqlite.NewFeedback(s), reports: sqlite.NewReports(s),
 		stats: func() PoolStats {
 			st := s.DB().Stats()
 			return PoolStats{Total: st.OpenConnections, InUse: st.InUse, Idle: st.Idle, Max: st.MaxOpenConnections}
@@ -130,7 +136,7 @@ func OnSQLite(s *sqlite.Store, location string) *DB {
 func OnPostgres(s *postgres.Store, location string) *DB {
 	return &DB{
 		kind: "postgres", location: location, saver: s,
-		runs: postgres.NewRuns(s), schedules: postgres.NewSchedules(s), notes: postgres.NewNotes(s), feedback: postgres.NewFeedback(s), reports: postgres.NewReports(s),
+		runs: postgres.NewRuns(s), slack: postgres.NewSlack(s), schedules: postgres.NewSchedules(s), notes: postgres.NewNotes(s), feedback: postgres.NewFeedback(s), reports: postgres.NewReports(s),
 		stats: func() PoolStats {
 			st := s.Pool().Stat()
 			return PoolStats{Total: int(st.TotalConns()), InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()), Max: int(st.MaxConns())}

@@ -52,7 +52,7 @@ func hasDir(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch a {
-		case "-second", "--second", "-repeat", "--repeat", "-k", "--k", "-worst", "--worst", "-page", "--page", "-only", "--only", "-train", "--train":
+		case "-second", "--second", "-repeat", "--repeat", "-k", "--k", "-worst", "--worst", "-page", "--page", "-only", "--only", "-train", "--train", "-dump", "--dump":
 			i++
 			continue
 		}

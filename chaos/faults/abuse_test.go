@@ -13,6 +13,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/tools/fetch"
 )
 
@@ -238,7 +239,7 @@ func TestForgedClick(t *testing.T) {
 	defer cancel()
 	ms := w.send(ctx, []mention{{User: "U1", Channel: "C1", Text: "What does the EU AI Act require?"}})
 	approval := w.waitButton(ctx, ms[0], "dr_approve")
-	threadID := research.ThreadKey{Team: w.slack.TeamID(), Channel: "C1", ThreadTS: ms[0].TS}.ThreadID()
+	threadID := slackstate.ThreadKey{Team: w.slack.TeamID(), Channel: "C1", ThreadTS: ms[0].TS}.ThreadID()
 	llmBefore := w.llm.Calls()
 	for _, act := range []string{"dr_approve", "dr_cancel_intr", "dr_more"} {
 		w.click(ctx, ms[0], approval, "UEVIL", act)
@@ -248,7 +249,11 @@ func TestForgedClick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, ok := w.slack.Message("C1", r.StatusTS); ok {
+	statusTS, err := w.records.StatusMessage(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := w.slack.Message("C1", statusTS); ok {
 		w.click(ctx, ms[0], st, "UEVIL", "dr_cancel")
 	}
 	// Wait for the refusals.

@@ -10,6 +10,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // mention is one question sent to the bot.
@@ -64,7 +65,7 @@ func (w *world) judge(ctx context.Context, m mention, runsByThread map[string][]
 			v.Files++
 		}
 	}
-	threadID := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.Channel, ThreadTS: m.TS}.ThreadID()
+	threadID := slackstate.ThreadKey{Team: w.slack.TeamID(), Channel: m.Channel, ThreadTS: m.TS}.ThreadID()
 	runs := runsByThread[threadID]
 	v.Runs = len(runs)
 	var botMsgs []slackfake.Message
@@ -103,8 +104,9 @@ func (w *world) judge(ctx context.Context, m mention, runsByThread map[string][]
 	latest := runs[len(runs)-1]
 	v.State = string(latest.State)
 	status := ""
+	statusTS, _ := w.records.StatusMessage(ctx, latest.ID)
 	for _, msg := range botMsgs {
-		if msg.TS == latest.StatusTS {
+		if msg.TS == statusTS && statusTS != "" {
 			status = latestText(msg)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"deepresearch/bot/slackfake"
 	"deepresearch/graph"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
@@ -78,6 +79,7 @@ type world struct {
 	pg       *postgres.Store
 	sq       *sqlite.Store
 	store    research.Store
+	records  slackstate.Store
 	bot      *bot.Bot
 	fetcher  *fetch.Fetcher
 	stop     context.CancelFunc
@@ -169,14 +171,14 @@ func newWorld(t testing.TB, cfg config) *world {
 			t.Fatal(err)
 		}
 		w.pg = s
-		w.store = postgres.NewRuns(s)
+		w.store, w.records = postgres.NewRuns(s), postgres.NewSlack(s)
 	} else {
 		s, err := sqlite.Open(ctx, sqlite.Options{Path: t.TempDir() + "/deepresearch.db"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.sq = s
-		w.store = sqlite.NewRuns(s)
+		w.store, w.records = sqlite.NewRuns(s), sqlite.NewSlack(s)
 	}
 	var saver graph.Saver
 	if w.pg != nil {
@@ -206,7 +208,7 @@ func newWorld(t testing.TB, cfg config) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(research.NewRunner(a, research.RunnerOptions{Logger: log}), w.store, bot.Options{
+	b, err := bot.New(research.NewRunner(a, research.RunnerOptions{Logger: log}), w.store, w.records, bot.Options{
 		BotToken: w.slack.BotToken(), AppToken: w.slack.AppToken(), APIURL: w.slack.APIURL(),
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns, MaxRunsPerUser: cfg.MaxRunsPerUser,
 		RunOptions:   research.RunOptions{ApproveDraft: cfg.ApproveDraft},

@@ -13,6 +13,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage"
 )
 
@@ -146,7 +147,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	// get its report, so waiting longer only delays the failure.
 	gaveUp := func() bool {
 		for _, m := range snapshot() {
-			key := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
+			key := slackstate.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 			r, err := store.LatestRun(ctx, key.ThreadID())
 			if err == nil && (r.State == research.StateFailed || r.State == research.StateCancelled) {
 				t.Logf("%s: run %s ended %s (%s)", m.tag, r.ID, r.State, r.Error)
@@ -281,7 +282,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 						t.Logf("        was at %s: %.60q", e.At.Format("15:04:05.000"), e.Text)
 					}
 				}
-				key := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
+				key := slackstate.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 				for _, l := range fl.logLines(key.ThreadID()) {
 					t.Logf("    log %s", l)
 				}
@@ -339,7 +340,7 @@ func killTest(t *testing.T, engine, dbURL string, procs int) {
 	// first click was the one applied.
 	lostApprovals := 0
 	for _, m := range ms {
-		key := research.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
+		key := slackstate.ThreadKey{Team: w.slack.TeamID(), Channel: m.ch, ThreadTS: m.sent.TS}
 		r, err := store.LatestRun(context.Background(), key.ThreadID())
 		if err != nil {
 			t.Errorf("%s: run: %v", m.tag, err)
@@ -412,7 +413,7 @@ func (w *world) slackStart() time.Time {
 	return w.start
 }
 
-// openBotStore opens the bot's records in the database the processes used.
+// openBotStore opens the run store in the database the processes used.
 func openBotStore(t *testing.T, engine, dbURL, dataDir string) (research.Store, func()) {
 	t.Helper()
 	cfg := storage.Config{DataDir: dataDir}

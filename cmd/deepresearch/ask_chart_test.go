@@ -17,6 +17,7 @@ import (
 	"deepresearch/agent/llm/llmtest"
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // pricePages are two products' prices, one in dollars and one in euros,
@@ -131,7 +132,7 @@ func TestServeEndToEndPriceChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+	threadID := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	var state research.RunState
 	waitFor("the run to end", func() bool {
 		r, err := latestRun(ctx, vars, threadID)

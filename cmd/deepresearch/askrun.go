@@ -215,7 +215,7 @@ type termView struct {
 	threadID string
 }
 
-func (*termView) Show(context.Context, *research.Run)      {}
+func (*termView) Show(context.Context, research.Run)       {}
 func (*termView) Progress(research.Progress)               {}
 func (*termView) Alive(context.Context)                    {}
 func (*termView) Turned(research.Outcome)                  {}

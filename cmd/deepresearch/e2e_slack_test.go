@@ -8,6 +8,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // inlineQuotes is the style many models write: the quoted words stand in
@@ -45,7 +46,7 @@ func TestServeEndToEndInlineQuotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+	threadID := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	var state research.RunState
 	waitFor("the run to end", func() bool {
 		r, err := latestRun(ctx, vars, threadID)

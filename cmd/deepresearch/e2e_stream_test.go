@@ -8,6 +8,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // The real serve against the fake Slack, the fake model and web: a mention
@@ -46,7 +47,7 @@ func TestServeStreamsThePlan(t *testing.T) {
 			srv.acked(fake.SendBlockAction(srv.ctx, slackfake.BlockAction{User: "U1", Channel: "C1", MessageTS: approval.TS,
 				ActionID: "dr_approve", Value: approval.ButtonValue("dr_approve")}))
 			srv.waitFor("the report file", func() bool { _, ok := threadFile(fake, "C1", sent.TS); return ok })
-			threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+			threadID := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 			srv.waitFor("the run to be done", func() bool {
 				r, err := latestRun(srv.ctx, vars, threadID)
 				return err == nil && r.State == research.StateDone

@@ -22,6 +22,7 @@ import (
 
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage"
 )
 
@@ -139,7 +140,7 @@ func runServe(ctx context.Context, args []string, e env, _ io.Reader, _, stderr 
 			o.SharedBudgets = append(o.SharedBudgets, parts.workspace)
 		}
 	}
-	return serveBot(ctx, cfg, parts.res, parts.store, log, digests.start, digests.options, dbPoolMetrics(parts.db), withHealth, withFeedback, withShared)
+	return serveBot(ctx, cfg, parts.res, parts.store, parts.db.Slack(), log, digests.start, digests.options, dbPoolMetrics(parts.db), withHealth, withFeedback, withShared)
 }
 
 // serveParts is what serve runs with.
@@ -279,10 +280,10 @@ func serveDeps(ctx context.Context, cfg config, log *slog.Logger) (serveParts, e
 	return serveParts{res: research.NewRunner(a, research.RunnerOptions{Logger: log}), store: db.Runs(), db: db, close: closeDeps, health: health, workspace: ws, slack: slackClient, agent: a}, nil
 }
 
-// serveBot runs a bot with the given researcher and store, plus the
+// serveBot runs a bot with the given researcher and stores, plus the
 // /healthz and /metrics server, until ctx ends. This is the constructor the
 // lead's wiring (and tests) use.
-func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store research.Store, log *slog.Logger, built func(), extend ...func(*bot.Options)) error {
+func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store research.Store, records slackstate.Store, log *slog.Logger, built func(), extend ...func(*bot.Options)) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bo := bot.Options{
@@ -308,7 +309,7 @@ func serveBot(ctx context.Context, cfg serveConfig, res bot.Researcher, store re
 	for _, f := range extend {
 		f(&bo)
 	}
-	b, err := bot.New(res, store, bo)
+	b, err := bot.New(res, store, records, bo)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage"
 )
 
@@ -349,7 +350,7 @@ func TestServeEndToEnd(t *testing.T) {
 	checkFootnotes(t, string(report.Content))
 
 	// The run is recorded as done in the database.
-	threadID := research.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
+	threadID := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: sent.TS}.ThreadID()
 	waitFor("the run to be done", func() bool {
 		r, err := latestRun(ctx, vars, threadID)
 		return err == nil && r.State == research.StateDone

@@ -13,7 +13,7 @@ import (
 // decision's content, and any field added later) are one JSON text, the
 // column detail of bot_runs (migration 0013), written by RunDetail and read
 // by ReadRunDetail on every engine. The rest are columns or the job's:
-// the ids and the Slack thread, the requester, the status message, the
+// the ids, the requester, the
 // interrupt's id and the decided interrupt's id (whose presence says
 // whether there is an interrupt or a decision), CancelRequestedBy, the
 // times, and the lease, state and error (RunLease). A new field of
@@ -27,8 +27,8 @@ type hidden = *json.RawMessage
 // runDetail is research.Run less its columns and its job's fields.
 type runDetail struct {
 	research.Run
-	ID, ThreadID, Key, Requester, State                 hidden           `json:",omitempty"`
-	Owner, LeaseUntil, Attempt, StatusTS, Error         hidden           `json:",omitempty"`
+	ID, ThreadID, Requester, State                      hidden           `json:",omitempty"`
+	Owner, LeaseUntil, Attempt, Error                   hidden           `json:",omitempty"`
 	CancelRequestedBy, CreatedAt, UpdatedAt, FinishedAt hidden           `json:",omitempty"`
 	Interrupt                                           *interruptDetail `json:",omitempty"`
 	Decision                                            *decisionDetail  `json:",omitempty"`

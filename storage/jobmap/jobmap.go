@@ -1,5 +1,5 @@
-// Package jobmap maps the leased records of research.Store and
-// schedule.Store onto jobs.Job and back, and the queue's errors onto theirs.
+// Package jobmap maps the leased records of research.Store,
+// slackstate.Store and schedule.Store onto jobs.Job and back, and the queue's errors onto theirs.
 // storage/sqlstore keeps those records in the jobs table through these
 // functions, on either engine.
 package jobmap
@@ -13,6 +13,7 @@ import (
 	"deepresearch/jobs"
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage/dbtext"
 )
 
@@ -49,7 +50,7 @@ func splitEnvelope(p []byte) (typ, envelopeID string, body []byte, err error) {
 // InboxJob returns the job PutInbox stores for e: held by e.Owner (or, with
 // no owner, by nobody) until e.LeaseUntil, or until e.ReceivedAt when e has
 // no lease, so that a claimer takes it at once.
-func InboxJob(e research.InboxEntry) jobs.Job {
+func InboxJob(e slackstate.InboxEntry) jobs.Job {
 	until := e.LeaseUntil
 	if until.IsZero() {
 		until = e.ReceivedAt
@@ -69,8 +70,8 @@ func InboxDonePayload(j jobs.Job) ([]byte, error) {
 }
 
 // InboxEntries returns the inbox entries of claimed KindEnvelope jobs.
-func InboxEntries(js []jobs.Job) ([]research.InboxEntry, error) {
-	out := make([]research.InboxEntry, 0, len(js))
+func InboxEntries(js []jobs.Job) ([]slackstate.InboxEntry, error) {
+	out := make([]slackstate.InboxEntry, 0, len(js))
 	for _, j := range js {
 		e, err := InboxEntry(j)
 		if err != nil {
@@ -82,12 +83,12 @@ func InboxEntries(js []jobs.Job) ([]research.InboxEntry, error) {
 }
 
 // InboxEntry returns the inbox entry of a KindEnvelope job.
-func InboxEntry(j jobs.Job) (research.InboxEntry, error) {
+func InboxEntry(j jobs.Job) (slackstate.InboxEntry, error) {
 	typ, id, body, err := splitEnvelope(j.Payload)
 	if err != nil {
-		return research.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", j.Key, err)
+		return slackstate.InboxEntry{}, fmt.Errorf("inbox entry %s: %w", j.Key, err)
 	}
-	e := research.InboxEntry{Key: j.Key, Type: typ, EnvelopeID: id, Payload: body, ReceivedAt: j.CreatedAt,
+	e := slackstate.InboxEntry{Key: j.Key, Type: typ, EnvelopeID: id, Payload: body, ReceivedAt: j.CreatedAt,
 		Owner: j.Owner, LeaseUntil: j.LeaseUntil, Attempts: j.Attempts}
 	if len(e.Payload) == 0 {
 		e.Payload = nil
@@ -104,7 +105,7 @@ func EventJob(key string, at time.Time) jobs.Job {
 }
 
 // ResearchErr returns err, from the jobs code, also wrapping the
-// research.Store error it stands for: ErrNotFound, or ErrLeaseLost for a
+// research.Store (and slackstate.Store) error it stands for: ErrNotFound, or ErrLeaseLost for a
 // lease not held (or a job not claimable).
 func ResearchErr(err error) error {
 	switch {

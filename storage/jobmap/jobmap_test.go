@@ -8,6 +8,7 @@ import (
 	"deepresearch/jobs"
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage/jobmap"
 )
 
@@ -15,19 +16,19 @@ func TestInboxRoundTrip(t *testing.T) {
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		name string
-		in   research.InboxEntry
-		want research.InboxEntry // what reads back
+		in   slackstate.InboxEntry
+		want slackstate.InboxEntry // what reads back
 	}{
-		{"plain", research.InboxEntry{Key: "ev:1", Type: "events_api", EnvelopeID: "e1", Payload: []byte(`{"a":"\u0000 x"}`),
+		{"plain", slackstate.InboxEntry{Key: "ev:1", Type: "events_api", EnvelopeID: "e1", Payload: []byte(`{"a":"\u0000 x"}`),
 			ReceivedAt: t0, Owner: "A", LeaseUntil: t0.Add(time.Minute)},
-			research.InboxEntry{Key: "ev:1", Type: "events_api", EnvelopeID: "e1", Payload: []byte(`{"a":"\u0000 x"}`),
+			slackstate.InboxEntry{Key: "ev:1", Type: "events_api", EnvelopeID: "e1", Payload: []byte(`{"a":"\u0000 x"}`),
 				ReceivedAt: t0, Owner: "A", LeaseUntil: t0.Add(time.Minute), Attempts: 1}},
-		{"body with NULs", research.InboxEntry{Key: "ev:2", Type: "interactive", EnvelopeID: "e2", Payload: []byte("a\x00b\x00"),
+		{"body with NULs", slackstate.InboxEntry{Key: "ev:2", Type: "interactive", EnvelopeID: "e2", Payload: []byte("a\x00b\x00"),
 			ReceivedAt: t0, Owner: "A", LeaseUntil: t0},
-			research.InboxEntry{Key: "ev:2", Type: "interactive", EnvelopeID: "e2", Payload: []byte("a\x00b\x00"),
+			slackstate.InboxEntry{Key: "ev:2", Type: "interactive", EnvelopeID: "e2", Payload: []byte("a\x00b\x00"),
 				ReceivedAt: t0, Owner: "A", LeaseUntil: t0, Attempts: 1}},
-		{"NUL in the id, no lease", research.InboxEntry{Key: "env:3", Type: "x", EnvelopeID: "e\x003", ReceivedAt: t0},
-			research.InboxEntry{Key: "env:3", Type: "x", EnvelopeID: "e3", ReceivedAt: t0, LeaseUntil: t0, Attempts: 1}},
+		{"NUL in the id, no lease", slackstate.InboxEntry{Key: "env:3", Type: "x", EnvelopeID: "e\x003", ReceivedAt: t0},
+			slackstate.InboxEntry{Key: "env:3", Type: "x", EnvelopeID: "e3", ReceivedAt: t0, LeaseUntil: t0, Attempts: 1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			js, err := jobs.CheckPut([]jobs.Job{jobmap.InboxJob(tt.in)})

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 	"deepresearch/storage/pgtest"
 )
 
 // A database at 0012 with live runs (waiting on an interrupt, decided and
-// queued, finished, cancelled by a decision, plain) migrates to 0013: each
-// reads back as it did, and the waiting and decided ones still work.
+// queued, finished, cancelled by a decision, plain) migrates to 0013 and
+// on: each reads back as it did, its thread and status message are its
+// place (0017), and the waiting and decided ones still work.
 func TestMigrateRunDetail(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
@@ -20,30 +22,31 @@ func TestMigrateRunDetail(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	old := atVersion(t, dsn, 12)
 
-	key := research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: "1.0"}
+	key := slackstate.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: "1.0"}
+	statusTS := map[string]string{"r-wait": "4.0", "r-decided": "4.1"}
 	opts := research.RunOptions{ApprovePlan: true, Depth: "deep", Language: "ja", Redeliver: "r-0"}
-	plan := &research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan, Text: "1. 規制\n2. \"quotes\" & <b>", MessageTS: "5.0"}
+	plan := &research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan, Text: "1. 規制\n2. \"quotes\" & <b>", MessageID: "5.0"}
 	decidedAt := at(3).Add(123456789 * time.Nanosecond)
 	want := []research.Run{
-		{ID: "r-wait", ThreadID: "th-wait", Key: key, Requester: "U1", Question: "2026年の規制 <!here>", FollowUp: true, Options: opts,
-			State: research.StateWaiting, Attempt: 1, StatusTS: "4.0", Interrupt: plan, CreatedAt: at(1), UpdatedAt: at(2)},
-		{ID: "r-decided", ThreadID: "th-decided", Key: key, Requester: "U1", Question: "q", Options: research.RunOptions{ApproveDraft: true},
-			State: research.StateQueued, StatusTS: "4.1",
-			Interrupt: &research.PendingInterrupt{ID: "i2", Kind: research.InterruptDraft, Text: "draft", MessageTS: "5.1"},
+		{ID: "r-wait", ThreadID: "th-wait", Requester: "U1", Question: "2026年の規制 <!here>", FollowUp: true, Options: opts,
+			State: research.StateWaiting, Attempt: 1, Interrupt: plan, CreatedAt: at(1), UpdatedAt: at(2)},
+		{ID: "r-decided", ThreadID: "th-decided", Requester: "U1", Question: "q", Options: research.RunOptions{ApproveDraft: true},
+			State:     research.StateQueued,
+			Interrupt: &research.PendingInterrupt{ID: "i2", Kind: research.InterruptDraft, Text: "draft", MessageID: "5.1"},
 			Decision:  &research.Decision{InterruptID: "i2", Action: research.ActionRevise, Text: "shorter", By: "U2", At: decidedAt},
 			CreatedAt: at(1), UpdatedAt: decidedAt},
-		{ID: "r-done", ThreadID: "th-done", Key: key, Requester: "U2", Question: "done q", State: research.StateDone, Attempt: 2,
-			Interrupt: &research.PendingInterrupt{ID: "i3", Kind: research.InterruptQuestion, Text: "which?", MessageTS: "5.2"},
+		{ID: "r-done", ThreadID: "th-done", Requester: "U2", Question: "done q", State: research.StateDone, Attempt: 2,
+			Interrupt: &research.PendingInterrupt{ID: "i3", Kind: research.InterruptQuestion, Text: "which?", MessageID: "5.2"},
 			Decision:  &research.Decision{InterruptID: "i3", Action: research.ActionAnswer, Text: "2025", By: "U2", At: at(4)},
 			CreatedAt: at(1), UpdatedAt: at(9), FinishedAt: at(9)},
-		{ID: "r-cancel", ThreadID: "th-cancel", Key: key, Requester: "U2", Question: "c", State: research.StateCancelled,
-			Interrupt:         &research.PendingInterrupt{ID: "i4", Kind: research.InterruptPlan, Text: "p", MessageTS: "5.3"},
+		{ID: "r-cancel", ThreadID: "th-cancel", Requester: "U2", Question: "c", State: research.StateCancelled,
+			Interrupt:         &research.PendingInterrupt{ID: "i4", Kind: research.InterruptPlan, Text: "p", MessageID: "5.3"},
 			Decision:          &research.Decision{InterruptID: "i4", Action: research.ActionCancel, By: "U3", At: at(6)},
 			CancelRequestedBy: "U3", CreatedAt: at(2), UpdatedAt: at(6), FinishedAt: at(6)},
-		{ID: "r-plain", ThreadID: "th-plain", Key: key, Requester: "U3", State: research.StateQueued, CreatedAt: at(3), UpdatedAt: at(3)},
+		{ID: "r-plain", ThreadID: "th-plain", Requester: "U3", State: research.StateQueued, CreatedAt: at(3), UpdatedAt: at(3)},
 	}
 	for _, r := range want {
-		run, job := oldRunRows(r)
+		run, job := oldRunRows(r, key, statusTS[r.ID])
 		if _, err := old.Exec(ctx, `INSERT INTO bot_runs (id, thread_id, team, channel, thread_ts, requester, question, follow_up, options,
 				status_ts, intr_id, intr_kind, intr_text, intr_message_ts, dec_interrupt_id, dec_action, dec_text, dec_by, dec_at,
 				cancel_requested_by, created_at, updated_at)
@@ -71,6 +74,10 @@ func TestMigrateRunDetail(t *testing.T) {
 		if !reflect.DeepEqual(got, w) {
 			t.Errorf("run %s read back as\n%+v %+v %+v\nwant\n%+v %+v %+v", w.ID, got, got.Interrupt, got.Decision, w, w.Interrupt, w.Decision)
 		}
+		p, err := NewSlack(s).Place(ctx, w.ID)
+		if want := (slackstate.Place{RunID: w.ID, Key: key, StatusTS: statusTS[w.ID]}); err != nil || p != want {
+			t.Errorf("place of %s = %+v, %v; want %+v", w.ID, p, err, want)
+		}
 	}
 	var moved int
 	if err := old.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
@@ -82,9 +89,10 @@ func TestMigrateRunDetail(t *testing.T) {
 	migratedRunsWork(t, st, want, at)
 }
 
-// oldRunRows returns the values of run r's bot_runs row and of its job as
-// release 0012 stored them.
-func oldRunRows(r research.Run) (run, job []any) {
+// oldRunRows returns the values of run r's bot_runs row (in the thread
+// key, with the status message statusTS) and of its job as release 0012
+// stored them.
+func oldRunRows(r research.Run, key slackstate.ThreadKey, statusTS string) (run, job []any) {
 	ns := func(tm time.Time) int64 { return tm.UnixNano() }
 	jobState := map[research.RunState]string{research.StateWaiting: "parked", research.StateQueued: "ready",
 		research.StateDone: "done", research.StateCancelled: "failed"}
@@ -115,8 +123,8 @@ func oldRunRows(r research.Run) (run, job []any) {
 	if !r.FinishedAt.IsZero() {
 		fin = ns(r.FinishedAt)
 	}
-	run = []any{r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.Question, r.FollowUp, o,
-		r.StatusTS, intrID, string(intr.Kind), intr.Text, intr.MessageTS, decID, string(dec.Action), dec.Text, dec.By, decAt,
+	run = []any{r.ID, r.ThreadID, key.Team, key.Channel, key.ThreadTS, r.Requester, r.Question, r.FollowUp, o,
+		statusTS, intrID, string(intr.Kind), intr.Text, intr.MessageID, decID, string(dec.Action), dec.Text, dec.By, decAt,
 		r.CancelRequestedBy, ns(r.CreatedAt), ns(r.UpdatedAt)}
 	job = []any{r.ID, jobState[r.State], payload, r.Attempt, ns(r.CreatedAt), ns(r.UpdatedAt), fin}
 	return run, job
@@ -143,7 +151,7 @@ func migratedRunsWork(t *testing.T, st research.Store, want []research.Run, at f
 			t.Fatalf("acquire %s: %+v, %v", id, r, err)
 		}
 	}
-	draft := research.PendingInterrupt{ID: "i5", Kind: research.InterruptDraft, Text: "d", MessageTS: "6.0"}
+	draft := research.PendingInterrupt{ID: "i5", Kind: research.InterruptDraft, Text: "d", MessageID: "6.0"}
 	if err := st.WaitRun(ctx, "r-wait", "B", draft, at(22)); err != nil {
 		t.Fatal(err)
 	}

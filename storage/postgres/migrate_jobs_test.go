@@ -11,6 +11,7 @@ import (
 
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage/migrate"
 	"deepresearch/storage/pgtest"
 )
@@ -125,7 +126,7 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 	t.Cleanup(s.Close)
 	r := NewRuns(s)
 
-	inboxTakenOver(t, r, t0)
+	inboxTakenOver(t, NewSlack(s), t0)
 	firingsTakenOver(t, NewSchedules(s), t0)
 	runsTakenOver(t, r, t0)
 	var leaseCols int
@@ -148,7 +149,7 @@ func TestMigrateLeasesOntoJobs(t *testing.T) {
 
 // inboxTakenOver: the migrated inbox entries are taken over, the handled
 // one stays handled, and the event keys and instances came along.
-func inboxTakenOver(t *testing.T, r research.Store, t0 time.Time) {
+func inboxTakenOver(t *testing.T, r slackstate.Store, t0 time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	got, err := r.ClaimInbox(ctx, "B", t0.Add(time.Minute), 30*time.Second, 0)
@@ -172,7 +173,7 @@ func inboxTakenOver(t *testing.T, r research.Store, t0 time.Time) {
 	if !done.Done() || !done.DoneAt.Equal(t0.Add(2*time.Second)) || done.Type != "interactive" || done.EnvelopeID != "env-2" || done.Attempts != 2 {
 		t.Errorf("done entry = %+v", done)
 	}
-	if ok, err := r.PutInbox(ctx, []research.InboxEntry{{Key: "ev:done", ReceivedAt: t0, Owner: "C", LeaseUntil: t0}}); err != nil || ok[0] {
+	if ok, err := r.PutInbox(ctx, []slackstate.InboxEntry{{Key: "ev:done", ReceivedAt: t0, Owner: "C", LeaseUntil: t0}}); err != nil || ok[0] {
 		t.Errorf("redelivery of a handled envelope stored: %v, %v", ok, err)
 	}
 	if first, err := r.ClaimEvent(ctx, "msg:C1:1.0", t0); err != nil || first {

@@ -9,6 +9,10 @@ func (s *Store) SQL() *sqlstore.DB { return s.sql }
 // NewRuns returns the research.Store on s's database.
 func NewRuns(s *Store) *sqlstore.Runs { return sqlstore.NewRuns(s.sql) }
 
+// NewSlack returns the slackstate.Store (the Slack bot's own records) on
+// s's database.
+func NewSlack(s *Store) *sqlstore.Slack { return sqlstore.NewSlack(s.sql) }
+
 // NewJobs returns the jobs.Queue on s's database.
 func NewJobs(s *Store) *sqlstore.Jobs { return sqlstore.NewJobs(s.sql) }
 

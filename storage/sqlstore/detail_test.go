@@ -29,7 +29,7 @@ func TestRunDetailKeys(t *testing.T) {
 	slices.Sort(keys)
 	// Every field of research.Run is detail unless it is listed here as a
 	// column or the job's.
-	columns := []string{"ID", "ThreadID", "Key", "Requester", "State", "Owner", "LeaseUntil", "Attempt", "StatusTS",
+	columns := []string{"ID", "ThreadID", "Requester", "State", "Owner", "LeaseUntil", "Attempt",
 		"Error", "CancelRequestedBy", "CreatedAt", "UpdatedAt", "FinishedAt"}
 	var want []string
 	for f := range reflect.TypeFor[research.Run]().Fields() {

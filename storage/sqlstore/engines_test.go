@@ -9,6 +9,7 @@ import (
 	"deepresearch/jobs"
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage/pgtest"
 	"deepresearch/storage/postgres"
 	"deepresearch/storage/sqlite"
@@ -72,6 +73,15 @@ func TestRunsConformance(t *testing.T) {
 	})
 }
 
+func TestSlackConformance(t *testing.T) {
+	onEach(t, func(t *testing.T, e engine) {
+		Slack(t, func(t *testing.T) (slackstate.Store, research.Store) {
+			db := e.db(t)
+			return sqlstore.NewSlack(db), sqlstore.NewRuns(db)
+		})
+	})
+}
+
 // TestRunsTwoHandles races goroutines over two DBs (two connection pools)
 // on one database: the compare-and-set rules must hold across them.
 func TestRunsTwoHandles(t *testing.T) {
@@ -79,7 +89,7 @@ func TestRunsTwoHandles(t *testing.T) {
 		loc := e.fresh(t)
 		a, _ := e.open(t, loc)
 		b, _ := e.open(t, loc)
-		RunsTwoHandles(t, sqlstore.NewRuns(a), sqlstore.NewRuns(b))
+		RunsTwoHandles(t, sqlstore.NewRuns(a), sqlstore.NewRuns(b), sqlstore.NewSlack(a), sqlstore.NewSlack(b))
 	})
 }
 

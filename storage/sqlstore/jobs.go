@@ -423,11 +423,11 @@ func (q *Jobs) Prune(ctx context.Context, before time.Time) (int, error) {
 
 // instances is the registry of processes (table instances): the bot
 // processes on one database announce themselves every few seconds and count
-// each other to split Slack's per-workspace rate limits. Jobs and Runs both
-// offer it.
+// each other to split Slack's per-workspace rate limits. Jobs and Slack
+// both offer it.
 type instances struct{ db *DB }
 
-// TouchInstance implements jobs.Queue (and research.Store).
+// TouchInstance implements jobs.Queue (and slackstate.Store).
 func (i instances) TouchInstance(ctx context.Context, id string, now time.Time) error {
 	return i.db.Write(ctx, func(q Querier) error {
 		if _, err := q.Exec(ctx, `INSERT INTO instances (id, seen_at) VALUES ($1, $2)
@@ -438,7 +438,7 @@ func (i instances) TouchInstance(ctx context.Context, id string, now time.Time) 
 	})
 }
 
-// LiveInstances implements jobs.Queue (and research.Store).
+// LiveInstances implements jobs.Queue (and slackstate.Store).
 func (i instances) LiveInstances(ctx context.Context, since time.Time) (int, error) {
 	var n int
 	if err := i.db.Read().QueryRow(ctx, `SELECT count(*) FROM instances WHERE seen_at >= $1`, nanos(since)).Scan(&n); err != nil {
@@ -447,7 +447,7 @@ func (i instances) LiveInstances(ctx context.Context, since time.Time) (int, err
 	return n, nil
 }
 
-// LeaveInstance implements jobs.Queue (and research.Store).
+// LeaveInstance implements jobs.Queue (and slackstate.Store).
 func (i instances) LeaveInstance(ctx context.Context, id string) error {
 	return i.db.Write(ctx, func(q Querier) error {
 		if _, err := q.Exec(ctx, `DELETE FROM instances WHERE id = $1`, id); err != nil {

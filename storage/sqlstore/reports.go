@@ -20,7 +20,7 @@ func NewReports(db *DB) *Reports { return &Reports{db: db} }
 
 // SaveReport implements research.ReportStore.
 func (rs *Reports) SaveReport(ctx context.Context, r research.PastReport) error {
-	for _, p := range []*string{&r.RunID, &r.Team, &r.Channel, &r.ThreadTS, &r.Requester, &r.URL, &r.Title, &r.Question, &r.Text} {
+	for _, p := range []*string{&r.RunID, &r.Team, &r.Channel, &r.Thread, &r.Requester, &r.URL, &r.Title, &r.Question, &r.Text} {
 		*p = dbtext.String(*p)
 	}
 	terms := research.IndexTerms(r)
@@ -43,7 +43,7 @@ func (rs *Reports) saveIndexed(ctx context.Context, r research.PastReport, terms
 		ON CONFLICT (run_id) DO UPDATE SET team = excluded.team, channel = excluded.channel, thread_ts = excluded.thread_ts,
 			private = excluded.private, requester = excluded.requester, url = excluded.url, title = excluded.title,
 			question = excluded.question, body = excluded.body, terms = excluded.terms, created_at = excluded.created_at`,
-		r.RunID, r.Team, r.Channel, r.ThreadTS, r.Private, r.Requester, r.URL, r.Title, r.Question, r.Text, terms, nanos(r.CreatedAt))
+		r.RunID, r.Team, r.Channel, r.Thread, r.Private, r.Requester, r.URL, r.Title, r.Question, r.Text, terms, nanos(r.CreatedAt))
 	return err
 }
 
@@ -58,7 +58,7 @@ func (rs *Reports) saveFTS(ctx context.Context, r research.PastReport, terms str
 				private = excluded.private, requester = excluded.requester, url = excluded.url, title = excluded.title,
 				question = excluded.question, body = excluded.body, created_at = excluded.created_at
 			RETURNING id`,
-			r.RunID, r.Team, r.Channel, r.ThreadTS, r.Private, r.Requester, r.URL, r.Title, r.Question, r.Text, nanos(r.CreatedAt)).Scan(&id)
+			r.RunID, r.Team, r.Channel, r.Thread, r.Private, r.Requester, r.URL, r.Title, r.Question, r.Text, nanos(r.CreatedAt)).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -104,7 +104,7 @@ func (rs *Reports) SearchReports(ctx context.Context, q research.ReportQuery) ([
 	out, err := collect(rows, err, func(row Row) (research.PastReport, error) {
 		var r research.PastReport
 		var at int64
-		err := row.Scan(&r.RunID, &r.Team, &r.Channel, &r.ThreadTS, &r.Private, &r.Requester, &r.URL, &r.Title, &r.Question, &r.Text, &at)
+		err := row.Scan(&r.RunID, &r.Team, &r.Channel, &r.Thread, &r.Private, &r.Requester, &r.URL, &r.Title, &r.Question, &r.Text, &at)
 		r.CreatedAt = fromNanos(at)
 		return r, err
 	})

@@ -15,23 +15,23 @@ import (
 	"deepresearch/storage/jobmap"
 )
 
-// Runs is research.Store on a DB (tables bot_* and jobs). A run is a row of
-// bot_runs (the columns that conditions read, and the rest as one JSON
+// Runs is research.Store on a DB (tables bot_runs, bot_uploads,
+// bot_staged_files and jobs). A run is a row of bot_runs (the columns that conditions read, and the rest as one JSON
 // text, detail: jobmap.RunDetail) and a KindRun job (migration 0010) that
-// holds its lease and state (jobmap.RunJob), read with a JOIN; the inbox
-// and the event keys are jobs too (inbox.go). The lease rules are jobs.go's,
+// holds its lease and state (jobmap.RunJob), read with a JOIN; its place in
+// Slack is the bot's (Slack, slack.go). The lease rules are jobs.go's,
 // run inside this file's transactions. On PostgreSQL, CreateRun serialises
 // on advisory locks on the requester and the thread before it checks the
 // jobs of their runs and inserts, and Decide, WaitRun and RequestCancel
 // lock the run's row before they read its state; on SQLite the single
 // writer does both. Times are stored as Unix nanoseconds (0: zero time) and
 // read back in UTC.
-type Runs struct{ instances }
+type Runs struct{ db *DB }
 
 var _ research.Store = (*Runs)(nil)
 
 // NewRuns returns the research.Store on db.
-func NewRuns(db *DB) *Runs { return &Runs{instances{db}} }
+func NewRuns(db *DB) *Runs { return &Runs{db} }
 
 // Advisory lock classes of CreateRun (key 2 is hashtext of the value).
 const (
@@ -41,8 +41,8 @@ const (
 
 // botRunCols are the columns scanBotRun reads: the run's row r and its job
 // j (botRunFrom), seq first.
-const botRunCols = `r.seq, r.id, r.thread_id, r.team, r.channel, r.thread_ts, r.requester,
-	r.status_ts, r.intr_id, r.dec_interrupt_id, r.cancel_requested_by, r.created_at, r.updated_at, r.detail,
+const botRunCols = `r.seq, r.id, r.thread_id, r.requester,
+	r.intr_id, r.dec_interrupt_id, r.cancel_requested_by, r.created_at, r.updated_at, r.detail,
 	j.state, j.payload, j.owner, j.lease_until, j.attempts, j.updated_at, j.finished_at, j.error`
 
 // botRunFrom joins a run's row to its job, which holds its lease and state.
@@ -72,8 +72,8 @@ func scanBotRun(sc Row) (research.Run, error) {
 		intrID, decID               *string
 		detail                      []byte
 	)
-	if err := sc.Scan(&seq, &r.ID, &r.ThreadID, &r.Key.Team, &r.Key.Channel, &r.Key.ThreadTS, &r.Requester,
-		&r.StatusTS, &intrID, &decID, &r.CancelRequestedBy, &created, &updated, &detail,
+	if err := sc.Scan(&seq, &r.ID, &r.ThreadID, &r.Requester,
+		&intrID, &decID, &r.CancelRequestedBy, &created, &updated, &detail,
 		&state, &j.Payload, &j.Owner, &lease, &j.Attempts, &jobUpdated, &finished, &j.Error); err != nil {
 		return research.Run{}, err
 	}
@@ -118,47 +118,17 @@ func (db *DB) scanBotRuns(rows Rows, err error, what string) ([]research.Run, er
 	return out, nil
 }
 
-const botThreadCols = `team, channel, thread_ts, thread_id, requester, dm, created_at`
-
-func (db *DB) thread(ctx context.Context, q Querier, key research.ThreadKey) (research.Thread, error) {
-	var t research.Thread
-	var created int64
-	err := q.QueryRow(ctx, `SELECT `+botThreadCols+` FROM bot_threads WHERE team = $1 AND channel = $2 AND thread_ts = $3`,
-		key.Team, key.Channel, key.ThreadTS).Scan(&t.Key.Team, &t.Key.Channel, &t.Key.ThreadTS, &t.ThreadID, &t.Requester, &t.DM, &created)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return research.Thread{}, fmt.Errorf("thread %v: %w", key, research.ErrNotFound)
-	case err != nil:
-		return research.Thread{}, db.errorf("thread: %w", err)
-	}
-	t.CreatedAt = fromNanos(created)
-	return t, nil
-}
-
-// PutThread implements research.Store. On PostgreSQL the insert waits for
-// a concurrent insert of the same key to finish; the read that follows (a
-// new snapshot) then sees whichever mapping was stored first.
-func (b *Runs) PutThread(ctx context.Context, t research.Thread) (research.Thread, error) {
-	return writeValue(ctx, b.db, func(q Querier) (research.Thread, error) {
-		if _, err := q.Exec(ctx, `INSERT INTO bot_threads (`+botThreadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-			t.Key.Team, t.Key.Channel, t.Key.ThreadTS, t.ThreadID, t.Requester, t.DM, nanos(t.CreatedAt)); err != nil {
-			return research.Thread{}, b.db.errorf("put thread: %w", err)
-		}
-		return b.db.thread(ctx, q, t.Key)
-	})
-}
-
-// Thread implements research.Store.
-func (b *Runs) Thread(ctx context.Context, key research.ThreadKey) (research.Thread, error) {
-	return b.db.thread(ctx, b.db.Read(), key)
-}
-
 // CreateRun implements research.Store: the checks (id, busy thread,
 // per-user limit, in that order) read the jobs of the thread's and the
 // requester's runs, and the row and a ready job are inserted, in one
 // transaction (on PostgreSQL under the advisory locks).
 func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) error {
-	db := b.db
+	return b.db.createRun(ctx, r, maxPerUser, nil)
+}
+
+// createRun is CreateRun, with also (when not nil) run in its transaction
+// after the run's insert: Slack.CreateRun inserts the run's place there.
+func (db *DB) createRun(ctx context.Context, r research.Run, maxPerUser int, also func(Querier) error) error {
 	r = dbtext.Run(r)
 	detail, err := jobmap.RunDetail(r)
 	if err != nil {
@@ -188,10 +158,10 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 			return err
 		}
 		if _, err := q.Exec(ctx, `INSERT INTO bot_runs (
-				id, thread_id, team, channel, thread_ts, requester, status_ts, intr_id, dec_interrupt_id,
+				id, thread_id, requester, intr_id, dec_interrupt_id,
 				cancel_requested_by, created_at, updated_at, detail)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			r.ID, r.ThreadID, r.Key.Team, r.Key.Channel, r.Key.ThreadTS, r.Requester, r.StatusTS, intrID, decID,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			r.ID, r.ThreadID, r.Requester, intrID, decID,
 			r.CancelRequestedBy, nanos(r.CreatedAt), nanos(r.UpdatedAt), string(detail)); err != nil {
 			return db.errorf("create run %s: %w", r.ID, err)
 		}
@@ -201,6 +171,9 @@ func (b *Runs) CreateRun(ctx context.Context, r research.Run, maxPerUser int) er
 		}
 		if !stored[0] {
 			return db.errorf("create run %s: its job exists already", r.ID)
+		}
+		if also != nil {
+			return also(q)
 		}
 		return nil
 	})
@@ -256,9 +229,6 @@ func (b *Runs) ListRuns(ctx context.Context, f research.RunFilter) ([]research.R
 	}
 	if f.Requester != "" {
 		where = append(where, "r.requester = "+arg(f.Requester))
-	}
-	if f.Channel != "" {
-		where = append(where, "r.channel = "+arg(f.Channel))
 	}
 	if len(f.States) > 0 {
 		var or []string
@@ -401,22 +371,6 @@ func (b *Runs) FinishRun(ctx context.Context, id, owner string, state research.R
 	})
 }
 
-// SetStatusMessage implements research.Store.
-func (b *Runs) SetStatusMessage(ctx context.Context, id, ts string) (string, error) {
-	return writeValue(ctx, b.db, func(q Querier) (string, error) {
-		var out string
-		err := q.QueryRow(ctx, `UPDATE bot_runs SET status_ts = CASE WHEN status_ts = '' THEN $1 ELSE status_ts END
-			WHERE id = $2 RETURNING status_ts`, ts, id).Scan(&out)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return "", fmt.Errorf("run %s: %w", id, research.ErrNotFound)
-		case err != nil:
-			return "", b.db.errorf("set status message: %w", err)
-		}
-		return out, nil
-	})
-}
-
 // Decide implements research.Store: with the run's row locked, the checks
 // of jobmap.DecideRefusal on the run as stored, then Cancel (a cancel) or
 // Unpark (a compare-and-set) of its job and the decision recorded, in one
@@ -517,8 +471,8 @@ func (db *DB) requestCancel(ctx context.Context, q Querier, runID, by string, no
 // RecordUpload implements research.Store.
 func (b *Runs) RecordUpload(ctx context.Context, u research.Upload) (bool, error) {
 	n, err := writeValue(ctx, b.db, func(q Querier) (int64, error) {
-		return q.Exec(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_ts, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			u.RunID, u.FileID, u.MessageTS, nanos(u.At))
+		return q.Exec(ctx, `INSERT INTO bot_uploads (run_id, file_id, message_id, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			u.RunID, u.FileID, u.MessageID, nanos(u.At))
 	})
 	if err != nil {
 		return false, b.db.errorf("record upload: %w", err)
@@ -530,7 +484,7 @@ func (b *Runs) RecordUpload(ctx context.Context, u research.Upload) (bool, error
 func (b *Runs) Upload(ctx context.Context, runID string) (research.Upload, error) {
 	u := research.Upload{RunID: runID}
 	var at int64
-	err := b.db.Read().QueryRow(ctx, `SELECT file_id, message_ts, at FROM bot_uploads WHERE run_id = $1`, runID).Scan(&u.FileID, &u.MessageTS, &at)
+	err := b.db.Read().QueryRow(ctx, `SELECT file_id, message_id, at FROM bot_uploads WHERE run_id = $1`, runID).Scan(&u.FileID, &u.MessageID, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return research.Upload{}, fmt.Errorf("upload of %s: %w", runID, research.ErrNotFound)

@@ -42,12 +42,12 @@ func Reports(t *testing.T, open func(t *testing.T) (research.ReportStore, graph.
 	t.Run("VisibleOnlyWherePosted", func(t *testing.T) {
 		s, _ := open(t)
 		save(t, s,
-			research.PastReport{RunID: "c1", Team: "T1", Channel: "C1", ThreadTS: "1.1", Requester: "U1", URL: "https://x.slack.com/archives/C1/p11", Title: "Kite", Text: kite, CreatedAt: at},
-			research.PastReport{RunID: "c2", Team: "T1", Channel: "C2", ThreadTS: "2.1", Requester: "U1", URL: "https://x.slack.com/archives/C2/p21", Title: "Kite", Text: kite, CreatedAt: at},
-			research.PastReport{RunID: "dm1", Team: "T1", Channel: "D1", ThreadTS: "3.1", Private: true, Requester: "U1", URL: "https://x.slack.com/archives/D1/p31", Title: "Kite", Text: kite, CreatedAt: at},
-			research.PastReport{RunID: "dm2", Team: "T1", Channel: "D2", ThreadTS: "4.1", Private: true, Requester: "U2", URL: "https://x.slack.com/archives/D2/p41", Title: "Kite", Text: kite, CreatedAt: at},
+			research.PastReport{RunID: "c1", Team: "T1", Channel: "C1", Thread: "1.1", Requester: "U1", URL: "https://x.slack.com/archives/C1/p11", Title: "Kite", Text: kite, CreatedAt: at},
+			research.PastReport{RunID: "c2", Team: "T1", Channel: "C2", Thread: "2.1", Requester: "U1", URL: "https://x.slack.com/archives/C2/p21", Title: "Kite", Text: kite, CreatedAt: at},
+			research.PastReport{RunID: "dm1", Team: "T1", Channel: "D1", Thread: "3.1", Private: true, Requester: "U1", URL: "https://x.slack.com/archives/D1/p31", Title: "Kite", Text: kite, CreatedAt: at},
+			research.PastReport{RunID: "dm2", Team: "T1", Channel: "D2", Thread: "4.1", Private: true, Requester: "U2", URL: "https://x.slack.com/archives/D2/p41", Title: "Kite", Text: kite, CreatedAt: at},
 			research.PastReport{RunID: "ask", Private: true, URL: research.ReportURI("ask"), Title: "Kite", Text: kite, CreatedAt: at},
-			research.PastReport{RunID: "t2c1", Team: "T2", Channel: "C1", ThreadTS: "5.1", Requester: "U1", URL: "https://y.slack.com/archives/C1/p51", Title: "Kite", Text: kite, CreatedAt: at},
+			research.PastReport{RunID: "t2c1", Team: "T2", Channel: "C1", Thread: "5.1", Requester: "U1", URL: "https://y.slack.com/archives/C1/p51", Title: "Kite", Text: kite, CreatedAt: at},
 		)
 		for _, tc := range []struct {
 			name string

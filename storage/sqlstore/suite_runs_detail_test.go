@@ -21,7 +21,7 @@ func FullRun(id, threadTS, user string) research.Run {
 	var r research.Run
 	n := 0
 	fill(reflect.ValueOf(&r).Elem(), "Run", &n)
-	r.ID, r.Key, r.ThreadID, r.Requester = id, key(threadTS), key(threadTS).ThreadID(), user
+	r.ID, r.ThreadID, r.Requester = id, key(threadTS).ThreadID(), user
 	r.CreatedAt, r.UpdatedAt = at(0), at(0)
 	r.State, r.Owner, r.LeaseUntil, r.Attempt, r.Error, r.FinishedAt = "", "", time.Time{}, 0, "", time.Time{}
 	r.Decision.InterruptID = r.Interrupt.ID
@@ -94,7 +94,7 @@ func testRoundTripAll(t *testing.T, s research.Store) {
 	must(t, s.CreateRun(c, r2, 0))
 	_, err = s.AcquireRun(c, "rf2", "A", at(1), time.Minute)
 	must(t, err)
-	pi := research.PendingInterrupt{ID: "i9", Kind: research.InterruptDraft, Text: "draft", MessageTS: "9.0"}
+	pi := research.PendingInterrupt{ID: "i9", Kind: research.InterruptDraft, Text: "draft", MessageID: "9.0"}
 	must(t, s.WaitRun(c, "rf2", "A", pi, at(2)))
 	d := research.Decision{InterruptID: "i9", Action: research.ActionRevise, Text: "shorter", By: "U2", At: at(3)}
 	got, err = s.Decide(c, "rf2", d)

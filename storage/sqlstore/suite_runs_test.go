@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 // Runs runs the conformance suite.
@@ -25,9 +26,6 @@ func Runs(t *testing.T, newStore func(t *testing.T) research.Store) {
 		name string
 		fn   func(*testing.T, research.Store)
 	}{
-		{"ClaimEvent", testClaimEvent},
-		{"ClaimEventConcurrent", testClaimEventConcurrent},
-		{"Threads", testThreads},
 		{"CreateRunRules", testCreateRunRules},
 		{"AcquireAndLease", testAcquireAndLease},
 		{"AcquireConcurrent", testAcquireConcurrent},
@@ -38,21 +36,12 @@ func Runs(t *testing.T, newStore func(t *testing.T) research.Store) {
 		{"DecideCancel", testDecideCancel},
 		{"RequestCancel", testRequestCancel},
 		{"FinishAndRelease", testFinishAndRelease},
-		{"StatusMessage", testStatusMessage},
 		{"Uploads", testUploads},
 		{"StagedUploads", testStagedUploads},
 		{"ListRuns", testListRuns},
 		{"RoundTrip", testRoundTrip},
 		{"RoundTripAll", testRoundTripAll},
 		{"HostileText", testHostileText},
-		{"InboxPut", testInboxPut},
-		{"InboxPutConcurrent", testInboxPutConcurrent},
-		{"InboxClaim", testInboxClaim},
-		{"InboxClaimConcurrent", testInboxClaimConcurrent},
-		{"InboxLease", testInboxLease},
-		{"InboxPrune", testInboxPrune},
-		{"Instances", testInstances},
-		{"InstancesConcurrent", testInstancesConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -70,8 +59,8 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func key(ts string) research.ThreadKey {
-	return research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: ts}
+func key(ts string) slackstate.ThreadKey {
+	return slackstate.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: ts}
 }
 
 // testHeldRuns: HeldRuns counts the runs held under a live lease, by the
@@ -109,7 +98,7 @@ func testHeldRuns(t *testing.T, s research.Store) {
 
 func newRun(id, thread, user string) research.Run {
 	k := key(thread)
-	return research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id,
+	return research.Run{ID: id, ThreadID: k.ThreadID(), Requester: user, Question: "q " + id,
 		Options: research.RunOptions{ApproveDraft: true, Depth: "deep"}, CreatedAt: at(0), UpdatedAt: at(0)}
 }
 
@@ -133,62 +122,6 @@ func create(t *testing.T, s research.Store, r research.Run) research.Run {
 	got, err := s.Run(ctx(t), r.ID)
 	must(t, err)
 	return got
-}
-
-func testClaimEvent(t *testing.T, s research.Store) {
-	c := ctx(t)
-	first, err := s.ClaimEvent(c, "ev:1", at(0))
-	must(t, err)
-	again, err := s.ClaimEvent(c, "ev:1", at(1))
-	must(t, err)
-	other, err := s.ClaimEvent(c, "ev:2", at(10))
-	must(t, err)
-	if !first || again || !other {
-		t.Fatalf("claims = %v %v %v, want true false true", first, again, other)
-	}
-	n, err := s.PruneEvents(c, at(5))
-	must(t, err)
-	if n != 1 {
-		t.Errorf("pruned %d, want 1", n)
-	}
-	if ok, _ := s.ClaimEvent(c, "ev:1", at(11)); !ok {
-		t.Error("a pruned key cannot be claimed again")
-	}
-	if ok, _ := s.ClaimEvent(c, "ev:2", at(11)); ok {
-		t.Error("a key newer than the prune time was forgotten")
-	}
-}
-
-func testClaimEventConcurrent(t *testing.T, s research.Store) {
-	c := ctx(t)
-	wins := race(16, func(int) int { return won(t)(s.ClaimEvent(c, "ev:race", at(0))) })
-	if wins != 1 {
-		t.Fatalf("%d winners, want 1", wins)
-	}
-}
-
-func testThreads(t *testing.T, s research.Store) {
-	c := ctx(t)
-	_, err := s.Thread(c, key("1.0"))
-	wantErr(t, err, research.ErrNotFound)
-	th := research.Thread{Key: key("1.0"), ThreadID: key("1.0").ThreadID(), Requester: "U1", DM: true, CreatedAt: at(0)}
-	got, err := s.PutThread(c, th)
-	must(t, err)
-	if got != th {
-		t.Fatalf("PutThread = %+v", got)
-	}
-	other := th
-	other.Requester = "U2"
-	got, err = s.PutThread(c, other)
-	must(t, err)
-	if got.Requester != "U1" {
-		t.Errorf("second PutThread replaced the mapping: %+v", got)
-	}
-	got, err = s.Thread(c, key("1.0"))
-	must(t, err)
-	if got != th {
-		t.Errorf("Thread = %+v, want %+v", got, th)
-	}
 }
 
 func testCreateRunRules(t *testing.T, s research.Store) {
@@ -324,7 +257,7 @@ func testWaitDecide(t *testing.T, s research.Store) {
 	d := research.Decision{InterruptID: "i1", Action: research.ActionApprove, By: "U1", At: at(2)}
 	_, err = s.Decide(c, "r1", d)
 	wantErr(t, err, research.ErrNotWaiting)
-	pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft, Text: "draft", MessageTS: "5.0"}
+	pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptDraft, Text: "draft", MessageID: "5.0"}
 	must(t, s.WaitRun(c, "r1", "A", pi, at(1)))
 	r, err := s.Run(c, "r1")
 	must(t, err)
@@ -476,27 +409,11 @@ func testFinishAndRelease(t *testing.T, s research.Store) {
 	wantErr(t, s.FinishRun(c, "r1", "B", research.StateDone, "", at(4)), research.ErrLeaseLost)
 }
 
-func testStatusMessage(t *testing.T, s research.Store) {
-	c := ctx(t)
-	create(t, s, newRun("r1", "1.0", "U1"))
-	ts, err := s.SetStatusMessage(c, "r1", "1.1")
-	must(t, err)
-	ts2, err := s.SetStatusMessage(c, "r1", "1.2")
-	must(t, err)
-	if ts != "1.1" || ts2 != "1.1" {
-		t.Errorf("status ts = %q, %q; want 1.1 twice", ts, ts2)
-	}
-	r, _ := s.Run(c, "r1")
-	if r.StatusTS != "1.1" {
-		t.Errorf("stored status ts = %q", r.StatusTS)
-	}
-}
-
 func testUploads(t *testing.T, s research.Store) {
 	c := ctx(t)
 	_, err := s.Upload(c, "r1")
 	wantErr(t, err, research.ErrNotFound)
-	u := research.Upload{RunID: "r1", FileID: "F1", MessageTS: "1.5", At: at(1)}
+	u := research.Upload{RunID: "r1", FileID: "F1", MessageID: "1.5", At: at(1)}
 	wins := race(8, func(i int) int {
 		v := u
 		if i > 0 {
@@ -577,10 +494,6 @@ func testListRuns(t *testing.T, s research.Store) {
 	}
 	_, err = s.LatestRun(c, "nope")
 	wantErr(t, err, research.ErrNotFound)
-	byChan, _ := s.ListRuns(c, research.RunFilter{Channel: "C9"})
-	if len(byChan) != 0 {
-		t.Errorf("channel filter = %v", ids(byChan))
-	}
 }
 
 // testRoundTrip checks that every field survives storage.
@@ -590,18 +503,17 @@ func testRoundTrip(t *testing.T, s research.Store) {
 	r.Question = "2026年の国内生成AI規制 <!here> & \"quotes\""
 	r.FollowUp = true
 	r.Locale = "ja-JP"
-	r.StatusStream = true
 	r.Options = research.RunOptions{ApprovePlan: true, ApproveDraft: true, Depth: "deep", Language: "ja"}
 	r.CreatedAt = at(0.123)
 	r.UpdatedAt = at(0.123)
 	got := create(t, s, r)
-	if got.Question != r.Question || !got.FollowUp || got.Locale != "ja-JP" || !got.StatusStream || got.Options != r.Options || got.Key != r.Key ||
+	if got.Question != r.Question || !got.FollowUp || got.Locale != "ja-JP" || got.Options != r.Options ||
 		got.ThreadID != r.ThreadID || got.Requester != "U1" || !got.CreatedAt.Equal(r.CreatedAt) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, r)
 	}
 	_, err := s.AcquireRun(c, "r1", "A", at(1), time.Minute)
 	must(t, err)
-	pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptQuestion, Text: "which period?", MessageTS: "2.0"}
+	pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptQuestion, Text: "which period?", MessageID: "2.0"}
 	must(t, s.WaitRun(c, "r1", "A", pi, at(2)))
 	d := research.Decision{InterruptID: "i1", Action: research.ActionAnswer, Text: "2025–2026", By: "U1", At: at(3.5)}
 	_, err = s.Decide(c, "r1", d)
@@ -610,301 +522,6 @@ func testRoundTrip(t *testing.T, s research.Store) {
 	if got.Interrupt == nil || *got.Interrupt != pi || got.Decision == nil || got.Decision.Text != d.Text ||
 		!got.Decision.At.Equal(d.At) || got.Decision.Action != d.Action || got.Decision.By != "U1" || got.Locale != "ja-JP" {
 		t.Errorf("interrupt/decision round trip: %+v %+v", got.Interrupt, got.Decision)
-	}
-}
-
-func entry(key string, received float64, owner string, lease time.Duration) research.InboxEntry {
-	return research.InboxEntry{Key: key, Type: "events_api", EnvelopeID: "env-" + key,
-		Payload:    []byte(`{"event_id":"` + key + `","event":{"type":"app_mention","text":"調べて <@U0>"}}`),
-		ReceivedAt: at(received), Owner: owner, LeaseUntil: at(received).Add(lease)}
-}
-
-func put(t *testing.T, s research.Store, e research.InboxEntry) {
-	t.Helper()
-	if !putOne(t, s, e) {
-		t.Fatalf("first put of %s refused", e.Key)
-	}
-}
-
-func putOne(t *testing.T, s research.Store, e research.InboxEntry) bool {
-	t.Helper()
-	ok, err := s.PutInbox(ctx(t), []research.InboxEntry{e})
-	must(t, err)
-	if len(ok) != 1 {
-		t.Fatalf("PutInbox of 1 entry answered %v", ok)
-	}
-	return ok[0]
-}
-
-func keys(es []research.InboxEntry) string {
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Key)
-	}
-	return fmt.Sprint(out)
-}
-
-func testInboxPut(t *testing.T, s research.Store) {
-	c := ctx(t)
-	_, err := s.InboxEntry(c, "ev:1")
-	wantErr(t, err, research.ErrNotFound)
-	e := entry("ev:1", 0.123, "A", 30*time.Second)
-	put(t, s, e)
-	got, err := s.InboxEntry(c, "ev:1")
-	must(t, err)
-	if got.Key != e.Key || got.Type != e.Type || got.EnvelopeID != e.EnvelopeID || string(got.Payload) != string(e.Payload) ||
-		!got.ReceivedAt.Equal(e.ReceivedAt) || got.Owner != "A" || !got.LeaseUntil.Equal(e.LeaseUntil) ||
-		got.Attempts != 1 || got.Done() {
-		t.Fatalf("stored entry:\n got %+v\nwant %+v", got, e)
-	}
-	// A redelivery (any process) is refused and changes nothing.
-	again := entry("ev:1", 5, "B", time.Minute)
-	again.Payload = []byte(`{}`)
-	if putOne(t, s, again) {
-		t.Fatal("duplicate put accepted")
-	}
-	got, _ = s.InboxEntry(c, "ev:1")
-	if got.Owner != "A" || string(got.Payload) != string(e.Payload) || got.Attempts != 1 {
-		t.Errorf("duplicate put changed the entry: %+v", got)
-	}
-	// Several at once (a burst stored in one write): new keys are stored,
-	// a known key and a key repeated in the batch are not.
-	ok, err := s.PutInbox(c, []research.InboxEntry{entry("ev:2", 6, "B", time.Minute), entry("ev:1", 6, "B", time.Minute),
-		entry("ev:3", 6, "B", time.Minute), entry("ev:2", 6, "C", time.Minute)})
-	must(t, err)
-	if fmt.Sprint(ok) != "[true false true false]" {
-		t.Errorf("batch put = %v, want [true false true false]", ok)
-	}
-	for _, k := range []string{"ev:2", "ev:3"} {
-		if got, err := s.InboxEntry(c, k); err != nil || got.Owner != "B" || got.Attempts != 1 {
-			t.Errorf("%s = %+v, %v", k, got, err)
-		}
-	}
-	if ok, err := s.PutInbox(c, nil); err != nil || len(ok) != 0 {
-		t.Errorf("empty put = %v, %v", ok, err)
-	}
-}
-
-func testInboxPutConcurrent(t *testing.T, s research.Store) {
-	c := ctx(t)
-	wins := race(16, func(i int) int {
-		ok, err := s.PutInbox(c, []research.InboxEntry{entry("ev:race", 0, fmt.Sprintf("P%d", i), time.Minute)})
-		return won(t)(err == nil && ok[0], err)
-	})
-	if wins != 1 {
-		t.Fatalf("%d puts accepted, want 1", wins)
-	}
-}
-
-func testInboxClaim(t *testing.T, s research.Store) {
-	c := ctx(t)
-	put(t, s, entry("ev:live", 0, "A", 30*time.Second))  // A works on it until 30
-	put(t, s, entry("ev:old", 1, "A", 5*time.Second))    // A's lease ran out at 6
-	put(t, s, entry("ev:orphan", 2, "", 0))              // nobody took it on
-	put(t, s, entry("ev:done", 0.5, "A", 5*time.Second)) // handled
-	put(t, s, entry("ev:later", 3, "A", 5*time.Second))  // lease until 8
-	must(t, s.FinishInbox(c, "ev:done", "A", at(1)))
-
-	got, err := s.ClaimInbox(c, "B", at(7), time.Minute, 0)
-	must(t, err)
-	if keys(got) != "[ev:old ev:orphan]" {
-		t.Fatalf("claimed %s at 7, want [ev:old ev:orphan] (oldest first)", keys(got))
-	}
-	for _, e := range got {
-		if e.Owner != "B" || !e.LeaseUntil.Equal(at(67)) || e.Attempts != 2 || len(e.Payload) == 0 || e.Done() {
-			t.Errorf("claimed entry = %+v", e)
-		}
-	}
-	// Held by B now: not claimable again until B's lease runs out.
-	got, err = s.ClaimInbox(c, "C", at(9), time.Minute, 1)
-	must(t, err)
-	if keys(got) != "[ev:later]" {
-		t.Fatalf("claimed %s at 9 with limit 1, want [ev:later]", keys(got))
-	}
-	got, err = s.ClaimInbox(c, "C", at(10), time.Minute, 0)
-	must(t, err)
-	if len(got) != 0 {
-		t.Fatalf("claimed %s at 10, want nothing", keys(got))
-	}
-	// Everything not done comes back once its lease expires.
-	got, err = s.ClaimInbox(c, "D", at(100), time.Minute, 0)
-	must(t, err)
-	if keys(got) != "[ev:live ev:old ev:orphan ev:later]" {
-		t.Fatalf("claimed %s at 100", keys(got))
-	}
-	if got[1].Attempts != 3 || got[0].Attempts != 2 {
-		t.Errorf("attempts = %d, %d; want 2, 3", got[0].Attempts, got[1].Attempts)
-	}
-}
-
-func testInboxClaimConcurrent(t *testing.T, s research.Store) {
-	c := ctx(t)
-	for i := range 6 {
-		put(t, s, entry(fmt.Sprintf("ev:%d", i), float64(i), "dead", time.Second))
-	}
-	got := claimRace(t, 8, 2, func(owner string, limit int) ([]research.InboxEntry, error) {
-		return s.ClaimInbox(c, owner, at(60), time.Minute, limit)
-	}, func(e research.InboxEntry) string { return e.Key }, func(owner string, e research.InboxEntry) bool {
-		return e.Owner == owner && e.Attempts == 2
-	})
-	if len(got) != 6 {
-		t.Fatalf("claimed %v, want each of 6 entries once", got)
-	}
-}
-
-func testInboxLease(t *testing.T, s research.Store) {
-	c := ctx(t)
-	put(t, s, entry("ev:1", 0, "A", 10*time.Second))
-	must(t, s.ExtendInbox(c, "ev:1", "A", at(8), 10*time.Second))
-	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(8), 10*time.Second), research.ErrLeaseLost)
-	wantErr(t, s.ExtendInbox(c, "nope", "A", at(8), 10*time.Second), research.ErrNotFound)
-	wantErr(t, s.FinishInbox(c, "nope", "A", at(8)), research.ErrNotFound)
-	if got, _ := s.ClaimInbox(c, "B", at(17), time.Minute, 0); len(got) != 0 {
-		t.Fatalf("claimed %s under an extended lease", keys(got))
-	}
-	// A's lease runs out: B takes over and A is fenced off.
-	got, err := s.ClaimInbox(c, "B", at(19), 10*time.Second, 0)
-	must(t, err)
-	if keys(got) != "[ev:1]" {
-		t.Fatalf("takeover claimed %s", keys(got))
-	}
-	wantErr(t, s.ExtendInbox(c, "ev:1", "A", at(20), 10*time.Second), research.ErrLeaseLost)
-	wantErr(t, s.FinishInbox(c, "ev:1", "A", at(20)), research.ErrLeaseLost)
-	must(t, s.FinishInbox(c, "ev:1", "B", at(21)))
-	e, err := s.InboxEntry(c, "ev:1")
-	must(t, err)
-	if !e.Done() || !e.DoneAt.Equal(at(21)) || e.Owner != "" || len(e.Payload) != 0 || e.Attempts != 2 {
-		t.Errorf("done entry = %+v", e)
-	}
-	wantErr(t, s.FinishInbox(c, "ev:1", "B", at(22)), research.ErrLeaseLost)
-	wantErr(t, s.ExtendInbox(c, "ev:1", "B", at(22), time.Second), research.ErrLeaseLost)
-	if got, _ := s.ClaimInbox(c, "C", at(1000), time.Minute, 0); len(got) != 0 {
-		t.Errorf("a done entry was claimed: %s", keys(got))
-	}
-	// Done, the key still refuses a redelivery.
-	if putOne(t, s, entry("ev:1", 30, "C", time.Second)) {
-		t.Error("a done entry's key was put again")
-	}
-}
-
-func testInboxPrune(t *testing.T, s research.Store) {
-	c := ctx(t)
-	put(t, s, entry("ev:old-done", 0, "A", time.Second))
-	put(t, s, entry("ev:old-pending", 1, "A", time.Second))
-	put(t, s, entry("ev:new-done", 20, "A", time.Second))
-	must(t, s.FinishInbox(c, "ev:old-done", "A", at(0.5)))
-	must(t, s.FinishInbox(c, "ev:new-done", "A", at(20.5)))
-	claimed, err := s.ClaimEvent(c, "msg:C1:1.0", at(2))
-	must(t, err)
-	if !claimed {
-		t.Fatal("claim event")
-	}
-	n, err := s.PruneEvents(c, at(10))
-	must(t, err)
-	if n != 2 {
-		t.Errorf("pruned %d, want 2 (one event id, one done entry)", n)
-	}
-	if _, err := s.InboxEntry(c, "ev:old-done"); !errors.Is(err, research.ErrNotFound) {
-		t.Errorf("old done entry not pruned: %v", err)
-	}
-	for _, k := range []string{"ev:old-pending", "ev:new-done"} {
-		if _, err := s.InboxEntry(c, k); err != nil {
-			t.Errorf("%s pruned: %v", k, err)
-		}
-	}
-	// A pruned key is forgotten: it can be put again.
-	if !putOne(t, s, entry("ev:old-done", 30, "B", time.Second)) {
-		t.Error("a pruned key cannot be put again")
-	}
-}
-
-func live(t *testing.T, s research.Store, since float64) int {
-	t.Helper()
-	n, err := s.LiveInstances(ctx(t), at(since))
-	must(t, err)
-	return n
-}
-
-// The instance registry: a touch makes an instance live from its time on
-// (the window is the caller's since, inclusive), a later touch moves it,
-// touching again does not count it twice, leaving forgets it at once (also
-// an unknown id), and PruneEvents forgets instances last seen before its
-// time.
-func testInstances(t *testing.T, s research.Store) {
-	c := ctx(t)
-	if n := live(t, s, 0); n != 0 {
-		t.Fatalf("live = %d in an empty store, want 0", n)
-	}
-	must(t, s.TouchInstance(c, "A", at(10)))
-	must(t, s.TouchInstance(c, "B", at(12)))
-	must(t, s.TouchInstance(c, "A", at(14)))
-	must(t, s.TouchInstance(c, "A", at(14))) // the same time again
-	for _, tc := range []struct {
-		since float64
-		want  int
-	}{{0, 2}, {12, 2}, {12.001, 1}, {14, 1}, {14.001, 0}} {
-		if n := live(t, s, tc.since); n != tc.want {
-			t.Errorf("live since %vs = %d, want %d", tc.since, n, tc.want)
-		}
-	}
-	// B stops announcing itself: it expires from a later window; A is
-	// touched again and stays.
-	must(t, s.TouchInstance(c, "A", at(20)))
-	if n := live(t, s, 15); n != 1 {
-		t.Errorf("live since 15s = %d, want 1 (B expired)", n)
-	}
-	must(t, s.TouchInstance(c, "C", at(21)))
-	if n := live(t, s, 15); n != 2 {
-		t.Errorf("live since 15s = %d, want 2 (A and C)", n)
-	}
-	must(t, s.LeaveInstance(c, "C"))
-	must(t, s.LeaveInstance(c, "C"))       // again: not an error
-	must(t, s.LeaveInstance(c, "unknown")) // never touched: not an error
-	if n := live(t, s, 15); n != 1 {
-		t.Errorf("live since 15s after C left = %d, want 1", n)
-	}
-	// C comes back after leaving.
-	must(t, s.TouchInstance(c, "C", at(22)))
-	if n := live(t, s, 15); n != 2 {
-		t.Errorf("live since 15s after C came back = %d, want 2", n)
-	}
-	// Pruning forgets B (seen at 12), not A (20) nor C (22); the count
-	// includes it.
-	n, err := s.PruneEvents(c, at(15))
-	must(t, err)
-	if n != 1 {
-		t.Errorf("pruned %d, want 1 (instance B)", n)
-	}
-	if n := live(t, s, 0); n != 2 {
-		t.Errorf("live since 0 after the prune = %d, want 2 (B forgotten)", n)
-	}
-}
-
-// Instances touching and leaving at once are each counted once.
-func testInstancesConcurrent(t *testing.T, s research.Store) {
-	c := ctx(t)
-	var wg sync.WaitGroup
-	for i := range 16 {
-		wg.Go(func() {
-			id := fmt.Sprintf("P%d", i)
-			for k := range 5 {
-				if err := s.TouchInstance(c, id, at(float64(k))); err != nil {
-					t.Error(err)
-				}
-			}
-			if i%4 == 0 {
-				if err := s.LeaveInstance(c, id); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if n := live(t, s, 4); n != 12 {
-		t.Errorf("live = %d, want 12 (16 touched, 4 left)", n)
-	}
-	if n := live(t, s, 4.001); n != 0 {
-		t.Errorf("live after the last touch = %d, want 0", n)
 	}
 }
 

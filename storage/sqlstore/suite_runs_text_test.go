@@ -27,7 +27,7 @@ func testHostileText(t *testing.T, s research.Store) {
 		}
 		_, err = s.AcquireRun(c, id, "A", at(0), time.Minute)
 		must(t, err)
-		pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan, Text: text, MessageTS: "5.0"}
+		pi := research.PendingInterrupt{ID: "i1", Kind: research.InterruptPlan, Text: text, MessageID: "5.0"}
 		must(t, s.WaitRun(c, id, "A", pi, at(1)))
 		got, err = s.Run(c, id)
 		must(t, err)

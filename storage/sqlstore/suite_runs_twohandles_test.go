@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"deepresearch/research"
+	"deepresearch/slackstate"
 )
 
 var raceT0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
 func raceRun(id, thread, user string) research.Run {
-	k := research.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: thread}
-	return research.Run{ID: id, ThreadID: k.ThreadID(), Key: k, Requester: user, Question: "q " + id, CreatedAt: raceT0, UpdatedAt: raceT0}
+	k := slackstate.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: thread}
+	return research.Run{ID: id, ThreadID: k.ThreadID(), Requester: user, Question: "q " + id, CreatedAt: raceT0, UpdatedAt: raceT0}
 }
 
 // RunsTwoHandles races goroutines over two Stores on one database (two
@@ -24,12 +25,13 @@ func raceRun(id, thread, user string) research.Run {
 // limit, bulk acquiring, storing a redelivered envelope in the inbox and
 // taking over inbox entries must each succeed exactly as often as the rules
 // allow, whichever handle the callers use; and the instances announced
-// through either handle are counted through both.
-func RunsTwoHandles(t *testing.T, a, b research.Store) {
+// through either handle are counted through both. sa and sb are the Slack
+// stores (inbox, instances) on a's and b's handles.
+func RunsTwoHandles(t *testing.T, a, b research.Store, sa, sb slackstate.Store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	x := &twoHandles{t: t, ctx: ctx, h: [2]research.Store{a, b}}
+	x := &twoHandles{t: t, ctx: ctx, h: [2]research.Store{a, b}, slack: [2]slackstate.Store{sa, sb}}
 	x.acquireAndDecide()
 	x.createRun()
 	x.acquireRuns()
@@ -39,10 +41,11 @@ func RunsTwoHandles(t *testing.T, a, b research.Store) {
 
 // twoHandles is the state of RunsTwoHandles.
 type twoHandles struct {
-	t   *testing.T
-	ctx context.Context
-	h   [2]research.Store
-	mu  sync.Mutex
+	t     *testing.T
+	ctx   context.Context
+	h     [2]research.Store
+	slack [2]slackstate.Store // the same handles' Slack stores
+	mu    sync.Mutex
 }
 
 // race runs fn on 10 goroutines, alternating handles, and returns how many
@@ -181,8 +184,8 @@ func (x *twoHandles) inbox() {
 	// by exactly one caller.
 	for round := range 4 {
 		key := fmt.Sprintf("ev:two-%d", round)
-		wins, _ := race(func(i int, s research.Store) error {
-			ok, err := s.PutInbox(ctx, []research.InboxEntry{{Key: key, Type: "events_api", EnvelopeID: fmt.Sprintf("e%d", i),
+		wins, _ := race(func(i int, _ research.Store) error {
+			ok, err := x.slack[i%2].PutInbox(ctx, []slackstate.InboxEntry{{Key: key, Type: "events_api", EnvelopeID: fmt.Sprintf("e%d", i),
 				Payload: []byte(`{}`), ReceivedAt: raceT0, Owner: "dead", LeaseUntil: raceT0.Add(time.Second)}})
 			if err != nil {
 				t.Error(err)
@@ -198,8 +201,8 @@ func (x *twoHandles) inbox() {
 		}
 	}
 	claimed := map[string]int{}
-	race(func(i int, s research.Store) error {
-		es, err := s.ClaimInbox(ctx, fmt.Sprintf("P%d", i), raceT0.Add(time.Minute), time.Minute, 1)
+	race(func(i int, _ research.Store) error {
+		es, err := x.slack[i%2].ClaimInbox(ctx, fmt.Sprintf("P%d", i), raceT0.Add(time.Minute), time.Minute, 1)
 		if err != nil {
 			t.Error(err)
 		}
@@ -223,7 +226,7 @@ func (x *twoHandles) inbox() {
 
 // instances: the registry is shared by the handles.
 func (x *twoHandles) instances() {
-	t, ctx, h := x.t, x.ctx, x.h
+	t, ctx, h := x.t, x.ctx, x.slack
 	// The instance registry: two processes see each other, and one that
 	// leaves is gone for both.
 	for i, s := range h {

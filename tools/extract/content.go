@@ -409,9 +409,12 @@ const (
 // titles of its items kept.
 func (e *extractor) content(body *html.Node, title string) []block {
 	root, wide, all := e.chooseRoot(body)
+	if s := e.headlineStory(root); s != nil {
+		root, wide = s, s
+	}
 	links0, seen0 := len(e.links), len(e.seenLinks)
 	blocks := rootBlocks(e.render(root), title, e.base)
-	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || singlePost(root) {
+	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || e.singlePost(root) {
 		// The whole page could not render to more than all.
 		return e.widen(blocks, wide, root, title, links0, seen0)
 	}
@@ -430,34 +433,108 @@ func (e *extractor) content(body *html.Node, title string) []block {
 	return broad
 }
 
+// headlineStory returns the story under root that holds the page's
+// headline, when root holds several stories: two or more article
+// elements with prose, of which only one holds an h1. A news page that loads the next story below the one
+// asked for (an endless scroll written out by the server) is that one
+// story. Only on a page that declares a post and not a thread (see
+// declare): a thread's posts are its content. It returns nil otherwise.
+func (e *extractor) headlineStory(root *html.Node) *html.Node {
+	if e.sections || e.discussion {
+		return nil
+	}
+	var stories []*html.Node
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && depth < storyDepth; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "article" {
+				if e.sizeOf(c).paras > 0 {
+					stories = append(stories, c)
+				}
+				continue
+			}
+			walk(c, depth+1)
+		}
+	}
+	walk(root, 0)
+	// Siblings of one tag and class, one holding the h1, are not read as
+	// stories: a body split into blocks of a page builder is written so
+	// (paigebrunton.com's dev page lost half its body).
+	return headlined(stories)
+}
+
+// headlined returns the one of two or more stories that holds an h1, or
+// nil when none or several do.
+func headlined(stories []*html.Node) *html.Node {
+	if len(stories) < 2 {
+		return nil
+	}
+	var found *html.Node
+	for _, s := range stories {
+		if firstElement(s, "h1", 8) != nil {
+			if found != nil {
+				return nil
+			}
+			found = s
+		}
+	}
+	return found
+}
+
 // singlePost reports whether root is in a short post under the page's
 // headline: the nearest article element holding root holds an h1 and no
-// other heading nor article. Such a page is that post (a quote, a note)
-// followed by other posts, not a page of items, though root holds little
-// of the page's text (mensagensreflexao.com.br's dev page: F1 0.32 with
-// the whole page, 1.00 with the post). A page of items has headings of
-// its items, or is not one article holding the headline.
-func singlePost(root *html.Node) bool {
+// other heading nor article outside root (the post's own subheadings)
+// and, when root holds minContinuedRuns prose runs or more (a story, not
+// the blurb of a page of items), outside teaser cards (see findCards).
+// Such a page is that post (a quote, a note, a short news story) followed
+// by other posts or by teasers of other stories, not a page of items,
+// though root holds little of the page's text (mensagensreflexao.com.br's
+// dev page: F1 0.32 with the whole page, 1.00 with the post). A page of
+// items has headings of its items, or is not one article holding the
+// headline. On a page that declares a post (see declare), a story of
+// several prose runs need not be in an article element: the nearest
+// container of root holding an h1 is read as that article.
+func (e *extractor) singlePost(root *html.Node) bool {
+	story := e.sizeOf(root).paras >= minContinuedRuns
 	for n, d := root, 0; n != nil && d <= maxDepth; n, d = n.Parent, d+1 {
 		if n.Type == html.ElementNode && n.Data == "article" {
-			return firstElement(n, "h1", 8) != nil && !holdsTag(n, postInnerTags, 12)
+			return firstElement(n, "h1", 8) != nil && !e.holdsTagOutside(n, root, story, postInnerTags, 12)
+		}
+	}
+	if !story || e.sections {
+		return false
+	}
+	// A page that declares a post and writes its story without an
+	// article element: the nearest container of root holding an h1 is
+	// the story's.
+	for n, d := root, 0; n != nil && n.Data != "body" && d < storyDepth; n, d = n.Parent, d+1 {
+		if n != root && firstElement(n, "h1", 8) != nil {
+			return !e.holdsTagOutside(n, root, true, postInnerTags, 12)
 		}
 	}
 	return false
 }
 
+// storyDepth bounds how far above the root singlePost looks for the
+// story's headline.
+const storyDepth = 6
+
 // postInnerTags are the elements a single post (see singlePost) does not
 // hold: the headings and articles of items.
 var postInnerTags = map[string]bool{"h2": true, "h3": true, "article": true}
 
-// holdsTag reports whether a descendant of n, down to depth levels, is an
-// element of one of tags.
-func holdsTag(n *html.Node, tags map[string]bool, depth int) bool {
+// holdsTagOutside reports whether a descendant of n, down to depth levels,
+// not in root and, with skipCards, not in a teaser card (see findCards),
+// is an element of one of tags.
+func (e *extractor) holdsTagOutside(n, root *html.Node, skipCards bool, tags map[string]bool, depth int) bool {
 	if depth < 0 {
 		return false
 	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && (tags[c.Data] || holdsTag(c, tags, depth-1)) {
+		if c.Type == html.ElementNode && c != root && (!skipCards || !e.cards[c]) && (tags[c.Data] || e.holdsTagOutside(c, root, skipCards, tags, depth-1)) {
 			return true
 		}
 	}

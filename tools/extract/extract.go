@@ -27,7 +27,9 @@
 // Text that nothing ever shows is not content, whatever it says: an element
 // hidden with nothing on the page to open it (a control, a tab, a script
 // naming it), text of font size 0, boxes clipped to nothing and the
-// screen-reader-only class. Panels a control opens (accordions, tabs) are.
+// screen-reader-only class. Panels a control opens (accordions, tabs) are,
+// and so is the rest of an article hidden until a "Continue reading"
+// control right after it opens it (see readMoreBox).
 //
 // Thresholds are chosen by cross-validation by site on a corpus of page
 // types (see package extractbench and Tuning).

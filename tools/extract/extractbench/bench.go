@@ -218,7 +218,7 @@ func WithTuning(t extract.Tuning) ExtractFunc {
 }
 
 // RunCLI runs the benchmark for
-// `extract-bench [-v] [-repeat N] [-k K] [-grid] [-second NAME] [-worst N [-behind] [-train F]] [-page ID] [DIR...]`:
+// `extract-bench [-v] [-repeat N] [-k K] [-grid] [-gaps] [-second NAME] [-worst N [-behind] [-train F]] [-page ID] [DIR...]`:
 // it scores package extract, and the other contenders given, on the pages
 // of the directories (default DefaultDirs) and prints F1, precision and
 // recall per directory, source and page type, pooled and cross-validated
@@ -278,6 +278,9 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 	if o.verbose {
 		WritePageTable(stdout, ours)
 	}
+	if o.gaps {
+		WriteGaps(stdout, pages, results, 0)
+	}
 	if o.worst > 0 {
 		wp, wr := pages, results
 		if o.train >= 0 {
@@ -291,9 +294,9 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, others
 
 // cliOptions are the flags and arguments of RunCLI.
 type cliOptions struct {
-	verbose, grid, behind, compare bool
-	repeat, k, worst, train        int
-	page, only, dump, second       string
+	verbose, grid, behind, compare, gaps bool
+	repeat, k, worst, train              int
+	page, only, dump, second             string
 	// dirs are the directories to load (default DefaultDirs), or with
 	// -compare the two dump files.
 	dirs []string
@@ -310,6 +313,7 @@ func parseCLI(args []string, stderr io.Writer) (cliOptions, error) {
 	fs.IntVar(&o.k, "k", 5, "folds of the cross-validation by site")
 	fs.BoolVar(&o.grid, "grid", false, "choose among alternative tunings by cross-validation")
 	fs.IntVar(&o.worst, "worst", 0, "print the N pages where package extract scores lowest")
+	fs.BoolVar(&o.gaps, "gaps", false, "print the pages another contender keeps and package extract cuts short or floods (precision/recall columns)")
 	fs.BoolVar(&o.behind, "behind", false, "with -worst: the pages where package extract trails another contender most")
 	fs.StringVar(&o.only, "only", "", "keep only pages whose type, source or set is this")
 	fs.IntVar(&o.train, "train", -1, "with -worst: list only pages outside held-out fold F (of -k), to find rules on training folds")
@@ -317,7 +321,7 @@ func parseCLI(args []string, stderr io.Writer) (cliOptions, error) {
 	fs.StringVar(&o.second, "second", "", "take the contender of this name as a second opinion, by a rule chosen by cross-validation (see Rules)")
 	fs.BoolVar(&o.compare, "compare", false, "compare two dumps, BASE NEXT, fold by fold (the arguments are the dump files)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [-dump FILE] [DIR...]\n       extract-bench -compare [-k K] BASE NEXT")
+		fmt.Fprintln(stderr, "usage: extract-bench [-v] [-repeat N] [-k K] [-grid] [-gaps] [-worst N [-behind] [-train F]] [-page ID] [-only NAME] [-dump FILE] [DIR...]\n       extract-bench -compare [-k K] BASE NEXT")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

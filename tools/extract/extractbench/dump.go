@@ -65,7 +65,8 @@ func ReadDump(path string) ([]Page, Result, error) {
 // WriteComparison compares two dumps of the same pages, base and next:
 // for every group, the F1 over each fold's training pages (the pages of
 // the other folds, where a rule may be chosen) and the held-out mean, for
-// both, and the pages whose F1 moved. A change is worth keeping when its
+// both, the mean and worst fold of the folds by site and source corpus
+// (see BySiteAndSource) for both, and the pages whose F1 moved. A change is worth keeping when its
 // training F1 rises on the training sets, not when its held-out figure
 // does: the held-out figure is only reported.
 func WriteComparison(w io.Writer, base, next string, k int) error {
@@ -112,6 +113,12 @@ func WriteComparison(w io.Writer, base, next string, k int) error {
 		ha, hb := CrossValidate(bp, br, g, k), CrossValidate(bp, aligned, g, k)
 		fmt.Fprintf(w, "  | up %d down %d | held-out %.4f→%.4f\n", up, down, ha.F1, hb.F1)
 	}
+	fo := BySiteAndSource(bp, k)
+	fmt.Fprintf(w, "# folds by %s: mean F1 / worst fold of ≥%d pages (base → next)\n", fo.Name, MinFoldPages)
+	for _, g := range Groups(bp) {
+		a, b := CrossValidateBy(bp, br, g, fo), CrossValidateBy(bp, aligned, g, fo)
+		fmt.Fprintf(w, "× %-20s  mean %.4f→%.4f  worst %s→%s\n", g.Name, a.F1, b.F1, worstOf(a), worstOf(b))
+	}
 	type moved struct {
 		id, typ string
 		a, b    float64
@@ -129,4 +136,13 @@ func WriteComparison(w io.Writer, base, next string, k int) error {
 		fmt.Fprintf(w, "%+.3f  %.3f→%.3f  %-10s %s\n", m.b-m.a, m.a, m.b, m.typ, m.id)
 	}
 	return nil
+}
+
+// worstOf formats a cross-validated figure's worst fold ("-" when no fold
+// is large enough).
+func worstOf(h HeldOut) string {
+	if h.WorstFold == "" {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f (%s)", h.Worst, h.WorstFold)
 }

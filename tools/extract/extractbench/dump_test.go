@@ -48,6 +48,9 @@ func TestDumpRoundTripAndCompare(t *testing.T) {
 	if !strings.Contains(s, "# 1 pages moved") || !strings.Contains(s, "+0.333  0.667→1.000  forum      b1") {
 		t.Errorf("comparison does not report the page that moved:\n%s", s)
 	}
+	if !strings.Contains(s, "# folds by site (2 folds) and source corpus: mean F1 / worst fold") {
+		t.Errorf("comparison lacks the folds by site and source corpus:\n%s", s)
+	}
 	// b1 is in some fold's training pages, so the training F1 of "all"
 	// rises at least once and never falls.
 	for _, line := range strings.Split(s, "\n") {

@@ -387,3 +387,54 @@ func WriteWorst(w io.Writer, pages []Page, results []Result, r, n int, behind bo
 			typeOf(p), id, truncName(p.URL, 70), strings.Join(others, " "), p.Set)
 	}
 }
+
+// Gap thresholds (see WriteGaps): a page is cut short when our recall is
+// below gapOurs and a peer's is at least gapPeer, flooded when the same
+// holds of precision.
+const (
+	gapOurs = 0.8
+	gapPeer = 0.95
+)
+
+// WriteGaps prints the pages where another result keeps the body and
+// result r does not: cut short (r's recall below 0.8 where another's is
+// 0.95 or more, and a better F1) or flooded (the same of precision), with every result's
+// precision and recall on the page, cut-short pages first.
+func WriteGaps(w io.Writer, pages []Page, results []Result, r int) {
+	for _, kind := range []string{"cut", "flood"} {
+		measure := PageScore.Recall
+		if kind == "flood" {
+			measure = PageScore.Precision
+		}
+		for i, p := range pages {
+			ours, ok := measure(results[r].Pages[i].Score)
+			if !ok || ours >= gapOurs {
+				continue
+			}
+			var peers []string
+			for j, o := range results {
+				if j == r {
+					continue
+				}
+				if v, ok := measure(o.Pages[i].Score); ok && v >= gapPeer && pageF1(o.Pages[i].Score) > pageF1(results[r].Pages[i].Score) {
+					peers = append(peers, o.Name)
+				}
+			}
+			if len(peers) == 0 {
+				continue
+			}
+			var cols []string
+			for _, o := range results {
+				pr, _ := o.Pages[i].Score.Precision()
+				rc, _ := o.Pages[i].Score.Recall()
+				cols = append(cols, fmt.Sprintf("%s=%.2f/%.2f", o.Name, pr, rc))
+			}
+			id := p.ID
+			if len(id) == 64 {
+				id = id[:12]
+			}
+			fmt.Fprintf(w, "%-5s %-10s %-12s %-11s %s peers:%s %s\n", kind, typeOf(p), p.Source, id,
+				strings.Join(cols, " "), strings.Join(peers, ","), truncName(p.URL, 70))
+		}
+	}
+}

@@ -150,3 +150,30 @@ func TestCrossValidateWorstFold(t *testing.T) {
 		t.Errorf("held out by source: %+v, want 3 folds, worst b (F1 of P 1 and R 0.5)", h)
 	}
 }
+
+func TestWriteGaps(t *testing.T) {
+	pages := []Page{
+		{ID: "cut", Source: "s"}, {ID: "flood", Source: "s"}, {ID: "both-bad", Source: "s"}, {ID: "fine", Source: "s"},
+	}
+	ours := Result{Name: "ours", Pages: []PageResult{
+		{Score: PageScore{TP: 0.2, FN: 0.8}},
+		{Score: PageScore{TP: 0.3, FP: 0.7}},
+		{Score: PageScore{TP: 0.2, FN: 0.8}},
+		{Score: PageScore{TP: 1}},
+	}}
+	peer := Result{Name: "peer", Pages: []PageResult{
+		{Score: PageScore{TP: 1}},
+		{Score: PageScore{TP: 0.97, FN: 0.03}},
+		// A peer that keeps everything but floods does not count as
+		// keeping a body we cut short unless its F1 is better.
+		{Score: PageScore{TP: 0.2, FP: 0.8}},
+		{Score: PageScore{TP: 1}},
+	}}
+	var b strings.Builder
+	WriteGaps(&b, pages, []Result{ours, peer}, 0)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "cut ") || !strings.Contains(lines[0], " cut ") ||
+		!strings.HasPrefix(lines[1], "flood ") || !strings.Contains(lines[1], "peers:peer") {
+		t.Errorf("WriteGaps =\n%s", b.String())
+	}
+}

@@ -1,0 +1,93 @@
+package extract
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// teaserStack returns n teaser cards of other stories, each a linked
+// headline and a summary of two sentences, in an unnamed container.
+func teaserStack(n int) string {
+	var b strings.Builder
+	b.WriteString(`<div class="stack">`)
+	for i := range n {
+		fmt.Fprintf(&b, `<div class="c-entry"><h3><a href="/t%d">Teaser headline number %d about the county</a></h3><p>%s</p></div>`,
+			i, i, prose(fmt.Sprintf("tsr%d", i), 2))
+	}
+	b.WriteString(`</div>`)
+	return b.String()
+}
+
+// TestFloodedNews checks short news stories on pages with more text
+// around them than in them: before, the page was read as a page of items
+// and the story was a fifth of what was extracted.
+func TestFloodedNews(t *testing.T) {
+	tests := []struct {
+		name, body    string
+		want, notWant []string
+	}{
+		{
+			name: "a short story with subheadings, then teasers of other stories in its article",
+			body: `<main><article><h1>Headline</h1><div class="article-body">` + paras("story", 2) + `<h2>What comes next</h2>` + paras("next", 1) +
+				`</div>` + teaserStack(12) + `</article></main>`,
+			want:    []string{"story0 sentence", "story1 sentence", "What comes next", "next0 sentence"},
+			notWant: []string{"tsr0", "tsr11", "Teaser headline"},
+		},
+		{
+			name: "a page of items under one article's headline is still a page of items",
+			body: `<main><article><h1>Stories of the week</h1><p>` + prose("intro", 1) + `</p>` +
+				`<section><h2><a href="/a">The harbour council votes on the tide barrier</a></h2><p>` + prose("ka", 3) + `</p></section>` +
+				`<section><h2><a href="/b">Ferry timetable changes for the winter months</a></h2><p>` + prose("kb", 3) + `</p></section>` +
+				`<section><h2><a href="/c">The lighthouse restoration reaches its final stage</a></h2><p>` + prose("kc", 3) + `</p></section>` +
+				`<section><h2><a href="/d">A new footpath opens along the cliffs this spring</a></h2><p>` + prose("kd", 3) + `</p></section>` +
+				`</article></main>`,
+			want: []string{"ka sentence number 0", "kd sentence number 2", "lighthouse restoration"},
+		},
+		{
+			name: "the same without an article element, the teasers beside the story",
+			body: `<main><div class="story"><h1>Headline</h1><div class="story-body">` + paras("story", 2) + `<h2>What comes next</h2>` + paras("next", 1) +
+				`</div></div><div class="more-from">` + teaserStack(12) + `</div></main>`,
+			want:    []string{"story0 sentence", "story1 sentence", "What comes next", "next0 sentence"},
+			notWant: []string{"tsr0", "tsr11", "Teaser headline"},
+		},
+		{
+			name: "the next story loaded below the one asked for",
+			body: `<main><article><h1>Headline</h1><div class="article-body">` + paras("story", 3) + `</div></article>` +
+				`<article><h2>The next story</h2><div class="article-body">` + paras("other", 6) + `</div></article></main>`,
+			want:    []string{"story0 sentence", "story2 sentence"},
+			notWant: []string{"other0", "other5", "The next story"},
+		},
+		{
+			name: "articles none of which holds the headline are all kept",
+			body: `<main><h1>Headline</h1><article><h2>First part</h2>` + paras("story", 3) + `</article>` +
+				`<article><h2>Second part</h2>` + paras("other", 3) + `</article></main>`,
+			want: []string{"story0 sentence", "other2 sentence"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + postHead + `</head><body><nav><a href="/">Home</a></nav>` +
+				tt.body + `<footer><a href="/privacy">Privacy</a></footer></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
+
+// TestStoryWithoutArticleNeedsAPost checks that a page that does not
+// declare a post, holding a story-like root and many teasers, is still
+// read as a page of items.
+func TestStoryWithoutArticleNeedsAPost(t *testing.T) {
+	page := `<!doctype html><html><head><title>Headline</title></head><body><nav><a href="/">Home</a></nav>` +
+		`<main><div class="story"><h1>Headline</h1><div class="story-body">` + paras("story", 3) + `</div></div>` + teaserStack(12) +
+		`</main></body></html>`
+	a, err := ExtractBytes([]byte(page), "https://example.com/news/", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"story0 sentence", "tsr0", "tsr11"}, nil)
+}
