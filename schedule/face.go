@@ -70,8 +70,9 @@ type Face struct {
 	Store  Store
 	Poster Poster
 	Status StatusMessages
-	// Logger logs what does not fail a firing (a chart not shared); nil:
-	// not logged.
+	// Logger logs what does not fail a firing (a previous digest not
+	// read, an approval not asked for); nil: not logged. The Poster logs
+	// a chart not shared.
 	Logger *slog.Logger
 }
 
