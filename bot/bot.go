@@ -238,9 +238,9 @@ var ErrAuth = errors.New("slack rejected the token")
 
 // Bot is a running Slack bot. Create it with New.
 type Bot struct {
-	*slackClient // the one Slack Web API client, its budgets and pacing
-	*statuses    // the runs' status streams and messages (stream.go, progress.go)
-	*spans       // traces of envelopes and uploads (trace.go)
+	slackClient *slackClient // the one Slack Web API client, its budgets and pacing
+	statuses    *statuses    // the runs' status streams and messages (stream.go, progress.go)
+	spans       *spans       // traces of envelopes and uploads (trace.go)
 
 	opts    Options
 	log     *slog.Logger
@@ -249,8 +249,8 @@ type Bot struct {
 	records slackstate.Store // Slack's own records: threads, inbox, replicas, the runs' places
 	metrics *Metrics
 
-	identity         // who the bot is in Slack (learned by Run)
-	intake   *intake // Socket Mode and the durable inbox (socket.go)
+	identity identity // who the bot is in Slack (learned by Run)
+	intake   *intake  // Socket Mode and the durable inbox (socket.go)
 
 	allowed   map[string]bool
 	approvers map[string]bool
@@ -338,7 +338,7 @@ func New(researcher Researcher, store research.Store, records slackstate.Store, 
 	m.liveInstances.Set(1)
 	b.intake = &intake{
 		// Never socketmode.OptionDebug: it logs payloads and forces reconnects.
-		sm:    socketmode.New(b.api, socketmode.OptionLog(slogPrinter{b.log})),
+		sm:    socketmode.New(b.slackClient.api, socketmode.OptionLog(slogPrinter{b.log})),
 		store: records, log: log, metrics: m, clk: opts.Clock, spans: b.spans,
 		instance: opts.InstanceID, grace: opts.InboxGrace, id: &b.identity,
 	}
@@ -414,7 +414,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.authenticate(ctx); err != nil {
 		return err
 	}
-	b.log.Info("bot: starting", "bot_user", b.botUserID, "team", b.teamID)
+	b.log.Info("bot: starting", "bot_user", b.identity.botUserID, "team", b.identity.teamID)
 
 	// Count the replicas before the first event, so that this process
 	// starts with its share of the workspace's Slack budgets.
@@ -454,7 +454,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	go func() { p.close(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-b.clk.After(b.opts.ShutdownTimeout):
+	case <-b.slackClient.clk.After(b.opts.ShutdownTimeout):
 		b.log.Warn("bot: handlers still busy at shutdown")
 	}
 	if !b.runs.Shutdown(b.opts.ShutdownTimeout) {
@@ -468,9 +468,9 @@ func (b *Bot) Run(ctx context.Context) error {
 
 func (b *Bot) authenticate(ctx context.Context) error {
 	var resp *slack.AuthTestResponse
-	err := b.call(ctx, "auth.test", true, func(ctx context.Context) error {
+	err := b.slackClient.call(ctx, "auth.test", true, func(ctx context.Context) error {
 		var err error
-		resp, err = b.api.AuthTestContext(ctx)
+		resp, err = b.slackClient.api.AuthTestContext(ctx)
 		return err
 	})
 	if err != nil {
@@ -481,9 +481,9 @@ func (b *Bot) authenticate(ctx context.Context) error {
 		}
 		return fmt.Errorf("bot: auth.test: %w", err)
 	}
-	b.botUserID, b.teamID = resp.UserID, resp.TeamID
-	b.botID, b.enterpriseID = resp.BotID, resp.EnterpriseID
-	b.learnAppID(ctx, b.slackClient, b.opts.AppID, b.log)
+	b.identity.botUserID, b.identity.teamID = resp.UserID, resp.TeamID
+	b.identity.botID, b.identity.enterpriseID = resp.BotID, resp.EnterpriseID
+	b.identity.learnAppID(ctx, b.slackClient, b.opts.AppID, b.log)
 	return nil
 }
 

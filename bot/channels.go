@@ -19,7 +19,7 @@ const maxMemberPages = 20
 // members. It fails only when Slack could not be asked (a transient error).
 // It implements schedule.ChannelChecker.
 func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, error) {
-	w := func() *words { return b.wordsFor(ctx, owner) } // asked only for a refusal
+	w := func() *words { return b.slackClient.wordsFor(ctx, owner) } // asked only for a refusal
 	if !channelIDRE.MatchString(channel) {
 		return w().NotAChannel, nil
 	}
@@ -27,9 +27,9 @@ func (b *Bot) CheckChannel(ctx context.Context, channel, owner string) (string, 
 		return fmt.Sprintf(w().NotAllowedHere, ChannelRef(channel)), nil
 	}
 	var info *slack.Channel
-	err := b.call(ctx, "conversations.info", true, func(ctx context.Context) error {
+	err := b.slackClient.call(ctx, "conversations.info", true, func(ctx context.Context) error {
 		var err error
-		info, err = b.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+		info, err = b.slackClient.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
 		return err
 	})
 	if problem, ok := channelProblem(w, channel, err); ok {
@@ -57,9 +57,9 @@ func (b *Bot) ownerIn(ctx context.Context, w func() *words, channel, owner strin
 	cursor := ""
 	for range maxMemberPages {
 		var members []string
-		err := b.call(ctx, "conversations.members", true, func(ctx context.Context) error {
+		err := b.slackClient.call(ctx, "conversations.members", true, func(ctx context.Context) error {
 			var err error
-			members, cursor, err = b.api.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: channel, Cursor: cursor, Limit: 1000})
+			members, cursor, err = b.slackClient.api.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: channel, Cursor: cursor, Limit: 1000})
 			return err
 		})
 		if problem, ok := channelProblem(w, channel, err); ok {

@@ -123,9 +123,9 @@ func label(text string) *slack.TextBlockObject { return plain(Truncate(text, max
 // userTZ is the user's Slack time zone, UTC when unknown.
 func (d *Digests) userTZ(ctx context.Context, id string) string {
 	var u *slack.User
-	err := d.b.call(ctx, "users.info", true, func(ctx context.Context) error {
+	err := d.b.slackClient.call(ctx, "users.info", true, func(ctx context.Context) error {
 		var err error
-		u, err = d.b.api.GetUserInfoContext(ctx, id)
+		u, err = d.b.slackClient.api.GetUserInfoContext(ctx, id)
 		return err
 	})
 	if err == nil && u != nil && u.TZ != "" {
@@ -231,8 +231,8 @@ func (d *Digests) SlashSchedule(ctx context.Context, cmd slack.SlashCommand, arg
 	topic, cut := fitTopic(strings.TrimSpace(args))
 	view := d.ScheduleModal(topic, channel, tz, modalMeta{Team: cmd.TeamID, Channel: cmd.ChannelID})
 	// A trigger is used once: only rate limits are retried.
-	err := d.b.call(ctx, "views.open", false, func(ctx context.Context) error {
-		_, err := d.b.api.OpenViewContext(ctx, cmd.TriggerID, view)
+	err := d.b.slackClient.call(ctx, "views.open", false, func(ctx context.Context) error {
+		_, err := d.b.slackClient.api.OpenViewContext(ctx, cmd.TriggerID, view)
 		return err
 	})
 	if err != nil {
@@ -350,14 +350,14 @@ func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) er
 			ch = draft.Channel // never a DM or anything else the form was given
 		}
 		if ch != "" {
-			d.b.ephemeral(ctx, ch, "", cb.User.ID, text)
+			d.b.slackClient.ephemeral(ctx, ch, "", cb.User.ID, text)
 		}
 	}
 	sc, err := d.mgr.Create(ctx, draft)
 	if err != nil {
 		errs := submissionErrors(err, custom)
 		if len(errs) == 0 {
-			tell(d.b.wordsFor(ctx, cb.User.ID).SaveFailed)
+			tell(d.b.slackClient.wordsFor(ctx, cb.User.ID).SaveFailed)
 			return fmt.Errorf("bot: create schedule: %w", err)
 		}
 		if _, verr := d.mgr.Validate(draft); verr != nil {
@@ -369,12 +369,12 @@ func (d *Digests) onSubmit(ctx context.Context, cb slack.InteractionCallback) er
 		for _, msg := range errs {
 			lines = append(lines, "• "+escapeRefusal(msg))
 		}
-		tell(d.b.wordsFor(ctx, cb.User.ID).CannotSchedule + "\n" + strings.Join(lines, "\n"))
+		tell(d.b.slackClient.wordsFor(ctx, cb.User.ID).CannotSchedule + "\n" + strings.Join(lines, "\n"))
 		return nil
 	}
 	d.b.log.Info("bot: schedule created", "schedule_id", sc.ID, "channel", sc.Channel, "owner", sc.Owner, "spec", sc.Spec, "tz", sc.TZ)
-	next := sc.Next(d.b.now())
-	text := fmt.Sprintf(d.b.wordsFor(ctx, cb.User.ID).Scheduled,
+	next := sc.Next(d.b.slackClient.now())
+	text := fmt.Sprintf(d.b.slackClient.wordsFor(ctx, cb.User.ID).Scheduled,
 		Escape(Truncate(sc.Topic, 200)), ChannelRef(sc.Channel), Escape(sc.Spec), Escape(sc.TZ), schedule.DateLabel(next))
 	tell(text)
 	return nil
@@ -484,17 +484,17 @@ func (d *Digests) SlashSchedules(ctx context.Context, cmd slack.SlashCommand, _ 
 	if err != nil {
 		return "", fmt.Errorf("bot: list schedules: %w", err)
 	}
-	w := d.b.wordsFor(ctx, cmd.UserID)
-	blocks, text := listMessage(w, list, d.b.now(), "")
-	err = d.b.call(ctx, "chat.postEphemeral", true, func(ctx context.Context) error {
-		_, err := d.b.api.PostEphemeralContext(ctx, cmd.ChannelID, cmd.UserID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+	w := d.b.slackClient.wordsFor(ctx, cmd.UserID)
+	blocks, text := listMessage(w, list, d.b.slackClient.now(), "")
+	err = d.b.slackClient.call(ctx, "chat.postEphemeral", true, func(ctx context.Context) error {
+		_, err := d.b.slackClient.api.PostEphemeralContext(ctx, cmd.ChannelID, cmd.UserID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		return err
 	})
 	if err != nil {
 		d.b.log.Warn("bot: post schedule list", "err", err)
 		var lines []string
 		for _, sc := range list {
-			lines = append(lines, fmt.Sprintf("• %s — `%s` (%s) %s", Escape(Truncate(sc.Topic, 200)), Escape(sc.Spec), Escape(sc.TZ), scheduleStatus(sc, d.b.now())))
+			lines = append(lines, fmt.Sprintf("• %s — `%s` (%s) %s", Escape(Truncate(sc.Topic, 200)), Escape(sc.Spec), Escape(sc.TZ), scheduleStatus(sc, d.b.slackClient.now())))
 		}
 		if len(lines) == 0 {
 			return w.NoSchedules, nil
@@ -510,12 +510,12 @@ func (d *Digests) HomeSection(ctx context.Context, user string) ([]slack.Block, 
 	if err != nil {
 		return nil, fmt.Errorf("bot: list schedules: %w", err)
 	}
-	w := d.b.wordsFor(ctx, user)
+	w := d.b.slackClient.wordsFor(ctx, user)
 	blocks := []slack.Block{slack.NewDividerBlock(), slack.NewHeaderBlock(label(w.YourSchedules))}
 	if len(list) == 0 {
 		return append(blocks, slack.NewContextBlock("", mrkdwn(w.NoneYet))), nil
 	}
-	return append(blocks, ScheduleBlocks(list, d.b.now())...), nil
+	return append(blocks, ScheduleBlocks(list, d.b.slackClient.now())...), nil
 }
 
 // ---------------------------------------------------------------- actions
@@ -543,7 +543,7 @@ func (d *Digests) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 // change pauses, resumes, runs or deletes schedule id (action) for user
 // and says what it did.
 func (d *Digests) change(ctx context.Context, action, id, user string) (string, error) {
-	w := d.b.wordsFor(ctx, user)
+	w := d.b.slackClient.wordsFor(ctx, user)
 	switch action {
 	case SchedActionPause, SchedActionResume:
 		sc, err := d.mgr.SetEnabled(ctx, id, user, action == SchedActionResume)
@@ -577,7 +577,7 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 			d.b.log.Info("bot: schedule home action", "user", user, "result", text)
 			return
 		}
-		d.b.ephemeral(ctx, channel, "", user, text)
+		d.b.slackClient.ephemeral(ctx, channel, "", user, text)
 	}
 	id, dueText, _ := strings.Cut(a.Value, "|")
 	var err error
@@ -590,7 +590,7 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 	default:
 		return nil
 	}
-	w := d.b.wordsFor(ctx, user)
+	w := d.b.slackClient.wordsFor(ctx, user)
 	switch {
 	case errors.Is(err, schedule.ErrForbidden):
 		msg = d.forbidden(ctx, id, user)
@@ -603,9 +603,9 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 	if cb.ResponseURL != "" && err == nil && channel != "" {
 		if list, lerr := d.listFor(ctx, channel, user); lerr == nil {
 			// Replace the ephemeral list that holds the buttons.
-			blocks, text := listMessage(w, list, d.b.now(), msg)
+			blocks, text := listMessage(w, list, d.b.slackClient.now(), msg)
 			resp := map[string]any{"replace_original": true, "response_type": "ephemeral", "text": text, "blocks": blocks}
-			if rerr := d.b.postResponse(ctx, cb.ResponseURL, resp); rerr == nil {
+			if rerr := d.b.slackClient.postResponse(ctx, cb.ResponseURL, resp); rerr == nil {
 				return nil
 			}
 		}
@@ -616,12 +616,12 @@ func (d *Digests) onAction(ctx context.Context, cb slack.InteractionCallback, a 
 
 // forbidden tells user who may change schedule id.
 func (d *Digests) forbidden(ctx context.Context, id, user string) string {
-	w := d.b.wordsFor(ctx, user)
+	w := d.b.slackClient.wordsFor(ctx, user)
 	sc, err := d.mgr.Store.GetSchedule(ctx, id)
 	if err != nil {
 		return w.OnlyOwner
 	}
-	return fmt.Sprintf(w.OnlyOwnerNamed, d.b.userName(ctx, sc.Owner))
+	return fmt.Sprintf(w.OnlyOwnerNamed, d.b.slackClient.userName(ctx, sc.Owner))
 }
 
 // ---------------------------------------------------------------- approval
@@ -638,7 +638,7 @@ func (d *Digests) RequestApproval(ctx context.Context, job schedule.Job) error {
 			slack.NewButtonBlockElement(SchedActionApprove, val, label("Run")).WithStyle(slack.StylePrimary),
 			slack.NewButtonBlockElement(SchedActionDecline, val, label("Skip"))),
 	}
-	if _, err := d.b.postMessage(ctx, sc.Channel, slack.MsgOptionText("Scheduled digest due: "+Escape(Truncate(sc.Topic, 200)), false), slack.MsgOptionBlocks(blocks...)); err != nil {
+	if _, err := d.b.slackClient.postMessage(ctx, sc.Channel, slack.MsgOptionText("Scheduled digest due: "+Escape(Truncate(sc.Topic, 200)), false), slack.MsgOptionBlocks(blocks...)); err != nil {
 		return fmt.Errorf("bot: post approval request: %w", err)
 	}
 	return nil
@@ -665,14 +665,14 @@ func (d *Digests) onDecision(ctx context.Context, cb slack.InteractionCallback, 
 	case errors.Is(err, schedule.ErrForbidden):
 		note = d.forbidden(ctx, id, user)
 	case errors.Is(err, schedule.ErrNotWaiting):
-		note = d.b.wordsFor(ctx, user).RunDecided
+		note = d.b.slackClient.wordsFor(ctx, user).RunDecided
 	case errors.Is(err, schedule.ErrNotFound):
-		note = d.b.wordsFor(ctx, user).ScheduleGone
+		note = d.b.slackClient.wordsFor(ctx, user).ScheduleGone
 	case err != nil:
-		note = d.b.wordsFor(ctx, user).ThatFailed
+		note = d.b.slackClient.wordsFor(ctx, user).ThatFailed
 	}
 	if note != "" {
-		d.b.ephemeral(ctx, channel, "", user, note)
+		d.b.slackClient.ephemeral(ctx, channel, "", user, note)
 		if err != nil && !errors.Is(err, schedule.ErrForbidden) && !errors.Is(err, schedule.ErrNotWaiting) && !errors.Is(err, schedule.ErrNotFound) {
 			return fmt.Errorf("bot: decide %s: %w", id, err)
 		}
@@ -684,8 +684,8 @@ func (d *Digests) onDecision(ctx context.Context, cb slack.InteractionCallback, 
 		ts = cb.Message.Timestamp
 	}
 	if ts != "" && channel != "" {
-		text := fmt.Sprintf("Scheduled digest due %s: %s by %s.", schedule.DateLabel(due), verb, d.b.userName(ctx, user))
-		if err := d.b.updateMessage(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(slack.NewSectionBlock(mrkdwn(text), nil, nil))); err != nil {
+		text := fmt.Sprintf("Scheduled digest due %s: %s by %s.", schedule.DateLabel(due), verb, d.b.slackClient.userName(ctx, user))
+		if err := d.b.slackClient.updateMessage(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(slack.NewSectionBlock(mrkdwn(text), nil, nil))); err != nil {
 			d.b.log.Warn("bot: update approval message", "err", err)
 		}
 	}
@@ -749,7 +749,7 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 
 // PostDigest implements schedule.Poster.
 func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.DigestMessage) (string, error) {
-	ts, err := d.b.postMessage(ctx, channel,
+	ts, err := d.b.slackClient.postMessage(ctx, channel,
 		slack.MsgOptionText(Escape(Truncate(m.Text, 3000)), false),
 		slack.MsgOptionBlocks(d.b.ratings.ratingBlocks(DigestBlocks(m), schedule.ThreadID(m.ScheduleID, m.Due))...),
 		slack.MsgOptionDisableLinkUnfurl())

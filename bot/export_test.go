@@ -27,8 +27,8 @@ func WorkspaceSearchRate(w *WorkspaceSearch) (perMinute float64, burst int) {
 
 // SharesOf returns b's current shares.
 func SharesOf(b *Bot) Shares {
-	s := Shares{Live: int(b.live.Load()), EditInterval: b.limiter.every()}
-	s.UpdatesPerMinute, s.UpdateBurst = b.updates.current()
-	s.PostInterval, s.PostBurst = b.posts.current()
+	s := Shares{Live: int(b.slackClient.live.Load()), EditInterval: b.slackClient.limiter.every()}
+	s.UpdatesPerMinute, s.UpdateBurst = b.slackClient.updates.current()
+	s.PostInterval, s.PostBurst = b.slackClient.posts.current()
 	return s
 }

@@ -159,7 +159,7 @@ func (s *statusMessage) loop() {
 		}
 		stopRetry()
 		retry = nil
-		if s.b.updates.progressAvailable() {
+		if s.b.slackClient.updates.progressAvailable() {
 			if err := s.waitSlot(ctx); err != nil {
 				return
 			}
@@ -174,7 +174,7 @@ func (s *statusMessage) loop() {
 		} else {
 			s.b.metrics.updateSkipped.Inc()
 		}
-		t := s.b.clk.NewTimer(s.b.updates.retryIn(s.b.limiter.every()))
+		t := s.b.slackClient.clk.NewTimer(s.b.slackClient.updates.retryIn(s.b.slackClient.limiter.every()))
 		retry, stopRetry = t.C(), t.Stop
 	}
 }
@@ -192,7 +192,7 @@ func (s *statusMessage) waitSlot(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	return s.b.limiter.wait(ctx, s.channel)
+	return s.b.slackClient.limiter.wait(ctx, s.channel)
 }
 
 // redirty marks the picture as not shown yet.
@@ -206,13 +206,13 @@ func (s *statusMessage) render(ctx context.Context, v statusView, kind editKind)
 	if s.ts == "" {
 		return nil
 	}
-	return s.b.edits.apply(ctx, s.channel+"/"+s.ts, func(ctx context.Context) error {
-		v.Now = s.b.now()
+	return s.b.slackClient.edits.apply(ctx, s.channel+"/"+s.ts, func(ctx context.Context) error {
+		v.Now = s.b.slackClient.now()
 		text, blocks := statusBlocks(v)
 		if v.State == research.StateDone {
 			blocks = s.b.ratings.ratingBlocks(blocks, v.RunID)
 		}
-		err := s.b.editMessage(ctx, kind, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+		err := s.b.slackClient.editMessage(ctx, kind, s.channel, s.ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		if err != nil && !errors.Is(err, errEditSkipped) {
 			s.b.log.Warn("bot: status update", "channel", s.channel, "ts", s.ts, "err", err)
 		}
@@ -246,13 +246,13 @@ func (s *statusMessage) Final(ctx context.Context, state research.RunState, note
 	// connection) or it is gone: the outcome still has to reach the
 	// thread. A rare duplicate on a 5xx that did post beats a run that
 	// ends silently.
-	v.Now = s.b.now()
+	v.Now = s.b.slackClient.now()
 	text, blocks := statusBlocks(v)
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)}
 	if s.threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(s.threadTS))
 	}
-	ts, err := s.b.post(ctx, s.channel, true, opts...)
+	ts, err := s.b.slackClient.post(ctx, s.channel, true, opts...)
 	if err != nil {
 		s.b.log.Error("bot: could not post the run's final message", "channel", s.channel, "err", err)
 		return err

@@ -27,9 +27,9 @@ func (b *Bot) keepReport(ctx context.Context, r placedRun, th slackstate.Thread,
 		return
 	}
 	var link string
-	err := b.call(ctx, "chat.getPermalink", true, func(ctx context.Context) error {
+	err := b.slackClient.call(ctx, "chat.getPermalink", true, func(ctx context.Context) error {
 		var err error
-		link, err = b.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: r.Key.Channel, Ts: r.Key.ThreadTS})
+		link, err = b.slackClient.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: r.Key.Channel, Ts: r.Key.ThreadTS})
 		return err
 	})
 	if err != nil || !strings.HasPrefix(link, "https://") {
@@ -38,7 +38,7 @@ func (b *Bot) keepReport(ctx context.Context, r placedRun, th slackstate.Thread,
 	}
 	err = b.opts.Reports.SaveReport(ctx, research.PastReport{
 		RunID: r.ID, Team: r.Key.Team, Channel: r.Key.Channel, Thread: r.Key.ThreadTS, Private: th.DM,
-		Requester: r.Requester, URL: link, Title: res.Title, Question: r.Question, Text: text, CreatedAt: b.now(),
+		Requester: r.Requester, URL: link, Title: res.Title, Question: r.Question, Text: text, CreatedAt: b.slackClient.now(),
 	})
 	if err != nil {
 		log.Warn("bot: keep the report as a source", "err", err)

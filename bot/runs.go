@@ -66,7 +66,7 @@ func (b *Bot) readPlace(ctx context.Context, r research.Run) (placedRun, error) 
 // harmless: the run's id is derived from the message, so a second call
 // finds the run (ErrConflict) and only makes sure it gets started.
 func (b *Bot) newRun(ctx context.Context, th slackstate.Thread, req runRequest) {
-	now := b.now()
+	now := b.slackClient.now()
 	user := req.user
 	// where the report is seen decides the MCP sources and the past
 	// reports it may use
@@ -90,10 +90,10 @@ func (b *Bot) newRun(ctx context.Context, th slackstate.Thread, req runRequest) 
 	// stored run never holds it.
 	token := r.Options.WorkspaceToken
 	r.Options.WorkspaceToken = ""
-	r.Stream = b.planStream(b.team(r))
+	r.Stream = b.statuses.planStream(b.statuses.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
 	if err := b.records.CreateRun(ctx, r.Run, r.Place, b.opts.MaxRunsPerUser); err != nil {
-		b.unplanStream(r)
+		b.statuses.unplanStream(r)
 		switch {
 		case errors.Is(err, research.ErrConflict):
 			// The message came as two events, or its handling is repeated
@@ -105,15 +105,15 @@ func (b *Bot) newRun(ctx context.Context, th slackstate.Thread, req runRequest) 
 			if !b.firstAnswer(ctx, th.Key.Channel, req.msgTS, req.redo) {
 				return
 			}
-			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", b.userLang(ctx, user).words().Busy)
+			b.slackClient.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "busy", b.slackClient.userLang(ctx, user).words().Busy)
 		case errors.Is(err, research.ErrUserLimit):
 			if !b.firstAnswer(ctx, th.Key.Channel, req.msgTS, req.redo) {
 				return
 			}
-			b.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "limit", fmt.Sprintf(b.userLang(ctx, user).words().Limit, b.opts.MaxRunsPerUser))
+			b.slackClient.refuse(ctx, th.Key.Channel, th.Key.ThreadTS, user, "limit", fmt.Sprintf(b.slackClient.userLang(ctx, user).words().Limit, b.opts.MaxRunsPerUser))
 		default:
 			log.Error("bot: create run", "err", err)
-			b.reply(ctx, th.Key.Channel, th.Key.ThreadTS, "Sorry, I could not start the research (storage error). Please try again.")
+			b.slackClient.reply(ctx, th.Key.Channel, th.Key.ThreadTS, "Sorry, I could not start the research (storage error). Please try again.")
 		}
 		return
 	}
@@ -121,17 +121,17 @@ func (b *Bot) newRun(ctx context.Context, th slackstate.Thread, req runRequest) 
 	b.metrics.runs.WithLabelValues(string(research.StateQueued)).Inc()
 	log.Info("bot: run created", "requester", owner, "by", user, "follow_up", req.followUp)
 
-	v := statusView{Lang: b.userLang(ctx, owner), Question: req.question, Requester: b.userName(ctx, owner), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
+	v := statusView{Lang: b.slackClient.userLang(ctx, owner), Question: req.question, Requester: b.slackClient.userName(ctx, owner), State: research.StateQueued, Started: now, Now: now, RunID: r.ID}
 	streamed := false
 	if r.Stream {
-		if ts, err := b.tryStream(ctx, r, v, log, true); err == nil {
+		if ts, err := b.statuses.tryStream(ctx, r, v, log, true); err == nil {
 			b.recordStatus(ctx, r, ts, true, log)
 			streamed = true
 		}
 	}
 	if !streamed {
 		text, blocks := statusBlocks(v)
-		ts, err := b.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
+		ts, err := b.slackClient.postMessage(ctx, th.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(th.Key.ThreadTS))
 		if err != nil {
 			log.Warn("bot: post status message", "err", err)
 		} else {
@@ -160,7 +160,7 @@ func (b *Bot) recordStatus(ctx context.Context, r placedRun, ts string, stream b
 	if stored != ts {
 		log.Info("bot: the run has another status message; deleting this one", "status_ts", stored, "deleted_ts", ts)
 		if stream {
-			b.stopStreamQuietly(ctx, r, ts)
+			b.statuses.stopStreamQuietly(ctx, r, ts)
 		}
 		b.deleteExtra(ctx, r.Key.Channel, ts, log)
 	}
@@ -170,8 +170,8 @@ func (b *Bot) recordStatus(ctx context.Context, r placedRun, ts string, stream b
 // deleteExtra deletes a message of the bot's that duplicates the run's
 // recorded status message.
 func (b *Bot) deleteExtra(ctx context.Context, channel, ts string, log *slog.Logger) {
-	err := b.call(ctx, "chat.delete", true, func(ctx context.Context) error {
-		_, _, err := b.api.DeleteMessageContext(ctx, channel, ts)
+	err := b.slackClient.call(ctx, "chat.delete", true, func(ctx context.Context) error {
+		_, _, err := b.slackClient.api.DeleteMessageContext(ctx, channel, ts)
 		return err
 	})
 	if err != nil && errorCode(err) != "message_not_found" {
@@ -196,7 +196,7 @@ func messageRunID(team, channel, ts string) string {
 // and the post, so such answers are at least once (a crash after the post
 // repeats the answer).
 func (b *Bot) firstAnswer(ctx context.Context, channel, ts string, redo bool) bool {
-	first, err := b.records.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.now())
+	first, err := b.records.ClaimEvent(ctx, "msg:"+channel+":"+ts, b.slackClient.now())
 	if err != nil {
 		b.log.Warn("bot: claim answer", "channel", channel, "ts", ts, "err", err)
 		return true
@@ -215,7 +215,7 @@ func (b *Bot) cancelLocal(runID, by string) bool { return b.runs.CancelLocal(run
 // picks up queued runs and runs whose lease expired (another process died,
 // or this one restarted), and forgets old event ids and handled envelopes.
 func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
-	t := b.clk.NewTimer(b.opts.RecoverEvery)
+	t := b.slackClient.clk.NewTimer(b.opts.RecoverEvery)
 	defer t.Stop()
 	lastPrune := time.Time{}
 	for {
@@ -223,7 +223,7 @@ func (b *Bot) recoveryLoop(ctx context.Context, p *pool) {
 		// is left to its creator until the next pass.
 		b.runs.Recover(ctx)
 		b.recoverInbox(ctx, p)
-		if now := b.now(); now.Sub(lastPrune) > time.Hour {
+		if now := b.slackClient.now(); now.Sub(lastPrune) > time.Hour {
 			if n, err := b.records.PruneEvents(ctx, now.Add(-b.opts.EventTTL)); err != nil {
 				b.log.Warn("bot: prune events", "err", err)
 			} else if n > 0 {
@@ -266,19 +266,19 @@ func (b *Bot) cancelWaiting(ctx context.Context, run research.Run, by string) {
 	b.runs.CancelWaiting(ctx, run)
 	r := b.place(ctx, run)
 	b.metrics.runs.WithLabelValues(string(research.StateCancelled)).Inc()
-	byName := b.userName(ctx, by)
+	byName := b.slackClient.userName(ctx, by)
 	if r.StatusTS != "" {
-		l := b.userLang(ctx, r.Requester)
-		v := statusView{Lang: l, Question: r.Question, Requester: b.userName(ctx, r.Requester), State: research.StateCancelled, Started: r.CreatedAt, Now: b.now(), RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
-		b.endWaitingStatus(ctx, r, v)
+		l := b.slackClient.userLang(ctx, r.Requester)
+		v := statusView{Lang: l, Question: r.Question, Requester: b.slackClient.userName(ctx, r.Requester), State: research.StateCancelled, Started: r.CreatedAt, Now: b.slackClient.now(), RunID: r.ID, Note: fmt.Sprintf(l.words().CancelledBy, byName)}
+		b.statuses.endWaitingStatus(ctx, r, v)
 	}
 	if r.Interrupt != nil && r.Interrupt.MessageID != "" && r.Interrupt.Kind != research.InterruptQuestion {
 		d := research.Decision{InterruptID: r.Interrupt.ID, Action: research.ActionCancel, By: by}
 		if r.Decision != nil {
 			d = *r.Decision
 		}
-		text, blocks := decidedBlocks(*r.Interrupt, d, b.userName(ctx, d.By), b.userLang(ctx, r.Requester))
-		if err := b.updateMessage(ctx, r.Key.Channel, r.Interrupt.MessageID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+		text, blocks := decidedBlocks(*r.Interrupt, d, b.slackClient.userName(ctx, d.By), b.slackClient.userLang(ctx, r.Requester))
+		if err := b.slackClient.updateMessage(ctx, r.Key.Channel, r.Interrupt.MessageID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 			b.log.Warn("bot: update decided message", "run_id", r.ID, "err", err)
 		}
 	}
@@ -288,8 +288,8 @@ func (b *Bot) cancelWaiting(ctx context.Context, run research.Run, by string) {
 }
 
 func (b *Bot) setAssistantStatus(ctx context.Context, key slackstate.ThreadKey, status string) {
-	err := b.call(ctx, "assistant.threads.setStatus", true, func(ctx context.Context) error {
-		return b.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+	err := b.slackClient.call(ctx, "assistant.threads.setStatus", true, func(ctx context.Context) error {
+		return b.slackClient.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 			ChannelID: key.Channel, ThreadTS: key.ThreadTS, Status: status,
 		})
 	})
@@ -338,16 +338,16 @@ func (b *Bot) stageFile(ctx context.Context, name, content string) (string, erro
 func (b *Bot) stage(ctx context.Context, p slack.GetUploadURLExternalParameters, content string) (string, error) {
 	name := p.FileName
 	var up *slack.GetUploadURLExternalResponse
-	err := b.call(ctx, "files.getUploadURLExternal", true, func(ctx context.Context) error {
+	err := b.slackClient.call(ctx, "files.getUploadURLExternal", true, func(ctx context.Context) error {
 		var err error
-		up, err = b.api.GetUploadURLExternalContext(ctx, p)
+		up, err = b.slackClient.api.GetUploadURLExternalContext(ctx, p)
 		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("reserving the report file: %w", err)
 	}
-	err = b.call(ctx, "files.upload_bytes", true, func(ctx context.Context) error {
-		return b.api.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: up.UploadURL, Content: content, Filename: name})
+	err = b.slackClient.call(ctx, "files.upload_bytes", true, func(ctx context.Context) error {
+		return b.slackClient.api.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: up.UploadURL, Content: content, Filename: name})
 	})
 	if err != nil {
 		b.deleteFile(ctx, up.FileID, b.log)
@@ -359,8 +359,8 @@ func (b *Bot) stage(ctx context.Context, p slack.GetUploadURLExternalParameters,
 // shareFile completes a staged file into the thread. A repeat after a lost
 // answer finds the file completed already, which counts as shared.
 func (b *Bot) shareFile(ctx context.Context, p slack.CompleteUploadExternalParameters) error {
-	err := b.call(ctx, "files.completeUploadExternal", true, func(ctx context.Context) error {
-		_, err := b.api.CompleteUploadExternalContext(ctx, p)
+	err := b.slackClient.call(ctx, "files.completeUploadExternal", true, func(ctx context.Context) error {
+		_, err := b.slackClient.api.CompleteUploadExternalContext(ctx, p)
 		return err
 	})
 	if errorCode(err) == "file_already_completed" {
@@ -372,8 +372,8 @@ func (b *Bot) shareFile(ctx context.Context, p slack.CompleteUploadExternalParam
 // deleteFile removes a staged file that was never shared; it reports
 // whether the file is gone (deleted now, or already).
 func (b *Bot) deleteFile(ctx context.Context, fileID string, log *slog.Logger) bool {
-	err := b.call(ctx, "files.delete", true, func(ctx context.Context) error {
-		return b.api.DeleteFileContext(ctx, fileID)
+	err := b.slackClient.call(ctx, "files.delete", true, func(ctx context.Context) error {
+		return b.slackClient.api.DeleteFileContext(ctx, fileID)
 	})
 	if err == nil {
 		return true
@@ -405,9 +405,9 @@ func (b *Bot) findPostedFile(ctx context.Context, key slackstate.ThreadKey, name
 	for page := 0; page < maxThreadPages; page++ {
 		var msgs []slack.Message
 		var next string
-		err := b.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
+		err := b.slackClient.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
 			var err error
-			msgs, _, next, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			msgs, _, next, err = b.slackClient.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 				ChannelID: key.Channel, Timestamp: key.ThreadTS, Limit: threadPageSize, Cursor: cursor,
 			})
 			return err
@@ -417,7 +417,7 @@ func (b *Bot) findPostedFile(ctx context.Context, key slackstate.ThreadKey, name
 			return "", "", false
 		}
 		for _, m := range msgs {
-			if m.BotID == "" && m.User != b.botUserID {
+			if m.BotID == "" && m.User != b.identity.botUserID {
 				continue
 			}
 			for _, f := range m.Files {

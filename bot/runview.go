@@ -34,10 +34,10 @@ func (p slackRuns) Open(ctx context.Context, run research.Run) research.View {
 	wctx := b.workCtx
 	log := b.log.With("run_id", run.ID, "thread_id", run.ThreadID)
 	v := &slackView{
-		runScope:  runScope{requester: b.userName(wctx, run.Requester), log: log},
+		runScope:  runScope{requester: b.slackClient.userName(wctx, run.Requester), log: log},
 		b:         b,
-		lang:      b.userLang(wctx, run.Requester),
-		refreshed: b.now(),
+		lang:      b.slackClient.userLang(wctx, run.Requester),
+		refreshed: b.slackClient.now(),
 	}
 	if err := v.learnPlace(wctx, run); err != nil {
 		log.Error("bot: read the run's place in Slack; trying again before its report is posted", "err", err)
@@ -109,7 +109,7 @@ type slackView struct {
 // openStatus records.
 func (v *slackView) Show(ctx context.Context, r research.Run) {
 	v.run.Run = r
-	v.status = v.b.openStatus(ctx, &v.run, statusView{
+	v.status = v.b.statuses.openStatus(ctx, &v.run, statusView{
 		Lang: v.lang, Question: r.Question, Requester: v.requester, State: research.StateRunning, Started: r.CreatedAt, RunID: r.ID,
 	}, v.log)
 }
@@ -118,9 +118,9 @@ func (v *slackView) Progress(p research.Progress) { v.status.Progress(p) }
 
 // Alive refreshes an assistant thread's status line before Slack clears it.
 func (v *slackView) Alive(ctx context.Context) {
-	if v.thread.DM && v.b.now().Sub(v.refreshed) >= v.b.opts.StatusRefresh {
+	if v.thread.DM && v.b.slackClient.now().Sub(v.refreshed) >= v.b.opts.StatusRefresh {
 		v.b.setAssistantStatus(ctx, v.thread.Key, "is researching…")
-		v.refreshed = v.b.now()
+		v.refreshed = v.b.slackClient.now()
 	}
 }
 
@@ -148,10 +148,10 @@ func (v *slackView) Paused(ctx context.Context, in research.Interrupt) research.
 	var ts string
 	var err error
 	if in.Kind == research.InterruptQuestion {
-		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText("❓ "+truncateEscaped(in.Text, 3000)+"\n_"+v.lang.words().ReplyToAnswer+"_", false), slack.MsgOptionTS(r.Key.ThreadTS))
+		ts, err = b.slackClient.postMessage(ctx, r.Key.Channel, slack.MsgOptionText("❓ "+truncateEscaped(in.Text, 3000)+"\n_"+v.lang.words().ReplyToAnswer+"_", false), slack.MsgOptionTS(r.Key.ThreadTS))
 	} else {
 		text, blocks := interruptBlocks(r.ID, in, v.requester, v.lang)
-		ts, err = b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS))
+		ts, err = b.slackClient.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS))
 	}
 	if err != nil {
 		v.log.Error("bot: post interrupt", "err", err)
@@ -179,8 +179,8 @@ func (v *slackView) Finished(ctx context.Context, res research.Result, lateCance
 	v.status.setResult(res)
 	note := v.lang.words().ReportBelow
 	if by := lateCancelBy; by != "" {
-		b.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, by, b.userLang(ctx, by).words().CancelTooLateYou)
-		note += "\n" + fmt.Sprintf(v.lang.words().CancelTooLate, b.userName(ctx, by))
+		b.slackClient.ephemeral(ctx, r.Key.Channel, r.Key.ThreadTS, by, b.slackClient.userLang(ctx, by).words().CancelTooLateYou)
+		note += "\n" + fmt.Sprintf(v.lang.words().CancelTooLate, b.slackClient.userName(ctx, by))
 	}
 	if err := v.status.Final(ctx, research.StateDone, note); err != nil {
 		// The run is recorded as done anyway: leaving it to be continued
@@ -199,7 +199,7 @@ func (v *slackView) Failed(ctx context.Context, _ error) {
 
 // Cancelled shows who cancelled the run.
 func (v *slackView) Cancelled(ctx context.Context, by string) {
-	_ = v.status.Final(ctx, research.StateCancelled, fmt.Sprintf(v.lang.words().CancelledBy, v.b.userName(ctx, by)))
+	_ = v.status.Final(ctx, research.StateCancelled, fmt.Sprintf(v.lang.words().CancelledBy, v.b.slackClient.userName(ctx, by)))
 }
 
 // Halt stops the status's progress; the first call takes the run back
@@ -222,7 +222,7 @@ func (v *slackView) Ended(ctx context.Context, state research.RunState) {
 
 // TraceUpload traces the report's upload in the research turn's trace.
 func (v *slackView) TraceUpload(ctx context.Context, res research.Result) (context.Context, func(error)) {
-	return v.b.traceUpload(ctx, v.runScope, res)
+	return v.b.spans.traceUpload(ctx, v.runScope, res)
 }
 
 // Published looks in the thread for the report file a process that died
@@ -272,7 +272,7 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 		// An answer, not a report: a message in the thread, in a markdown
 		// block (chat.postMessage renders it). At least once: a crash
 		// between the post and the record posts it again.
-		ts, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(summaryMarkdown(res, 3000), false),
+		ts, err := b.slackClient.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(summaryMarkdown(res, 3000), false),
 			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_reply", summaryMarkdown(res, maxMarkdown-100))),
 			slack.MsgOptionTS(r.Key.ThreadTS))
 		if err != nil {
@@ -333,7 +333,7 @@ func (v *slackView) publish(ctx context.Context, res research.Result, st researc
 	if summaryApart && res.Summary != "" {
 		// chat.postMessage shows a markdown block that the file share refused.
 		md := summaryMarkdown(res, summaryChars)
-		if _, err := b.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(summaryMarkdown(res, 300), false),
+		if _, err := b.slackClient.postMessage(ctx, r.Key.Channel, slack.MsgOptionText(summaryMarkdown(res, 300), false),
 			slack.MsgOptionBlocks(slack.NewMarkdownBlock("dr_summary", md)), slack.MsgOptionTS(r.Key.ThreadTS)); err != nil {
 			log.Warn("bot: post the report summary", "err", err)
 		}

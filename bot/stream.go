@@ -180,7 +180,7 @@ type statuses struct {
 }
 
 func (st *statuses) newStreamStatus(r placedRun, ts string, v statusView) *streamStatus {
-	return &streamStatus{b: st.bot, run: r, interval: st.bot.limiter.full, ts: ts, view: v, sent: map[string]string{},
+	return &streamStatus{b: st.bot, run: r, interval: st.bot.slackClient.limiter.full, ts: ts, view: v, sent: map[string]string{},
 		updater: newUpdater()}
 }
 
@@ -239,7 +239,7 @@ func (s *streamStatus) fallBack(ctx context.Context, cause error) *statusMessage
 	ts := s.liveTS()
 	stopped := true
 	if ts != "" {
-		err := s.b.stopStream(ctx, s.run, ts, nil, nil)
+		err := s.b.statuses.stopStream(ctx, s.run, ts, nil, nil)
 		if stopped = err == nil || streamGone(err); !stopped {
 			s.b.log.Warn("bot: stop the refused stream; its run's end stops it", "run_id", s.run.ID, "err", err)
 		}
@@ -248,7 +248,7 @@ func (s *streamStatus) fallBack(ctx context.Context, cause error) *statusMessage
 	}
 	s.mu.Lock()
 	v := s.view
-	fb := s.b.newStatusMessage(s.run.Key.Channel, s.run.Key.ThreadTS, ts, v)
+	fb := s.b.statuses.newStatusMessage(s.run.Key.Channel, s.run.Key.ThreadTS, ts, v)
 	s.fallback = fb
 	if stopped {
 		s.ts = ""
@@ -303,8 +303,8 @@ func (s *streamStatus) loop() {
 			continue // nothing a card shows changed
 		}
 		for {
-			if !s.b.appends.tryProgress() {
-				if clock.Sleep(ctx, s.b.clk, s.b.appends.retryIn(s.interval)) != nil {
+			if !s.b.slackClient.appends.tryProgress() {
+				if clock.Sleep(ctx, s.b.slackClient.clk, s.b.slackClient.appends.retryIn(s.interval)) != nil {
 					return
 				}
 				continue
@@ -332,7 +332,7 @@ func (s *streamStatus) loop() {
 				s.poke()
 			}
 		}
-		if clock.Sleep(ctx, s.b.clk, s.interval) != nil {
+		if clock.Sleep(ctx, s.b.slackClient.clk, s.interval) != nil {
 			return
 		}
 	}
@@ -351,8 +351,8 @@ func (s *streamStatus) appendChanges(ctx context.Context, v statusView, extra []
 	if ts == "" {
 		return nil // nothing to show it on; the final picture is posted
 	}
-	err := s.b.call(ctx, "chat.appendStream", true, func(ctx context.Context) error {
-		_, _, err := s.b.api.AppendStreamContext(ctx, s.run.Key.Channel, ts, slack.MsgOptionChunks(chunks...))
+	err := s.b.slackClient.call(ctx, "chat.appendStream", true, func(ctx context.Context) error {
+		_, _, err := s.b.slackClient.api.AppendStreamContext(ctx, s.run.Key.Channel, ts, slack.MsgOptionChunks(chunks...))
 		return err
 	})
 	if streamGone(err) && !s.probing {
@@ -368,10 +368,10 @@ func (s *streamStatus) appendChanges(ctx context.Context, v statusView, extra []
 // fresh one showing the whole picture and that the run resumed.
 func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.StreamChunk) error {
 	if old := s.liveTS(); old != "" {
-		s.b.stopStreamQuietly(ctx, s.run, old)
+		s.b.statuses.stopStreamQuietly(ctx, s.run, old)
 	}
 	if s.run.StatusTS != "" {
-		s.b.stopStrayStreams(ctx, s.run)
+		s.b.statuses.stopStrayStreams(ctx, s.run)
 	}
 	clear(s.sent)
 	s.sentTitle = ""
@@ -381,7 +381,7 @@ func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.
 		head = append(head, slack.NewPlanUpdateChunk(streamTitle(v))) // a fresh stream starts with its title
 	}
 	chunks = append(head, append(chunks, extra...)...)
-	ts, err := s.b.startStream(ctx, s.run, chunks)
+	ts, err := s.b.statuses.startStream(ctx, s.run, chunks)
 	if err != nil {
 		return err
 	}
@@ -391,7 +391,7 @@ func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.
 	s.mu.Unlock()
 	// The run's record keeps its first stream: this process remembers the
 	// fresh one, so the run's next turn here continues it.
-	s.b.replaced.Store(s.run.ID, ts)
+	s.b.statuses.replaced.Store(s.run.ID, ts)
 	s.b.log.Info("bot: the run's stream had stopped; started a fresh one", "run_id", s.run.ID, "stream_ts", ts)
 	return nil
 }
@@ -439,17 +439,17 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 	s.mu.Unlock()
 	if fb != nil {
 		if ts := s.liveTS(); ts != "" {
-			s.b.stopStreamQuietly(ctx, s.run, ts) // its stop failed when the run fell back
+			s.b.statuses.stopStreamQuietly(ctx, s.run, ts) // its stop failed when the run fell back
 			s.mu.Lock()
 			s.ts = ""
 			s.mu.Unlock()
 		}
 		if state != research.StateWaiting {
-			s.b.replaced.Delete(s.run.ID)
+			s.b.statuses.replaced.Delete(s.run.ID)
 		}
 		return fb.Final(ctx, state, note)
 	}
-	v.Now = s.b.now()
+	v.Now = s.b.slackClient.now()
 	v.Progress.Subtasks = settleCards(v.Progress.Subtasks, state)
 	if state == research.StateWaiting {
 		if s.liveTS() == "" {
@@ -465,29 +465,29 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 	if state == research.StateDone {
 		blocks = s.b.ratings.ratingBlocks(blocks, s.run.ID)
 	}
-	defer s.b.replaced.Delete(s.run.ID)
+	defer s.b.statuses.replaced.Delete(s.run.ID)
 	if ts := s.liveTS(); ts != "" {
 		chunks, _ := s.changes(v)
-		err := s.b.stopStream(ctx, s.run, ts, chunks, blocks)
+		err := s.b.statuses.stopStream(ctx, s.run, ts, chunks, blocks)
 		shown := streamGone(err) // stopped already (by Slack, or by a process that died before recording the outcome)
 		if streamContentRefused(err) {
 			// Slack refused what the stop carried: stop it bare, so the
 			// stream is not left open.
 			s.b.log.Warn("bot: slack refused the stream's final content; stopping it bare", "run_id", s.run.ID, "err", err)
-			if err := s.b.stopStream(ctx, s.run, ts, nil, nil); err != nil && !streamGone(err) {
+			if err := s.b.statuses.stopStream(ctx, s.run, ts, nil, nil); err != nil && !streamGone(err) {
 				s.b.log.Warn("bot: stop the stream bare", "run_id", s.run.ID, "err", err)
 			}
 			shown = true
 		}
 		if shown {
 			// The stopped stream's message shows the outcome.
-			err = s.b.editMessage(ctx, editFinal, s.run.Key.Channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+			err = s.b.slackClient.editMessage(ctx, editFinal, s.run.Key.Channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 		}
 		if err == nil {
 			if rec := s.run.StatusTS; rec != "" && rec != ts {
 				// The run's recorded message is a stream that was replaced:
 				// it shows the outcome too, as where the run is looked up.
-				if err := s.b.editMessage(ctx, editFinal, s.run.Key.Channel, rec, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+				if err := s.b.slackClient.editMessage(ctx, editFinal, s.run.Key.Channel, rec, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 					s.b.log.Warn("bot: show the outcome on the replaced stream", "run_id", s.run.ID, "err", err)
 				}
 			}
@@ -496,10 +496,10 @@ func (s *streamStatus) Final(ctx context.Context, state research.RunState, note 
 		s.b.log.Warn("bot: stop stream; posting the outcome instead", "run_id", s.run.ID, "err", err)
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(s.run.Key.ThreadTS)}
-	_, err := s.b.post(ctx, s.run.Key.Channel, true, opts...)
+	_, err := s.b.slackClient.post(ctx, s.run.Key.Channel, true, opts...)
 	if refusedContent(err) {
 		// The blocks are what Slack refuses: the outcome goes as text.
-		_, err = s.b.post(ctx, s.run.Key.Channel, true, slack.MsgOptionText(text, false), slack.MsgOptionTS(s.run.Key.ThreadTS))
+		_, err = s.b.slackClient.post(ctx, s.run.Key.Channel, true, slack.MsgOptionText(text, false), slack.MsgOptionTS(s.run.Key.ThreadTS))
 	}
 	if err != nil {
 		s.b.log.Error("bot: could not post the run's final message", "run_id", s.run.ID, "err", err)
@@ -538,7 +538,7 @@ func (st *statuses) team(r placedRun) string {
 	if r.Key.Team != "" {
 		return r.Key.Team
 	}
-	return st.bot.teamID
+	return st.bot.identity.teamID
 }
 
 // startStream starts a stream in the run's thread with chunks (a plan of
@@ -549,7 +549,7 @@ func (st *statuses) team(r placedRun) string {
 func (st *statuses) startStream(ctx context.Context, r placedRun, chunks []slack.StreamChunk) (string, error) {
 	opts := append([]slack.MsgOption{slack.MsgOptionTS(r.Key.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModePlan),
 		slack.MsgOptionChunks(chunks...)}, streamRecipient(r, st.team(r))...)
-	_, ts, err := st.bot.api.StartStreamContext(ctx, r.Key.Channel, opts...)
+	_, ts, err := st.bot.slackClient.api.StartStreamContext(ctx, r.Key.Channel, opts...)
 	if err != nil {
 		st.bot.metrics.slackErrors.WithLabelValues("chat.startStream", errorCode(err)).Inc()
 		return "", fmt.Errorf("chat.startStream: %w", err)
@@ -566,11 +566,11 @@ func (st *statuses) stopStream(ctx context.Context, r placedRun, ts string, chun
 	if len(blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(blocks...))
 	}
-	if err := st.bot.streamStops.wait(ctx); err != nil {
+	if err := st.bot.slackClient.streamStops.wait(ctx); err != nil {
 		return fmt.Errorf("chat.stopStream: %w", err)
 	}
-	return st.bot.call(ctx, "chat.stopStream", true, func(ctx context.Context) error {
-		_, _, err := st.bot.api.StopStreamContext(ctx, r.Key.Channel, ts, opts...)
+	return st.bot.slackClient.call(ctx, "chat.stopStream", true, func(ctx context.Context) error {
+		_, _, err := st.bot.slackClient.api.StopStreamContext(ctx, r.Key.Channel, ts, opts...)
 		return err
 	})
 }
@@ -594,9 +594,9 @@ const maxStrayStops = 8
 // a message that is no stream refuses the stop, which is fine.
 func (st *statuses) stopStrayStreams(ctx context.Context, r placedRun) {
 	var msgs []slack.Message
-	err := st.bot.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
+	err := st.bot.slackClient.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
 		var err error
-		msgs, _, _, err = st.bot.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+		msgs, _, _, err = st.bot.slackClient.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 			ChannelID: r.Key.Channel, Timestamp: r.Key.ThreadTS, Oldest: r.StatusTS, Limit: 200,
 		})
 		return err
@@ -607,7 +607,7 @@ func (st *statuses) stopStrayStreams(ctx context.Context, r placedRun) {
 	}
 	stops := 0
 	for _, m := range msgs {
-		if (m.BotID == "" && m.User != st.bot.botUserID) || m.Timestamp <= r.StatusTS || len(m.Files) > 0 || len(m.Blocks.BlockSet) > 0 && hasApproval(m) {
+		if (m.BotID == "" && m.User != st.bot.identity.botUserID) || m.Timestamp <= r.StatusTS || len(m.Files) > 0 || len(m.Blocks.BlockSet) > 0 && hasApproval(m) {
 			continue
 		}
 		if stops++; stops > maxStrayStops {
@@ -801,7 +801,7 @@ func (st *statuses) tryStream(ctx context.Context, r placedRun, v statusView, lo
 	if known && !on {
 		return "", errStreamingOff
 	}
-	if !tokenHeld && !st.bot.streamStarts.tryProgress() {
+	if !tokenHeld && !st.bot.slackClient.streamStarts.tryProgress() {
 		return "", errStreamBudget
 	}
 	ts, err := st.startStream(ctx, r, streamOpening(v, r.Attempt > 1))
@@ -831,7 +831,7 @@ func (st *statuses) planStream(team string) bool {
 	if on, known := st.streams.known(team); known && !on {
 		return false
 	}
-	return st.bot.streamStarts.tryProgress()
+	return st.bot.slackClient.streamStarts.tryProgress()
 }
 
 // unplanStream gives back the chat.startStream token planStream took for
@@ -839,7 +839,7 @@ func (st *statuses) planStream(team string) bool {
 // that exists already): only runs that are accepted spend the budget.
 func (st *statuses) unplanStream(r placedRun) {
 	if r.Stream {
-		st.bot.streamStarts.giveBack()
+		st.bot.slackClient.streamStarts.giveBack()
 	}
 }
 
@@ -957,10 +957,10 @@ func (st *statuses) creatorsStatus(ctx context.Context, r placedRun) string {
 		if ts, err := st.bot.records.StatusMessage(ctx, r.ID); err == nil && ts != "" {
 			return ts
 		}
-		if r.Attempt > 1 || !st.bot.now().Before(deadline) {
+		if r.Attempt > 1 || !st.bot.slackClient.now().Before(deadline) {
 			return ""
 		}
-		if clock.Sleep(ctx, st.bot.clk, 50*time.Millisecond) != nil {
+		if clock.Sleep(ctx, st.bot.slackClient.clk, 50*time.Millisecond) != nil {
 			return ""
 		}
 	}
@@ -971,7 +971,7 @@ func (st *statuses) creatorsStatus(ctx context.Context, r placedRun) string {
 func (st *statuses) messageStatus(ctx context.Context, r *placedRun, v statusView, log *slog.Logger) runStatus {
 	if r.StatusTS == "" {
 		pv := v
-		pv.Now = st.bot.now()
+		pv.Now = st.bot.slackClient.now()
 		text, blocks := statusBlocks(pv)
 		// The run's creator may be ahead in the channel's queue with its
 		// status message: look again once this post's slot has come.
@@ -983,7 +983,7 @@ func (st *statuses) messageStatus(ctx context.Context, r *placedRun, v statusVie
 			}
 			return false
 		}
-		if ts, skipped, err := st.bot.postUnless(ctx, r.Key.Channel, false, posted, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil && !skipped {
+		if ts, skipped, err := st.bot.slackClient.postUnless(ctx, r.Key.Channel, false, posted, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionTS(r.Key.ThreadTS)); err == nil && !skipped {
 			r.StatusTS = st.bot.recordStatus(ctx, *r, ts, false, log)
 		}
 	}
