@@ -155,7 +155,7 @@ type Agent struct {
 }
 
 // core is what every node of the graphs shares: the collaborators, the
-// options and schemas, the model call limits, tracing, the pages read and
+// options and schemas, the model call limits, tracing, reading pages and
 // the workspace credentials.
 type core struct {
 	llm    LLM
