@@ -412,43 +412,6 @@ func afterApproveDraft(s State) string {
 	return nFinalize
 }
 
-// routeSupervisor fans out one researcher per dispatched subtask.
-func (a *planning) routeSupervisor(s State) []graph.Route {
-	switch s.Next {
-	case NextResearch:
-		known := make([]string, 0, len(s.Sources))
-		for u, src := range s.Sources {
-			if src.Retrieved {
-				known = append(known, u)
-				known = append(known, src.Aliases...) // read under another URL
-			}
-		}
-		slices.Sort(known)
-		l := a.limits(s.Req.Depth)
-		routes := make([]graph.Route, 0, len(s.Dispatch))
-		team := a.teamSize(s.Req)
-		for i, st := range s.Dispatch {
-			for m := range team {
-				// each member of a team researches the subtask its own way
-				mst := st
-				mst.Queries = memberQueries(st.Queries, m, s.Language)
-				routes = append(routes, graph.Send(nResearcher, researchTask{
-					Turn: s.Turn, Round: s.Round, Index: i, Member: m, Team: team, Subtask: mst, Question: s.Question, Language: s.Language,
-					Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
-					Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
-				}))
-			}
-		}
-		if len(routes) > 0 {
-			return routes
-		}
-		return []graph.Route{graph.To(nWriter)}
-	case NextWrite:
-		return []graph.Route{graph.To(nWriter)}
-	}
-	return []graph.Route{graph.To(nFinalize)}
-}
-
 // Start runs a new question on a thread: the first one, or a follow-up on a
 // thread that has finished its last turn. events (may be nil) receives
 // progress; calls to it are serialised.
