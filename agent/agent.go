@@ -111,7 +111,7 @@ type limits struct {
 	subtasks, rounds, tries, reviews, iterations int
 }
 
-func (a *Agent) limits(d Depth) limits {
+func (a *core) limits(d Depth) limits {
 	l := limits{subtasks: 4, rounds: 2, tries: 3, reviews: 2}
 	switch d {
 	case DepthQuick:
@@ -138,8 +138,26 @@ func (a *Agent) limits(d Depth) limits {
 }
 
 // Agent runs research threads. It is safe for concurrent use: one Agent
-// serves every thread of a process.
+// serves every thread of a process. It holds the public API (Start,
+// Resume, Continue, Cancel, Get, ForgetWorkspace), the graphs and the
+// calls working on threads; the graphs' nodes are on the role types.
 type Agent struct {
+	*core
+	g   *graph.Graph[State]
+	sub *graph.Graph[rState]
+
+	mu    sync.Mutex
+	calls map[string]*call // by thread: the call working on it in this process
+
+	planning    *planning
+	writing     *writing
+	researching *researching
+}
+
+// core is what every node of the graphs shares: the collaborators, the
+// options and schemas, the model call limits, tracing, reading pages and
+// the workspace credentials.
+type core struct {
 	llm    LLM
 	search Searcher
 	fetch  Fetcher
@@ -150,13 +168,8 @@ type Agent struct {
 	opts   Options
 	sc     *schema
 	rsc    *rSchema
-	g      *graph.Graph[State]
-	sub    *graph.Graph[rState]
 	// modelCalls is the process-wide model call limit.
 	modelCalls slots
-
-	mu    sync.Mutex
-	calls map[string]*call // by thread: the call working on it in this process
 
 	// workspace searches the requester's workspace (nil: no such search).
 	workspace WorkspaceSearcher
@@ -170,6 +183,18 @@ type Agent struct {
 	// memory only (thread id -> string).
 	tokens sync.Map
 }
+
+// planning holds the main graph's nodes up to the research: the
+// coordinator, the planner, the plan's approval and the supervisor.
+type planning struct{ *core }
+
+// writing holds the main graph's nodes from the draft on: the writer, the
+// reviewer, the draft's approval and finalize.
+type writing struct{ *core }
+
+// researching holds the nodes of the research subgraph (select, execute,
+// answer, reflect).
+type researching struct{ *core }
 
 // Errors.
 var (
@@ -195,8 +220,9 @@ func New(d Deps, o Options) (*Agent, error) {
 	}
 	d = d.withDefaults()
 	o = o.withDefaults()
-	a := &Agent{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, past: d.Reports, coder: d.Coder, notes: d.Notes,
-		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls), calls: map[string]*call{}}
+	c := &core{llm: d.LLM, search: d.Search, fetch: d.Fetch, workspace: d.Workspace, tools: d.Tools, past: d.Reports, coder: d.Coder, notes: d.Notes,
+		log: d.Logger, now: d.Now, opts: o, sc: newSchema(), rsc: newRSchema(), modelCalls: newSlots(o.ProcessModelCalls)}
+	a := &Agent{core: c, calls: map[string]*call{}, planning: &planning{c}, writing: &writing{c}, researching: &researching{c}}
 	gopts := graph.Options{Saver: d.Saver, MaxConcurrency: o.MaxConcurrency, Durability: o.Durability, Logger: d.Logger}
 	if tracing.Active(o.TracerProvider) {
 		a.tr, a.traceContent = o.TracerProvider.Tracer("deepresearch/agent"), o.TraceContent
@@ -205,7 +231,7 @@ func New(d Deps, o Options) (*Agent, error) {
 			a.search = tracedSearcher{next: a.search, tr: a.tr, content: o.TraceContent}
 		}
 	}
-	sub, err := a.buildResearcher(gopts)
+	sub, err := a.researching.buildResearcher(gopts)
 	if err != nil {
 		return nil, err
 	}
@@ -289,25 +315,25 @@ const (
 func (a *Agent) build(opts graph.Options) (*graph.Graph[State], error) {
 	sc := a.sc
 	b := graph.New(sc.s)
-	b.AddNode(nCoordinator, a.coordinator)
-	b.AddNode(nClarify, a.clarify)
-	b.AddNode(nPlanner, a.planner)
-	b.AddNode(nApprovePlan, a.approvePlan)
-	b.AddNode(nSupervisor, a.supervisor)
+	b.AddNode(nCoordinator, a.planning.coordinator)
+	b.AddNode(nClarify, a.planning.clarify)
+	b.AddNode(nPlanner, a.planning.planner)
+	b.AddNode(nApprovePlan, a.planning.approvePlan)
+	b.AddNode(nSupervisor, a.planning.supervisor)
 	graph.AddSubgraphWorker(b, nResearcher, a.sub,
 		func(t researchTask) []graph.Write { return []graph.Write{a.rsc.task.Set(t)} },
-		a.researchOut)
-	b.AddNode(nWriter, a.writer)
-	b.AddNode(nReviewer, a.reviewer)
-	b.AddNode(nApproveDraft, a.approveDraft)
-	b.AddNode(nFinalize, a.finalize)
+		a.researching.researchOut)
+	b.AddNode(nWriter, a.writing.writer)
+	b.AddNode(nReviewer, a.writing.reviewer)
+	b.AddNode(nApproveDraft, a.writing.approveDraft)
+	b.AddNode(nFinalize, a.writing.finalize)
 
 	b.AddEdge(graph.Start, nCoordinator)
 	b.AddConditionalEdges(nCoordinator, to(afterCoordinator))
 	b.AddConditionalEdges(nClarify, to(afterClarify))
 	b.AddConditionalEdges(nPlanner, to(afterPlanner))
 	b.AddConditionalEdges(nApprovePlan, to(afterApprovePlan))
-	b.AddConditionalEdges(nSupervisor, a.routeSupervisor)
+	b.AddConditionalEdges(nSupervisor, a.planning.routeSupervisor)
 	b.AddEdge(nResearcher, nSupervisor)
 	b.AddEdge(nWriter, nReviewer)
 	b.AddConditionalEdges(nReviewer, to(afterReviewer))
@@ -384,43 +410,6 @@ func afterApproveDraft(s State) string {
 		return next
 	}
 	return nFinalize
-}
-
-// routeSupervisor fans out one researcher per dispatched subtask.
-func (a *Agent) routeSupervisor(s State) []graph.Route {
-	switch s.Next {
-	case NextResearch:
-		known := make([]string, 0, len(s.Sources))
-		for u, src := range s.Sources {
-			if src.Retrieved {
-				known = append(known, u)
-				known = append(known, src.Aliases...) // read under another URL
-			}
-		}
-		slices.Sort(known)
-		l := a.limits(s.Req.Depth)
-		routes := make([]graph.Route, 0, len(s.Dispatch))
-		team := a.teamSize(s.Req)
-		for i, st := range s.Dispatch {
-			for m := range team {
-				// each member of a team researches the subtask its own way
-				mst := st
-				mst.Queries = memberQueries(st.Queries, m, s.Language)
-				routes = append(routes, graph.Send(nResearcher, researchTask{
-					Turn: s.Turn, Round: s.Round, Index: i, Member: m, Team: team, Subtask: mst, Question: s.Question, Language: s.Language,
-					Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
-					Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
-				}))
-			}
-		}
-		if len(routes) > 0 {
-			return routes
-		}
-		return []graph.Route{graph.To(nWriter)}
-	case NextWrite:
-		return []graph.Route{graph.To(nWriter)}
-	}
-	return []graph.Route{graph.To(nFinalize)}
 }
 
 // Start runs a new question on a thread: the first one, or a follow-up on a
@@ -658,7 +647,7 @@ func (a *Agent) cancel(ctx context.Context, threadID string) error {
 	}
 	// stopped in the middle: end the turn as finalize ends a cancelled one,
 	// dropping the tasks that were left to run
-	if _, err := a.g.UpdateState(ctx, threadID, append(a.cancelWrites(snap.State), a.sc.next.Set(NextCancel)), nFinalize); err != nil {
+	if _, err := a.g.UpdateState(ctx, threadID, append(a.writing.cancelWrites(snap.State), a.sc.next.Set(NextCancel)), nFinalize); err != nil {
 		return err
 	}
 	a.log.Info("agent: unfinished turn cancelled", "thread_id", threadID)

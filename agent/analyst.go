@@ -55,7 +55,7 @@ type tableSection struct {
 // (dataviz.Verify, arithmetic in the coding sandbox) and draws them. Any
 // failure leaves the report without a table: it is never a reason to fail
 // the turn.
-func (a *Agent) analyze(ctx context.Context, c *caller, s State, ix evidenceIndex) *tableSection {
+func (a *writing) analyze(ctx context.Context, c *caller, s State, ix evidenceIndex) *tableSection {
 	ev := numericEvidence(ix)
 	if len(ev) < 2 {
 		return nil

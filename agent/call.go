@@ -21,13 +21,13 @@ import (
 // caller makes the LLM calls of one node execution and adds up their usage,
 // which the node returns as a write (so usage survives the process).
 type caller struct {
-	a    *Agent
+	a    *core
 	node string
 	mu   sync.Mutex
 	u    Usage
 }
 
-func (a *Agent) caller(node string) *caller { return &caller{a: a, node: node} }
+func (a *core) caller(node string) *caller { return &caller{a: a, node: node} }
 
 func (c *caller) usage() Usage {
 	c.mu.Lock()
@@ -253,7 +253,7 @@ func budgetErr(err error) Budget {
 
 // exhausted reports which budget (if any) is spent: tokens once only the
 // reserve for the final answer is left, time after the deadline.
-func (a *Agent) exhausted(ctx context.Context, deadline time.Time) Budget {
+func (a *core) exhausted(ctx context.Context, deadline time.Time) Budget {
 	if m := llm.MeterFrom(ctx); m != nil && m.MustFinalize() {
 		return BudgetTokens
 	}
@@ -265,7 +265,7 @@ func (a *Agent) exhausted(ctx context.Context, deadline time.Time) Budget {
 
 // withDeadline bounds research work by the run's wall-clock budget (on the
 // agent's clock, which tests may fake).
-func (a *Agent) withDeadline(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+func (a *core) withDeadline(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	if deadline.IsZero() {
 		return context.WithCancel(ctx)
 	}

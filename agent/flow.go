@@ -22,7 +22,7 @@ type coordOut struct {
 
 // coordinator decides what the message needs: a direct reply, one
 // clarifying question, a rewrite of the last report, or research.
-func (a *Agent) coordinator(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *planning) coordinator(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseCoordinating)
 	sc, c := a.sc, a.caller(nCoordinator)
 	hasReport := s.Report != ""
@@ -67,7 +67,7 @@ func settleIntent(out coordOut, hasReport, mayAsk bool) Intent {
 // intentWrites are what an intent changes: the reply and its end for a
 // chat, the question for a clarification, the instruction for a rewrite,
 // the restated focus for a follow-up's research.
-func (a *Agent) intentWrites(s State, intent Intent, out coordOut, hasReport bool) []graph.Write {
+func (a *planning) intentWrites(s State, intent Intent, out coordOut, hasReport bool) []graph.Write {
 	sc := a.sc
 	switch intent {
 	case IntentChat:
@@ -94,7 +94,7 @@ func cancelChoice(lang string) Choice {
 }
 
 // clarify asks the one clarifying question (an interrupt).
-func (a *Agent) clarify(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *planning) clarify(ctx context.Context, s State) ([]graph.Write, error) {
 	sc := a.sc
 	ans, err := graph.PauseAs[Answer](ctx, Interrupt{
 		Kind: InterruptClarify, Question: s.Reply, Language: s.Language,
@@ -125,7 +125,7 @@ type planOut struct {
 
 // planner makes the research plan (theme, points, queries, subtasks and
 // the checks the answer must pass), falling back to a one-subtask plan.
-func (a *Agent) planner(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *planning) planner(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhasePlanning)
 	sc, c := a.sc, a.caller(nPlanner)
 	if s.Report == "" && !s.Req.ApprovePlan && !looksInternal(s.Question) {
@@ -168,7 +168,7 @@ func (a *Agent) planner(ctx context.Context, s State) ([]graph.Write, error) {
 	return []graph.Write{sc.plan.Set(plan), sc.planFeedback.Set(""), sc.next.Set(""), sc.usage.Set(c.usage())}, nil
 }
 
-func (a *Agent) cleanPlan(out planOut, l limits) *Plan {
+func (a *planning) cleanPlan(out planOut, l limits) *Plan {
 	pl := &Plan{Theme: strings.TrimSpace(out.Theme), PlanText: strings.TrimSpace(out.PlanText)}
 	var seen []string
 	for _, st := range out.Subtasks {
@@ -254,7 +254,7 @@ func echoes(s, feedback string) bool {
 	return n == f || len([]rune(n)) >= 24 && strings.Contains(f, n) || len([]rune(f)) >= 24 && strings.Contains(n, f)
 }
 
-func (a *Agent) fallbackPlan(q string) *Plan {
+func (a *planning) fallbackPlan(q string) *Plan {
 	first := strings.SplitN(q, "\n", 2)[0]
 	query := clip(first, 200)
 	return &Plan{
@@ -265,7 +265,7 @@ func (a *Agent) fallbackPlan(q string) *Plan {
 }
 
 // approvePlan lets a person approve, revise or cancel the plan.
-func (a *Agent) approvePlan(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *planning) approvePlan(ctx context.Context, s State) ([]graph.Write, error) {
 	sc, lang := a.sc, s.Language
 	ans, err := graph.PauseAs[Answer](ctx, Interrupt{
 		Kind: InterruptApprovePlan, Plan: s.Plan, Language: lang,
@@ -297,7 +297,7 @@ type replanOut struct {
 // reviewer's request, or too few sources read, while rounds are left; the
 // writer otherwise, or when a budget is spent; the end once the visits run
 // out with a draft in hand.
-func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *planning) supervisor(ctx context.Context, s State) ([]graph.Write, error) {
 	sc, c := a.sc, a.caller(nSupervisor)
 	l := a.limits(s.Req.Depth)
 	it := s.Iteration + 1
@@ -344,6 +344,43 @@ func (a *Agent) supervisor(ctx context.Context, s State) ([]graph.Write, error) 
 	return w, nil
 }
 
+// routeSupervisor fans out one researcher per dispatched subtask.
+func (a *planning) routeSupervisor(s State) []graph.Route {
+	switch s.Next {
+	case NextResearch:
+		known := make([]string, 0, len(s.Sources))
+		for u, src := range s.Sources {
+			if src.Retrieved {
+				known = append(known, u)
+				known = append(known, src.Aliases...) // read under another URL
+			}
+		}
+		slices.Sort(known)
+		l := a.limits(s.Req.Depth)
+		routes := make([]graph.Route, 0, len(s.Dispatch))
+		team := a.teamSize(s.Req)
+		for i, st := range s.Dispatch {
+			for m := range team {
+				// each member of a team researches the subtask its own way
+				mst := st
+				mst.Queries = memberQueries(st.Queries, m, s.Language)
+				routes = append(routes, graph.Send(nResearcher, researchTask{
+					Turn: s.Turn, Round: s.Round, Index: i, Member: m, Team: team, Subtask: mst, Question: s.Question, Language: s.Language,
+					Known: known, Queries: s.Queries, Deadline: s.Deadline, MaxTries: l.tries,
+					Workspace: a.workspaceFor(s, st), Audience: audienceOf(s.Req),
+				}))
+			}
+		}
+		if len(routes) > 0 {
+			return routes
+		}
+		return []graph.Route{graph.To(nWriter)}
+	case NextWrite:
+		return []graph.Route{graph.To(nWriter)}
+	}
+	return []graph.Route{graph.To(nFinalize)}
+}
+
 // gapFacts are what the routing model is told of a round that left gaps.
 func gapFacts(s State, retrieved int) []string {
 	facts := []string{fmt.Sprintf("%d sources read in %d research round(s)", retrieved, s.Round),
@@ -359,7 +396,7 @@ func gapFacts(s State, retrieved int) []string {
 // dropped; when nothing is left the gaps are researched, and the feedback
 // itself only when searchable (a person's request, not a reviewer's
 // verdict). Nothing to research means the writer takes the feedback.
-func (a *Agent) replan(ctx context.Context, c *caller, s State, l limits, feedback string, searchable bool) []Subtask {
+func (a *planning) replan(ctx context.Context, c *caller, s State, l limits, feedback string, searchable bool) []Subtask {
 	gaps := openGaps(s)
 	theme := s.Question
 	if s.Plan != nil {
@@ -415,7 +452,7 @@ func openGaps(s State) []string {
 // the feedback is searchable, queries that echo it are dropped and a title
 // that echoes it is replaced by its first query. seen grows by the queries
 // kept.
-func (a *Agent) replannedSubtasks(planned []Subtask, seen []string, feedback string, searchable bool) ([]Subtask, []string) {
+func (a *planning) replannedSubtasks(planned []Subtask, seen []string, feedback string, searchable bool) ([]Subtask, []string) {
 	var subs []Subtask
 	for _, st := range planned {
 		var own []string

@@ -29,7 +29,7 @@ func TestMergeSourcesKeepsRead(t *testing.T) {
 }
 
 func TestCleanPlan(t *testing.T) {
-	a := &Agent{opts: Options{MaxQueries: 2}}
+	a := &planning{&core{opts: Options{MaxQueries: 2}}}
 	l := limits{subtasks: 2}
 	// points and queries without subtasks are dealt out; evaluation types are
 	// filtered and attribution is always added

@@ -62,7 +62,7 @@ type runLimitsKey struct{}
 
 // withRunLimits starts a run's limits; stop ends the work the run started
 // ahead of need and waits for it.
-func (a *Agent) withRunLimits(ctx context.Context) (_ context.Context, stop func()) {
+func (a *core) withRunLimits(ctx context.Context) (_ context.Context, stop func()) {
 	l := &runLimits{model: newSlots(a.opts.RunModelCalls), per: a.opts.HostFetches, hosts: map[string]slots{},
 		pages: map[string]*pageRead{}, team: map[string]map[string]int{}, bg: &sync.WaitGroup{}}
 	ctx = context.WithValue(ctx, runLimitsKey{}, l)
@@ -105,7 +105,7 @@ func teamClaim(ctx context.Context, t researchTask, u string) bool {
 
 // modelSlot waits until both the run and the process may make another
 // model call.
-func (a *Agent) modelSlot(ctx context.Context) (func(), error) {
+func (a *core) modelSlot(ctx context.Context) (func(), error) {
 	var run slots
 	if l := runLimitsFrom(ctx); l != nil {
 		run = l.model

@@ -22,7 +22,7 @@ type pageRead struct {
 // has read (or is reading), under this URL or as the page's canonical URL
 // (a redirect link read before its target), is shared. A failed read is not kept, so a later
 // asker tries again; one whose reader was called off is read again at once.
-func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
+func (a *core) readPage(ctx context.Context, rawURL string) (Page, error) {
 	if a.tr == nil {
 		pg, _, err := a.readPageOnce(ctx, rawURL)
 		return pg, err
@@ -35,7 +35,7 @@ func (a *Agent) readPage(ctx context.Context, rawURL string) (Page, error) {
 
 // readPageOnce is readPage; shared reports a page another researcher of
 // the run read.
-func (a *Agent) readPageOnce(ctx context.Context, rawURL string) (_ Page, shared bool, _ error) {
+func (a *core) readPageOnce(ctx context.Context, rawURL string) (_ Page, shared bool, _ error) {
 	l := runLimitsFrom(ctx)
 	if l == nil {
 		pg, err := a.fetchPage(ctx, rawURL)
@@ -84,7 +84,7 @@ func (a *Agent) readPageOnce(ctx context.Context, rawURL string) (_ Page, shared
 }
 
 // fetchPage fetches rawURL within the run's limit per host.
-func (a *Agent) fetchPage(ctx context.Context, rawURL string) (Page, error) {
+func (a *core) fetchPage(ctx context.Context, rawURL string) (Page, error) {
 	release, err := fetchSlot(ctx, rawURL)
 	if err != nil {
 		return Page{}, err
@@ -98,7 +98,7 @@ func (a *Agent) fetchPage(ctx context.Context, rawURL string) (Page, error) {
 // researcher whose planned query leads to one of them does not wait for
 // it. Nothing it finds enters the research unless a researcher's own search
 // leads there; it ends with the run.
-func (a *Agent) readAhead(ctx context.Context, question string) {
+func (a *core) readAhead(ctx context.Context, question string) {
 	l := runLimitsFrom(ctx)
 	if l == nil || a.search == nil || a.fetch == nil || l.bg == nil {
 		return

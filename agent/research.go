@@ -25,7 +25,7 @@ const (
 	rReflect = "reflect"
 )
 
-func (a *Agent) buildResearcher(opts graph.Options) (*graph.Graph[rState], error) {
+func (a *researching) buildResearcher(opts graph.Options) (*graph.Graph[rState], error) {
 	b := graph.New(a.rsc.s)
 	b.AddNode(rSelect, a.rSelect)
 	b.AddNode(rExecute, a.rExecute)
@@ -56,7 +56,7 @@ func (t researchTask) node(step string) string {
 }
 
 // researchOut turns a finished researcher into the parent's writes.
-func (a *Agent) researchOut(s rState) []graph.Write {
+func (a *researching) researchOut(s rState) []graph.Write {
 	sc, t := a.sc, s.Task
 	var fs []Finding
 	for _, f := range s.Findings {
@@ -121,7 +121,7 @@ func unread(s rState) []prompts.Link {
 // the model with tool calling, offering only the actions that make sense
 // (visit only with unread pages, coding only with a sandbox, answer only
 // with knowledge).
-func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
+func (a *researching) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	if s.Try == 0 {
 		emit(ctx, Event{Kind: EventSubtaskStarted, Subtask: t.ref()})
@@ -169,7 +169,7 @@ func (a *Agent) rSelect(ctx context.Context, s rState) ([]graph.Write, error) {
 // model, when no external source asks for a choice: the planned ones on
 // the first try, and the ones the reflection named on a later try when
 // there is no sandbox (only coding needs the select step).
-func (a *Agent) searchWithoutModel(s rState, prev, planned []string, external bool) ([]string, bool) {
+func (a *researching) searchWithoutModel(s rState, prev, planned []string, external bool) ([]string, bool) {
 	if external {
 		return nil, false
 	}
@@ -187,7 +187,7 @@ func (a *Agent) searchWithoutModel(s rState, prev, planned []string, external bo
 // selectByModel asks the model, with tool calling, for the next actions
 // among those that make sense. answered reports that it chose to answer
 // (or only repeated queries); a failed call chooses nothing.
-func (a *Agent) selectByModel(ctx context.Context, c *caller, s rState, prev, planned []string, ext []ExternalTool) (acts []action, answered bool, err error) {
+func (a *researching) selectByModel(ctx context.Context, c *caller, s rState, prev, planned []string, ext []ExternalTool) (acts []action, answered bool, err error) {
 	t := s.Task
 	links := unread(s)
 	know := knownClaims(s.Findings)
@@ -227,7 +227,7 @@ func knownClaims(fs []Finding) []string {
 // actionTools are the built-in actions offered to the select step: search
 // with a search engine, visit with unread pages and a fetcher, coding with
 // a sandbox, answer with knowledge.
-func (a *Agent) actionTools(unreadPages, knowledge bool) []llm.Tool {
+func (a *researching) actionTools(unreadPages, knowledge bool) []llm.Tool {
 	var tools []llm.Tool
 	add := func(tl llm.Tool, err error) {
 		if err == nil {
@@ -252,7 +252,7 @@ func (a *Agent) actionTools(unreadPages, knowledge bool) []llm.Tool {
 // fallbackSearch is the search a try runs when the model chose nothing:
 // the planned queries on a first try; else the reflection's queries, or a
 // rewrite of the subtask.
-func (a *Agent) fallbackSearch(s rState, prev, planned []string) []action {
+func (a *researching) fallbackSearch(s rState, prev, planned []string) []action {
 	qs := planned
 	if s.Try > 0 {
 		qs = dedupQueries(append(append([]string(nil), s.NextQueries...), s.Task.Subtask.Title+" "+s.Advice), prev, a.opts.MaxQueries)
@@ -263,7 +263,7 @@ func (a *Agent) fallbackSearch(s rState, prev, planned []string) []action {
 	return nil
 }
 
-func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompts.Link) []action {
+func (a *researching) parseActions(calls []llm.ToolCall, prev []string, links []prompts.Link) []action {
 	var acts []action
 	var queries []string
 	for _, tc := range calls {
@@ -302,7 +302,7 @@ func (a *Agent) parseActions(calls []llm.ToolCall, prev []string, links []prompt
 
 // rExecute runs the chosen actions in parallel: each search query is a
 // pipeline of search → read the new pages → summarise (a research note).
-func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
+func (a *researching) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	if len(s.Actions) == 0 {
 		return nil, nil
@@ -334,7 +334,7 @@ func (a *Agent) rExecute(ctx context.Context, s rState) ([]graph.Write, error) {
 
 // newExecution starts a try's execution with the pages already known or
 // read (under any of their URLs) claimed.
-func (a *Agent) newExecution(ctx context.Context, s rState, c *caller) *execution {
+func (a *researching) newExecution(ctx context.Context, s rState, c *caller) *execution {
 	ex := &execution{a: a, s: s, c: c, claimed: map[string]bool{}, sources: map[string]Source{}}
 	ex.threadID = "-"
 	if ti, ok := graph.CurrentTask(ctx); ok {
@@ -390,7 +390,7 @@ func (ex *execution) run(ctx context.Context, acts []action, results int) {
 }
 
 type execution struct {
-	a        *Agent
+	a        *researching
 	s        rState
 	c        *caller
 	threadID string
@@ -480,7 +480,7 @@ func (ex *execution) read(ctx context.Context, rs []search.Result, q string) []S
 // fetchSource reads the page at raw into src (nil when it cannot be read
 // or has no text): its text, title and final URL; a page known by another
 // canonical URL is keyed by that one, with raw's as an alias.
-func (a *Agent) fetchSource(ctx context.Context, raw string, src Source) *Source {
+func (a *researching) fetchSource(ctx context.Context, raw string, src Source) *Source {
 	u := src.URL
 	pg, err := a.readPage(ctx, raw)
 	if err != nil || strings.TrimSpace(pg.Text) == "" {
@@ -772,7 +772,7 @@ func evidenceOf(fs []Finding, limit int) []prompts.Evidence {
 // the same time, has the reflection judge that evidence: the two calls do
 // not depend on each other. When the reflection asks for another try, an
 // answer still under way is cancelled (the next try writes a new one).
-func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
+func (a *researching) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	ev := evidenceOf(s.Findings, 30)
 	// nothing found: no answer (the subtask stays a gap), never a sentence
@@ -840,7 +840,7 @@ func (a *Agent) rAnswer(ctx context.Context, s rState) ([]graph.Write, error) {
 
 // canResearch reports whether the agent has a way to find more: a search
 // engine, a fetcher or external tools.
-func (a *Agent) canResearch() bool {
+func (a *researching) canResearch() bool {
 	return a.search != nil || a.fetch != nil || a.tools != nil
 }
 
@@ -872,7 +872,7 @@ type pendingAnswer struct {
 
 // startAnswer has the model write the subtask answer from ev in the
 // background (speculatively while the reflection judges, when reflecting).
-func (a *Agent) startAnswer(ctx context.Context, c *caller, s rState, ev []prompts.Evidence, reflecting bool, spec *speculation, ans *pendingAnswer) error {
+func (a *researching) startAnswer(ctx context.Context, c *caller, s rState, ev []prompts.Evidence, reflecting bool, spec *speculation, ans *pendingAnswer) error {
 	t := s.Task
 	p, err := prompts.Render(prompts.Answer, prompts.AnswerData{Question: t.Question, Subtask: t.Subtask.Title, Language: t.Language,
 		Evidence: ev, Computations: s.Computations, Advice: s.Advice})
@@ -917,7 +917,7 @@ type verdict struct {
 
 // reflect asks the model whether the evidence answers the subtask. A
 // failed call is a verdict too (Failed); only a cancelled run is an error.
-func (a *Agent) reflect(ctx context.Context, c *caller, s rState, answer string) (verdict, error) {
+func (a *researching) reflect(ctx context.Context, c *caller, s rState, answer string) (verdict, error) {
 	t := s.Task
 	src := 0
 	for _, x := range s.Sources {
@@ -942,7 +942,7 @@ func (a *Agent) reflect(ctx context.Context, c *caller, s rState, answer string)
 }
 
 // rReflect acts on the reflection and decides whether to try again.
-func (a *Agent) rReflect(ctx context.Context, s rState) ([]graph.Write, error) {
+func (a *researching) rReflect(ctx context.Context, s rState) ([]graph.Write, error) {
 	rs, t := a.rsc, s.Task
 	try := s.Try + 1
 	verified := len(evidenceOf(s.Findings, 0))

@@ -94,7 +94,7 @@ type routeOut struct {
 // the model fails. The answer is bounded as the rules are: research only
 // while rounds are left (the caller asks only then), and the supervisor's
 // iteration limit holds whatever it says.
-func (a *Agent) route(ctx context.Context, s State, at, decision string, facts []string, roundsLeft int, fallback NextStep) (Routing, Usage) {
+func (a *core) route(ctx context.Context, s State, at, decision string, facts []string, roundsLeft int, fallback NextStep) (Routing, Usage) {
 	c := a.caller(nRoute)
 	r := Routing{Turn: s.Turn, At: at, Decision: decision, Next: fallback}
 	p, err := prompts.Render(prompts.Route, prompts.RouteData{Question: s.Question, Language: s.Language,

@@ -148,7 +148,7 @@ func sameJSON(t *testing.T, raw []byte, v any) {
 
 // Routing on the words as stored: each state is JSON as a checkpoint holds it.
 func TestRoutesOnStoredWords(t *testing.T) {
-	a := &Agent{}
+	a := &planning{&core{}}
 	supervisor := func(s State) string {
 		rs := a.routeSupervisor(s)
 		if len(rs) == 0 {

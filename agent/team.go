@@ -46,7 +46,7 @@ var strategies = []strategy{
 
 // teamSize is the run's team size: the request's, else the option's,
 // within 1 and MaxTeamSize.
-func (a *Agent) teamSize(r Request) int {
+func (a *core) teamSize(r Request) int {
 	n := r.TeamSize
 	if n <= 0 {
 		n = a.opts.TeamSize

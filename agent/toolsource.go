@@ -69,7 +69,7 @@ type ToolSource interface {
 
 // toolsFor lists the external tools a researcher may offer the model and
 // records the sources that could not be reached.
-func (a *Agent) toolsFor(ctx context.Context, t researchTask) ([]ExternalTool, []string) {
+func (a *researching) toolsFor(ctx context.Context, t researchTask) ([]ExternalTool, []string) {
 	if a.tools == nil {
 		return nil, nil
 	}

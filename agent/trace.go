@@ -39,7 +39,7 @@ const (
 // otherwise the turn being carried on, whose stored traceparent becomes
 // the parent (the same trace, across processes and hours) and a link. end
 // records where the call stopped.
-func (a *Agent) traceTurn(ctx context.Context, call, thread string, s State, req Request) (context.Context, func(*Result, error)) {
+func (a *core) traceTurn(ctx context.Context, call, thread string, s State, req Request) (context.Context, func(*Result, error)) {
 	if a.tr == nil {
 		return ctx, func(*Result, error) {}
 	}
@@ -101,7 +101,7 @@ func (a *Agent) traceTurn(ctx context.Context, call, thread string, s State, req
 // modelSpan starts the span of one model call (chat or structured), named
 // "chat {model}" as the GenAI conventions say, and makes the client's
 // notices (retries, slow answers) its events.
-func (a *Agent) modelSpan(ctx context.Context, req llm.Request) (context.Context, trace.Span) {
+func (a *core) modelSpan(ctx context.Context, req llm.Request) (context.Context, trace.Span) {
 	if a.tr == nil {
 		return ctx, nil
 	}
@@ -144,7 +144,7 @@ func modelNotice(span trace.Span, n llm.Notice) {
 }
 
 // endModelSpan records the answer: tokens, finish reason, attempts, cost.
-func (a *Agent) endModelSpan(span trace.Span, resp llm.Response, err error) {
+func (a *core) endModelSpan(span trace.Span, resp llm.Response, err error) {
 	if span == nil {
 		return
 	}
@@ -203,7 +203,7 @@ func (t tracedSearcher) Search(ctx context.Context, q search.Query) ([]search.Re
 // pageSpan starts the span of one page read: the host and the URL with its
 // secrets masked (redact.URL). The fetcher adds the status and size
 // (notePage).
-func (a *Agent) pageSpan(ctx context.Context, rawURL string) (context.Context, trace.Span) {
+func (a *core) pageSpan(ctx context.Context, rawURL string) (context.Context, trace.Span) {
 	attrs := []attribute.KeyValue{semconv.URLFull(redact.URL(rawURL))}
 	if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
 		attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
@@ -235,7 +235,7 @@ func notePage(ctx context.Context, status, bytes int) {
 }
 
 // checkCitations is checkDraft with a span: cited, verified, dropped.
-func (a *Agent) checkCitations(ctx context.Context, text string, s State, ix evidenceIndex) (string, citation.Report) {
+func (a *core) checkCitations(ctx context.Context, text string, s State, ix evidenceIndex) (string, citation.Report) {
 	var span trace.Span
 	if a.tr != nil {
 		_, span = a.tr.Start(ctx, "citation check")

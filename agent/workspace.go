@@ -51,7 +51,7 @@ type WorkspaceSearcher interface {
 // workspaceFor is the workspace access a researcher of subtask st gets:
 // the request's, when the agent can search a workspace and the plan asked
 // for it or the question is about the team's own matters.
-func (a *Agent) workspaceFor(s State, st Subtask) *Workspace {
+func (a *planning) workspaceFor(s State, st Subtask) *Workspace {
 	if a.workspace == nil || s.Req.Workspace == nil {
 		return nil
 	}
@@ -65,7 +65,7 @@ func (a *Agent) workspaceFor(s State, st Subtask) *Workspace {
 
 // keepToken holds the workspace credential of the turn a request starts on
 // a thread, in memory only; a request without one drops the thread's.
-func (a *Agent) keepToken(threadID string, req *Request) {
+func (a *core) keepToken(threadID string, req *Request) {
 	if req.Workspace == nil || req.Workspace.Token == "" {
 		a.tokens.Delete(threadID)
 		return
@@ -77,14 +77,14 @@ func (a *Agent) keepToken(threadID string, req *Request) {
 }
 
 // token is the workspace credential of the thread's turn ("" if none here).
-func (a *Agent) token(threadID string) string {
+func (a *core) token(threadID string) string {
 	v, _ := a.tokens.Load(threadID)
 	tok, _ := v.(string)
 	return tok
 }
 
 // forgetToken drops the thread's credential once its turn has ended.
-func (a *Agent) forgetToken(threadID string, res *Result, err error) {
+func (a *core) forgetToken(threadID string, res *Result, err error) {
 	if err == nil && res != nil && (finished(res.Status) || res.Status == StatusCancelled) {
 		a.tokens.Delete(threadID)
 	}

@@ -81,7 +81,7 @@ func gapsOf(s State) []string {
 }
 
 // writer drafts the report from the evidence and checks its citations.
-func (a *Agent) writer(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *writing) writer(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseWriting)
 	sc, c := a.sc, a.caller(nWriter)
 	var points []string
@@ -182,7 +182,7 @@ func formatScore(d string) float64 {
 
 // reviewer scores the draft (approved at a weighted score of 0.8 with fact
 // checking at 0.9) and judges it against the checks the planner chose.
-func (a *Agent) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *writing) reviewer(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseReviewing)
 	sc, c := a.sc, a.caller(nReviewer)
 	l := a.limits(s.Req.Depth)
@@ -237,7 +237,7 @@ func (r reviewRun) settled() bool {
 
 // review scores the draft: by the reviewer model, or by rules when a
 // budget is spent, the draft is extractive or the model fails.
-func (a *Agent) review(ctx context.Context, c *caller, s State, n int) (reviewRun, error) {
+func (a *writing) review(ctx context.Context, c *caller, s State, n int) (reviewRun, error) {
 	r := reviewRun{rv: &Review{Round: n}, exhausted: s.Exhausted, modelOK: true}
 	if r.exhausted == "" {
 		r.exhausted = a.exhausted(ctx, s.Deadline)
@@ -260,7 +260,7 @@ func (r *reviewRun) scoreByRules(s State) {
 // askReviewer has the reviewer model score the draft against the checks
 // the planner chose; when the model fails (not for a cancelled context),
 // the rules score it.
-func (a *Agent) askReviewer(ctx context.Context, c *caller, s State, r *reviewRun) error {
+func (a *writing) askReviewer(ctx context.Context, c *caller, s State, r *reviewRun) error {
 	var types []Check
 	var points []string
 	if s.Plan != nil {
@@ -322,7 +322,7 @@ func (rv *Review) grade(cit citation.Report) {
 // suggests. The rules decide when the reviewer's suggestion and its issues
 // agree; when they do not, the model judges whether the objection is about
 // facts or about form.
-func (a *Agent) judgeObjection(ctx context.Context, s State, l limits, r reviewRun) []graph.Write {
+func (a *writing) judgeObjection(ctx context.Context, s State, l limits, r reviewRun) []graph.Write {
 	rv := r.rv
 	switch objection(r.suggested, rv) {
 	case NextResearch:
@@ -390,7 +390,7 @@ func chosen(s State) (string, citation.Report, bool) {
 
 // approveDraft lets a person approve, revise, send back to research or
 // cancel the draft.
-func (a *Agent) approveDraft(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *writing) approveDraft(ctx context.Context, s State) ([]graph.Write, error) {
 	sc, lang := a.sc, s.Language
 	draft, cit, _ := chosen(s)
 	ans, err := graph.PauseAs[Answer](ctx, Interrupt{
@@ -420,14 +420,14 @@ func (a *Agent) approveDraft(ctx context.Context, s State) ([]graph.Write, error
 }
 
 // cancelWrites end a turn as cancelled.
-func (a *Agent) cancelWrites(s State) []graph.Write {
+func (a *writing) cancelWrites(s State) []graph.Write {
 	sc := a.sc
 	return []graph.Write{sc.status.Set(StatusCancelled), sc.finish.Set(FinishCancelled),
 		sc.history.Set([]prompts.Exchange{{Question: s.Question, Answer: "(cancelled)"}})}
 }
 
 // finalize ends the turn with the best report and says what is unverified.
-func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
+func (a *writing) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 	phase(ctx, PhaseFinishing)
 	sc, lang := a.sc, s.Language
 	if s.Next == NextCancel {
@@ -482,7 +482,7 @@ func (a *Agent) finalize(ctx context.Context, s State) ([]graph.Write, error) {
 // withAnalysis has the data analyst add a table of the evidence's numbers
 // that compare (each value checked against the quote it cites) and its
 // chart; left counts the proposed values left out.
-func (a *Agent) withAnalysis(ctx context.Context, c *caller, s State, report string, cit citation.Report) (string, citation.Report, []Chart, int) {
+func (a *writing) withAnalysis(ctx context.Context, c *caller, s State, report string, cit citation.Report) (string, citation.Report, []Chart, int) {
 	ix := indexEvidence(s.Findings)
 	sec := a.analyze(ctx, c, s, ix)
 	if sec == nil {
@@ -529,7 +529,7 @@ func extractiveHeader(lang string, why Budget) string {
 
 // finishOf is how the turn ends, with the note a report that ended early
 // carries.
-func (a *Agent) finishOf(s State, extractive bool) (Finish, string) {
+func (a *writing) finishOf(s State, extractive bool) (Finish, string) {
 	lang := s.Language
 	switch {
 	case extractive && s.Exhausted == BudgetTokens:
@@ -742,7 +742,7 @@ func execSummary(report string) string {
 // extractiveReport builds a report without the LLM: verbatim quotes from the
 // sources read, clearly labelled with why (the budget that ran out, or ""
 // when the model was unavailable).
-func (a *Agent) extractiveReport(s State, why Budget) string {
+func (a *writing) extractiveReport(s State, why Budget) string {
 	lang := s.Language
 	theme := s.Question
 	if s.Plan != nil && s.Plan.Theme != "" {
