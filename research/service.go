@@ -249,7 +249,8 @@ type Service struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
-	base    context.Context // parent of every run; cancelled at Shutdown
+	turns   map[string]chan struct{} // run id -> closed when this process's latest turn of the run is over
+	base    context.Context          // parent of every run; cancelled at Shutdown
 	stop    context.CancelCauseFunc
 	work    context.Context // outlives the runs: their ends are shown in it
 }
@@ -288,7 +289,8 @@ func NewService(store RunStore, res Researcher, p Presenter, o ServiceOptions) *
 		o.Clock = clock.Real{}
 	}
 	s := &Service{store: store, res: res, pres: p, o: o, log: o.Logger, pfx: o.LogPrefix, clk: o.Clock,
-		slots: make(chan struct{}, o.Slots), running: map[string]context.CancelCauseFunc{}}
+		slots: make(chan struct{}, o.Slots), running: map[string]context.CancelCauseFunc{},
+		turns: map[string]chan struct{}{}}
 	s.ender = o.Ender
 	if s.ender == nil {
 		s.ender, _ = res.(RunEnder)
@@ -364,12 +366,61 @@ func (s *Service) launch(r Run) {
 	s.mu.Lock()
 	base, work := s.base, s.work
 	s.mu.Unlock()
+	prev, end := s.turnAfter(r.ID)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
-		s.execute(base, work, r)
+		defer end()
+		if s.stillOurs(work, prev, r) {
+			s.execute(base, work, r)
+		}
 	}()
+}
+
+// turnAfter registers a turn of run id in this process. It returns the
+// turn before it that is not over yet (nil when none), and end, which the
+// new turn calls when it is over.
+func (s *Service) turnAfter(id string) (prev <-chan struct{}, end func()) {
+	mine := make(chan struct{})
+	s.mu.Lock()
+	if p, ok := s.turns[id]; ok {
+		prev = p
+	}
+	s.turns[id] = mine
+	s.mu.Unlock()
+	return prev, func() {
+		s.mu.Lock()
+		if s.turns[id] == mine {
+			delete(s.turns, id)
+		}
+		s.mu.Unlock()
+		close(mine)
+	}
+}
+
+// stillOurs waits for the turn before this one (prev) to be over and
+// reports whether acquisition r still holds the run: running, leased to
+// this process and not picked up since. This process acquires a run it is
+// still working on when the run's lease lapsed meanwhile (the store or the
+// machine stalled for longer than the lease): the earlier turn goes on,
+// its heartbeat renewing the lease of the same owner, and researching the
+// run a second time beside it would show and publish it twice. So the new
+// turn works on the run only once the earlier one left it running here
+// without an outcome (a decision that came as the earlier turn paused).
+func (s *Service) stillOurs(ctx context.Context, prev <-chan struct{}, r Run) bool {
+	if prev == nil {
+		return true
+	}
+	s.log.Warn(s.pfx+"acquired a run this process still works on (its lease lapsed); waiting for that turn to end",
+		"run_id", r.ID, "attempt", r.Attempt)
+	<-prev
+	cur, err := s.store.Run(ctx, r.ID)
+	if err != nil {
+		s.log.Warn(s.pfx+"read run after its earlier turn; its lease lapses and it is picked up again", "run_id", r.ID, "err", err)
+		return false
+	}
+	return cur.State == StateRunning && cur.Owner == s.o.Owner && cur.Attempt == r.Attempt
 }
 
 // Recover takes over, up to the free slots, the runs that are queued or
@@ -423,7 +474,11 @@ func (s *Service) Work(ctx context.Context, runID string) (Run, error) {
 	defer stop(nil)
 	halt := context.AfterFunc(ctx, func() { stop(ErrShutdown) })
 	defer halt()
-	s.execute(base, context.WithoutCancel(ctx), r)
+	prev, end := s.turnAfter(r.ID)
+	if s.stillOurs(context.WithoutCancel(ctx), prev, r) {
+		s.execute(base, context.WithoutCancel(ctx), r)
+	}
+	end()
 	r, err = s.store.Run(context.WithoutCancel(ctx), runID)
 	if err != nil {
 		return Run{}, fmt.Errorf("research: read run %s: %w", runID, err)
