@@ -250,6 +250,7 @@ type Service struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
 	turns   map[string]chan struct{} // run id -> closed when this process's latest turn of the run is over
+	ends    uint64                   // turns over so far (under mu)
 	base    context.Context          // parent of every run; cancelled at Shutdown
 	stop    context.CancelCauseFunc
 	work    context.Context // outlives the runs: their ends are shown in it
@@ -350,6 +351,7 @@ func (s *Service) TryStart(ctx context.Context, runID string) {
 	default:
 		return
 	}
+	since := s.endsSoFar()
 	r, err := s.store.AcquireRun(ctx, runID, s.o.Owner, s.clk.Now(), s.o.Lease)
 	if err != nil {
 		<-s.slots
@@ -358,42 +360,54 @@ func (s *Service) TryStart(ctx context.Context, runID string) {
 		}
 		return
 	}
-	s.launch(r)
+	s.launch(r, since)
 }
 
 // launch works on an acquired run in its own goroutine; a slot is held.
-func (s *Service) launch(r Run) {
+// since is endsSoFar as the run was being acquired.
+func (s *Service) launch(r Run, since uint64) {
 	s.mu.Lock()
 	base, work := s.base, s.work
 	s.mu.Unlock()
-	prev, end := s.turnAfter(r.ID)
+	prev, raced, end := s.turnAfter(r.ID, since)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
 		defer end()
-		if s.stillOurs(work, prev, r) {
+		if s.stillOurs(work, prev, raced, r) {
 			s.execute(base, work, r)
 		}
 	}()
 }
 
+// endsSoFar counts the turns of this process that are over.
+func (s *Service) endsSoFar() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ends
+}
+
 // turnAfter registers a turn of run id in this process. It returns the
-// turn before it that is not over yet (nil when none), and end, which the
-// new turn calls when it is over.
-func (s *Service) turnAfter(id string) (prev <-chan struct{}, end func()) {
+// turn before it that is not over yet (nil when none); raced, whether a
+// turn ended since endsSoFar said since (the one before this one may have
+// ended as the run was being acquired); and end, which the new turn calls
+// when it is over.
+func (s *Service) turnAfter(id string, since uint64) (prev <-chan struct{}, raced bool, end func()) {
 	mine := make(chan struct{})
 	s.mu.Lock()
 	if p, ok := s.turns[id]; ok {
 		prev = p
 	}
+	raced = s.ends != since
 	s.turns[id] = mine
 	s.mu.Unlock()
-	return prev, func() {
+	return prev, raced, func() {
 		s.mu.Lock()
 		if s.turns[id] == mine {
 			delete(s.turns, id)
 		}
+		s.ends++
 		s.mu.Unlock()
 		close(mine)
 	}
@@ -408,13 +422,17 @@ func (s *Service) turnAfter(id string) (prev <-chan struct{}, end func()) {
 // run a second time beside it would show and publish it twice. So the new
 // turn works on the run only once the earlier one left it running here
 // without an outcome (a decision that came as the earlier turn paused).
-func (s *Service) stillOurs(ctx context.Context, prev <-chan struct{}, r Run) bool {
-	if prev == nil {
+// When a turn ended while the run was being acquired (raced), it may have
+// been the one before: the store says whether it left the run to do.
+func (s *Service) stillOurs(ctx context.Context, prev <-chan struct{}, raced bool, r Run) bool {
+	if prev == nil && !raced {
 		return true
 	}
-	s.log.Warn(s.pfx+"acquired a run this process still works on (its lease lapsed); waiting for that turn to end",
-		"run_id", r.ID, "attempt", r.Attempt)
-	<-prev
+	if prev != nil {
+		s.log.Warn(s.pfx+"acquired a run this process still works on (its lease lapsed); waiting for that turn to end",
+			"run_id", r.ID, "attempt", r.Attempt)
+		<-prev
+	}
 	cur, err := s.store.Run(ctx, r.ID)
 	if err != nil {
 		s.log.Warn(s.pfx+"read run after its earlier turn; its lease lapses and it is picked up again", "run_id", r.ID, "err", err)
@@ -430,6 +448,7 @@ func (s *Service) Recover(ctx context.Context) {
 	// Take every free slot; count only those taken, since TryStart may take
 	// one between reading len and sending.
 	held := 0
+	since := s.endsSoFar()
 grab:
 	for range cap(s.slots) {
 		select {
@@ -452,7 +471,7 @@ grab:
 		}
 		for _, r := range runs {
 			s.log.Info(s.pfx+"picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
-			s.launch(r)
+			s.launch(r, since)
 			held--
 		}
 	}
@@ -466,6 +485,7 @@ grab:
 // It returns the run as stored afterwards, or ErrNotAcquired when another
 // process holds it (or it is waiting or finished).
 func (s *Service) Work(ctx context.Context, runID string) (Run, error) {
+	since := s.endsSoFar()
 	r, err := s.store.AcquireRun(ctx, runID, s.o.Owner, s.clk.Now(), s.o.Lease)
 	if err != nil {
 		return Run{}, fmt.Errorf("research: acquire run %s: %w", runID, err)
@@ -474,8 +494,8 @@ func (s *Service) Work(ctx context.Context, runID string) (Run, error) {
 	defer stop(nil)
 	halt := context.AfterFunc(ctx, func() { stop(ErrShutdown) })
 	defer halt()
-	prev, end := s.turnAfter(r.ID)
-	if s.stillOurs(context.WithoutCancel(ctx), prev, r) {
+	prev, raced, end := s.turnAfter(r.ID, since)
+	if s.stillOurs(context.WithoutCancel(ctx), prev, raced, r) {
 		s.execute(base, context.WithoutCancel(ctx), r)
 	}
 	end()
