@@ -615,3 +615,42 @@ func TestStreamCancelWhileWaitingRefusedFinal(t *testing.T) {
 		return openStreams(h) == 0 && ok && strings.Contains(string(m.Blocks), "Cancelled")
 	})
 }
+
+// TestUnrecordedStreamIsStopped: a process died between starting a new
+// run's stream and recording it, so the stream is open and unknown to the
+// run's record; the process that picks the run up stops it before
+// starting the run's stream, so one stream at most is open.
+func TestUnrecordedStreamIsStopped(t *testing.T) {
+	h := streaming(t)
+	ctx := testCtx(t)
+	root := h.fake.AddMessage(slackfake.Message{Channel: "C1", User: "U1", Text: "a question"})
+	key := slackstate.ThreadKey{Team: h.fake.TeamID(), Channel: "C1", ThreadTS: root.TS}
+	now := time.Now()
+	if _, err := h.records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	run := research.Run{ID: "rorphan", ThreadID: key.ThreadID(), Requester: "U1", Question: "a question", CreatedAt: now, UpdatedAt: now,
+		Options: research.RunOptions{ApproveDraft: true}}
+	if err := h.records.CreateRun(ctx, run, slackstate.Place{RunID: run.ID, Key: key, Stream: true}, 0); err != nil {
+		t.Fatal(err)
+	}
+	api := slack.New(h.fake.BotToken(), slack.OptionAPIURL(h.fake.APIURL()))
+	if _, _, err := api.StartStreamContext(ctx, "C1", slack.MsgOptionTS(root.TS), slack.MsgOptionRecipientUserID("U1"),
+		slack.MsgOptionRecipientTeamID(h.fake.TeamID()), slack.MsgOptionChunks(slack.NewMarkdownTextChunk("Queued"))); err != nil {
+		t.Fatal(err)
+	}
+	// The creator took the run too, and its lease ran out.
+	if _, err := h.store.AcquireRun(ctx, run.ID, "dead-0", now.Add(-time.Hour), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.waitApproval(ctx, "C1", root.TS, "dr_approve")
+	sts := threadStreams(h, "C1", root.TS)
+	if len(sts) != 2 {
+		t.Fatalf("%d streams, want 2 (the creator's, the pickup's): %+v", len(sts), sts)
+	}
+	if sts[0].Open || !sts[0].StoppedAt.Before(sts[1].StartedAt) {
+		t.Errorf("the creator's stream (open %v, stopped %s) was not stopped before the pickup's started (%s)",
+			sts[0].Open, sts[0].StoppedAt.Format("15:04:05.000"), sts[1].StartedAt.Format("15:04:05.000"))
+	}
+}
