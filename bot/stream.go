@@ -371,7 +371,7 @@ func (s *streamStatus) restart(ctx context.Context, v statusView, extra []slack.
 		s.b.statuses.stopStreamQuietly(ctx, s.run, old)
 	}
 	if s.run.StatusTS != "" {
-		s.b.statuses.stopStrayStreams(ctx, s.run)
+		s.b.statuses.stopStrayStreams(ctx, s.run, s.run.StatusTS)
 	}
 	clear(s.sent)
 	s.sentTitle = ""
@@ -583,21 +583,29 @@ func (st *statuses) stopStreamQuietly(ctx context.Context, r placedRun, ts strin
 	}
 }
 
+// strayAfter is the Slack ts from which a run created at created may have
+// streams in its thread: a minute earlier, for clocks that differ.
+func strayAfter(created time.Time) string {
+	t := created.Add(-time.Minute)
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
+}
+
 // maxStrayStops bounds the stops of stray streams when a run's stream is
 // replaced (chat.stopStream is Tier 2).
 const maxStrayStops = 8
 
 // stopStrayStreams stops the streams an earlier process may have started
-// in place of the run's recorded one and left open when it died: the bot's
-// messages in the thread after the recorded one. Only the run in progress
+// in place of the run's recorded one, or before recording any, and left
+// open when it died: the bot's messages in the thread after ts after (the
+// recorded one, or strayAfter the run's creation). Only the run in progress
 // can have a live stream in its thread, so any still open is this run's;
 // a message that is no stream refuses the stop, which is fine.
-func (st *statuses) stopStrayStreams(ctx context.Context, r placedRun) {
+func (st *statuses) stopStrayStreams(ctx context.Context, r placedRun, after string) {
 	var msgs []slack.Message
 	err := st.bot.slackClient.call(ctx, "conversations.replies", true, func(ctx context.Context) error {
 		var err error
 		msgs, _, _, err = st.bot.slackClient.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: r.Key.Channel, Timestamp: r.Key.ThreadTS, Oldest: r.StatusTS, Limit: 200,
+			ChannelID: r.Key.Channel, Timestamp: r.Key.ThreadTS, Oldest: after, Limit: 200,
 		})
 		return err
 	})
@@ -607,7 +615,7 @@ func (st *statuses) stopStrayStreams(ctx context.Context, r placedRun) {
 	}
 	stops := 0
 	for _, m := range msgs {
-		if (m.BotID == "" && m.User != st.bot.identity.botUserID) || m.Timestamp <= r.StatusTS || len(m.Files) > 0 || len(m.Blocks.BlockSet) > 0 && hasApproval(m) {
+		if (m.BotID == "" && m.User != st.bot.identity.botUserID) || m.Timestamp <= after || len(m.Files) > 0 || len(m.Blocks.BlockSet) > 0 && hasApproval(m) {
 			continue
 		}
 		if stops++; stops > maxStrayStops {
@@ -866,6 +874,11 @@ func (st *statuses) openStatus(ctx context.Context, r *placedRun, v statusView, 
 		if !r.Stream {
 			return st.messageStatus(ctx, r, v, log)
 		}
+		if r.Attempt > 1 {
+			// A process that died between starting the run's stream and
+			// recording it left that stream open, unknown to the record.
+			st.stopStrayStreams(ctx, *r, strayAfter(r.CreatedAt))
+		}
 		ts, err := st.tryStream(ctx, *r, v, log, false)
 		if err != nil {
 			return st.messageStatus(ctx, r, v, log)
@@ -1031,7 +1044,7 @@ func (st *statuses) endWaitingStatus(ctx context.Context, r placedRun, v statusV
 			return
 		case streamGone(err) && live == r.StatusTS:
 			// Replaced by a process that is gone: stop what it left open.
-			st.stopStrayStreams(ctx, r)
+			st.stopStrayStreams(ctx, r, r.StatusTS)
 		case streamRefused(err):
 			st.streams.set(st.team(r), false)
 		case streamContentRefused(err):

@@ -249,7 +249,9 @@ type Service struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
-	base    context.Context // parent of every run; cancelled at Shutdown
+	turns   map[string]chan struct{} // run id -> closed when this process's latest turn of the run is over
+	ends    uint64                   // turns over so far (under mu)
+	base    context.Context          // parent of every run; cancelled at Shutdown
 	stop    context.CancelCauseFunc
 	work    context.Context // outlives the runs: their ends are shown in it
 }
@@ -288,7 +290,8 @@ func NewService(store RunStore, res Researcher, p Presenter, o ServiceOptions) *
 		o.Clock = clock.Real{}
 	}
 	s := &Service{store: store, res: res, pres: p, o: o, log: o.Logger, pfx: o.LogPrefix, clk: o.Clock,
-		slots: make(chan struct{}, o.Slots), running: map[string]context.CancelCauseFunc{}}
+		slots: make(chan struct{}, o.Slots), running: map[string]context.CancelCauseFunc{},
+		turns: map[string]chan struct{}{}}
 	s.ender = o.Ender
 	if s.ender == nil {
 		s.ender, _ = res.(RunEnder)
@@ -348,6 +351,7 @@ func (s *Service) TryStart(ctx context.Context, runID string) {
 	default:
 		return
 	}
+	since := s.endsSoFar()
 	r, err := s.store.AcquireRun(ctx, runID, s.o.Owner, s.clk.Now(), s.o.Lease)
 	if err != nil {
 		<-s.slots
@@ -356,20 +360,85 @@ func (s *Service) TryStart(ctx context.Context, runID string) {
 		}
 		return
 	}
-	s.launch(r)
+	s.launch(r, since)
 }
 
 // launch works on an acquired run in its own goroutine; a slot is held.
-func (s *Service) launch(r Run) {
+// since is endsSoFar as the run was being acquired.
+func (s *Service) launch(r Run, since uint64) {
 	s.mu.Lock()
 	base, work := s.base, s.work
 	s.mu.Unlock()
+	prev, raced, end := s.turnAfter(r.ID, since)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
-		s.execute(base, work, r)
+		defer end()
+		if s.stillOurs(work, prev, raced, r) {
+			s.execute(base, work, r)
+		}
 	}()
+}
+
+// endsSoFar counts the turns of this process that are over.
+func (s *Service) endsSoFar() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ends
+}
+
+// turnAfter registers a turn of run id in this process. It returns the
+// turn before it that is not over yet (nil when none); raced, whether a
+// turn ended since endsSoFar said since (the one before this one may have
+// ended as the run was being acquired); and end, which the new turn calls
+// when it is over.
+func (s *Service) turnAfter(id string, since uint64) (prev <-chan struct{}, raced bool, end func()) {
+	mine := make(chan struct{})
+	s.mu.Lock()
+	if p, ok := s.turns[id]; ok {
+		prev = p
+	}
+	raced = s.ends != since
+	s.turns[id] = mine
+	s.mu.Unlock()
+	return prev, raced, func() {
+		s.mu.Lock()
+		if s.turns[id] == mine {
+			delete(s.turns, id)
+		}
+		s.ends++
+		s.mu.Unlock()
+		close(mine)
+	}
+}
+
+// stillOurs waits for the turn before this one (prev) to be over and
+// reports whether acquisition r still holds the run: running, leased to
+// this process and not picked up since. This process acquires a run it is
+// still working on when the run's lease lapsed meanwhile (the store or the
+// machine stalled for longer than the lease): the earlier turn goes on,
+// its heartbeat renewing the lease of the same owner, and researching the
+// run a second time beside it would show and publish it twice. So the new
+// turn works on the run only once the earlier one left it running here
+// without an outcome (a decision that came as the earlier turn paused).
+// When a turn ended while the run was being acquired (raced), it may have
+// been the one before: the store says whether it left the run to do.
+func (s *Service) stillOurs(ctx context.Context, prev <-chan struct{}, raced bool, r Run) bool {
+	if prev == nil && !raced {
+		return true
+	}
+	if prev != nil {
+		s.log.Warn(s.pfx+"acquired a run this process still works on (its lease lapsed); waiting for that turn to end",
+			"run_id", r.ID, "attempt", r.Attempt)
+		<-prev
+	}
+	cur, err := s.store.Run(ctx, r.ID)
+	if err != nil {
+		s.log.Warn(s.pfx+"read run after its earlier turn; its lease lapses and it is picked up again", "run_id", r.ID, "err", err)
+		return false
+	}
+	return cur.State == StateRunning && cur.Owner == s.o.Owner && cur.Attempt == r.Attempt
 }
 
 // Recover takes over, up to the free slots, the runs that are queued or
@@ -379,6 +448,7 @@ func (s *Service) Recover(ctx context.Context) {
 	// Take every free slot; count only those taken, since TryStart may take
 	// one between reading len and sending.
 	held := 0
+	since := s.endsSoFar()
 grab:
 	for range cap(s.slots) {
 		select {
@@ -401,7 +471,7 @@ grab:
 		}
 		for _, r := range runs {
 			s.log.Info(s.pfx+"picked up run", "run_id", r.ID, "thread_id", r.ThreadID, "attempt", r.Attempt)
-			s.launch(r)
+			s.launch(r, since)
 			held--
 		}
 	}
@@ -415,6 +485,7 @@ grab:
 // It returns the run as stored afterwards, or ErrNotAcquired when another
 // process holds it (or it is waiting or finished).
 func (s *Service) Work(ctx context.Context, runID string) (Run, error) {
+	since := s.endsSoFar()
 	r, err := s.store.AcquireRun(ctx, runID, s.o.Owner, s.clk.Now(), s.o.Lease)
 	if err != nil {
 		return Run{}, fmt.Errorf("research: acquire run %s: %w", runID, err)
@@ -423,7 +494,11 @@ func (s *Service) Work(ctx context.Context, runID string) (Run, error) {
 	defer stop(nil)
 	halt := context.AfterFunc(ctx, func() { stop(ErrShutdown) })
 	defer halt()
-	s.execute(base, context.WithoutCancel(ctx), r)
+	prev, raced, end := s.turnAfter(r.ID, since)
+	if s.stillOurs(context.WithoutCancel(ctx), prev, raced, r) {
+		s.execute(base, context.WithoutCancel(ctx), r)
+	}
+	end()
 	r, err = s.store.Run(context.WithoutCancel(ctx), runID)
 	if err != nil {
 		return Run{}, fmt.Errorf("research: read run %s: %w", runID, err)

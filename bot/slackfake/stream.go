@@ -39,6 +39,7 @@ type Stream struct {
 	StartedAt     time.Time
 	StoppedAt     time.Time
 	AppendCalls   int
+	AppendedAt    []time.Time // when the fake took each chat.appendStream, in order
 }
 
 // Tasks returns the last state of each task card of a stream by id, in
@@ -268,7 +269,10 @@ func (s *Server) chatAppendStream(r *apiRequest) apiResult {
 			return "invalid_arguments"
 		}
 		return ""
-	}, func(st *Stream) { st.AppendCalls++ })
+	}, func(st *Stream) {
+		st.AppendCalls++
+		st.AppendedAt = append(st.AppendedAt, time.Now())
+	})
 }
 
 func (s *Server) chatStopStream(r *apiRequest) apiResult {
@@ -344,6 +348,7 @@ func (s *Server) Streams() []Stream {
 	for _, st := range s.streams {
 		cp := *st
 		cp.Chunks = slices.Clone(st.Chunks)
+		cp.AppendedAt = slices.Clone(st.AppendedAt)
 		out = append(out, cp)
 	}
 	return out

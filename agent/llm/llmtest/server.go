@@ -18,11 +18,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -627,14 +627,28 @@ func writeRaw(w http.ResponseWriter, status int, h http.Header, body string) {
 }
 
 // ClosedURL returns an OpenAI base URL on a local port nothing listens on:
-// an endpoint that does not answer.
+// an endpoint that does not answer (the connection is refused). The port
+// stays bound, without listening, until the test ends, so that nothing
+// else takes it meanwhile: a port listened on and closed again is handed
+// out again, and under load another test's server (of this package or of
+// another one run at the same time) listening there would answer.
 func ClosedURL(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("llmtest: socket: %v", err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("llmtest: bind: %v", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatalf("llmtest: getsockname: %v", err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		t.Fatalf("llmtest: bound to %T", sa)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/v1", in4.Port)
 }

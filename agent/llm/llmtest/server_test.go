@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -437,5 +440,26 @@ func TestTokensPerSecond(t *testing.T) {
 				t.Errorf("generation time %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestClosedURLStaysClosed: the port of ClosedURL refuses connections, and
+// no listener can take it while the test runs.
+func TestClosedURLStaysClosed(t *testing.T) {
+	u, err := url.Parse(ClosedURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := net.Listen("tcp", u.Host); err == nil {
+		ln.Close()
+		t.Fatalf("a listener took %s", u.Host)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err == nil {
+		conn.Close()
+		t.Fatalf("%s accepted a connection", u.Host)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial %s: %v, want connection refused", u.Host, err)
 	}
 }
