@@ -92,7 +92,12 @@ func (b *Bot) newRun(ctx context.Context, th slackstate.Thread, req runRequest) 
 	r.Options.WorkspaceToken = ""
 	r.Stream = b.statuses.planStream(b.statuses.team(r))
 	log := b.log.With("run_id", r.ID, "thread_id", r.ThreadID)
+	// A recovery pass of this process may acquire the queued run before
+	// its status is posted: it waits for this one instead of posting its own.
+	statusDone := b.statuses.creatingStatus(r.ID)
+	defer statusDone()
 	if err := b.records.CreateRun(ctx, r.Run, r.Place, b.opts.MaxRunsPerUser); err != nil {
+		statusDone() // this call posts no status
 		b.statuses.unplanStream(r)
 		switch {
 		case errors.Is(err, research.ErrConflict):
@@ -138,6 +143,7 @@ func (b *Bot) newRun(ctx context.Context, th slackstate.Thread, req runRequest) 
 			b.recordStatus(ctx, r, ts, false, log)
 		}
 	}
+	statusDone()
 	if th.DM {
 		b.setAssistantStatus(ctx, th.Key, "is researching…")
 	}

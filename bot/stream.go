@@ -177,6 +177,26 @@ type statuses struct {
 	bot      *Bot
 	streams  streaming // per workspace: whether Slack serves the streaming methods
 	replaced sync.Map  // run id -> ts of the stream started in place of its recorded one
+	// creating: run id -> a channel closed once this process's newRun has
+	// posted and recorded the run's status (or given up on it).
+	creating sync.Map
+}
+
+// creatingStatus says that newRun is about to post the status of run id
+// and returns the function that says it is done (safe to call twice). A
+// message handled twice at once registers once.
+func (st *statuses) creatingStatus(id string) (done func()) {
+	ch := make(chan struct{})
+	if _, loaded := st.creating.LoadOrStore(id, ch); loaded {
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			st.creating.Delete(id)
+			close(ch)
+		})
+	}
 }
 
 func (st *statuses) newStreamStatus(r placedRun, ts string, v statusView) *streamStatus {
@@ -961,10 +981,20 @@ func (st *statuses) published(ctx context.Context, runID string) bool {
 // the stream its creator is starting, before starting one itself.
 const creatorWait = time.Second
 
-// creatorsStatus returns the status ts recorded for the run, waiting a
-// little for it when the run is new: its creator (newRun) may be starting
-// its stream right now, and a second one would only be stopped again.
+// creatorsStatus returns the status ts recorded for the run, waiting for
+// it when the run is new: its creator (newRun) may be starting its stream
+// right now, and a second one would only be stopped again. A creator in
+// this process is waited for until it is done; one in another process
+// for creatorWait after the run's creation.
 func (st *statuses) creatorsStatus(ctx context.Context, r placedRun) string {
+	if ch, ok := st.creating.Load(r.ID); ok {
+		// The creator is this process: wait for it, however slow Slack is.
+		select {
+		case <-ch.(chan struct{}):
+		case <-ctx.Done():
+			return ""
+		}
+	}
 	deadline := r.CreatedAt.Add(creatorWait)
 	for {
 		if ts, err := st.bot.records.StatusMessage(ctx, r.ID); err == nil && ts != "" {

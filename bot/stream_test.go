@@ -654,3 +654,23 @@ func TestUnrecordedStreamIsStopped(t *testing.T) {
 			sts[0].Open, sts[0].StoppedAt.Format("15:04:05.000"), sts[1].StartedAt.Format("15:04:05.000"))
 	}
 }
+
+// TestSlowCreatorsStreamIsTheOnlyOne: this process's recovery picks up a
+// new run while its creator is still starting the run's stream (Slack
+// answers chat.startStream slowly): the run waits for the creator's stream
+// instead of starting a second one beside it.
+func TestSlowCreatorsStreamIsTheOnlyOne(t *testing.T) {
+	h := streaming(t)
+	h.fake.InjectFault("chat.startStream", slackfake.Fault{Delay: 1500 * time.Millisecond, Times: 1})
+	h.start(func(o *bot.Options) { o.RecoverEvery = 50 * time.Millisecond })
+	ctx := testCtx(t)
+	h.connected(ctx, 1)
+	sent := h.mention(ctx, "U1", "C1", "What does the EU AI Act require?", "")
+	h.waitApproval(ctx, "C1", sent.TS, "dr_approve")
+	if got := threadStreams(h, "C1", sent.TS); len(got) != 1 {
+		for _, st := range got {
+			t.Logf("stream %s open %v, started %s", st.TS, st.Open, st.StartedAt.Format(time.StampMicro))
+		}
+		t.Errorf("%d streams in the thread, want 1", len(got))
+	}
+}
