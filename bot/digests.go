@@ -2,6 +2,8 @@ package bot
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -701,8 +703,12 @@ func DigestBlocks(m schedule.DigestMessage) []slack.Block {
 	if strings.TrimSpace(title) == "" {
 		title = m.Topic
 	}
+	header := slack.NewHeaderBlock(label("📰 " + Escape(title)))
+	if m.RunID != "" {
+		header.BlockID = digestBlockID(m.RunID)
+	}
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(label("📰 " + Escape(title))),
+		header,
 		slack.NewContextBlock("", mrkdwn(fmt.Sprintf("Scheduled digest · %s%s", schedule.DateLabel(m.Due), map[bool]string{true: " · run by hand", false: ""}[m.Manual]))),
 	}
 	var head string
@@ -757,6 +763,123 @@ func (d *Digests) PostDigest(ctx context.Context, channel string, m schedule.Dig
 		return "", fmt.Errorf("bot: post digest: %w", err)
 	}
 	return ts, nil
+}
+
+// digestBlockPrefix starts the block_id of a digest message's header; the
+// run's id follows, or a digest of it when it would not fit in Slack's 255
+// characters.
+const digestBlockPrefix = "sched_digest:"
+
+// digestBlockID is the block_id that marks the summary message of run
+// runID.
+func digestBlockID(runID string) string {
+	id := digestBlockPrefix + runID
+	if len(id) > 255 {
+		sum := sha256.Sum256([]byte(runID))
+		id = digestBlockPrefix + hex.EncodeToString(sum[:])
+	}
+	return id
+}
+
+// History pages of FindDigest: Slack recommends at most 200 a page
+// (conversations.history), and digestPages bounds how many it reads.
+const (
+	digestPageSize = 200
+	digestPages    = 25
+)
+
+// digestSkew is how much earlier than the run's creation FindDigest
+// looks: the run's clock is this process's, a message's ts Slack's.
+const digestSkew = 5 * time.Minute
+
+// FindDigest implements schedule.Poster: it reads the channel's history
+// since the run was created (conversations.history, newest first, page by
+// page) for a message whose blocks hold the run's block_id. Only the bot's
+// own messages count: a person's message that copies the block_id is
+// passed over. A failure Slack may not repeat (a rate limit, a server or
+// network error) is a research.TransientError.
+func (d *Digests) FindDigest(ctx context.Context, channel, runID string, since time.Time) (string, error) {
+	self, err := d.self(ctx)
+	if err != nil {
+		return "", err
+	}
+	want := digestBlockID(runID)
+	params := slack.GetConversationHistoryParameters{ChannelID: channel, Limit: digestPageSize, Inclusive: true}
+	if !since.IsZero() {
+		params.Oldest = slackTS(since.Add(-digestSkew))
+	}
+	for range digestPages {
+		var resp *slack.GetConversationHistoryResponse
+		err := d.b.slackClient.call(ctx, "conversations.history", true, func(ctx context.Context) error {
+			var err error
+			resp, err = d.b.slackClient.api.GetConversationHistoryContext(ctx, &params)
+			return err
+		})
+		if err != nil {
+			err = fmt.Errorf("bot: read the digest channel's history: %w", err)
+			if transient(err) {
+				return "", research.TransientError{Err: err}
+			}
+			return "", err
+		}
+		for _, m := range resp.Messages {
+			if self.posted(m) && hasBlock(m.Blocks, want) {
+				return m.Timestamp, nil
+			}
+		}
+		if resp.ResponseMetaData.NextCursor == "" {
+			return "", nil
+		}
+		params.Cursor = resp.ResponseMetaData.NextCursor
+	}
+	d.b.log.Warn("bot: the digest channel's history since the run began is too long to read whole; the digest message was not found in it", "channel", channel, "run_id", runID)
+	return "", nil
+}
+
+// poster is who the bot is in Slack, to tell its messages from others'.
+type poster struct{ user, bot string }
+
+// posted reports whether the bot posted m: its user is the bot's user,
+// and its bot_id the bot's (when the bot's is known).
+func (p poster) posted(m slack.Message) bool {
+	return p.user != "" && m.User == p.user && (p.bot == "" || m.BotID == p.bot)
+}
+
+// self is who the bot is: learned by Run (auth.test), or asked of Slack
+// when the bot serves digests without having run.
+func (d *Digests) self(ctx context.Context) (poster, error) {
+	if id := d.b.identity; id.botUserID != "" {
+		return poster{user: id.botUserID, bot: id.botID}, nil
+	}
+	var resp *slack.AuthTestResponse
+	err := d.b.slackClient.call(ctx, "auth.test", true, func(ctx context.Context) error {
+		var err error
+		resp, err = d.b.slackClient.api.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("bot: who the bot is: %w", err)
+		if transient(err) {
+			return poster{}, research.TransientError{Err: err}
+		}
+		return poster{}, err
+	}
+	return poster{user: resp.UserID, bot: resp.BotID}, nil
+}
+
+// hasBlock reports whether blocks hold a block whose block_id is id.
+func hasBlock(blocks slack.Blocks, id string) bool {
+	for _, b := range blocks.BlockSet {
+		if b != nil && b.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// slackTS writes t as a Slack timestamp (seconds.microseconds).
+func slackTS(t time.Time) string {
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
 }
 
 // UploadReport implements schedule.Poster: the markdown report as a file in

@@ -17,6 +17,7 @@ import (
 	"deepresearch/clock"
 	"deepresearch/research"
 	"deepresearch/schedule"
+	"deepresearch/slackstate"
 	"deepresearch/storage/sqlite"
 	"deepresearch/storage/sqlitetest"
 	"deepresearch/storage/sqlstore"
@@ -78,6 +79,13 @@ func (h *digestHarness) settle(t *testing.T) {
 // digests (default: the bot tests' fakeResearcher).
 func newDigestHarness(t *testing.T, res ...research.Researcher) *digestHarness {
 	t.Helper()
+	return newDigestHarnessOn(t, nil, res...)
+}
+
+// newDigestHarnessOn builds the harness with the bot's Slack store made by
+// records from the database's (nil: that one).
+func newDigestHarnessOn(t *testing.T, records func(*sqlstore.Slack) slackstate.Store, res ...research.Researcher) *digestHarness {
+	t.Helper()
 	fake := slackfake.New(slackfake.WithTriggerTTL(0))
 	t.Cleanup(fake.Close)
 	fake.AddUser(slackfake.User{ID: "UOWNER", Name: "owner", RealName: "Olivia Owner", TZ: "America/New_York"})
@@ -98,7 +106,11 @@ func newDigestHarness(t *testing.T, res ...research.Researcher) *digestHarness {
 	)
 	// The scheduler hands its firings' runs to the bot's run service through
 	// the bot's digest UI, as serve wires it.
-	b, err := bot.New(r, runs, sqlite.NewSlack(db), bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: fake.APIURL(),
+	var rec slackstate.Store = sqlite.NewSlack(db)
+	if records != nil {
+		rec = records(sqlite.NewSlack(db))
+	}
+	b, err := bot.New(r, runs, rec, bot.Options{BotToken: slackfake.DefaultBotToken, AppToken: slackfake.DefaultAppToken, APIURL: fake.APIURL(),
 		InstanceID: "test", Clock: clk, Digests: func(ui *bot.Digests) *schedule.Manager {
 			sched = &schedule.Scheduler{Store: st, Runs: ui, Clock: clk}
 			mgr = &schedule.Manager{Store: st, Scheduler: sched, Decider: runs, Admins: []string{"UADMIN"}, Clock: clk}

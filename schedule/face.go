@@ -15,8 +15,14 @@ import (
 // Poster posts to Slack (bot.Digests).
 type Poster interface {
 	ApprovalRequester
-	// PostDigest posts the summary message and returns its ts.
+	// PostDigest posts the summary message, marked with msg.RunID, and
+	// returns its ts.
 	PostDigest(ctx context.Context, channel string, msg DigestMessage) (ts string, err error)
+	// FindDigest looks in channel for the summary message of run runID
+	// that the bot itself posted at or after since (an attempt that died
+	// before recording it), and returns its ts; "" when there is none. An
+	// error that may pass when tried again is a research.TransientError.
+	FindDigest(ctx context.Context, channel, runID string, since time.Time) (ts string, err error)
 	// UploadReport uploads the markdown report as a file in the thread of
 	// the summary message: the file is recorded with st.Stage before it is
 	// shared (a file it cannot record is deleted). It returns the file's id.
@@ -35,6 +41,9 @@ type Poster interface {
 
 // DigestMessage is the summary message of a digest, for a Poster to render.
 type DigestMessage struct {
+	// RunID is the firing's run: the message carries it, so that an
+	// attempt that did not record the message finds it (FindDigest).
+	RunID      string
 	ScheduleID string
 	Topic      string
 	Title      string
@@ -211,7 +220,9 @@ func (v *digestView) Discard(ctx context.Context, fileID string) bool {
 }
 
 // Publish posts the summary message (once: its ts is the run's status
-// message), the report in its thread, then the report's charts.
+// message, and one an earlier attempt posted without recording it is
+// found in the channel), the report in its thread, then the report's
+// charts.
 func (v *digestView) Publish(ctx context.Context, res research.Result, st research.Staging) (research.Upload, error) {
 	if v.scErr != nil {
 		return research.Upload{}, fmt.Errorf("schedule: schedule %s: %w", v.of.Schedule, v.scErr)
@@ -224,16 +235,9 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 		return research.Upload{}, research.TransientError{Err: err}
 	}
 	if ts == "" {
-		msg := DigestMessage{ScheduleID: sc.ID, Topic: sc.Topic, Title: research.ReportHeading(res.Report), Due: due, Manual: v.of.Manual, WhatsNew: w}
-		msg.Text = SummaryText(msg)
-		posted, err := v.f.Poster.PostDigest(ctx, sc.Channel, msg)
-		if err != nil {
-			return research.Upload{}, fmt.Errorf("schedule: post digest: %w", err)
+		if ts, err = v.postOnce(ctx, res, w); err != nil {
+			return research.Upload{}, err
 		}
-		if ts, err = v.f.Status.SetStatusMessage(ctx, v.run.ID, posted); err != nil {
-			return research.Upload{}, fmt.Errorf("schedule: record the digest message: %w", err)
-		}
-		v.statusTS, v.statusRead = ts, true
 	}
 	v.ts = ts
 	name, title := v.names()
@@ -243,6 +247,38 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	}
 	v.shareCharts(ctx, res, name, false)
 	return research.Upload{FileID: fileID, MessageID: ts}, nil
+}
+
+// postOnce posts the summary message unless an earlier attempt posted it
+// and died before recording it (FindDigest finds it in the channel), and
+// records it as the run's status message; it returns the recorded ts.
+func (v *digestView) postOnce(ctx context.Context, res research.Result, w WhatsNew) (string, error) {
+	sc := v.sc
+	posted, err := v.f.Poster.FindDigest(ctx, sc.Channel, v.run.ID, v.run.CreatedAt)
+	switch {
+	case err != nil && research.Transient(err):
+		return "", fmt.Errorf("schedule: look for the digest message: %w", err)
+	case err != nil:
+		// Slack will not tell (a scope missing, say): post, at the risk of
+		// a second message, rather than never.
+		v.log.Warn("schedule: could not look for a digest message an earlier attempt posted; posting it", "err", err)
+	case posted != "":
+		v.log.Info("schedule: digest message found in the channel; not posting again", "ts", posted)
+	}
+	if posted == "" {
+		msg := DigestMessage{RunID: v.run.ID, ScheduleID: sc.ID, Topic: sc.Topic, Title: research.ReportHeading(res.Report), Due: v.due(), Manual: v.of.Manual, WhatsNew: w}
+		msg.Text = SummaryText(msg)
+		if posted, err = v.f.Poster.PostDigest(ctx, sc.Channel, msg); err != nil {
+			return "", fmt.Errorf("schedule: post digest: %w", err)
+		}
+	}
+	ts, err := v.f.Status.SetStatusMessage(ctx, v.run.ID, posted)
+	if err != nil {
+		// Another round finds the message posted and records it.
+		return "", research.TransientError{Err: fmt.Errorf("schedule: record the digest message: %w", err)}
+	}
+	v.statusTS, v.statusRead = ts, true
+	return ts, nil
 }
 
 // Finished records the digest posted, for the next firing's "what's new".

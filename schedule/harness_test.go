@@ -152,7 +152,22 @@ func (p *fakePoster) PostDigest(_ context.Context, channel string, m schedule.Di
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.messages = append(p.messages, m)
-	return "1700000000.00000" + string(rune('0'+len(p.messages))), nil
+	return digestTS(len(p.messages)), nil
+}
+
+// digestTS is the ts of the n-th digest message posted (from 1).
+func digestTS(n int) string { return "1700000000.00000" + string(rune('0'+n)) }
+
+// FindDigest finds a message of the run among those posted.
+func (p *fakePoster) FindDigest(_ context.Context, channel, runID string, _ time.Time) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, m := range p.messages {
+		if m.RunID == runID {
+			return digestTS(i + 1), nil
+		}
+	}
+	return "", nil
 }
 
 func (p *fakePoster) UploadReport(ctx context.Context, channel, threadTS, name, title, md string, charts []research.Chart, st research.Staging) (string, error) {
@@ -239,6 +254,9 @@ type world struct {
 	res    *fakeResearcher
 	poster schedule.Poster
 	clk    *clock.Manual
+	// status is a process's view of the digests' summary messages, by
+	// its name (default: slack).
+	status map[string]schedule.StatusMessages
 }
 
 func newWorld(t *testing.T, clk *clock.Manual, res *fakeResearcher, poster schedule.Poster) *world {
@@ -261,7 +279,11 @@ func (w *world) proc(t *testing.T, name string, edit ...func(*research.ServiceOp
 	for _, e := range edit {
 		e(&o)
 	}
-	face := &schedule.Face{Store: w.st, Poster: w.poster, Status: w.slack}
+	var status schedule.StatusMessages = w.slack
+	if s, ok := w.status[name]; ok {
+		status = s
+	}
+	face := &schedule.Face{Store: w.st, Poster: w.poster, Status: status}
 	svc := research.NewService(w.runs, w.res, face, o)
 	t.Cleanup(func() { svc.Shutdown(5 * time.Second) })
 	return &proc{svc: svc, sched: &schedule.Scheduler{Store: w.st, Runs: svc, Clock: w.clk, Grace: time.Hour}}

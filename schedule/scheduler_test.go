@@ -385,3 +385,84 @@ func TestApprovalFlow(t *testing.T) {
 		t.Fatalf("researches %d after a decline", len(res.Reqs()))
 	}
 }
+
+// diesBeforeRecord is the store of the digests' summary messages in a
+// process that dies right after posting one: its SetStatusMessage records
+// nothing, tells reached and waits for ctx or unblock (publication's ctx
+// is not cancelled: the process never comes back).
+type diesBeforeRecord struct {
+	schedule.StatusMessages
+	reached, unblock chan struct{}
+}
+
+func (d diesBeforeRecord) SetStatusMessage(ctx context.Context, runID, ts string) (string, error) {
+	close(d.reached)
+	select {
+	case <-ctx.Done():
+	case <-d.unblock:
+	}
+	return "", errors.New("the process died")
+}
+
+// TestDigestMessageFoundAfterCrash: the process working on a digest posts
+// its summary message and dies before recording it. The process that takes
+// the run over finds the message (FindDigest) instead of posting a second
+// one, and shares the report in its thread.
+func TestDigestMessageFoundAfterCrash(t *testing.T) {
+	clk := clock.NewManual(monday9)
+	res := &fakeResearcher{results: results(1)}
+	poster := &fakePoster{}
+	w := newWorld(t, clk, res, poster)
+	reached, unblock, stopClock := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	w.status = map[string]schedule.StatusMessages{"dead": diesBeforeRecord{StatusMessages: w.slack, reached: reached, unblock: unblock}}
+	weekly(t, w.st, monday9.Add(-3*24*time.Hour))
+	t.Cleanup(func() { close(stopClock) }) // after the processes' Shutdown
+	dead := w.proc(t, "dead", func(o *research.ServiceOptions) { o.HeartbeatEvery = time.Hour })
+	if err := dead.sched.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first process never posted the digest message")
+	}
+	next := w.proc(t, "next")
+	// Before the processes' Shutdown: the dead one, still in its
+	// publication, is let go, and the clock moves on so that its rounds
+	// of publication (on the clock) and its Shutdown end.
+	t.Cleanup(func() {
+		close(unblock)
+		go func() {
+			for {
+				select {
+				case <-stopClock:
+					return
+				case <-time.After(time.Millisecond):
+					clk.Advance(time.Millisecond)
+				}
+			}
+		}()
+	})
+	clk.Advance(2 * time.Minute) // the dead process's lease runs out
+	w.settle(t, next)
+
+	id := schedule.RunID("w", monday9)
+	if r, err := w.runs.Run(context.Background(), id); err != nil || r.State != research.StateDone || r.Attempt != 2 {
+		t.Fatalf("run = %+v, %v", r, err)
+	}
+	if msgs := poster.Messages(); len(msgs) != 1 || msgs[0].RunID != id {
+		t.Fatalf("digest messages %+v, want one of run %s", msgs, id)
+	}
+	poster.mu.Lock()
+	files, threads := len(poster.files), slices.Clone(poster.threads)
+	poster.mu.Unlock()
+	if files != 1 || !slices.Equal(threads, []string{digestTS(1)}) {
+		t.Errorf("reports shared %d in threads %v, want one in the message's", files, threads)
+	}
+	if ts, err := w.slack.StatusMessage(context.Background(), id); err != nil || ts != digestTS(1) {
+		t.Errorf("recorded digest message %q, %v", ts, err)
+	}
+	if f := firing(t, w.st, "w", monday9); f.State != schedule.FiringDone || f.Digest == nil || f.Digest.MessageTS != digestTS(1) {
+		t.Fatalf("firing = %+v", f)
+	}
+}

@@ -603,15 +603,21 @@ func (s *Server) conversationsReplies(r *apiRequest) apiResult {
 }
 
 // messagesPageLocked answers with one page of msgs, defLimit to a page unless
-// the request sets a limit.
+// the request sets a limit. A message's metadata is in it only when the
+// request sets include_all_metadata, as Slack reads history.
 func (s *Server) messagesPageLocked(r *apiRequest, msgs []*Message, defLimit int) apiResult {
 	from, to, next, valid := page(r, len(msgs), defLimit)
 	if !valid {
 		return fail("invalid_cursor")
 	}
+	meta := r.get("include_all_metadata") == "1" || r.get("include_all_metadata") == "true"
 	out := make([]map[string]any, 0, to-from)
 	for _, m := range msgs[from:to] {
-		out = append(out, s.messageJSONLocked(m))
+		j := s.messageJSONLocked(m)
+		if !meta {
+			delete(j, "metadata")
+		}
+		out = append(out, j)
 	}
 	return ok(map[string]any{"messages": out, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}})
 }
@@ -623,6 +629,10 @@ func (s *Server) conversationsHistory(r *apiRequest) apiResult {
 	cs, ok0 := s.channels[channel]
 	if !ok0 {
 		return fail("channel_not_found")
+	}
+	if cs.info.BotAbsent {
+		// A bot token reads the conversations its bot is a member of.
+		return fail("not_in_channel")
 	}
 	var msgs []*Message
 	for i := len(cs.msgs) - 1; i >= 0; i-- { // newest first
