@@ -423,7 +423,7 @@ func (b *Bot) findPostedFile(ctx context.Context, key slackstate.ThreadKey, name
 			return "", "", false
 		}
 		for _, m := range msgs {
-			if m.BotID == "" && m.User != b.identity.botUserID {
+			if !b.identity.ownFileShare(m) {
 				continue
 			}
 			for _, f := range m.Files {

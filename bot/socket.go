@@ -59,6 +59,16 @@ type identity struct {
 	appID        string // expected api_app_id ("" unknown)
 }
 
+// ownFileShare reports whether m is a message this bot posted: its user is
+// the bot's user and its bot_id, when it has one, the bot's. Another app's
+// message sharing a file of the same name is not the bot's report.
+func (id identity) ownFileShare(m slack.Message) bool {
+	if id.botUserID == "" || m.User != id.botUserID {
+		return false
+	}
+	return m.BotID == "" || id.botID == "" || m.BotID == id.botID
+}
+
 // socketLoop keeps the Socket Mode connection up. slack-go's RunContext
 // reconnects by itself on disconnect requests and dead connections; it
 // returns only when it cannot connect, and then we try again with a backoff,
