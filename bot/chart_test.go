@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"deepresearch/bot/slackfake"
 	"deepresearch/research"
+	"deepresearch/schedule"
 )
 
 // pngBytes stands for a chart: the bot shares the bytes as they are.
@@ -78,5 +80,48 @@ func TestChartShareRefusedLeavesNoFile(t *testing.T) {
 	}
 	if o := h.fake.Orphans(); len(o) != 0 {
 		t.Errorf("unshared files left: %d (%s)", len(o), o[0].Name)
+	}
+}
+
+// TestDigestChartStagedBeforeShare: a digest's chart file is recorded as
+// staged while it is shared, as a run's charts are, so that a process that
+// dies between the two leaves it to the next attempt (deleted, not left
+// unshared); once shared it is no longer staged.
+func TestDigestChartStagedBeforeShare(t *testing.T) {
+	h := newDigestHarness(t, resultResearcher(research.Result{Title: "Prices", WriterSummary: "- X costs $5", Report: "# Prices\n\n![Chart: Prices (USD)](chart-1.png)\n",
+		Charts: []research.Chart{{Name: "chart-1.png", Title: "Prices (USD)", PNG: pngBytes}}}))
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Times: 1})                     // the report's share goes through
+	h.fake.InjectFault("files.completeUploadExternal", slackfake.Fault{Delay: time.Second, Times: 1}) // the chart's waits
+	runID := schedule.RunID("s1", time.Date(2026, 3, 9, 9, 0, 0, 0, time.FixedZone("JST", 9*3600)))
+	ctx := testCtx(t)
+	stop, seen := make(chan struct{}), make(chan map[string]bool, 1)
+	go func() {
+		ids := map[string]bool{}
+		defer func() { seen <- ids }()
+		for {
+			if staged, err := h.runs.StagedUploads(ctx, runID); err == nil {
+				for _, id := range staged {
+					ids[id] = true
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	fireDigest(t, h, "prices")
+	close(stop)
+	staged := <-seen
+	files := h.fake.Files()
+	if len(files) != 2 {
+		t.Fatalf("%d files, want the report and its chart", len(files))
+	}
+	if !staged[files[1].ID] {
+		t.Errorf("staged while sharing: %v, want the chart %s among them", staged, files[1].ID)
+	}
+	if left, err := h.runs.StagedUploads(ctx, runID); err != nil || len(left) != 0 {
+		t.Errorf("staged after the digest: %v, %v", left, err)
 	}
 }

@@ -913,10 +913,10 @@ func (d *Digests) DeleteFile(ctx context.Context, fileID string) bool {
 }
 
 // ShareCharts implements schedule.Poster with the run face's chart
-// sharing (threadFiles.uploadCharts), not recorded as staged: the digest
-// face shares them outside a Publish's staging.
-func (d *Digests) ShareCharts(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, check bool) {
-	d.files(channel, threadTS).uploadCharts(ctx, charts, filename, check, unrecorded{})
+// sharing (threadFiles.uploadCharts): each chart file is recorded as staged
+// (st) until it is shared, as a run's are.
+func (d *Digests) ShareCharts(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, check bool, st research.Staging) {
+	d.files(channel, threadTS).uploadCharts(ctx, charts, filename, check, st)
 }
 
 // files are the files of the digest's thread.

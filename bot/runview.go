@@ -361,14 +361,6 @@ func (v *slackView) uploadCharts(ctx context.Context, res research.Result, repor
 	v.files().uploadCharts(ctx, res.Charts, report, check, st)
 }
 
-// unrecorded is the Staging of files shared where no record of staged
-// files is at hand: a process dying between a file's stage and its share
-// leaves it unshared.
-type unrecorded struct{}
-
-func (unrecorded) Stage(context.Context, string) error { return nil }
-func (unrecorded) Unstage(context.Context, string)     {}
-
 // stageReport stages the report file and records it as staged. A file
 // that cannot be recorded is deleted at once.
 func (f threadFiles) stageReport(ctx context.Context, name, content string, st research.Staging) (string, error) {

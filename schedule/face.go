@@ -32,9 +32,10 @@ type Poster interface {
 	// name.
 	FindFile(ctx context.Context, channel, threadTS, filename string) (fileID string, ok bool)
 	// ShareCharts shares the charts of the report filename in the thread,
-	// each a PNG file of its own; check skips those already there. A chart
-	// not shared is logged: the report holds its table.
-	ShareCharts(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, check bool)
+	// each a PNG file of its own, recorded with st.Stage before it is
+	// shared; check skips those already there. A chart not shared is
+	// logged: the report holds its table.
+	ShareCharts(ctx context.Context, channel, threadTS, filename string, charts []research.Chart, check bool, st research.Staging)
 	// DeleteFile deletes a file never shared and reports whether it is gone.
 	DeleteFile(ctx context.Context, fileID string) bool
 }
@@ -189,7 +190,7 @@ func (v *digestView) names() (name, title string) {
 // Published finds the report in the thread of the summary message that an
 // earlier attempt posted (it died before recording the upload), and shares
 // the charts that attempt may not have.
-func (v *digestView) Published(ctx context.Context, res research.Result, _ research.Staging) (research.Upload, bool) {
+func (v *digestView) Published(ctx context.Context, res research.Result, st research.Staging) (research.Upload, bool) {
 	if v.scErr != nil {
 		return research.Upload{}, false
 	}
@@ -204,14 +205,15 @@ func (v *digestView) Published(ctx context.Context, res research.Result, _ resea
 		return research.Upload{}, false
 	}
 	v.ts = recorded
-	v.shareCharts(ctx, res, name, true)
+	v.shareCharts(ctx, res, name, true, st)
 	return research.Upload{FileID: id, MessageID: v.ts}, true
 }
 
-// shareCharts shares the report's charts in the digest's thread; check
-// skips those already there.
-func (v *digestView) shareCharts(ctx context.Context, res research.Result, report string, check bool) {
-	v.f.Poster.ShareCharts(ctx, v.sc.Channel, v.ts, report, res.Charts, check)
+// shareCharts shares the report's charts in the digest's thread, each
+// recorded as staged (st) until it is shared; check skips those already
+// there.
+func (v *digestView) shareCharts(ctx context.Context, res research.Result, report string, check bool, st research.Staging) {
+	v.f.Poster.ShareCharts(ctx, v.sc.Channel, v.ts, report, res.Charts, check, st)
 }
 
 // Discard deletes a report file an earlier attempt staged.
@@ -245,7 +247,7 @@ func (v *digestView) Publish(ctx context.Context, res research.Result, st resear
 	if err != nil {
 		return research.Upload{}, fmt.Errorf("schedule: upload report: %w", err)
 	}
-	v.shareCharts(ctx, res, name, false)
+	v.shareCharts(ctx, res, name, false, st)
 	return research.Upload{FileID: fileID, MessageID: ts}, nil
 }
 

@@ -206,7 +206,7 @@ func (p *fakePoster) FindFile(_ context.Context, channel, threadTS, name string)
 	return id, ok
 }
 
-func (p *fakePoster) ShareCharts(_ context.Context, channel, threadTS, name string, charts []research.Chart, check bool) {
+func (p *fakePoster) ShareCharts(_ context.Context, channel, threadTS, name string, charts []research.Chart, check bool, _ research.Staging) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(charts) == 0 {
