@@ -195,6 +195,23 @@ func TestPermanentStoreErrorFailsTheRunOnce(t *testing.T) {
 	}
 }
 
+// queuedRun stores a queued run of U1's with id in a thread of C1, with the
+// thread's mapping and the run's place, as a process that created it and
+// died would leave it; it returns the thread's key.
+func queuedRun(ctx context.Context, t *testing.T, fake *slackfake.Server, records slackstate.Store, id string) slackstate.ThreadKey {
+	t.Helper()
+	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
+	if _, err := records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := records.CreateRun(ctx, research.Run{ID: id, ThreadID: key.ThreadID(), Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now},
+		slackstate.Place{RunID: id, Key: key}, 0); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 // TestRunAttemptsAreBounded: a run picked up over and over without
 // finishing (its processes die) is failed once it has been picked up more
 // than five times, without researching again.
@@ -203,15 +220,8 @@ func TestRunAttemptsAreBounded(t *testing.T) {
 	t.Cleanup(fake.Close)
 	store, records := stores(t)
 	ctx := testCtx(t)
-	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
-	if _, err := records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	key := queuedRun(ctx, t, fake, records, "rwedged")
 	now := time.Now()
-	if err := records.CreateRun(ctx, research.Run{ID: "rwedged", ThreadID: key.ThreadID(), Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now},
-		slackstate.Place{RunID: "rwedged", Key: key}, 0); err != nil {
-		t.Fatal(err)
-	}
 	// Five processes took it and died (their leases ran out).
 	for i := range 5 {
 		if _, err := store.AcquireRun(ctx, "rwedged", fmt.Sprintf("dead-%d", i), now.Add(-time.Hour+time.Duration(i)*time.Minute), time.Second); err != nil {
@@ -297,15 +307,7 @@ func TestPlaceReadAgainBeforeThePost(t *testing.T) {
 	t.Cleanup(fake.Close)
 	store, records := stores(t)
 	ctx := testCtx(t)
-	key := slackstate.ThreadKey{Team: fake.TeamID(), Channel: "C1", ThreadTS: "1700000000.000100"}
-	if _, err := records.PutThread(ctx, slackstate.Thread{Key: key, ThreadID: key.ThreadID(), Requester: "U1", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	if err := records.CreateRun(ctx, research.Run{ID: "rplace", ThreadID: key.ThreadID(), Requester: "U1", Question: "q", CreatedAt: now, UpdatedAt: now},
-		slackstate.Place{RunID: "rplace", Key: key}, 0); err != nil {
-		t.Fatal(err)
-	}
+	key := queuedRun(ctx, t, fake, records, "rplace")
 	flaky := &flakyPlaces{Store: records}
 	flaky.fails.Store(2) // Open's read and the first post's
 	res := &answeringResearcher{scriptedResearcher{result: research.Result{Title: "Findings", Summary: "The answer.", Report: "# Findings\n\nThe answer."}}}
