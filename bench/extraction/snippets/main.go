@@ -67,14 +67,16 @@ func main() {
 	tsv := flag.String("tsv", "", "write per-page counts of each extractor to this file")
 	half := flag.String("half", "all", "which pages: tune (one half, by a hash of the file name, for looking at pages), check (the other half, for figures only) or all")
 	dump := flag.String("dump", "", "write each extractor's text of each page under this directory")
+	tunings := flag.Bool("tunings", false, "also score deepresearch under each alternative tuning of extractbench.Tunings")
+	second := flag.Bool("second", false, "also score readeck as a second opinion to deepresearch under each rule of extractbench.Rules")
 	flag.Parse()
-	if err := run(context.Background(), *dir, *tsv, *half, *dump); err != nil {
+	if err := run(context.Background(), *dir, *tsv, *half, *dump, *second, *tunings); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dir, tsv, half, dump string) error {
+func run(ctx context.Context, dir, tsv, half, dump string, second, tunings bool) error {
 	if dir == "" {
 		return fmt.Errorf("snippets: -dir is required (a checkout of content-extractor-benchmark)")
 	}
@@ -90,7 +92,13 @@ func run(ctx context.Context, dir, tsv, half, dump string) error {
 		{"go-trafilatura", trafilaturaFunc},
 		{"readeck", readeckFunc},
 	}
+	if tunings {
+		for _, t := range extractbench.Tunings() {
+			exs = append(exs, extractor{fmt.Sprintf("%+v", t), extractbench.WithTuning(t)})
+		}
+	}
 	per := make([][]counts, len(exs))
+	texts := make([][]string, len(exs))
 	for i, ex := range exs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -110,10 +118,16 @@ func run(ctx context.Context, dir, tsv, half, dump string) error {
 			}
 			c := score(e, text)
 			per[i] = append(per[i], c)
+			if second {
+				texts[i] = append(texts[i], text)
+			}
 			total.add(c)
 		}
 		ms := float64(time.Since(start).Microseconds()) / 1000 / float64(len(entries))
 		fmt.Printf("%-15s %s ms/page=%.2f pages=%d\n", ex.name, total.line(), ms, len(entries))
+	}
+	if second {
+		secondOpinion(entries, texts[0], texts[2])
 	}
 	if tsv == "" {
 		return nil
@@ -285,4 +299,22 @@ func readeckFunc(html []byte, pageURL string) (string, error) {
 		return "", err
 	}
 	return a.TextContent, nil
+}
+
+// secondOpinion prints, for each rule, the pooled figures of ours with
+// readeck's text taken where the rule says so, and on how many pages.
+func secondOpinion(entries []entry, ours, other []string) {
+	for _, r := range extractbench.Rules() {
+		var total counts
+		taken := 0
+		for j, e := range entries {
+			text := ours[j]
+			if r.Take(ours[j], other[j]) {
+				text = other[j]
+				taken++
+			}
+			total.add(score(e, text))
+		}
+		fmt.Printf("second %-40s %s taken=%d\n", r, total.line(), taken)
+	}
 }
