@@ -272,6 +272,20 @@ func TestHeuristics(t *testing.T) {
 			count: map[string]int{"pe sentence number 1": 1},
 		},
 		{
+			name: "a paragraph quoted again among new ones in the next section is kept",
+			body: `<article><h1>Headline</h1><div><p>` + prose("resh", 2) + `</p><p>` + prose("shin", 1) + `</p></div>` +
+				`<h2>Then</h2><div><p>` + prose("tav", 2) + `</p><p>` + prose("shin", 1) + `</p></div></article>`,
+			want:  []string{"resh sentence number 1", "tav sentence number 1"},
+			count: map[string]int{"shin sentence number 0": 2},
+		},
+		{
+			name: "a box repeating the article's lead beside new text is read once",
+			body: `<article><h1>Headline</h1><div class="lead"><p>` + prose("kaf", 2) + `</p></div><div class="body"><p>` + prose("lamed", 3) + `</p></div>` +
+				`<div class="pull"><p>` + prose("kaf", 2) + `</p></div></article>`,
+			want:  []string{"lamed sentence number 2"},
+			count: map[string]int{"kaf sentence number 1": 1},
+		},
+		{
 			name:  "a refrain in the same container is kept",
 			body:  `<article><h1>Headline</h1><p>` + prose("tsadi", 2) + `</p><p>` + prose("qof", 1) + `</p><p>` + prose("tsadi", 2) + `</p></article>`,
 			want:  []string{"qof sentence number 0"},

@@ -465,8 +465,11 @@ var boilerplateRe = regexp.MustCompile(`(?i)^(advertisement|advertisements|spons
 // repeatedSection marks the paragraphs that repeat an earlier one written
 // in another container: sites write a section for small screens and again
 // for large ones, or a box that repeats the article, and the reader reads
-// it once. A paragraph repeated in the same container (a refrain) is kept,
-// and so are tables, list items and code, which repeat on purpose
+// it once. Such a copy is a container most of whose paragraphs are
+// repeats; a container that repeats one paragraph among more new ones
+// quotes it again (a summary's point taken up in the next section) and
+// keeps it. A paragraph repeated in the same container (a refrain) is
+// kept, and so are tables, list items and code, which repeat on purpose
 // (schedules, examples).
 func repeatedSection(blocks []block) map[int]bool {
 	type at struct {
@@ -474,11 +477,13 @@ func repeatedSection(blocks []block) map[int]bool {
 		parent *html.Node
 	}
 	var last map[uint64]at
-	var out map[int]bool
+	var repeats []int
+	paras := map[*html.Node]int{}
 	for i, b := range blocks {
 		if b.kind != kindPara || b.chars < minRepeat {
 			continue
 		}
+		paras[b.parent]++
 		k := normHash(b.text)
 		prev, ok := last[k]
 		if last == nil {
@@ -486,11 +491,22 @@ func repeatedSection(blocks []block) map[int]bool {
 		}
 		last[k] = at{i, b.parent}
 		if ok && prev.parent != b.parent {
-			if out == nil {
-				out = map[int]bool{}
-			}
-			out[i] = true
+			repeats = append(repeats, i)
 		}
+	}
+	copies := map[*html.Node]int{}
+	for _, i := range repeats {
+		copies[blocks[i].parent]++
+	}
+	var out map[int]bool
+	for _, i := range repeats {
+		if p := blocks[i].parent; 2*copies[p] <= paras[p] {
+			continue
+		}
+		if out == nil {
+			out = map[int]bool{}
+		}
+		out[i] = true
 	}
 	return out
 }
