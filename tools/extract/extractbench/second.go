@@ -16,13 +16,20 @@ import (
 // the same text and more), or when it is at most 1/Shorter of ours and
 // ours holds at least Cover of its shingles (ours flooded: the other kept
 // only part of what we kept). A zero Longer or Shorter switches that half
-// off; the zero Rule never takes the other's text.
+// off; the zero Rule never takes the other's text. With Short set, the
+// first half asks no cover but only applies while ours has fewer than
+// Short shingles: ours is unsure (next to nothing found), and the other
+// found Longer times as much, whatever it is.
 type Rule struct {
 	Longer, Shorter float64
 	Cover           float64
+	Short           int
 }
 
 func (r Rule) String() string {
+	if r.Short > 0 {
+		return fmt.Sprintf("short<%d longer≥%g", r.Short, r.Longer)
+	}
 	return fmt.Sprintf("longer≥%g shorter≤1/%g cover≥%g", r.Longer, r.Shorter, r.Cover)
 }
 
@@ -38,6 +45,9 @@ func (r Rule) Take(ours, other string) bool {
 		return false
 	case no == 0:
 		return r.Longer > 0
+	}
+	if r.Short > 0 {
+		return no < r.Short && float64(nx) >= r.Longer*float64(no)
 	}
 	common := 0
 	for k, c := range so {
@@ -70,6 +80,11 @@ func Rules() []Rule {
 		}
 		for _, s := range []float64{1.5, 2, 3, 5} {
 			rules = append(rules, Rule{Shorter: s, Cover: cover})
+		}
+	}
+	for _, short := range []int{50, 100, 150, 200, 300} {
+		for _, l := range []float64{2, 3, 5} {
+			rules = append(rules, Rule{Short: short, Longer: l})
 		}
 	}
 	return rules

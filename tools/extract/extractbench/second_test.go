@@ -22,6 +22,9 @@ func TestRuleTake(t *testing.T) {
 		{"the other shorter but different", Rule{Shorter: 2, Cover: 0.9}, flood, "alpha beta gamma delta epsilon", false},
 		{"no text from the other", Rule{Longer: 1.5, Shorter: 2, Cover: 0.5}, body, "", false},
 		{"no text from ours", Rule{Longer: 1.5, Cover: 0.9}, "", body, true},
+		{"ours unsure (short): the other's longer text, whatever it holds", Rule{Short: 20, Longer: 2}, "alpha beta gamma delta epsilon", more, true},
+		{"ours not short enough", Rule{Short: 5, Longer: 2}, "alpha beta gamma delta epsilon zeta eta theta", more, false},
+		{"ours short, the other not long enough", Rule{Short: 20, Longer: 5}, body, more, false},
 	}
 	for _, tt := range tests {
 		if got := tt.rule.Take(tt.ours, tt.other); got != tt.want {
