@@ -70,6 +70,8 @@ type extractor struct {
 	signups map[*html.Node]bool
 	// authorBoxes are the writer's boxes (see authorBoxesOf).
 	authorBoxes map[*html.Node]bool
+	// normTitle is the page's title (see normText).
+	normTitle string
 }
 
 type textSize struct{ all, para, paras int }
