@@ -72,6 +72,9 @@ type extractor struct {
 	authorBoxes map[*html.Node]bool
 	// normTitle is the page's title (see normText).
 	normTitle string
+	// pruned holds the text of every element under body after pruning,
+	// filled by chooseRoot.
+	pruned map[*html.Node]*nodeScore
 }
 
 type textSize struct{ all, para, paras int }
