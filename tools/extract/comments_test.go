@@ -85,3 +85,23 @@ func TestStemFalseFriends(t *testing.T) {
 		}
 	}
 }
+
+// TestDateWrapper checks that an element named only as a date that holds
+// most of the page's prose is read as the wrapper of what is dated (a
+// blog's day of posts, "date-outer", whose post is one run of lines
+// broken by <br>), while a date stamp stays out.
+func TestDateWrapper(t *testing.T) {
+	var lines []string
+	for i := range 8 {
+		lines = append(lines, prose(fmt.Sprintf("line%d", i), 1))
+	}
+	page := `<html><head><title>Tach auch</title></head><body><div id="header"><p class="description">A blog about the old town and its bakers.</p></div>` +
+		`<div class="blog-posts"><div class="date-outer"><h2 class="date-header">Tuesday, 28 April 2020</h2><div class="post"><h3>Tach auch</h3>` +
+		`<div class="post-body">` + strings.Join(lines, "<br>") + `</div><div class="post-footer"><span class="timestamp">posted at 10:12</span></div></div></div></div>` +
+		`<div class="sidebar"><p>` + prose("archive", 3) + `</p></div></body></html>`
+	a, err := ExtractBytes([]byte(page), "https://blog.example/2020/04/tach.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"line0 sentence", "line7 sentence"}, []string{"posted at 10:12", "archive0"})
+}

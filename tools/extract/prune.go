@@ -1430,7 +1430,34 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	if mostOfMain && e.readersComments(n) {
 		return true
 	}
-	return !mostOfMain || size.paras < 2 && main == total
+	// Nor is one named only as a date (see dateNamed): it wraps what is
+	// dated.
+	return !mostOfMain || size.paras < 2 && main == total && !dateNamed(n)
+}
+
+// dateWords name a date stamp, furniture only while it is one.
+var dateWords = wordSet(`date dateline timestamp`)
+
+// dateNamed reports an element whose names are furniture only by words of
+// dateWords: holding most of the page's prose, it is not a date stamp but
+// a wrapper of what is dated (Blogger wraps each day's posts in
+// "date-outer", and a post whose lines are broken by <br> is one run).
+func dateNamed(n *html.Node) bool {
+	dated := false
+	for _, name := range append(strings.Fields(attr(n, "class")), attr(n, "id")) {
+		if len(name) > 200 {
+			continue
+		}
+		for _, w := range splitWords(name) {
+			switch {
+			case dateWords[w]:
+				dated = true
+			case negWords[w]:
+				return false
+			}
+		}
+	}
+	return dated
 }
 
 // readersComments reports an element named for comments, on a page that
