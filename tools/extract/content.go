@@ -70,6 +70,7 @@ const defaultBlockCost = 10
 // bounds that of any rendering of it.
 func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int) {
 	scores := scoreBlocks(body, e.cards, e.opts.Tuning.BlockCost)
+	e.pruned = scores
 	if s := scores[body]; s != nil {
 		all = s.good + s.bad
 	}
@@ -413,7 +414,13 @@ func (e *extractor) content(body *html.Node, title string) []block {
 		root, wide = s, s
 	}
 	links0, seen0 := len(e.links), len(e.seenLinks)
-	blocks := rootBlocks(e.render(root), title, e.base)
+	var raw []block
+	if wide == root {
+		for _, l := range e.leadBefore(root) {
+			raw = append(raw, e.render(l)...)
+		}
+	}
+	blocks := rootBlocks(append(raw, e.render(root)...), title, e.base)
 	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || e.singlePost(root) {
 		// The whole page could not render to more than all.
 		return e.widen(blocks, wide, root, title, links0, seen0)

@@ -268,6 +268,7 @@ type content struct {
 func extractContent(body *html.Node, base *url.URL, opts Options, title string, d declared, lenient bool) content {
 	e := newExtractor(base, opts)
 	e.lenient = lenient
+	e.normTitle = normText(title)
 	e.sheet = readSheet(body)
 	e.product, e.sections, e.discussion = d.product, !d.post, d.discussion
 	e.prune(body)

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,55 @@ func TestPostBoxes(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestShortPostNotABox checks that a short post is not taken for the
+// sign-up box or the author's box it holds: its byline links to the
+// author's page and its comment form asks for an email address, and the
+// post is smaller than a box may be. A box stops before it would hold
+// both the post's headline (an h1, or a heading of the page's title) and
+// its body (prose in a container named as content). The writer's box
+// beside the body of a longer post is still left out.
+func TestShortPostNotABox(t *testing.T) {
+	sidebar := `<aside class="widgets">`
+	for i := range 8 {
+		sidebar += `<div class="widget"><p>` + prose(fmt.Sprintf("widget%d", i), 2) + `</p></div>`
+	}
+	sidebar += `</aside>`
+	post := func(headline, body, bio string) string {
+		return `<html><head><title>Pumps at the station</title><meta property="og:type" content="article"></head><body>` +
+			`<div class="site"><div class="wrap"><article class="entry">` +
+			`<header>` + headline + `<div class="meta"><span class="by">by <a href="/author/basman/">Basman</a></span> <time>May 2</time></div></header>` +
+			`<div class="entry-body">` + body + `</div>` + bio + `</article>` +
+			`<div class="respond"><p>Leave a reply. Your email address will not be published.</p><form><input type="text" name="author"><input type="text" id="email" name="email"><textarea></textarea></form></div>` +
+			`</div>` + sidebar + `</div></body></html>`
+	}
+	short := `<p>I would gladly pay a little more at the pumps if the service around them were friendly, quick and honest, as it used to be.</p>`
+	tests := []struct {
+		name, page string
+		want       []string
+	}{
+		{"headline in an h1", post(`<h1>Pumps at the station</h1>`, short, ""), []string{"service around them"}},
+		{"headline in an h2 of the title", post(`<h2>Pumps at the station</h2>`, short, ""), []string{"service around them"}},
+		{"a longer post keeps out its writer's box", post(`<h1>Pumps at the station</h1>`,
+			`<p>`+prose("body", 6)+`</p>`, `<div class="about"><a href="/author/basman/">Basman</a><p>Basman writes about cars and roads, and has driven every highway of the north twice, in a small car that he still keeps in his garage by the sea.</p></div>`),
+			[]string{"body sentence number 5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(tt.page), "https://blog.example/pumps", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(a.Text, w) {
+					t.Errorf("missing %q:\n%s", w, a.Text)
+				}
+			}
+			if strings.Contains(a.Text, "widget3") || strings.Contains(a.Text, "driven every highway") {
+				t.Errorf("furniture kept:\n%s", a.Text)
+			}
+		})
 	}
 }

@@ -70,6 +70,13 @@ type extractor struct {
 	signups map[*html.Node]bool
 	// authorBoxes are the writer's boxes (see authorBoxesOf).
 	authorBoxes map[*html.Node]bool
+	// normTitle is the page's title (see normText).
+	normTitle string
+	// headline is the page's first h1, or nil.
+	headline *html.Node
+	// pruned holds the text of every element under body after pruning,
+	// filled by chooseRoot.
+	pruned map[*html.Node]*nodeScore
 }
 
 type textSize struct{ all, para, paras int }
@@ -312,14 +319,39 @@ func nameVerdict(name string) (verdict int, strong bool) {
 	return 0, false
 }
 
-// hasNegStem reports whether a lower-cased name contains one of negStems.
+// stemFalseFriends are words that hold a stem of negStems and name no
+// furniture: an article of opinion ("commentary", a genre of news
+// story), and a node promoted to the front page (Drupal writes
+// "node--promoted" on the article itself).
+var stemFalseFriends = []string{"commentary", "commentaries", "promoted"}
+
+// hasNegStem reports whether a lower-cased name contains one of negStems
+// outside the words of stemFalseFriends.
 func hasNegStem(lname string) bool {
+	lname = withoutFalseFriends(lname)
 	for _, s := range negStems {
 		if strings.Contains(lname, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// hasStem reports whether a lower-cased name contains stem outside the
+// words of stemFalseFriends.
+func hasStem(lname, stem string) bool {
+	return strings.Contains(lname, stem) && strings.Contains(withoutFalseFriends(lname), stem)
+}
+
+// withoutFalseFriends blanks the words of stemFalseFriends in a
+// lower-cased name.
+func withoutFalseFriends(lname string) string {
+	for _, w := range stemFalseFriends {
+		if strings.Contains(lname, w) {
+			lname = strings.ReplaceAll(lname, w, " ")
+		}
+	}
+	return lname
 }
 
 // disclosurePanel reports an element that is a panel shown on demand:
@@ -1124,6 +1156,7 @@ func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
 // elements, landmark roles and elements whose class or id names furniture.
 func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
+	e.headline = firstElement(body, "h1", maxDepth)
 	e.signups, e.authorBoxes = e.findPostBoxes(body, total)
 	e.capsPromos = findCapsPromos(body)
 	nodes := 0
@@ -1394,7 +1427,74 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// long paragraph (a site notice in a footer of a short page) is not.
 	// Inside a post (main is the post's), one paragraph is enough.
 	mostOfMain := main.para > 0 && size.para*2 > main.para
-	return !mostOfMain || size.paras < 2 && main == total
+	if mostOfMain && e.readersComments(n) {
+		return true
+	}
+	// Nor is one named only as a date (see dateNamed): it wraps what is
+	// dated.
+	return !mostOfMain || size.paras < 2 && main == total && !dateNamed(n)
+}
+
+// dateWords name a date stamp, furniture only while it is one.
+var dateWords = wordSet(`date dateline timestamp`)
+
+// dateNamed reports an element whose names are furniture only by words of
+// dateWords: holding most of the page's prose, it is not a date stamp but
+// a wrapper of what is dated (Blogger wraps each day's posts in
+// "date-outer", and a post whose lines are broken by <br> is one run).
+func dateNamed(n *html.Node) bool {
+	dated := false
+	for _, name := range append(strings.Fields(attr(n, "class")), attr(n, "id")) {
+		if len(name) > 200 {
+			continue
+		}
+		for _, w := range splitWords(name) {
+			switch {
+			case dateWords[w]:
+				dated = true
+			case negWords[w]:
+				return false
+			}
+		}
+	}
+	return dated
+}
+
+// readersComments reports an element named for comments, on a page that
+// declares a post and not a thread, beside an article: the largest
+// container of the page's headline (its first h1) that does not hold n
+// holds minContinuedRuns prose runs or more. Such an element is the
+// readers' comments under the article, however much prose they hold (a
+// news page's comments often hold more than its article). A wrapper of
+// the article named so holds its headline; a forum's replies follow a
+// first post that is not in the headline's container, or is short.
+func (e *extractor) readersComments(n *html.Node) bool {
+	if e.sections || e.discussion || e.headline == nil || !commentNamed(n) {
+		return false
+	}
+	above := map[*html.Node]bool{}
+	for a, d := n, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+		above[a] = true
+	}
+	var article *html.Node
+	for a, d := e.headline, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+		if above[a] {
+			break
+		}
+		article = a
+	}
+	return article != nil && e.sizeOf(article).paras >= minContinuedRuns
+}
+
+// commentNamed reports a class or id of n holding the word "comment"
+// outside the words of stemFalseFriends.
+func commentNamed(n *html.Node) bool {
+	for _, name := range []string{attr(n, "class"), attr(n, "id")} {
+		if len(name) <= 200 && hasStem(strings.ToLower(name), "comment") {
+			return true
+		}
+	}
+	return false
 }
 
 // continuesProse reports an element, named as furniture by a weak word

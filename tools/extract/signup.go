@@ -99,15 +99,69 @@ func (e *extractor) signupBoxes(inputs []*html.Node, body *html.Node, total text
 
 // boxAround returns the largest ancestor of n under body that holds at
 // most maxText of text, under a quarter of the page's and not most of its
-// prose, or nil. It climbs at most maxDepth parents.
+// prose, and not both the post's headline and its body (see
+// postBeside), or nil. It climbs at most maxDepth parents. A box grown to
+// the headline and the body is the post itself: a short post whose byline
+// links to its author's page, or whose comment form asks for an email
+// address, is smaller than those bounds. A box holding the headline
+// alone is the post's header.
 func (e *extractor) boxAround(n, body *html.Node, total textSize, maxText int) *html.Node {
 	var box *html.Node
-	for p, d := n.Parent, 0; p != nil && p != body && d <= maxDepth; p, d = p.Parent, d+1 {
+	var headline, text bool
+	for c, p, d := n, n.Parent, 0; p != nil && p != body && d <= maxDepth; c, p, d = p, p.Parent, d+1 {
 		size := e.sizeOf(p)
 		if size.all > maxText || size.all*4 >= total.all || total.para > 0 && size.para*2 > total.para {
+			break
+		}
+		h, t := e.postBeside(p, c)
+		headline, text = headline || h, text || t
+		if headline && text {
 			break
 		}
 		box = p
 	}
 	return box
+}
+
+// postBeside reports whether a child of p other than c holds the post's
+// headline, and whether one holds its body, within postDepth levels: an
+// h1 or a heading of the page's title (a theme that writes the site's
+// name in the h1), and prose in an element named as content (see
+// classVerdict).
+func (e *extractor) postBeside(p, c *html.Node) (headline, text bool) {
+	for s := p.FirstChild; s != nil; s = s.NextSibling {
+		if s != c && s.Type == html.ElementNode {
+			h, t := e.holdsPost(s, postDepth)
+			headline, text = headline || h, text || t
+		}
+	}
+	return headline, text
+}
+
+// postDepth bounds how deep postBeside looks.
+const postDepth = 12
+
+// holdsPost reports whether n holds the post's headline and whether it
+// holds its body (see postBeside) within depth levels.
+func (e *extractor) holdsPost(n *html.Node, depth int) (headline, text bool) {
+	switch n.Data {
+	case "h1":
+		return true, false
+	case "h2", "h3":
+		return e.normTitle != "" && normText(textOf(n)) == e.normTitle, false
+	}
+	if n.Data != "p" && e.sizeOf(n).paras > 0 {
+		v, _ := classVerdict(n, true)
+		text = v > 0
+	}
+	if depth == 0 {
+		return false, text
+	}
+	for c := n.FirstChild; c != nil && !(headline && text); c = c.NextSibling {
+		if c.Type == html.ElementNode {
+			h, t := e.holdsPost(c, depth-1)
+			headline, text = headline || h, text || t
+		}
+	}
+	return headline, text
 }
