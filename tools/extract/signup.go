@@ -157,7 +157,7 @@ func (e *extractor) holdsPost(n *html.Node, depth int) (headline, text bool) {
 	if depth == 0 {
 		return false, text
 	}
-	for c := n.FirstChild; c != nil && !(headline && text); c = c.NextSibling {
+	for c := n.FirstChild; c != nil && (!headline || !text); c = c.NextSibling {
 		if c.Type == html.ElementNode {
 			h, t := e.holdsPost(c, depth-1)
 			headline, text = headline || h, text || t
