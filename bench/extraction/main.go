@@ -13,17 +13,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 
-	readability "codeberg.org/readeck/go-readability"
-	"github.com/markusmobius/go-trafilatura"
-
+	"deepresearch/bench/extraction/peers"
 	"deepresearch/tools/extract/extractbench"
 )
 
@@ -38,8 +34,8 @@ func main() {
 		}
 	}
 	err := extractbench.RunCLI(ctx, args, os.Stdout, os.Stderr,
-		extractbench.Contender{Name: "go-trafilatura", Fn: trafilaturaFunc(true)},
-		extractbench.Contender{Name: "readeck", Fn: readeckFunc})
+		extractbench.Contender{Name: "go-trafilatura", Fn: peers.Trafilatura(true)},
+		extractbench.Contender{Name: "readeck", Fn: peers.Readeck})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -61,32 +57,4 @@ func hasDir(args []string) bool {
 		}
 	}
 	return false
-}
-
-// trafilaturaFunc runs go-trafilatura as the upstream benchmark does:
-// comments excluded, optionally with its readability/dom-distiller fallback.
-func trafilaturaFunc(fallback bool) extractbench.ExtractFunc {
-	return func(html []byte, pageURL string) (string, error) {
-		opts := trafilatura.Options{EnableFallback: fallback, ExcludeComments: true}
-		if u, err := url.Parse(pageURL); err == nil {
-			opts.OriginalURL = u
-		}
-		res, err := trafilatura.Extract(bytes.NewReader(html), opts)
-		if err != nil {
-			return "", err
-		}
-		return res.ContentText, nil
-	}
-}
-
-// readeckFunc runs readeck's port of Readability.js as the upstream
-// benchmark does: the article's text content, soft hyphens kept (the
-// scorer strips them).
-func readeckFunc(html []byte, pageURL string) (string, error) {
-	u, _ := url.Parse(pageURL)
-	a, err := readability.FromReader(bytes.NewReader(html), u)
-	if err != nil {
-		return "", err
-	}
-	return a.TextContent, nil
 }

@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"go/parser"
 	"go/token"
 	"hash/fnv"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,9 +33,7 @@ import (
 	"strings"
 	"time"
 
-	readability "codeberg.org/readeck/go-readability"
-	"github.com/markusmobius/go-trafilatura"
-
+	"deepresearch/bench/extraction/peers"
 	"deepresearch/tools/extract/extractbench"
 )
 
@@ -89,8 +85,8 @@ func run(ctx context.Context, dir, tsv, half, dump string, second, tunings bool)
 	}
 	exs := []extractor{
 		{"deepresearch", extractbench.Ours},
-		{"go-trafilatura", trafilaturaFunc},
-		{"readeck", readeckFunc},
+		{"go-trafilatura", peers.Trafilatura(true)},
+		{"readeck", peers.Readeck},
 	}
 	if tunings {
 		for _, t := range extractbench.Tunings() {
@@ -278,27 +274,6 @@ func stringsOf(x ast.Expr) []string {
 		}
 	}
 	return out
-}
-
-func trafilaturaFunc(html []byte, pageURL string) (string, error) {
-	opts := trafilatura.Options{EnableFallback: true, ExcludeComments: true}
-	if u, err := url.Parse(pageURL); err == nil {
-		opts.OriginalURL = u
-	}
-	res, err := trafilatura.Extract(bytes.NewReader(html), opts)
-	if err != nil {
-		return "", err
-	}
-	return res.ContentText, nil
-}
-
-func readeckFunc(html []byte, pageURL string) (string, error) {
-	u, _ := url.Parse(pageURL)
-	a, err := readability.FromReader(bytes.NewReader(html), u)
-	if err != nil {
-		return "", err
-	}
-	return a.TextContent, nil
 }
 
 // secondOpinion prints, for each rule, the pooled figures of ours with
