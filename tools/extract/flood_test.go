@@ -91,3 +91,41 @@ func TestStoryWithoutArticleNeedsAPost(t *testing.T) {
 	}
 	checkText(t, "text", a.Text, []string{"story0 sentence", "tsr0", "tsr11"}, nil)
 }
+
+// TestStoryHoldingTheHeadline checks a short story on a page that declares
+// a post, whose container holds the page's one h1 (in a header the
+// pruning removes), followed by teasers of other stories holding most of
+// the page's text: the container is the story, not one item of a page of
+// items.
+func TestStoryHoldingTheHeadline(t *testing.T) {
+	story := `<div class="item-page"><div class="item-page__page-header"><h1>Headline</h1></div>` + paras("story", 4) + `</div>`
+	tests := []struct {
+		name, head, body string
+		want, notWant    []string
+	}{
+		{
+			name: "a post: the story alone", head: postHead, body: story + teaserStack(12),
+			want: []string{"story0 sentence", "story3 sentence"}, notWant: []string{"tsr0", "tsr11", "Teaser headline"},
+		},
+		{
+			name: "not a post: the page of items", body: story + teaserStack(12),
+			want: []string{"story0 sentence", "tsr0", "tsr11"},
+		},
+		{
+			name: "a post whose container holds a blurb, not a story: the page of items", head: postHead,
+			body: `<div class="item-page"><div class="item-page__page-header"><h1>Headline</h1></div>` + paras("story", 2) + `</div>` + teaserStack(12),
+			want: []string{"story0 sentence", "tsr0", "tsr11"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + tt.head + `</head><body><nav><a href="/">Home</a></nav><main>` +
+				tt.body + `</main><footer><a href="/privacy">Privacy</a></footer></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}

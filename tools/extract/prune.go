@@ -70,6 +70,10 @@ type extractor struct {
 	signups map[*html.Node]bool
 	// authorBoxes are the writer's boxes (see authorBoxesOf).
 	authorBoxes map[*html.Node]bool
+	// headline holds the ancestors of the page's h1, found before
+	// pruning, when it has one h1 and one only (see noteHeadline).
+	headline map[*html.Node]bool
+	h1s      int
 }
 
 type textSize struct{ all, para, paras int }
@@ -655,6 +659,9 @@ func (e *extractor) measure(body *html.Node) textSize {
 			if c.Data == "script" {
 				e.noteScriptNames(c)
 				continue
+			}
+			if c.Data == "h1" {
+				e.noteHeadline(c)
 			}
 			e.noteControlled(c)
 			walk(c, depth+1)
