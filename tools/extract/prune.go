@@ -74,6 +74,9 @@ type extractor struct {
 	// pruning, when it has one h1 and one only (see noteHeadline).
 	headline map[*html.Node]bool
 	h1s      int
+	// altCaptions are the captions that repeat an image's alt text (see
+	// findAltCaptions).
+	altCaptions map[*html.Node]bool
 }
 
 type textSize struct{ all, para, paras int }
@@ -1133,6 +1136,7 @@ func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
 	e.signups, e.authorBoxes = e.findPostBoxes(body, total)
 	e.capsPromos = findCapsPromos(body)
+	e.altCaptions = findAltCaptions(body)
 	nodes := 0
 	// zeroFont: n's text has no size (font-size:0 on it or above it, not
 	// set again below): it is not shown, and it is removed.
@@ -1225,7 +1229,7 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if tag == "noscript" {
 		return !e.noscriptMain, true
 	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || machineLabel(n) || e.disclaimerBox(n, total) {
+	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || e.altCaptions[n] || machineLabel(n) || e.disclaimerBox(n, total) {
 		return true, true
 	}
 	if promo, next := promoLine(n); promo {
