@@ -413,7 +413,7 @@ func (e *extractor) content(body *html.Node, title string) []block {
 		root, wide = s, s
 	}
 	links0, seen0 := len(e.links), len(e.seenLinks)
-	blocks := rootBlocks(e.render(root), title, e.base)
+	blocks := rootBlocks(e.render(root), title, e.base, !e.sections)
 	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || e.singlePost(root) {
 		// The whole page could not render to more than all.
 		return e.widen(blocks, wide, root, title, links0, seen0)
@@ -563,7 +563,7 @@ func (e *extractor) widen(blocks []block, wide, root *html.Node, title string, l
 			e.seenLinks[l] = true
 		}
 	}
-	return rootBlocks(e.render(wide), title, e.base)
+	return rootBlocks(e.render(wide), title, e.base, !e.sections)
 }
 
 func chars(blocks []block) int {

@@ -129,3 +129,48 @@ func TestStoryHoldingTheHeadline(t *testing.T) {
 		})
 	}
 }
+
+// ownBox returns a box of the site's own stories as news sites set it at
+// the end of an article's body: a label line, then two linked headlines.
+func ownBox(label, host string) string {
+	return `<div class="box"><div>` + label + `</div><ul>` +
+		`<li><a href="https://` + host + `/news/2024/harbour.html">The harbour council votes on the tide barrier</a></li>` +
+		`<li><a href="/news/2024/ferry.html">Ferry timetable changes for the winter months</a></li></ul></div>`
+}
+
+// TestLabelledOwnLinks checks that a box of the site's own stories at the
+// end of a news story is left out, and that the site's links are kept
+// where the broad corpus keeps them: on a page that is not a post, under
+// a heading of the post's own, in the middle of the text, after prose,
+// and when labelled links run through the page.
+func TestLabelledOwnLinks(t *testing.T) {
+	story := `<h1>Headline</h1>` + paras("story", 4)
+	tests := []struct {
+		name, head, body string
+		kept             bool
+	}{
+		{"a box at the end of a story", postHead, story + ownBox("Read also:", "example.com") + `<p>Share</p>`, false},
+		{"the same twice", postHead, story + ownBox("Read also:", "example.com") + ownBox("Most read", "www.example.com"), false},
+		{"not a post", "", story + ownBox("Read also:", "example.com"), true},
+		{"another site's links", postHead, story + strings.ReplaceAll(ownBox("Read also:", "other.org"), `"/news`, `"https://other.org/news`), true},
+		{"under a heading", postHead, story + strings.ReplaceAll(ownBox("More from the blog", "example.com"), "<div>More from the blog</div>", "<h2>More from the blog</h2>"), true},
+		{"in the middle of the text", postHead, story + ownBox("Read also:", "example.com") + paras("more", 3), true},
+		{"links running through the page", postHead, story + ownBox("Read also:", "example.com") + ownBox("See also", "example.com") + ownBox("Next", "example.com"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + tt.head + `</head><body><nav><a href="/">Home</a></nav><main><article>` +
+				tt.body + `</article></main></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "story3 sentence") {
+				t.Fatalf("the story is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, "tide barrier"); got != tt.kept {
+				t.Errorf("the site's links kept = %v, want %v:\n%s", got, tt.kept, a.Text)
+			}
+		})
+	}
+}
