@@ -48,16 +48,18 @@ func photoFigure(n *html.Node) bool {
 
 // mediaFigure reports whether figure f shows an image or a video and
 // holds nothing else of note (see photoFigure), and returns its first
-// caption. It reads f's subtree once.
+// caption. The text of a link that holds the picture is the link's label
+// ("Click to enlarge"), not the figure's text. It reads f's subtree once,
+// and each link's again to find a picture.
 func mediaFigure(f *html.Node) (caption *html.Node, ok bool) {
 	media, other, chars := false, false, 0
-	var walk func(n *html.Node, depth int)
-	walk = func(n *html.Node, depth int) {
+	var walk func(n *html.Node, depth int, label bool)
+	walk = func(n *html.Node, depth int, label bool) {
 		if depth > maxDepth {
 			return
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type == html.TextNode {
+			if c.Type == html.TextNode && !label {
 				chars += len(strings.TrimSpace(c.Data))
 			}
 			if c.Type != html.ElementNode {
@@ -77,10 +79,10 @@ func mediaFigure(f *html.Node) (caption *html.Node, ok bool) {
 				other = true
 				continue
 			}
-			walk(c, depth+1)
+			walk(c, depth+1, label || c.Data == "a" && holdsMedia(c))
 		}
 	}
-	walk(f, 0)
+	walk(f, 0, false)
 	return caption, media && !other && chars < 20
 }
 
@@ -164,6 +166,16 @@ func titled(n *html.Node) bool {
 		return true
 	}
 	for _, t := range []string{"h1", "h2", "h3", "h4", "h5", "h6", "a"} {
+		if firstElement(n, t, 6) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsMedia reports whether n holds an image or a video.
+func holdsMedia(n *html.Node) bool {
+	for _, t := range []string{"img", "picture", "video"} {
 		if firstElement(n, t, 6) != nil {
 			return true
 		}

@@ -23,6 +23,10 @@ func TestPhotoFigure(t *testing.T) {
 			"Abbie Y", true},
 		{"figure without media", `<figure><figcaption>A figure that holds only its words here</figcaption></figure>`,
 			"only its words", true},
+		{"photo behind a link labelled", `<figure><a href="big.jpg"><img src="a.jpg"><i class="icon">Click to enlarge the picture</i></a><figcaption>The garden in winter light. Photo: Jane Roe</figcaption></figure>`,
+			"Photo: Jane Roe", false},
+		{"photo and words outside its link", `<figure><a href="big.jpg"><img src="a.jpg"></a><p>Words of the figure beside the picture</p><figcaption>The garden in winter light, Jane Roe</figcaption></figure>`,
+			"winter light, Jane Roe", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
