@@ -174,3 +174,37 @@ func TestLabelledOwnLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestTaxonomyLines checks that a post's lines of tags and categories are
+// left out, with their label, and that a single link to a category page
+// (a call to action), and tags on a page that is not a post, stay.
+func TestTaxonomyLines(t *testing.T) {
+	tags := `<p><a href="/tags/harbour">harbour tides</a>, <a href="/tags/ferry">ferry lines</a>, <a href="/tags/council">council</a></p>`
+	tests := []struct {
+		name, head, tail, text string
+		kept                   bool
+	}{
+		{"tags after a label", postHead, `<h6>Keywords:</h6>` + tags, "ferry lines", false},
+		{"the label is dropped with them", postHead, `<h6>Keywords:</h6>` + tags, "Keywords:", false},
+		{"one category after a label", postHead, `<p>Categories: <a href="/category/practices">practices of the harbour</a></p>`, "practices of the harbour", false},
+		{"one link to a category page", postHead, `<p><a href="/category/builders">Compare more builders and ferry lines</a></p>`, "Compare more builders", true},
+		{"not a post", "", tags, "ferry lines", true},
+		{"links to stories", postHead, `<p><a href="/news/harbour">The harbour tides rise again</a>, <a href="/news/ferry">ferry lines change</a></p>`, "ferry lines change", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + tt.head + `</head><body><main><article><h1>Headline</h1>` +
+				paras("story", 4) + tt.tail + `</article></main></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "story3 sentence") {
+				t.Fatalf("the story is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
+				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
+			}
+		})
+	}
+}

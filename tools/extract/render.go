@@ -516,12 +516,80 @@ func cleanBlocks(blocks []block, title string, itemLink int) []block {
 // trailingLinks) and the lists of links that hold the page itself, self
 // (see selfLists). On a page that declares a post, it drops the boxes of
 // the site's own links set at the end of the article (see
-// labelledOwnLinks).
+// labelledOwnLinks) and the lines of its tags and categories (see
+// taxonomyLines).
 func rootBlocks(blocks []block, title string, self *url.URL, post bool) []block {
 	if post && self != nil {
 		blocks = labelledOwnLinks(blocks, siteOf(self.Hostname()))
 	}
+	if post {
+		blocks = taxonomyLines(blocks)
+	}
 	return trimEdges(selfLists(trailingLinks(keptBlocks(blocks, title, rootItemLink)), self))
+}
+
+// taxonomyWords are the path segments of a site's tag and category pages.
+var taxonomyWords = wordSet(`tag tags category categories topic topics schlagwort schlagworte thema themen keyword keywords label labels`)
+
+// taxonomyLine reports the line of a post's tags or categories: a block
+// holding little but links (its label, at most maxTaxonomyLabel), all of
+// them to tag or category pages (a segment of their path is one of
+// taxonomyWords), two or more of them or one after a label ("Categories:
+// practices"). One such link alone is a call to action ("Compare more
+// brands"), which the broad corpus keeps.
+func taxonomyLine(b block) bool {
+	if b.kind == kindTable || b.kind == kindPre || b.link == 0 || b.chars-b.link > maxTaxonomyLabel {
+		return false
+	}
+	found := 0
+	for rest := b.md; ; {
+		k := strings.Index(rest, "](")
+		if k < 0 {
+			break
+		}
+		rest = rest[k+2:]
+		e := strings.IndexByte(rest, ')')
+		if e < 0 {
+			break
+		}
+		u, err := url.Parse(rest[:e])
+		if err != nil || !taxonomyPath(u.Path) {
+			return false
+		}
+		found++
+		rest = rest[e:]
+	}
+	label := strings.Contains(b.md[:max(strings.IndexByte(b.md, '['), 0)], ":")
+	return found >= 2 || found == 1 && label
+}
+
+// maxTaxonomyLabel bounds the text of a taxonomy line outside its links.
+const maxTaxonomyLabel = 20
+
+// taxonomyPath reports a path with a segment of taxonomyWords.
+func taxonomyPath(p string) bool {
+	for _, seg := range strings.Split(strings.ToLower(p), "/") {
+		if taxonomyWords[seg] {
+			return true
+		}
+	}
+	return false
+}
+
+// taxonomyLines drops the taxonomy lines (see taxonomyLine) of a post,
+// with the label line before one ("Tags:").
+func taxonomyLines(blocks []block) []block {
+	out := blocks[:0]
+	for _, b := range blocks {
+		if !taxonomyLine(b) {
+			out = append(out, b)
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].chars <= maxTaxonomyLabel && out[n-1].link == 0 && strings.HasSuffix(strings.TrimSpace(out[n-1].text), ":") {
+			out = out[:n-1]
+		}
+	}
+	return out
 }
 
 // selfLists drops the lists among blocks whose items are each one link,
