@@ -48,16 +48,18 @@ func photoFigure(n *html.Node) bool {
 
 // mediaFigure reports whether figure f shows an image or a video and
 // holds nothing else of note (see photoFigure), and returns its first
-// caption. It reads f's subtree once.
+// caption. The text of a link that holds the picture is the link's label
+// ("Click to enlarge"), not the figure's text. It reads f's subtree once,
+// and each link's again to find a picture.
 func mediaFigure(f *html.Node) (caption *html.Node, ok bool) {
 	media, other, chars := false, false, 0
-	var walk func(n *html.Node, depth int)
-	walk = func(n *html.Node, depth int) {
+	var walk func(n *html.Node, depth int, label bool)
+	walk = func(n *html.Node, depth int, label bool) {
 		if depth > maxDepth {
 			return
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type == html.TextNode {
+			if c.Type == html.TextNode && !label {
 				chars += len(strings.TrimSpace(c.Data))
 			}
 			if c.Type != html.ElementNode {
@@ -77,9 +79,106 @@ func mediaFigure(f *html.Node) (caption *html.Node, ok bool) {
 				other = true
 				continue
 			}
+			walk(c, depth+1, label || c.Data == "a" && holdsMedia(c))
+		}
+	}
+	walk(f, 0, false)
+	return caption, media && !other && chars < 20
+}
+
+// minAltCaption is the shortest alt text (weighted characters, words)
+// that findAltCaptions looks for; maxCaptionExtra bounds what a caption
+// adds to it (a credit, a source).
+const (
+	minAltCaption      = 20
+	minAltCaptionWords = 3
+	maxCaptionExtra    = 200
+	altCaptionDepth    = 5
+)
+
+// findAltCaptions returns the captions of images written outside a
+// figure: the element right after an image (or after the image's nearest
+// containers, up to altCaptionDepth levels) whose text starts with the
+// image's alt text, and adds little to it ("… | © Agency"). A caption
+// that repeats the alt describes the picture; the text does not repeat
+// itself so. The alt must be a sentence (it ends as one): the name of a
+// product or a person under its picture is an item's title. Nor is an
+// element holding a heading or a link a caption (see titled). Captions in
+// figures are judged by photoFigure.
+func findAltCaptions(body *html.Node) map[*html.Node]bool {
+	var out map[*html.Node]bool
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.Data == "img" {
+				if capt := altCaption(c); capt != nil {
+					if out == nil {
+						out = map[*html.Node]bool{}
+					}
+					out[capt] = true
+				}
+				continue
+			}
 			walk(c, depth+1)
 		}
 	}
-	walk(f, 0)
-	return caption, media && !other && chars < 20
+	walk(body, 0)
+	return out
+}
+
+// altCaption returns the caption of img (see findAltCaptions), or nil.
+func altCaption(img *html.Node) *html.Node {
+	alt := collapseSpace(attr(img, "alt"))
+	if weightedLen(alt) < minAltCaption || len(strings.Fields(alt)) < minAltCaptionWords || !strings.ContainsAny(alt[len(alt)-1:], ".!?") {
+		return nil
+	}
+	for n, d := img, 0; n != nil && d < altCaptionDepth && n.Data != "body"; n, d = n.Parent, d+1 {
+		next := n.NextSibling
+		for next != nil && (next.Type != html.ElementNode && strings.TrimSpace(next.Data) == "" || next.Type == html.CommentNode) {
+			next = next.NextSibling
+		}
+		if next == nil {
+			continue
+		}
+		if next.Type != html.ElementNode || next.Data == "figure" {
+			return nil
+		}
+		t := textOf(next)
+		if t == "" {
+			continue
+		}
+		if strings.HasPrefix(t, alt) && len(t) <= len(alt)+maxCaptionExtra && !titled(next) {
+			return next
+		}
+		return nil
+	}
+	return nil
+}
+
+// titled reports an element that is or holds a heading or a link: an
+// item's title (a product's name under its picture), not a caption.
+func titled(n *html.Node) bool {
+	switch n.Data {
+	case "h1", "h2", "h3", "h4", "h5", "h6", "a":
+		return true
+	}
+	for _, t := range []string{"h1", "h2", "h3", "h4", "h5", "h6", "a"} {
+		if firstElement(n, t, 6) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsMedia reports whether n holds an image or a video.
+func holdsMedia(n *html.Node) bool {
+	for _, t := range []string{"img", "picture", "video"} {
+		if firstElement(n, t, 6) != nil {
+			return true
+		}
+	}
+	return false
 }

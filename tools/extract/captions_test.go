@@ -23,11 +23,54 @@ func TestPhotoFigure(t *testing.T) {
 			"Abbie Y", true},
 		{"figure without media", `<figure><figcaption>A figure that holds only its words here</figcaption></figure>`,
 			"only its words", true},
+		{"photo behind a link labelled", `<figure><a href="big.jpg"><img src="a.jpg"><i class="icon">Click to enlarge the picture</i></a><figcaption>The garden in winter light. Photo: Jane Roe</figcaption></figure>`,
+			"Photo: Jane Roe", false},
+		{"photo and words outside its link", `<figure><a href="big.jpg"><img src="a.jpg"></a><p>Words of the figure beside the picture</p><figcaption>The garden in winter light, Jane Roe</figcaption></figure>`,
+			"winter light, Jane Roe", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			page := `<html><head><title>Garden</title></head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
 				tt.figure + `<p>` + prose("beta", 3) + `</p></article></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "beta sentence number 2") {
+				t.Fatalf("the article is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
+				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
+			}
+		})
+	}
+}
+
+// TestAltCaption checks that a caption written outside a figure, which
+// repeats its image's alt text, is left out of the text, while a
+// product's name under its picture, an item's linked title and a
+// paragraph that goes on after the same words stay.
+func TestAltCaption(t *testing.T) {
+	alt := "The old orchard in bloom above the village, seen from the south."
+	tests := []struct {
+		name, block, text string
+		kept              bool
+	}{
+		{"caption that repeats the alt", `<div class="pic"><a href="big.jpg"><div><img src="a.jpg" alt="` + alt + `"></div></a></div>` +
+			`<div class="legend"><div class="content">` + alt + ` | © Jane Roe/Agency</div></div>`, "Jane Roe/Agency", false},
+		{"caption beside the image", `<div class="imginline"><img src="a.jpg" alt="` + alt + `"><span>` + alt + ` Photo: Jane Roe</span></div>`,
+			"Photo: Jane Roe", false},
+		{"a name, not a sentence", `<div class="item"><img src="a.jpg" alt="Organic Orchard Apple Juice 1l"><div>Organic Orchard Apple Juice 1l with a note</div></div>`,
+			"with a note", true},
+		{"a linked title", `<div class="item"><img src="a.jpg" alt="` + alt + `"><h3><a href="/o">` + alt + ` More about it</a></h3></div>`,
+			"More about it", true},
+		{"a paragraph that goes on", `<div><img src="a.jpg" alt="` + alt + `"></div><p>` + alt + ` ` + prose("gamma", 3) + `</p>`,
+			"gamma sentence number 2", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<html><head><title>Garden</title></head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
+				tt.block + `<p>` + prose("beta", 3) + `</p></article></body></html>`
 			a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -420,7 +420,7 @@ func (e *extractor) content(body *html.Node, title string) []block {
 			raw = append(raw, e.render(l)...)
 		}
 	}
-	blocks := rootBlocks(append(raw, e.render(root)...), title, e.base)
+	blocks := rootBlocks(append(raw, e.render(root)...), title, e.base, !e.sections)
 	if root == body || chars(blocks)*100 >= all*e.opts.Tuning.BroadPercent || e.singlePost(root) {
 		// The whole page could not render to more than all.
 		return e.widen(blocks, wide, root, title, links0, seen0)
@@ -502,8 +502,9 @@ func headlined(stories []*html.Node) *html.Node {
 // dev page: F1 0.32 with the whole page, 1.00 with the post). A page of
 // items has headings of its items, or is not one article holding the
 // headline. On a page that declares a post (see declare), a story of
-// several prose runs need not be in an article element: the nearest
-// container of root holding an h1 is read as that article.
+// several prose runs need not be in an article element: root holding the
+// page's only h1 is that story, and otherwise the nearest container of
+// root holding an h1 is read as that article.
 func (e *extractor) singlePost(root *html.Node) bool {
 	story := e.sizeOf(root).paras >= minContinuedRuns
 	for n, d := root, 0; n != nil && d <= maxDepth; n, d = n.Parent, d+1 {
@@ -513,6 +514,13 @@ func (e *extractor) singlePost(root *html.Node) bool {
 	}
 	if !story || e.sections {
 		return false
+	}
+	// A story whose container holds the page's one h1 (found before
+	// pruning: a header named as furniture may have gone since) is that
+	// story, whatever follows it outside (a trade magazine's news story
+	// followed by four times its text in boxes of other stories).
+	if e.h1s == 1 && e.headline[root] {
+		return true
 	}
 	// A page that declares a post and writes its story without an
 	// article element: the nearest container of root holding an h1 is
@@ -562,7 +570,7 @@ func (e *extractor) widen(blocks []block, wide, root *html.Node, title string, l
 			e.seenLinks[l] = true
 		}
 	}
-	return rootBlocks(e.render(wide), title, e.base)
+	return rootBlocks(e.render(wide), title, e.base, !e.sections)
 }
 
 func chars(blocks []block) int {
@@ -571,4 +579,17 @@ func chars(blocks []block) int {
 		n += b.chars
 	}
 	return n
+}
+
+// noteHeadline records an h1 of the page (see extractor.headline).
+func (e *extractor) noteHeadline(h *html.Node) {
+	e.h1s++
+	if e.h1s > 1 {
+		e.headline = nil
+		return
+	}
+	e.headline = map[*html.Node]bool{}
+	for a, d := h.Parent, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+		e.headline[a] = true
+	}
 }

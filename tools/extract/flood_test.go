@@ -91,3 +91,120 @@ func TestStoryWithoutArticleNeedsAPost(t *testing.T) {
 	}
 	checkText(t, "text", a.Text, []string{"story0 sentence", "tsr0", "tsr11"}, nil)
 }
+
+// TestStoryHoldingTheHeadline checks a short story on a page that declares
+// a post, whose container holds the page's one h1 (in a header the
+// pruning removes), followed by teasers of other stories holding most of
+// the page's text: the container is the story, not one item of a page of
+// items.
+func TestStoryHoldingTheHeadline(t *testing.T) {
+	story := `<div class="item-page"><div class="item-page__page-header"><h1>Headline</h1></div>` + paras("story", 4) + `</div>`
+	tests := []struct {
+		name, head, body string
+		want, notWant    []string
+	}{
+		{
+			name: "a post: the story alone", head: postHead, body: story + teaserStack(12),
+			want: []string{"story0 sentence", "story3 sentence"}, notWant: []string{"tsr0", "tsr11", "Teaser headline"},
+		},
+		{
+			name: "not a post: the page of items", body: story + teaserStack(12),
+			want: []string{"story0 sentence", "tsr0", "tsr11"},
+		},
+		{
+			name: "a post whose container holds a blurb, not a story: the page of items", head: postHead,
+			body: `<div class="item-page"><div class="item-page__page-header"><h1>Headline</h1></div>` + paras("story", 2) + `</div>` + teaserStack(12),
+			want: []string{"story0 sentence", "tsr0", "tsr11"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + tt.head + `</head><body><nav><a href="/">Home</a></nav><main>` +
+				tt.body + `</main><footer><a href="/privacy">Privacy</a></footer></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
+
+// ownBox returns a box of the site's own stories as news sites set it at
+// the end of an article's body: a label line, then two linked headlines.
+func ownBox(label, host string) string {
+	return `<div class="box"><div>` + label + `</div><ul>` +
+		`<li><a href="https://` + host + `/news/2024/harbour.html">The harbour council votes on the tide barrier</a></li>` +
+		`<li><a href="/news/2024/ferry.html">Ferry timetable changes for the winter months</a></li></ul></div>`
+}
+
+// TestLabelledOwnLinks checks that a box of the site's own stories at the
+// end of a news story is left out, and that the site's links are kept
+// where the broad corpus keeps them: on a page that is not a post, under
+// a heading of the post's own, in the middle of the text, after prose,
+// and when labelled links run through the page.
+func TestLabelledOwnLinks(t *testing.T) {
+	story := `<h1>Headline</h1>` + paras("story", 4)
+	tests := []struct {
+		name, head, body string
+		kept             bool
+	}{
+		{"a box at the end of a story", postHead, story + ownBox("Read also:", "example.com") + `<p>Share</p>`, false},
+		{"the same twice", postHead, story + ownBox("Read also:", "example.com") + ownBox("Most read", "www.example.com"), false},
+		{"not a post", "", story + ownBox("Read also:", "example.com"), true},
+		{"another site's links", postHead, story + strings.ReplaceAll(ownBox("Read also:", "other.org"), `"/news`, `"https://other.org/news`), true},
+		{"under a heading", postHead, story + strings.ReplaceAll(ownBox("More from the blog", "example.com"), "<div>More from the blog</div>", "<h2>More from the blog</h2>"), true},
+		{"in the middle of the text", postHead, story + ownBox("Read also:", "example.com") + paras("more", 3), true},
+		{"links running through the page", postHead, story + ownBox("Read also:", "example.com") + ownBox("See also", "example.com") + ownBox("Next", "example.com"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + tt.head + `</head><body><nav><a href="/">Home</a></nav><main><article>` +
+				tt.body + `</article></main></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "story3 sentence") {
+				t.Fatalf("the story is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, "tide barrier"); got != tt.kept {
+				t.Errorf("the site's links kept = %v, want %v:\n%s", got, tt.kept, a.Text)
+			}
+		})
+	}
+}
+
+// TestTaxonomyLines checks that a post's lines of tags and categories are
+// left out, with their label, and that a single link to a category page
+// (a call to action), and tags on a page that is not a post, stay.
+func TestTaxonomyLines(t *testing.T) {
+	tags := `<p><a href="/tags/harbour">harbour tides</a>, <a href="/tags/ferry">ferry lines</a>, <a href="/tags/council">council</a></p>`
+	tests := []struct {
+		name, head, tail, text string
+		kept                   bool
+	}{
+		{"tags after a label", postHead, `<h6>Keywords:</h6>` + tags, "ferry lines", false},
+		{"the label is dropped with them", postHead, `<h6>Keywords:</h6>` + tags, "Keywords:", false},
+		{"one category after a label", postHead, `<p>Categories: <a href="/category/practices">practices of the harbour</a></p>`, "practices of the harbour", false},
+		{"one link to a category page", postHead, `<p><a href="/category/builders">Compare more builders and ferry lines</a></p>`, "Compare more builders", true},
+		{"not a post", "", tags, "ferry lines", true},
+		{"links to stories", postHead, `<p><a href="/news/harbour">The harbour tides rise again</a>, <a href="/news/ferry">ferry lines change</a></p>`, "ferry lines change", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + tt.head + `</head><body><main><article><h1>Headline</h1>` +
+				paras("story", 4) + tt.tail + `</article></main></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "story3 sentence") {
+				t.Fatalf("the story is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
+				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
+			}
+		})
+	}
+}

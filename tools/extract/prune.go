@@ -72,11 +72,18 @@ type extractor struct {
 	authorBoxes map[*html.Node]bool
 	// normTitle is the page's title (see normText).
 	normTitle string
-	// headline is the page's first h1, or nil.
-	headline *html.Node
+	// firstH1 is the page's first h1, or nil.
+	firstH1 *html.Node
 	// pruned holds the text of every element under body after pruning,
 	// filled by chooseRoot.
 	pruned map[*html.Node]*nodeScore
+	// headline holds the ancestors of the page's h1, found before
+	// pruning, when it has one h1 and one only (see noteHeadline).
+	headline map[*html.Node]bool
+	h1s      int
+	// altCaptions are the captions that repeat an image's alt text (see
+	// findAltCaptions).
+	altCaptions map[*html.Node]bool
 }
 
 type textSize struct{ all, para, paras int }
@@ -688,6 +695,9 @@ func (e *extractor) measure(body *html.Node) textSize {
 				e.noteScriptNames(c)
 				continue
 			}
+			if c.Data == "h1" {
+				e.noteHeadline(c)
+			}
 			e.noteControlled(c)
 			walk(c, depth+1)
 		}
@@ -1156,9 +1166,10 @@ func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
 // elements, landmark roles and elements whose class or id names furniture.
 func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
-	e.headline = firstElement(body, "h1", maxDepth)
+	e.firstH1 = firstElement(body, "h1", maxDepth)
 	e.signups, e.authorBoxes = e.findPostBoxes(body, total)
 	e.capsPromos = findCapsPromos(body)
+	e.altCaptions = findAltCaptions(body)
 	nodes := 0
 	// zeroFont: n's text has no size (font-size:0 on it or above it, not
 	// set again below): it is not shown, and it is removed.
@@ -1251,7 +1262,7 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if tag == "noscript" {
 		return !e.noscriptMain, true
 	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || machineLabel(n) || e.disclaimerBox(n, total) {
+	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || e.altCaptions[n] || machineLabel(n) || e.disclaimerBox(n, total) {
 		return true, true
 	}
 	if promo, next := promoLine(n); promo {
@@ -1469,7 +1480,7 @@ func dateNamed(n *html.Node) bool {
 // the article named so holds its headline; a forum's replies follow a
 // first post that is not in the headline's container, or is short.
 func (e *extractor) readersComments(n *html.Node) bool {
-	if e.sections || e.discussion || e.headline == nil || !commentNamed(n) {
+	if e.sections || e.discussion || e.firstH1 == nil || !commentNamed(n) {
 		return false
 	}
 	above := map[*html.Node]bool{}
@@ -1477,7 +1488,7 @@ func (e *extractor) readersComments(n *html.Node) bool {
 		above[a] = true
 	}
 	var article *html.Node
-	for a, d := e.headline, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+	for a, d := e.firstH1, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
 		if above[a] {
 			break
 		}

@@ -530,9 +530,82 @@ func cleanBlocks(blocks []block, title string, itemLink int) []block {
 // rootBlocks cleans the blocks of the chosen container (see cleanBlocks,
 // rootItemLink) and drops a list of links that closes it (see
 // trailingLinks) and the lists of links that hold the page itself, self
-// (see selfLists).
-func rootBlocks(blocks []block, title string, self *url.URL) []block {
+// (see selfLists). On a page that declares a post, it drops the boxes of
+// the site's own links set at the end of the article (see
+// labelledOwnLinks) and the lines of its tags and categories (see
+// taxonomyLines).
+func rootBlocks(blocks []block, title string, self *url.URL, post bool) []block {
+	if post && self != nil {
+		blocks = labelledOwnLinks(blocks, siteOf(self.Hostname()))
+	}
+	if post {
+		blocks = taxonomyLines(blocks)
+	}
 	return trimEdges(selfLists(trailingLinks(keptBlocks(blocks, title, rootItemLink)), self))
+}
+
+// taxonomyWords are the path segments of a site's tag and category pages.
+var taxonomyWords = wordSet(`tag tags category categories topic topics schlagwort schlagworte thema themen keyword keywords label labels`)
+
+// taxonomyLine reports the line of a post's tags or categories: a block
+// holding little but links (its label, at most maxTaxonomyLabel), all of
+// them to tag or category pages (a segment of their path is one of
+// taxonomyWords), two or more of them or one after a label ("Categories:
+// practices"). One such link alone is a call to action ("Compare more
+// brands"), which the broad corpus keeps.
+func taxonomyLine(b block) bool {
+	if b.kind == kindTable || b.kind == kindPre || b.link == 0 || b.chars-b.link > maxTaxonomyLabel {
+		return false
+	}
+	found := 0
+	for rest := b.md; ; {
+		k := strings.Index(rest, "](")
+		if k < 0 {
+			break
+		}
+		rest = rest[k+2:]
+		e := strings.IndexByte(rest, ')')
+		if e < 0 {
+			break
+		}
+		u, err := url.Parse(rest[:e])
+		if err != nil || !taxonomyPath(u.Path) {
+			return false
+		}
+		found++
+		rest = rest[e:]
+	}
+	label := strings.Contains(b.md[:max(strings.IndexByte(b.md, '['), 0)], ":")
+	return found >= 2 || found == 1 && label
+}
+
+// maxTaxonomyLabel bounds the text of a taxonomy line outside its links.
+const maxTaxonomyLabel = 20
+
+// taxonomyPath reports a path with a segment of taxonomyWords.
+func taxonomyPath(p string) bool {
+	for _, seg := range strings.Split(strings.ToLower(p), "/") {
+		if taxonomyWords[seg] {
+			return true
+		}
+	}
+	return false
+}
+
+// taxonomyLines drops the taxonomy lines (see taxonomyLine) of a post,
+// with the label line before one ("Tags:").
+func taxonomyLines(blocks []block) []block {
+	out := blocks[:0]
+	for _, b := range blocks {
+		if !taxonomyLine(b) {
+			out = append(out, b)
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].chars <= maxTaxonomyLabel && out[n-1].link == 0 && strings.HasSuffix(strings.TrimSpace(out[n-1].text), ":") {
+			out = out[:n-1]
+		}
+	}
+	return out
 }
 
 // selfLists drops the lists among blocks whose items are each one link,
@@ -846,4 +919,96 @@ func mdTable(rows [][]string) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// siteOf returns host in lower case without a leading "www.".
+func siteOf(host string) string {
+	return strings.TrimPrefix(strings.ToLower(host), "www.")
+}
+
+// ownLink reports whether b is all link text (a line or a list item, not
+// a card) and its links all lead to site (see siteOf; "" never matches).
+func ownLink(b block, site string) bool {
+	if site == "" || b.chars < rootItemLink || b.link*10 < b.chars*9 || b.card || b.kind == kindTable || b.kind == kindPre {
+		return false
+	}
+	found := false
+	for rest := b.md; ; {
+		k := strings.Index(rest, "](")
+		if k < 0 {
+			break
+		}
+		rest = rest[k+2:]
+		e := strings.IndexByte(rest, ')')
+		if e < 0 {
+			break
+		}
+		u, err := url.Parse(rest[:e])
+		if err != nil || siteOf(u.Hostname()) != site {
+			return false
+		}
+		found = true
+		rest = rest[e:]
+	}
+	return found
+}
+
+// Limits of labelledOwnLinks: the most runs of labelled own links a page
+// may hold, the longest label, and the most text after a run.
+const (
+	maxOwnRuns  = 2
+	maxOwnLabel = 60
+	maxOwnTail  = 400
+)
+
+// labelledOwnLinks drops the boxes of the site's own links that news
+// sites set at the end of an article's body ("Read also:", "Related",
+// "Explore further"): a short label (see ownLabel), then one or more
+// blocks that are each a link to the site's own pages (see ownLink), with
+// at most maxOwnTail of text after them (a share line, a notice). The
+// link lines after a story's prose (its pointer to its own earlier
+// coverage), the labelled lists in the middle of a guide ("More posts you
+// will love", then more of the guide) and lists under a heading (a post's
+// own "More from the blog" section) stay: the broad corpus's ground truth
+// keeps those, trafilatura's set drops the boxes. So do all of them when
+// the page holds more than maxOwnRuns label-and-links runs: labels and
+// links repeated through the page are its own structure (a wiki's
+// infobox, a glossary).
+func labelledOwnLinks(blocks []block, site string) []block {
+	if site == "" {
+		return blocks
+	}
+	var runs [][2]int
+	for i := 0; i < len(blocks); i++ {
+		if !ownLabel(blocks[i]) {
+			continue
+		}
+		j := i + 1
+		for j < len(blocks) && ownLink(blocks[j], site) {
+			j++
+		}
+		if j == i+1 {
+			continue
+		}
+		if len(runs) == maxOwnRuns {
+			return blocks
+		}
+		runs = append(runs, [2]int{i, j})
+		i = j - 1
+	}
+	for k := len(runs) - 1; k >= 0; k-- {
+		if from, to := runs[k][0], runs[k][1]; chars(blocks[to:]) <= maxOwnTail {
+			blocks = append(blocks[:from], blocks[to:]...)
+		}
+	}
+	return blocks
+}
+
+// ownLabel reports a short line that is not a link, holds no digit (a
+// dateline or a byline is not a label) and is not a sentence (no comma,
+// no closing full stop): the label of the links after it.
+func ownLabel(b block) bool {
+	t := strings.TrimSpace(b.text)
+	return b.kind == kindPara && b.chars <= maxOwnLabel && b.link*2 < b.chars &&
+		!strings.ContainsAny(t, "0123456789,") && !strings.HasSuffix(t, ".")
 }
