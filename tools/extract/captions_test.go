@@ -29,20 +29,7 @@ func TestPhotoFigure(t *testing.T) {
 			"winter light, Jane Roe", true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			page := `<html><head><title>Garden</title></head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
-				tt.figure + `<p>` + prose("beta", 3) + `</p></article></body></html>`
-			a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(a.Text, "beta sentence number 2") {
-				t.Fatalf("the article is missing:\n%s", a.Text)
-			}
-			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
-				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkKeptInGarden(t, tt.figure, tt.text, tt.kept) })
 	}
 }
 
@@ -68,19 +55,25 @@ func TestAltCaption(t *testing.T) {
 			"gamma sentence number 2", true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			page := `<html><head><title>Garden</title></head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
-				tt.block + `<p>` + prose("beta", 3) + `</p></article></body></html>`
-			a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(a.Text, "beta sentence number 2") {
-				t.Fatalf("the article is missing:\n%s", a.Text)
-			}
-			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
-				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkKeptInGarden(t, tt.block, tt.text, tt.kept) })
+	}
+}
+
+// checkKeptInGarden extracts a post with block between two paragraphs and
+// checks that text is kept (or left out) as kept says, and that the post's
+// paragraphs are kept either way.
+func checkKeptInGarden(t *testing.T, block, text string, kept bool) {
+	t.Helper()
+	page := `<html><head><title>Garden</title></head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
+		block + `<p>` + prose("beta", 3) + `</p></article></body></html>`
+	a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(a.Text, "beta sentence number 2") {
+		t.Fatalf("the article is missing:\n%s", a.Text)
+	}
+	if got := strings.Contains(a.Text, text); got != kept {
+		t.Errorf("%q kept = %v, want %v:\n%s", text, got, kept, a.Text)
 	}
 }

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"iter"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -557,23 +558,9 @@ func taxonomyLine(b block) bool {
 	if b.kind == kindTable || b.kind == kindPre || b.link == 0 || b.chars-b.link > maxTaxonomyLabel {
 		return false
 	}
-	found := 0
-	for rest := b.md; ; {
-		k := strings.Index(rest, "](")
-		if k < 0 {
-			break
-		}
-		rest = rest[k+2:]
-		e := strings.IndexByte(rest, ')')
-		if e < 0 {
-			break
-		}
-		u, err := url.Parse(rest[:e])
-		if err != nil || !taxonomyPath(u.Path) {
-			return false
-		}
-		found++
-		rest = rest[e:]
+	found, all := mdLinks(b.md, func(u *url.URL) bool { return taxonomyPath(u.Path) })
+	if !all {
+		return false
 	}
 	label := strings.Contains(b.md[:max(strings.IndexByte(b.md, '['), 0)], ":")
 	return found >= 2 || found == 1 && label
@@ -652,23 +639,32 @@ const minSelfList = 3
 // is want.
 func linksTo(blocks []block, want string, key func(*url.URL) string) bool {
 	for _, b := range blocks {
-		for rest := b.md; ; {
+		for target := range mdTargets(b.md) {
+			if u, err := url.Parse(target); err == nil && key(u) == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mdTargets yields the targets of the links of a block's Markdown md, in
+// order.
+func mdTargets(md string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for rest := md; ; {
 			k := strings.Index(rest, "](")
 			if k < 0 {
-				break
+				return
 			}
 			rest = rest[k+2:]
 			e := strings.IndexByte(rest, ')')
-			if e < 0 {
-				break
-			}
-			if u, err := url.Parse(rest[:e]); err == nil && key(u) == want {
-				return true
+			if e < 0 || !yield(rest[:e]) {
+				return
 			}
 			rest = rest[e:]
 		}
 	}
-	return false
 }
 
 // keptBlocks returns the blocks cleanBlocks keeps, before the edges are
@@ -932,25 +928,22 @@ func ownLink(b block, site string) bool {
 	if site == "" || b.chars < rootItemLink || b.link*10 < b.chars*9 || b.card || b.kind == kindTable || b.kind == kindPre {
 		return false
 	}
-	found := false
-	for rest := b.md; ; {
-		k := strings.Index(rest, "](")
-		if k < 0 {
-			break
+	found, all := mdLinks(b.md, func(u *url.URL) bool { return siteOf(u.Hostname()) == site })
+	return all && found > 0
+}
+
+// mdLinks counts the links of a block's Markdown md and reports whether
+// every target passes ok (a target that does not parse fails). It stops
+// at the first that fails.
+func mdLinks(md string, ok func(*url.URL) bool) (found int, all bool) {
+	for target := range mdTargets(md) {
+		u, err := url.Parse(target)
+		if err != nil || !ok(u) {
+			return found, false
 		}
-		rest = rest[k+2:]
-		e := strings.IndexByte(rest, ')')
-		if e < 0 {
-			break
-		}
-		u, err := url.Parse(rest[:e])
-		if err != nil || siteOf(u.Hostname()) != site {
-			return false
-		}
-		found = true
-		rest = rest[e:]
+		found++
 	}
-	return found
+	return found, true
 }
 
 // Limits of labelledOwnLinks: the most runs of labelled own links a page
