@@ -519,7 +519,7 @@ func (e *extractor) singlePost(root *html.Node) bool {
 	// pruning: a header named as furniture may have gone since) is that
 	// story, whatever follows it outside (a trade magazine's news story
 	// followed by four times its text in boxes of other stories).
-	if e.h1s == 1 && e.headline[root] {
+	if e.headline.holds(root) {
 		return true
 	}
 	// A page that declares a post and writes its story without an
@@ -581,15 +581,27 @@ func chars(blocks []block) int {
 	return n
 }
 
-// noteHeadline records an h1 of the page (see extractor.headline).
-func (e *extractor) noteHeadline(h *html.Node) {
-	e.h1s++
-	if e.h1s > 1 {
-		e.headline = nil
+// soleH1 follows the h1s of a page: how many there are, and the
+// ancestors of the first.
+type soleH1 struct {
+	count     int
+	ancestors map[*html.Node]bool
+}
+
+// note records an h1 of the page.
+func (s *soleH1) note(h *html.Node) {
+	s.count++
+	if s.count > 1 {
+		s.ancestors = nil
 		return
 	}
-	e.headline = map[*html.Node]bool{}
+	s.ancestors = map[*html.Node]bool{}
 	for a, d := h.Parent, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
-		e.headline[a] = true
+		s.ancestors[a] = true
 	}
+}
+
+// holds reports whether n holds the page's h1, when it has one only.
+func (s *soleH1) holds(n *html.Node) bool {
+	return s.count == 1 && s.ancestors[n]
 }

@@ -24,7 +24,7 @@ func (e *extractor) leadBefore(root *html.Node) []*html.Node {
 	if rs == nil || root.Data == "body" {
 		return nil
 	}
-	n := e.outerWrapper(root)
+	n := outerWrapper(e.pruned, root)
 	var leads []*html.Node
 	prose := 0
 	for s := n.PrevSibling; s != nil && len(leads) < maxLeadParts; s = s.PrevSibling {
@@ -49,11 +49,11 @@ func (e *extractor) leadBefore(root *html.Node) []*html.Node {
 }
 
 // outerWrapper returns the outermost ancestor of root, below body,
-// that holds no text besides root's.
-func (e *extractor) outerWrapper(root *html.Node) *html.Node {
-	rs, n := e.pruned[root], root
+// that holds no text besides root's by the pruned page's scores.
+func outerWrapper(scores map[*html.Node]*nodeScore, root *html.Node) *html.Node {
+	rs, n := scores[root], root
 	for p, d := n.Parent, 0; p != nil && p.Data != "body" && d < maxDepth; p, d = p.Parent, d+1 {
-		if ps := e.pruned[p]; ps == nil || ps.good != rs.good || ps.bad != rs.bad {
+		if ps := scores[p]; ps == nil || ps.good != rs.good || ps.bad != rs.bad {
 			break
 		}
 		n = p

@@ -77,10 +77,9 @@ type extractor struct {
 	// pruned holds the text of every element under body after pruning,
 	// filled by chooseRoot.
 	pruned map[*html.Node]*nodeScore
-	// headline holds the ancestors of the page's h1, found before
-	// pruning, when it has one h1 and one only (see noteHeadline).
-	headline map[*html.Node]bool
-	h1s      int
+	// headline follows the page's h1s, found before pruning (see
+	// soleH1).
+	headline soleH1
 	// altCaptions are the captions that repeat an image's alt text (see
 	// findAltCaptions).
 	altCaptions map[*html.Node]bool
@@ -696,7 +695,7 @@ func (e *extractor) measure(body *html.Node) textSize {
 				continue
 			}
 			if c.Data == "h1" {
-				e.noteHeadline(c)
+				e.headline.note(c)
 			}
 			e.noteControlled(c)
 			walk(c, depth+1)

@@ -100,7 +100,7 @@ func (e *extractor) signupBoxes(inputs []*html.Node, body *html.Node, total text
 // boxAround returns the largest ancestor of n under body that holds at
 // most maxText of text, under a quarter of the page's and not most of its
 // prose, and not both the post's headline and its body (see
-// postBeside), or nil. It climbs at most maxDepth parents. A box grown to
+// postParts), or nil. It climbs at most maxDepth parents. A box grown to
 // the headline and the body is the post itself: a short post whose byline
 // links to its author's page, or whose comment form asks for an email
 // address, is smaller than those bounds. A box holding the headline
@@ -108,12 +108,13 @@ func (e *extractor) signupBoxes(inputs []*html.Node, body *html.Node, total text
 func (e *extractor) boxAround(n, body *html.Node, total textSize, maxText int) *html.Node {
 	var box *html.Node
 	var headline, text bool
+	post := postParts{e.normTitle, e.sizeOf}
 	for c, p, d := n, n.Parent, 0; p != nil && p != body && d <= maxDepth; c, p, d = p, p.Parent, d+1 {
 		size := e.sizeOf(p)
 		if size.all > maxText || size.all*4 >= total.all || total.para > 0 && size.para*2 > total.para {
 			break
 		}
-		h, t := e.postBeside(p, c)
+		h, t := post.beside(p, c)
 		headline, text = headline || h, text || t
 		if headline && text {
 			break
@@ -123,34 +124,42 @@ func (e *extractor) boxAround(n, body *html.Node, total textSize, maxText int) *
 	return box
 }
 
-// postBeside reports whether a child of p other than c holds the post's
+// postParts finds a post's headline and body beside a box (see
+// boxAround): normTitle is the page's title (see normText), sizeOf the
+// extractor's measure of an element's text.
+type postParts struct {
+	normTitle string
+	sizeOf    func(*html.Node) textSize
+}
+
+// beside reports whether a child of p other than c holds the post's
 // headline, and whether one holds its body, within postDepth levels: an
 // h1 or a heading of the page's title (a theme that writes the site's
 // name in the h1), and prose in an element named as content (see
 // classVerdict).
-func (e *extractor) postBeside(p, c *html.Node) (headline, text bool) {
+func (pp postParts) beside(p, c *html.Node) (headline, text bool) {
 	for s := p.FirstChild; s != nil; s = s.NextSibling {
 		if s != c && s.Type == html.ElementNode {
-			h, t := e.holdsPost(s, postDepth)
+			h, t := pp.holds(s, postDepth)
 			headline, text = headline || h, text || t
 		}
 	}
 	return headline, text
 }
 
-// postDepth bounds how deep postBeside looks.
+// postDepth bounds how deep postParts looks.
 const postDepth = 12
 
-// holdsPost reports whether n holds the post's headline and whether it
-// holds its body (see postBeside) within depth levels.
-func (e *extractor) holdsPost(n *html.Node, depth int) (headline, text bool) {
+// holds reports whether n holds the post's headline and whether it
+// holds its body (see beside) within depth levels.
+func (pp postParts) holds(n *html.Node, depth int) (headline, text bool) {
 	switch n.Data {
 	case "h1":
 		return true, false
 	case "h2", "h3":
-		return e.normTitle != "" && normText(textOf(n)) == e.normTitle, false
+		return pp.normTitle != "" && normText(textOf(n)) == pp.normTitle, false
 	}
-	if n.Data != "p" && e.sizeOf(n).paras > 0 {
+	if n.Data != "p" && pp.sizeOf(n).paras > 0 {
 		v, _ := classVerdict(n, true)
 		text = v > 0
 	}
@@ -159,7 +168,7 @@ func (e *extractor) holdsPost(n *html.Node, depth int) (headline, text bool) {
 	}
 	for c := n.FirstChild; c != nil && (!headline || !text); c = c.NextSibling {
 		if c.Type == html.ElementNode {
-			h, t := e.holdsPost(c, depth-1)
+			h, t := pp.holds(c, depth-1)
 			headline, text = headline || h, text || t
 		}
 	}
