@@ -109,6 +109,9 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 			}
 		}
 		if next == nil {
+			next = e.headlineChild(best, scores)
+		}
+		if next == nil {
 			break
 		}
 		best, bestScore = next, scores[next].value
@@ -142,6 +145,32 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 	}
 	return root, best, all
 }
+
+// headlineChild returns the child of n that holds the page's only h1
+// and storyDescendPercent of n's value (descendPosPercent of its
+// positive value), on a page that declares a post: the story, beside
+// boxes of prose that are not part of it (a cookie notice, a newsletter's
+// pitch, an "about us" blurb) and hold too much text for the story to
+// hold defaultDescendPercent of its container. It returns nil otherwise.
+func (e *extractor) headlineChild(n *html.Node, scores map[*html.Node]*nodeScore) *html.Node {
+	if e.sections || e.discussion {
+		return nil
+	}
+	sn := scores[n]
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if s := scores[c]; s != nil && e.headline.holds(c) {
+			if s.value*100 >= sn.value*storyDescendPercent && s.pos*100 >= sn.pos*descendPosPercent {
+				return c
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// storyDescendPercent is the share of its container's value the child
+// holding the headline must hold (see headlineChild).
+const storyDescendPercent = 75
 
 // teaserProse returns the prose of the teasers under p and not under
 // inner, a descendant of p: cards (see findCards) whose text starts with a
