@@ -21,10 +21,18 @@ func TestStoryBesideProseBox(t *testing.T) {
 			notWant: []string{"box sentence", "What is stored"},
 		},
 		{
+			name: "a larger box: the story holds two thirds of the page",
+			head: postHead,
+			body: `<div class="wrap"><h1>Headline</h1>` + paras("story", 5) + `</div>` +
+				`<div class="note"><p>About this site</p><p>` + prose("box", 2) + `</p><p>` + prose("cbox", 2) + `</p></div>`,
+			want:    []string{"story0 sentence", "story4 sentence number 1"},
+			notWant: []string{"box sentence", "About this site"},
+		},
+		{
 			name: "a story holding the headline but too little of the page keeps the box",
 			head: postHead,
 			body: `<div class="wrap"><h1>Headline</h1>` + paras("story", 2) + `</div>` +
-				`<div class="side"><p>` + prose("box", 3) + `</p><p>` + prose("cbox", 2) + `</p></div>`,
+				`<div class="side"><p>` + prose("box", 4) + `</p><p>` + prose("cbox", 3) + `</p></div>`,
 			want: []string{"story0 sentence", "box sentence", "cbox sentence"},
 		},
 		{
