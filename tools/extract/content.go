@@ -108,8 +108,8 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 				break
 			}
 		}
-		if next == nil {
-			next = e.headlineChild(best, scores)
+		if next == nil && !e.sections && !e.discussion {
+			next = e.headline.child(best, scores)
 		}
 		if next == nil {
 			break
@@ -146,20 +146,18 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 	return root, best, all
 }
 
-// headlineChild returns the child of n that holds the page's only h1
-// and storyDescendPercent of n's value and positive value, on a page that
-// declares a post: the story, beside boxes of prose that are not part of
-// it (a cookie or consent notice, a newsletter's pitch, an "about us"
-// blurb) and hold too much text for the story to hold
-// defaultDescendPercent of its container. It returns nil otherwise.
-func (e *extractor) headlineChild(n *html.Node, scores map[*html.Node]*nodeScore) *html.Node {
-	if e.sections || e.discussion {
-		return nil
-	}
+// child returns the child of n that holds the page's only h1 and
+// storyDescendPercent of n's value and positive value. chooseRoot asks it
+// on a page that declares a post: the child is the story, beside boxes of
+// prose that are not part of it (a cookie or consent notice, a
+// newsletter's pitch, an "about us" blurb) and hold too much text for the
+// story to hold defaultDescendPercent of its container. It returns nil
+// otherwise.
+func (s *soleH1) child(n *html.Node, scores map[*html.Node]*nodeScore) *html.Node {
 	sn := scores[n]
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if s := scores[c]; s != nil && e.headline.holds(c) {
-			if s.value*100 >= sn.value*storyDescendPercent && s.pos*100 >= sn.pos*storyDescendPercent {
+		if cs := scores[c]; cs != nil && s.holds(c) {
+			if cs.value*100 >= sn.value*storyDescendPercent && cs.pos*100 >= sn.pos*storyDescendPercent {
 				return c
 			}
 			return nil
@@ -169,7 +167,7 @@ func (e *extractor) headlineChild(n *html.Node, scores map[*html.Node]*nodeScore
 }
 
 // storyDescendPercent is the share of its container's value the child
-// holding the headline must hold (see headlineChild): a majority. 75, 65,
+// holding the headline must hold (see soleH1.child): a majority. 75, 65,
 // 50 and 35 were measured on the dev folds and the tune half: each step
 // down to 50 moved pages up only (a story beside a consent box holds 79 %
 // of their container), 35 moved none.
