@@ -99,23 +99,11 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 	// notice. When one child holds nearly all the value, and nearly all
 	// the positive value (so that prose cancelled out by a link list is
 	// not lost), that child is the article.
-	for depth := 0; depth < maxDepth && bestScore > 0; depth++ {
-		var next *html.Node
-		for c := best.FirstChild; c != nil; c = c.NextSibling {
-			if s := scores[c]; s != nil && s.value*100 >= bestScore*e.opts.Tuning.DescendPercent &&
-				s.pos*100 >= scores[best].pos*descendPosPercent {
-				next = c
-				break
-			}
-		}
-		if next == nil && !e.sections && !e.discussion {
-			next = e.headline.child(best, scores)
-		}
-		if next == nil {
-			break
-		}
-		best, bestScore = next, scores[next].value
+	var story *soleH1
+	if !e.sections && !e.discussion {
+		story = &e.headline
 	}
+	best = descend(best, scores, e.opts.Tuning.DescendPercent, story)
 	// A page of sections (a service's hero, its features, its questions)
 	// puts its prose in siblings, and the root holds one of them. wide is
 	// the nearest container that holds at least ascendGainPercent of the
@@ -144,6 +132,34 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 		best = p
 	}
 	return root, best, all
+}
+
+// descend walks down from best while one child holds percent of its
+// value and descendPosPercent of its positive value (see chooseRoot), or,
+// when story is not nil (a page that declares a post), while one child
+// is the story beside boxes of prose (see soleH1.child).
+func descend(best *html.Node, scores map[*html.Node]*nodeScore, percent int, story *soleH1) *html.Node {
+	for depth := 0; depth < maxDepth; depth++ {
+		bs := scores[best]
+		if bs == nil || bs.value <= 0 {
+			break
+		}
+		var next *html.Node
+		for c := best.FirstChild; c != nil; c = c.NextSibling {
+			if s := scores[c]; s != nil && s.value*100 >= bs.value*percent && s.pos*100 >= bs.pos*descendPosPercent {
+				next = c
+				break
+			}
+		}
+		if next == nil && story != nil {
+			next = story.child(best, scores)
+		}
+		if next == nil {
+			break
+		}
+		best = next
+	}
+	return best
 }
 
 // child returns the child of n that holds the page's only h1 and
