@@ -94,25 +94,7 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 		}
 	}
 	pick(body, 0)
-	// A container scores above its best child when what it adds besides
-	// is worth a little more than nothing: a teaser, a short blurb, a
-	// notice. When one child holds nearly all the value, and nearly all
-	// the positive value (so that prose cancelled out by a link list is
-	// not lost), that child is the article.
-	for depth := 0; depth < maxDepth && bestScore > 0; depth++ {
-		var next *html.Node
-		for c := best.FirstChild; c != nil; c = c.NextSibling {
-			if s := scores[c]; s != nil && s.value*100 >= bestScore*e.opts.Tuning.DescendPercent &&
-				s.pos*100 >= scores[best].pos*descendPosPercent {
-				next = c
-				break
-			}
-		}
-		if next == nil {
-			break
-		}
-		best, bestScore = next, scores[next].value
-	}
+	best = descend(best, bestScore, scores, e.opts.Tuning.DescendPercent)
 	// A page of sections (a service's hero, its features, its questions)
 	// puts its prose in siblings, and the root holds one of them. wide is
 	// the nearest container that holds at least ascendGainPercent of the
@@ -141,6 +123,53 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 		best = p
 	}
 	return root, best, all
+}
+
+// descend returns the child of best, or a descendant, that holds percent
+// of its value and nearly all its positive value, or best. A container scores above its
+// best child when what it adds besides is worth a little more than
+// nothing: a teaser, a short blurb, a notice. When one child holds nearly
+// all the value, and nearly all the positive value (so that prose
+// cancelled out by a link list is not lost), that child is the article.
+// A list read whole (see listWhole) is not left for one of its items.
+func descend(best *html.Node, bestScore int, scores map[*html.Node]*nodeScore, percent int) *html.Node {
+	for depth := 0; depth < maxDepth && bestScore > 0; depth++ {
+		var next *html.Node
+		for c := best.FirstChild; c != nil; c = c.NextSibling {
+			if s := scores[c]; s != nil && s.value*100 >= bestScore*percent &&
+				s.pos*100 >= scores[best].pos*descendPosPercent {
+				next = c
+				break
+			}
+		}
+		if next == nil || next.Data == "li" && listWhole(best, next, scores) {
+			break
+		}
+		best, bestScore = next, scores[next].value
+	}
+	if best.Data == "li" && best.Parent != nil && listWhole(best.Parent, best, scores) {
+		best = best.Parent
+	}
+	return best
+}
+
+// listWhole reports whether list, a ul or ol, is read whole rather than
+// through item, one of its items: another item holds text that is not
+// mostly link text, and the other items together add value rather than
+// cost it (a page's references or a list of links beside one long item
+// cost it). A post written as a list (a film's title as one item,
+// its summary as the next) is the list; a long item among links (a menu,
+// a list of stories) is not.
+func listWhole(list, item *html.Node, scores map[*html.Node]*nodeScore) bool {
+	if list.Data != "ul" && list.Data != "ol" || scores[list] == nil || scores[item] == nil || scores[list].value < scores[item].value {
+		return false
+	}
+	for c := list.FirstChild; c != nil; c = c.NextSibling {
+		if s := scores[c]; c != item && c.Data == "li" && s != nil && s.good+s.bad > 0 && s.link*2 < s.good+s.bad {
+			return true
+		}
+	}
+	return false
 }
 
 // teaserProse returns the prose of the teasers under p and not under

@@ -1,0 +1,38 @@
+package extract
+
+import "testing"
+
+// TestListPost checks a post written as a list: its title in one item, its
+// summary in the next. The root went down into the long item and the
+// title was lost; a long item among links (a list of stories) is still
+// read alone.
+func TestListPost(t *testing.T) {
+	tests := []struct {
+		name, article string
+		want, notWant []string
+	}{
+		{
+			name: "the post's items are read together",
+			article: `<article><h1>Headline</h1><div class="entry-content"><p>&nbsp;</p><ul>` +
+				`<li>The Garden by a film maker (1990)</li><li>` + prose("summary", 14) + `</li></ul><p>&nbsp;</p></div></article>`,
+			want: []string{"The Garden by a film maker (1990)", "summary sentence number 13"},
+		},
+		{
+			name: "a long item among links is read alone",
+			article: `<article><h1>Headline</h1><div class="entry-content"><ul>` +
+				`<li><a href="/a">Another story</a></li><li><a href="/b">A second story</a></li><li><a href="/c">A third story</a></li>` +
+				`<li>` + prose("summary", 14) + `</li></ul></div></article>`,
+			want:    []string{"summary sentence number 13"},
+			notWant: []string{"Another story", "third story"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(newsPage(postHead, tt.article)), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
