@@ -131,7 +131,10 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 // nothing: a teaser, a short blurb, a notice. When one child holds nearly
 // all the value, and nearly all the positive value (so that prose
 // cancelled out by a link list is not lost), that child is the article.
-// A list read whole (see listWhole) is not left for one of its items.
+// A list read whole (see listWhole) is not left for one of its items,
+// nor any container for one paragraph: the story's heading or the link
+// line beside it are the story's (a container whose one paragraph is
+// its root's text is cleaned like any root, see rootBlocks).
 func descend(best *html.Node, bestScore int, scores map[*html.Node]*nodeScore, percent int) *html.Node {
 	for depth := 0; depth < maxDepth && bestScore > 0; depth++ {
 		var next *html.Node
@@ -142,7 +145,7 @@ func descend(best *html.Node, bestScore int, scores map[*html.Node]*nodeScore, p
 				break
 			}
 		}
-		if next == nil || next.Data == "li" && listWhole(best, next, scores) {
+		if next == nil || next.Data == "li" && listWhole(best, next, scores) || next.Data == "p" {
 			break
 		}
 		best, bestScore = next, scores[next].value

@@ -36,3 +36,16 @@ func TestListPost(t *testing.T) {
 		})
 	}
 }
+
+// TestOneParagraphStory checks a story of one long paragraph under its own
+// heading: the root went down into the paragraph, which holds nearly all
+// the value, and the heading was lost. The container is the root.
+func TestOneParagraphStory(t *testing.T) {
+	article := `<article><h1>Headline</h1><div class="story"><h3>First trial of the harbour ferry robot</h3><p>` +
+		prose("story", 14) + `</p></div></article>`
+	a, err := ExtractBytes([]byte(newsPage(postHead, article)), "https://example.com/news/2024/story.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"First trial of the harbour ferry robot", "story sentence number 13"}, []string{"reader0", "Rail story"})
+}
