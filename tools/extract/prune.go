@@ -1409,7 +1409,7 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	opened := e.readMoreBox(n, size)
 	shown := size.paras >= 2 && size.all*4 < total.all || opened
 	v, strong := classVerdict(n, shown)
-	if v >= 0 || e.discussion && replyNamed(n, shown) {
+	if v >= 0 || e.discussion && replyNamed(n, shown) || dateNamed(n) && opensSentence(n) {
 		return false
 	}
 	if !strong && e.spared(n, shown, size, total) {
@@ -1444,6 +1444,36 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// dated.
 	return !mostOfMain || size.paras < 2 && main == total && !dateNamed(n)
 }
+
+// opensSentence reports an inline element that starts a paragraph whose
+// text goes on after it in a sentence: a news story's dateline ("CAIRO —"
+// before the first sentence) is part of the paragraph it opens.
+func opensSentence(n *html.Node) bool {
+	p := n.Parent
+	if blockTags[n.Data] || p == nil || p.Data != "p" {
+		return false
+	}
+	for c := p.FirstChild; c != n; c = c.NextSibling {
+		if c.Type != html.TextNode || strings.TrimSpace(c.Data) != "" {
+			return false
+		}
+	}
+	var b strings.Builder
+	for c := n.NextSibling; c != nil && b.Len() < 4*minSentenceAfter; c = c.NextSibling {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		} else {
+			appendText(&b, c, 4*minSentenceAfter, func(*html.Node) bool { return true })
+		}
+	}
+	rest := collapseSpace(b.String())
+	return len(rest) >= minSentenceAfter && sentencePunct(rest) > 0
+}
+
+// minSentenceAfter is the length (bytes) of the text that must follow a
+// dateline in its paragraph (see opensSentence); up to four times as much
+// is read for its punctuation.
+const minSentenceAfter = 60
 
 // dateWords name a date stamp, furniture only while it is one.
 var dateWords = wordSet(`date dateline timestamp`)

@@ -49,3 +49,18 @@ func TestOneParagraphStory(t *testing.T) {
 	}
 	checkText(t, "text", a.Text, []string{"First trial of the harbour ferry robot", "story sentence number 13"}, []string{"reader0", "Rail story"})
 }
+
+// TestDatelineOpensParagraph checks a news story's dateline written as a
+// span named "dateline" at the start of its first paragraph: it was
+// dropped as a date stamp and the sentence lost its first words. A date
+// stamp alone in its paragraph, or in a box of its own, stays out.
+func TestDatelineOpensParagraph(t *testing.T) {
+	article := `<article><h1>Headline</h1><div class="dateline">Updated March 3, 2024</div>` +
+		`<p><span class="dateline">Last week stamp</span></p><div class="story">` +
+		`<p><span class="dateline">KOBE – </span>` + prose("lead", 2) + `</p>` + paras("body", 6) + `</div></article>`
+	a, err := ExtractBytes([]byte(newsPage(postHead, article)), "https://example.com/news/2024/story.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"KOBE – The lead sentence number 0", "body5 sentence"}, []string{"Updated March", "Last week stamp", "reader0"})
+}
