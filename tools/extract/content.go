@@ -445,6 +445,7 @@ func (e *extractor) content(body *html.Node, title string) []block {
 	if s := e.headlineStory(root); s != nil {
 		root, wide = s, s
 	}
+	e.titled = e.titledStory(root)
 	links0, seen0 := len(e.links), len(e.seenLinks)
 	var raw []block
 	if wide == root {
@@ -470,6 +471,40 @@ func (e *extractor) content(body *html.Node, title string) []block {
 		return e.widen(blocks, wide, root, title, links0, seen0)
 	}
 	return broad
+}
+
+// titledStory reports whether root, or its container, follows a heading
+// that is the page's title, by its text or by linking to the page itself
+// (a post's title as its permalink): root is that story's body, however
+// short (a post of two paragraphs under its title).
+func (e *extractor) titledStory(root *html.Node) bool {
+	for n, d := root, 0; n != nil && n.Data != "body" && d < 2; n, d = n.Parent, d+1 {
+		for c := n.PrevSibling; c != nil; c = c.PrevSibling {
+			if c.Type == html.ElementNode && headingTag(c.Data) && e.titleHeading(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// titleHeading reports a heading whose text is the page's title or whose
+// link leads to the page itself.
+func (e *extractor) titleHeading(h *html.Node) bool {
+	if e.normTitle != "" && normText(textOf(h)) == e.normTitle {
+		return true
+	}
+	a := firstElement(h, "a", 3)
+	if a == nil || e.base == nil {
+		return false
+	}
+	self := strings.TrimSuffix(resolve(e.base, e.base.String()), "/")
+	return self != "" && strings.TrimSuffix(resolve(e.base, attr(a, "href")), "/") == self
+}
+
+// headingTag reports h1 to h6.
+func headingTag(tag string) bool {
+	return len(tag) == 2 && tag[0] == 'h' && tag[1] >= '1' && tag[1] <= '6'
 }
 
 // headlineStory returns the story under root that holds the page's

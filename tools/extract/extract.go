@@ -207,7 +207,7 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 			// visibility only, and keep that when it finds more.
 			if doc2, err := parse(data); err == nil {
 				if body2 := findBody(doc2); body2 != nil {
-					if c2 := extractContent(body2, base, opts, a.Title, m.declared, true); chars(c2.blocks) > chars(c.blocks) {
+					if c2 := extractContent(body2, base, opts, a.Title, m.declared, true); lenientBetter(c, c2) {
 						c = c2
 					}
 				}
@@ -244,6 +244,18 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	return a, nil
 }
 
+// lenientBetter reports whether c2, the page read again without trusting
+// class names, is taken over c: it holds more, and when c is a story
+// under the page's title (a short post), it holds that story too. A
+// sidebar that names itself as one, read again, holds more text than a
+// post of two paragraphs, and it is not the post.
+func lenientBetter(c, c2 content) bool {
+	if chars(c2.blocks) <= chars(c.blocks) {
+		return false
+	}
+	return !c.titled || strings.Contains(normText(blocksText(c2.blocks)), normText(blocksText(c.blocks)))
+}
+
 // textBlocks turns plain text whose paragraphs are separated by blank
 // lines into blocks.
 func textBlocks(text string) []block {
@@ -261,6 +273,9 @@ type content struct {
 	blocks []block
 	links  []string
 	prose  int
+	// titled reports that the blocks are a story under a heading that
+	// is the page's title (see titledStory).
+	titled bool
 }
 
 // extractContent prunes body and returns its main content; d is what the
@@ -273,7 +288,7 @@ func extractContent(body *html.Node, base *url.URL, opts Options, title string, 
 	e.product, e.sections, e.discussion = d.product, !d.post, d.discussion
 	e.prune(body)
 	blocks := e.content(body, title)
-	return content{blocks: blocks, links: e.links, prose: e.sizeOf(body).para}
+	return content{blocks: blocks, links: e.links, prose: e.sizeOf(body).para, titled: e.titled}
 }
 
 // toUTF8 converts the page to UTF-8 from whatever encoding its BOM, meta

@@ -83,6 +83,9 @@ type extractor struct {
 	// altCaptions are the captions that repeat an image's alt text (see
 	// findAltCaptions).
 	altCaptions map[*html.Node]bool
+	// titled reports that the chosen root is a story under a heading that
+	// is the page's title (see titledStory).
+	titled bool
 }
 
 type textSize struct{ all, para, paras int }

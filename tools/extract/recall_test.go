@@ -1,6 +1,9 @@
 package extract
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestListPost checks a post written as a list: its title in one item, its
 // summary in the next. The root went down into the long item and the
@@ -63,4 +66,24 @@ func TestDatelineOpensParagraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkText(t, "text", a.Text, []string{"KOBE – The lead sentence number 0", "body5 sentence"}, []string{"Updated March", "Last week stamp", "reader0"})
+}
+
+// TestShortPostUnderItsTitle checks a post of two short paragraphs under
+// its title, which links to the page itself, beside a sidebar holding far
+// more prose: the page was read again without trusting class names, and
+// the sidebar taken for the content. A page whose class names hide its
+// story is still read again (see TestHeuristics, "every section named like
+// furniture").
+func TestShortPostUnderItsTitle(t *testing.T) {
+	page := `<html><head><title>seelen &raquo; Number two</title></head><body><div id="header"><h1><a href="https://example.com/">seelen</a></h1></div>` +
+		`<div id="content"><div class="post" id="post-613"><h2 class="posttitle"><a href="https://example.com/number-two/" rel="bookmark">Number two</a></h2>` +
+		`<div class="postentry"><p>It was some time ago that the first one arrived, and now the second one has made it too.</p>` +
+		`<p>This is how it looked when the first one met the newcomer, sniffing with closed eyes.</p></div></div>` +
+		strings.Repeat(`<p class="small"><a href="/feed/">Comment feed of this post</a> · <a href="/trackback/">TrackBack address</a></p>`, 5) +
+		`</div><div id="sidebar"><ul><li><h2>Latest warnings</h2>` + paras("warning", 6) + `</li></ul></div><footer>` + paras("legal", 8) + `</footer></body></html>`
+	a, err := ExtractBytes([]byte(page), "https://example.com/number-two/", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"some time ago", "sniffing with closed eyes"}, []string{"warning0"})
 }
