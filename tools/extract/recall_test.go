@@ -87,3 +87,24 @@ func TestShortPostUnderItsTitle(t *testing.T) {
 	}
 	checkText(t, "text", a.Text, []string{"some time ago", "sniffing with closed eyes"}, []string{"warning0"})
 }
+
+// TestClassNamesRemoveAShortPost checks a short post whose containers are
+// all named like furniture ("share-update-card"): nothing was left, and
+// the page, holding under four times MinContent of prose, was not read
+// again. It is read again when the first reading finds nothing, and that
+// reading is taken when it holds MinContent or more; a page whose only
+// text is a short notice stays empty.
+func TestClassNamesRemoveAShortPost(t *testing.T) {
+	post := `<html><head><title>A post</title></head><body><main><section class="share-update-section"><div class="share-update-card">` +
+		`<p class="share-update-card__text">` + prose("post", 3) + `</p></div></section></main></body></html>`
+	a, err := ExtractBytes([]byte(post), "https://example.com/feed/update/1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"post sentence number 2"}, nil)
+	notice := `<html><head><title>Sale</title></head><body><div class="share-modal"><p>You are now leaving our site, for the store of parts.</p></div></body></html>`
+	if a, err = ExtractBytes([]byte(notice), "https://example.com/sale/", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, nil, []string{"leaving"})
+}
