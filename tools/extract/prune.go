@@ -1258,7 +1258,7 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 // when none of these applies.
 func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided bool) {
 	tag := n.Data
-	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) {
+	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) && !e.asideStory(n, total) {
 		return true, true
 	}
 	if tag == "noscript" {
@@ -1297,6 +1297,17 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 		}
 	}
 	return false, false
+}
+
+// asideStory reports an aside that holds the page's story: most of its
+// prose, in several runs, and an article element. A theme that wraps the
+// story in an aside does not put it beside the content.
+func (e *extractor) asideStory(n *html.Node, total textSize) bool {
+	if n.Data != "aside" {
+		return false
+	}
+	size := e.sizeOf(n)
+	return size.paras >= 2 && size.para*2 > total.para && firstElement(n, "article", 6) != nil
 }
 
 // hiddenFurniture reports whether n, hidden by h (see hiddenBy), is to be

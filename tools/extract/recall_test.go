@@ -108,3 +108,47 @@ func TestClassNamesRemoveAShortPost(t *testing.T) {
 	}
 	checkText(t, "text", a.Text, nil, []string{"leaving"})
 }
+
+// TestStoryInAnAside checks a news story whose theme wraps it in an aside
+// holding an article element: the aside was dropped as furniture with the
+// whole story. An aside beside the story (related stories) stays out, and
+// so does one holding most of the prose without an article.
+func TestStoryInAnAside(t *testing.T) {
+	page := func(main string) string {
+		return `<html><head><title>Headline</title>` + postHead + `</head><body><nav><a href="/">Home</a></nav><main class="nfy-content">` +
+			main + `</main><footer><a href="/privacy">Privacy</a></footer></body></html>`
+	}
+	tests := []struct {
+		name, html    string
+		want, notWant []string
+	}{
+		{
+			name: "the story in an aside",
+			html: page(`<aside class="nfy-pa nfy-pa-direct-content"><section class="nfy-ar-detail"><article><h1>Headline</h1>` +
+				paras("story", 6) + `</article></section></aside>`),
+			want: []string{"story0 sentence", "story5 sentence"},
+		},
+		{
+			name: "an aside of related stories beside the story",
+			html: page(`<article><h1>Headline</h1>` + paras("story", 6) + `</article><aside><article><h2>Related</h2>` +
+				paras("related", 2) + `</article></aside>`),
+			want:    []string{"story5 sentence"},
+			notWant: []string{"related0"},
+		},
+		{
+			name:    "an aside holding most of the prose without an article",
+			html:    page(`<div class="story">` + paras("story", 3) + `</div><aside class="rail">` + paras("rail", 6) + `</aside>`),
+			want:    []string{"story2 sentence"},
+			notWant: []string{"rail0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(tt.html), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
