@@ -94,11 +94,6 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 		}
 	}
 	pick(body, 0)
-	// A container scores above its best child when what it adds besides
-	// is worth a little more than nothing: a teaser, a short blurb, a
-	// notice. When one child holds nearly all the value, and nearly all
-	// the positive value (so that prose cancelled out by a link list is
-	// not lost), that child is the article.
 	var story *soleH1
 	if !e.sections && !e.discussion {
 		story = &e.headline
@@ -134,10 +129,18 @@ func (e *extractor) chooseRoot(body *html.Node) (root, wide *html.Node, all int)
 	return root, best, all
 }
 
-// descend walks down from best while one child holds percent of its
-// value and descendPosPercent of its positive value (see chooseRoot), or,
-// when story is not nil (a page that declares a post), while one child
-// is the story beside boxes of prose (see soleH1.child).
+// descend returns the child of best, or a descendant, that holds percent
+// of its value and nearly all its positive value, or best. A container scores above its
+// best child when what it adds besides is worth a little more than
+// nothing: a teaser, a short blurb, a notice. When one child holds nearly
+// all the value, and nearly all the positive value (so that prose
+// cancelled out by a link list is not lost), that child is the article.
+// A list read whole (see listWhole) is not left for one of its items,
+// nor any container for one paragraph: the story's heading or the link
+// line beside it are the story's (a container whose one paragraph is
+// its root's text is cleaned like any root, see rootBlocks). When story
+// is not nil (a page that declares a post), the child that is the story
+// beside boxes of prose is taken too (see soleH1.child).
 func descend(best *html.Node, scores map[*html.Node]*nodeScore, percent int, story *soleH1) *html.Node {
 	for depth := 0; depth < maxDepth; depth++ {
 		bs := scores[best]
@@ -154,10 +157,13 @@ func descend(best *html.Node, scores map[*html.Node]*nodeScore, percent int, sto
 		if next == nil && story != nil {
 			next = story.child(best, scores)
 		}
-		if next == nil {
+		if next == nil || next.Data == "li" && listWhole(best, next, scores) || next.Data == "p" {
 			break
 		}
 		best = next
+	}
+	if best.Data == "li" && best.Parent != nil && listWhole(best.Parent, best, scores) {
+		best = best.Parent
 	}
 	return best
 }
@@ -188,6 +194,25 @@ func (s *soleH1) child(n *html.Node, scores map[*html.Node]*nodeScore) *html.Nod
 // down to 50 moved pages up only (a story beside a consent box holds 79 %
 // of their container), 35 moved none.
 const storyDescendPercent = 50
+
+// listWhole reports whether list, a ul or ol, is read whole rather than
+// through item, one of its items: another item holds text that is not
+// mostly link text, and the other items together add value rather than
+// cost it (a page's references or a list of links beside one long item
+// cost it). A post written as a list (a film's title as one item,
+// its summary as the next) is the list; a long item among links (a menu,
+// a list of stories) is not.
+func listWhole(list, item *html.Node, scores map[*html.Node]*nodeScore) bool {
+	if list.Data != "ul" && list.Data != "ol" || scores[list] == nil || scores[item] == nil || scores[list].value < scores[item].value {
+		return false
+	}
+	for c := list.FirstChild; c != nil; c = c.NextSibling {
+		if s := scores[c]; c != item && c.Data == "li" && s != nil && s.good+s.bad > 0 && s.link*2 < s.good+s.bad {
+			return true
+		}
+	}
+	return false
+}
 
 // teaserProse returns the prose of the teasers under p and not under
 // inner, a descendant of p: cards (see findCards) whose text starts with a
@@ -459,6 +484,7 @@ func (e *extractor) content(body *html.Node, title string) []block {
 	if s := e.headlineStory(root); s != nil {
 		root, wide = s, s
 	}
+	e.titled = e.titledStory(root)
 	links0, seen0 := len(e.links), len(e.seenLinks)
 	var raw []block
 	if wide == root {
@@ -484,6 +510,40 @@ func (e *extractor) content(body *html.Node, title string) []block {
 		return e.widen(blocks, wide, root, title, links0, seen0)
 	}
 	return broad
+}
+
+// titledStory reports whether root, or its container, follows a heading
+// that is the page's title, by its text or by linking to the page itself
+// (a post's title as its permalink): root is that story's body, however
+// short (a post of two paragraphs under its title).
+func (e *extractor) titledStory(root *html.Node) bool {
+	for n, d := root, 0; n != nil && n.Data != "body" && d < 2; n, d = n.Parent, d+1 {
+		for c := n.PrevSibling; c != nil; c = c.PrevSibling {
+			if c.Type == html.ElementNode && headingTag(c.Data) && e.titleHeading(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// titleHeading reports a heading whose text is the page's title or whose
+// link leads to the page itself.
+func (e *extractor) titleHeading(h *html.Node) bool {
+	if e.normTitle != "" && normText(textOf(h)) == e.normTitle {
+		return true
+	}
+	a := firstElement(h, "a", 3)
+	if a == nil || e.base == nil {
+		return false
+	}
+	self := strings.TrimSuffix(resolve(e.base, e.base.String()), "/")
+	return self != "" && strings.TrimSuffix(resolve(e.base, attr(a, "href")), "/") == self
+}
+
+// headingTag reports h1 to h6.
+func headingTag(tag string) bool {
+	return len(tag) == 2 && tag[0] == 'h' && tag[1] >= '1' && tag[1] <= '6'
 }
 
 // headlineStory returns the story under root that holds the page's

@@ -200,14 +200,16 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 		// doc and body are not read after this: the second reading
 		// below does not hold two trees.
 		c := extractContent(body, base, opts, a.Title, m.declared, false)
-		if mc := opts.Tuning.MinContent; chars(c.blocks) < mc && c.prose >= 4*mc {
+		if mc := opts.Tuning.MinContent; chars(c.blocks) < mc && (c.prose >= 4*mc || len(c.blocks) == 0 && c.prose > 0) {
 			// The page has prose but class names removed nearly all of
 			// it: they lie (a theme that calls every section a "promo" or a
 			// "hero"). Read the page again trusting tags, roles and
-			// visibility only, and keep that when it finds more.
+			// visibility only, and keep that when it finds more (see
+			// lenientBetter). So is a page with less prose whose class
+			// names removed all of it (a short post in a "share" card).
 			if doc2, err := parse(data); err == nil {
 				if body2 := findBody(doc2); body2 != nil {
-					if c2 := extractContent(body2, base, opts, a.Title, m.declared, true); chars(c2.blocks) > chars(c.blocks) {
+					if c2 := extractContent(body2, base, opts, a.Title, m.declared, true); lenientBetter(c, c2, mc) {
 						c = c2
 					}
 				}
@@ -244,6 +246,20 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	return a, nil
 }
 
+// lenientBetter reports whether c2, the page read again without trusting
+// class names, is taken over c: it holds more, and when c is a story
+// under the page's title (a short post), it holds that story too. A
+// sidebar that names itself as one, read again, holds more text than a
+// post of two paragraphs, and it is not the post. On a page of little
+// prose (read again because nothing was left), c2 must hold mc or more:
+// a short notice (a modal's "You are now leaving") is not content.
+func lenientBetter(c, c2 content, mc int) bool {
+	if chars(c2.blocks) <= chars(c.blocks) || c.prose < 4*mc && chars(c2.blocks) < mc {
+		return false
+	}
+	return !c.titled || strings.Contains(normText(blocksText(c2.blocks)), normText(blocksText(c.blocks)))
+}
+
 // textBlocks turns plain text whose paragraphs are separated by blank
 // lines into blocks.
 func textBlocks(text string) []block {
@@ -261,6 +277,9 @@ type content struct {
 	blocks []block
 	links  []string
 	prose  int
+	// titled reports that the blocks are a story under a heading that
+	// is the page's title (see titledStory).
+	titled bool
 }
 
 // extractContent prunes body and returns its main content; d is what the
@@ -273,7 +292,7 @@ func extractContent(body *html.Node, base *url.URL, opts Options, title string, 
 	e.product, e.sections, e.discussion = d.product, !d.post, d.discussion
 	e.prune(body)
 	blocks := e.content(body, title)
-	return content{blocks: blocks, links: e.links, prose: e.sizeOf(body).para}
+	return content{blocks: blocks, links: e.links, prose: e.sizeOf(body).para, titled: e.titled}
 }
 
 // toUTF8 converts the page to UTF-8 from whatever encoding its BOM, meta

@@ -83,6 +83,9 @@ type extractor struct {
 	// altCaptions are the captions that repeat an image's alt text (see
 	// findAltCaptions).
 	altCaptions map[*html.Node]bool
+	// titled reports that the chosen root is a story under a heading that
+	// is the page's title (see titledStory).
+	titled bool
 }
 
 type textSize struct{ all, para, paras int }
@@ -1255,7 +1258,7 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 // when none of these applies.
 func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided bool) {
 	tag := n.Data
-	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) {
+	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) && !e.asideStory(n, total) {
 		return true, true
 	}
 	if tag == "noscript" {
@@ -1294,6 +1297,17 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 		}
 	}
 	return false, false
+}
+
+// asideStory reports an aside that holds the page's story: most of its
+// prose, in several runs, and an article element. A theme that wraps the
+// story in an aside does not put it beside the content.
+func (e *extractor) asideStory(n *html.Node, total textSize) bool {
+	if n.Data != "aside" {
+		return false
+	}
+	size := e.sizeOf(n)
+	return size.paras >= 2 && size.para*2 > total.para && firstElement(n, "article", 6) != nil
 }
 
 // hiddenFurniture reports whether n, hidden by h (see hiddenBy), is to be
@@ -1409,7 +1423,7 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	opened := e.readMoreBox(n, size)
 	shown := size.paras >= 2 && size.all*4 < total.all || opened
 	v, strong := classVerdict(n, shown)
-	if v >= 0 || e.discussion && replyNamed(n, shown) {
+	if v >= 0 || e.discussion && replyNamed(n, shown) || dateNamed(n) && opensSentence(n) {
 		return false
 	}
 	if !strong && e.spared(n, shown, size, total) {
@@ -1444,6 +1458,36 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// dated.
 	return !mostOfMain || size.paras < 2 && main == total && !dateNamed(n)
 }
+
+// opensSentence reports an inline element that starts a paragraph whose
+// text goes on after it in a sentence: a news story's dateline ("CAIRO —"
+// before the first sentence) is part of the paragraph it opens.
+func opensSentence(n *html.Node) bool {
+	p := n.Parent
+	if blockTags[n.Data] || p == nil || p.Data != "p" {
+		return false
+	}
+	for c := p.FirstChild; c != n; c = c.NextSibling {
+		if c.Type != html.TextNode || strings.TrimSpace(c.Data) != "" {
+			return false
+		}
+	}
+	var b strings.Builder
+	for c := n.NextSibling; c != nil && b.Len() < 4*minSentenceAfter; c = c.NextSibling {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		} else {
+			appendText(&b, c, 4*minSentenceAfter, func(*html.Node) bool { return true })
+		}
+	}
+	rest := collapseSpace(b.String())
+	return len(rest) >= minSentenceAfter && sentencePunct(rest) > 0
+}
+
+// minSentenceAfter is the length (bytes) of the text that must follow a
+// dateline in its paragraph (see opensSentence); up to four times as much
+// is read for its punctuation.
+const minSentenceAfter = 60
 
 // dateWords name a date stamp, furniture only while it is one.
 var dateWords = wordSet(`date dateline timestamp`)

@@ -1,0 +1,154 @@
+package extract
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestListPost checks a post written as a list: its title in one item, its
+// summary in the next. The root went down into the long item and the
+// title was lost; a long item among links (a list of stories) is still
+// read alone.
+func TestListPost(t *testing.T) {
+	tests := []struct {
+		name, article string
+		want, notWant []string
+	}{
+		{
+			name: "the post's items are read together",
+			article: `<article><h1>Headline</h1><div class="entry-content"><p>&nbsp;</p><ul>` +
+				`<li>The Garden by a film maker (1990)</li><li>` + prose("summary", 14) + `</li></ul><p>&nbsp;</p></div></article>`,
+			want: []string{"The Garden by a film maker (1990)", "summary sentence number 13"},
+		},
+		{
+			name: "a long item among links is read alone",
+			article: `<article><h1>Headline</h1><div class="entry-content"><ul>` +
+				`<li><a href="/a">Another story</a></li><li><a href="/b">A second story</a></li><li><a href="/c">A third story</a></li>` +
+				`<li>` + prose("summary", 14) + `</li></ul></div></article>`,
+			want:    []string{"summary sentence number 13"},
+			notWant: []string{"Another story", "third story"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(newsPage(postHead, tt.article)), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
+
+// TestOneParagraphStory checks a story of one long paragraph under its own
+// heading: the root went down into the paragraph, which holds nearly all
+// the value, and the heading was lost. The container is the root.
+func TestOneParagraphStory(t *testing.T) {
+	article := `<article><h1>Headline</h1><div class="story"><h3>First trial of the harbour ferry robot</h3><p>` +
+		prose("story", 14) + `</p></div></article>`
+	a, err := ExtractBytes([]byte(newsPage(postHead, article)), "https://example.com/news/2024/story.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"First trial of the harbour ferry robot", "story sentence number 13"}, []string{"reader0", "Rail story"})
+}
+
+// TestDatelineOpensParagraph checks a news story's dateline written as a
+// span named "dateline" at the start of its first paragraph: it was
+// dropped as a date stamp and the sentence lost its first words. A date
+// stamp alone in its paragraph, or in a box of its own, stays out.
+func TestDatelineOpensParagraph(t *testing.T) {
+	article := `<article><h1>Headline</h1><div class="dateline">Updated March 3, 2024</div>` +
+		`<p><span class="dateline">Last week stamp</span></p><div class="story">` +
+		`<p><span class="dateline">KOBE – </span>` + prose("lead", 2) + `</p>` + paras("body", 6) + `</div></article>`
+	a, err := ExtractBytes([]byte(newsPage(postHead, article)), "https://example.com/news/2024/story.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"KOBE – The lead sentence number 0", "body5 sentence"}, []string{"Updated March", "Last week stamp", "reader0"})
+}
+
+// TestShortPostUnderItsTitle checks a post of two short paragraphs under
+// its title, which links to the page itself, beside a sidebar holding far
+// more prose: the page was read again without trusting class names, and
+// the sidebar taken for the content. A page whose class names hide its
+// story is still read again (see TestHeuristics, "every section named like
+// furniture").
+func TestShortPostUnderItsTitle(t *testing.T) {
+	page := `<html><head><title>seelen &raquo; Number two</title></head><body><div id="header"><h1><a href="https://example.com/">seelen</a></h1></div>` +
+		`<div id="content"><div class="post" id="post-613"><h2 class="posttitle"><a href="https://example.com/number-two/" rel="bookmark">Number two</a></h2>` +
+		`<div class="postentry"><p>It was some time ago that the first one arrived, and now the second one has made it too.</p>` +
+		`<p>This is how it looked when the first one met the newcomer, sniffing with closed eyes.</p></div></div>` +
+		strings.Repeat(`<p class="small"><a href="/feed/">Comment feed of this post</a> · <a href="/trackback/">TrackBack address</a></p>`, 5) +
+		`</div><div id="sidebar"><ul><li><h2>Latest warnings</h2>` + paras("warning", 6) + `</li></ul></div><footer>` + paras("legal", 8) + `</footer></body></html>`
+	a, err := ExtractBytes([]byte(page), "https://example.com/number-two/", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"some time ago", "sniffing with closed eyes"}, []string{"warning0"})
+}
+
+// TestClassNamesRemoveAShortPost checks a short post whose containers are
+// all named like furniture ("share-update-card"): nothing was left, and
+// the page, holding under four times MinContent of prose, was not read
+// again. It is read again when the first reading finds nothing, and that
+// reading is taken when it holds MinContent or more; a page whose only
+// text is a short notice stays empty.
+func TestClassNamesRemoveAShortPost(t *testing.T) {
+	post := `<html><head><title>A post</title></head><body><main><section class="share-update-section"><div class="share-update-card">` +
+		`<p class="share-update-card__text">` + prose("post", 3) + `</p></div></section></main></body></html>`
+	a, err := ExtractBytes([]byte(post), "https://example.com/feed/update/1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, []string{"post sentence number 2"}, nil)
+	notice := `<html><head><title>Sale</title></head><body><div class="share-modal"><p>You are now leaving our site, for the store of parts.</p></div></body></html>`
+	if a, err = ExtractBytes([]byte(notice), "https://example.com/sale/", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, nil, []string{"leaving"})
+}
+
+// TestStoryInAnAside checks a news story whose theme wraps it in an aside
+// holding an article element: the aside was dropped as furniture with the
+// whole story. An aside beside the story (related stories) stays out, and
+// so does one holding most of the prose without an article.
+func TestStoryInAnAside(t *testing.T) {
+	page := func(main string) string {
+		return `<html><head><title>Headline</title>` + postHead + `</head><body><nav><a href="/">Home</a></nav><main class="nfy-content">` +
+			main + `</main><footer><a href="/privacy">Privacy</a></footer></body></html>`
+	}
+	tests := []struct {
+		name, html    string
+		want, notWant []string
+	}{
+		{
+			name: "the story in an aside",
+			html: page(`<aside class="nfy-pa nfy-pa-direct-content"><section class="nfy-ar-detail"><article><h1>Headline</h1>` +
+				paras("story", 6) + `</article></section></aside>`),
+			want: []string{"story0 sentence", "story5 sentence"},
+		},
+		{
+			name: "an aside of related stories beside the story",
+			html: page(`<article><h1>Headline</h1>` + paras("story", 6) + `</article><aside><article><h2>Related</h2>` +
+				paras("related", 2) + `</article></aside>`),
+			want:    []string{"story5 sentence"},
+			notWant: []string{"related0"},
+		},
+		{
+			name:    "an aside holding most of the prose without an article",
+			html:    page(`<div class="story">` + paras("story", 3) + `</div><aside class="rail">` + paras("rail", 6) + `</aside>`),
+			want:    []string{"story2 sentence"},
+			notWant: []string{"rail0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(tt.html), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
