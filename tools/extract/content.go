@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"net/url"
 	"strings"
 	"unicode"
 
@@ -484,7 +485,7 @@ func (e *extractor) content(body *html.Node, title string) []block {
 	if s := e.headlineStory(root); s != nil {
 		root, wide = s, s
 	}
-	e.titled = e.titledStory(root)
+	e.titled = pageTitle{e.normTitle, e.base}.story(root)
 	links0, seen0 := len(e.links), len(e.seenLinks)
 	var raw []block
 	if wide == root {
@@ -512,14 +513,21 @@ func (e *extractor) content(body *html.Node, title string) []block {
 	return broad
 }
 
-// titledStory reports whether root, or its container, follows a heading
-// that is the page's title, by its text or by linking to the page itself
-// (a post's title as its permalink): root is that story's body, however
+// pageTitle is what a heading that titles the page shows: the page's
+// title (see normText), or a link to the page itself, base.
+type pageTitle struct {
+	norm string
+	base *url.URL
+}
+
+// story reports whether root, or its container, follows a heading that
+// is the page's title, by its text or by linking to the page itself (a
+// post's title as its permalink): root is that story's body, however
 // short (a post of two paragraphs under its title).
-func (e *extractor) titledStory(root *html.Node) bool {
+func (t pageTitle) story(root *html.Node) bool {
 	for n, d := root, 0; n != nil && n.Data != "body" && d < 2; n, d = n.Parent, d+1 {
 		for c := n.PrevSibling; c != nil; c = c.PrevSibling {
-			if c.Type == html.ElementNode && headingTag(c.Data) && e.titleHeading(c) {
+			if c.Type == html.ElementNode && headingTag(c.Data) && t.heading(c) {
 				return true
 			}
 		}
@@ -527,18 +535,18 @@ func (e *extractor) titledStory(root *html.Node) bool {
 	return false
 }
 
-// titleHeading reports a heading whose text is the page's title or whose
-// link leads to the page itself.
-func (e *extractor) titleHeading(h *html.Node) bool {
-	if e.normTitle != "" && normText(textOf(h)) == e.normTitle {
+// heading reports a heading whose text is the page's title or whose link
+// leads to the page itself.
+func (t pageTitle) heading(h *html.Node) bool {
+	if t.norm != "" && normText(textOf(h)) == t.norm {
 		return true
 	}
 	a := firstElement(h, "a", 3)
-	if a == nil || e.base == nil {
+	if a == nil || t.base == nil {
 		return false
 	}
-	self := strings.TrimSuffix(resolve(e.base, e.base.String()), "/")
-	return self != "" && strings.TrimSuffix(resolve(e.base, attr(a, "href")), "/") == self
+	self := strings.TrimSuffix(resolve(t.base, t.base.String()), "/")
+	return self != "" && strings.TrimSuffix(resolve(t.base, attr(a, "href")), "/") == self
 }
 
 // headingTag reports h1 to h6.

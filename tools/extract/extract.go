@@ -278,7 +278,7 @@ type content struct {
 	links  []string
 	prose  int
 	// titled reports that the blocks are a story under a heading that
-	// is the page's title (see titledStory).
+	// is the page's title (see pageTitle.story).
 	titled bool
 }
 

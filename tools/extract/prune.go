@@ -84,7 +84,7 @@ type extractor struct {
 	// findAltCaptions).
 	altCaptions map[*html.Node]bool
 	// titled reports that the chosen root is a story under a heading that
-	// is the page's title (see titledStory).
+	// is the page's title (see pageTitle.story).
 	titled bool
 }
 
@@ -1258,7 +1258,7 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 // when none of these applies.
 func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided bool) {
 	tag := n.Data
-	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) && !e.asideStory(n, total) {
+	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) && !asideStory(n, e.sizeOf(n), total) {
 		return true, true
 	}
 	if tag == "noscript" {
@@ -1302,11 +1302,11 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 // asideStory reports an aside that holds the page's story: most of its
 // prose, in several runs, and an article element. A theme that wraps the
 // story in an aside does not put it beside the content.
-func (e *extractor) asideStory(n *html.Node, total textSize) bool {
+// size is n's text, total the page's.
+func asideStory(n *html.Node, size, total textSize) bool {
 	if n.Data != "aside" {
 		return false
 	}
-	size := e.sizeOf(n)
 	return size.paras >= 2 && size.para*2 > total.para && firstElement(n, "article", 6) != nil
 }
 
