@@ -98,3 +98,38 @@ func TestSheetMediaAttribute(t *testing.T) {
 		t.Errorf("hiding = %q, want none (a sheet for wide screens; visibility is a script's)", got)
 	}
 }
+
+// TestSheetHiddenShareOfAShortPage checks the attack on a short page: a
+// block its style sheet hides, holding a good share of the page's text
+// (but not most of it), must stay out, or a page author could hide a
+// paragraph that verifies a citation. A sheet that hides the whole page
+// until its scripts run (the block holds nearly all of it) is still read.
+func TestSheetHiddenShareOfAShortPage(t *testing.T) {
+	tests := []struct {
+		name    string
+		visible int // sentences shown
+		hidden  int // sentences in the hidden block
+		kept    bool
+	}{
+		{"a tenth of the page", 9, 1, false},
+		{"over a quarter of the page", 8, 3, false},
+		{"nearly half the page", 5, 4, false},
+		{"the page hidden until its scripts run", 1, 12, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<html><head><title>Bridge</title><style>#late{display:none}</style></head><body><article><h1>Bridge</h1><p>` +
+				prose("alpha", tt.visible) + `</p><div id="late"><p>SECRETWORD ` + prose("gamma", tt.hidden) + `</p></div></article></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/bridge.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "alpha sentence number 0") {
+				t.Fatalf("the visible text is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, "SECRETWORD"); got != tt.kept {
+				t.Errorf("hidden block kept = %v, want %v:\n%s", got, tt.kept, a.Text)
+			}
+		})
+	}
+}
