@@ -695,16 +695,20 @@ func chars(blocks []block) int {
 	return n
 }
 
-// soleH1 follows the h1s of a page: how many there are, and the
-// ancestors of the first.
+// soleH1 follows the h1s of a page: how many there are, the first, and
+// its ancestors while it is the only one.
 type soleH1 struct {
 	count     int
+	first     *html.Node
 	ancestors map[*html.Node]bool
 }
 
-// note records an h1 of the page.
+// note records an h1 of the page, in document order.
 func (s *soleH1) note(h *html.Node) {
 	s.count++
+	if s.first == nil {
+		s.first = h
+	}
 	if s.count > 1 {
 		s.ancestors = nil
 		return

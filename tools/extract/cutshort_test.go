@@ -39,6 +39,18 @@ func newsPage(head, article string) string {
 // postHead declares the page an article (og:type, no JSON-LD).
 const postHead = `<meta property="og:type" content="article">`
 
+// checkNewsPost extracts article set in a news site's page (see newsPage)
+// that declares it a post, and checks that the text holds want and none of
+// notWant.
+func checkNewsPost(t *testing.T, article string, want, notWant []string) {
+	t.Helper()
+	a, err := ExtractBytes([]byte(newsPage(postHead, article)), "https://example.com/news/2024/story.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "text", a.Text, want, notWant)
+}
+
 // TestCutShortBodies checks news bodies that pages split or show in part:
 // the rest of the body in a container named by a weak furniture word, or
 // hidden until a "read more" control opens it. Before these rules only the

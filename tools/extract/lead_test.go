@@ -39,12 +39,6 @@ func TestLeadBeforeBody(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, err := ExtractBytes([]byte(newsPage(postHead, tt.article)), "https://example.com/news/2024/story.html", Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkText(t, "text", a.Text, tt.want, tt.notWant)
-		})
+		t.Run(tt.name, func(t *testing.T) { checkNewsPost(t, tt.article, tt.want, tt.notWant) })
 	}
 }

@@ -72,8 +72,6 @@ type extractor struct {
 	authorBoxes map[*html.Node]bool
 	// normTitle is the page's title (see normText).
 	normTitle string
-	// firstH1 is the page's first h1, or nil.
-	firstH1 *html.Node
 	// pruned holds the text of every element under body after pruning,
 	// filled by chooseRoot.
 	pruned map[*html.Node]*nodeScore
@@ -1168,7 +1166,6 @@ func findCards(scores map[*html.Node]*nodeScore) map[*html.Node]bool {
 // elements, landmark roles and elements whose class or id names furniture.
 func (e *extractor) prune(body *html.Node) {
 	total := e.measure(body)
-	e.firstH1 = firstElement(body, "h1", maxDepth)
 	e.signups, e.authorBoxes = e.findPostBoxes(body, total)
 	e.capsPromos = findCapsPromos(body)
 	e.altCaptions = findAltCaptions(body)
@@ -1525,7 +1522,7 @@ func dateNamed(n *html.Node) bool {
 // the article named so holds its headline; a forum's replies follow a
 // first post that is not in the headline's container, or is short.
 func (e *extractor) readersComments(n *html.Node) bool {
-	if e.sections || e.discussion || e.firstH1 == nil || !commentNamed(n) {
+	if e.sections || e.discussion || e.headline.first == nil || !commentNamed(n) {
 		return false
 	}
 	above := map[*html.Node]bool{}
@@ -1533,7 +1530,7 @@ func (e *extractor) readersComments(n *html.Node) bool {
 		above[a] = true
 	}
 	var article *html.Node
-	for a, d := e.firstH1, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+	for a, d := e.headline.first, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
 		if above[a] {
 			break
 		}

@@ -30,13 +30,7 @@ func TestListPost(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, err := ExtractBytes([]byte(newsPage(postHead, tt.article)), "https://example.com/news/2024/story.html", Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkText(t, "text", a.Text, tt.want, tt.notWant)
-		})
+		t.Run(tt.name, func(t *testing.T) { checkNewsPost(t, tt.article, tt.want, tt.notWant) })
 	}
 }
 
@@ -46,11 +40,7 @@ func TestListPost(t *testing.T) {
 func TestOneParagraphStory(t *testing.T) {
 	article := `<article><h1>Headline</h1><div class="story"><h3>First trial of the harbour ferry robot</h3><p>` +
 		prose("story", 14) + `</p></div></article>`
-	a, err := ExtractBytes([]byte(newsPage(postHead, article)), "https://example.com/news/2024/story.html", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkText(t, "text", a.Text, []string{"First trial of the harbour ferry robot", "story sentence number 13"}, []string{"reader0", "Rail story"})
+	checkNewsPost(t, article, []string{"First trial of the harbour ferry robot", "story sentence number 13"}, []string{"reader0", "Rail story"})
 }
 
 // TestDatelineOpensParagraph checks a news story's dateline written as a
@@ -61,11 +51,7 @@ func TestDatelineOpensParagraph(t *testing.T) {
 	article := `<article><h1>Headline</h1><div class="dateline">Updated March 3, 2024</div>` +
 		`<p><span class="dateline">Last week stamp</span></p><div class="story">` +
 		`<p><span class="dateline">KOBE – </span>` + prose("lead", 2) + `</p>` + paras("body", 6) + `</div></article>`
-	a, err := ExtractBytes([]byte(newsPage(postHead, article)), "https://example.com/news/2024/story.html", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkText(t, "text", a.Text, []string{"KOBE – The lead sentence number 0", "body5 sentence"}, []string{"Updated March", "Last week stamp", "reader0"})
+	checkNewsPost(t, article, []string{"KOBE – The lead sentence number 0", "body5 sentence"}, []string{"Updated March", "Last week stamp", "reader0"})
 }
 
 // TestShortPostUnderItsTitle checks a post of two short paragraphs under
