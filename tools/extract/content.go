@@ -606,7 +606,8 @@ func headlined(stories []*html.Node) *html.Node {
 }
 
 // singlePost reports whether root is in a short post under the page's
-// headline: the nearest article element holding root holds an h1 and no
+// headline: the nearest article element holding root holds an h1 (or
+// held one before pruning, when root holds prose) and no
 // other heading nor article outside root (the post's own subheadings)
 // and, when root holds minContinuedRuns prose runs or more (a story, not
 // the blurb of a page of items), outside teaser cards (see findCards).
@@ -623,7 +624,11 @@ func (e *extractor) singlePost(root *html.Node) bool {
 	story := e.sizeOf(root).paras >= minContinuedRuns
 	for n, d := root, 0; n != nil && d <= maxDepth; n, d = n.Parent, d+1 {
 		if n.Type == html.ElementNode && n.Data == "article" {
-			return firstElement(n, "h1", 8) != nil && !e.holdsTagOutside(n, root, story, postInnerTags, 12)
+			// The article's h1 may have gone with a header pruned as
+			// furniture; it still titles root when root holds prose (a
+			// root of links alone, under a pruned headline, is a list).
+			titled := firstElement(n, "h1", h1ArticleDepth) != nil || e.headline.articles[n] && e.sizeOf(root).paras > 0
+			return titled && !e.holdsTagOutside(n, root, story, postInnerTags, 12)
 		}
 	}
 	if !story || e.sections {
@@ -695,19 +700,37 @@ func chars(blocks []block) int {
 	return n
 }
 
-// soleH1 follows the h1s of a page: how many there are, the first, and
-// its ancestors while it is the only one.
+// soleH1 follows the h1s of a page: how many there are, the first, its
+// ancestors while it is the only one, and the articles holding any.
 type soleH1 struct {
 	count     int
 	first     *html.Node
 	ancestors map[*html.Node]bool
+	// articles are the article elements holding an h1, of any count,
+	// within h1ArticleDepth: the header that holds a story's headline is
+	// often pruned as furniture, and the story's article must still be
+	// read as holding its headline (see singlePost).
+	articles map[*html.Node]bool
 }
+
+// h1ArticleDepth is how far above an h1 its article is looked for: the
+// depth at which singlePost finds an h1 in an article.
+const h1ArticleDepth = 8
 
 // note records an h1 of the page, in document order.
 func (s *soleH1) note(h *html.Node) {
 	s.count++
 	if s.first == nil {
 		s.first = h
+	}
+	for a, d := h.Parent, 1; a != nil && d <= h1ArticleDepth; a, d = a.Parent, d+1 {
+		if a.Type == html.ElementNode && a.Data == "article" {
+			if s.articles == nil {
+				s.articles = map[*html.Node]bool{}
+			}
+			s.articles[a] = true
+			break
+		}
 	}
 	if s.count > 1 {
 		s.ancestors = nil

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -137,4 +138,72 @@ func TestStoryInAnAside(t *testing.T) {
 			checkText(t, "text", a.Text, tt.want, tt.notWant)
 		})
 	}
+}
+
+// storyBoxes returns n boxes of other sections' stories as a news theme
+// writes them below its story: a section's name, a tile whose title and
+// summary are not links (the tile's link is an empty overlay) and links
+// to other stories. heading wraps each tile's title in an h3 when set.
+func storyBoxes(n int, heading bool) string {
+	var b strings.Builder
+	b.WriteString(`<div class="story-boxes">`)
+	for i := range n {
+		title := fmt.Sprintf(`<span class="hed">Tile story title number %d</span>`, i)
+		if heading {
+			title = fmt.Sprintf(`<h3 class="hed">Tile story title number %d</h3>`, i)
+		}
+		fmt.Fprintf(&b, `<div class="story-box"><div class="box-name">Section %d</div><div class="tile"><a href="/t%d" class="primary"></a>`+
+			`<span class="rubrik">Politics</span>%s<span class="dek">%s</span></div>`, i, i, title, prose(fmt.Sprintf("tile%d", i), 2))
+		for j := range 4 {
+			fmt.Fprintf(&b, `<div class="section-list"><a href="/o%d-%d">Another story of section %d, number %d</a></div>`, i, j, i, j)
+		}
+		b.WriteString(`</div>`)
+	}
+	b.WriteString(`</div>`)
+	return b.String()
+}
+
+// TestStoryUnderAPrunedHeadline checks a short story whose article holds
+// its headline in a header pruned as furniture, followed in the article by
+// boxes of other stories holding four times its prose: the article no
+// longer held an h1 when the root was judged, the page was read as a page
+// of items and the boxes flooded the story (slate.com, F1 0.25). An
+// article whose headline was pruned and whose root holds links only (a
+// post that is a list of links) is still read whole, and one whose boxes
+// have headings is still a page of items.
+func TestStoryUnderAPrunedHeadline(t *testing.T) {
+	header := `<header class="article-header"><h1>Headline</h1><div class="byline">By A. Writer</div></header>`
+	tests := []struct {
+		name, article string
+		want, notWant []string
+	}{
+		{
+			name:    "a short story above boxes of other stories",
+			article: `<article class="main">` + header + `<section class="content"><div class="body">` + paras("story", 2) + `</div></section>` + storyBoxes(8, false) + `</article>`,
+			want:    []string{"story0 sentence number 1", "story1 sentence number 1"},
+			notWant: []string{"tile0 sentence", "tile7 sentence", "Another story of section"},
+		},
+		{
+			name:    "boxes with headings are a page of items",
+			article: `<article class="main">` + header + `<section class="content"><div class="body">` + paras("story", 2) + `</div></section>` + storyBoxes(8, true) + `</article>`,
+			want:    []string{"story0 sentence number 1", "tile7 sentence"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkNewsPost(t, tt.article, tt.want, tt.notWant) })
+	}
+	// A post that is a list of links, with a line after it that is not
+	// prose: the root is that line, and the post is read whole.
+	page := `<!doctype html><html><head><title>Headline</title>` + postHead + `</head><body><div class="page">` +
+		`<article class="post">` + header + `<div class="entry-content"><ul>` +
+		`<li><a href="/a">Study doubts state support for the press</a> via Horizont</li>` +
+		`<li><a href="/b">Blame instead of protection for victims online</a> via Netzpolitik</li>` +
+		`<li><a href="/c">EU weighs a ban on face recognition</a> via Netzpolitik</li></ul>` +
+		`<p class="note">Posted from <a href="https://bookmarks.example">Marks</a>. The rest of my links are <a href="https://bookmarks.example/me">here</a>.</p></div></article>` +
+		`</div><footer><a href="/privacy">Privacy</a></footer></body></html>`
+	a, err := ExtractBytes([]byte(page), "https://example.com/2024/links.html", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "links post", a.Text, []string{"Study doubts state support", "EU weighs a ban", "Posted from"}, nil)
 }
