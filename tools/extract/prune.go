@@ -1255,7 +1255,7 @@ func (e *extractor) isFurniture(n *html.Node, total, main textSize) bool {
 // when none of these applies.
 func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided bool) {
 	tag := n.Data
-	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) && !asideStory(n, e.sizeOf(n), total) {
+	if dropTags[tag] && (tag != "button" || !disclosureControl(n)) && !asideStory(n, e.scores, total) {
 		return true, true
 	}
 	if tag == "noscript" {
@@ -1297,14 +1297,50 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 }
 
 // asideStory reports an aside that holds the page's story: most of its
-// prose, in several runs, and an article element. A theme that wraps the
-// story in an aside does not put it beside the content.
-// size is n's text, total the page's.
-func asideStory(n *html.Node, size, total textSize) bool {
-	if n.Data != "aside" {
+// prose, in several runs, and an article element; or, on a page with no
+// article element of prose outside it, three quarters of its prose in
+// minContinuedRuns runs or more and half of all its text (a slideshow
+// that is the whole story, put in a right column's aside: bhg.com's was
+// dropped whole). A theme that wraps the story in an aside does not put
+// it beside the content. A page that writes a story in an article
+// element has marked its story there, and a sidebar of widgets beside a
+// short post stays out; so does a rail of prose beside content that is
+// not prose (a table, a list of records), which holds less than half the
+// page's text: without that bound the check half of the snippets corpus
+// lost precision. scores are the page's (see sizeOf), total its size.
+func asideStory(n *html.Node, scores map[*html.Node]*nodeScore, total textSize) bool {
+	sc := scores[n]
+	if n.Data != "aside" || sc == nil {
 		return false
 	}
+	size := textSize{all: sc.good + sc.bad, para: sc.good, paras: sc.goodRuns}
+	if size.paras >= minContinuedRuns && size.para*4 >= total.para*3 && size.all*2 >= total.all && !proseArticleOutside(n, scores) {
+		return true
+	}
 	return size.paras >= 2 && size.para*2 > total.para && firstElement(n, "article", 6) != nil
+}
+
+// proseArticleOutside reports whether the document holding n has an
+// article element with prose outside n. It walks the whole document:
+// asideStory asks it only of an aside holding most of the page's prose.
+func proseArticleOutside(n *html.Node, scores map[*html.Node]*nodeScore) bool {
+	top := n
+	for top.Parent != nil {
+		top = top.Parent
+	}
+	var walk func(m *html.Node, depth int) bool
+	walk = func(m *html.Node, depth int) bool {
+		for c := m.FirstChild; c != nil && depth < maxDepth; c = c.NextSibling {
+			if c.Type != html.ElementNode || c == n {
+				continue
+			}
+			if c.Data == "article" && scores[c] != nil && scores[c].goodRuns > 0 || walk(c, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(top, 0)
 }
 
 // hiddenFurniture reports whether n, hidden by h (see hiddenBy), is to be

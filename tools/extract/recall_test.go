@@ -97,9 +97,12 @@ func TestClassNamesRemoveAShortPost(t *testing.T) {
 }
 
 // TestStoryInAnAside checks a news story whose theme wraps it in an aside
-// holding an article element: the aside was dropped as furniture with the
-// whole story. An aside beside the story (related stories) stays out, and
-// so does one holding most of the prose without an article.
+// holding an article element, or a story the aside holds nearly all of
+// the page's prose and most of its text of (a slideshow in the right
+// column): the aside was dropped as furniture with the whole story. An
+// aside beside the story (related stories) stays out, and so do one
+// holding most of the prose without an article, and one holding nearly
+// all the prose beside a table that holds more text.
 func TestStoryInAnAside(t *testing.T) {
 	page := func(main string) string {
 		return `<html><head><title>Headline</title>` + postHead + `</head><body><nav><a href="/">Home</a></nav><main class="nfy-content">` +
@@ -128,6 +131,20 @@ func TestStoryInAnAside(t *testing.T) {
 			want:    []string{"story2 sentence"},
 			notWant: []string{"rail0"},
 		},
+		{
+			name: "a slideshow that is the whole story in the right column's aside",
+			html: page(`<div class="columns" id="mainCol"><div class="crumbs"><a href="/home">Home</a> <a href="/fall">Fall</a></div><h1>Headline</h1>` +
+				`<p>By A. Writer</p></div><div class="columns" id="rightCol"><aside id="rightColumn"><nav><a href="#">Prev</a> <a href="#">Next</a></nav><ul>` +
+				slides(8) + `</ul></aside></div>`),
+			want: []string{"slide0 sentence", "slide7 sentence", "Slide title 7"},
+		},
+		{
+			name: "an aside holding most of the prose beside a table holding more text",
+			html: page(`<div class="story"><h1>Headline</h1>` + paras("story", 1) + `<table>` + tableRows(40) + `</table></div>` +
+				`<aside class="rail">` + paras("rail", 6) + `</aside>`),
+			want:    []string{"story0 sentence", "Harbour 39"},
+			notWant: []string{"rail0"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,6 +155,25 @@ func TestStoryInAnAside(t *testing.T) {
 			checkText(t, "text", a.Text, tt.want, tt.notWant)
 		})
 	}
+}
+
+// slides returns n slides of a slideshow: a title and a paragraph each.
+func slides(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `<li class="slide" id="slide%d"><h2>Slide title %d</h2><p>%s</p></li>`, i, i, prose(fmt.Sprintf("slide%d", i), 2))
+	}
+	return b.String()
+}
+
+// tableRows returns n rows of a timetable: short cells, none of them
+// prose.
+func tableRows(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `<tr><td>Harbour %d</td><td>Ferry line %d</td><td>departs 10:%02d</td><td>arrives 11:%02d</td></tr>`, i, i, i, i)
+	}
+	return b.String()
 }
 
 // storyBoxes returns n boxes of other sections' stories as a news theme
