@@ -41,7 +41,12 @@ type nodeScore struct {
 	// goodRuns and linkRuns count the prose runs and the runs that are
 	// mostly link text (titles, "read more") under the element.
 	goodRuns, linkRuns int
-	// pos sums the positive values only.
+	// pos sums the positive values only, of prose runs and of runs
+	// without links: a rail of teasers, a linked title and a summary
+	// ending in a "Full Article" link each, is worth a little per teaser
+	// and is no prose that descend would lose (reuters.com's story stayed
+	// with its rail). Short lines without links (a fact box) still count:
+	// counting prose runs only cost recall on the snippets check half.
 	pos int
 	// link is the length of the link text.
 	link int
@@ -329,7 +334,9 @@ func (s *blockScorer) addRun() {
 			s.scores[a] = ns
 		}
 		ns.value += v
-		ns.pos += max(v, 0)
+		if g || cur.link == 0 {
+			ns.pos += max(v, 0)
+		}
 		ns.link += cur.link
 		if g {
 			ns.good += cur.chars

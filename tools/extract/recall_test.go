@@ -243,3 +243,62 @@ func TestStoryUnderAPrunedHeadline(t *testing.T) {
 	}
 	checkText(t, "links post", a.Text, []string{"Study doubts state support", "EU weighs a ban", "Posted from"}, nil)
 }
+
+// TestStoryBesideARailOfTeasers checks a story in the left column of a
+// page that does not declare a post, beside a rail of teasers: a linked
+// title and a summary ending in a "Full Article" link each. The summaries
+// are worth a little each, and the root stayed the two columns, for the
+// story held under descendPosPercent of their positive value: the rail
+// doubled the text (reuters.com, precision 0.50). Runs with links that
+// are not prose no longer count in the positive value; a fact box of
+// short lines without links beside the story still keeps the root above
+// both.
+func TestStoryBesideARailOfTeasers(t *testing.T) {
+	page := func(rail string) string {
+		return `<html><head><title>Headline</title></head><body><nav><a href="/">Home</a> <a href="/markets">Markets</a></nav>` +
+			`<div class="content"><div class="columns"><div class="column1"><h1>Headline</h1><span id="articleText">` +
+			paras("story", 6) + `</span></div><div class="column2">` + rail + `</div></div></div>` +
+			`<footer><a href="/privacy">Privacy</a></footer></body></html>`
+	}
+	var teasers, facts strings.Builder
+	teasers.WriteString(`<div class="module"><h3>Showcase</h3>`)
+	facts.WriteString(`<div class="facts"><h3>Key facts</h3>`)
+	for i := range 12 {
+		fmt.Fprintf(&teasers, `<div class="feature"><h2><a href="/s%d">Teaser title %d</a></h2>`+
+			`<p>Search teams battle rough weather in a hunt for wreck %d <a href="/s%d">Full Article</a></p></div>`, i, i, i, i)
+	}
+	for i := range 21 {
+		fmt.Fprintf(&facts, `<div class="fact">Ferry line %d opened in 19%02d</div>`, i, i+10)
+	}
+	facts.WriteString(`<ul class="sources">`)
+	for i := range 10 {
+		fmt.Fprintf(&facts, `<li><a href="/src%d">Source number %d</a></li>`, i, i)
+	}
+	teasers.WriteString(`</div>`)
+	facts.WriteString(`</ul></div>`)
+	tests := []struct {
+		name, html    string
+		want, notWant []string
+	}{
+		{
+			name:    "a rail of teasers",
+			html:    page(teasers.String()),
+			want:    []string{"story0 sentence", "story5 sentence"},
+			notWant: []string{"Search teams", "Teaser title"},
+		},
+		{
+			name: "a fact box without links",
+			html: page(facts.String()),
+			want: []string{"story5 sentence", "Ferry line 20 opened"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(tt.html), "https://example.com/markets/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
