@@ -199,7 +199,7 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 	if body := findBody(doc); body != nil {
 		// doc and body are not read after this: the second reading
 		// below does not hold two trees.
-		c := extractContent(body, base, opts, a.Title, m.declared, false)
+		c := extractContent(body, base, opts, a.Title, a.Description, m.declared, false)
 		if mc := opts.Tuning.MinContent; chars(c.blocks) < mc && (c.prose >= 4*mc || len(c.blocks) == 0 && c.prose > 0) {
 			// The page has prose but class names removed nearly all of
 			// it: they lie (a theme that calls every section a "promo" or a
@@ -209,7 +209,7 @@ func ExtractBytes(data []byte, pageURL string, opts Options) (*Article, error) {
 			// names removed all of it (a short post in a "share" card).
 			if doc2, err := parse(data); err == nil {
 				if body2 := findBody(doc2); body2 != nil {
-					if c2 := extractContent(body2, base, opts, a.Title, m.declared, true); lenientBetter(c, c2, mc) {
+					if c2 := extractContent(body2, base, opts, a.Title, a.Description, m.declared, true); lenientBetter(c, c2, mc) {
 						c = c2
 					}
 				}
@@ -282,12 +282,14 @@ type content struct {
 	titled bool
 }
 
-// extractContent prunes body and returns its main content; d is what the
-// page says it is, and lenient ignores class and id names.
-func extractContent(body *html.Node, base *url.URL, opts Options, title string, d declared, lenient bool) content {
+// extractContent prunes body and returns its main content; desc is the
+// page's description, d is what the page says it is, and lenient ignores
+// class and id names.
+func extractContent(body *html.Node, base *url.URL, opts Options, title, desc string, d declared, lenient bool) content {
 	e := newExtractor(base, opts)
 	e.lenient = lenient
 	e.normTitle = normText(title)
+	e.normDesc = normText(desc)
 	e.sheet = readSheet(body)
 	e.product, e.sections, e.discussion = d.product, !d.post, d.discussion
 	e.prune(body)

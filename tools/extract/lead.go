@@ -18,7 +18,9 @@ const maxLeadParts = 3
 // paywall's box), and root, holding nearly all the prose, is the rest.
 // The lead holds less prose than half of root's: more, and root is not
 // the body. Teaser cards (see findCards) and elements whose text starts
-// with a link are not a lead.
+// with a link are not a lead. A lead is set as part of the body (see
+// bodyPart) or starts with the page's description (see
+// leadOfDescription).
 func (e *extractor) leadBefore(root *html.Node) []*html.Node {
 	rs := e.pruned[root]
 	if rs == nil || root.Data == "body" {
@@ -35,7 +37,8 @@ func (e *extractor) leadBefore(root *html.Node) []*html.Node {
 		if sc == nil {
 			continue
 		}
-		if !leadProse(sc) || e.cards[s] || titledCard(s) || !bodyPart(s, n) {
+		descLead := leadOfDescription(s, textSize{all: sc.good + sc.bad, para: sc.good, paras: sc.goodRuns}, e.normDesc)
+		if !leadProse(sc) || e.cards[s] || titledCard(s) || !bodyPart(s, n) && !descLead {
 			break
 		}
 		leads = append(leads, s)

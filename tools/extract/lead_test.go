@@ -42,3 +42,51 @@ func TestLeadBeforeBody(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { checkNewsPost(t, tt.article, tt.want, tt.notWant) })
 	}
 }
+
+// TestLeadRepeatsDescription checks a story's lead paragraph in a
+// container named as a teaser, above the container of the rest of the
+// body, whose text the page's description repeats (cut short): the lead
+// was dropped as furniture, and it is not of the body's tag and class. A
+// standfirst of one sentence that repeats the description, and a teaser
+// that does not, stay out.
+func TestLeadRepeatsDescription(t *testing.T) {
+	desc := func(s string) string { return postHead + `<meta name="description" content="` + s + `">` }
+	article := func(teaser string) string {
+		return `<article><h1>Headline</h1><div class="story-teaser"><p>` + teaser + `</p></div>` +
+			`<div class="story-body">` + paras("rest", 48) + `</div></article>`
+	}
+	tests := []struct {
+		name, head, article string
+		want, notWant       []string
+	}{
+		{
+			name:    "the lead repeated by the description",
+			head:    desc(prose("lead", 2) + " The lead…"),
+			article: article(prose("lead", 4)),
+			want:    []string{"lead sentence number 0", "lead sentence number 3", "rest47 sentence"},
+		},
+		{
+			name:    "a standfirst repeated by the description",
+			head:    desc(prose("dek", 1)),
+			article: article(prose("dek", 1)),
+			want:    []string{"rest0 sentence", "rest47 sentence"},
+			notWant: []string{"dek sentence"},
+		},
+		{
+			name:    "a teaser the description does not repeat",
+			head:    desc(prose("lead", 2)),
+			article: article(prose("other", 4)),
+			want:    []string{"rest0 sentence"},
+			notWant: []string{"other sentence"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ExtractBytes([]byte(newsPage(tt.head, tt.article)), "https://example.com/news/2024/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}

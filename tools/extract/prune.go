@@ -72,6 +72,9 @@ type extractor struct {
 	authorBoxes map[*html.Node]bool
 	// normTitle is the page's title (see normText).
 	normTitle string
+	// normDesc is the page's description (see normText): news pages
+	// write their story's lead there (see leadOfDescription).
+	normDesc string
 	// pruned holds the text of every element under body after pruning,
 	// filled by chooseRoot.
 	pruned map[*html.Node]*nodeScore
@@ -1481,6 +1484,9 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	if !strong && !e.sections && (opened || !hiddenClass(strings.Fields(attr(n, "class")))) && e.continuesProse(n, size) {
 		return false
 	}
+	if !strong && !e.sections && !hiddenClass(strings.Fields(attr(n, "class"))) && leadOfDescription(n, size, e.normDesc) {
+		return false
+	}
 	// A furniture-named element that holds most of the page's paragraph
 	// text in several paragraphs is more likely a mis-named wrapper. One
 	// long paragraph (a site notice in a footer of a short page) is not.
@@ -1585,6 +1591,37 @@ func commentNamed(n *html.Node) bool {
 	}
 	return false
 }
+
+// leadOfDescription reports an element that is the story's lead: a
+// paragraph or two of minDescLeadProse or more, next to no link text,
+// whose text starts with the page's description (desc, see normText) of
+// minDescLead characters or more, as news pages write their lead there.
+// It is kept though named as furniture by a weak word (see
+// namedFurniture), and read as the lead before the root though set apart
+// from the body (see leadBefore): a "story-teaser" holding the lead above
+// the "story-body" was dropped (talkingpointsmemo.com). A
+// standfirst repeats the description too, but it is a sentence, shorter,
+// and the broad corpora's ground truth leaves it out: with no bound on
+// the lead's prose, scrapinghub's worst fold fell. The description's
+// first maxDescLead characters are matched: one cut short ("…") is a
+// prefix too.
+func leadOfDescription(n *html.Node, size textSize, desc string) bool {
+	if len(desc) < minDescLead || size.paras == 0 || size.paras > 2 || size.para < minDescLeadProse || size.para*2 < size.all {
+		return false
+	}
+	return strings.HasPrefix(normText(textOf(n)), desc[:min(len(desc), maxDescLead)])
+}
+
+// minDescLead and maxDescLead bound the part of the page's description
+// that a lead must start with (see leadOfDescription), in bytes of its
+// normalized text: a sentence or more, not a tagline. minDescLeadProse is
+// the least prose of the lead (weighted characters): the standfirsts
+// that repeat the description on the dev corpora hold 245 at most.
+const (
+	minDescLead      = 80
+	maxDescLead      = 200
+	minDescLeadProse = 300
+)
 
 // continuesProse reports an element, named as furniture by a weak word
 // only, that is the rest of the prose before it: the article's body
