@@ -120,3 +120,32 @@ func TestDisclaimerBox(t *testing.T) {
 	checkText(t, "text", a.Text, []string{"helps the mind", "better sleep", "sense of achievement"},
 		[]string{"Disclaimer", "archived content"})
 }
+
+// TestSalesPitchAfterStory checks a sales pitch that closes a story's
+// body, in a box named "pitch": a bold offer and a few sentences selling
+// a report (fool.com). It came through as the story's last paragraphs.
+// A box whose name only holds the word in a longer one ("pitcher") is
+// read like any other.
+func TestSalesPitchAfterStory(t *testing.T) {
+	tests := []struct {
+		name, box     string
+		want, notWant []string
+	}{
+		{
+			name:    "a pitch box",
+			box:     `<div id="pitch"><p><strong>1 great stock to buy for next year</strong><br>` + prose("offer", 3) + `</p></div>`,
+			notWant: []string{"offer sentence", "great stock"},
+		},
+		{
+			name: "a pitcher's notes",
+			box:  `<div class="pitcher-notes"><p>` + prose("notes", 3) + `</p></div>`,
+			want: []string{"notes sentence number 2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			article := `<article><h1>Headline</h1><div class="entry-content">` + paras("story", 6) + tt.box + `</div></article>`
+			checkNewsPost(t, article, append([]string{"story5 sentence"}, tt.want...), tt.notWant)
+		})
+	}
+}
