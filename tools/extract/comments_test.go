@@ -64,6 +64,43 @@ func TestReadersComments(t *testing.T) {
 	}
 }
 
+// TestCommentsNamedArticleWrapper checks that the wrapper of a news
+// page's article, named for whether comments are enabled and holding the
+// headline, is not taken for the readers' comments (the whole story went),
+// and that comments beside such an article still go.
+func TestCommentsNamedArticleWrapper(t *testing.T) {
+	story := `<div class="article-left"><h1>Headline</h1><p class="date">21 May 2025</p>` + paras("story", 4) + `</div>`
+	tests := []struct {
+		name, body    string
+		want, notWant []string
+	}{
+		{
+			name:    "the article's wrapper",
+			body:    `<div id="article" class="None comments-enabled">` + story + `</div>`,
+			want:    []string{"story0 sentence", "story3 sentence"},
+			notWant: []string{"about0"},
+		},
+		{
+			name:    "comments beside the article",
+			body:    story + `<div class="comments">` + paras("reader", 8) + `</div>`,
+			want:    []string{"story0 sentence", "story3 sentence"},
+			notWant: []string{"reader0", "reader7", "about0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + postHead + `</head><body>` +
+				`<nav><a href="/">Home</a> <a href="/news">News</a></nav>` + tt.body +
+				`<div class="about"><p>` + prose("about", 3) + `</p></div><footer><a href="/privacy">Privacy</a></footer></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2025/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
+
 // TestStemFalseFriends checks that words holding a furniture stem and
 // naming no furniture ("commentary", Drupal's "node--promoted") do not
 // make their element furniture, and that the stems still do elsewhere.

@@ -1519,8 +1519,10 @@ func dateNamed(n *html.Node) bool {
 // holds minContinuedRuns prose runs or more. Such an element is the
 // readers' comments under the article, however much prose they hold (a
 // news page's comments often hold more than its article). A wrapper of
-// the article named so holds its headline; a forum's replies follow a
-// first post that is not in the headline's container, or is short.
+// the article named so holds its headline (a news site's "comments-enabled"
+// flag on the article's wrapper, timeslive.co.za's fundus page: the whole
+// story went); a forum's replies follow a first post that is not in the
+// headline's container, or is short.
 func (e *extractor) readersComments(n *html.Node) bool {
 	if e.sections || e.discussion || e.headline.first == nil || !commentNamed(n) {
 		return false
@@ -1532,6 +1534,10 @@ func (e *extractor) readersComments(n *html.Node) bool {
 	var article *html.Node
 	for a, d := e.headline.first, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
 		if above[a] {
+			if a == n {
+				// n holds the headline: it wraps the article.
+				return false
+			}
 			break
 		}
 		article = a
