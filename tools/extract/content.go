@@ -701,6 +701,9 @@ type soleH1 struct {
 	count     int
 	first     *html.Node
 	ancestors map[*html.Node]bool
+	// firstChain is the first h1 and its ancestors, nearest first, as
+	// they were before pruning: pruning may detach the header holding it.
+	firstChain []*html.Node
 }
 
 // note records an h1 of the page, in document order.
@@ -708,6 +711,9 @@ func (s *soleH1) note(h *html.Node) {
 	s.count++
 	if s.first == nil {
 		s.first = h
+		for a, d := h, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+			s.firstChain = append(s.firstChain, a)
+		}
 	}
 	if s.count > 1 {
 		s.ancestors = nil

@@ -1450,7 +1450,7 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// long paragraph (a site notice in a footer of a short page) is not.
 	// Inside a post (main is the post's), one paragraph is enough.
 	mostOfMain := main.para > 0 && size.para*2 > main.para
-	if mostOfMain && e.readersComments(n) {
+	if mostOfMain && (e.readersComments(n) || e.consentNotice(n)) {
 		return true
 	}
 	// Nor is one named only as a date (see dateNamed): it wraps what is
@@ -1514,17 +1514,33 @@ func dateNamed(n *html.Node) bool {
 }
 
 // readersComments reports an element named for comments, on a page that
-// declares a post and not a thread, beside an article: the largest
-// container of the page's headline (its first h1) that does not hold n
-// holds minContinuedRuns prose runs or more. Such an element is the
-// readers' comments under the article, however much prose they hold (a
-// news page's comments often hold more than its article). A wrapper of
-// the article named so holds its headline (a news site's "comments-enabled"
-// flag on the article's wrapper, timeslive.co.za's fundus page: the whole
-// story went); a forum's replies follow a first post that is not in the
+// declares a post and not a thread, beside an article (see besideArticle).
+// Such an element is the readers' comments under the article, however
+// much prose they hold (a news page's comments often hold more than its
+// article). A forum's replies follow a first post that is not in the
 // headline's container, or is short.
 func (e *extractor) readersComments(n *html.Node) bool {
-	if e.sections || e.discussion || e.headline.first == nil || !commentNamed(n) {
+	return !e.sections && !e.discussion && commentNamed(n) && e.besideArticle(n)
+}
+
+// consentNotice reports an element named for cookies or consent beside an
+// article (see besideArticle): a consent manager's panel, whose policy
+// text can outweigh a short news story (reuters.com's fundus page: the
+// panel held half the page's prose and was kept as a mis-named wrapper).
+func (e *extractor) consentNotice(n *html.Node) bool {
+	return namesWord(n, consentWords) && e.besideArticle(n)
+}
+
+// consentWords name a cookie or consent notice.
+var consentWords = wordSet(`cookie cookies consent gdpr`)
+
+// besideArticle reports that n is beside the page's article: the largest
+// container of the page's headline (its first h1) that does not hold n
+// holds minContinuedRuns prose runs or more. A wrapper of the article
+// holds its headline (a news site's "comments-enabled" flag on the
+// article's wrapper, timeslive.co.za's fundus page: the whole story went).
+func (e *extractor) besideArticle(n *html.Node) bool {
+	if e.headline.first == nil {
 		return false
 	}
 	above := map[*html.Node]bool{}
@@ -1532,7 +1548,9 @@ func (e *extractor) readersComments(n *html.Node) bool {
 		above[a] = true
 	}
 	var article *html.Node
-	for a, d := e.headline.first, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+	// The headline's ancestors as they were before pruning: the header
+	// holding it may have gone already.
+	for _, a := range e.headline.firstChain {
 		if above[a] {
 			if a == n {
 				// n holds the headline: it wraps the article.
