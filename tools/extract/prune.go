@@ -1450,7 +1450,7 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// long paragraph (a site notice in a footer of a short page) is not.
 	// Inside a post (main is the post's), one paragraph is enough.
 	mostOfMain := main.para > 0 && size.para*2 > main.para
-	if mostOfMain && (e.readersComments(n) || e.consentNotice(n)) {
+	if mostOfMain && e.besideStory(n) {
 		return true
 	}
 	// Nor is one named only as a date (see dateNamed): it wraps what is
@@ -1513,35 +1513,35 @@ func dateNamed(n *html.Node) bool {
 	return dated
 }
 
-// readersComments reports an element named for comments, on a page that
-// declares a post and not a thread, beside an article (see besideArticle).
-// Such an element is the readers' comments under the article, however
-// much prose they hold (a news page's comments often hold more than its
-// article). A forum's replies follow a first post that is not in the
-// headline's container, or is short.
-func (e *extractor) readersComments(n *html.Node) bool {
-	return !e.sections && !e.discussion && commentNamed(n) && e.besideArticle(n)
-}
-
-// consentNotice reports an element named for cookies or consent beside an
-// article (see besideArticle): a consent manager's panel, whose policy
+// besideStory reports an element beside the page's article (see
+// soleH1.outside) and named for the readers' comments, on a page that
+// declares a post and not a thread, or for cookies or consent.
+// Readers' comments under the article are furniture however much prose
+// they hold (a news page's comments often hold more than its article);
+// a forum's replies follow a first post that is not in the headline's
+// container, or is short. So is a consent manager's panel, whose policy
 // text can outweigh a short news story (reuters.com's fundus page: the
 // panel held half the page's prose and was kept as a mis-named wrapper).
-func (e *extractor) consentNotice(n *html.Node) bool {
-	return namesWord(n, consentWords) && e.besideArticle(n)
+func (e *extractor) besideStory(n *html.Node) bool {
+	comments := !e.sections && !e.discussion && commentNamed(n)
+	if !comments && !namesWord(n, consentWords) {
+		return false
+	}
+	article := e.headline.outside(n)
+	return article != nil && e.sizeOf(article).paras >= minContinuedRuns
 }
 
 // consentWords name a cookie or consent notice.
 var consentWords = wordSet(`cookie cookies consent gdpr`)
 
-// besideArticle reports that n is beside the page's article: the largest
-// container of the page's headline (its first h1) that does not hold n
-// holds minContinuedRuns prose runs or more. A wrapper of the article
-// holds its headline (a news site's "comments-enabled" flag on the
-// article's wrapper, timeslive.co.za's fundus page: the whole story went).
-func (e *extractor) besideArticle(n *html.Node) bool {
-	if e.headline.first == nil {
-		return false
+// outside returns the largest container of the page's headline (its
+// first h1) that does not hold n, or nil: the article beside n when it
+// has prose. A wrapper of the article holds its headline (a news site's
+// "comments-enabled" flag on the article's wrapper, timeslive.co.za's
+// fundus page: the whole story went).
+func (s *soleH1) outside(n *html.Node) *html.Node {
+	if s.first == nil {
+		return nil
 	}
 	above := map[*html.Node]bool{}
 	for a, d := n, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
@@ -1550,17 +1550,17 @@ func (e *extractor) besideArticle(n *html.Node) bool {
 	var article *html.Node
 	// The headline's ancestors as they were before pruning: the header
 	// holding it may have gone already.
-	for _, a := range e.headline.firstChain {
+	for _, a := range s.firstChain {
 		if above[a] {
 			if a == n {
 				// n holds the headline: it wraps the article.
-				return false
+				return nil
 			}
 			break
 		}
 		article = a
 	}
-	return article != nil && e.sizeOf(article).paras >= minContinuedRuns
+	return article
 }
 
 // commentNamed reports a class or id of n holding the word "comment"
