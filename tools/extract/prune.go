@@ -1437,7 +1437,7 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// product pages too did worse on four of the five training sets of
 	// the cross-validation by site (the fifth tied); sparing them on
 	// pages that do not declare a post only did worse on four.
-	if !strong && !e.product && (e.pageItem(n, total) || e.holdsItems(n)) {
+	if !strong && !e.product && !storyTeaser(n, &e.headline, e.sections) && (e.pageItem(n, total) || e.holdsItems(n)) {
 		return false
 	}
 	// Text behind a hiding class is not shown by continuing the prose
@@ -1648,3 +1648,32 @@ func isWide(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }
+
+// storyTeaser reports an element named as a teaser inside the story: the
+// article element holding the page's headline (see soleH1), on a page
+// that declares a post (sections is false). It points to another story
+// ("Mehr zum Thema" between a news story's paragraphs) and is furniture
+// however many teasers of its kind the page has (see pageItem). On a
+// section page whose teasers are its content, the headline (the
+// section's name) is not in an article element holding them.
+func storyTeaser(n *html.Node, headline *soleH1, sections bool) bool {
+	if sections || !namesWord(n, teaserWords) {
+		return false
+	}
+	var story *html.Node
+	for _, a := range headline.firstChain {
+		if a.Type == html.ElementNode && a.Data == "article" {
+			story = a
+			break
+		}
+	}
+	for a, d := n.Parent, 0; story != nil && a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+		if a == story {
+			return true
+		}
+	}
+	return false
+}
+
+// teaserWords name a teaser of another story.
+var teaserWords = wordSet(`teaser teasers`)
