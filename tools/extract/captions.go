@@ -71,7 +71,9 @@ func mediaFigure(f *html.Node) (caption *html.Node, ok bool) {
 					caption = c
 				}
 				continue
-			case "script", "style", "noscript":
+			case "script", "style", "noscript", "button":
+				// A button's text is its label ("Open detail view",
+				// "Enlarge"), not the figure's: buttons are dropped.
 				continue
 			case "img", "picture", "video", "iframe", "svg", "canvas":
 				media = true

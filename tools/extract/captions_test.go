@@ -25,6 +25,10 @@ func TestPhotoFigure(t *testing.T) {
 			"only its words", true},
 		{"photo behind a link labelled", `<figure><a href="big.jpg"><img src="a.jpg"><i class="icon">Click to enlarge the picture</i></a><figcaption>The garden in winter light. Photo: Jane Roe</figcaption></figure>`,
 			"Photo: Jane Roe", false},
+		{"photo with an enlarge button", `<figure><div><picture><img src="a.jpg"></picture><button type="button"><span>Open the detail view</span></button></div><figcaption>The winner takes a short rest at the finish line. <small>(Photo: Jane Roe/Agency)</small></figcaption></figure>`,
+			"Photo: Jane Roe/Agency", false},
+		{"numbered figure with an enlarge button", `<figure><img src="a.png"><button>Open the detail view</button><figcaption>Figure 3. Gas consumption per block over ten years</figcaption></figure>`,
+			"Gas consumption per block", true},
 		{"photo and words outside its link", `<figure><a href="big.jpg"><img src="a.jpg"></a><p>Words of the figure beside the picture</p><figcaption>The garden in winter light, Jane Roe</figcaption></figure>`,
 			"winter light, Jane Roe", true},
 	}
