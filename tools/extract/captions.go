@@ -184,3 +184,53 @@ func holdsMedia(n *html.Node) bool {
 	}
 	return false
 }
+
+// maxBlockCaption bounds the text (weighted characters) of the caption of
+// a photo block (see photoBlock): a sentence or two and a credit.
+const maxBlockCaption = 300
+
+// photoBlock reports an element that is a picture and its caption written
+// without a figure element (an "image widget": a picture, then a line
+// describing it and one crediting it): its first child shows an image or a
+// video and holds no text, and the text after it is short, holds no
+// heading or link (an item's title, see titled) and no other picture. It
+// is read like a photo figure (see photoFigure). A paragraph that goes on
+// after an image, or a card of an image and its title, is not one.
+func photoBlock(n *html.Node) bool {
+	if n.Data != "div" && n.Data != "span" || !namesWord(n, photoWords) {
+		return false
+	}
+	first := n.FirstChild
+	for first != nil && first.Type != html.ElementNode {
+		if first.Type == html.TextNode && strings.TrimSpace(first.Data) != "" {
+			return false
+		}
+		first = first.NextSibling
+	}
+	if first == nil || first.Data == "figure" || !isMedia(first) && !holdsMedia(first) || strings.TrimSpace(textOf(first)) != "" {
+		return false
+	}
+	var b strings.Builder
+	for c := first.NextSibling; c != nil; c = c.NextSibling {
+		switch c.Type {
+		case html.ElementNode:
+			if titled(c) || isMedia(c) || holdsMedia(c) || numberedCaption.MatchString(textOf(c)) {
+				return false
+			}
+			b.WriteString(textOf(c))
+		case html.TextNode:
+			b.WriteString(c.Data)
+		}
+		b.WriteByte(' ')
+	}
+	l := weightedLen(b.String())
+	return l > 0 && l <= maxBlockCaption
+}
+
+// photoWords name a picture's block.
+var photoWords = wordSet(`image img photo picture media foto bild`)
+
+// isMedia reports an image, a picture or a video.
+func isMedia(n *html.Node) bool {
+	return n.Data == "img" || n.Data == "picture" || n.Data == "video"
+}

@@ -81,3 +81,49 @@ func checkKeptInGarden(t *testing.T, block, text string, kept bool) {
 		t.Errorf("%q kept = %v, want %v:\n%s", text, got, kept, a.Text)
 	}
 }
+
+// TestPhotoBlock checks that on a page that declares a post, a picture
+// and its caption written without a figure element, in a block named for
+// the picture, are left out like a photo figure, while a card of a
+// picture and an item's text, a block whose text goes on past a caption,
+// a picture under a linked title, and such a block on a page that does
+// not declare a post stay.
+func TestPhotoBlock(t *testing.T) {
+	long := prose("gamma", 4)
+	tests := []struct {
+		name, head, block, text string
+		kept                    bool
+	}{
+		{"image widget", postHead, `<div class="image_image-widget__LYZT4"><span class="image_target"><picture><img src="a.jpg"></picture></span>` +
+			`<p><span>Pictured right is a reader from the estate, speaking to a novelist at the bookshop.</span></p><p>Image: Jane Roe</p></div>`,
+			"speaking to a novelist", false},
+		{"media block with a rights line", postHead, `<div class="media mediaA"><a href="/big.html"><div class="imageWrapper"><img src="a.jpg" alt="Hall"></div></a>` +
+			`<div class="mediaInfo"><span class="mediaSubtitle">Many hands work in the hall to process the animals.</span><span class="mediaRights">Rights: Jane Roe</span></div></div>`,
+			"Rights: Jane Roe", false},
+		{"a card not named for its picture", postHead, `<div class="column-inner"><div class="image-wrapper"><img src="p.jpg" alt="pothos"></div>` +
+			`<div class="content-container"><p><strong>Pothos</strong><br>One of the easiest houseplants to grow.</p></div></div>`,
+			"easiest houseplants", true},
+		{"text that goes on", postHead, `<div class="media"><img src="a.jpg"><p>` + long + `</p></div>`,
+			"gamma sentence number 3", true},
+		{"a picture under a linked title", postHead, `<div class="media"><img src="a.jpg"><h3><a href="/o">The other story about the harbour</a></h3></div>`,
+			"other story about the harbour", true},
+		{"a page that does not declare a post", "", `<div class="image-widget"><picture><img src="a.jpg"></picture><p>The harbour at dawn, with the fishing boats coming in.</p><p>Image: Jane Roe</p></div>`,
+			"fishing boats coming in", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<html><head><title>Garden</title>` + tt.head + `</head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
+				tt.block + `<p>` + prose("beta", 3) + `</p></article></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "beta sentence number 2") {
+				t.Fatalf("the article is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
+				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
+			}
+		})
+	}
+}

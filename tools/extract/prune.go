@@ -1261,7 +1261,7 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if tag == "noscript" {
 		return !e.noscriptMain, true
 	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || e.altCaptions[n] || machineLabel(n) || e.disclaimerBox(n, total) {
+	if e.popups[n] || photoFigure(n) || !e.sections && photoBlock(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || e.altCaptions[n] || machineLabel(n) || e.disclaimerBox(n, total) {
 		return true, true
 	}
 	if promo, next := promoLine(n); promo {
