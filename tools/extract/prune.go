@@ -971,8 +971,11 @@ func (e *extractor) findPosts(total textSize) map[*html.Node]bool {
 }
 
 // embedParts are the furniture words that, ending a name of an embed (see
-// isEmbedName), name that part of it, not the embedded post.
-var embedParts = wordSet(`caption credit credits`)
+// isEmbedName), name that part of it, not the embedded post: its caption
+// or credit, or the consent gate that stands in for it until the reader
+// agrees ("js-embed-consent": zeit.de's "Recommended editorial content"
+// notice was kept).
+var embedParts = wordSet(`caption credit credits consent cookie cookies gdpr`)
 
 // isEmbedName reports a class or id naming an embedded post.
 func isEmbedName(name string) bool {
