@@ -195,8 +195,12 @@ const maxBlockCaption = 300
 // video and holds no text, and the text after it is short, holds no
 // heading or link (an item's title, see titled) and no other picture. It
 // is read like a photo figure (see photoFigure). A paragraph that goes on
-// after an image, or a card of an image and its title, is not one.
+// after an image, or a card of an image and its title, is not one. A
+// paragraph is read by photoPara.
 func photoBlock(n *html.Node) bool {
+	if n.Data == "p" {
+		return photoPara(n)
+	}
 	if n.Data != "div" && n.Data != "span" || !namesWord(n, photoWords) {
 		return false
 	}
@@ -225,6 +229,33 @@ func photoBlock(n *html.Node) bool {
 	}
 	l := weightedLen(b.String())
 	return l > 0 && l <= maxBlockCaption
+}
+
+// photoPara reports a paragraph that is a picture and its caption: an
+// image (or a link holding one) first, a line break, and then only the
+// caption set in italics (one em or i element, without links), as blog
+// engines write a photo inside the text ("<p><img><br><em>Murder victims
+// from left: …</em></p>"). A paragraph that goes on in roman type after
+// an image is the text's.
+func photoPara(p *html.Node) bool {
+	var kids []*html.Node
+	for c := p.FirstChild; c != nil; c = c.NextSibling {
+		switch {
+		case c.Type == html.TextNode && strings.TrimSpace(c.Data) == "":
+		case c.Type == html.TextNode:
+			return false
+		case c.Type == html.ElementNode:
+			kids = append(kids, c)
+		}
+	}
+	if len(kids) != 3 || kids[1].Data != "br" || kids[2].Data != "em" && kids[2].Data != "i" {
+		return false
+	}
+	if pic := kids[0]; !isMedia(pic) && (pic.Data != "a" || !holdsMedia(pic) || strings.TrimSpace(textOf(pic)) != "") {
+		return false
+	}
+	l := weightedLen(textOf(kids[2]))
+	return l > 0 && l <= maxBlockCaption && !titled(kids[2])
 }
 
 // photoWords name a picture's block.

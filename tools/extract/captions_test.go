@@ -84,10 +84,11 @@ func checkKeptInGarden(t *testing.T, block, text string, kept bool) {
 
 // TestPhotoBlock checks that on a page that declares a post, a picture
 // and its caption written without a figure element, in a block named for
-// the picture, are left out like a photo figure, while a card of a
-// picture and an item's text, a block whose text goes on past a caption,
-// a picture under a linked title, and such a block on a page that does
-// not declare a post stay.
+// the picture or in a paragraph of a picture, a line break and a caption
+// in italics, are left out like a photo figure, while a paragraph that
+// goes on after its picture, a card of a picture and an item's text, a
+// block whose text goes on past a caption, a picture under a linked
+// title, and such a block on a page that does not declare a post stay.
 func TestPhotoBlock(t *testing.T) {
 	long := prose("gamma", 4)
 	tests := []struct {
@@ -107,6 +108,12 @@ func TestPhotoBlock(t *testing.T) {
 			"gamma sentence number 3", true},
 		{"a picture under a linked title", postHead, `<div class="media"><img src="a.jpg"><h3><a href="/o">The other story about the harbour</a></h3></div>`,
 			"other story about the harbour", true},
+		{"a paragraph of a picture and its caption in italics", postHead, `<p><img src="victims.jpg" width="720" alt=""><br> <em>Victims from left: Kaylee, Ethan, Xana and Maddie</em></p>`,
+			"Victims from left", false},
+		{"a paragraph that goes on in roman type", postHead, `<p><img src="map.jpg" alt=""><br> <em>Map</em> of the valley shows the old road, which the council wants to open again next spring.</p>`,
+			"which the council wants to open", true},
+		{"a paragraph of text after a break", postHead, `<p><img src="map.jpg" alt=""><br>The map of the valley shows the old road, which the council wants to open again.</p>`,
+			"which the council wants to open", true},
 		{"a page that does not declare a post", "", `<div class="image-widget"><picture><img src="a.jpg"></picture><p>The harbour at dawn, with the fishing boats coming in.</p><p>Image: Jane Roe</p></div>`,
 			"fishing boats coming in", true},
 	}
