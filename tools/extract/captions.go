@@ -71,7 +71,9 @@ func mediaFigure(f *html.Node) (caption *html.Node, ok bool) {
 					caption = c
 				}
 				continue
-			case "script", "style", "noscript":
+			case "script", "style", "noscript", "button":
+				// A button's text is its label ("Open detail view",
+				// "Enlarge"), not the figure's: buttons are dropped.
 				continue
 			case "img", "picture", "video", "iframe", "svg", "canvas":
 				media = true
@@ -181,4 +183,85 @@ func holdsMedia(n *html.Node) bool {
 		}
 	}
 	return false
+}
+
+// maxBlockCaption bounds the text (weighted characters) of the caption of
+// a photo block (see photoBlock): a sentence or two and a credit.
+const maxBlockCaption = 300
+
+// photoBlock reports an element that is a picture and its caption written
+// without a figure element (an "image widget": a picture, then a line
+// describing it and one crediting it): its first child shows an image or a
+// video and holds no text, and the text after it is short, holds no
+// heading or link (an item's title, see titled) and no other picture. It
+// is read like a photo figure (see photoFigure). A paragraph that goes on
+// after an image, or a card of an image and its title, is not one. A
+// paragraph is read by photoPara.
+func photoBlock(n *html.Node) bool {
+	if n.Data == "p" {
+		return photoPara(n)
+	}
+	if n.Data != "div" && n.Data != "span" || !namesWord(n, photoWords) {
+		return false
+	}
+	first := n.FirstChild
+	for first != nil && first.Type != html.ElementNode {
+		if first.Type == html.TextNode && strings.TrimSpace(first.Data) != "" {
+			return false
+		}
+		first = first.NextSibling
+	}
+	if first == nil || first.Data == "figure" || !isMedia(first) && !holdsMedia(first) || strings.TrimSpace(textOf(first)) != "" {
+		return false
+	}
+	var b strings.Builder
+	for c := first.NextSibling; c != nil; c = c.NextSibling {
+		switch c.Type {
+		case html.ElementNode:
+			if titled(c) || isMedia(c) || holdsMedia(c) || numberedCaption.MatchString(textOf(c)) {
+				return false
+			}
+			b.WriteString(textOf(c))
+		case html.TextNode:
+			b.WriteString(c.Data)
+		}
+		b.WriteByte(' ')
+	}
+	l := weightedLen(b.String())
+	return l > 0 && l <= maxBlockCaption
+}
+
+// photoPara reports a paragraph that is a picture and its caption: an
+// image (or a link holding one) first, a line break, and then only the
+// caption set in italics (one em or i element, without links), as blog
+// engines write a photo inside the text ("<p><img><br><em>Murder victims
+// from left: …</em></p>"). A paragraph that goes on in roman type after
+// an image is the text's.
+func photoPara(p *html.Node) bool {
+	var kids []*html.Node
+	for c := p.FirstChild; c != nil; c = c.NextSibling {
+		switch {
+		case c.Type == html.TextNode && strings.TrimSpace(c.Data) == "":
+		case c.Type == html.TextNode:
+			return false
+		case c.Type == html.ElementNode:
+			kids = append(kids, c)
+		}
+	}
+	if len(kids) != 3 || kids[1].Data != "br" || kids[2].Data != "em" && kids[2].Data != "i" {
+		return false
+	}
+	if pic := kids[0]; !isMedia(pic) && (pic.Data != "a" || !holdsMedia(pic) || strings.TrimSpace(textOf(pic)) != "") {
+		return false
+	}
+	l := weightedLen(textOf(kids[2]))
+	return l > 0 && l <= maxBlockCaption && !titled(kids[2])
+}
+
+// photoWords name a picture's block.
+var photoWords = wordSet(`image img photo picture media foto bild`)
+
+// isMedia reports an image, a picture or a video.
+func isMedia(n *html.Node) bool {
+	return n.Data == "img" || n.Data == "picture" || n.Data == "video"
 }

@@ -25,6 +25,10 @@ func TestPhotoFigure(t *testing.T) {
 			"only its words", true},
 		{"photo behind a link labelled", `<figure><a href="big.jpg"><img src="a.jpg"><i class="icon">Click to enlarge the picture</i></a><figcaption>The garden in winter light. Photo: Jane Roe</figcaption></figure>`,
 			"Photo: Jane Roe", false},
+		{"photo with an enlarge button", `<figure><div><picture><img src="a.jpg"></picture><button type="button"><span>Open the detail view</span></button></div><figcaption>The winner takes a short rest at the finish line. <small>(Photo: Jane Roe/Agency)</small></figcaption></figure>`,
+			"Photo: Jane Roe/Agency", false},
+		{"numbered figure with an enlarge button", `<figure><img src="a.png"><button>Open the detail view</button><figcaption>Figure 3. Gas consumption per block over ten years</figcaption></figure>`,
+			"Gas consumption per block", true},
 		{"photo and words outside its link", `<figure><a href="big.jpg"><img src="a.jpg"></a><p>Words of the figure beside the picture</p><figcaption>The garden in winter light, Jane Roe</figcaption></figure>`,
 			"winter light, Jane Roe", true},
 	}
@@ -75,5 +79,58 @@ func checkKeptInGarden(t *testing.T, block, text string, kept bool) {
 	}
 	if got := strings.Contains(a.Text, text); got != kept {
 		t.Errorf("%q kept = %v, want %v:\n%s", text, got, kept, a.Text)
+	}
+}
+
+// TestPhotoBlock checks that on a page that declares a post, a picture
+// and its caption written without a figure element, in a block named for
+// the picture or in a paragraph of a picture, a line break and a caption
+// in italics, are left out like a photo figure, while a paragraph that
+// goes on after its picture, a card of a picture and an item's text, a
+// block whose text goes on past a caption, a picture under a linked
+// title, and such a block on a page that does not declare a post stay.
+func TestPhotoBlock(t *testing.T) {
+	long := prose("gamma", 4)
+	tests := []struct {
+		name, head, block, text string
+		kept                    bool
+	}{
+		{"image widget", postHead, `<div class="image_image-widget__LYZT4"><span class="image_target"><picture><img src="a.jpg"></picture></span>` +
+			`<p><span>Pictured right is a reader from the estate, speaking to a novelist at the bookshop.</span></p><p>Image: Jane Roe</p></div>`,
+			"speaking to a novelist", false},
+		{"media block with a rights line", postHead, `<div class="media mediaA"><a href="/big.html"><div class="imageWrapper"><img src="a.jpg" alt="Hall"></div></a>` +
+			`<div class="mediaInfo"><span class="mediaSubtitle">Many hands work in the hall to process the animals.</span><span class="mediaRights">Rights: Jane Roe</span></div></div>`,
+			"Rights: Jane Roe", false},
+		{"a card not named for its picture", postHead, `<div class="column-inner"><div class="image-wrapper"><img src="p.jpg" alt="pothos"></div>` +
+			`<div class="content-container"><p><strong>Pothos</strong><br>One of the easiest houseplants to grow.</p></div></div>`,
+			"easiest houseplants", true},
+		{"text that goes on", postHead, `<div class="media"><img src="a.jpg"><p>` + long + `</p></div>`,
+			"gamma sentence number 3", true},
+		{"a picture under a linked title", postHead, `<div class="media"><img src="a.jpg"><h3><a href="/o">The other story about the harbour</a></h3></div>`,
+			"other story about the harbour", true},
+		{"a paragraph of a picture and its caption in italics", postHead, `<p><img src="victims.jpg" width="720" alt=""><br> <em>Victims from left: Kaylee, Ethan, Xana and Maddie</em></p>`,
+			"Victims from left", false},
+		{"a paragraph that goes on in roman type", postHead, `<p><img src="map.jpg" alt=""><br> <em>Map</em> of the valley shows the old road, which the council wants to open again next spring.</p>`,
+			"which the council wants to open", true},
+		{"a paragraph of text after a break", postHead, `<p><img src="map.jpg" alt=""><br>The map of the valley shows the old road, which the council wants to open again.</p>`,
+			"which the council wants to open", true},
+		{"a page that does not declare a post", "", `<div class="image-widget"><picture><img src="a.jpg"></picture><p>The harbour at dawn, with the fishing boats coming in.</p><p>Image: Jane Roe</p></div>`,
+			"fishing boats coming in", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<html><head><title>Garden</title>` + tt.head + `</head><body><article><h1>Garden</h1><p>` + prose("alpha", 3) + `</p>` +
+				tt.block + `<p>` + prose("beta", 3) + `</p></article></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://garden.example/post", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "beta sentence number 2") {
+				t.Fatalf("the article is missing:\n%s", a.Text)
+			}
+			if got := strings.Contains(a.Text, tt.text); got != tt.kept {
+				t.Errorf("%q kept = %v, want %v:\n%s", tt.text, got, tt.kept, a.Text)
+			}
+		})
 	}
 }

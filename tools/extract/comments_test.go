@@ -64,6 +64,43 @@ func TestReadersComments(t *testing.T) {
 	}
 }
 
+// TestCommentsNamedArticleWrapper checks that the wrapper of a news
+// page's article, named for whether comments are enabled and holding the
+// headline, is not taken for the readers' comments (the whole story went),
+// and that comments beside such an article still go.
+func TestCommentsNamedArticleWrapper(t *testing.T) {
+	story := `<div class="article-left"><h1>Headline</h1><p class="date">21 May 2025</p>` + paras("story", 4) + `</div>`
+	tests := []struct {
+		name, body    string
+		want, notWant []string
+	}{
+		{
+			name:    "the article's wrapper",
+			body:    `<div id="article" class="None comments-enabled">` + story + `</div>`,
+			want:    []string{"story0 sentence", "story3 sentence"},
+			notWant: []string{"about0"},
+		},
+		{
+			name:    "comments beside the article",
+			body:    story + `<div class="comments">` + paras("reader", 8) + `</div>`,
+			want:    []string{"story0 sentence", "story3 sentence"},
+			notWant: []string{"reader0", "reader7", "about0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + postHead + `</head><body>` +
+				`<nav><a href="/">Home</a> <a href="/news">News</a></nav>` + tt.body +
+				`<div class="about"><p>` + prose("about", 3) + `</p></div><footer><a href="/privacy">Privacy</a></footer></body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2025/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
+}
+
 // TestStemFalseFriends checks that words holding a furniture stem and
 // naming no furniture ("commentary", Drupal's "node--promoted") do not
 // make their element furniture, and that the stems still do elsewhere.
@@ -104,4 +141,42 @@ func TestDateWrapper(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkText(t, "text", a.Text, []string{"line0 sentence", "line7 sentence"}, []string{"posted at 10:12", "archive0"})
+}
+
+// TestConsentPanelBesideArticle checks that a consent manager's panel
+// holding more prose than a short news story beside it is left out, though
+// it holds most of the page's prose (it was kept as a mis-named wrapper,
+// the page's header holding the headline having been pruned before it),
+// and that an element so named that wraps the article is kept.
+func TestConsentPanelBesideArticle(t *testing.T) {
+	app := `<div id="app"><header class="article-header"><h1>Headline</h1><p>By A. Writer</p></header>` +
+		`<main id="main-content">` + paras("story", 4) + `</main><footer><a href="/privacy">Privacy</a></footer></div>`
+	panel := `<div id="onetrust-consent-sdk"><div id="onetrust-pc-sdk"><h2>Your Privacy</h2><div id="pc-policy-text">` +
+		paras("policy", 6) + `</div></div></div>`
+	tests := []struct {
+		name, body    string
+		want, notWant []string
+	}{
+		{
+			name:    "a consent panel beside the story",
+			body:    app + panel,
+			want:    []string{"story0 sentence", "story3 sentence"},
+			notWant: []string{"policy0", "policy5"},
+		},
+		{
+			name: "a wrapper of the story named for consent",
+			body: `<div class="cookie-consent-given">` + app + `</div>`,
+			want: []string{"story0 sentence", "story3 sentence"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := `<!doctype html><html><head><title>Headline</title>` + postHead + `</head><body>` + tt.body + `</body></html>`
+			a, err := ExtractBytes([]byte(page), "https://example.com/news/2025/story.html", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkText(t, "text", a.Text, tt.want, tt.notWant)
+		})
+	}
 }

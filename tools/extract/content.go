@@ -718,6 +718,9 @@ type soleH1 struct {
 	// often pruned as furniture, and the story's article must still be
 	// read as holding its headline (see singlePost).
 	articles map[*html.Node]bool
+	// firstChain is the first h1 and its ancestors, nearest first, as
+	// they were before pruning: pruning may detach the header holding it.
+	firstChain []*html.Node
 }
 
 // h1ArticleDepth is how far above an h1 its article is looked for: the
@@ -729,6 +732,9 @@ func (s *soleH1) note(h *html.Node) {
 	s.count++
 	if s.first == nil {
 		s.first = h
+		for a, d := h, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+			s.firstChain = append(s.firstChain, a)
+		}
 	}
 	for a, d := h.Parent, 1; a != nil && d <= h1ArticleDepth; a, d = a.Parent, d+1 {
 		if a.Type == html.ElementNode && a.Data == "article" {

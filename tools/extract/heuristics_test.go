@@ -96,6 +96,18 @@ func TestHeuristics(t *testing.T) {
 			notWant: []string{"passes an aircraft"},
 		},
 		{
+			// The consent gate of an embed stands in for it until the
+			// reader agrees: its notice is not the embedded post.
+			name: "the consent gate of an embed is furniture, an embedded post is not",
+			body: `<article><p>` + prose("alpha", 3) + `</p><div class="embed-wrapper embed-wrapper--blocked js-embed-consent" data-vendors="twitter">` +
+				`<div class="embed-wrapper__inner"><div class="embed-wrapper__text"><h3>Recommended editorial content</h3>` +
+				`<p>At this point you will find external content that complements the article. You can show all external content with one click or hide it again.</p></div></div></div>` +
+				`<div class="embed embed--twitter"><blockquote><p>` + prose("tweet", 1) + `</p></blockquote></div>` +
+				`<p>` + prose("beta", 3) + `</p></article>`,
+			want:    []string{"alpha sentence number 0", "tweet sentence number 0", "beta sentence number 2"},
+			notWant: []string{"external content", "Recommended editorial"},
+		},
+		{
 			name: "a list of stories holding the page itself is the site's box, not the article's",
 			body: `<article><p>` + prose("alpha", 3) + `</p><ul>` +
 				`<li><a href="https://example.com/news/page.html?src=box">Video shows the dramatic rescue of the girl</a></li>` +

@@ -61,6 +61,9 @@ func promoLine(n *html.Node) (promo bool, next *html.Node) {
 		}
 	}
 	walk(n, false, 0)
+	if lead.chars == 0 {
+		return linkedLeadIn(n, rest), nil
+	}
 	if !leadIn(leadText.String()) {
 		return false, nil
 	}
@@ -82,6 +85,24 @@ func promoLine(n *html.Node) (promo bool, next *html.Node) {
 		return false, nil
 	}
 	return true, s
+}
+
+// linkedLeadIn reports a paragraph, whose text is st, that opens with a
+// link whose own text opens with a lead-in and a colon ("READ MORE: Title
+// of another story", written inside the link) and is mostly link text.
+// The colon is asked for: a headline in capitals opening a link is not a
+// lead-in.
+func linkedLeadIn(p *html.Node, st inlineStat) bool {
+	if st.chars == 0 || float64(st.link) < promoLinkShare*float64(st.chars) {
+		return false
+	}
+	a := firstElement(p, "a", 4)
+	if a == nil {
+		return false
+	}
+	t := collapseSpace(textOf(a))
+	i := strings.IndexByte(t, ':')
+	return i > 0 && i < 4*maxLeadIn && leadIn(t[:i])
 }
 
 // leadIn reports a promotional lead-in: two to four words in capitals (at

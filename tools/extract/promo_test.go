@@ -149,3 +149,27 @@ func TestSalesPitchAfterStory(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkedLeadIn checks that a paragraph that is a link whose own text
+// opens with a lead-in in capitals and a colon ("READ MORE: Title") is
+// dropped, and that a link in capitals without the colon, a one-word
+// lead-in (the article's own source, see leadIn) and such a link followed
+// by prose of the paragraph stay.
+func TestLinkedLeadIn(t *testing.T) {
+	tests := []struct {
+		name, para, text string
+		kept             bool
+	}{
+		{"lead-in inside the link", `<p><a href="/other-park"> <b>READ MORE: Europe's lesser-known theme park has terrifying rollercoasters</b> </a></p>`,
+			"lesser-known theme park", false},
+		{"a headline in capitals", `<p><a href="/mars">NASA LAUNCHES ITS NEW PROBE TO MARS</a></p>`,
+			"NASA LAUNCHES", true},
+		{"a one-word lead-in", `<p><a href="/report.pdf">SOURCE: The annual report of the ministry of tourism on theme parks</a></p>`,
+			"annual report of the ministry", true},
+		{"prose after the link", `<p><a href="/report">SEE ALSO: the report</a> says the park has the tallest rollercoaster in the country and the fastest.</p>`,
+			"tallest rollercoaster", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkKeptInGarden(t, tt.para, tt.text, tt.kept) })
+	}
+}

@@ -977,8 +977,11 @@ func (e *extractor) findPosts(total textSize) map[*html.Node]bool {
 }
 
 // embedParts are the furniture words that, ending a name of an embed (see
-// isEmbedName), name that part of it, not the embedded post.
-var embedParts = wordSet(`caption credit credits`)
+// isEmbedName), name that part of it, not the embedded post: its caption
+// or credit, or the consent gate that stands in for it until the reader
+// agrees ("js-embed-consent": zeit.de's "Recommended editorial content"
+// notice was kept).
+var embedParts = wordSet(`caption credit credits consent cookie cookies gdpr`)
 
 // isEmbedName reports a class or id naming an embedded post.
 func isEmbedName(name string) bool {
@@ -1267,7 +1270,7 @@ func (e *extractor) droppedOutright(n *html.Node, total textSize) (drop, decided
 	if tag == "noscript" {
 		return !e.noscriptMain, true
 	}
-	if e.popups[n] || photoFigure(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || e.altCaptions[n] || machineLabel(n) || e.disclaimerBox(n, total) {
+	if e.popups[n] || photoFigure(n) || !e.sections && photoBlock(n) || e.signups[n] || e.authorBoxes[n] || e.promoNext[n] || e.capsPromos[n] || e.altCaptions[n] || machineLabel(n) || e.disclaimerBox(n, total) {
 		return true, true
 	}
 	if promo, next := promoLine(n); promo {
@@ -1479,7 +1482,7 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// product pages too did worse on four of the five training sets of
 	// the cross-validation by site (the fifth tied); sparing them on
 	// pages that do not declare a post only did worse on four.
-	if !strong && !e.product && (e.pageItem(n, total) || e.holdsItems(n)) {
+	if !strong && !e.product && !storyTeaser(n, &e.headline, e.sections) && (e.pageItem(n, total) || e.holdsItems(n)) {
 		return false
 	}
 	// Text behind a hiding class is not shown by continuing the prose
@@ -1495,7 +1498,7 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	// long paragraph (a site notice in a footer of a short page) is not.
 	// Inside a post (main is the post's), one paragraph is enough.
 	mostOfMain := main.para > 0 && size.para*2 > main.para
-	if mostOfMain && e.readersComments(n) {
+	if mostOfMain && e.besideStory(n) {
 		return true
 	}
 	// Nor is one named only as a date (see dateNamed): it wraps what is
@@ -1558,30 +1561,54 @@ func dateNamed(n *html.Node) bool {
 	return dated
 }
 
-// readersComments reports an element named for comments, on a page that
-// declares a post and not a thread, beside an article: the largest
-// container of the page's headline (its first h1) that does not hold n
-// holds minContinuedRuns prose runs or more. Such an element is the
-// readers' comments under the article, however much prose they hold (a
-// news page's comments often hold more than its article). A wrapper of
-// the article named so holds its headline; a forum's replies follow a
-// first post that is not in the headline's container, or is short.
-func (e *extractor) readersComments(n *html.Node) bool {
-	if e.sections || e.discussion || e.headline.first == nil || !commentNamed(n) {
+// besideStory reports an element beside the page's article (see
+// soleH1.outside) and named for the readers' comments, on a page that
+// declares a post and not a thread, or for cookies or consent.
+// Readers' comments under the article are furniture however much prose
+// they hold (a news page's comments often hold more than its article);
+// a forum's replies follow a first post that is not in the headline's
+// container, or is short. So is a consent manager's panel, whose policy
+// text can outweigh a short news story (reuters.com's fundus page: the
+// panel held half the page's prose and was kept as a mis-named wrapper).
+func (e *extractor) besideStory(n *html.Node) bool {
+	comments := !e.sections && !e.discussion && commentNamed(n)
+	if !comments && !namesWord(n, consentWords) {
 		return false
+	}
+	article := e.headline.outside(n)
+	return article != nil && e.sizeOf(article).paras >= minContinuedRuns
+}
+
+// consentWords name a cookie or consent notice.
+var consentWords = wordSet(`cookie cookies consent gdpr`)
+
+// outside returns the largest container of the page's headline (its
+// first h1) that does not hold n, or nil: the article beside n when it
+// has prose. A wrapper of the article holds its headline (a news site's
+// "comments-enabled" flag on the article's wrapper, timeslive.co.za's
+// fundus page: the whole story went).
+func (s *soleH1) outside(n *html.Node) *html.Node {
+	if s.first == nil {
+		return nil
 	}
 	above := map[*html.Node]bool{}
 	for a, d := n, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
 		above[a] = true
 	}
 	var article *html.Node
-	for a, d := e.headline.first, 0; a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+	// The headline's ancestors as they were before pruning: the header
+	// holding it may have gone already.
+	for _, a := range s.firstChain {
 		if above[a] {
+			if a == n {
+				// n holds the headline: it wraps the article.
+				return nil
+			}
 			break
 		}
 		article = a
 	}
-	return article != nil && e.sizeOf(article).paras >= minContinuedRuns
+	return article
 }
 
 // commentNamed reports a class or id of n holding the word "comment"
@@ -1700,3 +1727,32 @@ func isWide(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }
+
+// storyTeaser reports an element named as a teaser inside the story: the
+// article element holding the page's headline (see soleH1), on a page
+// that declares a post (sections is false). It points to another story
+// ("Mehr zum Thema" between a news story's paragraphs) and is furniture
+// however many teasers of its kind the page has (see pageItem). On a
+// section page whose teasers are its content, the headline (the
+// section's name) is not in an article element holding them.
+func storyTeaser(n *html.Node, headline *soleH1, sections bool) bool {
+	if sections || !namesWord(n, teaserWords) {
+		return false
+	}
+	var story *html.Node
+	for _, a := range headline.firstChain {
+		if a.Type == html.ElementNode && a.Data == "article" {
+			story = a
+			break
+		}
+	}
+	for a, d := n.Parent, 0; story != nil && a != nil && d <= maxDepth; a, d = a.Parent, d+1 {
+		if a == story {
+			return true
+		}
+	}
+	return false
+}
+
+// teaserWords name a teaser of another story.
+var teaserWords = wordSet(`teaser teasers`)

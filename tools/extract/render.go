@@ -537,7 +537,7 @@ func cleanBlocks(blocks []block, title string, itemLink int) []block {
 // taxonomyLines).
 func rootBlocks(blocks []block, title string, self *url.URL, post bool) []block {
 	if post && self != nil {
-		blocks = labelledOwnLinks(blocks, siteOf(self.Hostname()))
+		blocks = kickerLinks(labelledOwnLinks(blocks, siteOf(self.Hostname())), siteOf(self.Hostname()))
 	}
 	if post {
 		blocks = taxonomyLines(blocks)
@@ -1004,4 +1004,59 @@ func ownLabel(b block) bool {
 	t := strings.TrimSpace(b.text)
 	return b.kind == kindPara && b.chars <= maxOwnLabel && b.link*2 < b.chars &&
 		!strings.ContainsAny(t, "0123456789,") && !strings.HasSuffix(t, ".")
+}
+
+// kickerLinks drops, on a page that declares a post, the lists of the
+// site's own stories set inside an article: minKickerItems or more list
+// items in a row, each a kicker ending in a colon and then one link to the
+// site's own pages and nothing after it ("Archäologie: Simple Erklärung
+// für Weihnachtswunder", the Funke group's news sites). A list the article
+// writes (its sources, its steps) links elsewhere, or says more than a
+// kicker around its links.
+func kickerLinks(blocks []block, site string) []block {
+	if site == "" {
+		return blocks
+	}
+	out := blocks[:0]
+	for i := 0; i < len(blocks); {
+		j := i
+		for j < len(blocks) && kickerLink(blocks[j], site) {
+			j++
+		}
+		if j-i >= minKickerItems {
+			i = j
+			continue
+		}
+		if j == i {
+			j = i + 1
+		}
+		out = append(out, blocks[i:j]...)
+		i = j
+	}
+	return out
+}
+
+// minKickerItems is the fewest items of a list of kicker links (see
+// kickerLinks); maxKicker bounds a kicker's length (weighted characters).
+const (
+	minKickerItems = 2
+	maxKicker      = 30
+)
+
+// kickerLink reports a list item that is a kicker ending in a colon and
+// then one link to the site's own pages, closing the item.
+func kickerLink(b block, site string) bool {
+	if b.kind != kindItem || b.link == 0 || b.chars-b.link > maxKicker {
+		return false
+	}
+	found, all := mdLinks(b.md, func(u *url.URL) bool { return siteOf(u.Hostname()) == site })
+	if found != 1 || !all {
+		return false
+	}
+	open := strings.IndexByte(b.md, '[')
+	end := strings.LastIndex(b.md, ")")
+	if open <= 0 || end < len(strings.TrimRight(b.md, " *_"))-1 {
+		return false
+	}
+	return strings.HasSuffix(strings.TrimRight(b.md[:open], " *_"), ":")
 }
