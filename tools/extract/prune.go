@@ -1485,13 +1485,14 @@ func (e *extractor) namedFurniture(n *html.Node, size, total, main textSize) boo
 	if !strong && !e.product && !storyTeaser(n, &e.headline, e.sections) && (e.pageItem(n, total) || e.holdsItems(n)) {
 		return false
 	}
-	// Text behind a hiding class is not shown by continuing the prose
-	// before it: only a control opens it.
-	if !strong && !e.sections && (opened || !hiddenClass(strings.Fields(attr(n, "class")))) && e.continuesProse(n, size) {
-		return false
-	}
-	if !strong && !e.sections && !hiddenClass(strings.Fields(attr(n, "class"))) && leadOfDescription(n, size, e.normDesc) {
-		return false
+	// The rest of the prose before it, or the story's lead that the
+	// description repeats, is kept. Text behind a hiding class is shown
+	// by neither: only a control opens it.
+	if !strong && !e.sections {
+		hidden := hiddenClass(strings.Fields(attr(n, "class")))
+		if (opened || !hidden) && e.continuesProse(n, size) || !hidden && leadOfDescription(n, size, e.normDesc) {
+			return false
+		}
 	}
 	// A furniture-named element that holds most of the page's paragraph
 	// text in several paragraphs is more likely a mis-named wrapper. One
