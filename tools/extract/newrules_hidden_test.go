@@ -7,7 +7,8 @@ import (
 
 // TestHiddenTextThroughStoryRules attacks the rules that keep text a
 // furniture name or a column would have dropped (the lead the description
-// repeats, the story in an aside): text no reader is shown must not come
+// repeats, the story in an aside, a comments-named wrapper holding the
+// headline): text no reader is shown must not come
 // through them, however well it fits the rule. Each hidden case has a
 // shown twin whose text is kept, so a hidden case passes because of the
 // hiding, not because the layout lost the text anyway. (A block hiding
@@ -33,6 +34,11 @@ func TestHiddenTextThroughStoryRules(t *testing.T) {
 			`<div class="columns" id="rightCol"><aside id="rightColumn"` + attrs + `><ul>` + slides(8) + `</ul></aside></div>` +
 			`</main><footer><a href="/privacy">Privacy</a></footer></body></html>`
 	}
+	comments := func(attrs string) string {
+		return `<!doctype html><html><head><title>Headline</title>` + postHead + `</head><body><nav><a href="/">Home</a></nav>` +
+			`<div id="article" class="comments-enabled"` + attrs + `><div class="article-left"><h1>Headline</h1>` + paras("story", 4) + `</div></div>` +
+			`<div class="about"><p>` + prose("about", 5) + `</p></div><footer><a href="/privacy">Privacy</a></footer></body></html>`
+	}
 	tests := []struct {
 		name, html string
 		shown      bool
@@ -46,6 +52,9 @@ func TestHiddenTextThroughStoryRules(t *testing.T) {
 		{"slideshow in an aside, shown", aside("", ""), true, []string{"slide0 sentence", "slide7 sentence"}},
 		{"slideshow in an aside, display none", aside(` style="display:none"`, ""), false, []string{"slide0 sentence", "slide7 sentence"}},
 		{"slideshow in an aside, visibility hidden", aside(` style="visibility:hidden"`, ""), false, []string{"slide0 sentence"}},
+		{"comments-named wrapper of the headline, shown", comments(""), true, []string{"story0 sentence", "story3 sentence"}},
+		{"comments-named wrapper of the headline, display none", comments(` style="display:none"`), false, []string{"story0 sentence"}},
+		{"comments-named wrapper of the headline, hidden attribute", comments(` hidden`), false, []string{"story0 sentence"}},
 		{"slideshow in an aside, hidden by the style sheet", aside(``, `<style>#rightColumn{display:none}</style>`), false, []string{"slide0 sentence"}},
 	}
 	for _, tt := range tests {
