@@ -612,13 +612,21 @@ func selfLists(blocks []block, self *url.URL) []block {
 	if strings.TrimSuffix(self.EscapedPath(), "/") == "" {
 		return blocks // a home page is in every menu
 	}
+	return dropRuns(blocks,
+		func(b block) bool { return b.kind == kindItem && b.link*10 >= b.chars*9 },
+		func(run []block) bool { return len(run) >= minSelfList && linksTo(run, want, key) })
+}
+
+// dropRuns drops each run of consecutive blocks that all match in and
+// that drop accepts; every other block is kept, in order.
+func dropRuns(blocks []block, in func(block) bool, drop func(run []block) bool) []block {
 	out := blocks[:0]
 	for i := 0; i < len(blocks); {
 		j := i
-		for j < len(blocks) && blocks[j].kind == kindItem && blocks[j].link*10 >= blocks[j].chars*9 {
+		for j < len(blocks) && in(blocks[j]) {
 			j++
 		}
-		if j-i >= minSelfList && linksTo(blocks[i:j], want, key) {
+		if j > i && drop(blocks[i:j]) {
 			i = j
 			continue
 		}
@@ -1017,23 +1025,9 @@ func kickerLinks(blocks []block, site string) []block {
 	if site == "" {
 		return blocks
 	}
-	out := blocks[:0]
-	for i := 0; i < len(blocks); {
-		j := i
-		for j < len(blocks) && kickerLink(blocks[j], site) {
-			j++
-		}
-		if j-i >= minKickerItems {
-			i = j
-			continue
-		}
-		if j == i {
-			j = i + 1
-		}
-		out = append(out, blocks[i:j]...)
-		i = j
-	}
-	return out
+	return dropRuns(blocks,
+		func(b block) bool { return kickerLink(b, site) },
+		func(run []block) bool { return len(run) >= minKickerItems })
 }
 
 // minKickerItems is the fewest items of a list of kicker links (see

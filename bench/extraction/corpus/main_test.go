@@ -1,7 +1,9 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,9 +53,11 @@ func fakeFundus(t *testing.T) string {
 		writeFile(t, filepath.Join(dir, name), b)
 	}
 	for f := range meta {
-		if err := writeGzip(filepath.Join(dir, f), []byte("<html>"+f+"</html>")); err != nil {
+		gz, err := gzipped([]byte("<html>" + f + "</html>"))
+		if err != nil {
 			t.Fatal(err)
 		}
+		writeFile(t, filepath.Join(dir, f), gz)
 	}
 	return src
 }
@@ -91,7 +95,7 @@ func TestFundusPairsVersionsWithPagesByCrawlDate(t *testing.T) {
 	if strings.Contains(a.ArticleBody, "summary") {
 		t.Errorf("summary kept without -summary: %q", a.ArticleBody[:30])
 	}
-	html, err := readGzip(filepath.Join(out, "html", "fundus-us-Daily_2023_01_02.html.gz"))
+	html, err := gunzip(filepath.Join(out, "html", "fundus-us-Daily_2023_01_02.html.gz"))
 	if err != nil || string(html) != "<html>Daily_2023_01_02.html.gz</html>" {
 		t.Errorf("html = %q, %v", html, err)
 	}
@@ -161,7 +165,23 @@ func TestNewspaperSkipsMissingAndFailedPages(t *testing.T) {
 	if len(gt) != 1 || gt["np-good.com1"].Source != "newspaper" {
 		t.Errorf("pages = %v, want only np-good.com1", gt)
 	}
+	if html, err := gunzip(filepath.Join(out, "html", "np-good.com1.html.gz")); err != nil || string(html) != "<p>good</p>" {
+		t.Errorf("html = %q, %v", html, err)
+	}
 	if err := run("goose", src, out, "all", false); err == nil {
 		t.Error("unknown -from accepted")
 	}
+}
+
+func gunzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
